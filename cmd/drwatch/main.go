@@ -1,0 +1,21 @@
+// Command drwatch is the out-of-cluster disaster-recovery failover service.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+// Stamped by `make build` through -ldflags.
+var (
+	version = "dev"
+	commit  = "unknown"
+	date    = "unknown"
+)
+
+func main() {
+	if err := newRootCmd().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "drwatch:", err)
+		os.Exit(exitCode(err))
+	}
+}

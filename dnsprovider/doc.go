@@ -1,0 +1,2 @@
+// Package dnsprovider reads and writes the DNS records drwatch manages.
+package dnsprovider
