@@ -2,6 +2,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 )
@@ -15,7 +16,10 @@ var (
 
 func main() {
 	if err := newRootCmd().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "drwatch:", err)
+		var s silentError
+		if !errors.As(err, &s) {
+			fmt.Fprintln(os.Stderr, "drwatch:", err)
+		}
 		os.Exit(exitCode(err))
 	}
 }

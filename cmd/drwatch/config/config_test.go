@@ -1,0 +1,207 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func loadString(t *testing.T, yaml string) (*Config, Problems) {
+	t.Helper()
+	c, err := Parse("test.yaml", []byte(yaml), Options{SkipFileChecks: true})
+	if err == nil {
+		return c, nil
+	}
+	var ps Problems
+	if !errors.As(err, &ps) {
+		t.Fatalf("Parse error is %T, want Problems: %v", err, err)
+	}
+	return nil, ps
+}
+
+func validYAML(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("testdata/valid.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestValidConfig(t *testing.T) {
+	c, ps := loadString(t, validYAML(t))
+	if ps != nil {
+		t.Fatalf("valid.yaml: got problems:\n%v", ps)
+	}
+	if c.Policy.Quorum != 2 || c.Policy.StaleAfter != 3*c.Policy.Interval {
+		t.Errorf("got quorum %d stale_after %s, want 2 and 3×interval", c.Policy.Quorum, c.Policy.StaleAfter)
+	}
+	p := c.Sites.Primary.Probes[0]
+	if p.Timeout != c.Policy.Timeout || len(p.ExpectStatus) != 1 || p.ExpectStatus[0] != 200 {
+		t.Errorf("probe defaults: got timeout %s expect %v", p.Timeout, p.ExpectStatus)
+	}
+	if c.Sites.Primary.Probes[2].Critical == nil || *c.Sites.Primary.Probes[2].Critical {
+		t.Errorf("explicit critical: false was not kept")
+	}
+	if c.Sites.Backup.Probes[0].Critical == nil || !*c.Sites.Backup.Probes[0].Critical {
+		t.Errorf("critical default: got %v, want true", c.Sites.Backup.Probes[0].Critical)
+	}
+	if got := c.Sites.Primary.Probes[1].Endpoint; got != "readyz" {
+		t.Errorf("kubernetes endpoint default: got %q, want readyz", got)
+	}
+	if c.Sites.Primary.Probes[0].Endpoint != "" {
+		t.Errorf("kubernetes-only default applied to an http probe")
+	}
+}
+
+// Each rule of the issue, one case: a replacement in valid.yaml, and the
+// path and message the problem must carry, and its line.
+func TestRules(t *testing.T) {
+	tests := []struct {
+		name, old, new string
+		wantPath, want string
+		wantLine       int
+	}{
+		{"quorum not a majority", "quorum: 2", "quorum: 1", "policy.quorum", "not a majority of the 3 peers", 8},
+		{"quorum above peers", "quorum: 2", "quorum: 4", "policy.quorum", "not a majority", 8},
+		{"timeout not below interval", "timeout: 1500ms", "timeout: 2s", "policy.timeout", "must be < interval", 8},
+		{"fall zero", "fall: 3", "fall: 0", "policy.fall", "must be ≥ 1", 8},
+		{"rise zero", "rise: 5", "rise: 0", "policy.rise", "must be ≥ 1", 8},
+		{"record outside zone", "name: studio,", "name: studio.example.net.,", "dns.records[studio.example.net.].name", "not in zone example.org.", 26},
+		{"record missing backup", "primary: [203.0.113.10], backup: [198.51.100.10] }\n    - { name: studio", "primary: [203.0.113.10] }\n    - { name: studio", "dns.records[lms].backup", "targets for both sites", 25},
+		{"duplicate probe name", "name: kube-api", "name: lms", "sites.primary.probes[lms#2].name", `duplicate probe name "lms"`, 14},
+		{"inline secret", "key_file: /etc/drwatch/tsig.key", "secret: c3VwZXJzZWNyZXRkb25vdGxlYWs=", "dns.rfc2136.secret", "not accepted inline", 22},
+		{"secret pasted into key_file", "key_file: /etc/drwatch/tsig.key", "key_file: c3VwZXJzZWNyZXRkb25vdGxlYWs", "dns.rfc2136.key_file", "looks like the secret itself", 22},
+		{"unknown key", "block_window: 1h", "block_windw: 1h", "policy.block_windw", "unknown key (did you mean block_window?)", 8},
+		{"wrong type", "fall: 3", "fall: three", "policy.fall", `"three" is not a whole number`, 8},
+		{"bad duration", "interval: 2s", "interval: 2", "policy.interval", "not a duration", 8},
+		{"node not in peers", "id: a, data_dir", "id: z, data_dir", "node.id", `"z" is not in peers`, 1},
+		{"foreign probe field", `connect_to: "198.51.100.10:443" }`, `connect_to: "198.51.100.10:443", loadbalancer: x }`, "sites.backup.probes[lms].loadbalancer", "not a field of a http probe", 19},
+		{"probe timeout not below interval", `expect_status: [200]`, `timeout: 5s, expect_status: [200]`, "sites.primary.probes[lms].timeout", "must be < policy.interval", 13},
+		{"bad record value", "backup: [198.51.100.10] }\n    - { name: studio", "backup: [\"2001:db8::1\"] }\n    - { name: studio", "dns.records[lms].backup", "not an IPv4 address", 25},
+		{"even peers", "  - { id: c, raft_addr: 10.3.0.5:7400, api_addr: 10.3.0.5:7480 }\n", "", "peers", "use an odd number", 3},
+		{"failback auto without dwell", "failback: manual", "failback: auto", "policy.failback_after", "required > 0", 8},
+		{"bad provider", "provider: rfc2136", "provider: bind", "dns.provider", "must be one of", 21},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			y := validYAML(t)
+			if !strings.Contains(y, tt.old) {
+				t.Fatalf("test bug: %q not in valid.yaml", tt.old)
+			}
+			_, ps := loadString(t, strings.Replace(y, tt.old, tt.new, 1))
+			for _, p := range ps {
+				if p.Path == tt.wantPath && strings.Contains(p.Msg, tt.want) {
+					if p.Line != tt.wantLine || p.Column == 0 {
+						t.Errorf("got position %d:%d, want line %d", p.Line, p.Column, tt.wantLine)
+					}
+					if !strings.HasPrefix(p.String(), "test.yaml:") {
+						t.Errorf("got %q, want FILE:LINE:COL: prefix", p.String())
+					}
+					return
+				}
+			}
+			t.Errorf("got problems:\n%v\nwant %s: ...%s", ps, tt.wantPath, tt.want)
+		})
+	}
+}
+
+func TestEveryProblemAtOnce(t *testing.T) {
+	_, err := Load("testdata/broken.yaml", Options{SkipFileChecks: true})
+	var ps Problems
+	if !errors.As(err, &ps) {
+		t.Fatalf("got %v, want Problems", err)
+	}
+	for _, want := range []string{
+		"broken.yaml:10:3: policy.timeout:", "broken.yaml:11:3: policy.fall:", "broken.yaml:12:3: policy.rise:",
+		"broken.yaml:13:3: policy.quorum:", "broken.yaml:14:3: policy.intervall: unknown key",
+		"sites.primary.probes[lms].timeout: 0s must be > 0", "sites.primary.probes[lms#2].name: duplicate",
+		"dns.rfc2136.secret: secrets are not accepted inline", "dns.records[lms].backup: required",
+		`dns.records[www.elsewhere.net.].name: "www.elsewhere.net." is not in zone`,
+	} {
+		if !strings.Contains(ps.Error(), want) {
+			t.Errorf("missing %q in:\n%v", want, ps)
+		}
+	}
+}
+
+// A secret must never appear in any problem, whatever else is wrong.
+func TestSecretsNeverInErrors(t *testing.T) {
+	const secret = "c3VwZXJzZWNyZXRkb25vdGxlYWs="
+	y := validYAML(t)
+	for _, mut := range []struct{ old, new string }{
+		{"key_file: /etc/drwatch/tsig.key", "secret: " + secret},
+		{"key_file: /etc/drwatch/tsig.key", "key_file: " + secret},
+		{"key_file: /etc/drwatch/tsig.key", "key_file: [" + secret + "]"},
+		{"token_file: /etc/drwatch/kube-token", "token: " + secret},
+		{"token_file: /etc/drwatch/kube-token", "token_file: {a: " + secret + "}"},
+		{"tokens_file: /etc/drwatch/tokens", "tokens_file: /etc/drwatch/tokens, token: " + secret},
+	} {
+		_, ps := loadString(t, strings.Replace(y, mut.old, mut.new, 1))
+		if ps == nil {
+			t.Errorf("%s: got no problem", mut.new)
+		}
+		if strings.Contains(ps.Error(), secret) || strings.Contains(ps.Error(), "c3VwZXJz") {
+			t.Errorf("%s: secret leaked:\n%v", mut.new, ps)
+		}
+	}
+}
+
+func TestFileChecks(t *testing.T) {
+	dir := t.TempDir()
+	y := strings.ReplaceAll(validYAML(t), "/etc/drwatch", dir)
+	_, err := Parse("f.yaml", []byte(y), Options{})
+	if err == nil || !strings.Contains(err.Error(), "tls.ca_file: cannot use "+filepath.Join(dir, "ca.crt")+": no such file") {
+		t.Fatalf("got %v, want tls.ca_file missing", err)
+	}
+	for _, f := range []string{"ca.crt", "node.crt", "node.key", "tokens", "kube-ca.crt", "kube-token", "tsig.key"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Parse("f.yaml", []byte(y), Options{}); err != nil {
+		t.Fatalf("with files present: %v", err)
+	}
+}
+
+func TestBadDocuments(t *testing.T) {
+	for _, y := range []string{"", "- a\n- b\n", "node: [\n", "a: 1\n---\nb: 2\n", "node: 5\n"} {
+		_, err := Parse("x.yaml", []byte(y), Options{SkipFileChecks: true})
+		if err == nil {
+			t.Errorf("%q: got nil error", y)
+		}
+	}
+	big := strings.Repeat("#", MaxFileSize+10)
+	f := filepath.Join(t.TempDir(), "big.yaml")
+	if err := os.WriteFile(f, []byte(big), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(f, Options{}); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("oversized file: got %v", err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, name := range []string{"testdata/valid.yaml", "testdata/broken.yaml"} {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("node: {id: a}\npeers: [{id: a}]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := Parse("fuzz.yaml", data, Options{SkipFileChecks: true})
+		if (c == nil) == (err == nil) {
+			t.Fatalf("got config %v and error %v; want exactly one", c != nil, err)
+		}
+		if err != nil {
+			var ps Problems
+			if !errors.As(err, &ps) || len(ps) == 0 {
+				t.Fatalf("got %T %v, want non-empty Problems", err, err)
+			}
+		}
+	})
+}

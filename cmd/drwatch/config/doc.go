@@ -1,0 +1,15 @@
+// Package config loads and validates drwatch's YAML configuration.
+//
+// Loading is strict and reports every problem at once: unknown keys, wrong
+// types, inline secrets and broken rules each become one [Problem] carrying
+// the file, line and column and a field path that names list items by their
+// name rather than only their index (sites.primary.probes[lms].timeout).
+//
+// Defaults live in one place: the `default:"..."` struct tags of the types in
+// types.go. [Defaults] documents them and docs/configuration.md is generated
+// from the same tags (a test keeps the two in step).
+//
+// Secrets are never accepted inline. Fields ending in _file name a file that
+// holds the secret; fields ending in _env name an environment variable. No
+// secret value ever appears in a Problem.
+package config

@@ -1,0 +1,442 @@
+package config
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+)
+
+// MaxFileSize bounds the configuration file; anything larger is refused
+// before parsing.
+const MaxFileSize = 1 << 20
+
+// Options change what [Load] checks.
+type Options struct {
+	// SkipFileChecks skips checking that every *_file exists and is readable,
+	// for validating a config on a machine other than the one it runs on.
+	SkipFileChecks bool
+}
+
+// Load reads, decodes, defaults and validates the file at path. On failure
+// the error is a [Problems] listing every problem found.
+func Load(path string, opts Options) (*Config, error) {
+	data, err := readLimited(path)
+	if err != nil {
+		return nil, Problems{{File: path, Msg: err.Error()}}
+	}
+	return Parse(path, data, opts)
+}
+
+func readLimited(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open: %w", err)
+	}
+	defer f.Close()
+	var buf bytes.Buffer
+	n, err := buf.ReadFrom(&limitReader{f, MaxFileSize + 1})
+	if err != nil {
+		return nil, fmt.Errorf("read: %w", err)
+	}
+	if n > MaxFileSize {
+		return nil, fmt.Errorf("file is larger than %d bytes", MaxFileSize)
+	}
+	return buf.Bytes(), nil
+}
+
+type limitReader struct {
+	f *os.File
+	n int64
+}
+
+func (l *limitReader) Read(p []byte) (int, error) {
+	if l.n <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > l.n {
+		p = p[:l.n]
+	}
+	n, err := l.f.Read(p)
+	l.n -= int64(n)
+	return n, err
+}
+
+// Parse decodes and validates data as if read from the file name. On failure
+// the error is a [Problems] listing every problem found.
+func Parse(name string, data []byte, opts Options) (*Config, error) {
+	file, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		return nil, Problems{syntaxProblem(name, err)}
+	}
+	if len(file.Docs) != 1 || file.Docs[0].Body == nil {
+		return nil, Problems{{File: name, Msg: "want exactly one YAML document"}}
+	}
+	w := &walker{file: name, pos: map[string]pos{}}
+	w.walk(file.Docs[0].Body, reflect.TypeOf(Config{}), "")
+	var cfg Config
+	if err := yaml.NodeToValue(file.Docs[0].Body, &cfg); err != nil {
+		if len(w.problems) > 0 {
+			// The walker already named the bad values.
+			return nil, w.problems.sorted()
+		}
+		return nil, Problems{decodeProblem(name, err)}
+	}
+	// Unknown keys were ignored by this lenient decode; the rules are still
+	// checked so that the user sees every problem in one run.
+	present := func(p string) bool { _, ok := w.pos[p]; return ok }
+	applyDefaults(reflect.ValueOf(&cfg).Elem(), "", present)
+	v := &validator{file: name, pos: w.pos, opts: opts}
+	v.config(&cfg)
+	if all := append(w.problems, v.problems...); len(all) > 0 {
+		return nil, all.sorted()
+	}
+	return &cfg, nil
+}
+
+type pos struct{ line, col int }
+
+func tokenPos(n ast.Node) pos {
+	if n == nil || n.GetToken() == nil {
+		return pos{}
+	}
+	p := n.GetToken().Position
+	return pos{p.Line, p.Column}
+}
+
+func syntaxProblem(name string, err error) Problem {
+	if ye, ok := err.(yaml.Error); ok && ye.GetToken() != nil {
+		p := ye.GetToken().Position
+		return Problem{File: name, Line: p.Line, Column: p.Column, Msg: "yaml: " + ye.GetMessage()}
+	}
+	return Problem{File: name, Msg: "yaml: " + err.Error()}
+}
+
+func decodeProblem(name string, err error) Problem {
+	if ye, ok := err.(yaml.Error); ok && ye.GetToken() != nil {
+		p := ye.GetToken().Position
+		return Problem{File: name, Line: p.Line, Column: p.Column, Msg: ye.GetMessage()}
+	}
+	return Problem{File: name, Msg: err.Error()}
+}
+
+// walker checks the document's shape against the Go types before decoding:
+// every unknown key, every scalar of the wrong type and every inline secret
+// becomes a Problem, so the user sees all of them at once. It also records
+// the position of every field under its display path for the validator.
+type walker struct {
+	file     string
+	pos      map[string]pos
+	problems Problems
+}
+
+func (w *walker) add(n ast.Node, path, msg string) {
+	p := tokenPos(n)
+	w.problems = append(w.problems, Problem{File: w.file, Line: p.line, Column: p.col, Path: path, Msg: msg})
+}
+
+func unwrap(n ast.Node) ast.Node {
+	for {
+		switch t := n.(type) {
+		case *ast.TagNode:
+			n = t.Value
+		case *ast.AnchorNode:
+			n = t.Value
+		default:
+			return n
+		}
+	}
+}
+
+func mappingValues(n ast.Node) ([]*ast.MappingValueNode, bool) {
+	switch t := n.(type) {
+	case *ast.MappingNode:
+		return t.Values, true
+	case *ast.MappingValueNode:
+		return []*ast.MappingValueNode{t}, true
+	}
+	return nil, false
+}
+
+func joinPath(parent, key string) string {
+	if parent == "" {
+		return key
+	}
+	return parent + "." + key
+}
+
+var durationType = reflect.TypeOf(time.Duration(0))
+
+func (w *walker) walk(n ast.Node, t reflect.Type, path string) {
+	n = unwrap(n)
+	if _, ok := n.(*ast.AliasNode); ok {
+		return // resolved and type-checked by the decoder
+	}
+	if _, ok := n.(*ast.NullNode); ok {
+		return // an empty value leaves the default in place
+	}
+	if path != "" {
+		if _, seen := w.pos[path]; !seen {
+			w.pos[path] = tokenPos(n)
+		}
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t == durationType:
+		w.scalar(n, path, func(s string) string {
+			if _, err := time.ParseDuration(s); err != nil {
+				return fmt.Sprintf("%q is not a duration (use units, e.g. 2s, 1500ms, 1h)", s)
+			}
+			return ""
+		})
+	case t.Kind() == reflect.Struct:
+		w.structure(n, t, path)
+	case t.Kind() == reflect.Slice:
+		seq, ok := n.(*ast.SequenceNode)
+		if !ok {
+			w.add(n, path, "want a list")
+			return
+		}
+		labels := newLabeler()
+		for i, item := range seq.Values {
+			w.walk(item, t.Elem(), path+"["+labels.next(itemLabel(item), i)+"]")
+		}
+	case t.Kind() == reflect.Map:
+		values, ok := mappingValues(n)
+		if !ok {
+			w.add(n, path, "want a mapping")
+			return
+		}
+		for _, mv := range values {
+			w.walk(mv.Value, t.Elem(), joinPath(path, keyString(mv.Key)))
+		}
+	case t.Kind() == reflect.String:
+		w.scalar(n, path, func(string) string { return "" })
+	case t.Kind() == reflect.Bool:
+		w.scalar(n, path, func(s string) string {
+			if _, err := strconv.ParseBool(s); err != nil {
+				return fmt.Sprintf("%q is not true or false", s)
+			}
+			return ""
+		})
+	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Int64:
+		w.scalar(n, path, func(s string) string {
+			if _, err := strconv.ParseInt(s, 10, 64); err != nil {
+				return fmt.Sprintf("%q is not a whole number", s)
+			}
+			return ""
+		})
+	case t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uint64:
+		w.scalar(n, path, func(s string) string {
+			if _, err := strconv.ParseUint(s, 10, 64); err != nil {
+				return fmt.Sprintf("%q is not a non-negative whole number", s)
+			}
+			return ""
+		})
+	}
+}
+
+// scalar checks a leaf. The message never quotes the value of a field that
+// could hold a secret.
+func (w *walker) scalar(n ast.Node, path string, check func(string) string) {
+	switch n.(type) {
+	case *ast.MappingNode, *ast.MappingValueNode, *ast.SequenceNode:
+		w.add(n, path, "want a single value, not a list or mapping")
+		return
+	}
+	s := scalarText(n)
+	if msg := check(s); msg != "" {
+		if looksSecretPath(path) {
+			msg = "invalid value"
+		}
+		w.add(n, path, msg)
+	}
+}
+
+func scalarText(n ast.Node) string {
+	if n.GetToken() == nil {
+		return ""
+	}
+	return n.GetToken().Value
+}
+
+func keyString(k ast.MapKeyNode) string {
+	if k == nil || k.GetToken() == nil {
+		return ""
+	}
+	return k.GetToken().Value
+}
+
+// itemLabel is a list item's name or id, or "" when it has neither.
+func itemLabel(item ast.Node) string {
+	values, ok := mappingValues(unwrap(item))
+	if ok {
+		for _, k := range []string{"name", "id"} {
+			for _, mv := range values {
+				if keyString(mv.Key) == k {
+					if s := scalarText(unwrap(mv.Value)); s != "" {
+						return s
+					}
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func (w *walker) structure(n ast.Node, t reflect.Type, path string) {
+	values, ok := mappingValues(n)
+	if !ok {
+		w.add(n, path, "want a mapping")
+		return
+	}
+	fields := yamlFields(t)
+	seen := map[string]bool{}
+	for _, mv := range values {
+		key := keyString(mv.Key)
+		kp := joinPath(path, key)
+		if seen[key] {
+			w.add(mv.Key, kp, "duplicate key")
+			continue
+		}
+		seen[key] = true
+		f, ok := fields[key]
+		if !ok {
+			if alt := secretAlternative(key, fields); alt != "" {
+				w.add(mv.Key, kp, fmt.Sprintf("secrets are not accepted inline; put it in a file and set %s", alt))
+				continue
+			}
+			w.add(mv.Key, kp, "unknown key"+suggest(key, fields))
+			continue
+		}
+		w.pos[kp] = tokenPos(mv.Key)
+		w.walk(mv.Value, f.Type, kp)
+		if strings.HasSuffix(key, "_file") {
+			if s := scalarText(unwrap(mv.Value)); looksLikeInlineSecret(s) {
+				w.add(mv.Value, kp, "this looks like the secret itself, not a path to a file holding it")
+			}
+		}
+	}
+}
+
+// yamlFields maps yaml key to struct field.
+func yamlFields(t reflect.Type) map[string]reflect.StructField {
+	out := map[string]reflect.StructField{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name := strings.Split(f.Tag.Get("yaml"), ",")[0]
+		if name == "" || name == "-" {
+			continue
+		}
+		out[name] = f
+	}
+	return out
+}
+
+// secretKeys are keys that would carry a secret inline.
+var secretKeys = []string{"secret", "password", "token", "api_token", "key", "tsig_secret", "api_key",
+	"application_credential_secret", "application_credential_id", "secret_access_key", "access_key_id"}
+
+// secretAlternative returns the *_file field to use instead when key is a
+// known inline-secret spelling.
+func secretAlternative(key string, fields map[string]reflect.StructField) string {
+	isSecret := false
+	for _, s := range secretKeys {
+		if key == s {
+			isSecret = true
+			break
+		}
+	}
+	if !isSecret {
+		return ""
+	}
+	for _, cand := range []string{key + "_file", key + "_env"} {
+		if _, ok := fields[cand]; ok {
+			return cand
+		}
+	}
+	var files []string
+	for name := range fields {
+		if strings.HasSuffix(name, "_file") && strings.Contains(name, key) {
+			return name
+		}
+		if strings.HasSuffix(name, "_file") {
+			files = append(files, name)
+		}
+	}
+	sort.Strings(files)
+	if len(files) == 0 {
+		return "a *_file field"
+	}
+	return strings.Join(files, " or ")
+}
+
+func looksSecretPath(path string) bool {
+	low := strings.ToLower(path)
+	for _, s := range []string{"secret", "token", "password", "key"} {
+		if strings.Contains(low, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// looksLikeInlineSecret guesses whether a *_file value is a pasted secret:
+// long, no path separator, and drawn from a base64/hex alphabet.
+func looksLikeInlineSecret(s string) bool {
+	if len(s) < 20 || strings.ContainsAny(s, "/\\ ") {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '+', r == '=', r == '-', r == '_':
+		default:
+			return false
+		}
+	}
+	return !strings.Contains(s, ".")
+}
+
+func suggest(key string, fields map[string]reflect.StructField) string {
+	best, bestD := "", 3
+	for name := range fields {
+		if d := editDistance(key, name); d < bestD || (d == bestD && best != "" && name < best) {
+			best, bestD = name, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %s?)", best)
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,201 @@
+package config
+
+import (
+	"reflect"
+	"time"
+)
+
+// Config is one watcher node's configuration file.
+type Config struct {
+	Node   Node   `yaml:"node" doc:"This watcher's identity and listen addresses."`
+	TLS    TLS    `yaml:"tls" doc:"Mutual TLS for the Raft transport, the cluster RPC and the HTTP API."`
+	Peers  []Peer `yaml:"peers" doc:"Every watcher of the cluster, this one included (three, or five)."`
+	API    API    `yaml:"api" doc:"The HTTP API and status page."`
+	Raft   Raft   `yaml:"raft" doc:"Raft timing. The defaults suit three sites across a WAN."`
+	Policy Policy `yaml:"policy" doc:"When to fail over. Replicated: the leader proposes it and every node decides by the same rules."`
+	Sites  Sites  `yaml:"sites" doc:"The probes of the primary and the backup site."`
+	DNS    DNS    `yaml:"dns" doc:"The records drwatch flips and the authoritative DNS that serves them."`
+	Log    Log    `yaml:"log" doc:"Logging."`
+}
+
+// Node is this watcher's identity.
+type Node struct {
+	ID       string `yaml:"id" doc:"Node ID; must appear in peers. Also the identity its certificate must carry."`
+	DataDir  string `yaml:"data_dir" default:"/var/lib/drwatch" doc:"Raft log, stable store and snapshots."`
+	RaftAddr string `yaml:"raft_addr" doc:"host:port the Raft transport and cluster RPC listen on (mTLS)."`
+	APIAddr  string `yaml:"api_addr" doc:"host:port the HTTP API and status page listen on (TLS)."`
+}
+
+// TLS names the PEM files for mutual TLS.
+type TLS struct {
+	CAFile   string `yaml:"ca_file" doc:"The cluster CA bundle that peer and client certificates must chain to."`
+	CertFile string `yaml:"cert_file" doc:"This node's certificate; its SAN carries the node ID."`
+	KeyFile  string `yaml:"key_file" doc:"This node's private key (mode 0600)."`
+}
+
+// Peer is one member of the cluster.
+type Peer struct {
+	ID       string `yaml:"id" doc:"Node ID."`
+	RaftAddr string `yaml:"raft_addr" doc:"host:port of its Raft transport, as the other nodes reach it."`
+	APIAddr  string `yaml:"api_addr" doc:"host:port of its HTTP API, as the CLI and the other nodes reach it."`
+}
+
+// API configures the HTTP API.
+type API struct {
+	TokensFile   string `yaml:"tokens_file" doc:"Bearer tokens for write calls, one 'actor:token' per line. Required: without it no write is accepted."`
+	MaxBodyBytes int64  `yaml:"max_body_bytes" default:"65536" doc:"Largest request body accepted."`
+}
+
+// Raft tunes the consensus layer.
+type Raft struct {
+	HeartbeatTimeout   time.Duration `yaml:"heartbeat_timeout" default:"2s" doc:"Follower waits this long without contact before it may call an election. Above the worst WAN RTT plus jitter."`
+	ElectionTimeout    time.Duration `yaml:"election_timeout" default:"2s" doc:"Candidate election timeout."`
+	LeaderLeaseTimeout time.Duration `yaml:"leader_lease_timeout" default:"1s" doc:"A leader steps down after this long without quorum contact. Must not exceed heartbeat_timeout."`
+	CommitTimeout      time.Duration `yaml:"commit_timeout" default:"50ms" doc:"Longest wait before an idle leader sends a heartbeat carrying the commit index."`
+	SnapshotInterval   time.Duration `yaml:"snapshot_interval" default:"2m" doc:"How often to check whether a snapshot is due."`
+	SnapshotThreshold  uint64        `yaml:"snapshot_threshold" default:"2048" doc:"Log entries since the last snapshot that trigger a new one."`
+	TrailingLogs       uint64        `yaml:"trailing_logs" default:"1024" doc:"Log entries kept after a snapshot, so a briefly lagging follower catches up without one."`
+}
+
+// Policy decides when to fail over.
+type Policy struct {
+	Interval      time.Duration `yaml:"interval" default:"2s" doc:"One probe round per interval."`
+	Timeout       time.Duration `yaml:"timeout" default:"1500ms" doc:"Default per-probe timeout; must be below interval."`
+	Fall          int           `yaml:"fall" default:"3" doc:"Consecutive failed rounds before a watcher votes a site DOWN."`
+	Rise          int           `yaml:"rise" default:"5" doc:"Consecutive good rounds before a DOWN site is UP again for a watcher."`
+	Quorum        int           `yaml:"quorum" default:"majority of peers" doc:"Watchers that must agree before a site is DOWN or UP; a majority of the peers."`
+	StaleAfter    time.Duration `yaml:"stale_after" default:"3 × interval" doc:"A watcher whose last report is older abstains."`
+	AutoFailover  *bool         `yaml:"auto_failover" default:"true" doc:"Fail over automatically when the quorum sees the active site DOWN and the other UP."`
+	BlockWindow   time.Duration `yaml:"block_window" default:"1h" doc:"After an automatic flip, further automatic flips wait for 'drwatch ack' or this window."`
+	Failback      string        `yaml:"failback" default:"manual" doc:"'manual', or 'auto' to return to the primary after failback_after of quorum UP."`
+	FailbackAfter time.Duration `yaml:"failback_after" doc:"With failback: auto, how long the primary must be UP at quorum without a break."`
+}
+
+// Sites holds the two sites.
+type Sites struct {
+	Primary Site `yaml:"primary" doc:"The site that normally takes traffic."`
+	Backup  Site `yaml:"backup" doc:"The disaster-recovery site."`
+}
+
+// Site lists the probes of one site.
+type Site struct {
+	Probes []Probe `yaml:"probes" doc:"At least one probe, and at least one critical."`
+}
+
+// Probe is one probe; Type selects which of the other fields apply.
+type Probe struct {
+	Name     string        `yaml:"name" doc:"Unique within its site; a metric label."`
+	Type     string        `yaml:"type" doc:"http, tcp, kubernetes or octavia."`
+	Critical *bool         `yaml:"critical" default:"true" doc:"Critical probes decide the site's verdict; others are only shown."`
+	Timeout  time.Duration `yaml:"timeout" default:"policy.timeout" doc:"Per-probe timeout; must be below policy.interval."`
+
+	// http
+	URL             string            `yaml:"url" types:"http" doc:"http: the URL; its host gives SNI and the Host header."`
+	ConnectTo       string            `yaml:"connect_to" types:"http" doc:"http: host:port to dial instead of resolving the URL, so the probe keeps reaching this site after the DNS flip."`
+	CAFile          string            `yaml:"ca_file" types:"http,tcp,kubernetes" doc:"PEM bundle to trust instead of the system roots."`
+	ExpectStatus    []int             `yaml:"expect_status" types:"http" default:"[200]" doc:"http: statuses that count as up."`
+	BodyMatch       string            `yaml:"body_match" types:"http" doc:"http: a regular expression the body must match."`
+	CertMinValidity time.Duration     `yaml:"cert_min_validity" types:"http,tcp" doc:"Fail when the served certificate expires sooner than this."`
+	FollowRedirects bool              `yaml:"follow_redirects" types:"http" default:"false" doc:"http: follow redirects (same host only)."`
+	Headers         map[string]string `yaml:"headers" types:"http" doc:"http: extra request headers (no secrets)."`
+
+	// tcp
+	Address    string `yaml:"address" types:"tcp" doc:"tcp: host:port to connect to."`
+	TLS        bool   `yaml:"tls" types:"tcp" doc:"tcp: complete a TLS handshake too."`
+	ServerName string `yaml:"server_name" types:"tcp" doc:"tcp: SNI and the name to verify."`
+
+	// kubernetes
+	Server         string `yaml:"server" types:"kubernetes" doc:"kubernetes: the API server URL."`
+	TokenFile      string `yaml:"token_file" types:"kubernetes" doc:"kubernetes: a file holding a bearer token."`
+	ClientCertFile string `yaml:"client_cert_file" types:"kubernetes" doc:"kubernetes: client certificate (with client_key_file)."`
+	ClientKeyFile  string `yaml:"client_key_file" types:"kubernetes" doc:"kubernetes: client key."`
+	Kubeconfig     string `yaml:"kubeconfig" types:"kubernetes" doc:"kubernetes: a kubeconfig file, instead of server + credentials."`
+	Context        string `yaml:"context" types:"kubernetes" doc:"kubernetes: the kubeconfig context."`
+	Endpoint       string `yaml:"endpoint" types:"kubernetes" default:"readyz" doc:"kubernetes: readyz or livez."`
+
+	// octavia
+	Cloud                           string   `yaml:"cloud" types:"octavia" doc:"octavia: the cloud's name in clouds.yaml."`
+	CloudsFile                      string   `yaml:"clouds_file" types:"octavia" doc:"octavia: path of clouds.yaml (default: the usual search path)."`
+	AuthURL                         string   `yaml:"auth_url" types:"octavia" doc:"octavia: Keystone URL, with application credentials."`
+	Region                          string   `yaml:"region" types:"octavia" doc:"octavia: region name."`
+	ApplicationCredentialIDFile     string   `yaml:"application_credential_id_file" types:"octavia" doc:"octavia: file holding the application credential ID."`
+	ApplicationCredentialSecretFile string   `yaml:"application_credential_secret_file" types:"octavia" doc:"octavia: file holding the application credential secret."`
+	LoadBalancer                    string   `yaml:"loadbalancer" types:"octavia" doc:"octavia: load balancer name or ID."`
+	HealthyOperatingStatuses        []string `yaml:"healthy_operating_statuses" types:"octavia" default:"[ONLINE]" doc:"octavia: operating statuses that count as up."`
+	CheckVIP                        bool     `yaml:"check_vip" types:"octavia" doc:"octavia: also connect to the VIP."`
+	VIPPort                         int      `yaml:"vip_port" types:"octavia" default:"443" doc:"octavia: the VIP port for check_vip."`
+}
+
+// DNS describes the records drwatch manages.
+type DNS struct {
+	Provider     string     `yaml:"provider" default:"rfc2136" doc:"rfc2136, powerdns, cloudflare, route53, digitalocean, hetzner, desec, designate."`
+	Zone         string     `yaml:"zone" doc:"The zone, fully qualified (example.org.)."`
+	Fence        string     `yaml:"fence" default:"_drwatch" doc:"Name of the TXT record that carries the fencing generation, relative to the zone."`
+	Records      []Record   `yaml:"records" doc:"The records to flip. Each has targets for both sites."`
+	Verify       Verify     `yaml:"verify" doc:"Checking the flip at every authoritative server."`
+	RFC2136      *RFC2136   `yaml:"rfc2136" doc:"provider rfc2136: dynamic update with TSIG (compare-and-swap)."`
+	PowerDNS     *TokenAPI  `yaml:"powerdns" doc:"provider powerdns: the HTTP API (no compare-and-swap)."`
+	Cloudflare   *TokenAPI  `yaml:"cloudflare" doc:"provider cloudflare (no compare-and-swap)."`
+	DigitalOcean *TokenAPI  `yaml:"digitalocean" doc:"provider digitalocean (no compare-and-swap)."`
+	Hetzner      *TokenAPI  `yaml:"hetzner" doc:"provider hetzner (no compare-and-swap)."`
+	DeSEC        *TokenAPI  `yaml:"desec" doc:"provider desec (no compare-and-swap)."`
+	Route53      *Route53   `yaml:"route53" doc:"provider route53 (no compare-and-swap)."`
+	Designate    *Designate `yaml:"designate" doc:"provider designate: OpenStack DNS in a region other than the primary."`
+}
+
+// Record is one RRset with its value for each site.
+type Record struct {
+	Name    string   `yaml:"name" doc:"Relative to the zone (lms, @) or fully qualified inside it."`
+	Type    string   `yaml:"type" default:"A" doc:"A, AAAA or CNAME."`
+	TTL     int      `yaml:"ttl" default:"60" doc:"Seconds. Low, so the flip takes effect quickly."`
+	Primary []string `yaml:"primary" doc:"Values while the primary is active."`
+	Backup  []string `yaml:"backup" doc:"Values while the backup is active."`
+}
+
+// Verify configures propagation checks.
+type Verify struct {
+	Servers []string      `yaml:"servers" doc:"host:port of each authoritative server; default: the zone's NS set."`
+	Timeout time.Duration `yaml:"timeout" default:"30s" doc:"How long to wait for every server to answer the new records."`
+}
+
+// RFC2136 is dynamic update with TSIG.
+type RFC2136 struct {
+	Server    string `yaml:"server" doc:"host:port of the primary authoritative server."`
+	KeyName   string `yaml:"key_name" doc:"TSIG key name."`
+	KeyFile   string `yaml:"key_file" doc:"File holding the TSIG secret (BIND key clause or bare base64)."`
+	Algorithm string `yaml:"algorithm" default:"hmac-sha256" doc:"hmac-sha256 or hmac-sha512."`
+}
+
+// TokenAPI is a provider reached with a URL and an API token.
+type TokenAPI struct {
+	URL          string `yaml:"url" doc:"API base URL (powerdns)."`
+	ServerID     string `yaml:"server_id" default:"localhost" doc:"PowerDNS server ID."`
+	APITokenFile string `yaml:"api_token_file" doc:"File holding the API token."`
+	APITokenEnv  string `yaml:"api_token_env" doc:"Environment variable holding the API token."`
+}
+
+// Route53 is AWS Route 53.
+type Route53 struct {
+	Region              string `yaml:"region" doc:"AWS region."`
+	HostedZoneID        string `yaml:"hosted_zone_id" doc:"Hosted zone ID (optional)."`
+	AccessKeyIDFile     string `yaml:"access_key_id_file" doc:"File holding the access key ID."`
+	SecretAccessKeyFile string `yaml:"secret_access_key_file" doc:"File holding the secret access key."`
+}
+
+// Designate is OpenStack DNS.
+type Designate struct {
+	Cloud                           string `yaml:"cloud" doc:"Cloud name in clouds.yaml."`
+	CloudsFile                      string `yaml:"clouds_file" doc:"Path of clouds.yaml."`
+	AuthURL                         string `yaml:"auth_url" doc:"Keystone URL, with application credentials."`
+	Region                          string `yaml:"region" doc:"Region of the Designate used (not the primary's)."`
+	ApplicationCredentialIDFile     string `yaml:"application_credential_id_file" doc:"File holding the application credential ID."`
+	ApplicationCredentialSecretFile string `yaml:"application_credential_secret_file" doc:"File holding the application credential secret."`
+}
+
+// Log configures logging.
+type Log struct {
+	Level  string `yaml:"level" default:"info" doc:"debug, info, warn or error."`
+	Format string `yaml:"format" default:"text" doc:"text or json."`
+}
+
+var probeStructType = reflect.TypeOf(Probe{})

@@ -1,0 +1,633 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// validator checks the rules that span fields. Paths it reports use list
+// items' names, matching the walker's, so positions can be found.
+type validator struct {
+	file     string
+	pos      map[string]pos
+	opts     Options
+	problems Problems
+}
+
+func (v *validator) add(path, format string, args ...any) {
+	p := v.lookup(path)
+	v.problems = append(v.problems, Problem{File: v.file, Line: p.line, Column: p.col, Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// lookup finds the position of path, or of its nearest ancestor present in
+// the file (a missing field is reported where its parent is).
+func (v *validator) lookup(path string) pos {
+	for p := path; p != ""; {
+		if at, ok := v.pos[p]; ok {
+			return at
+		}
+		i := strings.LastIndexAny(p, ".[")
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+	}
+	return pos{}
+}
+
+func (v *validator) present(path string) bool {
+	_, ok := v.pos[path]
+	return ok
+}
+
+func (v *validator) config(c *Config) {
+	derive(c, v.present)
+	v.node(c)
+	v.tls(c)
+	v.api(c)
+	v.raft(c)
+	v.policy(c)
+	v.site("sites.primary", c.Sites.Primary, c.Policy)
+	v.site("sites.backup", c.Sites.Backup, c.Policy)
+	v.dns(c)
+	v.log(c)
+}
+
+func (v *validator) required(path, val string) bool {
+	if strings.TrimSpace(val) == "" {
+		v.add(path, "required")
+		return false
+	}
+	return true
+}
+
+func (v *validator) hostPort(path, val string) {
+	if !v.required(path, val) {
+		return
+	}
+	host, port, err := net.SplitHostPort(val)
+	if err != nil {
+		v.add(path, "%q is not host:port", val)
+		return
+	}
+	if host == "" {
+		v.add(path, "%q has no host; bind an explicit address", val)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		v.add(path, "port %q is not 1-65535", port)
+	}
+}
+
+// fileField checks a path to a file. It never quotes the file's contents and
+// never says more about a secret file than that it is unusable.
+func (v *validator) fileField(path, val string, required bool) {
+	if val == "" {
+		if required {
+			v.add(path, "required")
+		}
+		return
+	}
+	if v.opts.SkipFileChecks {
+		return
+	}
+	st, err := os.Stat(val)
+	switch {
+	case err != nil:
+		v.add(path, "cannot use %s: %v", val, unwrapPathErr(err))
+	case st.IsDir():
+		v.add(path, "%s is a directory, want a file", val)
+	}
+}
+
+func unwrapPathErr(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err
+	}
+	return err
+}
+
+func (v *validator) node(c *Config) {
+	if v.required("node.id", c.Node.ID) && !validID(c.Node.ID) {
+		v.add("node.id", "%q must be lower-case letters, digits and '-', 1-63 characters", c.Node.ID)
+	}
+	v.required("node.data_dir", c.Node.DataDir)
+	v.hostPort("node.raft_addr", c.Node.RaftAddr)
+	v.hostPort("node.api_addr", c.Node.APIAddr)
+
+	if len(c.Peers) == 0 {
+		v.add("peers", "required: list every watcher, this one included")
+		return
+	}
+	if len(c.Peers)%2 == 0 {
+		v.add("peers", "%d peers: use an odd number (3 or 5); an even count adds no fault tolerance", len(c.Peers))
+	}
+	ids, raftAddrs := map[string]bool{}, map[string]bool{}
+	self := false
+	labels := newLabeler()
+	for i, p := range c.Peers {
+		path := fmt.Sprintf("peers[%s]", labels.next(p.ID, i))
+		if v.required(path+".id", p.ID) {
+			if ids[p.ID] {
+				v.add(path+".id", "duplicate peer id %q", p.ID)
+			}
+			ids[p.ID] = true
+			if !validID(p.ID) {
+				v.add(path+".id", "%q must be lower-case letters, digits and '-', 1-63 characters", p.ID)
+			}
+		}
+		v.hostPort(path+".raft_addr", p.RaftAddr)
+		v.hostPort(path+".api_addr", p.APIAddr)
+		if p.RaftAddr != "" {
+			if raftAddrs[p.RaftAddr] {
+				v.add(path+".raft_addr", "duplicate raft_addr %s", p.RaftAddr)
+			}
+			raftAddrs[p.RaftAddr] = true
+		}
+		if p.ID == c.Node.ID {
+			self = true
+		}
+	}
+	if c.Node.ID != "" && !self {
+		v.add("node.id", "%q is not in peers", c.Node.ID)
+	}
+}
+
+var idRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+func validID(s string) bool { return idRE.MatchString(s) }
+
+func (v *validator) tls(c *Config) {
+	v.fileField("tls.ca_file", c.TLS.CAFile, true)
+	v.fileField("tls.cert_file", c.TLS.CertFile, true)
+	v.fileField("tls.key_file", c.TLS.KeyFile, true)
+}
+
+func (v *validator) api(c *Config) {
+	v.fileField("api.tokens_file", c.API.TokensFile, true)
+	if c.API.MaxBodyBytes < 1024 || c.API.MaxBodyBytes > 16<<20 {
+		v.add("api.max_body_bytes", "%d must be between 1024 and %d", c.API.MaxBodyBytes, 16<<20)
+	}
+}
+
+func (v *validator) positive(path string, d time.Duration) bool {
+	if d <= 0 {
+		v.add(path, "%s must be > 0", d)
+		return false
+	}
+	return true
+}
+
+func (v *validator) raft(c *Config) {
+	r := c.Raft
+	v.positive("raft.heartbeat_timeout", r.HeartbeatTimeout)
+	v.positive("raft.election_timeout", r.ElectionTimeout)
+	v.positive("raft.commit_timeout", r.CommitTimeout)
+	v.positive("raft.snapshot_interval", r.SnapshotInterval)
+	if v.positive("raft.leader_lease_timeout", r.LeaderLeaseTimeout) && r.LeaderLeaseTimeout > r.HeartbeatTimeout {
+		v.add("raft.leader_lease_timeout", "%s must not exceed heartbeat_timeout (%s)", r.LeaderLeaseTimeout, r.HeartbeatTimeout)
+	}
+	if r.SnapshotThreshold < 16 {
+		v.add("raft.snapshot_threshold", "%d must be at least 16", r.SnapshotThreshold)
+	}
+}
+
+func (v *validator) policy(c *Config) {
+	p := c.Policy
+	okInterval := v.positive("policy.interval", p.Interval)
+	if v.positive("policy.timeout", p.Timeout) && okInterval && p.Timeout >= p.Interval {
+		v.add("policy.timeout", "%s must be < interval (%s)", p.Timeout, p.Interval)
+	}
+	if p.Fall < 1 {
+		v.add("policy.fall", "%d must be ≥ 1", p.Fall)
+	}
+	if p.Rise < 1 {
+		v.add("policy.rise", "%d must be ≥ 1", p.Rise)
+	}
+	if n := len(c.Peers); n > 0 {
+		if p.Quorum <= n/2 || p.Quorum > n {
+			v.add("policy.quorum", "%d is not a majority of the %d peers (want %d..%d)", p.Quorum, n, n/2+1, n)
+		}
+	}
+	if okInterval && p.StaleAfter <= p.Interval {
+		v.add("policy.stale_after", "%s must be > interval (%s)", p.StaleAfter, p.Interval)
+	}
+	if p.BlockWindow < 0 {
+		v.add("policy.block_window", "%s must be ≥ 0", p.BlockWindow)
+	}
+	switch p.Failback {
+	case "manual":
+		if p.FailbackAfter != 0 {
+			v.add("policy.failback_after", "set only with failback: auto")
+		}
+	case "auto":
+		if p.FailbackAfter <= 0 {
+			v.add("policy.failback_after", "required > 0 with failback: auto")
+		}
+	default:
+		v.add("policy.failback", "%q must be manual or auto", p.Failback)
+	}
+}
+
+var probeTypes = map[string]bool{"http": true, "tcp": true, "kubernetes": true, "octavia": true}
+
+func (v *validator) site(path string, s Site, pol Policy) {
+	if len(s.Probes) == 0 {
+		v.add(path+".probes", "required: at least one probe")
+		return
+	}
+	names := map[string]bool{}
+	critical := false
+	labels := newLabeler()
+	for i, p := range s.Probes {
+		pp := fmt.Sprintf("%s.probes[%s]", path, labels.next(p.Name, i))
+		if v.required(pp+".name", p.Name) {
+			if names[p.Name] {
+				v.add(pp+".name", "duplicate probe name %q", p.Name)
+			}
+			names[p.Name] = true
+			if !validID(p.Name) {
+				v.add(pp+".name", "%q must be lower-case letters, digits and '-' (it is a metric label)", p.Name)
+			}
+		}
+		if p.Critical == nil || *p.Critical {
+			critical = true
+		}
+		if !probeTypes[p.Type] {
+			v.add(pp+".type", "%q must be http, tcp, kubernetes or octavia", p.Type)
+			continue
+		}
+		if v.positive(pp+".timeout", p.Timeout) && pol.Interval > 0 && p.Timeout >= pol.Interval {
+			v.add(pp+".timeout", "%s must be < policy.interval (%s)", p.Timeout, pol.Interval)
+		}
+		v.foreignFields(pp, p.Type)
+		switch p.Type {
+		case "http":
+			v.httpProbe(pp, p)
+		case "tcp":
+			v.hostPort(pp+".address", p.Address)
+			v.fileField(pp+".ca_file", p.CAFile, false)
+			if p.ServerName != "" && !p.TLS {
+				v.add(pp+".server_name", "set only with tls: true")
+			}
+		case "kubernetes":
+			v.kubeProbe(pp, p)
+		case "octavia":
+			v.octaviaProbe(pp, p)
+		}
+		if p.CertMinValidity < 0 {
+			v.add(pp+".cert_min_validity", "%s must be ≥ 0", p.CertMinValidity)
+		}
+	}
+	if !critical {
+		v.add(path+".probes", "no critical probe: the site could never be judged")
+	}
+}
+
+// foreignFields reports fields set in the file that belong to another probe type.
+func (v *validator) foreignFields(pp, typ string) {
+	for name, f := range yamlFields(probeStructType) {
+		types := f.Tag.Get("types")
+		if types == "" || hasType(types, typ) {
+			continue
+		}
+		if v.present(pp + "." + name) {
+			v.add(pp+"."+name, "not a field of a %s probe (it applies to %s)", typ, strings.ReplaceAll(types, ",", ", "))
+		}
+	}
+}
+
+func (v *validator) httpProbe(pp string, p Probe) {
+	if v.required(pp+".url", p.URL) {
+		u, err := url.Parse(p.URL)
+		switch {
+		case err != nil:
+			v.add(pp+".url", "not a URL: %v", err)
+		case u.Scheme != "https" && u.Scheme != "http":
+			v.add(pp+".url", "scheme %q must be https or http", u.Scheme)
+		case u.Host == "":
+			v.add(pp+".url", "has no host")
+		case u.User != nil:
+			v.add(pp+".url", "must not carry credentials")
+		}
+	}
+	if p.ConnectTo != "" {
+		v.hostPort(pp+".connect_to", p.ConnectTo)
+	}
+	v.fileField(pp+".ca_file", p.CAFile, false)
+	for _, s := range p.ExpectStatus {
+		if s < 100 || s > 599 {
+			v.add(pp+".expect_status", "%d is not an HTTP status", s)
+		}
+	}
+	if p.BodyMatch != "" {
+		if _, err := regexp.Compile(p.BodyMatch); err != nil {
+			v.add(pp+".body_match", "not a regular expression: %v", err)
+		}
+	}
+	for h := range p.Headers {
+		if strings.EqualFold(h, "authorization") || strings.EqualFold(h, "cookie") {
+			v.add(pp+".headers."+h, "credentials are not accepted in headers")
+		}
+	}
+}
+
+func (v *validator) kubeProbe(pp string, p Probe) {
+	if p.Endpoint != "readyz" && p.Endpoint != "livez" {
+		v.add(pp+".endpoint", "%q must be readyz or livez", p.Endpoint)
+	}
+	if p.Kubeconfig != "" {
+		v.fileField(pp+".kubeconfig", p.Kubeconfig, true)
+		for _, f := range []string{"server", "token_file", "client_cert_file", "client_key_file"} {
+			if v.present(pp + "." + f) {
+				v.add(pp+"."+f, "set either kubeconfig or server and credentials, not both")
+			}
+		}
+		return
+	}
+	if p.Context != "" {
+		v.add(pp+".context", "set only with kubeconfig")
+	}
+	if v.required(pp+".server", p.Server) {
+		if u, err := url.Parse(p.Server); err != nil || u.Scheme != "https" || u.Host == "" {
+			v.add(pp+".server", "%q must be an https URL", p.Server)
+		}
+	}
+	v.fileField(pp+".ca_file", p.CAFile, false)
+	switch {
+	case p.TokenFile != "" && (p.ClientCertFile != "" || p.ClientKeyFile != ""):
+		v.add(pp+".token_file", "set either token_file or client_cert_file/client_key_file, not both")
+	case p.TokenFile != "":
+		v.fileField(pp+".token_file", p.TokenFile, true)
+	case p.ClientCertFile != "" || p.ClientKeyFile != "":
+		v.fileField(pp+".client_cert_file", p.ClientCertFile, true)
+		v.fileField(pp+".client_key_file", p.ClientKeyFile, true)
+	default:
+		v.add(pp, "needs credentials: token_file, client_cert_file + client_key_file, or kubeconfig")
+	}
+}
+
+func (v *validator) octaviaProbe(pp string, p Probe) {
+	v.required(pp+".loadbalancer", p.LoadBalancer)
+	if p.Cloud != "" {
+		v.fileField(pp+".clouds_file", p.CloudsFile, false)
+		for _, f := range []string{"auth_url", "application_credential_id_file", "application_credential_secret_file"} {
+			if v.present(pp + "." + f) {
+				v.add(pp+"."+f, "set either cloud or application credentials, not both")
+			}
+		}
+	} else {
+		if v.required(pp+".auth_url", p.AuthURL) {
+			if u, err := url.Parse(p.AuthURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+				v.add(pp+".auth_url", "%q is not an http(s) URL", p.AuthURL)
+			}
+		}
+		v.fileField(pp+".application_credential_id_file", p.ApplicationCredentialIDFile, true)
+		v.fileField(pp+".application_credential_secret_file", p.ApplicationCredentialSecretFile, true)
+	}
+	for _, s := range p.HealthyOperatingStatuses {
+		switch s {
+		case "ONLINE", "DEGRADED", "NO_MONITOR", "DRAINING", "OFFLINE", "ERROR":
+		default:
+			v.add(pp+".healthy_operating_statuses", "%q is not an Octavia operating status", s)
+		}
+	}
+	if p.CheckVIP && (p.VIPPort < 1 || p.VIPPort > 65535) {
+		v.add(pp+".vip_port", "%d is not 1-65535", p.VIPPort)
+	}
+}
+
+var dnsProviders = []string{"rfc2136", "powerdns", "cloudflare", "route53", "digitalocean", "hetzner", "desec", "designate"}
+
+func (v *validator) dns(c *Config) {
+	d := c.DNS
+	zoneOK := false
+	if v.required("dns.zone", d.Zone) {
+		if !strings.HasSuffix(d.Zone, ".") {
+			v.add("dns.zone", "%q must be fully qualified, ending in '.'", d.Zone)
+		} else if _, ok := isDomainName(d.Zone); !ok {
+			v.add("dns.zone", "%q is not a domain name", d.Zone)
+		} else {
+			zoneOK = true
+		}
+	}
+	v.providerSection(d)
+	if len(d.Records) == 0 {
+		v.add("dns.records", "required: at least one record to flip")
+	}
+	seen := map[string]bool{}
+	labels := newLabeler()
+	for i, r := range d.Records {
+		rp := fmt.Sprintf("dns.records[%s]", labels.next(r.Name, i))
+		if !v.required(rp+".name", r.Name) {
+			continue
+		}
+		fq := r.Name
+		if zoneOK {
+			var ok bool
+			fq, ok = qualify(r.Name, d.Zone)
+			if !ok {
+				v.add(rp+".name", "%q is not in zone %s", r.Name, d.Zone)
+			}
+		}
+		key := strings.ToLower(fq) + "/" + r.Type
+		if seen[key] {
+			v.add(rp+".name", "duplicate record %s %s", r.Name, r.Type)
+		}
+		seen[key] = true
+		if r.TTL < 1 || r.TTL > 86400 {
+			v.add(rp+".ttl", "%d must be 1-86400 seconds", r.TTL)
+		}
+		switch r.Type {
+		case "A", "AAAA", "CNAME":
+		default:
+			v.add(rp+".type", "%q must be A, AAAA or CNAME", r.Type)
+			continue
+		}
+		for _, site := range []struct {
+			name string
+			vals []string
+		}{{"primary", r.Primary}, {"backup", r.Backup}} {
+			sp := rp + "." + site.name
+			if len(site.vals) == 0 {
+				v.add(sp, "required: the record needs targets for both sites")
+				continue
+			}
+			if r.Type == "CNAME" && len(site.vals) != 1 {
+				v.add(sp, "a CNAME has exactly one target")
+			}
+			for _, val := range site.vals {
+				v.recordValue(sp, r.Type, val)
+			}
+		}
+	}
+	for i, s := range d.Verify.Servers {
+		v.hostPort(fmt.Sprintf("dns.verify.servers[%d]", i), s)
+	}
+	v.positive("dns.verify.timeout", d.Verify.Timeout)
+	if d.Fence == "" || strings.HasSuffix(d.Fence, ".") {
+		v.add("dns.fence", "%q must be a name relative to the zone", d.Fence)
+	}
+}
+
+func (v *validator) recordValue(path, typ, val string) {
+	switch typ {
+	case "A", "AAAA":
+		a, err := netip.ParseAddr(val)
+		if err != nil {
+			v.add(path, "%q is not an IP address", val)
+			return
+		}
+		if typ == "A" && !a.Is4() {
+			v.add(path, "%q is not an IPv4 address", val)
+		}
+		if typ == "AAAA" && !a.Is6() {
+			v.add(path, "%q is not an IPv6 address", val)
+		}
+	case "CNAME":
+		if _, ok := isDomainName(strings.TrimSuffix(val, ".") + "."); !ok || !strings.HasSuffix(val, ".") {
+			v.add(path, "%q must be a fully qualified name ending in '.'", val)
+		}
+	}
+}
+
+// providerSection checks that exactly the selected provider's section is set
+// and that its credentials come from files or the environment.
+func (v *validator) providerSection(d DNS) {
+	known := false
+	for _, p := range dnsProviders {
+		if d.Provider == p {
+			known = true
+		}
+		if p != d.Provider && v.present("dns."+p) {
+			v.add("dns."+p, "section for provider %s, but dns.provider is %q", p, d.Provider)
+		}
+	}
+	if !known {
+		v.add("dns.provider", "%q must be one of %s", d.Provider, strings.Join(dnsProviders, ", "))
+		return
+	}
+	base := "dns." + d.Provider
+	switch d.Provider {
+	case "rfc2136":
+		r := d.RFC2136
+		if r == nil {
+			v.add(base, "required for provider rfc2136")
+			return
+		}
+		v.hostPort(base+".server", r.Server)
+		v.required(base+".key_name", r.KeyName)
+		v.fileField(base+".key_file", r.KeyFile, true)
+		if r.Algorithm != "hmac-sha256" && r.Algorithm != "hmac-sha512" {
+			v.add(base+".algorithm", "%q must be hmac-sha256 or hmac-sha512", r.Algorithm)
+		}
+	case "powerdns", "cloudflare", "digitalocean", "hetzner", "desec":
+		t := map[string]*TokenAPI{"powerdns": d.PowerDNS, "cloudflare": d.Cloudflare, "digitalocean": d.DigitalOcean, "hetzner": d.Hetzner, "desec": d.DeSEC}[d.Provider]
+		if t == nil {
+			v.add(base, "required for provider %s", d.Provider)
+			return
+		}
+		if d.Provider == "powerdns" {
+			if v.required(base+".url", t.URL) {
+				if u, err := url.Parse(t.URL); err != nil || u.Host == "" {
+					v.add(base+".url", "%q is not a URL", t.URL)
+				}
+			}
+		}
+		v.tokenSource(base, t)
+	case "route53":
+		r := d.Route53
+		if r == nil {
+			v.add(base, "required for provider route53")
+			return
+		}
+		v.required(base+".region", r.Region)
+		v.fileField(base+".access_key_id_file", r.AccessKeyIDFile, true)
+		v.fileField(base+".secret_access_key_file", r.SecretAccessKeyFile, true)
+	case "designate":
+		g := d.Designate
+		if g == nil {
+			v.add(base, "required for provider designate")
+			return
+		}
+		if g.Cloud == "" {
+			v.required(base+".auth_url", g.AuthURL)
+			v.fileField(base+".application_credential_id_file", g.ApplicationCredentialIDFile, true)
+			v.fileField(base+".application_credential_secret_file", g.ApplicationCredentialSecretFile, true)
+		}
+		v.required(base+".region", g.Region)
+	}
+}
+
+func (v *validator) tokenSource(base string, t *TokenAPI) {
+	switch {
+	case t.APITokenFile != "" && t.APITokenEnv != "":
+		v.add(base+".api_token_file", "set api_token_file or api_token_env, not both")
+	case t.APITokenFile != "":
+		v.fileField(base+".api_token_file", t.APITokenFile, true)
+	case t.APITokenEnv != "":
+		if !v.opts.SkipFileChecks {
+			if _, ok := os.LookupEnv(t.APITokenEnv); !ok {
+				v.add(base+".api_token_env", "environment variable %s is not set", t.APITokenEnv)
+			}
+		}
+	default:
+		v.add(base, "needs api_token_file or api_token_env")
+	}
+}
+
+func (v *validator) log(c *Config) {
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		v.add("log.level", "%q must be debug, info, warn or error", c.Log.Level)
+	}
+	if c.Log.Format != "text" && c.Log.Format != "json" {
+		v.add("log.format", "%q must be text or json", c.Log.Format)
+	}
+}
+
+// qualify returns name as a lower-case FQDN in zone, and whether it lies in
+// the zone. "@" is the apex.
+func qualify(name, zone string) (string, bool) {
+	zone = strings.ToLower(zone)
+	n := strings.ToLower(name)
+	if n == "@" {
+		return zone, true
+	}
+	if strings.HasSuffix(n, ".") {
+		return n, n == zone || strings.HasSuffix(n, "."+zone)
+	}
+	fq := n + "." + zone
+	_, ok := isDomainName(fq)
+	return fq, ok
+}
+
+// isDomainName reports whether s is a syntactically valid FQDN (RFC 1035
+// label rules, allowing '_' and '*' as DNS-SD and wildcards do).
+func isDomainName(s string) (string, bool) {
+	if len(s) < 2 || len(s) > 254 || !strings.HasSuffix(s, ".") {
+		return s, false
+	}
+	for _, lab := range strings.Split(strings.TrimSuffix(s, "."), ".") {
+		if lab == "" || len(lab) > 63 {
+			return s, false
+		}
+		for i, r := range lab {
+			switch {
+			case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_':
+			case r == '-' && i > 0 && i < len(lab)-1:
+			case r == '*' && lab == "*":
+			default:
+				return s, false
+			}
+		}
+	}
+	return s, true
+}
