@@ -10,7 +10,14 @@ import (
 
 func newConfigCmd() *cobra.Command {
 	c := &cobra.Command{Use: "config", Short: "Work with configuration files"}
-	c.AddCommand(newConfigValidateCmd())
+	c.AddCommand(newConfigValidateCmd(), &cobra.Command{
+		Use:   "docs",
+		Short: "Print the configuration reference (docs/configuration.md) in Markdown",
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return config.WriteReference(stdout(c))
+		},
+	})
 	return c
 }
 
