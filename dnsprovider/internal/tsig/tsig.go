@@ -1,0 +1,223 @@
+// Package tsig holds TSIG keys (RFC 8945) for drwatch's RFC 2136 client and the
+// embedded server: parsing key files and an HMAC provider for miekg/dns that
+// pins each key to one algorithm, as BIND does.
+//
+// A Key never prints its secret: String and Format show the name and algorithm
+// only, so a key that ends up in an error or a log line leaks nothing.
+package tsig
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"os"
+	"regexp"
+	"strings"
+
+	"github.com/miekg/dns"
+)
+
+// Supported algorithm names (lower-case FQDNs, as they appear on the wire).
+const (
+	HMACSHA256 = dns.HmacSHA256
+	HMACSHA512 = dns.HmacSHA512
+)
+
+// Errors returned by the parser and provider.
+var (
+	ErrKeyFile   = errors.New("malformed tsig key file")
+	ErrAlgorithm = errors.New("unsupported tsig algorithm")
+	ErrSecret    = errors.New("tsig secret is not valid base64")
+)
+
+// Key is one TSIG key. Name and Algorithm are canonical lower-case FQDNs.
+type Key struct {
+	Name      string
+	Algorithm string
+	secret    []byte
+}
+
+// NewKey builds a key from its name, algorithm and base64 secret.
+func NewKey(name, algorithm, secretB64 string) (Key, error) {
+	alg, err := CanonicalAlgorithm(algorithm)
+	if err != nil {
+		return Key{}, err
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(secretB64))
+	if err != nil || len(raw) == 0 {
+		return Key{}, ErrSecret
+	}
+	if strings.TrimSpace(name) == "" {
+		return Key{}, fmt.Errorf("%w: empty key name", ErrKeyFile)
+	}
+	return Key{Name: dns.CanonicalName(strings.TrimSpace(name)), Algorithm: alg, secret: raw}, nil
+}
+
+// Secret returns the base64 secret, for handing to external tools (nsupdate)
+// in tests and benchmarks. Never log it.
+func (k Key) Secret() string { return base64.StdEncoding.EncodeToString(k.secret) }
+
+// String shows the key without its secret.
+func (k Key) String() string {
+	return fmt.Sprintf("tsig key %s (%s)", k.Name, strings.TrimSuffix(k.Algorithm, "."))
+}
+
+// GoString shows the key without its secret (for %#v).
+func (k Key) GoString() string { return k.String() }
+
+// CanonicalAlgorithm maps "hmac-sha256", "HMAC-SHA256." and friends to the wire name.
+func CanonicalAlgorithm(a string) (string, error) {
+	switch strings.ToLower(strings.TrimSuffix(strings.TrimSpace(a), ".")) {
+	case "hmac-sha256", "":
+		return HMACSHA256, nil
+	case "hmac-sha512":
+		return HMACSHA512, nil
+	default:
+		// Never echo arbitrary input at length: it may be a misplaced secret.
+		return "", fmt.Errorf("%w (want hmac-sha256 or hmac-sha512)", ErrAlgorithm)
+	}
+}
+
+var (
+	// key "name" { algorithm hmac-sha256; secret "base64"; };
+	reKeyClause = regexp.MustCompile(`(?s)key\s+"?([A-Za-z0-9._-]+)"?\s*\{(.*?)\}\s*;?`)
+	reAlgorithm = regexp.MustCompile(`algorithm\s+"?([A-Za-z0-9.-]+)"?\s*;`)
+	reSecret    = regexp.MustCompile(`secret\s+"([A-Za-z0-9+/=\s]*)"\s*;`)
+	reBase64    = regexp.MustCompile(`^[A-Za-z0-9+/]+={0,2}$`)
+)
+
+// Parse reads a key from the contents of a key file. Two formats are accepted:
+//
+//   - a BIND key clause, as written by tsig-keygen or rndc-confgen:
+//     key "name" { algorithm hmac-sha256; secret "base64"; };
+//     (the name and algorithm come from the file; if name is given it must match)
+//   - a file holding only the base64 secret; name and algorithm must then be
+//     given (algorithm defaults to hmac-sha256).
+//
+// Errors never quote the file's contents.
+func Parse(data []byte, name, algorithm string) (Key, error) {
+	text := stripComments(string(data))
+	if m := reKeyClause.FindStringSubmatch(text); m != nil {
+		body := m[2]
+		am := reAlgorithm.FindStringSubmatch(body)
+		sm := reSecret.FindStringSubmatch(body)
+		if am == nil || sm == nil {
+			return Key{}, fmt.Errorf("%w: key clause needs algorithm and secret", ErrKeyFile)
+		}
+		fileName := dns.CanonicalName(m[1])
+		if name != "" && dns.CanonicalName(name) != fileName {
+			return Key{}, fmt.Errorf("%w: file holds key %s, configured key name is %s", ErrKeyFile, fileName, dns.CanonicalName(name))
+		}
+		if algorithm != "" {
+			want, err := CanonicalAlgorithm(algorithm)
+			if err != nil {
+				return Key{}, err
+			}
+			got, err := CanonicalAlgorithm(am[1])
+			if err != nil {
+				return Key{}, err
+			}
+			if want != got {
+				return Key{}, fmt.Errorf("%w: file says %s, configured %s", ErrKeyFile, strings.TrimSuffix(got, "."), strings.TrimSuffix(want, "."))
+			}
+		}
+		secret := strings.Join(strings.Fields(sm[1]), "")
+		return NewKey(fileName, am[1], secret)
+	}
+	secret := strings.TrimSpace(text)
+	if secret == "" || !reBase64.MatchString(secret) {
+		return Key{}, fmt.Errorf("%w: want a BIND key clause or a bare base64 secret", ErrKeyFile)
+	}
+	if name == "" {
+		return Key{}, fmt.Errorf("%w: a bare secret file needs a configured key name", ErrKeyFile)
+	}
+	return NewKey(name, algorithm, secret)
+}
+
+// ReadFile reads and parses a key file (see Parse).
+func ReadFile(path, name, algorithm string) (Key, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Key{}, fmt.Errorf("read tsig key file: %w", err)
+	}
+	k, err := Parse(data, name, algorithm)
+	if err != nil {
+		return Key{}, fmt.Errorf("tsig key file %s: %w", path, err)
+	}
+	return k, nil
+}
+
+func stripComments(s string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(s, "\n") {
+		if i := strings.IndexAny(line, "#"); i >= 0 {
+			line = line[:i]
+		}
+		if i := strings.Index(line, "//"); i >= 0 {
+			line = line[:i]
+		}
+		b.WriteString(line)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// Provider is a dns.TsigProvider over a fixed set of keys. Unlike miekg's
+// map-based provider it refuses a message signed with the right key name but
+// another algorithm (BIND answers BADKEY there too).
+type Provider map[string]Key
+
+// NewProvider indexes keys by name.
+func NewProvider(keys ...Key) Provider {
+	p := Provider{}
+	for _, k := range keys {
+		p[k.Name] = k
+	}
+	return p
+}
+
+func (p Provider) mac(msg []byte, t *dns.TSIG) ([]byte, error) {
+	k, ok := p[dns.CanonicalName(t.Hdr.Name)]
+	if !ok {
+		return nil, dns.ErrSecret
+	}
+	if !strings.EqualFold(dns.CanonicalName(t.Algorithm), k.Algorithm) {
+		return nil, dns.ErrKeyAlg
+	}
+	var h func() hash.Hash
+	switch k.Algorithm {
+	case HMACSHA256:
+		h = sha256.New
+	case HMACSHA512:
+		h = sha512.New
+	default:
+		return nil, dns.ErrKeyAlg
+	}
+	m := hmac.New(h, k.secret)
+	m.Write(msg)
+	return m.Sum(nil), nil
+}
+
+// Generate implements dns.TsigProvider.
+func (p Provider) Generate(msg []byte, t *dns.TSIG) ([]byte, error) { return p.mac(msg, t) }
+
+// Verify implements dns.TsigProvider.
+func (p Provider) Verify(msg []byte, t *dns.TSIG) error {
+	want, err := p.mac(msg, t)
+	if err != nil {
+		return err
+	}
+	got, err := hex.DecodeString(t.MAC)
+	if err != nil {
+		return dns.ErrSig
+	}
+	if !hmac.Equal(got, want) {
+		return dns.ErrSig
+	}
+	return nil
+}

@@ -1,0 +1,300 @@
+package dnsprovider
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/drwatch/drwatch/dnsprovider/internal/tsig"
+	"github.com/miekg/dns"
+)
+
+// RFC2136Config configures the RFC 2136 provider.
+type RFC2136Config struct {
+	// Server is the primary's "host:port"; it takes the UPDATEs and the reads.
+	Server string `yaml:"server" json:"server"`
+	// KeyName is the TSIG key name. Optional when KeyFile is a BIND key clause.
+	KeyName string `yaml:"key_name" json:"key_name"`
+	// KeyFile holds the key: a BIND `key "name" { algorithm ..; secret ".."; };`
+	// clause or a bare base64 secret. Required: drwatch never sends unsigned
+	// updates.
+	KeyFile string `yaml:"key_file" json:"key_file"`
+	// Algorithm is hmac-sha256 (default) or hmac-sha512.
+	Algorithm string `yaml:"algorithm" json:"algorithm"`
+	// Timeout bounds one exchange (default 5s).
+	Timeout time.Duration `yaml:"timeout" json:"timeout"`
+}
+
+// RFC2136 reads a zone by direct queries and writes it with signed RFC 2136
+// UPDATE messages. Swap is a real compare-and-swap. Safe for concurrent use.
+type RFC2136 struct {
+	zone  string
+	fence string
+	ex    exchanger
+	log   *slog.Logger
+}
+
+var (
+	_ Provider          = (*RFC2136)(nil)
+	_ CompareAndSwapper = (*RFC2136)(nil)
+)
+
+// NewRFC2136 builds the provider for zone. fenceName is relative to the zone
+// ("" means "_drwatch").
+func NewRFC2136(zone, fenceName string, c RFC2136Config, log *slog.Logger) (*RFC2136, error) {
+	if c.Server == "" {
+		return nil, fmt.Errorf("%w: rfc2136.server is empty", ErrConfig)
+	}
+	if c.KeyFile == "" {
+		return nil, fmt.Errorf("%w: rfc2136.key_file is empty", ErrConfig)
+	}
+	key, err := tsig.ReadFile(c.KeyFile, c.KeyName, c.Algorithm)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return NewRFC2136WithKey(zone, fenceName, c.Server, key, c.Timeout, log)
+}
+
+// NewRFC2136WithKey is NewRFC2136 with the key already loaded (tests, demo).
+func NewRFC2136WithKey(zone, fenceName, server string, key TSIGKey, timeout time.Duration, log *slog.Logger) (*RFC2136, error) {
+	if zone == "" || server == "" {
+		return nil, fmt.Errorf("%w: zone and server are required", ErrConfig)
+	}
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	zone = dns.CanonicalName(zone)
+	if fenceName == "" {
+		fenceName = DefaultFenceName
+	}
+	fenceName = RelativeName(AbsoluteName(fenceName, zone), zone)
+	if !inZone(AbsoluteName(fenceName, zone), zone) {
+		return nil, fmt.Errorf("%w: fence %s is outside zone %s", ErrConfig, fenceName, zone)
+	}
+	k := key
+	return &RFC2136{
+		zone:  zone,
+		fence: fenceName,
+		ex:    exchanger{server: server, zone: zone, key: &k, timeout: timeout},
+		log:   log.With("zone", zone, "server", server),
+	}, nil
+}
+
+// DefaultFenceName is the fence TXT record's default name, relative to the zone.
+const DefaultFenceName = "_drwatch"
+
+// Zone implements Provider.
+func (p *RFC2136) Zone() string { return p.zone }
+
+// FenceName implements CompareAndSwapper.
+func (p *RFC2136) FenceName() string { return p.fence }
+
+func (p *RFC2136) fenceID() RRsetID { return RRsetID{Name: p.fence, Type: "TXT"} }
+
+// GetRecords implements Provider: one signed query per RRset (no AXFR).
+func (p *RFC2136) GetRecords(ctx context.Context, want []RRsetID) ([]RRset, error) {
+	out := make([]RRset, 0, len(want))
+	for _, id := range want {
+		id = normalizeID(id, p.zone)
+		t, ok := dns.StringToType[id.Type]
+		if !ok {
+			return nil, fmt.Errorf("read %s: unknown type", id)
+		}
+		fqdn := AbsoluteName(id.Name, p.zone)
+		if !inZone(fqdn, p.zone) {
+			return nil, fmt.Errorf("read %s: %w: outside %s", id, ErrConfig, p.zone)
+		}
+		rrs, err := p.ex.query(ctx, fqdn, t)
+		if err != nil {
+			return nil, fmt.Errorf("rfc2136 read: %w", err)
+		}
+		out = append(out, rrsetFrom(id, rrs))
+	}
+	return out, nil
+}
+
+// GetFence implements CompareAndSwapper.
+func (p *RFC2136) GetFence(ctx context.Context) (uint64, error) {
+	sets, err := p.GetRecords(ctx, []RRsetID{p.fenceID()})
+	if err != nil {
+		return 0, err
+	}
+	return fenceFromSet(sets[0])
+}
+
+// SetRecords implements Provider: one UPDATE without prerequisites carrying
+// every RRset that differs from what a read just returned.
+func (p *RFC2136) SetRecords(ctx context.Context, sets []RRset) ([]RRset, error) {
+	ids := make([]RRsetID, len(sets))
+	for i, s := range sets {
+		ids[i] = s.ID()
+	}
+	cur, err := p.GetRecords(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	m := new(dns.Msg)
+	m.SetUpdate(p.zone)
+	var changed []RRset
+	for i, s := range sets {
+		s.Name, s.Type = cur[i].Name, cur[i].Type
+		if sameRRset(s, cur[i]) {
+			continue
+		}
+		if err := p.addReplace(m, s); err != nil {
+			return nil, err
+		}
+		changed = append(changed, s)
+	}
+	if len(changed) == 0 {
+		return nil, nil
+	}
+	if err := p.send(ctx, m); err != nil {
+		return nil, fmt.Errorf("rfc2136 set: %w", err)
+	}
+	p.log.Info("dns records set", "rrsets", len(changed), "mode", "unconditional")
+	return changed, nil
+}
+
+// addReplace adds "delete the RRset, then add its records" to the update
+// section (RFC 2136 §2.5.2 and §2.5.1).
+func (p *RFC2136) addReplace(m *dns.Msg, s RRset) error {
+	rrs, err := toRRs(s, p.zone)
+	if err != nil {
+		return err
+	}
+	t := dns.StringToType[strings.ToUpper(s.Type)]
+	m.RemoveRRset([]dns.RR{&dns.ANY{Hdr: dns.RR_Header{Name: AbsoluteName(s.Name, p.zone), Rrtype: t}}})
+	if len(rrs) > 0 {
+		m.Insert(rrs)
+	}
+	return nil
+}
+
+// addPrereq adds the prerequisite "this RRset is exactly s": RFC 2136 §2.4.2
+// (RRset exists, value dependent) when s has values, §2.4.3 (RRset does not
+// exist) when it has none. toRRs builds fresh records, so Used may overwrite
+// their class and TTL in place without touching the caller's data.
+func (p *RFC2136) addPrereq(m *dns.Msg, s RRset) error {
+	rrs, err := toRRs(s, p.zone)
+	if err != nil {
+		return err
+	}
+	if len(rrs) == 0 {
+		t := dns.StringToType[strings.ToUpper(s.Type)]
+		m.RRsetNotUsed([]dns.RR{&dns.ANY{Hdr: dns.RR_Header{Name: AbsoluteName(s.Name, p.zone), Rrtype: t}}})
+		return nil
+	}
+	m.Used(rrs)
+	return nil
+}
+
+// Swap implements CompareAndSwapper with ONE signed UPDATE message:
+// value-dependent prerequisites for every expected RRset and for the fence,
+// then delete+add for every RRset that changes and for the fence.
+func (p *RFC2136) Swap(ctx context.Context, expected, desired []RRset, fenceOld, fenceNew uint64) error {
+	if fenceNew == 0 || fenceNew == fenceOld {
+		return fmt.Errorf("rfc2136 swap: %w: new fence gen=%d must be non-zero and differ from gen=%d", ErrConfig, fenceNew, fenceOld)
+	}
+	exp := map[RRsetID]RRset{}
+	for _, s := range expected {
+		id := normalizeID(s.ID(), p.zone)
+		if id == p.fenceID() {
+			return fmt.Errorf("rfc2136 swap: %w: the fence %s is not a managed RRset", ErrConfig, id)
+		}
+		s.Name, s.Type = id.Name, id.Type
+		exp[id] = s
+	}
+	m := new(dns.Msg)
+	m.SetUpdate(p.zone)
+	for _, s := range expected {
+		if err := p.addPrereq(m, exp[normalizeID(s.ID(), p.zone)]); err != nil {
+			return fmt.Errorf("rfc2136 swap: %w", err)
+		}
+	}
+	fenceWas := RRset{Name: p.fence, Type: "TXT"}
+	if fenceOld != 0 {
+		fenceWas.Values = []string{FenceText(fenceOld)}
+	}
+	if err := p.addPrereq(m, fenceWas); err != nil {
+		return fmt.Errorf("rfc2136 swap: %w", err)
+	}
+	n := 0
+	for _, s := range desired {
+		id := normalizeID(s.ID(), p.zone)
+		e, ok := exp[id]
+		if !ok {
+			return fmt.Errorf("rfc2136 swap: %w: desired %s has no expected state", ErrConfig, id)
+		}
+		s.Name, s.Type = id.Name, id.Type
+		if sameRRset(s, e) {
+			continue
+		}
+		if err := p.addReplace(m, s); err != nil {
+			return fmt.Errorf("rfc2136 swap: %w", err)
+		}
+		n++
+	}
+	fenceTTL := 60 * time.Second
+	if err := p.addReplace(m, RRset{Name: p.fence, Type: "TXT", TTL: fenceTTL, Values: []string{FenceText(fenceNew)}}); err != nil {
+		return fmt.Errorf("rfc2136 swap: %w", err)
+	}
+	err := p.send(ctx, m)
+	if rc, ok := prereqFailure(err); ok {
+		return p.conflict(ctx, rc, expected)
+	}
+	if err != nil {
+		return fmt.Errorf("rfc2136 swap: %w", err)
+	}
+	p.log.Info("dns records swapped", "gen", fenceNew, "prev_gen", fenceOld, "rrsets", n)
+	return nil
+}
+
+// conflict re-reads the expected RRsets and the fence after a failed
+// prerequisite, so the caller can re-plan from what is there now.
+func (p *RFC2136) conflict(ctx context.Context, rc int, expected []RRset) error {
+	ce := &ConflictError{Rcode: rcodeName(rc)}
+	ids := make([]RRsetID, 0, len(expected)+1)
+	for _, s := range expected {
+		ids = append(ids, s.ID())
+	}
+	ids = append(ids, p.fenceID())
+	cur, err := p.GetRecords(ctx, ids)
+	if err == nil {
+		ce.Current = cur[:len(expected)]
+		ce.Fence, err = fenceFromSet(cur[len(expected)])
+	}
+	ce.ReadErr = err
+	p.log.Warn("dns swap conflict", "rcode", ce.Rcode, "gen", ce.Fence)
+	return fmt.Errorf("rfc2136 swap: %w", ce)
+}
+
+// prereqFailure reports whether err is a prerequisite rcode (RFC 2136 §2.2).
+func prereqFailure(err error) (int, bool) {
+	rc, ok := asRcode(err)
+	if !ok {
+		return 0, false
+	}
+	switch rc {
+	case dns.RcodeNXRrset, dns.RcodeYXRrset, dns.RcodeNameError, dns.RcodeYXDomain:
+		return rc, true
+	}
+	return 0, false
+}
+
+// send sends an UPDATE over TCP and maps its rcode to an error.
+func (p *RFC2136) send(ctx context.Context, m *dns.Msg) error {
+	r, err := p.ex.exchange(ctx, m, "tcp")
+	if err != nil {
+		return err
+	}
+	if r.Rcode != dns.RcodeSuccess {
+		return &RcodeError{Op: "update", Rcode: r.Rcode}
+	}
+	return nil
+}
