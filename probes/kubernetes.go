@@ -1,14 +1,513 @@
 package probes
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
-// KubernetesSpec configures a kubernetes probe.
-type KubernetesSpec struct{}
+// KubernetesSpec configures a kubernetes probe: one GET of the API server's
+// /readyz?verbose (or /livez?verbose), with the failing checks named.
+//
+// Authentication is one of: TokenFile; ClientCertFile with ClientKeyFile;
+// Kubeconfig (with an optional Context); or none (anonymous, which a default
+// kube-apiserver allows for /readyz and /livez). Files are read on every run,
+// so rotated tokens and certificates are picked up without a restart.
+type KubernetesSpec struct {
+	// Server is the API server URL, e.g. https://203.0.113.20:6443. With
+	// Kubeconfig it is optional and, when set, overrides the cluster's server
+	// (so one kubeconfig can probe one site's address).
+	Server string
+	// CAFile is the PEM bundle that signs the serving certificate. Empty means
+	// the kubeconfig's CA, or else the system roots.
+	CAFile string
+	// TokenFile holds a bearer token. It is never logged.
+	TokenFile string
+	// ClientCertFile and ClientKeyFile are a PEM client certificate and key.
+	ClientCertFile string
+	ClientKeyFile  string
+	// Kubeconfig is a kubeconfig file; Context picks a context in it (empty
+	// means its current-context). Exec and auth-provider plugins are refused:
+	// a probe must not run programs.
+	Kubeconfig string
+	Context    string
+	// Endpoint is "readyz" (the default) or "livez".
+	Endpoint string
+}
 
-// ProbeKubernetes is the kubernetes prober. Placeholder until the kubernetes probe lands.
+// kubeMaxBody bounds what we read of a verbose health answer; a real one is
+// about 2 KiB.
+const kubeMaxBody = 64 << 10
+
+// kubeMaxNamed bounds the failing checks named in Reason and Detail.
+const kubeMaxNamed = 5
+
+// ProbeKubernetes is the kubernetes prober. It never retries and keeps no
+// state between runs: every run reads its credential files and dials afresh.
+//
+// Failures: ClassConfig for an unusable spec or credential file; ClassAuth for
+// 401/403 (our credentials, not the site); ClassCheckFailed when the server
+// answers that some checks fail (Detail["failed_checks"]); ClassDNS,
+// ClassRefused, ClassTimeout and ClassTLS for the connection; ClassStatus for
+// any other unexpected status.
 func ProbeKubernetes(ctx context.Context, spec Spec, logger *slog.Logger) Result {
-	return Result{Class: ClassConfig, Reason: "kubernetes probe not implemented yet"}
+	start := time.Now()
+	res := kubeProbe(ctx, spec)
+	res.Duration = time.Since(start)
+	if logger != nil {
+		logger.Debug("kubernetes probe", "probe", spec.Name, "ok", res.OK, "class", string(res.Class), "reason", res.Reason)
+	}
+	return res
+}
+
+func kubeProbe(ctx context.Context, spec Spec) Result {
+	ks := spec.Kubernetes
+	if ks == nil {
+		return kubeFail(ClassConfig, "config", "kubernetes probe without a kubernetes spec")
+	}
+	endpoint := ks.Endpoint
+	switch endpoint {
+	case "":
+		endpoint = "readyz"
+	case "readyz", "livez":
+	default:
+		return kubeFail(ClassConfig, "config", fmt.Sprintf("endpoint %q: want readyz or livez", ks.Endpoint))
+	}
+	conn, err := kubeConnConfig(ks)
+	if err != nil {
+		return kubeFail(ClassConfig, "config", err.Error())
+	}
+	if _, hasDeadline := ctx.Deadline(); !hasDeadline {
+		timeout := spec.Timeout
+		if timeout <= 0 {
+			timeout = 30 * time.Second
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+
+	// A fresh transport per run: no pooled connection hides a dead
+	// listener, and the phases below time a real dial and handshake.
+	transport := &http.Transport{
+		TLSClientConfig:        conn.tls,
+		DisableKeepAlives:      true,
+		ForceAttemptHTTP2:      false,
+		MaxResponseHeaderBytes: 64 << 10,
+	}
+	defer transport.CloseIdleConnections()
+	client := &http.Client{
+		Transport: transport,
+		// A health endpoint that redirects is misconfigured; report the
+		// redirect status rather than follow it somewhere else.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+
+	url := strings.TrimRight(conn.server, "/") + "/" + endpoint + "?verbose"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return kubeFail(ClassConfig, "config", fmt.Sprintf("server %q: %v", conn.server, err))
+	}
+	req.Header.Set("Accept", "text/plain")
+	if conn.token != "" {
+		req.Header.Set("Authorization", "Bearer "+conn.token)
+	} else if conn.username != "" {
+		req.SetBasicAuth(conn.username, conn.password)
+	}
+
+	timer := newKubePhaseTimer()
+	req = req.WithContext(httptrace.WithClientTrace(ctx, timer.trace()))
+	resp, err := client.Do(req)
+	if err != nil {
+		class, phase, reason := kubeClassifyNetErr(ctx, err, timer)
+		res := kubeFail(class, phase, reason)
+		res.Phases = timer.phases()
+		return res
+	}
+	defer resp.Body.Close()
+	body, readErr := io.ReadAll(io.LimitReader(resp.Body, kubeMaxBody))
+	res := kubeJudge(endpoint, resp.StatusCode, body)
+	if readErr != nil && res.OK {
+		class, _, reason := kubeClassifyNetErr(ctx, readErr, timer)
+		res = kubeFail(class, "body", "read body: "+reason)
+	}
+	res.Phases = timer.phases()
+	if resp.TLS != nil && len(resp.TLS.PeerCertificates) > 0 {
+		res.CertExpiry = resp.TLS.PeerCertificates[0].NotAfter
+	}
+	return res
+}
+
+// kubeJudge turns one answer into a Result. It is separate from the I/O so
+// that it can be tested with any status and body.
+func kubeJudge(endpoint string, status int, body []byte) Result {
+	detail := map[string]string{"endpoint": endpoint, "status_code": strconv.Itoa(status)}
+	switch status {
+	case http.StatusUnauthorized:
+		res := kubeFail(ClassAuth, "auth", "authentication failed")
+		res.Detail = detail
+		return res
+	case http.StatusForbidden:
+		res := kubeFail(ClassAuth, "auth", "forbidden")
+		res.Detail = detail
+		return res
+	}
+	checks := kubeParseVerbose(body)
+	var failed []string
+	for _, c := range checks {
+		if !c.OK {
+			failed = append(failed, c.Name)
+		}
+	}
+	if len(checks) > 0 {
+		detail["checks"] = strconv.Itoa(len(checks))
+	}
+	if len(failed) > 0 {
+		named := kubeBoundedList(failed, kubeMaxNamed)
+		detail["failed_checks"] = named
+		res := kubeFail(ClassCheckFailed, "check", fmt.Sprintf("%s: %s failed", endpoint, strings.ReplaceAll(named, ",", ", ")))
+		res.Detail = detail
+		return res
+	}
+	if status != http.StatusOK {
+		res := kubeFail(ClassStatus, "status", fmt.Sprintf("%s: unexpected status %d", endpoint, status))
+		res.Detail = detail
+		return res
+	}
+	return Result{OK: true, Detail: detail}
+}
+
+// kubeCheck is one line of a verbose health answer.
+type kubeCheck struct {
+	Name string
+	OK   bool
+}
+
+// kubeMaxCheckName bounds a check name we keep; real ones are short
+// ("poststarthook/start-apiextensions-controllers").
+const kubeMaxCheckName = 96
+
+// kubeParseVerbose parses the body of /readyz?verbose or /livez?verbose:
+//
+//	[+]ping ok
+//	[-]etcd failed: reason withheld
+//	[+]informer-sync excluded: ok
+//	readyz check failed
+//
+// Lines that are not check lines are ignored, so a proxy's error page yields
+// no checks rather than nonsense. Names are kept printable and bounded
+// because they end up in metrics-adjacent detail and logs.
+func kubeParseVerbose(body []byte) []kubeCheck {
+	var checks []kubeCheck
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 0, 4096), kubeMaxBody)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		var ok bool
+		switch {
+		case strings.HasPrefix(line, "[+]"):
+			ok = true
+		case strings.HasPrefix(line, "[-]"):
+			ok = false
+		default:
+			continue
+		}
+		rest := line[3:]
+		// "[-]x failed: reason" is the failure form; only the sign matters,
+		// it is what the server derives from the check's error.
+		name, _, _ := strings.Cut(rest, " ")
+		name = kubeCleanName(name)
+		if name == "" {
+			continue
+		}
+		checks = append(checks, kubeCheck{Name: name, OK: ok})
+	}
+	return checks
+}
+
+// kubeCleanName keeps the characters Kubernetes uses in check names and
+// drops the rest, bounded in length.
+func kubeCleanName(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if b.Len() >= kubeMaxCheckName {
+			break
+		}
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9',
+			r == '-', r == '_', r == '/', r == '.', r == ':':
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// kubeBoundedList joins the first max names with commas and says how many
+// more there were.
+func kubeBoundedList(names []string, max int) string {
+	if len(names) <= max {
+		return strings.Join(names, ",")
+	}
+	return strings.Join(names[:max], ",") + fmt.Sprintf(",(+%d more)", len(names)-max)
+}
+
+func kubeFail(class Class, phase, reason string) Result {
+	return Result{Class: class, Phase: phase, Reason: reason}
+}
+
+// kubeConn is what one run needs to talk to the server, resolved from the
+// spec and its files.
+type kubeConn struct {
+	server   string
+	tls      *tls.Config
+	token    string
+	username string
+	password string
+}
+
+// kubeConnConfig resolves the spec into a server URL, a TLS config and a
+// credential. Errors never contain the credential itself.
+func kubeConnConfig(ks *KubernetesSpec) (kubeConn, error) {
+	if ks.Kubeconfig != "" {
+		return kubeConnFromKubeconfig(ks)
+	}
+	if ks.Server == "" {
+		return kubeConn{}, errors.New("server is empty")
+	}
+	c := kubeConn{server: ks.Server, tls: &tls.Config{MinVersion: tls.VersionTLS12}}
+	if ks.CAFile != "" {
+		pool, err := kubeLoadCA(ks.CAFile)
+		if err != nil {
+			return kubeConn{}, err
+		}
+		c.tls.RootCAs = pool
+	}
+	if (ks.ClientCertFile == "") != (ks.ClientKeyFile == "") {
+		return kubeConn{}, errors.New("client_cert_file and client_key_file must be set together")
+	}
+	if ks.TokenFile != "" && ks.ClientCertFile != "" {
+		return kubeConn{}, errors.New("token_file and client_cert_file are exclusive")
+	}
+	if ks.ClientCertFile != "" {
+		cert, err := tls.LoadX509KeyPair(ks.ClientCertFile, ks.ClientKeyFile)
+		if err != nil {
+			return kubeConn{}, fmt.Errorf("client certificate: %w", err)
+		}
+		c.tls.Certificates = []tls.Certificate{cert}
+	}
+	if ks.TokenFile != "" {
+		tok, err := kubeReadToken(ks.TokenFile)
+		if err != nil {
+			return kubeConn{}, err
+		}
+		c.token = tok
+	}
+	return c, nil
+}
+
+func kubeConnFromKubeconfig(ks *KubernetesSpec) (kubeConn, error) {
+	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: ks.Kubeconfig}
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: ks.Context}
+	if ks.Server != "" {
+		overrides.ClusterInfo.Server = ks.Server
+	}
+	if ks.CAFile != "" {
+		overrides.ClusterInfo.CertificateAuthority = ks.CAFile
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	if err != nil {
+		// clientcmd's errors name files and contexts, not credentials.
+		return kubeConn{}, fmt.Errorf("kubeconfig %s: %w", ks.Kubeconfig, err)
+	}
+	if cfg.ExecProvider != nil || cfg.AuthProvider != nil {
+		return kubeConn{}, fmt.Errorf("kubeconfig %s: exec and auth-provider credentials are not supported", ks.Kubeconfig)
+	}
+	tlsCfg, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		return kubeConn{}, fmt.Errorf("kubeconfig %s: tls: %w", ks.Kubeconfig, err)
+	}
+	if tlsCfg == nil {
+		tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	c := kubeConn{server: cfg.Host, tls: tlsCfg, token: cfg.BearerToken, username: cfg.Username, password: cfg.Password}
+	if cfg.BearerTokenFile != "" {
+		tok, err := kubeReadToken(cfg.BearerTokenFile)
+		if err != nil {
+			return kubeConn{}, err
+		}
+		c.token = tok
+	}
+	if c.server == "" {
+		return kubeConn{}, fmt.Errorf("kubeconfig %s: no server", ks.Kubeconfig)
+	}
+	return c, nil
+}
+
+func kubeLoadCA(path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("ca file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("ca file %s: no PEM certificates", path)
+	}
+	return pool, nil
+}
+
+func kubeReadToken(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("token file: %w", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", fmt.Errorf("token file %s: empty", path)
+	}
+	if strings.ContainsAny(tok, "\r\n") {
+		return "", fmt.Errorf("token file %s: more than one line", path)
+	}
+	return tok, nil
+}
+
+// kubePhaseTimer records the phases of one request through httptrace. The
+// callbacks run on transport goroutines, hence the mutex.
+type kubePhaseTimer struct {
+	mu                      sync.Mutex
+	dnsStart, dnsDone       time.Time
+	connStart, connDone     time.Time
+	tlsStart, tlsDone       time.Time
+	wroteRequest, firstByte time.Time
+}
+
+func newKubePhaseTimer() *kubePhaseTimer { return &kubePhaseTimer{} }
+
+func (t *kubePhaseTimer) set(f func()) {
+	t.mu.Lock()
+	f()
+	t.mu.Unlock()
+}
+
+func (t *kubePhaseTimer) trace() *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{
+		DNSStart: func(httptrace.DNSStartInfo) { t.set(func() { t.dnsStart = time.Now() }) },
+		DNSDone:  func(httptrace.DNSDoneInfo) { t.set(func() { t.dnsDone = time.Now() }) },
+		ConnectStart: func(string, string) {
+			t.set(func() {
+				if t.connStart.IsZero() {
+					t.connStart = time.Now()
+				}
+			})
+		},
+		ConnectDone: func(_, _ string, _ error) {
+			t.set(func() { t.connDone = time.Now() })
+		},
+		TLSHandshakeStart: func() { t.set(func() { t.tlsStart = time.Now() }) },
+		TLSHandshakeDone: func(tls.ConnectionState, error) {
+			t.set(func() { t.tlsDone = time.Now() })
+		},
+		WroteRequest:         func(httptrace.WroteRequestInfo) { t.set(func() { t.wroteRequest = time.Now() }) },
+		GotFirstResponseByte: func() { t.set(func() { t.firstByte = time.Now() }) },
+	}
+}
+
+// phases returns the durations of the phases that completed.
+func (t *kubePhaseTimer) phases() map[string]time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := make(map[string]time.Duration, 4)
+	if !t.dnsStart.IsZero() && !t.dnsDone.IsZero() {
+		p["dns"] = t.dnsDone.Sub(t.dnsStart)
+	}
+	if !t.connStart.IsZero() && !t.connDone.IsZero() {
+		p["connect"] = t.connDone.Sub(t.connStart)
+	}
+	if !t.tlsStart.IsZero() && !t.tlsDone.IsZero() {
+		p["tls"] = t.tlsDone.Sub(t.tlsStart)
+	}
+	if !t.wroteRequest.IsZero() && !t.firstByte.IsZero() {
+		p["first_byte"] = t.firstByte.Sub(t.wroteRequest)
+	}
+	return p
+}
+
+// stage names the phase a failed request had reached.
+func (t *kubePhaseTimer) stage() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case !t.wroteRequest.IsZero():
+		return "first_byte"
+	case !t.tlsStart.IsZero():
+		return "tls"
+	case !t.connStart.IsZero():
+		return "connect"
+	case !t.dnsStart.IsZero():
+		return "dns"
+	}
+	return "connect"
+}
+
+// kubeClassifyNetErr maps a transport error to a class, the phase it
+// happened in and a short reason. It mirrors the http prober's classes so
+// that the decision core sees one vocabulary.
+func kubeClassifyNetErr(ctx context.Context, err error, t *kubePhaseTimer) (Class, string, string) {
+	phase := t.stage()
+	var dnsErr *net.DNSError
+	var certErr *tls.CertificateVerificationError
+	var unknownAuth x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	var invalidErr x509.CertificateInvalidError
+	var recordErr tls.RecordHeaderError
+	var alertErr tls.AlertError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &dnsErr):
+		return ClassDNS, "dns", "dns: " + dnsErr.Err
+	case errors.As(err, &certErr), errors.As(err, &unknownAuth), errors.As(err, &hostErr),
+		errors.As(err, &invalidErr), errors.As(err, &recordErr), errors.As(err, &alertErr):
+		return ClassTLS, "tls", "tls handshake: " + kubeErrText(err)
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout(),
+		ctx.Err() != nil:
+		return ClassTimeout, phase, phase + ": timeout"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return ClassRefused, "connect", "connect: connection refused"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		if phase == "tls" {
+			return ClassTLS, "tls", "tls handshake: connection closed"
+		}
+		return ClassRefused, phase, phase + ": connection reset"
+	case phase == "tls":
+		return ClassTLS, "tls", "tls handshake: " + kubeErrText(err)
+	}
+	return ClassError, phase, phase + ": " + kubeErrText(err)
+}
+
+// kubeErrText strips the "Get \"url\": " prefix of a *url.Error: the URL
+// carries nothing secret, but it is noise in a one-line reason.
+func kubeErrText(err error) string {
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		return urlErr.Err.Error()
+	}
+	return err.Error()
 }

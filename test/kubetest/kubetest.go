@@ -1,0 +1,564 @@
+package kubetest
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// DefaultVersion is the kube-apiserver version the harness runs. Keep it in
+// step with KUBE_VERSION in test/deps/parts/kube-apiserver.sh.
+const DefaultVersion = "v1.31.14"
+
+// ErrNoBinary means a required program is not installed. Its message names
+// what to install.
+var ErrNoBinary = errors.New("binary not found")
+
+// Cluster is a running etcd plus kube-apiserver. Its exported fields are
+// read-only; its methods are safe for concurrent use.
+type Cluster struct {
+	// Server is the API server URL, https://127.0.0.1:<port>.
+	Server string
+	// CAFile is the PEM certificate that verifies Server (self-signed,
+	// SANs 127.0.0.1 and localhost).
+	CAFile string
+	// TokenFile holds a bearer token for user "admin" in group system:masters.
+	TokenFile string
+	// BadTokenFile holds a well-formed token the server does not know: 401.
+	BadTokenFile string
+	// ClientCertFile and ClientKeyFile authenticate as user "admin-cert" in
+	// group system:masters.
+	ClientCertFile string
+	ClientKeyFile  string
+	// Kubeconfig has contexts "admin" (token, the current context),
+	// "admin-cert" (client certificate) and "bad-token".
+	Kubeconfig string
+	// EtcdURL is the etcd client URL, http://127.0.0.1:<port>.
+	EtcdURL string
+	// Dir holds all state and logs (etcd.log, apiserver.log).
+	Dir string
+
+	mu        sync.Mutex
+	etcdBin   string
+	etcdPeer  int
+	etcdPort  int
+	etcd      *proc
+	apiserver *proc
+	closed    bool
+}
+
+// Options tunes New. The zero value is ready to use.
+type Options struct {
+	// Version selects the cached kube-apiserver build; empty means DefaultVersion.
+	Version string
+	// Dir is the parent of the state directory; empty means os.TempDir().
+	Dir string
+}
+
+// BinaryPath returns the cached kube-apiserver for version, or an error
+// wrapping ErrNoBinary that says how to build it. DRWATCH_KUBE_APISERVER, when
+// set, names the binary to use instead.
+func BinaryPath(version string) (string, error) {
+	if p := os.Getenv("DRWATCH_KUBE_APISERVER"); p != "" {
+		return p, nil
+	}
+	if version == "" {
+		version = DefaultVersion
+	}
+	cache := os.Getenv("XDG_CACHE_HOME")
+	if cache == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("kube-apiserver: no cache dir: %w", err)
+		}
+		cache = filepath.Join(home, ".cache")
+	}
+	p := filepath.Join(cache, "drwatch", "kube-apiserver-"+version, "kube-apiserver")
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("kube-apiserver %s not built at %s: run make install-test-deps (builds it once from the Go module proxy, 3-7 min): %w", version, p, ErrNoBinary)
+	}
+	return p, nil
+}
+
+// Start starts a cluster for one test and stops it in t.Cleanup. It fails the
+// test if a binary is missing or the cluster does not become ready.
+func Start(t testing.TB) *Cluster {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := New(ctx, Options{})
+	if err != nil {
+		t.Fatalf("kubetest: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// New starts etcd and kube-apiserver and waits until /readyz answers ok.
+// It suits TestMain (no testing.TB); the caller must Close the cluster. On
+// error nothing is left running.
+func New(ctx context.Context, opts Options) (_ *Cluster, err error) {
+	apiserverBin, err := BinaryPath(opts.Version)
+	if err != nil {
+		return nil, err
+	}
+	etcdBin, err := exec.LookPath("etcd")
+	if err != nil {
+		return nil, fmt.Errorf("etcd not found in PATH: install Debian package etcd-server (make install-test-deps): %w", ErrNoBinary)
+	}
+	dir, err := os.MkdirTemp(opts.Dir, "kubetest-")
+	if err != nil {
+		return nil, fmt.Errorf("state dir: %w", err)
+	}
+	c := &Cluster{Dir: dir, etcdBin: etcdBin}
+	defer func() {
+		if err != nil {
+			c.Close()
+		}
+	}()
+	ports, err := freePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	c.etcdPort, c.etcdPeer = ports[0], ports[1]
+	apiPort := ports[2]
+	c.EtcdURL = "http://127.0.0.1:" + strconv.Itoa(c.etcdPort)
+	c.Server = "https://127.0.0.1:" + strconv.Itoa(apiPort)
+	if err := c.writeCredentials(); err != nil {
+		return nil, err
+	}
+	if err := c.StartEtcd(ctx); err != nil {
+		return nil, err
+	}
+	args := []string{
+		"--etcd-servers=" + c.EtcdURL, "--etcd-prefix=/registry-test",
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(apiPort),
+		"--tls-cert-file=" + c.CAFile, "--tls-private-key-file=" + filepath.Join(dir, "serving.key"),
+		"--cert-dir=" + filepath.Join(dir, "certs"),
+		"--client-ca-file=" + filepath.Join(dir, "client-ca.crt"),
+		"--token-auth-file=" + filepath.Join(dir, "tokens.csv"),
+		"--service-account-issuer=https://kubernetes.default.svc",
+		"--service-account-key-file=" + filepath.Join(dir, "sa.pub"),
+		"--service-account-signing-key-file=" + filepath.Join(dir, "sa.key"),
+		"--api-audiences=https://kubernetes.default.svc",
+		"--service-cluster-ip-range=10.96.0.0/24",
+		"--authorization-mode=RBAC",
+		"--anonymous-auth=true",
+		"--profiling=false",
+		// No endpoint reconciler: it would try to publish 127.0.0.1 as the
+		// kubernetes service endpoint, which the API server rejects.
+		"--endpoint-reconciler-type=none",
+	}
+	c.apiserver, err = startProc(apiserverBin, args, filepath.Join(dir, "apiserver.log"))
+	if err != nil {
+		return nil, fmt.Errorf("start kube-apiserver: %w", err)
+	}
+	if err := c.WaitReady(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// WaitReady polls /readyz until it answers ok, the API server exits, or ctx
+// ends. Use it after StartEtcd to wait for the API server to recover.
+func (c *Cluster) WaitReady(ctx context.Context) error {
+	pool := x509.NewCertPool()
+	ca, err := os.ReadFile(c.CAFile)
+	if err != nil {
+		return fmt.Errorf("read ca: %w", err)
+	}
+	pool.AppendCertsFromPEM(ca)
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, DisableKeepAlives: true}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: 5 * time.Second}
+	var last string
+	for {
+		c.mu.Lock()
+		api := c.apiserver
+		c.mu.Unlock()
+		if api == nil || api.exited() {
+			return fmt.Errorf("kube-apiserver exited: %s", tail(filepath.Join(c.Dir, "apiserver.log"), 15))
+		}
+		resp, err := client.Get(c.Server + "/readyz")
+		if err == nil {
+			b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK && strings.TrimSpace(string(b)) == "ok" {
+				return nil
+			}
+			last = fmt.Sprintf("status %d", resp.StatusCode)
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("kube-apiserver not ready (last: %s): %w; log: %s", last, ctx.Err(), tail(filepath.Join(c.Dir, "apiserver.log"), 15))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// StopEtcd stops etcd (TERM, then KILL after 5 s), keeping its data so that
+// StartEtcd resumes the same cluster. Idempotent.
+func (c *Cluster) StopEtcd() error {
+	c.mu.Lock()
+	p := c.etcd
+	c.etcd = nil
+	c.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	p.stop(5 * time.Second)
+	return nil
+}
+
+// StartEtcd starts etcd on its old ports and data directory and waits until
+// it reports healthy. A no-op when etcd runs.
+func (c *Cluster) StartEtcd(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return errors.New("cluster closed")
+	}
+	if c.etcd != nil && !c.etcd.exited() {
+		return nil
+	}
+	peer := "http://127.0.0.1:" + strconv.Itoa(c.etcdPeer)
+	args := []string{
+		"--name", "test", "--data-dir", filepath.Join(c.Dir, "etcd"),
+		"--listen-client-urls", c.EtcdURL, "--advertise-client-urls", c.EtcdURL,
+		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+		"--initial-cluster", "test=" + peer, "--initial-cluster-state", "new",
+		"--logger", "zap", "--log-outputs", "stderr", "--log-level", "warn",
+	}
+	p, err := startProc(c.etcdBin, args, filepath.Join(c.Dir, "etcd.log"))
+	if err != nil {
+		return fmt.Errorf("start etcd: %w", err)
+	}
+	c.etcd = p
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	for {
+		if p.exited() {
+			return fmt.Errorf("etcd exited: %s", tail(filepath.Join(c.Dir, "etcd.log"), 10))
+		}
+		resp, err := client.Get(c.EtcdURL + "/health")
+		if err == nil {
+			b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			resp.Body.Close()
+			if strings.Contains(string(b), `"health":"true"`) {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("etcd not healthy: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Close stops the API server and etcd and removes Dir. Idempotent. Set
+// KUBETEST_KEEP=1 to keep Dir (logs) for debugging.
+func (c *Cluster) Close() {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	api, etcd := c.apiserver, c.etcd
+	c.apiserver, c.etcd = nil, nil
+	c.mu.Unlock()
+	if api != nil {
+		api.stop(10 * time.Second)
+	}
+	if etcd != nil {
+		etcd.stop(5 * time.Second)
+	}
+	if os.Getenv("KUBETEST_KEEP") == "" {
+		os.RemoveAll(c.Dir)
+	}
+}
+
+// writeCredentials creates the serving certificate, the client CA and an
+// admin client certificate, the service-account key pair, the token file and
+// the kubeconfig.
+func (c *Cluster) writeCredentials() error {
+	dir := c.Dir
+	servingKey, servingDER, err := selfSigned("kube-apiserver", true, nil, nil)
+	if err != nil {
+		return err
+	}
+	c.CAFile = filepath.Join(dir, "serving.crt")
+	if err := writePEM(c.CAFile, "CERTIFICATE", servingDER); err != nil {
+		return err
+	}
+	if err := writeKey(filepath.Join(dir, "serving.key"), servingKey); err != nil {
+		return err
+	}
+	caKey, caDER, err := selfSigned("kubetest-client-ca", false, nil, nil)
+	if err != nil {
+		return err
+	}
+	if err := writePEM(filepath.Join(dir, "client-ca.crt"), "CERTIFICATE", caDER); err != nil {
+		return err
+	}
+	caCert, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return fmt.Errorf("parse client ca: %w", err)
+	}
+	clientKey, clientDER, err := selfSigned("admin-cert", false, caCert, caKey)
+	if err != nil {
+		return err
+	}
+	c.ClientCertFile = filepath.Join(dir, "admin.crt")
+	c.ClientKeyFile = filepath.Join(dir, "admin.key")
+	if err := writePEM(c.ClientCertFile, "CERTIFICATE", clientDER); err != nil {
+		return err
+	}
+	if err := writeKey(c.ClientKeyFile, clientKey); err != nil {
+		return err
+	}
+	saKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return fmt.Errorf("sa key: %w", err)
+	}
+	if err := writePEM(filepath.Join(dir, "sa.key"), "RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(saKey)); err != nil {
+		return err
+	}
+	pub, err := x509.MarshalPKIXPublicKey(&saKey.PublicKey)
+	if err != nil {
+		return fmt.Errorf("sa pub: %w", err)
+	}
+	if err := writePEM(filepath.Join(dir, "sa.pub"), "PUBLIC KEY", pub); err != nil {
+		return err
+	}
+	admin, bad := randomHex(16), randomHex(16)
+	// token,user,uid,"group1,group2" (kube-apiserver --token-auth-file)
+	tokens := fmt.Sprintf("%s,admin,admin-uid,\"system:masters\"\n", admin)
+	if err := os.WriteFile(filepath.Join(dir, "tokens.csv"), []byte(tokens), 0o600); err != nil {
+		return fmt.Errorf("write tokens: %w", err)
+	}
+	c.TokenFile = filepath.Join(dir, "admin.token")
+	c.BadTokenFile = filepath.Join(dir, "bad.token")
+	if err := os.WriteFile(c.TokenFile, []byte(admin+"\n"), 0o600); err != nil {
+		return fmt.Errorf("write token: %w", err)
+	}
+	if err := os.WriteFile(c.BadTokenFile, []byte(bad+"\n"), 0o600); err != nil {
+		return fmt.Errorf("write token: %w", err)
+	}
+	c.Kubeconfig = filepath.Join(dir, "kubeconfig")
+	kc := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: kubetest
+  cluster:
+    server: %[1]s
+    certificate-authority: %[2]s
+users:
+- name: admin
+  user:
+    token: %[3]s
+- name: admin-cert
+  user:
+    client-certificate: %[4]s
+    client-key: %[5]s
+- name: bad-token
+  user:
+    token: %[6]s
+contexts:
+- name: admin
+  context: {cluster: kubetest, user: admin}
+- name: admin-cert
+  context: {cluster: kubetest, user: admin-cert}
+- name: bad-token
+  context: {cluster: kubetest, user: bad-token}
+current-context: admin
+`, c.Server, c.CAFile, admin, c.ClientCertFile, c.ClientKeyFile, bad)
+	if err := os.WriteFile(c.Kubeconfig, []byte(kc), 0o600); err != nil {
+		return fmt.Errorf("write kubeconfig: %w", err)
+	}
+	return nil
+}
+
+// selfSigned makes a P-256 key and a certificate for cn: a serving
+// certificate for 127.0.0.1 and localhost when serving, else a CA (when
+// parent is nil) or a client certificate in group system:masters signed by
+// parent.
+func selfSigned(cn string, serving bool, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) (*ecdsa.PrivateKey, []byte, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("key for %s: %w", cn, err)
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		return nil, nil, fmt.Errorf("serial: %w", err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: cn},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(48 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+	}
+	switch {
+	case serving:
+		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
+		tmpl.DNSNames = []string{"localhost", "kubernetes.default.svc"}
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+		// It is also its own CA: clients trust exactly this certificate.
+		tmpl.IsCA = true
+		tmpl.BasicConstraintsValid = true
+		tmpl.KeyUsage |= x509.KeyUsageCertSign
+	case parent == nil:
+		tmpl.IsCA = true
+		tmpl.BasicConstraintsValid = true
+		tmpl.KeyUsage |= x509.KeyUsageCertSign
+	default:
+		tmpl.Subject.Organization = []string{"system:masters"}
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	}
+	signer, signerKey := tmpl, key
+	if parent != nil {
+		signer, signerKey = parent, parentKey
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, signer, &key.PublicKey, signerKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("certificate for %s: %w", cn, err)
+	}
+	return key, der, nil
+}
+
+func writePEM(path, typ string, der []byte) error {
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	return nil
+}
+
+func writeKey(path string, key *ecdsa.PrivateKey) error {
+	der, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return fmt.Errorf("marshal key: %w", err)
+	}
+	return writePEM(path, "EC PRIVATE KEY", der)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand never fails on Linux
+	}
+	return hex.EncodeToString(b)
+}
+
+// freePorts returns n distinct free TCP ports on 127.0.0.1. The listeners
+// are closed before returning, so another process could take a port in
+// between; on a test machine that race is rare enough.
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("free port: %w", err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// proc is one daemon in its own process group.
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	log  *os.File
+}
+
+func startProc(bin string, args []string, logPath string) (*proc, error) {
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open log: %w", err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// Own process group so that stop reaches every child; Pdeathsig so that
+	// a crashed test binary does not leave daemons behind.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, err
+	}
+	p := &proc{cmd: cmd, done: make(chan struct{}), log: logf}
+	go func() {
+		cmd.Wait()
+		logf.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop sends TERM to the process group, waits up to grace, then KILLs the
+// group, and waits for the process to be reaped.
+func (p *proc) stop(grace time.Duration) {
+	pgid := p.cmd.Process.Pid
+	syscall.Kill(-pgid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+	}
+	// Kill the group even after a clean exit: children may linger.
+	syscall.Kill(-pgid, syscall.SIGKILL)
+	<-p.done
+}
+
+// tail returns the last n lines of a log file, for error messages.
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
