@@ -1,3 +1,16 @@
 // Package failover is drwatch's pure decision core: the deterministic state
-// machine that the Raft log drives. It imports only the standard library.
+// machine that the Raft log drives (the FSM's heart).
+//
+// Watchers report probe rounds as Observe commands; the leader stamps each
+// command with its clock (Stamp) and proposes it; every replica applies it
+// with Machine.Apply. From the log alone the machine derives per-probe
+// rise/fall hysteresis, each node's vote per site, the quorum verdict per
+// site and, under the replicated Policy and its safety rules, the Desired DNS
+// state with a generation (the log index of the deciding entry) that the
+// leader's reconciler writes and reports back with ActionResult.
+//
+// The package imports only the standard library, does no I/O, never logs and
+// never reads the clock. Map iteration is sorted wherever it reaches output,
+// so replicas that applied the same log produce byte-identical snapshots.
+// See DESIGN.md for why.
 package failover

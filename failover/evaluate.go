@@ -1,0 +1,314 @@
+package failover
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Reasons a node abstains.
+const (
+	abstainNever     = "never reported"
+	abstainStale     = "stale"
+	abstainSelfCheck = "self-check failed: it sees both sites DOWN, so its own network is the likely problem"
+)
+
+// vote is one node's verdict on both sites.
+type vote struct {
+	v       [2]Verdict // indexed like sites
+	abstain string
+}
+
+func siteIdx(s Site) int {
+	if s == Backup {
+		return 1
+	}
+	return 0
+}
+
+// nodeVote judges both sites as node id sees them at now.
+func (s *state) nodeVote(id string, now int64) vote {
+	p := s.Policy
+	ns := s.Nodes[id]
+	cutoff := now - int64(p.stale())
+	switch {
+	case ns == nil || !ns.Reported:
+		return vote{v: [2]Verdict{Abstain, Abstain}, abstain: abstainNever}
+	case ns.LastAt < cutoff:
+		return vote{v: [2]Verdict{Abstain, Abstain}, abstain: abstainStale}
+	}
+	var out vote
+	for i, site := range sites {
+		anyDown, allUp := false, true
+		for _, ref := range p.Sites[site].Probes {
+			if !ref.Critical {
+				continue
+			}
+			st := s.probeVerdict(ns, site, ref.Name, cutoff)
+			if st == Down {
+				anyDown = true
+			}
+			if st != Up {
+				allUp = false
+			}
+		}
+		switch {
+		case anyDown:
+			out.v[i] = Down
+		case allUp:
+			out.v[i] = Up
+		default:
+			out.v[i] = Unknown
+		}
+	}
+	if out.v[0] == Down && out.v[1] == Down {
+		return vote{v: [2]Verdict{Abstain, Abstain}, abstain: abstainSelfCheck}
+	}
+	return out
+}
+
+// probeVerdict is a probe's hysteresis state, or UNKNOWN when its last
+// result is older than cutoff (a watcher that stopped running a probe must
+// not keep voting with its old state).
+func (s *state) probeVerdict(ns *nodeState, site Site, probe string, cutoff int64) Verdict {
+	ps := ns.Probes[probeKey(site, probe)]
+	if ps == nil || ps.LastAt < cutoff {
+		return Unknown
+	}
+	return ps.State
+}
+
+// tallies counts the votes of every policy node for both sites at now.
+func (s *state) tallies(now int64) map[Site]Tally {
+	p := s.Policy
+	out := make(map[Site]Tally, 2)
+	if p == nil {
+		return out
+	}
+	var ts [2]Tally
+	for _, id := range p.Nodes { // sorted by normalize
+		v := s.nodeVote(id, now)
+		for i := range sites {
+			t := &ts[i]
+			switch v.v[i] {
+			case Up:
+				t.Up = append(t.Up, id)
+			case Down:
+				t.Down = append(t.Down, id)
+			case Abstain:
+				t.Abstain = append(t.Abstain, id)
+			default:
+				t.Unknown = append(t.Unknown, id)
+			}
+		}
+	}
+	for i, site := range sites {
+		t := ts[i]
+		t.Quorum = p.Quorum
+		switch {
+		case len(t.Down) >= p.Quorum:
+			t.Verdict = Down
+		case len(t.Up) >= p.Quorum:
+			t.Verdict = Up
+		default:
+			t.Verdict = NoQuorum
+		}
+		out[site] = t
+	}
+	return out
+}
+
+// evidence records every node's votes and failing critical probes at now.
+func (s *state) evidence(now int64) []NodeEvidence {
+	p := s.Policy
+	out := make([]NodeEvidence, 0, len(p.Nodes))
+	cutoff := now - int64(p.stale())
+	for _, id := range p.Nodes {
+		v := s.nodeVote(id, now)
+		ev := NodeEvidence{Node: id, Abstain: v.abstain, Votes: map[Site]Verdict{Primary: v.v[0], Backup: v.v[1]}}
+		if ns := s.Nodes[id]; ns != nil {
+			ev.LastReport = ns.LastAt
+			for _, site := range sites {
+				for _, ref := range p.Sites[site].Probes {
+					ps := ns.Probes[probeKey(site, ref.Name)]
+					if !ref.Critical || ps == nil || ps.LastAt < cutoff || (ps.State != Down && ps.Fails == 0) {
+						continue
+					}
+					ev.Failing = append(ev.Failing, ProbeFailure{
+						Site: site, Probe: ref.Name, State: ps.State, Fails: ps.Fails, FailSince: ps.FailSince,
+						Class: ps.Last.Class, Phase: ps.Last.Phase, Reason: ps.Last.Reason,
+					})
+				}
+			}
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+// evaluate makes the automatic decisions the policy allows at s.Now. It runs
+// after every Observe, Tick, SetPolicy, Resume and Ack.
+func (s *state) evaluate(index uint64, res *Result) {
+	p := s.Policy
+	if p == nil {
+		return
+	}
+	now := s.Now
+	if s.Paused && s.PausedUntil != 0 && now >= s.PausedUntil {
+		s.appendHistory(Entry{Index: index, At: now, Kind: KindResume, Actor: SystemActor,
+			Reason: "pause expired at " + fmtTime(s.PausedUntil)})
+		s.unpause()
+	}
+	if s.BlockedUntil != 0 && now >= s.BlockedUntil {
+		s.BlockedUntil = 0
+	}
+	t := s.tallies(now)
+	for _, site := range sites {
+		if t[site].Verdict == Down {
+			if _, ok := s.DownSince[site]; !ok {
+				if s.DownSince == nil {
+					s.DownSince = map[Site]int64{}
+				}
+				s.DownSince[site] = now
+			}
+		} else {
+			delete(s.DownSince, site)
+		}
+	}
+	if t[Primary].Verdict == Up {
+		if !s.PrimaryUp {
+			s.PrimaryUp, s.PrimaryUpAt = true, now
+		}
+	} else {
+		s.PrimaryUp, s.PrimaryUpAt = false, 0
+	}
+
+	a := s.Active
+	b := a.Other()
+	if a == Primary {
+		if t[a].Verdict != Down {
+			s.Withheld = withheld{}
+			return
+		}
+		rule, msg := s.autoBlocker(now)
+		if rule == "" && t[b].Verdict != Up {
+			r := s.targetRefusal(b, t[b])
+			rule, msg = r.Rule, r.Message
+		}
+		if rule != "" {
+			s.withhold(index, rule, msg, t, res)
+			return
+		}
+		reason := fmt.Sprintf("%s DOWN at quorum (%s); %s UP at quorum (%s)",
+			a, strings.Join(t[a].Down, ", "), b, strings.Join(t[b].Up, ", "))
+		s.autoDecide(index, KindAutoFailover, b, reason, t, res)
+		return
+	}
+
+	// The backup is active: going back is a failback, never an automatic failover.
+	if p.Failback.Mode == FailbackAuto {
+		if rule, _ := s.autoBlocker(now); rule == "" && s.PrimaryUp && now-s.PrimaryUpAt >= int64(p.Failback.After) {
+			reason := fmt.Sprintf("primary UP at quorum (%s) continuously since %s, failback after %s",
+				strings.Join(t[Primary].Up, ", "), fmtTime(s.PrimaryUpAt), p.Failback.After)
+			s.autoDecide(index, KindAutoFailback, Primary, reason, t, res)
+			return
+		}
+	}
+	if t[a].Verdict != Down {
+		s.Withheld = withheld{}
+		return
+	}
+	rule, msg := s.autoBlocker(now)
+	switch {
+	case rule != "":
+	case p.Failback.Mode != FailbackAuto:
+		rule = RuleFailbackManual
+		msg = "backup is DOWN at quorum but failback is manual: check the primary and run a failback"
+	case t[Primary].Verdict != Up:
+		r := s.targetRefusal(Primary, t[Primary])
+		rule, msg = r.Rule, r.Message
+	default:
+		rule = RuleFailbackDwell
+		msg = fmt.Sprintf("backup is DOWN at quorum; primary UP for %s of the %s auto failback needs",
+			time.Duration(now-s.PrimaryUpAt), p.Failback.After)
+	}
+	s.withhold(index, rule, msg, t, res)
+}
+
+// autoBlocker names the rule, if any, that stops every automatic decision now.
+func (s *state) autoBlocker(now int64) (rule, msg string) {
+	switch {
+	case !s.Policy.AutoFailover:
+		return RuleAutoDisabled, "automatic failover is off in the policy (manual-only)"
+	case s.Paused:
+		m := "automatic decisions are paused"
+		if s.PausedBy != "" {
+			m += " by " + s.PausedBy
+		}
+		if s.PausedUntil != 0 {
+			m += " until " + fmtTime(s.PausedUntil)
+		}
+		return RulePaused, m
+	case s.BlockedUntil > now:
+		return RuleBlocked, "an automatic flip happened recently; automatic flips are blocked until " +
+			fmtTime(s.BlockedUntil) + " or an ack"
+	}
+	return "", ""
+}
+
+// withhold records why an automatic flip did not happen, once per episode
+// and rule, so the history is not flooded every round.
+func (s *state) withhold(index uint64, rule, msg string, t map[Site]Tally, res *Result) {
+	if s.Withheld.Rule == rule {
+		s.Withheld.Message = msg
+		return
+	}
+	s.Withheld = withheld{Rule: rule, Message: msg, Since: s.Now}
+	a := s.Active
+	s.appendHistory(Entry{
+		Index: index, At: s.Now, Kind: KindWithheld, From: a, To: a.Other(), Actor: SystemActor,
+		Reason: msg, Rule: rule, Evidence: s.evidence(s.Now), Tallies: cloneTallies(t),
+		Timings: Timings{DetectedAt: s.DownSince[a]},
+	})
+	res.Withheld = rule + ": " + msg
+}
+
+func (s *state) autoDecide(index uint64, kind string, to Site, reason string, t map[Site]Tally, res *Result) {
+	e := s.decide(index, kind, to, SystemActor, reason, false, "", t)
+	if w := s.Policy.BlockWindow; w > 0 {
+		s.BlockedUntil = s.Now + int64(w)
+	}
+	res.Gen, res.Kind, res.From, res.To = e.Gen, e.Kind, e.From, e.To
+	res.Message = oneLine(e)
+}
+
+// describeTally renders a tally for humans: "DOWN (down: a, b; up: c; abstain: none; quorum 2)".
+func describeTally(t Tally) string {
+	list := func(xs []string) string {
+		if len(xs) == 0 {
+			return "none"
+		}
+		return strings.Join(xs, ", ")
+	}
+	return fmt.Sprintf("%s (up: %s; down: %s; unknown: %s; abstain: %s; quorum %d)",
+		t.Verdict, list(t.Up), list(t.Down), list(t.Unknown), list(t.Abstain), t.Quorum)
+}
+
+// oneLine summarises a decision entry.
+func oneLine(e *Entry) string {
+	s := fmt.Sprintf("gen %d: %s %s -> %s at %s by %s", e.Gen, e.Kind, e.From, e.To, fmtTime(e.At), orDash(e.Actor))
+	if e.Forced {
+		s += " (forced)"
+	}
+	if e.Reason != "" {
+		s += ": " + e.Reason
+	}
+	return s
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

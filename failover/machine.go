@@ -1,0 +1,600 @@
+package failover
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+)
+
+// Machine is the replicated decision state. Step and Apply mutate it; the
+// read methods return deep copies. It is safe for concurrent use: Raft
+// applies on one goroutine while status pages read on others.
+type Machine struct {
+	mu sync.RWMutex
+	st state
+}
+
+// New returns a machine with no policy, the primary active and no decision.
+func New() *Machine {
+	return &Machine{st: newState()}
+}
+
+// Apply decodes data and steps it at log index, returning the encoded
+// Result or error (read it with DecodeResponse). It is deterministic: the
+// same log gives the same state and the same responses on every replica.
+func (m *Machine) Apply(index uint64, data []byte) []byte {
+	c, err := Decode(data)
+	if err != nil {
+		return encodeResponse(Result{Index: index}, err)
+	}
+	r, err := m.Step(index, c)
+	return encodeResponse(r, err)
+}
+
+// Step applies one command at log index. A decision's generation is its
+// index. On error nothing changes, and every replica rejects the same way.
+func (m *Machine) Step(index uint64, c Command) (Result, error) {
+	if err := c.check(); err != nil {
+		return Result{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := &m.st
+	if index == 0 || index <= s.LastIndex {
+		return Result{}, fmt.Errorf("log index %d not after %d: %w", index, s.LastIndex, ErrBadCommand)
+	}
+	now := max(s.Now, c.at())
+	res := Result{Index: index, Type: c.Type}
+	var err error
+	switch c.Type {
+	case CmdObserve:
+		err = s.observe(index, now, c.Observe, &res)
+	case CmdTick:
+		s.Now = now
+		s.evaluate(index, &res)
+	case CmdFailover:
+		f := c.Failover
+		kind := KindManualFailover
+		if f.Planned {
+			kind = KindSwitchover
+		}
+		err = s.manual(index, now, kind, f.To, f.Actor, f.Reason, f.Force, f.Planned, &res)
+	case CmdFailback:
+		f := c.Failback
+		err = s.manual(index, now, KindManualFailback, Primary, f.Actor, f.Reason, f.Force, false, &res)
+	case CmdPause:
+		err = s.pause(index, now, c.Pause, &res)
+	case CmdResume:
+		s.resume(index, now, c.Resume, &res)
+	case CmdAck:
+		s.ack(index, now, c.Ack, &res)
+	case CmdActionResult:
+		err = s.actionResult(index, now, c.ActionResult, &res)
+	case CmdSetPolicy:
+		err = s.setPolicy(index, now, c.SetPolicy, &res)
+	case CmdBreakGlass:
+		err = s.breakGlass(index, now, c.BreakGlass, &res)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	s.LastIndex = index
+	res.Active = s.Active
+	return res, nil
+}
+
+func (s *state) observe(index uint64, now int64, o *Observe, res *Result) error {
+	p := s.Policy
+	if p == nil {
+		return fmt.Errorf("observe from %q: %w", o.Node, ErrNoPolicy)
+	}
+	if !p.hasNode(o.Node) {
+		return fmt.Errorf("observe from %q (nodes %v): %w", o.Node, p.Nodes, ErrUnknownNode)
+	}
+	seen := make(map[string]bool, len(o.Results))
+	for _, r := range o.Results {
+		k := probeKey(r.Site, r.Probe)
+		if seen[k] {
+			return fmt.Errorf("observe from %q: result for %s twice: %w", o.Node, k, ErrBadCommand)
+		}
+		seen[k] = true
+	}
+	ns := s.Nodes[o.Node]
+	if ns == nil {
+		ns = &nodeState{}
+		if s.Nodes == nil {
+			s.Nodes = map[string]*nodeState{}
+		}
+		s.Nodes[o.Node] = ns
+	}
+	s.Now = now
+	if o.Seq != 0 && ns.Reported && o.Seq == ns.LastSeq {
+		// A retried proposal of the same round: counting it twice would
+		// shorten the fall/rise hysteresis.
+		res.Noop = "duplicate"
+		res.Message = fmt.Sprintf("round %d from %s already applied", o.Seq, o.Node)
+		s.evaluate(index, res)
+		return nil
+	}
+	ns.Reported = true
+	ns.LastAt = now
+	ns.LastSeq = o.Seq
+	ns.PolicyHash = o.PolicyHash
+	for _, r := range o.Results {
+		if _, ok := p.probe(r.Site, r.Probe); !r.Site.Valid() || !ok {
+			if ns.Unknown == nil {
+				ns.Unknown = map[string]uint64{}
+			}
+			k := probeKey(r.Site, r.Probe)
+			if _, known := ns.Unknown[k]; !known && len(ns.Unknown) >= maxUnknownProbes {
+				k = otherUnknown
+			}
+			ns.Unknown[k]++
+			continue
+		}
+		if ns.Probes == nil {
+			ns.Probes = map[string]*probeState{}
+		}
+		k := probeKey(r.Site, r.Probe)
+		ps := ns.Probes[k]
+		if ps == nil {
+			ps = &probeState{State: Unknown}
+			ns.Probes[k] = ps
+		}
+		ps.record(r, now, now-int64(p.stale()), p.Fall, p.Rise)
+	}
+	s.evaluate(index, res)
+	return nil
+}
+
+// record applies one result to the hysteresis: UNKNOWN->UP on the first
+// success, DOWN->UP after rise successes in a row, UNKNOWN or UP->DOWN after
+// fall failures in a row. A probe whose previous result is older than
+// cutoff starts again from UNKNOWN: a vote must rest on consecutive fresh
+// rounds, not on counters left over from before a silence.
+func (ps *probeState) record(r ProbeResult, now, cutoff int64, fall, rise int) {
+	if ps.LastAt < cutoff {
+		ps.State, ps.OKs, ps.Fails, ps.FailSince = Unknown, 0, 0, 0
+	}
+	ps.LastAt = now
+	ps.Last = r
+	c := byte('-')
+	if r.OK {
+		c = '+'
+		ps.OKs++
+		ps.Fails = 0
+		ps.FailSince = 0
+		switch ps.State {
+		case Unknown:
+			ps.State = Up
+		case Down:
+			if ps.OKs >= rise {
+				ps.State = Up
+			}
+		}
+	} else {
+		if ps.Fails == 0 {
+			ps.FailSince = now
+		}
+		ps.Fails++
+		ps.OKs = 0
+		if ps.State != Down && ps.Fails >= fall {
+			ps.State = Down
+		}
+	}
+	ring := ps.Ring + string(c)
+	if len(ring) > ringSize {
+		ring = ring[len(ring)-ringSize:]
+	}
+	ps.Ring = ring
+}
+
+func (s *state) manual(index uint64, now int64, kind string, to Site, actor, reason string, force, planned bool, res *Result) error {
+	p := s.Policy
+	if p == nil {
+		return fmt.Errorf("%s: %w", kind, ErrNoPolicy)
+	}
+	if !to.Valid() {
+		return fmt.Errorf("%s: target %q must be primary or backup: %w", kind, to, ErrBadCommand)
+	}
+	if to == s.Active {
+		s.Now = now
+		res.Noop = RuleAlreadyActive
+		res.Message = fmt.Sprintf("%s is already active (gen %d); nothing to do", to, s.Desired.Gen)
+		return nil
+	}
+	t := s.tallies(now)
+	var refusal *RefusedError
+	if planned {
+		if t[Primary].Verdict != Up || t[Backup].Verdict != Up {
+			refusal = &RefusedError{
+				Rule: RuleNotPlannedSafe,
+				Message: fmt.Sprintf("a planned switchover needs both sites UP at quorum; primary is %s, backup is %s",
+					describeTally(t[Primary]), describeTally(t[Backup])),
+				Override: "use --force, or an unplanned failover",
+			}
+		}
+	} else if t[to].Verdict != Up {
+		refusal = s.targetRefusal(to, t[to])
+	}
+	rule := ""
+	if refusal != nil {
+		if !force {
+			return refusal
+		}
+		rule = refusal.Rule
+	}
+	s.Now = now
+	why := reason
+	if force && rule != "" {
+		why = fmt.Sprintf("%s (forced past %s: %s)", reason, rule, refusal.Message)
+	}
+	e := s.decide(index, kind, to, actor, why, force, rule, t)
+	res.Gen, res.Kind, res.From, res.To = e.Gen, e.Kind, e.From, e.To
+	res.Message = oneLine(e)
+	return nil
+}
+
+// targetRefusal explains why target (not UP at quorum) is refused.
+func (s *state) targetRefusal(target Site, t Tally) *RefusedError {
+	fresh := len(t.Up) + len(t.Down) + len(t.Unknown)
+	if fresh < t.Quorum {
+		return &RefusedError{
+			Rule: RuleNoQuorum,
+			Message: fmt.Sprintf("only %d of %d nodes have fresh data (quorum %d), so %s cannot be judged",
+				fresh, len(s.Policy.Nodes), t.Quorum, target),
+			Override: "use --force if you have checked " + string(target) + " yourself",
+		}
+	}
+	return &RefusedError{
+		Rule:     RuleTargetUnhealthy,
+		Message:  fmt.Sprintf("%s is not UP at quorum: %s", target, describeTally(t)),
+		Override: "use --force to move to an unhealthy site",
+	}
+}
+
+func (s *state) pause(index uint64, now int64, c *Pause, res *Result) error {
+	if c.Until != 0 && c.Until <= now {
+		return fmt.Errorf("pause until %s: already past (now %s): %w", fmtTime(c.Until), fmtTime(now), ErrBadCommand)
+	}
+	s.Now = now
+	if s.Paused && s.PausedUntil == c.Until {
+		res.Noop = "already_paused"
+		res.Message = "automatic decisions are already paused"
+		return nil
+	}
+	s.Paused, s.PausedUntil, s.PausedBy, s.PauseReason = true, c.Until, c.Actor, c.Reason
+	e := Entry{Index: index, At: now, Kind: KindPause, Actor: c.Actor, Reason: c.Reason}
+	if c.Until != 0 {
+		e.Detail = "until " + fmtTime(c.Until)
+	}
+	s.appendHistory(e)
+	res.Kind = KindPause
+	res.Message = "automatic decisions paused"
+	return nil
+}
+
+func (s *state) resume(index uint64, now int64, c *Resume, res *Result) {
+	s.Now = now
+	if !s.Paused {
+		res.Noop = "not_paused"
+		res.Message = "automatic decisions were not paused"
+	} else {
+		s.unpause()
+		s.appendHistory(Entry{Index: index, At: now, Kind: KindResume, Actor: c.Actor, Reason: c.Reason})
+		res.Kind = KindResume
+		res.Message = "automatic decisions resumed"
+	}
+	s.evaluate(index, res)
+}
+
+func (s *state) unpause() {
+	s.Paused, s.PausedUntil, s.PausedBy, s.PauseReason = false, 0, "", ""
+}
+
+func (s *state) ack(index uint64, now int64, c *Ack, res *Result) {
+	s.Now = now
+	if s.BlockedUntil <= now {
+		res.Noop = "not_blocked"
+		res.Message = "automatic flips were not blocked"
+	} else {
+		s.appendHistory(Entry{Index: index, At: now, Kind: KindAck, Actor: c.Actor, Reason: c.Reason,
+			Detail: "block until " + fmtTime(s.BlockedUntil) + " lifted"})
+		s.BlockedUntil = 0
+		res.Kind = KindAck
+		res.Message = "block on automatic flips lifted"
+	}
+	s.evaluate(index, res)
+}
+
+func (s *state) actionResult(index uint64, now int64, c *ActionResult, res *Result) error {
+	switch c.Outcome {
+	case OutcomeWritten, OutcomeVerified, OutcomeFailed, OutcomeConflict:
+	default:
+		return fmt.Errorf("action result outcome %q (want written, verified, failed or conflict): %w", c.Outcome, ErrBadCommand)
+	}
+	if c.Gen == 0 || c.Gen > s.Desired.Gen {
+		return fmt.Errorf("action result for gen %d (latest %d): %w", c.Gen, s.Desired.Gen, ErrUnknownGen)
+	}
+	s.Now = now
+	var e *Entry
+	for i := len(s.History) - 1; i >= 0; i-- {
+		if h := &s.History[i]; h.decision() && h.Gen == c.Gen {
+			e = h
+			break
+		}
+	}
+	if c.Gen == s.Desired.Gen && c.Outcome == OutcomeVerified && !s.Desired.Done {
+		s.Desired.Done = true
+		res.Message = "desired state verified"
+	}
+	if e == nil {
+		res.Noop = "gen_not_in_history"
+		res.Message = fmt.Sprintf("no decision with gen %d in the history (latest %d); recorded nothing", c.Gen, s.Desired.Gen)
+		return nil
+	}
+	changed := false
+	setOnce := func(dst *int64, v int64) {
+		if *dst == 0 && v != 0 {
+			*dst, changed = v, true
+		}
+	}
+	switch c.Outcome {
+	case OutcomeWritten:
+		setOnce(&e.Timings.WrittenAt, orNow(c.WrittenAt, now))
+	case OutcomeVerified:
+		setOnce(&e.Timings.WrittenAt, orNow(c.WrittenAt, now))
+		setOnce(&e.Timings.VerifiedAt, orNow(c.VerifiedAt, now))
+	}
+	prev := e.Outcome
+	// A late "written" must not hide an earlier "verified".
+	if !(prev == OutcomeVerified && c.Outcome == OutcomeWritten) && (prev != c.Outcome || e.Detail != c.Detail) {
+		e.Outcome, e.Detail = c.Outcome, c.Detail
+		changed = true
+	}
+	if !changed {
+		res.Noop = "duplicate"
+		res.Message = fmt.Sprintf("%s for gen %d already recorded", c.Outcome, c.Gen)
+		return nil
+	}
+	if prev != e.Outcome {
+		s.appendHistory(Entry{Index: index, Gen: c.Gen, At: now, Kind: KindAction, Actor: c.Actor,
+			Outcome: c.Outcome, Detail: c.Detail, Timings: Timings{WrittenAt: c.WrittenAt, VerifiedAt: c.VerifiedAt}})
+		res.Kind = KindAction
+	}
+	return nil
+}
+
+func orNow(v, now int64) int64 {
+	if v != 0 {
+		return v
+	}
+	return now
+}
+
+func (s *state) setPolicy(index uint64, now int64, c *SetPolicy, res *Result) error {
+	if err := c.Policy.Validate(); err != nil {
+		return fmt.Errorf("set policy: %w: %w", ErrBadCommand, err)
+	}
+	p := c.Policy.normalize()
+	h := p.Hash()
+	s.Now = now
+	if s.Policy != nil && h == s.PolicyHash {
+		res.Noop = "policy_unchanged"
+		res.Message = "policy " + short(h) + " already set"
+		s.evaluate(index, res)
+		return nil
+	}
+	old := s.PolicyHash
+	s.Policy, s.PolicyHash = &p, h
+	// Forget nodes and probes the policy no longer names: their votes must not count.
+	for id, ns := range s.Nodes {
+		if !p.hasNode(id) {
+			delete(s.Nodes, id)
+			continue
+		}
+		for k := range ns.Probes {
+			site, name, _ := cutKey(k)
+			if _, ok := p.probe(site, name); !ok {
+				delete(ns.Probes, k)
+			}
+		}
+	}
+	e := Entry{Index: index, At: now, Kind: KindPolicy, Actor: c.Actor, Reason: "policy " + short(h)}
+	if old != "" {
+		e.Reason += " replaces " + short(old)
+	}
+	if recs := p.rrsets(s.Active); !equalRRsets(recs, s.Desired.Records) {
+		// New records for the active site are a new desired state and need a fenced write.
+		s.Desired = Desired{Gen: index, Active: s.Active, Records: recs, Fence: fence(index)}
+		e.Gen = index
+		e.To = s.Active
+		e.Detail = "records for " + string(s.Active) + " changed"
+		res.Gen = index
+	}
+	s.appendHistory(e)
+	res.Kind = KindPolicy
+	res.Message = e.Reason
+	s.evaluate(index, res)
+	return nil
+}
+
+func cutKey(k string) (Site, string, bool) {
+	for i := 0; i < len(k); i++ {
+		if k[i] == '/' {
+			return Site(k[:i]), k[i+1:], true
+		}
+	}
+	return "", k, false
+}
+
+func equalRRsets(a, b []RRset) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Name != b[i].Name || a[i].Type != b[i].Type || a[i].TTL != b[i].TTL || len(a[i].Values) != len(b[i].Values) {
+			return false
+		}
+		for j := range a[i].Values {
+			if a[i].Values[j] != b[i].Values[j] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (s *state) breakGlass(index uint64, now int64, c *BreakGlass, res *Result) error {
+	if s.Policy == nil {
+		return fmt.Errorf("break glass: %w", ErrNoPolicy)
+	}
+	if !c.Site.Valid() {
+		return fmt.Errorf("break glass: site %q must be primary or backup: %w", c.Site, ErrBadCommand)
+	}
+	s.Now = now
+	e := s.decide(index, KindBreakGlass, c.Site, c.Actor, c.Reason, true, "", s.tallies(now))
+	if c.WrittenAt != 0 {
+		e.Timings.WrittenAt = c.WrittenAt
+		e.Outcome = OutcomeWritten
+		e.Detail = "written without quorum"
+	}
+	res.Gen, res.Kind, res.From, res.To = e.Gen, e.Kind, e.From, e.To
+	res.Message = oneLine(e)
+	return nil
+}
+
+// decide makes to the active site with a new generation and records why.
+// It returns the new history entry (valid until the next append).
+func (s *state) decide(index uint64, kind string, to Site, actor, reason string, forced bool, rule string, t map[Site]Tally) *Entry {
+	from := s.Active
+	e := Entry{
+		Index: index, Gen: index, At: s.Now, Kind: kind, From: from, To: to,
+		Actor: actor, Reason: reason, Rule: rule, Forced: forced,
+		Evidence: s.evidence(s.Now), Tallies: cloneTallies(t),
+		Timings: Timings{DetectedAt: s.DownSince[from], DecidedAt: s.Now},
+	}
+	s.Active, s.ActiveSince = to, s.Now
+	s.Desired = Desired{Gen: index, Active: to, Records: s.Policy.rrsets(to), Fence: fence(index)}
+	s.Withheld = withheld{}
+	s.appendHistory(e)
+	return &s.History[len(s.History)-1]
+}
+
+func cloneTallies(t map[Site]Tally) map[Site]Tally {
+	out := make(map[Site]Tally, len(t))
+	for k, v := range t {
+		out[k] = v.clone()
+	}
+	return out
+}
+
+// appendHistory adds e and drops the oldest entries beyond MaxHistory.
+func (s *state) appendHistory(e Entry) {
+	if len(s.History) >= MaxHistory {
+		n := copy(s.History, s.History[len(s.History)-MaxHistory+1:])
+		clear(s.History[n:])
+		s.History = s.History[:n]
+	}
+	s.History = append(s.History, e)
+}
+
+// Desired returns the DNS state the reconciler must bring about.
+func (m *Machine) Desired() Desired {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.st.Desired.clone()
+}
+
+// History returns a copy of the audit history, oldest first.
+func (m *Machine) History() []Entry {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]Entry, len(m.st.History))
+	for i, e := range m.st.History {
+		out[i] = e.clone()
+	}
+	return out
+}
+
+// snapshotVersion is the Snapshot encoding version.
+const snapshotVersion = 1
+
+type snapshot struct {
+	V     int   `json:"v"`
+	State state `json:"state"`
+}
+
+// Snapshot returns the canonical JSON encoding of the whole state. Two
+// replicas that applied the same log return the same bytes.
+func (m *Machine) Snapshot() ([]byte, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	b, err := json.Marshal(snapshot{V: snapshotVersion, State: m.st})
+	if err != nil {
+		return nil, fmt.Errorf("encode snapshot: %w", err)
+	}
+	return b, nil
+}
+
+// Restore replaces all state with a snapshot taken by Snapshot. On error the
+// machine is unchanged.
+func (m *Machine) Restore(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var snap snapshot
+	if err := dec.Decode(&snap); err != nil {
+		return fmt.Errorf("decode snapshot: %w", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return errors.New("decode snapshot: trailing data")
+	}
+	if snap.V != snapshotVersion {
+		return fmt.Errorf("decode snapshot: version %d, want %d", snap.V, snapshotVersion)
+	}
+	st := snap.State
+	if !st.Active.Valid() {
+		return fmt.Errorf("decode snapshot: active site %q", st.Active)
+	}
+	if st.Policy != nil {
+		if err := st.Policy.Validate(); err != nil {
+			return fmt.Errorf("decode snapshot: policy: %w", err)
+		}
+		if h := st.Policy.Hash(); h != st.PolicyHash {
+			return fmt.Errorf("decode snapshot: policy hash %s, recorded %s", short(h), short(st.PolicyHash))
+		}
+	}
+	for id, ns := range st.Nodes {
+		if ns == nil {
+			return fmt.Errorf("decode snapshot: node %q is null", id)
+		}
+		for k, ps := range ns.Probes {
+			if ps == nil {
+				return fmt.Errorf("decode snapshot: node %q probe %q is null", id, k)
+			}
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.st = st
+	return nil
+}
+
+// fmtTime renders unix nanoseconds for humans, in UTC.
+func fmtTime(ns int64) string {
+	if ns == 0 {
+		return "never"
+	}
+	return time.Unix(0, ns).UTC().Format(time.RFC3339Nano)
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}

@@ -1,0 +1,395 @@
+package failover
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Site names one of the two sites drwatch moves traffic between.
+type Site string
+
+// The two sites. Primary is active until a decision says otherwise.
+const (
+	Primary Site = "primary"
+	Backup  Site = "backup"
+)
+
+// sites lists both sites in the one order every loop uses, so output is deterministic.
+var sites = [2]Site{Primary, Backup}
+
+// Valid reports whether s is Primary or Backup.
+func (s Site) Valid() bool { return s == Primary || s == Backup }
+
+// Other returns the site that is not s.
+func (s Site) Other() Site {
+	if s == Primary {
+		return Backup
+	}
+	return Primary
+}
+
+// Failback modes.
+const (
+	FailbackManual = "manual"
+	FailbackAuto   = "auto"
+)
+
+// ProbeRef names a probe of a site. Only critical probes vote on the site's health.
+type ProbeRef struct {
+	Name     string `json:"name"`
+	Critical bool   `json:"critical"`
+}
+
+// SitePolicy lists the probes that judge one site.
+type SitePolicy struct {
+	Probes []ProbeRef `json:"probes"`
+}
+
+// FailbackPolicy says whether drwatch moves back to the primary on its own.
+// Mode is "manual" (the default when empty) or "auto"; with "auto" the primary
+// must have been UP at quorum continuously for After.
+type FailbackPolicy struct {
+	Mode  string        `json:"mode"`
+	After time.Duration `json:"after"`
+}
+
+// Record is one DNS RRset that points at the active site. Name is relative to
+// Policy.Zone, "@" for the apex, or absolute when it ends in ".". TTL is in seconds.
+type Record struct {
+	Name    string   `json:"name"`
+	Type    string   `json:"type"`
+	TTL     int      `json:"ttl"`
+	Primary []string `json:"primary"`
+	Backup  []string `json:"backup"`
+}
+
+// Policy is the replicated rule set: who votes, how many votes decide, and
+// which records move. It is set through a SetPolicy command so that every
+// replica decides by the same rules.
+type Policy struct {
+	Nodes        []string            `json:"nodes"`
+	Quorum       int                 `json:"quorum"`
+	Fall         int                 `json:"fall"`
+	Rise         int                 `json:"rise"`
+	Interval     time.Duration       `json:"interval"`
+	StaleAfter   time.Duration       `json:"stale_after"`
+	AutoFailover bool                `json:"auto_failover"`
+	BlockWindow  time.Duration       `json:"block_window"`
+	Failback     FailbackPolicy      `json:"failback"`
+	Sites        map[Site]SitePolicy `json:"sites"`
+	Zone         string              `json:"zone"`
+	Records      []Record            `json:"records"`
+}
+
+// stale is the age after which a node's report no longer counts.
+func (p *Policy) stale() time.Duration {
+	if p.StaleAfter > 0 {
+		return p.StaleAfter
+	}
+	return 3 * p.Interval
+}
+
+// hasNode reports whether id is a voting node.
+func (p *Policy) hasNode(id string) bool {
+	_, ok := slices.BinarySearch(p.Nodes, id)
+	return ok
+}
+
+// probe returns the policy's reference for (site, name).
+func (p *Policy) probe(site Site, name string) (ProbeRef, bool) {
+	for _, r := range p.Sites[site].Probes {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return ProbeRef{}, false
+}
+
+// Validate reports every problem with p at once, each naming its field.
+func (p Policy) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	if len(p.Nodes) == 0 {
+		bad("nodes", "at least one node is needed")
+	}
+	seen := map[string]bool{}
+	for i, n := range p.Nodes {
+		switch {
+		case n == "":
+			bad(fmt.Sprintf("nodes[%d]", i), "empty node id")
+		case seen[n]:
+			bad(fmt.Sprintf("nodes[%d]", i), "duplicate node id %q", n)
+		}
+		seen[n] = true
+	}
+	if p.Quorum <= len(p.Nodes)/2 || p.Quorum > len(p.Nodes) {
+		bad("quorum", "%d is not a majority of %d nodes (want %d..%d)", p.Quorum, len(p.Nodes), len(p.Nodes)/2+1, len(p.Nodes))
+	}
+	if p.Fall < 1 {
+		bad("fall", "%d must be >= 1", p.Fall)
+	}
+	if p.Rise < 1 {
+		bad("rise", "%d must be >= 1", p.Rise)
+	}
+	if p.Interval <= 0 {
+		bad("interval", "%s must be > 0", p.Interval)
+	}
+	if p.StaleAfter < 0 || (p.StaleAfter > 0 && p.StaleAfter < p.Interval) {
+		bad("stale_after", "%s must be 0 (3 intervals) or >= interval %s", p.StaleAfter, p.Interval)
+	}
+	if p.BlockWindow < 0 {
+		bad("block_window", "%s must be >= 0", p.BlockWindow)
+	}
+	switch p.Failback.Mode {
+	case "", FailbackManual:
+	case FailbackAuto:
+		if p.Failback.After <= 0 {
+			bad("failback.after", "%s must be > 0 with mode auto", p.Failback.After)
+		}
+	default:
+		bad("failback.mode", "%q must be manual or auto", p.Failback.Mode)
+	}
+	if p.Failback.After < 0 {
+		bad("failback.after", "%s must be >= 0", p.Failback.After)
+	}
+	for s := range p.Sites {
+		if !s.Valid() {
+			bad("sites."+string(s), "unknown site (want primary or backup)")
+		}
+	}
+	for _, s := range sites {
+		sp, ok := p.Sites[s]
+		field := "sites." + string(s)
+		if !ok {
+			bad(field, "missing")
+			continue
+		}
+		critical := 0
+		names := map[string]bool{}
+		for i, r := range sp.Probes {
+			f := fmt.Sprintf("%s.probes[%d].name", field, i)
+			switch {
+			case r.Name == "":
+				bad(f, "empty probe name")
+			case strings.ContainsAny(r.Name, "/ \t\n"):
+				bad(f, "%q must not contain '/' or spaces", r.Name)
+			case names[r.Name]:
+				bad(f, "duplicate probe %q", r.Name)
+			}
+			names[r.Name] = true
+			if r.Critical {
+				critical++
+			}
+		}
+		if critical == 0 {
+			bad(field+".probes", "at least one critical probe is needed to judge the site")
+		}
+	}
+	zone := strings.ToLower(p.Zone)
+	if zone == "" || zone == "." {
+		bad("zone", "empty zone")
+	} else if !strings.HasSuffix(zone, ".") {
+		zone += "."
+	}
+	if len(p.Records) == 0 {
+		bad("records", "at least one record is needed")
+	}
+	types := map[string][]string{} // fqdn -> types
+	for i, r := range p.Records {
+		f := fmt.Sprintf("records[%d]", i)
+		name := fqdn(r.Name, zone)
+		if r.Name == "" {
+			bad(f+".name", "empty name")
+		} else if zone != "" && name != zone && !strings.HasSuffix(name, "."+zone) {
+			bad(f+".name", "%q is not inside zone %q", r.Name, zone)
+		}
+		typ := strings.ToUpper(r.Type)
+		switch typ {
+		case "A", "AAAA", "CNAME":
+		default:
+			bad(f+".type", "%q must be A, AAAA or CNAME", r.Type)
+		}
+		if r.TTL < 1 || r.TTL > 1<<31-1 {
+			bad(f+".ttl", "%d must be between 1 and 2147483647 seconds", r.TTL)
+		}
+		if slices.Contains(types[name], typ) {
+			bad(f, "duplicate %s %s", name, typ)
+		}
+		types[name] = append(types[name], typ)
+		for _, side := range []struct {
+			field  string
+			values []string
+		}{{"primary", r.Primary}, {"backup", r.Backup}} {
+			vf := f + "." + side.field
+			if len(side.values) == 0 {
+				bad(vf, "at least one value is needed")
+			}
+			if typ == "CNAME" && len(side.values) > 1 {
+				bad(vf, "a CNAME has exactly one value, got %d", len(side.values))
+			}
+			for j, v := range side.values {
+				if err := checkValue(typ, v); err != nil {
+					bad(fmt.Sprintf("%s[%d]", vf, j), "%v", err)
+				}
+			}
+		}
+	}
+	for name, ts := range types {
+		if slices.Contains(ts, "CNAME") && len(ts) > 1 {
+			bad("records", "%s has a CNAME and other types", name)
+		}
+	}
+	// The map walk above is unordered; sort so the joined error reads the same every time.
+	slices.SortStableFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	return errors.Join(errs...)
+}
+
+func checkValue(typ, v string) error {
+	switch typ {
+	case "A":
+		a, err := netip.ParseAddr(v)
+		if err != nil || !a.Is4() {
+			return fmt.Errorf("%q is not an IPv4 address", v)
+		}
+	case "AAAA":
+		a, err := netip.ParseAddr(v)
+		if err != nil || !a.Is6() || a.Is4In6() {
+			return fmt.Errorf("%q is not an IPv6 address", v)
+		}
+	case "CNAME":
+		if !strings.HasSuffix(v, ".") || len(v) < 2 {
+			return fmt.Errorf("%q must be an absolute name ending in '.'", v)
+		}
+	}
+	return nil
+}
+
+// fqdn makes name absolute in zone (both lower-cased); "@" is the apex.
+func fqdn(name, zone string) string {
+	name = strings.ToLower(name)
+	zone = strings.ToLower(zone)
+	if zone != "" && !strings.HasSuffix(zone, ".") {
+		zone += "."
+	}
+	switch {
+	case name == "@" || name == "":
+		return zone
+	case strings.HasSuffix(name, "."):
+		return name
+	default:
+		return name + "." + zone
+	}
+}
+
+// normalize returns a deep copy in canonical form: sorted nodes, probes and
+// records, absolute lower-case names, canonical addresses. Two policies that
+// mean the same thing normalize to the same value, so they hash the same.
+func (p Policy) normalize() Policy {
+	q := p.clone()
+	slices.Sort(q.Nodes)
+	if q.Failback.Mode == "" {
+		q.Failback.Mode = FailbackManual
+	}
+	for s, sp := range q.Sites {
+		slices.SortStableFunc(sp.Probes, func(a, b ProbeRef) int { return strings.Compare(a.Name, b.Name) })
+		q.Sites[s] = sp
+	}
+	q.Zone = fqdn("@", q.Zone)
+	for i := range q.Records {
+		r := &q.Records[i]
+		r.Name = fqdn(r.Name, q.Zone)
+		r.Type = strings.ToUpper(r.Type)
+		r.Primary = canonValues(r.Type, r.Primary)
+		r.Backup = canonValues(r.Type, r.Backup)
+	}
+	slices.SortStableFunc(q.Records, func(a, b Record) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Type, b.Type)
+	})
+	return q
+}
+
+func canonValues(typ string, vs []string) []string {
+	out := make([]string, 0, len(vs))
+	for _, v := range vs {
+		if typ == "CNAME" {
+			out = append(out, strings.ToLower(v))
+			continue
+		}
+		if a, err := netip.ParseAddr(v); err == nil {
+			out = append(out, a.String())
+		} else {
+			out = append(out, v)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// clone deep-copies p.
+func (p Policy) clone() Policy {
+	q := p
+	q.Nodes = slices.Clone(p.Nodes)
+	if p.Sites != nil {
+		q.Sites = make(map[Site]SitePolicy, len(p.Sites))
+		for s, sp := range p.Sites {
+			q.Sites[s] = SitePolicy{Probes: slices.Clone(sp.Probes)}
+		}
+	}
+	if p.Records != nil {
+		q.Records = make([]Record, len(p.Records))
+		for i, r := range p.Records {
+			r.Primary = slices.Clone(r.Primary)
+			r.Backup = slices.Clone(r.Backup)
+			q.Records[i] = r
+		}
+	}
+	return q
+}
+
+// Hash is the hex SHA-256 of the policy's canonical JSON encoding. Nodes
+// report the hash of the policy they run so a mismatch shows on the status page.
+func (p Policy) Hash() string {
+	n := p.normalize()
+	b, err := json.Marshal(n)
+	if err != nil {
+		// A Policy holds only strings, ints, bools and maps with string keys:
+		// encoding cannot fail.
+		panic("failover: encode policy: " + err.Error())
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// RRset is one record set of the desired DNS state: an absolute name, a
+// type, a TTL in seconds and sorted values.
+type RRset struct {
+	Name   string   `json:"name"`
+	Type   string   `json:"type"`
+	TTL    int      `json:"ttl"`
+	Values []string `json:"values"`
+}
+
+// rrsets renders the records for site. p must be normalized.
+func (p *Policy) rrsets(site Site) []RRset {
+	out := make([]RRset, 0, len(p.Records))
+	for _, r := range p.Records {
+		vs := r.Primary
+		if site == Backup {
+			vs = r.Backup
+		}
+		out = append(out, RRset{Name: r.Name, Type: r.Type, TTL: r.TTL, Values: slices.Clone(vs)})
+	}
+	return out
+}

@@ -1,0 +1,612 @@
+package failover
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The scripts in testdata/*.txt drive one fresh Machine per file. Each case
+// is a block of command lines, a "----" line and the expected output, ended
+// by a blank line. `go test ./failover -run TestScripts -rewrite` rewrites the
+// expectations; read the diff before committing it.
+var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testdata/*.txt")
+
+// base is t=0 of every script: times in scripts are offsets from it.
+var base = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+
+func TestScripts(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.txt")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("got scripts %v (err %v), want some in testdata", files, err)
+	}
+	for _, f := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) { runScript(t, f) })
+	}
+}
+
+type scriptCase struct {
+	lines []string // command lines, comments included
+	want  string
+	line  int // line number of the first command
+}
+
+func parseScript(t *testing.T, path string) []scriptCase {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read %s: %v", path, err)
+	}
+	var cases []scriptCase
+	var cur *scriptCase
+	inWant := false
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := sc.Text()
+		switch {
+		case inWant && line == "":
+			inWant = false
+			cases = append(cases, *cur)
+			cur = nil
+		case inWant:
+			cur.want += line + "\n"
+		case line == "----":
+			if cur == nil {
+				t.Fatalf("%s:%d: ---- without commands", path, n)
+			}
+			inWant = true
+		case strings.TrimSpace(line) == "":
+		default:
+			if cur == nil {
+				cur = &scriptCase{line: n}
+			}
+			cur.lines = append(cur.lines, line)
+		}
+	}
+	if cur != nil {
+		if !inWant {
+			t.Fatalf("%s:%d: commands without ---- at end of file", path, cur.line)
+		}
+		cases = append(cases, *cur)
+	}
+	return cases
+}
+
+func runScript(t *testing.T, path string) {
+	cases := parseScript(t, path)
+	h := &harness{t: t, m: New(), now: base}
+	var out strings.Builder
+	for _, c := range cases {
+		var got []string
+		for _, l := range c.lines {
+			if strings.HasPrefix(strings.TrimSpace(l), "#") {
+				continue
+			}
+			if s := h.run(l); s != "" {
+				got = append(got, strings.TrimRight(s, "\n"))
+			}
+		}
+		g := strings.Join(got, "\n")
+		if g == "" {
+			g = "ok"
+		}
+		// Blank lines would end the block; keep the output one block.
+		g = strings.ReplaceAll(g, "\n\n", "\n.\n") + "\n"
+		if *rewrite {
+			out.WriteString(strings.Join(c.lines, "\n") + "\n----\n" + g + "\n")
+			continue
+		}
+		if g != c.want {
+			t.Errorf("%s:%d: got:\n%s\nwant:\n%s", path, c.line, g, c.want)
+		}
+	}
+	h.checkReplay()
+	if *rewrite {
+		if err := os.WriteFile(path, []byte(strings.TrimSuffix(out.String(), "\n")+"\n"), 0o644); err != nil {
+			t.Fatalf("rewrite %s: %v", path, err)
+		}
+	}
+}
+
+type harness struct {
+	t     *testing.T
+	m     *Machine
+	index uint64
+	now   int64
+	log   [][]byte // every command applied, in order
+}
+
+type args struct {
+	keys []string
+	kv   map[string]string
+}
+
+func parseArgs(t *testing.T, s string) args {
+	a := args{kv: map[string]string{}}
+	for s = strings.TrimSpace(s); s != ""; s = strings.TrimSpace(s) {
+		i := strings.IndexAny(s, "= ")
+		if i < 0 || s[i] == ' ' {
+			k := s
+			if i >= 0 {
+				k = s[:i]
+			}
+			a.keys, a.kv[k] = append(a.keys, k), "true"
+			s = s[len(k):]
+			continue
+		}
+		k := s[:i]
+		s = s[i+1:]
+		var v string
+		if strings.HasPrefix(s, `"`) {
+			j := strings.Index(s[1:], `"`)
+			if j < 0 {
+				t.Fatalf("unterminated quote in %q", s)
+			}
+			v, s = s[1:j+1], s[j+2:]
+		} else {
+			j := strings.IndexByte(s, ' ')
+			if j < 0 {
+				j = len(s)
+			}
+			v, s = s[:j], s[j:]
+		}
+		a.keys, a.kv[k] = append(a.keys, k), v
+	}
+	return a
+}
+
+func (a args) str(k, def string) string {
+	if v, ok := a.kv[k]; ok {
+		return v
+	}
+	return def
+}
+
+func (a args) int(t *testing.T, k string, def int) int {
+	v, ok := a.kv[k]
+	if !ok {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		t.Fatalf("%s=%q: %v", k, v, err)
+	}
+	return n
+}
+
+func (a args) bool(k string) bool { return a.kv[k] == "true" }
+
+func (a args) dur(t *testing.T, k string, def time.Duration) time.Duration {
+	v, ok := a.kv[k]
+	if !ok {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		t.Fatalf("%s=%q: %v", k, v, err)
+	}
+	return d
+}
+
+// at reads an offset from base; missing means "the harness's current time".
+func (h *harness) at(a args, k string) int64 {
+	if _, ok := a.kv[k]; !ok {
+		return h.now
+	}
+	return base + int64(a.dur(h.t, k, 0))
+}
+
+func rel(ns int64) string {
+	if ns == 0 {
+		return "never"
+	}
+	return time.Duration(ns - base).String()
+}
+
+func (h *harness) run(line string) string {
+	t := h.t
+	verb, rest, _ := strings.Cut(strings.TrimSpace(line), " ")
+	if verb == "raw" {
+		return h.apply("raw", []byte(rest))
+	}
+	a := parseArgs(t, rest)
+	switch verb {
+	case "policy":
+		p := scriptPolicy(t, a)
+		return h.cmd("policy", SetPolicy{At: h.at(a, "at"), Policy: p, Actor: a.str("actor", "ops")}.Command())
+	case "observe":
+		o := h.observe(a, a.str("node", ""), a.str("primary", ""), a.str("backup", ""))
+		return h.cmd("observe "+o.Node, o.Command())
+	case "round", "rounds":
+		n := a.int(t, "n", 1)
+		from := h.at(a, "at")
+		if _, ok := a.kv["from"]; ok {
+			from = h.at(a, "from")
+		}
+		every := a.dur(t, "every", time.Second)
+		var out []string
+		for i := range n {
+			h.now = from + int64(i)*int64(every)
+			for _, k := range a.keys {
+				if slices.Contains([]string{"n", "at", "from", "every"}, k) {
+					continue
+				}
+				pri, bak, _ := strings.Cut(a.kv[k], "/")
+				o := h.observe(args{kv: map[string]string{}}, k, pri, bak) // at h.now
+				if s := h.cmd("observe "+k, o.Command()); s != "" {
+					out = append(out, s)
+				}
+			}
+		}
+		return strings.Join(out, "\n")
+	case "tick":
+		return h.cmd("tick", Tick{At: h.at(a, "at")}.Command())
+	case "failover":
+		return h.cmd("failover", Failover{At: h.at(a, "at"), To: Site(a.str("to", "backup")), Actor: a.str("actor", "alice"),
+			Reason: a.str("reason", ""), Force: a.bool("force"), Planned: a.bool("planned")}.Command())
+	case "failback":
+		return h.cmd("failback", Failback{At: h.at(a, "at"), Actor: a.str("actor", "alice"), Reason: a.str("reason", ""), Force: a.bool("force")}.Command())
+	case "pause":
+		var until int64
+		if _, ok := a.kv["until"]; ok {
+			until = h.at(a, "until")
+		}
+		return h.cmd("pause", Pause{At: h.at(a, "at"), Actor: a.str("actor", "alice"), Reason: a.str("reason", ""), Until: until}.Command())
+	case "resume":
+		return h.cmd("resume", Resume{At: h.at(a, "at"), Actor: a.str("actor", "alice"), Reason: a.str("reason", "")}.Command())
+	case "ack":
+		return h.cmd("ack", Ack{At: h.at(a, "at"), Actor: a.str("actor", "alice"), Reason: a.str("reason", "")}.Command())
+	case "action":
+		var w, v int64
+		if _, ok := a.kv["written"]; ok {
+			w = h.at(a, "written")
+		}
+		if _, ok := a.kv["verified"]; ok {
+			v = h.at(a, "verified")
+		}
+		return h.cmd("action", ActionResult{At: h.at(a, "at"), Gen: uint64(a.int(t, "gen", 0)), Outcome: a.str("outcome", ""),
+			Detail: a.str("detail", ""), Actor: a.str("actor", "a"), WrittenAt: w, VerifiedAt: v}.Command())
+	case "breakglass":
+		var w int64
+		if _, ok := a.kv["written"]; ok {
+			w = h.at(a, "written")
+		}
+		return h.cmd("breakglass", BreakGlass{At: h.at(a, "at"), Site: Site(a.str("site", "backup")), Actor: a.str("actor", "alice"),
+			Reason: a.str("reason", ""), WrittenAt: w}.Command())
+	case "verdicts":
+		return renderVerdicts(h.m.View())
+	case "desired":
+		return renderDesired(h.m.Desired())
+	case "history":
+		hist := h.m.History()
+		if n := a.int(t, "tail", 0); n > 0 && n < len(hist) {
+			hist = hist[len(hist)-n:]
+		}
+		var out []string
+		for _, e := range hist {
+			out = append(out, renderEntry(e))
+		}
+		if len(out) == 0 {
+			return "history: empty"
+		}
+		return strings.Join(out, "\n")
+	case "status":
+		return renderStatus(h.m.View())
+	case "probes":
+		return renderProbes(h.m.View(), a.str("node", ""))
+	case "explain":
+		s, err := h.m.Explain(uint64(a.int(t, "gen", 0)))
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		return s
+	case "snapshot-check":
+		h.checkReplay()
+		return ""
+	}
+	t.Fatalf("unknown script command %q", verb)
+	return ""
+}
+
+func scriptPolicy(t *testing.T, a args) Policy {
+	var probes []ProbeRef
+	for _, n := range strings.Split(a.str("probes", "web"), ",") {
+		probes = append(probes, ProbeRef{Name: n, Critical: true})
+	}
+	if nc := a.str("noncritical", ""); nc != "" {
+		for _, n := range strings.Split(nc, ",") {
+			probes = append(probes, ProbeRef{Name: n})
+		}
+	}
+	return Policy{
+		Nodes:        strings.Split(a.str("nodes", "a,b,c"), ","),
+		Quorum:       a.int(t, "quorum", 2),
+		Fall:         a.int(t, "fall", 3),
+		Rise:         a.int(t, "rise", 2),
+		Interval:     a.dur(t, "interval", time.Second),
+		StaleAfter:   a.dur(t, "stale", 0),
+		AutoFailover: a.str("auto", "true") == "true",
+		BlockWindow:  a.dur(t, "block", time.Hour),
+		Failback:     FailbackPolicy{Mode: a.str("failback", "manual"), After: a.dur(t, "failback-after", 0)},
+		Sites:        map[Site]SitePolicy{Primary: {Probes: probes}, Backup: {Probes: slices.Clone(probes)}},
+		Zone:         a.str("zone", "example.org."),
+		Records: []Record{
+			{Name: "lms", Type: "A", TTL: 60, Primary: []string{"203.0.113.11", "203.0.113.10"}, Backup: []string{"198.51.100.10"}},
+			{Name: "lms", Type: "AAAA", TTL: 60, Primary: []string{"2001:db8::10"}, Backup: []string{"2001:db8:1::10"}},
+		},
+	}
+}
+
+// observe builds one round from node: each of pri and bak is "up" or
+// "down" for every probe of the site, or "probe:up,probe:down,...", or
+// empty for no results on that site.
+func (h *harness) observe(a args, node, pri, bak string) Observe {
+	t := h.t
+	o := Observe{Node: node, At: h.at(a, "at"), Seq: uint64(a.int(t, "seq", 0))}
+	h.now = o.At
+	v := h.m.View()
+	switch hs := a.str("hash", "current"); hs {
+	case "current":
+		o.PolicyHash = v.PolicyHash
+	case "none":
+	default:
+		o.PolicyHash = hs
+	}
+	for _, sv := range []struct {
+		site Site
+		spec string
+	}{{Primary, pri}, {Backup, bak}} {
+		if sv.spec == "" || sv.spec == "-" {
+			continue
+		}
+		states := map[string]string{}
+		if sv.spec == "up" || sv.spec == "down" {
+			if v.Policy != nil {
+				for _, p := range v.Policy.Sites[sv.site].Probes {
+					states[p.Name] = sv.spec
+				}
+			}
+		} else {
+			for _, kv := range strings.Split(sv.spec, ",") {
+				k, st, ok := strings.Cut(kv, ":")
+				if !ok {
+					t.Fatalf("bad probe spec %q", kv)
+				}
+				states[k] = st
+			}
+		}
+		for _, name := range sortedKeys(states) {
+			o.Results = append(o.Results, result(sv.site, name, states[name] == "up"))
+		}
+	}
+	if x := a.str("extra", ""); x != "" {
+		sp, st, _ := strings.Cut(x, ":")
+		site, name, _ := strings.Cut(sp, "/")
+		o.Results = append(o.Results, result(Site(site), name, st == "up"))
+	}
+	return o
+}
+
+func result(site Site, probe string, ok bool) ProbeResult {
+	if ok {
+		return ProbeResult{Site: site, Probe: probe, OK: true, LatencyMS: 12}
+	}
+	return ProbeResult{Site: site, Probe: probe, Class: "connect", Phase: "tcp connect", Reason: "connection refused", LatencyMS: 3}
+}
+
+func (h *harness) cmd(label string, c Command) string {
+	b, err := Encode(c)
+	if err != nil {
+		// Encoding is what every caller does first; a script may test its refusal.
+		return label + ": encode error: " + err.Error()
+	}
+	return h.apply(label, b)
+}
+
+func (h *harness) apply(label string, b []byte) string {
+	h.index++
+	h.log = append(h.log, b)
+	resp := h.m.Apply(h.index, b)
+	r, err := DecodeResponse(resp)
+	prefix := fmt.Sprintf("[%d] %s", h.index, label)
+	if err != nil {
+		var re *RefusedError
+		code := "error"
+		switch {
+		case errors.As(err, &re):
+			code = "refused[" + re.Rule + "]"
+		case errors.Is(err, ErrBadCommand):
+			code = "bad-command"
+		case errors.Is(err, ErrUnknownNode):
+			code = "unknown-node"
+		case errors.Is(err, ErrNoPolicy):
+			code = "no-policy"
+		case errors.Is(err, ErrUnknownGen):
+			code = "unknown-gen"
+		}
+		return prefix + ": " + code + ": " + err.Error()
+	}
+	var parts []string
+	if r.Gen != 0 {
+		parts = append(parts, fmt.Sprintf("gen=%d %s %s->%s", r.Gen, r.Kind, r.From, r.To))
+		if r.Kind == KindPolicy {
+			parts[len(parts)-1] = fmt.Sprintf("gen=%d policy: new records for %s", r.Gen, r.Active)
+		}
+	}
+	if r.Withheld != "" {
+		parts = append(parts, "withheld "+r.Withheld)
+	}
+	if r.Noop != "" {
+		parts = append(parts, "noop "+r.Noop+": "+r.Message)
+	}
+	if r.Kind == KindPause || r.Kind == KindResume || r.Kind == KindAck {
+		parts = append(parts, r.Message)
+	}
+	if r.Kind == KindAction {
+		parts = append(parts, "recorded")
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return prefix + ": " + strings.Join(parts, "; ")
+}
+
+// checkReplay proves the script's state is reproducible: the snapshot
+// survives Restore byte for byte, and replaying the same log into a fresh
+// machine gives the same snapshot.
+func (h *harness) checkReplay() {
+	t := h.t
+	t.Helper()
+	snap, err := h.m.Snapshot()
+	if err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	r := New()
+	if err := r.Restore(snap); err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	again, _ := r.Snapshot()
+	if !bytes.Equal(snap, again) {
+		t.Fatalf("snapshot after restore differs:\n%s\n%s", snap, again)
+	}
+	fresh := New()
+	for i, b := range h.log {
+		fresh.Apply(uint64(i+1), b)
+	}
+	replayed, _ := fresh.Snapshot()
+	if !bytes.Equal(snap, replayed) {
+		t.Fatalf("replayed snapshot differs:\n%s\n%s", snap, replayed)
+	}
+}
+
+func list(xs []string) string { return "[" + strings.Join(xs, " ") + "]" }
+
+func renderVerdicts(v View) string {
+	var b strings.Builder
+	for _, s := range sites {
+		t := v.Sites[s]
+		fmt.Fprintf(&b, "%s: %s up=%s down=%s unknown=%s abstain=%s quorum=%d\n", s, t.Verdict, list(t.Up), list(t.Down), list(t.Unknown), list(t.Abstain), t.Quorum)
+	}
+	for _, n := range v.Nodes {
+		fmt.Fprintf(&b, "node %s: primary=%s backup=%s last=%s", n.Node, n.Verdicts[Primary], n.Verdicts[Backup], rel(n.LastAt))
+		if n.Abstain != "" {
+			fmt.Fprintf(&b, " abstain=%q", n.Abstain)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func renderDesired(d Desired) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "desired gen=%d active=%s done=%v fence=%s\n", d.Gen, d.Active, d.Done, d.Fence)
+	for _, r := range d.Records {
+		fmt.Fprintf(&b, "  %s %d %s %s\n", r.Name, r.TTL, r.Type, strings.Join(r.Values, " "))
+	}
+	return b.String()
+}
+
+func renderEntry(e Entry) string {
+	s := fmt.Sprintf("#%d t=%s %s", e.Index, rel(e.At), e.Kind)
+	if e.Gen != 0 {
+		s += fmt.Sprintf(" gen=%d", e.Gen)
+	}
+	if e.From != "" || e.To != "" {
+		s += fmt.Sprintf(" %s->%s", e.From, e.To)
+	}
+	if e.Actor != "" {
+		s += " by " + e.Actor
+	}
+	if e.Forced {
+		s += " FORCED"
+	}
+	if e.Rule != "" {
+		s += " rule=" + e.Rule
+	}
+	if e.Outcome != "" {
+		s += " outcome=" + e.Outcome
+	}
+	if tm := e.Timings; tm != (Timings{}) {
+		s += fmt.Sprintf(" detected=%s decided=%s written=%s verified=%s", rel(tm.DetectedAt), rel(tm.DecidedAt), rel(tm.WrittenAt), rel(tm.VerifiedAt))
+	}
+	if t, ok := e.Tallies[e.From]; ok && e.Kind != KindPolicy {
+		s += fmt.Sprintf(" %s-down=%s %s-up=%s", e.From, list(t.Down), e.To, list(e.Tallies[e.To].Up))
+	}
+	if e.Reason != "" {
+		s += ": " + e.Reason
+	}
+	if e.Detail != "" {
+		s += " (" + e.Detail + ")"
+	}
+	return s
+}
+
+func renderStatus(v View) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "now=%s active=%s since=%s mode=%s paused=%v", rel(v.Now), v.Active, rel(v.ActiveSince), v.Mode, v.Paused)
+	if v.PausedUntil != 0 {
+		fmt.Fprintf(&b, " paused-until=%s", rel(v.PausedUntil))
+	}
+	fmt.Fprintf(&b, " blocked=%v", v.Blocked)
+	if v.Blocked {
+		fmt.Fprintf(&b, " blocked-until=%s", rel(v.BlockedUntil))
+	}
+	b.WriteString("\n")
+	if v.Pending != nil {
+		fmt.Fprintf(&b, "pending: %s leaning=%s rounds=%d in=%s then=%s\n", v.Pending.Site, list(v.Pending.Leaning), v.Pending.Rounds, v.Pending.In, v.Pending.Then)
+	}
+	if v.FailbackIn != 0 {
+		fmt.Fprintf(&b, "failback in %s\n", v.FailbackIn)
+	}
+	if v.WithheldRule != "" {
+		fmt.Fprintf(&b, "withheld since %s (%s): %s\n", rel(v.WithheldSince), v.WithheldRule, v.WithheldReason)
+	}
+	if v.LastDecision != "" {
+		fmt.Fprintf(&b, "last decision: %s\n", v.LastDecision)
+	}
+	for _, w := range v.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", w)
+	}
+	return b.String()
+}
+
+func renderProbes(v View, node string) string {
+	var b strings.Builder
+	for _, n := range v.Nodes {
+		if node != "" && n.Node != node {
+			continue
+		}
+		fmt.Fprintf(&b, "node %s: reported=%v stale=%v hash-mismatch=%v\n", n.Node, n.Reported, n.Stale, n.HashMismatch)
+		for _, p := range n.Probes {
+			ring := ""
+			for _, ok := range p.History {
+				if ok {
+					ring += "+"
+				} else {
+					ring += "-"
+				}
+			}
+			fmt.Fprintf(&b, "  %s/%s critical=%v state=%s oks=%d fails=%d fresh=%v ring=%s", p.Site, p.Probe, p.Critical, p.State, p.OKs, p.Fails, p.Fresh, ring)
+			if !p.Last.OK && p.LastAt != 0 {
+				fmt.Fprintf(&b, " last=%q", joinNonEmpty(p.Last.Class, p.Last.Phase, p.Last.Reason))
+			}
+			b.WriteString("\n")
+		}
+		for _, u := range n.Unknown {
+			fmt.Fprintf(&b, "  unknown %s/%s count=%d\n", u.Site, u.Probe, u.Count)
+		}
+	}
+	return b.String()
+}

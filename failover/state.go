@@ -1,0 +1,253 @@
+package failover
+
+import (
+	"slices"
+	"strconv"
+)
+
+// Verdict is a node's or the quorum's judgement of a site.
+type Verdict string
+
+// Verdicts. A node votes UP, DOWN, UNKNOWN or ABSTAIN; the quorum verdict
+// of a site is UP, DOWN or NO_QUORUM. Probe states are UNKNOWN, UP or DOWN.
+const (
+	Unknown  Verdict = "UNKNOWN"
+	Up       Verdict = "UP"
+	Down     Verdict = "DOWN"
+	Abstain  Verdict = "ABSTAIN"
+	NoQuorum Verdict = "NO_QUORUM"
+)
+
+// History entry kinds.
+const (
+	KindAutoFailover   = "auto_failover"
+	KindAutoFailback   = "auto_failback"
+	KindManualFailover = "manual_failover"
+	KindManualFailback = "manual_failback"
+	KindSwitchover     = "switchover"
+	KindWithheld       = "withheld"
+	KindPause          = "pause"
+	KindResume         = "resume"
+	KindAck            = "ack"
+	KindPolicy         = "policy"
+	KindBreakGlass     = "break_glass"
+	KindAction         = "action"
+)
+
+// SystemActor is the actor recorded for automatic decisions.
+const SystemActor = "drwatch"
+
+// MaxHistory is how many history entries the machine keeps; older ones are dropped.
+const MaxHistory = 1000
+
+// ringSize is how many recent ok/fail results each probe keeps for the status page.
+const ringSize = 20
+
+// maxUnknownProbes bounds the per-node count of distinct unknown probes, so a
+// misbehaving watcher cannot grow the replicated state without limit.
+const maxUnknownProbes = 32
+
+// otherUnknown collects unknown probes beyond maxUnknownProbes.
+const otherUnknown = "(more)"
+
+// Desired is the DNS state the reconciler must bring about.
+type Desired struct {
+	// Gen is the log index of the entry that set this desired state; 0 before any.
+	Gen    uint64 `json:"gen"`
+	Active Site   `json:"active"`
+	// Records are the RRsets for Active: absolute names, sorted values.
+	Records []RRset `json:"records"`
+	// Done is true once an ActionResult reported "verified" for Gen.
+	Done bool `json:"done"`
+	// Fence is the fencing token the reconciler writes with ("gen=42"), so a
+	// deposed leader's write for an older generation can be told apart.
+	Fence string `json:"fence"`
+}
+
+func fence(gen uint64) string { return "gen=" + strconv.FormatUint(gen, 10) }
+
+func (d Desired) clone() Desired {
+	d.Records = cloneRRsets(d.Records)
+	return d
+}
+
+func cloneRRsets(rs []RRset) []RRset {
+	if rs == nil {
+		return nil
+	}
+	out := make([]RRset, len(rs))
+	for i, r := range rs {
+		r.Values = slices.Clone(r.Values)
+		out[i] = r
+	}
+	return out
+}
+
+// Tally is a site's quorum verdict with the nodes behind each vote.
+type Tally struct {
+	Verdict Verdict  `json:"verdict"`
+	Up      []string `json:"up"`
+	Down    []string `json:"down"`
+	Abstain []string `json:"abstain"`
+	Unknown []string `json:"unknown"`
+	Quorum  int      `json:"quorum"`
+}
+
+func (t Tally) clone() Tally {
+	t.Up = slices.Clone(t.Up)
+	t.Down = slices.Clone(t.Down)
+	t.Abstain = slices.Clone(t.Abstain)
+	t.Unknown = slices.Clone(t.Unknown)
+	return t
+}
+
+// ProbeFailure is a failing critical probe named in evidence.
+type ProbeFailure struct {
+	Site      Site    `json:"site"`
+	Probe     string  `json:"probe"`
+	State     Verdict `json:"state"`
+	Fails     int     `json:"fails"`
+	FailSince int64   `json:"fail_since,omitempty"`
+	Class     string  `json:"class,omitempty"`
+	Phase     string  `json:"phase,omitempty"`
+	Reason    string  `json:"reason,omitempty"`
+}
+
+// NodeEvidence is one node's part in a decision: its votes, why it abstained
+// if it did, and which critical probes were failing.
+type NodeEvidence struct {
+	Node       string           `json:"node"`
+	Votes      map[Site]Verdict `json:"votes"`
+	Abstain    string           `json:"abstain,omitempty"`
+	LastReport int64            `json:"last_report"`
+	Failing    []ProbeFailure   `json:"failing,omitempty"`
+}
+
+func (e NodeEvidence) clone() NodeEvidence {
+	if e.Votes != nil {
+		v := make(map[Site]Verdict, len(e.Votes))
+		for k, x := range e.Votes {
+			v[k] = x
+		}
+		e.Votes = v
+	}
+	e.Failing = slices.Clone(e.Failing)
+	return e
+}
+
+// Timings follow a decision from detection to verified DNS. Unix nanoseconds; 0 = not yet.
+type Timings struct {
+	// DetectedAt is when the quorum-th DOWN vote on the site being left appeared.
+	DetectedAt int64 `json:"detected_at,omitempty"`
+	DecidedAt  int64 `json:"decided_at,omitempty"`
+	WrittenAt  int64 `json:"written_at,omitempty"`
+	VerifiedAt int64 `json:"verified_at,omitempty"`
+}
+
+// Entry is one line of the audit history.
+type Entry struct {
+	// Index is the log index of the command that made the entry.
+	Index uint64 `json:"index"`
+	// Gen is the decision generation: equal to Index for entries that set a
+	// new desired state, the referenced generation for "action" entries, 0 otherwise.
+	Gen      uint64         `json:"gen,omitempty"`
+	At       int64          `json:"at"`
+	Kind     string         `json:"kind"`
+	From     Site           `json:"from,omitempty"`
+	To       Site           `json:"to,omitempty"`
+	Actor    string         `json:"actor,omitempty"`
+	Reason   string         `json:"reason,omitempty"`
+	Rule     string         `json:"rule,omitempty"` // withheld: the rule that held; forced: the rule overridden
+	Forced   bool           `json:"forced,omitempty"`
+	Evidence []NodeEvidence `json:"evidence,omitempty"`
+	Tallies  map[Site]Tally `json:"tallies,omitempty"`
+	Timings  Timings        `json:"timings"`
+	Outcome  string         `json:"outcome,omitempty"`
+	Detail   string         `json:"detail,omitempty"`
+}
+
+// decision reports whether e set a new desired state.
+func (e *Entry) decision() bool { return e.Gen != 0 && e.Gen == e.Index && e.Kind != KindAction }
+
+func (e Entry) clone() Entry {
+	if e.Evidence != nil {
+		ev := make([]NodeEvidence, len(e.Evidence))
+		for i, x := range e.Evidence {
+			ev[i] = x.clone()
+		}
+		e.Evidence = ev
+	}
+	if e.Tallies != nil {
+		t := make(map[Site]Tally, len(e.Tallies))
+		for k, x := range e.Tallies {
+			t[k] = x.clone()
+		}
+		e.Tallies = t
+	}
+	return e
+}
+
+// probeState is the hysteresis state of one (node, site, probe).
+type probeState struct {
+	State     Verdict     `json:"state"`
+	OKs       int         `json:"oks"`
+	Fails     int         `json:"fails"`
+	FailSince int64       `json:"fail_since,omitempty"`
+	LastAt    int64       `json:"last_at"`
+	Last      ProbeResult `json:"last"`
+	// Ring holds the last ringSize results, oldest first: '+' ok, '-' failed.
+	Ring string `json:"ring"`
+}
+
+// nodeState is what the machine knows of one watcher.
+type nodeState struct {
+	Reported   bool   `json:"reported"`
+	LastAt     int64  `json:"last_at"`
+	LastSeq    uint64 `json:"last_seq,omitempty"`
+	PolicyHash string `json:"policy_hash,omitempty"`
+	// Probes is keyed "site/probe".
+	Probes map[string]*probeState `json:"probes,omitempty"`
+	// Unknown counts results for probes the policy does not name, keyed "site/probe".
+	Unknown map[string]uint64 `json:"unknown,omitempty"`
+}
+
+func probeKey(s Site, probe string) string { return string(s) + "/" + probe }
+
+// withheld is an open episode in which the active site is DOWN at quorum but
+// no automatic flip happens.
+type withheld struct {
+	Rule    string `json:"rule,omitempty"`
+	Message string `json:"message,omitempty"`
+	Since   int64  `json:"since,omitempty"`
+}
+
+// state is everything the machine replicates. It is encoded as-is by
+// Snapshot: encoding/json sorts map keys, so the bytes are canonical.
+type state struct {
+	LastIndex    uint64                `json:"last_index"`
+	Now          int64                 `json:"now"`
+	Policy       *Policy               `json:"policy"`
+	PolicyHash   string                `json:"policy_hash"`
+	Active       Site                  `json:"active"`
+	ActiveSince  int64                 `json:"active_since"`
+	Desired      Desired               `json:"desired"`
+	Paused       bool                  `json:"paused"`
+	PausedUntil  int64                 `json:"paused_until"`
+	PausedBy     string                `json:"paused_by,omitempty"`
+	PauseReason  string                `json:"pause_reason,omitempty"`
+	BlockedUntil int64                 `json:"blocked_until"`
+	Withheld     withheld              `json:"withheld"`
+	DownSince    map[Site]int64        `json:"down_since,omitempty"`
+	PrimaryUp    bool                  `json:"primary_up"`
+	PrimaryUpAt  int64                 `json:"primary_up_at"`
+	Nodes        map[string]*nodeState `json:"nodes"`
+	History      []Entry               `json:"history"`
+}
+
+func newState() state {
+	return state{
+		Active:  Primary,
+		Desired: Desired{Active: Primary, Fence: fence(0)},
+		Nodes:   map[string]*nodeState{},
+	}
+}

@@ -1,0 +1,420 @@
+package failover
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// View is everything the status page shows, computed from one consistent
+// state. It is a deep copy: callers may keep and change it.
+type View struct {
+	// Index is the last applied log index; Now is the leader time of the
+	// last applied command (unix ns). A reader compares Now with its own
+	// clock to say how stale this replica may be.
+	Index       uint64 `json:"index"`
+	Now         int64  `json:"now"`
+	Active      Site   `json:"active"`
+	ActiveSince int64  `json:"active_since"`
+	// Mode is "auto", "paused" or "manual-only" (policy has auto_failover off).
+	Mode         string `json:"mode"`
+	Paused       bool   `json:"paused"`
+	PausedUntil  int64  `json:"paused_until,omitempty"`
+	PausedBy     string `json:"paused_by,omitempty"`
+	PauseReason  string `json:"pause_reason,omitempty"`
+	Blocked      bool   `json:"blocked"`
+	BlockedUntil int64  `json:"blocked_until,omitempty"`
+	LastDecision string `json:"last_decision"`
+	// Policy is a copy of the replicated policy, nil before SetPolicy.
+	Policy     *Policy `json:"policy"`
+	PolicyHash string  `json:"policy_hash"`
+	// Sites holds each site's quorum verdict and tally.
+	Sites map[Site]Tally `json:"sites"`
+	// Pending estimates an automatic flip in progress; nil when none leans that way.
+	Pending        *Pending `json:"pending,omitempty"`
+	WithheldRule   string   `json:"withheld_rule,omitempty"`
+	WithheldReason string   `json:"withheld_reason,omitempty"`
+	WithheldSince  int64    `json:"withheld_since,omitempty"`
+	// FailbackIn is how long until an automatic failback if the primary stays UP; 0 when none is due.
+	FailbackIn time.Duration `json:"failback_in,omitempty"`
+	Nodes      []NodeView    `json:"nodes"`
+	// Warnings are the loud problems a human should read first.
+	Warnings []string `json:"warnings"`
+	Desired  Desired  `json:"desired"`
+	// History is the tail of the history, oldest first.
+	History []Entry `json:"history"`
+}
+
+// viewHistoryTail is how many history entries View carries.
+const viewHistoryTail = 20
+
+// Pending estimates how soon the active site would be DOWN at quorum if
+// the current failures persist.
+type Pending struct {
+	Site Site `json:"site"`
+	// Leaning are the fresh nodes with failing critical probes on Site.
+	Leaning []string `json:"leaning"`
+	// Rounds is how many more failing rounds until quorum votes DOWN; -1 if
+	// too few fresh nodes could ever reach quorum.
+	Rounds int           `json:"rounds"`
+	In     time.Duration `json:"in"`
+	// Then says what would happen at that point ("auto_failover", or the rule that would withhold it).
+	Then string `json:"then"`
+}
+
+// NodeView is one watcher as the status page shows it.
+type NodeView struct {
+	Node     string           `json:"node"`
+	Reported bool             `json:"reported"`
+	LastAt   int64            `json:"last_at"`
+	Stale    bool             `json:"stale"`
+	Abstain  string           `json:"abstain,omitempty"`
+	Verdicts map[Site]Verdict `json:"verdicts"`
+	// PolicyHash is what the node last reported; HashMismatch is true when
+	// it differs from the replicated policy (its results still count).
+	PolicyHash   string         `json:"policy_hash,omitempty"`
+	HashMismatch bool           `json:"hash_mismatch"`
+	Probes       []ProbeView    `json:"probes"`
+	Unknown      []UnknownProbe `json:"unknown,omitempty"`
+}
+
+// ProbeView is one probe's hysteresis state as one node sees it.
+type ProbeView struct {
+	Site     Site    `json:"site"`
+	Probe    string  `json:"probe"`
+	Critical bool    `json:"critical"`
+	State    Verdict `json:"state"`
+	OKs      int     `json:"oks"`
+	Fails    int     `json:"fails"`
+	// Fresh is false when the last result is older than the staleness limit
+	// (the probe then counts as UNKNOWN).
+	Fresh  bool        `json:"fresh"`
+	LastAt int64       `json:"last_at"`
+	Last   ProbeResult `json:"last"`
+	// History holds up to 20 recent results, oldest first; true = ok.
+	History []bool `json:"history"`
+}
+
+// UnknownProbe counts results for a probe the policy does not name.
+type UnknownProbe struct {
+	Site  Site   `json:"site"`
+	Probe string `json:"probe"`
+	Count uint64 `json:"count"`
+}
+
+// View returns the status page's picture of the state.
+func (m *Machine) View() View {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	s := &m.st
+	now := s.Now
+	v := View{
+		Index: s.LastIndex, Now: now, Active: s.Active, ActiveSince: s.ActiveSince,
+		Paused: s.Paused, PausedUntil: s.PausedUntil, PausedBy: s.PausedBy, PauseReason: s.PauseReason,
+		Blocked: s.BlockedUntil > now, PolicyHash: s.PolicyHash,
+		WithheldRule: s.Withheld.Rule, WithheldReason: s.Withheld.Message, WithheldSince: s.Withheld.Since,
+		Desired:  s.Desired.clone(),
+		Sites:    map[Site]Tally{},
+		Nodes:    []NodeView{},
+		Warnings: []string{},
+	}
+	if v.Blocked {
+		v.BlockedUntil = s.BlockedUntil
+	}
+	for i := len(s.History) - 1; i >= 0; i-- {
+		if e := &s.History[i]; e.decision() && e.Kind != KindPolicy {
+			v.LastDecision = oneLine(e)
+			break
+		}
+	}
+	tail := s.History[max(0, len(s.History)-viewHistoryTail):]
+	v.History = make([]Entry, len(tail))
+	for i, e := range tail {
+		v.History[i] = e.clone()
+	}
+	p := s.Policy
+	if p == nil {
+		v.Mode = "manual-only"
+		v.Warnings = append(v.Warnings, "no policy set: drwatch makes no decisions until one is")
+		return v
+	}
+	pc := p.clone()
+	v.Policy = &pc
+	switch {
+	case !p.AutoFailover:
+		v.Mode = "manual-only"
+	case s.Paused:
+		v.Mode = "paused"
+	default:
+		v.Mode = "auto"
+	}
+	t := s.tallies(now)
+	v.Sites = cloneTallies(t)
+	cutoff := now - int64(p.stale())
+	for _, id := range p.Nodes {
+		v.Nodes = append(v.Nodes, s.nodeView(id, now, cutoff))
+	}
+	for _, n := range v.Nodes {
+		if n.HashMismatch {
+			v.Warnings = append(v.Warnings, fmt.Sprintf("node %s runs policy %s, the cluster runs %s: its results count, its policy is not merged",
+				n.Node, orDash(short(n.PolicyHash)), short(s.PolicyHash)))
+		}
+		if n.Reported && n.Stale {
+			v.Warnings = append(v.Warnings, fmt.Sprintf("node %s is stale: last report %s", n.Node, fmtTime(n.LastAt)))
+		}
+		if n.Abstain == abstainSelfCheck {
+			v.Warnings = append(v.Warnings, fmt.Sprintf("node %s sees both sites DOWN and abstains: check its network", n.Node))
+		}
+		for _, u := range n.Unknown {
+			v.Warnings = append(v.Warnings, fmt.Sprintf("unknown probe %s from node %s (site %s, results ignored: %d)", u.Probe, n.Node, u.Site, u.Count))
+		}
+	}
+	fresh := len(p.Nodes) - len(t[Primary].Abstain)
+	if fresh < p.Quorum {
+		v.Warnings = append(v.Warnings, fmt.Sprintf("only %d of %d nodes have fresh data (quorum %d): no automatic decision is possible", fresh, len(p.Nodes), p.Quorum))
+	}
+	if s.Withheld.Rule != "" {
+		v.Warnings = append(v.Warnings, "automatic flip withheld ("+s.Withheld.Rule+"): "+s.Withheld.Message)
+	}
+	v.Pending = s.pending(now, cutoff, t)
+	if s.Active == Backup && p.Failback.Mode == FailbackAuto && s.PrimaryUp {
+		if left := int64(p.Failback.After) - (now - s.PrimaryUpAt); left > 0 {
+			v.FailbackIn = time.Duration(left)
+		}
+	}
+	return v
+}
+
+func (s *state) nodeView(id string, now, cutoff int64) NodeView {
+	p := s.Policy
+	vt := s.nodeVote(id, now)
+	nv := NodeView{Node: id, Abstain: vt.abstain, Verdicts: map[Site]Verdict{Primary: vt.v[0], Backup: vt.v[1]}, Probes: []ProbeView{}}
+	ns := s.Nodes[id]
+	if ns != nil {
+		nv.Reported, nv.LastAt, nv.PolicyHash = ns.Reported, ns.LastAt, ns.PolicyHash
+		nv.HashMismatch = ns.Reported && ns.PolicyHash != s.PolicyHash
+	}
+	nv.Stale = ns == nil || !ns.Reported || ns.LastAt < cutoff
+	for _, site := range sites {
+		for _, ref := range p.Sites[site].Probes {
+			pv := ProbeView{Site: site, Probe: ref.Name, Critical: ref.Critical, State: Unknown, History: []bool{}}
+			if ns != nil {
+				if ps := ns.Probes[probeKey(site, ref.Name)]; ps != nil {
+					pv.State, pv.OKs, pv.Fails, pv.LastAt, pv.Last = ps.State, ps.OKs, ps.Fails, ps.LastAt, ps.Last
+					pv.Fresh = ps.LastAt >= cutoff
+					for i := 0; i < len(ps.Ring); i++ {
+						pv.History = append(pv.History, ps.Ring[i] == '+')
+					}
+				}
+			}
+			nv.Probes = append(nv.Probes, pv)
+		}
+	}
+	if ns != nil {
+		for _, k := range sortedKeys(ns.Unknown) {
+			site, name, _ := cutKey(k)
+			nv.Unknown = append(nv.Unknown, UnknownProbe{Site: site, Probe: name, Count: ns.Unknown[k]})
+		}
+	}
+	return nv
+}
+
+// pending estimates how many rounds until the active site is DOWN at
+// quorum, if its failing probes keep failing: per fresh node the rounds
+// left are fall minus the consecutive failures of its closest critical
+// probe (0 when it already votes DOWN); the quorum-th smallest decides.
+func (s *state) pending(now, cutoff int64, t map[Site]Tally) *Pending {
+	p := s.Policy
+	a := s.Active
+	if t[a].Verdict == Down {
+		return nil
+	}
+	var leaning []string
+	var rems []int
+	for _, id := range p.Nodes {
+		vt := s.nodeVote(id, now)
+		if vt.abstain != "" {
+			continue
+		}
+		ns := s.Nodes[id]
+		rem := p.Fall
+		lean := false
+		for _, ref := range p.Sites[a].Probes {
+			if !ref.Critical {
+				continue
+			}
+			ps := ns.Probes[probeKey(a, ref.Name)]
+			if ps == nil || ps.LastAt < cutoff {
+				continue
+			}
+			switch {
+			case ps.State == Down:
+				rem, lean = 0, true
+			case ps.Fails > 0:
+				rem, lean = min(rem, max(p.Fall-ps.Fails, 1)), true
+			}
+		}
+		if lean {
+			leaning = append(leaning, id)
+		}
+		rems = append(rems, rem)
+	}
+	if len(leaning) == 0 {
+		return nil
+	}
+	pd := &Pending{Site: a, Leaning: leaning, Rounds: -1}
+	if len(rems) >= p.Quorum {
+		sort.Ints(rems)
+		pd.Rounds = rems[p.Quorum-1]
+		pd.In = time.Duration(pd.Rounds) * p.Interval
+	}
+	switch rule, _ := s.autoBlocker(now); {
+	case pd.Rounds < 0:
+		pd.Then = RuleNoQuorum
+	case rule != "":
+		pd.Then = "withheld: " + rule
+	case a == Backup && p.Failback.Mode != FailbackAuto:
+		pd.Then = "withheld: " + RuleFailbackManual
+	case a == Backup:
+		pd.Then = KindAutoFailback + " once the primary has been UP for " + p.Failback.After.String()
+	case t[a.Other()].Verdict != Up:
+		pd.Then = "withheld: " + s.targetRefusal(a.Other(), t[a.Other()]).Rule
+	default:
+		pd.Then = KindAutoFailover
+	}
+	return pd
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// Explain describes decision gen (0 = the latest) in words an on-call
+// human understands: what moved, why, which nodes saw what, and what DNS did.
+func (m *Machine) Explain(gen uint64) (string, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	s := &m.st
+	if gen == 0 {
+		gen = s.Desired.Gen
+	}
+	var e *Entry
+	for i := len(s.History) - 1; i >= 0; i-- {
+		if h := &s.History[i]; h.decision() && h.Gen == gen {
+			e = h
+			break
+		}
+	}
+	if e == nil {
+		return "", fmt.Errorf("explain gen %d: %w", gen, ErrUnknownGen)
+	}
+	var b strings.Builder
+	what := map[string]string{
+		KindAutoFailover:   "automatic failover",
+		KindAutoFailback:   "automatic failback",
+		KindManualFailover: "manual failover",
+		KindManualFailback: "manual failback",
+		KindSwitchover:     "planned switchover",
+		KindBreakGlass:     "break-glass DNS write (made without quorum)",
+		KindPolicy:         "policy change with new records",
+	}[e.Kind]
+	if e.Kind == KindPolicy {
+		fmt.Fprintf(&b, "gen %d: %s for %s at %s by %s.\n", e.Gen, what, e.To, fmtTime(e.At), orDash(e.Actor))
+	} else {
+		fmt.Fprintf(&b, "gen %d: %s from %s to %s at %s, by %s.\n", e.Gen, what, e.From, e.To, fmtTime(e.At), orDash(e.Actor))
+	}
+	if e.Forced {
+		if e.Rule != "" {
+			fmt.Fprintf(&b, "FORCED past the %s safety rule.\n", e.Rule)
+		} else {
+			b.WriteString("Recorded as forced.\n")
+		}
+	}
+	if e.Reason != "" {
+		fmt.Fprintf(&b, "Why: %s.\n", strings.TrimSuffix(e.Reason, "."))
+	}
+	if len(e.Tallies) > 0 {
+		b.WriteString("Quorum at that moment:\n")
+		for _, site := range sites {
+			if t, ok := e.Tallies[site]; ok {
+				fmt.Fprintf(&b, "  %s: %s\n", site, describeTally(t))
+			}
+		}
+	}
+	if len(e.Evidence) > 0 {
+		b.WriteString("What each watcher saw:\n")
+		for _, ev := range e.Evidence {
+			fmt.Fprintf(&b, "  node %s: primary %s, backup %s; last report %s", ev.Node, ev.Votes[Primary], ev.Votes[Backup], fmtTime(ev.LastReport))
+			if ev.Abstain != "" {
+				fmt.Fprintf(&b, "; abstained: %s", ev.Abstain)
+			}
+			b.WriteString("\n")
+			for _, f := range ev.Failing {
+				if f.State == Down {
+					fmt.Fprintf(&b, "    %s probe %s is DOWN, %d failures in a row", f.Site, f.Probe, f.Fails)
+				} else {
+					fmt.Fprintf(&b, "    %s probe %s is still %s but failed the last %d round(s)", f.Site, f.Probe, f.State, f.Fails)
+				}
+				if f.FailSince != 0 {
+					fmt.Fprintf(&b, " since %s", fmtTime(f.FailSince))
+				}
+				if f.Class != "" || f.Phase != "" || f.Reason != "" {
+					fmt.Fprintf(&b, ": %s", joinNonEmpty(f.Class, f.Phase, f.Reason))
+				}
+				b.WriteString("\n")
+			}
+		}
+	}
+	tm := e.Timings
+	b.WriteString("Timeline:")
+	if tm.DetectedAt != 0 {
+		fmt.Fprintf(&b, " detected %s;", fmtTime(tm.DetectedAt))
+	}
+	fmt.Fprintf(&b, " decided %s;", fmtTime(tm.DecidedAt))
+	if tm.WrittenAt != 0 {
+		fmt.Fprintf(&b, " DNS written %s", fmtTime(tm.WrittenAt))
+		if tm.DecidedAt != 0 && tm.WrittenAt >= tm.DecidedAt {
+			fmt.Fprintf(&b, " (+%s)", time.Duration(tm.WrittenAt-tm.DecidedAt))
+		}
+		b.WriteString(";")
+	} else {
+		b.WriteString(" DNS not yet written;")
+	}
+	if tm.VerifiedAt != 0 {
+		fmt.Fprintf(&b, " verified %s", fmtTime(tm.VerifiedAt))
+		if tm.DecidedAt != 0 && tm.VerifiedAt >= tm.DecidedAt {
+			fmt.Fprintf(&b, " (+%s)", time.Duration(tm.VerifiedAt-tm.DecidedAt))
+		}
+		b.WriteString(".\n")
+	} else {
+		b.WriteString(" not yet verified.\n")
+	}
+	if e.Outcome != "" {
+		fmt.Fprintf(&b, "Last DNS outcome: %s", e.Outcome)
+		if e.Detail != "" {
+			fmt.Fprintf(&b, " (%s)", e.Detail)
+		}
+		b.WriteString(".\n")
+	}
+	if gen != s.Desired.Gen {
+		fmt.Fprintf(&b, "Superseded by gen %d.\n", s.Desired.Gen)
+	}
+	return b.String(), nil
+}
+
+func joinNonEmpty(xs ...string) string {
+	var out []string
+	for _, x := range xs {
+		if x != "" {
+			out = append(out, x)
+		}
+	}
+	return strings.Join(out, " / ")
+}
