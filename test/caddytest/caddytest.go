@@ -1,0 +1,311 @@
+package caddytest
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// ErrNotInstalled is returned when caddy is not in PATH.
+var ErrNotInstalled = errors.New("caddy not found in PATH: install Debian package caddy (make install-test-deps)")
+
+// readyTimeout bounds one start: the first start creates the local CA.
+const readyTimeout = 30 * time.Second
+
+// Options configure one Caddy.
+type Options struct {
+	// Name appears in the response bodies ("ok <Name>"). Default "caddy".
+	Name string
+	// Hosts are the site's names besides 127.0.0.1, each with a certificate
+	// from Caddy's local CA. Default ["lms.example.test"]. They need not
+	// resolve: probes reach them through a connect-to address.
+	Hosts []string
+	// Port is the HTTPS port; 0 picks a free one.
+	Port int
+	// Dir holds the Caddyfile, storage and log; empty makes a temp dir that
+	// Close removes.
+	Dir string
+}
+
+// Caddy is one running (or stopped) Caddy process.
+type Caddy struct {
+	// Name is Options.Name.
+	Name string
+	// Addr is 127.0.0.1:Port, where the site listens.
+	Addr string
+	// Port is the HTTPS port.
+	Port int
+	// Hosts are the site's names besides 127.0.0.1.
+	Hosts []string
+	// CAFile is the PEM root of Caddy's local CA, which signs the site's
+	// certificates. It survives Stop and Start.
+	CAFile string
+	// Dir holds Caddyfile, storage/ and caddy.log.
+	Dir string
+
+	bin    string
+	ownDir bool
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	closed bool
+}
+
+// Start starts a Caddy for t and stops it (killing its process group) in
+// t.Cleanup. It fails t when caddy is missing or does not become ready.
+func Start(t testing.TB, opts Options) *Caddy {
+	t.Helper()
+	if opts.Dir == "" {
+		opts.Dir = t.TempDir()
+	}
+	c, err := New(opts)
+	if err != nil {
+		t.Fatalf("caddytest: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("caddytest: close: %v", err)
+		}
+	})
+	return c
+}
+
+// New starts a Caddy and waits until it serves /heartbeat over TLS. The
+// caller must Close it. It is for TestMain and shared fixtures; tests use Start.
+func New(opts Options) (*Caddy, error) {
+	bin, err := exec.LookPath("caddy")
+	if err != nil {
+		return nil, ErrNotInstalled
+	}
+	if opts.Name == "" {
+		opts.Name = "caddy"
+	}
+	if len(opts.Hosts) == 0 {
+		opts.Hosts = []string{"lms.example.test"}
+	}
+	c := &Caddy{Name: opts.Name, Hosts: opts.Hosts, Dir: opts.Dir, bin: bin}
+	if c.Dir == "" {
+		if c.Dir, err = os.MkdirTemp("", "caddytest-"); err != nil {
+			return nil, fmt.Errorf("temp dir: %w", err)
+		}
+		c.ownDir = true
+	}
+	c.Port = opts.Port
+	if c.Port == 0 {
+		if c.Port, err = freePort(); err != nil {
+			c.cleanupDir()
+			return nil, err
+		}
+	}
+	// Caddy binds its HTTP port too (for the ACME challenge); give it a free
+	// one so it never takes :80.
+	httpPort, err := freePort()
+	if err != nil {
+		c.cleanupDir()
+		return nil, err
+	}
+	c.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(c.Port))
+	c.CAFile = filepath.Join(c.Dir, "storage", "pki", "authorities", "local", "root.crt")
+	if err := os.WriteFile(filepath.Join(c.Dir, "Caddyfile"), []byte(c.caddyfile(httpPort)), 0o644); err != nil {
+		c.cleanupDir()
+		return nil, fmt.Errorf("write Caddyfile: %w", err)
+	}
+	if err := c.Start(); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Caddy) caddyfile(httpPort int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "{\n\tadmin off\n\tstorage file_system %s\n", filepath.Join(c.Dir, "storage"))
+	fmt.Fprintf(&b, "\tskip_install_trust\n\tauto_https disable_redirects\n\tlocal_certs\n")
+	fmt.Fprintf(&b, "\thttp_port %d\n\thttps_port %d\n}\n", httpPort, c.Port)
+	addrs := []string{fmt.Sprintf("https://127.0.0.1:%d", c.Port)}
+	for _, h := range c.Hosts {
+		addrs = append(addrs, fmt.Sprintf("https://%s:%d", h, c.Port))
+	}
+	fmt.Fprintf(&b, "%s {\n", strings.Join(addrs, ", "))
+	// Without bind, Caddy listens on every interface; the site address only matches Host.
+	b.WriteString("\tbind 127.0.0.1\n\ttls internal\n")
+	fmt.Fprintf(&b, "\trespond /heartbeat \"ok %s\" 200\n", c.Name)
+	b.WriteString("\trespond /broken \"broken\" 503\n")
+	b.WriteString("\tredir /redirect /heartbeat 302\n")
+	b.WriteString("\tredir /redirect-away https://elsewhere.example.test/heartbeat 302\n")
+	fmt.Fprintf(&b, "\trespond \"hello from %s\" 200\n}\n", c.Name)
+	return b.String()
+}
+
+// URL is https://host:Port/path; host "" means 127.0.0.1.
+func (c *Caddy) URL(host, path string) string {
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	return "https://" + net.JoinHostPort(host, strconv.Itoa(c.Port)) + path
+}
+
+// Start starts the (stopped) Caddy again with the same config, storage and
+// CA, and waits until it serves. Starting a running Caddy is a no-op.
+func (c *Caddy) Start() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return errors.New("caddy closed")
+	}
+	if c.cmd != nil {
+		return nil
+	}
+	logf, err := os.OpenFile(filepath.Join(c.Dir, "caddy.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("open log: %w", err)
+	}
+	cmd := exec.Command(c.bin, "run", "--adapter", "caddyfile", "--config", filepath.Join(c.Dir, "Caddyfile"))
+	// HOME and XDG_* keep autosave.json and any default storage out of the real home.
+	cmd.Env = append(os.Environ(), "HOME="+c.Dir, "XDG_DATA_HOME="+filepath.Join(c.Dir, "data"),
+		"XDG_CONFIG_HOME="+filepath.Join(c.Dir, "config"))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = sysProcAttr()
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("start caddy: %w", err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		logf.Close()
+		close(exited)
+	}()
+	c.cmd, c.exited = cmd, exited
+	if err := c.waitReady(exited); err != nil {
+		c.killLocked()
+		return err
+	}
+	return nil
+}
+
+func (c *Caddy) waitReady(exited <-chan struct{}) error {
+	deadline := time.Now().Add(readyTimeout)
+	var last error
+	for time.Now().Before(deadline) {
+		select {
+		case <-exited:
+			return fmt.Errorf("caddy exited during start-up: %s", c.logTail())
+		default:
+		}
+		if last = c.check(); last == nil {
+			return nil
+		}
+		// Polling, not synchronising: Caddy has no readiness signal with admin off.
+		t := time.NewTimer(25 * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-exited:
+			t.Stop()
+		}
+	}
+	return fmt.Errorf("caddy not ready after %s: %v; log: %s", readyTimeout, last, c.logTail())
+}
+
+// check does one GET of /heartbeat trusting only the local CA.
+func (c *Caddy) check() error {
+	pem, err := os.ReadFile(c.CAFile)
+	if err != nil || len(pem) == 0 {
+		return fmt.Errorf("no root CA yet at %s", c.CAFile)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return errors.New("root CA not PEM yet")
+	}
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, DisableKeepAlives: true}
+	defer tr.CloseIdleConnections()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.URL("", "/heartbeat"), nil)
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+	if resp.StatusCode != http.StatusOK || !bytes.HasPrefix(body, []byte("ok ")) {
+		return fmt.Errorf("heartbeat: status %d", resp.StatusCode)
+	}
+	return nil
+}
+
+func (c *Caddy) logTail() string {
+	b, _ := os.ReadFile(filepath.Join(c.Dir, "caddy.log"))
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(b)
+}
+
+// Stop kills Caddy's process group (SIGKILL: a crash, not a graceful stop)
+// and waits for it to exit, so the port refuses connections. Stopping a
+// stopped Caddy is a no-op.
+func (c *Caddy) Stop() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.killLocked()
+	return nil
+}
+
+func (c *Caddy) killLocked() {
+	if c.cmd == nil {
+		return
+	}
+	// Only our own process group: Setpgid made caddy its leader.
+	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+	<-c.exited
+	c.cmd, c.exited = nil, nil
+}
+
+// Running reports whether the process is up.
+func (c *Caddy) Running() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cmd != nil
+}
+
+// Close stops Caddy for good and removes Dir when New made it. Idempotent.
+func (c *Caddy) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.killLocked()
+	c.closed = true
+	return c.cleanupDir()
+}
+
+func (c *Caddy) cleanupDir() error {
+	if !c.ownDir {
+		return nil
+	}
+	c.ownDir = false
+	return os.RemoveAll(c.Dir)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
