@@ -1,3 +1,17 @@
 // Package cluster replicates a state machine across the watcher nodes with
 // hashicorp/raft over mutual TLS. It knows nothing of DNS or failover.
+//
+// A Node stores its log and stable state in raft-boltdb (DataDir/raft.db)
+// and file snapshots (DataDir/snapshots). Raft and the cluster RPC share
+// one TCP port; every connection is TLS 1.3 with client certificates from
+// the cluster CA, and each certificate names its node with the URI SAN
+// drwatch://node/<id> (see IssueNodeCert).
+//
+// Any node can Propose: a follower forwards to the leader and retries when
+// leadership moves, with one idempotency key per call, so a command is
+// applied at most once. The wrapped StateMachine sees only committed
+// commands, in order. RunWhileLeader runs leader-only work (the
+// reconciler) with a context cancelled the moment leadership is lost.
+//
+// DESIGN.md in this directory explains the choices.
 package cluster

@@ -1,0 +1,162 @@
+package cluster
+
+import (
+	"context"
+	"sync"
+
+	"github.com/hashicorp/raft"
+)
+
+// broadcast is a level-free wake-up: wait returns a channel closed at the
+// next fire. Firing never blocks.
+type broadcast struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func newBroadcast() *broadcast { return &broadcast{ch: make(chan struct{})} }
+
+func (b *broadcast) wait() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.ch
+}
+
+func (b *broadcast) fire() {
+	b.mu.Lock()
+	close(b.ch)
+	b.ch = make(chan struct{})
+	b.mu.Unlock()
+}
+
+// leadership holds a context that is live exactly while this node leads.
+type leadership struct {
+	mu      sync.Mutex
+	leading bool
+	ctx     context.Context
+	cancel  context.CancelFunc
+	changed *broadcast
+}
+
+func newLeadership() *leadership {
+	return &leadership{changed: newBroadcast()}
+}
+
+// set records a transition; it never blocks.
+func (l *leadership) set(leading bool) {
+	l.mu.Lock()
+	if leading == l.leading {
+		l.mu.Unlock()
+		return
+	}
+	l.leading = leading
+	if leading {
+		l.ctx, l.cancel = context.WithCancel(context.Background())
+	} else {
+		l.cancel()
+		l.ctx, l.cancel = nil, nil
+	}
+	l.mu.Unlock()
+	l.changed.fire()
+}
+
+// current returns the leadership context (nil when not leading) and a
+// channel closed at the next transition.
+func (l *leadership) current() (context.Context, <-chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ctx, l.changed.wait()
+}
+
+// watchLeadership drains raft's NotifyCh. It only flips state and fires
+// wake-ups, so raft's leader loop never waits for a consumer.
+func (n *Node) watchLeadership(notify <-chan bool) {
+	defer n.wg.Done()
+	for {
+		select {
+		case v := <-notify:
+			n.lead.set(v)
+			if v {
+				n.logger.Info("leadership gained", "term", n.raft.CurrentTerm())
+			} else {
+				n.logger.Info("leadership lost", "term", n.raft.CurrentTerm())
+			}
+		case <-n.life.Done():
+			n.lead.set(false)
+			return
+		}
+	}
+}
+
+// watchObservations counts leader changes and wakes proposals waiting for
+// a leader. The observer is non-blocking: raft drops an observation rather
+// than wait for us.
+func (n *Node) watchObservations() {
+	defer n.wg.Done()
+	ch := make(chan raft.Observation, 64)
+	obs := raft.NewObserver(ch, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	})
+	n.raft.RegisterObserver(obs)
+	defer n.raft.DeregisterObserver(obs)
+	var last raft.ServerID
+	for {
+		select {
+		case o := <-ch:
+			lo := o.Data.(raft.LeaderObservation)
+			if lo.LeaderID != last {
+				if lo.LeaderID != "" {
+					n.metrics.leaderChanges.Inc()
+					n.logger.Info("leader changed", "leader", string(lo.LeaderID), "term", n.raft.CurrentTerm())
+				}
+				last = lo.LeaderID
+			}
+			n.leaderCh.fire()
+		case <-n.life.Done():
+			return
+		}
+	}
+}
+
+// RunWhileLeader blocks until ctx ends. Each time this node gains
+// leadership it calls fn in its own goroutine with a context that is
+// cancelled the moment leadership is lost (or ctx ends), and waits for fn
+// to return before it can call fn again. If fn returns while this node
+// still leads, fn is not called again until leadership is lost and gained
+// again. RunWhileLeader returns only after fn has returned.
+func (n *Node) RunWhileLeader(ctx context.Context, fn func(leaderCtx context.Context)) {
+	for {
+		lctx, changed := n.lead.current()
+		if lctx == nil {
+			select {
+			case <-changed:
+				continue
+			case <-ctx.Done():
+				return
+			}
+		}
+		runCtx, cancel := context.WithCancel(lctx)
+		stop := context.AfterFunc(ctx, cancel)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			fn(runCtx)
+		}()
+		<-done
+		stop()
+		cancel()
+		select {
+		case <-lctx.Done(): // this term of leadership is over
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// LeaderContext returns a context live exactly while this node leads, and
+// false (with a nil context) when it does not lead.
+func (n *Node) LeaderContext() (context.Context, bool) {
+	ctx, _ := n.lead.current()
+	return ctx, ctx != nil
+}

@@ -1,0 +1,180 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Member is one server in the raft configuration.
+type Member struct {
+	ID       string
+	Addr     string
+	Suffrage string // "voter", "nonvoter" or "staging"
+	Leader   bool
+}
+
+func suffrage(s raft.ServerSuffrage) string {
+	switch s {
+	case raft.Voter:
+		return "voter"
+	case raft.Nonvoter:
+		return "nonvoter"
+	}
+	return "staging"
+}
+
+// Members lists the latest configuration as this node knows it.
+func (n *Node) Members(ctx context.Context) ([]Member, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	f := n.raft.GetConfiguration()
+	if err := n.wait(ctx, f); err != nil {
+		return nil, fmt.Errorf("members: %w", err)
+	}
+	leader, _ := n.Leader()
+	var out []Member
+	for _, s := range f.Configuration().Servers {
+		out = append(out, Member{
+			ID: string(s.ID), Addr: string(s.Address),
+			Suffrage: suffrage(s.Suffrage), Leader: string(s.ID) == leader,
+		})
+	}
+	return out, nil
+}
+
+func (n *Node) voters() int {
+	c := 0
+	for _, s := range n.servers() {
+		if s.Suffrage == raft.Voter {
+			c++
+		}
+	}
+	return c
+}
+
+// AddVoter adds (or re-addresses) voter id at addr. Called on a follower
+// it is forwarded to the leader. Idempotent.
+func (n *Node) AddVoter(ctx context.Context, id, addr string) error {
+	if err := ValidNodeID(id); err != nil {
+		return err
+	}
+	return n.leaderOp(ctx, "add voter", rpcRequest{Op: opAdd, ID: id, Addr: addr},
+		func(ctx context.Context) error { return n.addVoterLocal(ctx, id, addr) })
+}
+
+// RemoveServer removes id from the configuration. Removing the leader, or
+// leaving fewer than three voters, returns ErrNeedsConfirmation unless
+// force is true. Called on a follower it is forwarded to the leader.
+// Removing a server that is not a member is a no-op.
+func (n *Node) RemoveServer(ctx context.Context, id string, force bool) error {
+	return n.leaderOp(ctx, "remove server", rpcRequest{Op: opRemove, ID: id, Force: force},
+		func(ctx context.Context) error { return n.removeLocal(ctx, id, force) })
+}
+
+func (n *Node) leaderOp(ctx context.Context, what string, req rpcRequest, local func(context.Context) error) error {
+	err := n.retry(ctx, func(ctx context.Context) error {
+		if n.IsLeader() {
+			return local(ctx)
+		}
+		id, addr := n.Leader()
+		if id == "" {
+			return ErrNoLeader
+		}
+		r, err := n.rpc.call(ctx, id, addr, req)
+		if err != nil {
+			return err
+		}
+		return decodeError(r)
+	})
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", what, req.ID, err)
+	}
+	return nil
+}
+
+func (n *Node) addVoterLocal(ctx context.Context, id, addr string) error {
+	if n.raft.State() != raft.Leader {
+		return ErrNotLeader
+	}
+	return n.wait(ctx, n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, enqueueTimeout(ctx)))
+}
+
+func (n *Node) removeLocal(ctx context.Context, id string, force bool) error {
+	if n.raft.State() != raft.Leader {
+		return ErrNotLeader
+	}
+	found, voter := false, false
+	for _, s := range n.servers() {
+		if string(s.ID) == id {
+			found, voter = true, s.Suffrage == raft.Voter
+		}
+	}
+	if !found {
+		return nil
+	}
+	if !force {
+		if id == n.id {
+			return fmt.Errorf("%s is the leader: %w", id, ErrNeedsConfirmation)
+		}
+		if left := n.voters() - 1; voter && left < 3 {
+			return fmt.Errorf("removing %s leaves %d voters: %w", id, left, ErrNeedsConfirmation)
+		}
+	}
+	return n.wait(ctx, n.raft.RemoveServer(raft.ServerID(id), 0, enqueueTimeout(ctx)))
+}
+
+// Stats is a point-in-time view of this node's raft state.
+type Stats struct {
+	NodeID            string
+	State             string // Follower, Candidate, Leader, Shutdown
+	Term              uint64
+	CommitIndex       uint64
+	AppliedIndex      uint64
+	LastIndex         uint64
+	LastSnapshotIndex uint64
+	LastContact       time.Duration // since the leader was last heard; 0 on the leader; -1 never
+	LeaderID          string
+	LeaderAddr        string
+	Peers             []Member
+	DedupeEntries     int
+}
+
+// Stats returns the node's current raft state without blocking on raft.
+func (n *Node) Stats() Stats {
+	lid, laddr := n.Leader()
+	s := Stats{
+		NodeID:        n.id,
+		State:         n.raft.State().String(),
+		Term:          n.raft.CurrentTerm(),
+		CommitIndex:   n.raft.CommitIndex(),
+		AppliedIndex:  n.raft.AppliedIndex(),
+		LastIndex:     n.raft.LastIndex(),
+		LastContact:   n.lastContact(),
+		LeaderID:      lid,
+		LeaderAddr:    laddr,
+		DedupeEntries: n.fsm.dedupeLen(),
+	}
+	var snapIdx uint64
+	_, _ = fmt.Sscan(n.raft.Stats()["last_snapshot_index"], &snapIdx)
+	s.LastSnapshotIndex = snapIdx
+	for _, sv := range n.servers() {
+		s.Peers = append(s.Peers, Member{ID: string(sv.ID), Addr: string(sv.Address),
+			Suffrage: suffrage(sv.Suffrage), Leader: string(sv.ID) == lid})
+	}
+	return s
+}
+
+func (n *Node) lastContact() time.Duration {
+	if n.raft.State() == raft.Leader {
+		return 0
+	}
+	t := n.raft.LastContact()
+	if t.IsZero() {
+		return -1
+	}
+	return time.Since(t)
+}

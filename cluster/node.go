@@ -1,0 +1,543 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+)
+
+// Sentinel errors. They survive the forwarding RPC: a follower's caller can
+// test errors.Is(err, ErrNeedsConfirmation) on an answer from the leader.
+var (
+	// ErrNotLeader: the operation needs the leader and this node is not it.
+	ErrNotLeader = errors.New("not the leader")
+	// ErrNoLeader: no leader is known (election running, or no quorum).
+	ErrNoLeader = errors.New("no leader")
+	// ErrNeedsConfirmation: the membership change removes the leader or
+	// leaves fewer than three voters; repeat it with force.
+	ErrNeedsConfirmation = errors.New("membership change needs confirmation")
+	// ErrShutdown: the node is shut down.
+	ErrShutdown = errors.New("cluster node shut down")
+	// ErrLeadershipLost: the leader lost leadership before the command
+	// committed; it may or may not be applied. Propose retries it with the
+	// same idempotency key, so callers of Propose rarely see it.
+	ErrLeadershipLost = errors.New("leadership lost while committing")
+)
+
+// Node is one member of the cluster. Its methods are safe for concurrent use.
+type Node struct {
+	cfg    Config
+	id     string
+	logger *slog.Logger
+
+	raft      *raft.Raft
+	fsm       *fsm
+	store     *raftboltdb.BoltStore
+	transport *raft.NetworkTransport
+	mux       *mux
+	rpc       *rpcClient
+	metrics   *metrics
+
+	lead     *leadership
+	leaderCh *broadcast // fires whenever the known leader changes
+
+	life     context.Context // cancelled at shutdown
+	stopLife context.CancelFunc
+	wg       sync.WaitGroup
+
+	shutdownOnce sync.Once
+	shutdownErr  error
+}
+
+// New opens the stores under cfg.DataDir, starts the mTLS transport and the
+// cluster RPC, and starts raft. On a first start of a node listed in
+// cfg.Peers it bootstraps the static configuration; on a restart
+// ErrCantBootstrap is expected and ignored. A node whose data dir was wiped
+// bootstraps the same configuration again and is brought up to date by the
+// leader (log or snapshot). ctx bounds start-up only.
+func New(ctx context.Context, cfg Config, sm StateMachine) (*Node, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		if cfg.Listener != nil {
+			_ = cfg.Listener.Close()
+		}
+		return nil, fmt.Errorf("cluster config: %w", err)
+	}
+	if sm == nil {
+		return nil, errors.New("cluster: nil state machine")
+	}
+	n := &Node{cfg: cfg, id: cfg.NodeID, logger: cfg.Logger.With("node", cfg.NodeID)}
+	n.life, n.stopLife = context.WithCancel(context.WithoutCancel(ctx))
+	n.lead = newLeadership()
+	n.leaderCh = newBroadcast()
+	ok := false
+	defer func() {
+		if !ok {
+			n.closeAll()
+		}
+	}()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	ln := cfg.Listener
+	if ln == nil {
+		var err error
+		var lc net.ListenConfig
+		if ln, err = lc.Listen(ctx, "tcp", cfg.BindAddr); err != nil {
+			return nil, fmt.Errorf("listen %s: %w", cfg.BindAddr, err)
+		}
+	}
+	advertise := cfg.AdvertiseAddr
+	if advertise == "" {
+		advertise = ln.Addr().String()
+	}
+
+	n.metrics = newMetrics(n)
+	n.mux = &mux{
+		ln:               ln,
+		advertise:        tcpAddr(advertise),
+		creds:            cfg.TLS,
+		allowed:          n.isMember,
+		expected:         n.idAt,
+		dialer:           cfg.Dial,
+		handshakeTimeout: cfg.HandshakeTimeout,
+		onRPC:            n.serveRPC,
+		logger:           n.logger,
+		refusals:         &refusalLog{interval: cfg.RefusalLogInterval, last: map[string]time.Time{}},
+		refusedTotal:     n.metrics.refused,
+	}
+	n.mux.start()
+	n.rpc = &rpcClient{m: n.mux, idle: map[string][]*rpcConn{}}
+
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.DataDir, "raft.db")})
+	if err != nil {
+		return nil, fmt.Errorf("open raft.db: %w", err)
+	}
+	n.store = store
+	hl := newHCLog(n.logger.With("component", "raft"))
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, cfg.SnapshotRetain, hl)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot store: %w", err)
+	}
+
+	n.transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  newRaftLayer(n.mux),
+		MaxPool: 3,
+		Timeout: cfg.TransportTimeout,
+		Logger:  hl,
+	})
+
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.NodeID)
+	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+	rc.ElectionTimeout = cfg.ElectionTimeout
+	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
+	rc.CommitTimeout = cfg.CommitTimeout
+	rc.SnapshotInterval = cfg.SnapshotInterval
+	rc.SnapshotThreshold = cfg.SnapshotThreshold
+	rc.TrailingLogs = cfg.TrailingLogs
+	rc.Logger = hl
+	// raft blocks on NotifyCh; watchLeadership drains it at once and never
+	// waits on anyone, so raft never waits on us.
+	notify := make(chan bool, 64)
+	rc.NotifyCh = notify
+	if err := raft.ValidateConfig(rc); err != nil {
+		return nil, fmt.Errorf("raft config: %w", err)
+	}
+
+	n.fsm = newFSM(sm, cfg.DedupeEntries)
+	r, err := raft.NewRaft(rc, n.fsm, store, store, snaps, n.transport)
+	if err != nil {
+		return nil, fmt.Errorf("start raft: %w", err)
+	}
+	n.raft = r
+
+	n.wg.Add(2)
+	go n.watchLeadership(notify)
+	go n.watchObservations()
+
+	if n.bootstrapPeer() {
+		var servers []raft.Server
+		for _, p := range cfg.Peers {
+			servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr)})
+		}
+		err := r.BootstrapCluster(raft.Configuration{Servers: servers}).Error()
+		switch {
+		case err == nil:
+			n.logger.Info("cluster bootstrapped", "peers", len(servers))
+		case errors.Is(err, raft.ErrCantBootstrap):
+			// A restart: the log already holds a configuration.
+		default:
+			return nil, fmt.Errorf("bootstrap: %w", err)
+		}
+	}
+	if err := n.metrics.register(cfg.Registerer); err != nil {
+		return nil, err
+	}
+	ok = true
+	n.logger.Info("cluster node started", "addr", advertise)
+	return n, nil
+}
+
+func (n *Node) bootstrapPeer() bool {
+	for _, p := range n.cfg.Peers {
+		if p.ID == n.id {
+			return true
+		}
+	}
+	return false
+}
+
+// isMember reports whether id may connect: listed in the static peers or
+// in the latest raft configuration.
+func (n *Node) isMember(id string) bool {
+	for _, p := range n.cfg.Peers {
+		if p.ID == id {
+			return true
+		}
+	}
+	for _, s := range n.servers() {
+		if string(s.ID) == id {
+			return true
+		}
+	}
+	return false
+}
+
+// idAt is the node ID the configuration places at addr ("" if none). The
+// raft configuration wins over the static list: it is newer.
+func (n *Node) idAt(addr string) string {
+	for _, s := range n.servers() {
+		if string(s.Address) == addr {
+			return string(s.ID)
+		}
+	}
+	for _, p := range n.cfg.Peers {
+		if p.RaftAddr == addr {
+			return p.ID
+		}
+	}
+	return ""
+}
+
+func (n *Node) servers() []raft.Server {
+	if n.raft == nil {
+		return nil
+	}
+	f := n.raft.GetConfiguration() // answered from memory, never blocks
+	if f.Error() != nil {
+		return nil
+	}
+	return f.Configuration().Servers
+}
+
+// ID is this node's ID.
+func (n *Node) ID() string { return n.id }
+
+// Addr is the address this node advertises to its peers.
+func (n *Node) Addr() string { return n.mux.advertise.String() }
+
+// Leader returns the current leader's ID and address, empty when none is known.
+func (n *Node) Leader() (id, addr string) {
+	a, i := n.raft.LeaderWithID()
+	return string(i), string(a)
+}
+
+// IsLeader reports whether this node is the leader right now (without
+// checking with a quorum; use VerifyLeader before acting on it).
+func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
+
+// newKey is a fresh idempotency key: 16 random bytes, generated once per
+// Propose call and reused on every retry.
+func newKey() []byte {
+	k := make([]byte, 16)
+	_, _ = rand.Read(k) // crypto/rand.Read never fails on supported platforms
+	return k
+}
+
+// Propose replicates cmd and returns the state machine's response and the
+// log index at which the command took effect. It may be called on any
+// node: a follower forwards it to the leader. It retries while leadership
+// moves, until ctx ends, always with the same idempotency key, so the
+// command is applied at most once even when an attempt failed after it was
+// committed. Errors: ErrShutdown; a LeaderTransform error; ctx's error
+// joined with the last attempt's (ErrNoLeader when no quorum).
+func (n *Node) Propose(ctx context.Context, cmd []byte) (resp []byte, index uint64, err error) {
+	return n.proposeKey(ctx, newKey(), cmd)
+}
+
+func (n *Node) proposeKey(ctx context.Context, key, cmd []byte) ([]byte, uint64, error) {
+	var resp []byte
+	var idx uint64
+	err := n.retry(ctx, func(ctx context.Context) error {
+		id, addr := n.Leader()
+		if n.IsLeader() || id == n.id {
+			var err error
+			resp, idx, err = n.applyLocal(ctx, key, cmd)
+			return err
+		}
+		if id == "" {
+			return ErrNoLeader
+		}
+		r, err := n.rpc.call(ctx, id, addr, rpcRequest{Op: opPropose, Key: key, Cmd: cmd})
+		if err != nil {
+			return err
+		}
+		if err := decodeError(r); err != nil {
+			return err
+		}
+		resp, idx = r.Resp, r.Index
+		return nil
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("propose: %w", err)
+	}
+	return resp, idx, nil
+}
+
+// retryable errors mean "try again, maybe elsewhere": the operation either
+// did not run or is idempotent.
+func retryable(err error) bool {
+	return errors.Is(err, ErrNotLeader) || errors.Is(err, ErrNoLeader) ||
+		errors.Is(err, ErrLeadershipLost) || errors.Is(err, errTransport) ||
+		errors.Is(err, raft.ErrLeadershipTransferInProgress) || errors.Is(err, raft.ErrEnqueueTimeout)
+}
+
+// retry runs op until it succeeds, fails for good, or ctx ends. Between
+// attempts it waits for a leader change or a capped backoff.
+func (n *Node) retry(ctx context.Context, op func(ctx context.Context) error) error {
+	backoff := 10 * time.Millisecond
+	for {
+		if n.life.Err() != nil {
+			return ErrShutdown
+		}
+		changed := n.leaderCh.wait()
+		err := op(ctx)
+		if err == nil || !retryable(err) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return errors.Join(ctx.Err(), err)
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return errors.Join(ctx.Err(), err)
+		case <-n.life.Done():
+			t.Stop()
+			return ErrShutdown
+		case <-changed:
+			t.Stop()
+		case <-t.C:
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// applyLocal runs on the leader: LeaderTransform, then raft.Apply, and
+// waits for the result.
+func (n *Node) applyLocal(ctx context.Context, key, cmd []byte) ([]byte, uint64, error) {
+	if n.raft.State() != raft.Leader {
+		return nil, 0, ErrNotLeader
+	}
+	payload := cmd
+	if t := n.cfg.LeaderTransform; t != nil {
+		var err error
+		if payload, err = t(cmd); err != nil {
+			return nil, 0, fmt.Errorf("leader transform: %w", err)
+		}
+	}
+	f := n.raft.Apply(encodeEnvelope(key, payload), enqueueTimeout(ctx))
+	if err := n.wait(ctx, f); err != nil {
+		return nil, 0, err
+	}
+	res, ok := f.Response().(applyResult)
+	if !ok {
+		return nil, 0, fmt.Errorf("unexpected apply response %T", f.Response())
+	}
+	if res.err != nil {
+		return nil, 0, res.err
+	}
+	return res.resp, res.index, nil
+}
+
+func enqueueTimeout(ctx context.Context) time.Duration {
+	if dl, ok := ctx.Deadline(); ok {
+		return max(time.Until(dl), time.Millisecond)
+	}
+	return 0
+}
+
+// wait waits for a raft future, giving up when ctx ends (the future still
+// completes inside raft; its goroutine ends then) and maps raft's errors to
+// ours.
+func (n *Node) wait(ctx context.Context, f raft.Future) error {
+	done := make(chan error, 1)
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		done <- f.Error()
+	}()
+	select {
+	case err := <-done:
+		return mapRaftErr(err)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func mapRaftErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, raft.ErrNotLeader):
+		return ErrNotLeader
+	case errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrAbortedByRestore):
+		return ErrLeadershipLost
+	case errors.Is(err, raft.ErrRaftShutdown):
+		return ErrShutdown
+	}
+	return err
+}
+
+// VerifyLeader confirms with a quorum that this node still leads. It
+// returns ErrNotLeader when it does not (or cannot reach a quorum), which
+// is the check to make right before any external write.
+func (n *Node) VerifyLeader(ctx context.Context) error {
+	if n.life.Err() != nil {
+		return ErrShutdown
+	}
+	return n.wait(ctx, n.raft.VerifyLeader())
+}
+
+// Barrier waits until this node's state machine has applied every command
+// committed in the cluster before the call. On a follower it asks the
+// leader for its committed index (a read index) and waits to apply it.
+func (n *Node) Barrier(ctx context.Context) error {
+	var target uint64
+	err := n.retry(ctx, func(ctx context.Context) error {
+		id, addr := n.Leader()
+		if n.IsLeader() {
+			var err error
+			target, err = n.barrierLocal(ctx)
+			return err
+		}
+		if id == "" {
+			return ErrNoLeader
+		}
+		r, err := n.rpc.call(ctx, id, addr, rpcRequest{Op: opBarrier})
+		if err != nil {
+			return err
+		}
+		if err := decodeError(r); err != nil {
+			return err
+		}
+		target = r.Index
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("barrier: %w", err)
+	}
+	return n.WaitApplied(ctx, target)
+}
+
+func (n *Node) barrierLocal(ctx context.Context) (uint64, error) {
+	if n.raft.State() != raft.Leader {
+		return 0, ErrNotLeader
+	}
+	if err := n.wait(ctx, n.raft.Barrier(enqueueTimeout(ctx))); err != nil {
+		return 0, err
+	}
+	return n.raft.AppliedIndex(), nil
+}
+
+// WaitApplied waits until this node's state machine has applied index
+// (for example one returned by Propose), polling every few milliseconds.
+func (n *Node) WaitApplied(ctx context.Context, index uint64) error {
+	t := time.NewTicker(2 * time.Millisecond)
+	defer t.Stop()
+	for n.raft.AppliedIndex() < index {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for index %d (applied %d): %w", index, n.raft.AppliedIndex(), ctx.Err())
+		case <-n.life.Done():
+			return ErrShutdown
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// Shutdown leaves gracefully: a leader first hands leadership to another
+// voter (bounded by ctx), then raft, the transport and the stores close.
+// It is idempotent; later calls return the first result.
+func (n *Node) Shutdown(ctx context.Context) error {
+	n.shutdownOnce.Do(func() {
+		if n.raft.State() == raft.Leader && n.voters() > 1 {
+			if err := n.wait(ctx, n.raft.LeadershipTransfer()); err != nil {
+				n.logger.Warn("leadership transfer before shutdown failed", "err", err)
+			} else {
+				n.logger.Info("leadership transferred before shutdown")
+			}
+		}
+		n.shutdownErr = n.closeAll()
+	})
+	return n.shutdownErr
+}
+
+// kill stops the node without handing over leadership, as a crash would
+// (tests).
+func (n *Node) kill() {
+	n.shutdownOnce.Do(func() { n.shutdownErr = n.closeAll() })
+}
+
+// closeAll releases everything New may have opened, in reverse order.
+func (n *Node) closeAll() error {
+	var errs []error
+	if n.raft != nil {
+		if err := n.raft.Shutdown().Error(); err != nil {
+			errs = append(errs, fmt.Errorf("raft shutdown: %w", err))
+		}
+	}
+	if n.transport != nil {
+		_ = n.transport.Close()
+	}
+	n.stopLife()
+	if n.rpc != nil {
+		n.rpc.close()
+	}
+	if n.mux != nil {
+		n.mux.close()
+	} else if n.cfg.Listener != nil {
+		_ = n.cfg.Listener.Close()
+	}
+	n.lead.set(false)
+	n.wg.Wait()
+	if n.metrics != nil {
+		n.metrics.unregister()
+	}
+	if n.store != nil {
+		if err := n.store.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close raft.db: %w", err))
+		}
+	}
+	if len(errs) == 0 {
+		n.logger.Info("cluster node stopped")
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,325 @@
+package cluster
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// One port carries both raft and the cluster RPC. After the TLS handshake
+// the client writes one byte naming the protocol (as Consul does), so a
+// single firewall rule and a single certificate check cover both.
+const (
+	protoRaft byte = 'R'
+	protoRPC  byte = 'F'
+)
+
+// maxPendingHandshakes bounds the handshakes in flight; connections past it
+// are closed at once, so a flood of slow clients costs a bounded number of
+// goroutines and never blocks Accept.
+const maxPendingHandshakes = 128
+
+// mux owns the listener. A goroutine accepts raw TCP connections and hands
+// each to its own handshake goroutine; only verified connections come out,
+// raft's through raftConns and RPC connections to onRPC.
+type mux struct {
+	ln               net.Listener
+	advertise        net.Addr
+	creds            *Credentials
+	allowed          func(id string) bool
+	expected         func(addr string) string
+	dialer           func(ctx context.Context, addr string) (net.Conn, error)
+	handshakeTimeout time.Duration
+	onRPC            func(conn net.Conn, peer string)
+	logger           *slog.Logger
+	refusals         *refusalLog
+	refusedTotal     prometheus.Counter
+
+	raftConns chan net.Conn
+	pending   chan struct{} // semaphore of handshakes in flight
+
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{} // RPC conns and handshakes, closed at shutdown
+	closed bool
+	done   chan struct{}
+	wg     sync.WaitGroup
+}
+
+func (m *mux) start() {
+	m.raftConns = make(chan net.Conn)
+	m.pending = make(chan struct{}, maxPendingHandshakes)
+	m.conns = make(map[net.Conn]struct{})
+	m.done = make(chan struct{})
+	m.wg.Add(1)
+	go m.acceptLoop()
+}
+
+func (m *mux) acceptLoop() {
+	defer m.wg.Done()
+	var delay time.Duration
+	for {
+		c, err := m.ln.Accept()
+		if err != nil {
+			select {
+			case <-m.done:
+				return
+			default:
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Transient (e.g. EMFILE): back off a little, like net/http.
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			t := time.NewTimer(delay)
+			select {
+			case <-t.C:
+			case <-m.done:
+				t.Stop()
+				return
+			}
+			continue
+		}
+		delay = 0
+		select {
+		case m.pending <- struct{}{}:
+		default:
+			_ = c.Close() // shed load rather than stall Accept
+			continue
+		}
+		if !m.track(c) {
+			<-m.pending
+			_ = c.Close()
+			return
+		}
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			m.handshake(c)
+		}()
+	}
+}
+
+// track registers c for closing at shutdown; false once shut down.
+func (m *mux) track(c net.Conn) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return false
+	}
+	m.conns[c] = struct{}{}
+	return true
+}
+
+func (m *mux) untrack(c net.Conn) {
+	m.mu.Lock()
+	delete(m.conns, c)
+	m.mu.Unlock()
+}
+
+func (m *mux) handshake(raw net.Conn) {
+	release := func() { <-m.pending }
+	_ = raw.SetDeadline(time.Now().Add(m.handshakeTimeout))
+	tc := tls.Server(raw, m.creds.serverTLS(m.allowed))
+	ctx, cancel := context.WithTimeout(context.Background(), m.handshakeTimeout)
+	err := tc.HandshakeContext(ctx)
+	cancel()
+	var proto [1]byte
+	if err == nil {
+		_, err = tc.Read(proto[:])
+	}
+	release()
+	if err != nil {
+		m.untrack(raw)
+		m.refused("inbound", raw.RemoteAddr().String(), err)
+		_ = raw.Close()
+		return
+	}
+	_ = raw.SetDeadline(time.Time{})
+	peer := m.creds.peerID(tc)
+	switch proto[0] {
+	case protoRaft:
+		m.untrack(raw) // raft owns and closes it from here
+		select {
+		case m.raftConns <- tc:
+		case <-m.done:
+			_ = tc.Close()
+		}
+	case protoRPC:
+		m.onRPC(tc, peer) // returns when the conn ends
+		m.untrack(raw)
+		_ = tc.Close()
+	default:
+		m.untrack(raw)
+		m.refused("inbound", raw.RemoteAddr().String(), fmt.Errorf("unknown protocol byte %#x", proto[0]))
+		_ = tc.Close()
+	}
+}
+
+// peerID is the verified identity of the peer on an established conn.
+func (c *Credentials) peerID(tc *tls.Conn) string {
+	cs := tc.ConnectionState()
+	if len(cs.PeerCertificates) == 0 {
+		return ""
+	}
+	id, _ := NodeIDFromCert(cs.PeerCertificates[0])
+	return id
+}
+
+// refused logs a refused or failed connection at most once per peer and
+// reason per interval, and counts every one.
+func (m *mux) refused(direction, remote string, err error) {
+	m.refusedTotal.Inc()
+	var r *refusal
+	peer, reason := "", err.Error()
+	key := direction + "|" + hostOf(remote) + "|"
+	if errors.As(err, &r) {
+		peer, reason = r.peer, r.reason
+		key += peer + "|" + reason
+	} else {
+		key += "handshake" // free-form errors vary; one line per host is enough
+	}
+	if !m.refusals.allow(key, time.Now()) {
+		return
+	}
+	m.logger.Warn("peer refused", "direction", direction, "remote", remote, "peer", peer, "reason", reason)
+}
+
+func hostOf(addr string) string {
+	h, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	return h
+}
+
+// dial opens a verified connection to the node expectedID at addr and
+// announces proto.
+func (m *mux) dial(ctx context.Context, addr, expectedID string, proto byte) (net.Conn, error) {
+	raw, err := m.dialer(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	tc := tls.Client(raw, m.creds.clientTLS(expectedID))
+	if err := tc.HandshakeContext(ctx); err != nil {
+		_ = raw.Close()
+		m.refused("outbound", addr, err)
+		return nil, fmt.Errorf("tls handshake with %s: %w", addr, err)
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		_ = tc.SetWriteDeadline(dl)
+	}
+	if _, err := tc.Write([]byte{proto}); err != nil {
+		_ = tc.Close()
+		return nil, fmt.Errorf("announce protocol to %s: %w", addr, err)
+	}
+	_ = tc.SetWriteDeadline(time.Time{})
+	return tc, nil
+}
+
+// close stops accepting, closes every connection it still owns and waits
+// for its goroutines.
+func (m *mux) close() {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return
+	}
+	m.closed = true
+	close(m.done)
+	conns := make([]net.Conn, 0, len(m.conns))
+	for c := range m.conns {
+		conns = append(conns, c)
+	}
+	m.mu.Unlock()
+	_ = m.ln.Close()
+	for _, c := range conns {
+		_ = c.Close()
+	}
+	m.wg.Wait()
+}
+
+// raftLayer is the raft.StreamLayer view of the mux.
+type raftLayer struct {
+	m       *mux
+	timeout time.Duration
+	once    sync.Once
+	closed  chan struct{}
+}
+
+var _ raft.StreamLayer = (*raftLayer)(nil)
+
+func newRaftLayer(m *mux) *raftLayer { return &raftLayer{m: m, closed: make(chan struct{})} }
+
+// Accept returns the next verified raft connection.
+func (l *raftLayer) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.m.raftConns:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	case <-l.m.done:
+		return nil, net.ErrClosed
+	}
+}
+
+// Close stops Accept; the listener itself belongs to the mux.
+func (l *raftLayer) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return nil
+}
+
+// Addr is the advertised address: raft puts it in its configuration.
+func (l *raftLayer) Addr() net.Addr { return l.m.advertise }
+
+// Dial opens a verified raft connection to whoever the configuration says
+// lives at address.
+func (l *raftLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	addr := string(address)
+	return l.m.dial(ctx, addr, l.m.expected(addr), protoRaft)
+}
+
+// refusalLog remembers when each key was last logged, so a peer that
+// retries every few milliseconds produces one line per interval.
+type refusalLog struct {
+	mu       sync.Mutex
+	interval time.Duration
+	last     map[string]time.Time
+}
+
+const maxRefusalKeys = 1024
+
+func (r *refusalLog) allow(key string, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t, ok := r.last[key]; ok && now.Sub(t) < r.interval {
+		return false
+	}
+	if len(r.last) >= maxRefusalKeys {
+		for k, t := range r.last {
+			if now.Sub(t) >= r.interval {
+				delete(r.last, k)
+			}
+		}
+		if len(r.last) >= maxRefusalKeys {
+			return false // a flood of distinct keys: stay quiet, the counter still counts
+		}
+	}
+	r.last[key] = now
+	return true
+}
+
+// tcpAddr is a net.Addr for an advertised host:port string.
+type tcpAddr string
+
+func (a tcpAddr) Network() string { return "tcp" }
+func (a tcpAddr) String() string  { return string(a) }
