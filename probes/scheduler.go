@@ -1,0 +1,481 @@
+package probes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// SiteSpec is the set of probes of one site.
+type SiteSpec struct {
+	Site   string
+	Probes []Spec
+}
+
+// NamedResult is one probe's Result within a Round, with who it belongs to.
+type NamedResult struct {
+	Site     string
+	Probe    string
+	Type     string
+	Critical bool
+	// Scheduled is when the probe was due: the round's tick plus the
+	// probe's fixed jitter. Started is when the prober was called.
+	Scheduled time.Time
+	Started   time.Time
+	Result
+}
+
+// Round is the outcome of running every probe once.
+type Round struct {
+	// Seq counts rounds run by this Scheduler, from 1.
+	Seq uint64
+	// Start is the round's tick: the intended start, not the actual one.
+	Start time.Time
+	// Results holds one entry per probe, in the order of the sites and
+	// probes given to NewScheduler.
+	Results []NamedResult
+}
+
+// SchedulerOptions tune a Scheduler. The zero value is usable for RunOnce.
+type SchedulerOptions struct {
+	// Interval between round ticks. Run needs it > 0; with 0 only RunOnce
+	// drives rounds, and there is no jitter.
+	Interval time.Duration
+	// JitterFraction bounds each probe's fixed start offset to this fraction
+	// of Interval (default 0.1, at most 0.5). The offset also never pushes a
+	// probe's deadline past the next tick. Negative disables jitter.
+	JitterFraction float64
+	// Concurrency bounds how many probers run at once (default 16).
+	Concurrency int
+	// DefaultTimeout applies to specs whose Timeout is 0 (default 3/4 of
+	// Interval, or 10s when Interval is 0).
+	DefaultTimeout time.Duration
+	// Grace is how long past its deadline a prober may take to return before
+	// it is abandoned and reported as a timeout (default 500ms).
+	Grace time.Duration
+	// Probers maps types to probe functions (default Probers).
+	Probers map[string]ProbeFunc
+	// Metrics, when set, records every outcome.
+	Metrics *Metrics
+	// Logger receives one debug line per result; nil discards.
+	Logger *slog.Logger
+}
+
+// SchedulerStats are counters of a Scheduler's life so far.
+type SchedulerStats struct {
+	Rounds    uint64 // rounds completed
+	Dropped   uint64 // rounds replaced before the consumer took them
+	Skipped   uint64 // ticks skipped because a round overran by more than an interval
+	Abandoned uint64 // prober runs not returned by deadline + grace
+}
+
+// Scheduler runs every probe once per interval on absolute ticks from its
+// start time, each probe at a fixed offset (jitter) from the tick, with
+// bounded concurrency and enforced timeouts. It never retries and never
+// judges: it hands each Round to the consumer.
+type Scheduler struct {
+	probes  []schedProbe
+	order   []int // indices into probes, by offset
+	opts    SchedulerOptions
+	logger  *slog.Logger
+	sem     chan struct{}
+	rounds  chan Round
+	roundMu sync.Mutex // one round at a time, so RunOnce and Run never interleave
+	proberW sync.WaitGroup
+
+	seq, done, dropped, skipped, abandoned atomic.Uint64
+}
+
+type schedProbe struct {
+	site    string
+	spec    Spec
+	fn      ProbeFunc
+	timeout time.Duration
+	offset  time.Duration
+	logger  *slog.Logger
+	// running is set while a prober goroutine is alive, so an abandoned
+	// prober that ignores its context is never started twice: the leak is
+	// bounded to one goroutine per probe.
+	running *atomic.Bool
+}
+
+// Scheduler defaults.
+const (
+	schedDefaultJitter      = 0.1
+	schedDefaultConcurrency = 16
+	schedDefaultGrace       = 500 * time.Millisecond
+)
+
+// ErrNoInterval is returned by Run when the Scheduler has no interval.
+var ErrNoInterval = errors.New("scheduler has no interval: drive it with RunOnce")
+
+// NewScheduler checks the sites' probes and returns a Scheduler for them.
+// It reports every problem at once (errors.Join).
+func NewScheduler(sites []SiteSpec, opts SchedulerOptions) (*Scheduler, error) {
+	var errs []error
+	if opts.Interval < 0 {
+		errs = append(errs, fmt.Errorf("interval: %s must not be negative", opts.Interval))
+	}
+	if opts.JitterFraction == 0 {
+		opts.JitterFraction = schedDefaultJitter
+	}
+	if opts.JitterFraction > 0.5 {
+		errs = append(errs, fmt.Errorf("jitter fraction: %v must be at most 0.5", opts.JitterFraction))
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = schedDefaultConcurrency
+	}
+	if opts.DefaultTimeout <= 0 {
+		opts.DefaultTimeout = 10 * time.Second
+		if opts.Interval > 0 {
+			opts.DefaultTimeout = opts.Interval * 3 / 4
+		}
+	}
+	if opts.Grace <= 0 {
+		opts.Grace = schedDefaultGrace
+	}
+	if opts.Interval > 0 && opts.DefaultTimeout >= opts.Interval {
+		errs = append(errs, fmt.Errorf("default timeout: %s must be below the interval %s", opts.DefaultTimeout, opts.Interval))
+	}
+	if opts.Probers == nil {
+		opts.Probers = Probers
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+
+	s := &Scheduler{
+		opts:   opts,
+		logger: logger,
+		sem:    make(chan struct{}, opts.Concurrency),
+		rounds: make(chan Round, 1),
+	}
+	seenSite := map[string]bool{}
+	for si, site := range sites {
+		if site.Site == "" {
+			errs = append(errs, fmt.Errorf("sites[%d]: name must be set", si))
+		} else if seenSite[site.Site] {
+			errs = append(errs, fmt.Errorf("sites[%s]: duplicate site", site.Site))
+		}
+		seenSite[site.Site] = true
+		seen := map[string]bool{}
+		for pi, spec := range site.Probes {
+			at := fmt.Sprintf("sites[%s].probes[%d]", site.Site, pi)
+			if spec.Name != "" {
+				at = fmt.Sprintf("sites[%s].probes[%s]", site.Site, spec.Name)
+			}
+			if err := schedCheckSpec(spec, seen, opts); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", at, err))
+				continue
+			}
+			seen[spec.Name] = true
+			timeout := spec.Timeout
+			if timeout <= 0 {
+				timeout = opts.DefaultTimeout
+			}
+			s.probes = append(s.probes, schedProbe{
+				site:    site.Site,
+				spec:    spec,
+				fn:      opts.Probers[spec.Type],
+				timeout: timeout,
+				logger:  logger.With("site", site.Site, "probe", spec.Name),
+				running: new(atomic.Bool),
+			})
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for i := range s.probes {
+		p := &s.probes[i]
+		p.offset = jitterOffset(p.site, p.spec.Name, schedMaxJitter(opts, p.timeout))
+		s.order = append(s.order, i)
+	}
+	slices.SortStableFunc(s.order, func(a, b int) int {
+		return int(s.probes[a].offset - s.probes[b].offset)
+	})
+	return s, nil
+}
+
+func schedCheckSpec(spec Spec, seen map[string]bool, opts SchedulerOptions) error {
+	var errs []error
+	if spec.Name == "" {
+		errs = append(errs, errors.New("name: must be set"))
+	} else if seen[spec.Name] {
+		errs = append(errs, errors.New("name: duplicate probe"))
+	}
+	if opts.Probers[spec.Type] == nil {
+		errs = append(errs, fmt.Errorf("type: no prober for %q", spec.Type))
+	}
+	if spec.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("timeout: %s must not be negative", spec.Timeout))
+	}
+	if opts.Interval > 0 && spec.Timeout >= opts.Interval {
+		errs = append(errs, fmt.Errorf("timeout: %s must be below the interval %s", spec.Timeout, opts.Interval))
+	}
+	switch spec.Type {
+	case "http":
+		if spec.HTTP == nil {
+			errs = append(errs, errors.New("http: spec missing"))
+		} else if err := spec.HTTP.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	case "tcp":
+		if spec.TCP == nil {
+			errs = append(errs, errors.New("tcp: spec missing"))
+		} else if err := spec.TCP.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// schedMaxJitter is the bound of a probe's offset: JitterFraction of the
+// interval, cut so that offset + timeout + grace still ends before the next
+// tick when it can.
+func schedMaxJitter(opts SchedulerOptions, timeout time.Duration) time.Duration {
+	if opts.Interval <= 0 || opts.JitterFraction <= 0 {
+		return 0
+	}
+	bound := time.Duration(float64(opts.Interval) * opts.JitterFraction)
+	if room := opts.Interval - timeout - opts.Grace; room < bound {
+		bound = max(room, 0)
+	}
+	return bound
+}
+
+// jitterOffset is a probe's fixed offset in [0, bound): a hash of its site
+// and name, so it is the same every round and on every node, and probes of
+// one site spread out instead of starting together.
+func jitterOffset(site, probe string, bound time.Duration) time.Duration {
+	if bound <= 0 {
+		return 0
+	}
+	h := fnv.New64a()
+	h.Write([]byte(site))
+	h.Write([]byte{0})
+	h.Write([]byte(probe))
+	return time.Duration(h.Sum64() % uint64(bound))
+}
+
+// Rounds delivers each round Run completes. It holds at most one pending
+// round: when the consumer has not taken it by the next one, it is replaced
+// and counted as dropped, so a slow consumer never stalls probing.
+func (s *Scheduler) Rounds() <-chan Round { return s.rounds }
+
+// Stats returns the counters so far. Safe for concurrent use.
+func (s *Scheduler) Stats() SchedulerStats {
+	return SchedulerStats{
+		Rounds:    s.done.Load(),
+		Dropped:   s.dropped.Load(),
+		Skipped:   s.skipped.Load(),
+		Abandoned: s.abandoned.Load(),
+	}
+}
+
+// Run runs a round at every tick (its start time plus a multiple of the
+// interval) until ctx is done, delivering rounds on Rounds. Ticks are
+// absolute, so the schedule never drifts; a round that overruns by more
+// than an interval makes Run skip the missed ticks rather than burst. It
+// returns nil when ctx is done, after waiting up to Grace for probers still
+// running, and ErrNoInterval without an interval. Call it once.
+func (s *Scheduler) Run(ctx context.Context) error {
+	if s.opts.Interval <= 0 {
+		return ErrNoInterval
+	}
+	defer s.waitProbers()
+	interval := s.opts.Interval
+	start := time.Now()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for k := int64(0); ; {
+		tick := start.Add(time.Duration(k) * interval)
+		timer.Reset(time.Until(tick))
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-timer.C:
+		}
+		round := s.runRound(ctx, tick)
+		if ctx.Err() != nil {
+			return nil
+		}
+		s.publish(round)
+		// The next tick is k+1, unless the round overran past it; then the
+		// latest tick already due, so at most one round is ever late.
+		next := max(k+1, int64(time.Since(start)/interval))
+		if n := next - k - 1; n > 0 {
+			s.skipped.Add(uint64(n))
+			s.opts.Metrics.ticksSkipped(int(n))
+			s.logger.Warn("probe ticks skipped: round overran", "skipped", n)
+		}
+		k = next
+	}
+}
+
+// RunOnce runs one round now (each probe at its offset from now) and returns
+// it; it does not deliver it on Rounds. Rounds never interleave: RunOnce
+// waits for a round Run has in progress. Safe for concurrent use.
+func (s *Scheduler) RunOnce(ctx context.Context) Round {
+	return s.runRound(ctx, time.Now())
+}
+
+func (s *Scheduler) publish(r Round) {
+	select {
+	case s.rounds <- r:
+		return
+	default:
+	}
+	// Only this goroutine sends, so after taking the stale round there is room.
+	select {
+	case <-s.rounds:
+		s.dropped.Add(1)
+		s.opts.Metrics.roundDropped()
+	default:
+	}
+	select {
+	case s.rounds <- r:
+	default:
+	}
+}
+
+// waitProbers waits up to Grace for prober goroutines still running.
+func (s *Scheduler) waitProbers() {
+	done := make(chan struct{})
+	go func() {
+		s.proberW.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(s.opts.Grace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		s.logger.Warn("probers still running at shutdown: they ignore their context")
+	}
+}
+
+func (s *Scheduler) runRound(ctx context.Context, tick time.Time) Round {
+	s.roundMu.Lock()
+	defer s.roundMu.Unlock()
+	round := Round{Seq: s.seq.Add(1), Start: tick, Results: make([]NamedResult, len(s.probes))}
+	launched := make([]bool, len(s.probes))
+	var wg sync.WaitGroup
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+dispatch:
+	for _, i := range s.order {
+		p := &s.probes[i]
+		at := tick.Add(p.offset)
+		if d := time.Until(at); d > 0 {
+			timer.Reset(d)
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+				break dispatch
+			}
+		}
+		select {
+		case s.sem <- struct{}{}:
+		case <-ctx.Done():
+			break dispatch
+		}
+		launched[i] = true
+		wg.Go(func() {
+			defer func() { <-s.sem }()
+			round.Results[i] = s.runProbe(ctx, p, at)
+		})
+	}
+	wg.Wait()
+	for i := range s.probes {
+		if !launched[i] {
+			p := &s.probes[i]
+			round.Results[i] = s.named(p, tick.Add(p.offset), time.Time{},
+				connFail(ClassError, "scheduler", "not run: scheduler stopped"))
+		}
+	}
+	if ctx.Err() == nil {
+		s.done.Add(1)
+		s.opts.Metrics.roundDone()
+	}
+	return round
+}
+
+func (s *Scheduler) named(p *schedProbe, scheduled, started time.Time, r Result) NamedResult {
+	return NamedResult{
+		Site: p.site, Probe: p.spec.Name, Type: p.spec.Type, Critical: p.spec.Critical,
+		Scheduled: scheduled, Started: started, Result: r,
+	}
+}
+
+// runProbe runs one prober under its timeout. The prober runs in its own
+// goroutine so that one ignoring its context cannot hold the round: past
+// deadline + grace it is abandoned and reported as a timeout.
+func (s *Scheduler) runProbe(ctx context.Context, p *schedProbe, scheduled time.Time) NamedResult {
+	started := time.Now()
+	var res Result
+	if !p.running.CompareAndSwap(false, true) {
+		res = connFail(ClassTimeout, "scheduler", "previous run still running past its timeout")
+	} else {
+		res = s.call(ctx, p)
+	}
+	if res.Duration == 0 {
+		res.Duration = time.Since(started)
+	}
+	nr := s.named(p, scheduled, started, res)
+	if ctx.Err() == nil {
+		s.opts.Metrics.observe(nr)
+	}
+	if nr.OK {
+		p.logger.Debug("probe ok", "duration", nr.Duration)
+	} else {
+		p.logger.Debug("probe failed", "class", string(nr.Class), "phase", nr.Phase, "reason", nr.Reason, "duration", nr.Duration)
+	}
+	return nr
+}
+
+func (s *Scheduler) call(ctx context.Context, p *schedProbe) Result {
+	pctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	done := make(chan Result, 1) // buffered: an abandoned prober must not block on it
+	s.proberW.Go(func() {
+		defer p.running.Store(false)
+		defer func() {
+			if v := recover(); v != nil {
+				done <- connFail(ClassError, "prober", fmt.Sprintf("prober panicked: %v", v))
+			}
+		}()
+		done <- p.fn(pctx, p.spec, p.logger)
+	})
+	grace := time.NewTimer(p.timeout + s.opts.Grace)
+	defer grace.Stop()
+	select {
+	case r := <-done:
+		if errors.Is(pctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil && r.Class != ClassTimeout {
+			// It returned, but only after its deadline: that is a timeout
+			// whatever it says, or a hanging prober would count as up.
+			reason := "timeout"
+			if r.Reason != "" {
+				reason = "timeout: " + r.Reason
+			}
+			r.OK, r.Class, r.Reason = false, ClassTimeout, reason
+			if r.Phase == "" {
+				r.Phase = "prober"
+			}
+		}
+		return r
+	case <-grace.C:
+		cancel()
+		s.abandoned.Add(1)
+		s.opts.Metrics.proberAbandoned()
+		p.logger.Warn("prober abandoned past its deadline", "timeout", p.timeout)
+		return connFail(ClassTimeout, "prober", fmt.Sprintf("no result within timeout %s", p.timeout))
+	}
+}
