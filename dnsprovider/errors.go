@@ -139,7 +139,7 @@ func IsRetryable(err error) bool {
 	if errors.As(err, &rc) {
 		return rc.Rcode == dns.RcodeServerFailure
 	}
-	if errors.Is(err, ErrBadReply) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
+	if errors.Is(err, ErrBadReply) || errors.Is(err, errServerSide) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
 		return true
 	}
 	var ne net.Error

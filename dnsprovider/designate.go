@@ -1,0 +1,269 @@
+package dnsprovider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack"
+	"github.com/gophercloud/gophercloud/v2/openstack/dns/v2/recordsets"
+	"github.com/gophercloud/gophercloud/v2/openstack/dns/v2/zones"
+	"github.com/miekg/dns"
+)
+
+// DesignateConfig configures OpenStack Designate (DNS v2 API), typically in
+// a region other than the primary site's, so the flip does not depend on the
+// cloud that failed. Passwords and application credential secrets come from
+// files or environment variables only.
+type DesignateConfig struct {
+	AuthURL           string `yaml:"auth_url" json:"auth_url"` // Keystone v3, e.g. https://keystone.example:5000/v3
+	Region            string `yaml:"region" json:"region"`
+	Interface         string `yaml:"interface" json:"interface"` // public (default), internal, admin
+	Username          string `yaml:"username" json:"username"`
+	UserDomainName    string `yaml:"user_domain_name" json:"user_domain_name"`
+	ProjectName       string `yaml:"project_name" json:"project_name"`
+	ProjectDomainName string `yaml:"project_domain_name" json:"project_domain_name"`
+	Password          Secret `yaml:"password" json:"password"`
+	// Application credentials replace username/password when set.
+	ApplicationCredentialID     string        `yaml:"application_credential_id" json:"application_credential_id"`
+	ApplicationCredentialSecret Secret        `yaml:"application_credential_secret" json:"application_credential_secret"`
+	Timeout                     time.Duration `yaml:"timeout" json:"timeout"`
+}
+
+// Designate writes recordsets through the Designate v2 API (gophercloud).
+//
+// It has no compare-and-swap: Designate's recordset update takes no
+// precondition. What it does instead (a weak guard): SetRecords reads the
+// recordsets, and right before each update re-reads that recordset and
+// refuses with a *ConflictError if its version moved since the read. That
+// narrows, but does not close, the window in which a concurrent writer's
+// change is overwritten, and RRsets are written one by one, not atomically.
+// Safe for concurrent use.
+type Designate struct {
+	zone string
+	cfg  DesignateConfig
+	log  *slog.Logger
+
+	mu     sync.Mutex
+	client *gophercloud.ServiceClient
+	zoneID string
+}
+
+var _ Provider = (*Designate)(nil)
+
+// NewDesignate builds the provider; it authenticates lazily on first use.
+func NewDesignate(zone string, cfg DesignateConfig, log *slog.Logger) (*Designate, error) {
+	var errs []error
+	if cfg.AuthURL == "" {
+		errs = append(errs, fmt.Errorf("%w: designate.auth_url is empty", ErrConfig))
+	}
+	if cfg.Region == "" {
+		errs = append(errs, fmt.Errorf("%w: designate.region is empty", ErrConfig))
+	}
+	if cfg.ApplicationCredentialID == "" && cfg.Username == "" {
+		errs = append(errs, fmt.Errorf("%w: designate needs username or application_credential_id", ErrConfig))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 30 * time.Second
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	zone = dns.CanonicalName(zone)
+	return &Designate{zone: zone, cfg: cfg, log: log.With("zone", zone, "provider", "designate", "region", cfg.Region)}, nil
+}
+
+// Zone implements Provider.
+func (d *Designate) Zone() string { return d.zone }
+
+func (d *Designate) connect(ctx context.Context) (*gophercloud.ServiceClient, string, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.client != nil {
+		return d.client, d.zoneID, nil
+	}
+	opts := gophercloud.AuthOptions{
+		IdentityEndpoint: d.cfg.AuthURL,
+		Username:         d.cfg.Username,
+		DomainName:       d.cfg.UserDomainName,
+		AllowReauth:      true,
+	}
+	if d.cfg.ApplicationCredentialID != "" {
+		sec, err := d.cfg.ApplicationCredentialSecret.Value()
+		if err != nil {
+			return nil, "", fmt.Errorf("designate application_credential_secret: %w", err)
+		}
+		opts = gophercloud.AuthOptions{IdentityEndpoint: d.cfg.AuthURL, ApplicationCredentialID: d.cfg.ApplicationCredentialID, ApplicationCredentialSecret: sec, AllowReauth: true}
+	} else {
+		pw, err := d.cfg.Password.Value()
+		if err != nil {
+			return nil, "", fmt.Errorf("designate password: %w", err)
+		}
+		opts.Password = pw
+		opts.Scope = &gophercloud.AuthScope{ProjectName: d.cfg.ProjectName, DomainName: d.cfg.ProjectDomainName}
+	}
+	pc, err := openstack.AuthenticatedClient(ctx, opts)
+	if err != nil {
+		return nil, "", fmt.Errorf("designate auth: %w", classifyGophercloud(err))
+	}
+	avail := gophercloud.AvailabilityPublic
+	switch d.cfg.Interface {
+	case "internal":
+		avail = gophercloud.AvailabilityInternal
+	case "admin":
+		avail = gophercloud.AvailabilityAdmin
+	}
+	sc, err := openstack.NewDNSV2(pc, gophercloud.EndpointOpts{Region: d.cfg.Region, Availability: avail})
+	if err != nil {
+		return nil, "", fmt.Errorf("designate endpoint in region %s: %w", d.cfg.Region, errors.Join(ErrConfig, err))
+	}
+	pages, err := zones.List(sc, zones.ListOpts{Name: d.zone}).AllPages(ctx)
+	if err != nil {
+		return nil, "", fmt.Errorf("designate list zones: %w", classifyGophercloud(err))
+	}
+	zs, err := zones.ExtractZones(pages)
+	if err != nil {
+		return nil, "", fmt.Errorf("designate list zones: %w", errors.Join(ErrBadReply, err))
+	}
+	for _, z := range zs {
+		if dns.CanonicalName(z.Name) == d.zone {
+			d.client, d.zoneID = sc, z.ID
+			return sc, z.ID, nil
+		}
+	}
+	return nil, "", fmt.Errorf("designate: %w: zone %s not found in region %s", ErrWrongZone, d.zone, d.cfg.Region)
+}
+
+// recordsets lists the zone's recordsets keyed by (name, type).
+func (d *Designate) recordsets(ctx context.Context) (map[RRsetID]recordsets.RecordSet, error) {
+	sc, zid, err := d.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pages, err := recordsets.ListByZone(sc, zid, recordsets.ListOpts{}).AllPages(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("designate list recordsets: %w", classifyGophercloud(err))
+	}
+	rss, err := recordsets.ExtractRecordSets(pages)
+	if err != nil {
+		return nil, fmt.Errorf("designate list recordsets: %w", errors.Join(ErrBadReply, err))
+	}
+	out := map[RRsetID]recordsets.RecordSet{}
+	for _, rs := range rss {
+		if !inZone(rs.Name, d.zone) {
+			return nil, fmt.Errorf("designate: %w: recordset %s outside %s", ErrWrongZone, rs.Name, d.zone)
+		}
+		out[normalizeID(RRsetID{Name: RelativeName(rs.Name, d.zone), Type: rs.Type}, d.zone)] = rs
+	}
+	return out, nil
+}
+
+func fromRecordSet(id RRsetID, rs recordsets.RecordSet) RRset {
+	s := RRset{Name: id.Name, Type: id.Type, TTL: time.Duration(rs.TTL) * time.Second}
+	for _, v := range rs.Records {
+		if id.Type == "TXT" {
+			v = unquoteTXT(v)
+		}
+		s.Values = append(s.Values, v)
+	}
+	return s
+}
+
+// GetRecords implements Provider (one list of the zone's recordsets).
+func (d *Designate) GetRecords(ctx context.Context, want []RRsetID) ([]RRset, error) {
+	have, err := d.recordsets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]RRset, len(want))
+	for i, id := range want {
+		nid := normalizeID(id, d.zone)
+		if rs, ok := have[nid]; ok {
+			out[i] = fromRecordSet(RRsetID{Name: id.Name, Type: nid.Type}, rs)
+		} else {
+			out[i] = RRset{Name: id.Name, Type: nid.Type}
+		}
+	}
+	return out, nil
+}
+
+func designateValues(s RRset) []string {
+	out := make([]string, len(s.Values))
+	for i, v := range s.Values {
+		if strings.EqualFold(s.Type, "TXT") {
+			v = `"` + escapeTXT(v) + `"`
+		}
+		out[i] = v
+	}
+	return out
+}
+
+// SetRecords implements Provider. Per RRset: create, update (guarded by the
+// recordset version, see the type doc) or delete. Not atomic across RRsets.
+func (d *Designate) SetRecords(ctx context.Context, sets []RRset) ([]RRset, error) {
+	have, err := d.recordsets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sc, zid, err := d.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var changed []RRset
+	for _, s := range sets {
+		id := normalizeID(s.ID(), d.zone)
+		rs, exists := have[id]
+		if exists && sameRRset(s, fromRecordSet(id, rs)) || !exists && len(s.Values) == 0 {
+			continue
+		}
+		ttl := int(s.TTL / time.Second)
+		switch {
+		case !exists:
+			_, err = recordsets.Create(ctx, sc, zid, recordsets.CreateOpts{Name: AbsoluteName(s.Name, d.zone), Type: id.Type, TTL: ttl, Records: designateValues(s)}).Extract()
+		default:
+			// Weak guard: the recordset must still be the version we read.
+			now, gerr := recordsets.Get(ctx, sc, zid, rs.ID).Extract()
+			if gerr != nil {
+				return changed, fmt.Errorf("designate get recordset %s: %w", id, classifyGophercloud(gerr))
+			}
+			if now.Version != rs.Version {
+				cur := fromRecordSet(id, *now)
+				return changed, fmt.Errorf("designate set %s: %w", id, &ConflictError{Rcode: "VERSION", Current: []RRset{cur}})
+			}
+			if len(s.Values) == 0 {
+				err = recordsets.Delete(ctx, sc, zid, rs.ID).ExtractErr()
+			} else {
+				_, err = recordsets.Update(ctx, sc, zid, rs.ID, recordsets.UpdateOpts{TTL: &ttl, Records: designateValues(s)}).Extract()
+			}
+		}
+		if err != nil {
+			return changed, fmt.Errorf("designate write %s: %w", id, classifyGophercloud(err))
+		}
+		changed = append(changed, s)
+	}
+	if len(changed) > 0 {
+		d.log.Info("dns records set", "rrsets", len(changed), "mode", "unconditional")
+	}
+	return changed, nil
+}
+
+// classifyGophercloud maps HTTP statuses: 401/403 ErrAuth, 5xx retryable.
+func classifyGophercloud(err error) error {
+	var ec gophercloud.ErrUnexpectedResponseCode
+	if errors.As(err, &ec) {
+		if ec.Actual >= 500 {
+			return &HTTPStatusError{Status: ec.Actual, Err: errServerSide}
+		}
+		return &HTTPStatusError{Status: ec.Actual, Err: errors.New(http.StatusText(ec.Actual))}
+	}
+	return err
+}
