@@ -4,6 +4,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/drwatch/drwatch/cmd/drwatch/node"
 	"os"
 )
 
@@ -15,6 +16,7 @@ var (
 )
 
 func main() {
+	node.BuildInfo.Version, node.BuildInfo.Commit, node.BuildInfo.Date = version, commit, date
 	if err := newRootCmd().Execute(); err != nil {
 		var s silentError
 		if !errors.As(err, &s) {

@@ -69,7 +69,7 @@ agrees through Raft whether the primary is down, and flips DNS to the backup.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%w\nsee '%s --help'", err, c.CommandPath())}
 	})
-	root.AddCommand(newVersionCmd(), newConfigCmd())
+	root.AddCommand(newVersionCmd(), newConfigCmd(), newServeCmd())
 	return root
 }
 

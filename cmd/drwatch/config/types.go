@@ -184,12 +184,16 @@ type Route53 struct {
 
 // Designate is OpenStack DNS.
 type Designate struct {
-	Cloud                           string `yaml:"cloud" doc:"Cloud name in clouds.yaml."`
-	CloudsFile                      string `yaml:"clouds_file" doc:"Path of clouds.yaml."`
-	AuthURL                         string `yaml:"auth_url" doc:"Keystone URL, with application credentials."`
+	AuthURL                         string `yaml:"auth_url" doc:"Keystone v3 URL of the region that serves DNS."`
 	Region                          string `yaml:"region" doc:"Region of the Designate used (not the primary's)."`
-	ApplicationCredentialIDFile     string `yaml:"application_credential_id_file" doc:"File holding the application credential ID."`
+	Interface                       string `yaml:"interface" default:"public" doc:"Endpoint interface: public, internal or admin."`
+	ApplicationCredentialID         string `yaml:"application_credential_id" doc:"Application credential ID (not secret)."`
 	ApplicationCredentialSecretFile string `yaml:"application_credential_secret_file" doc:"File holding the application credential secret."`
+	Username                        string `yaml:"username" doc:"User name, instead of an application credential."`
+	UserDomainName                  string `yaml:"user_domain_name" doc:"The user's domain."`
+	ProjectName                     string `yaml:"project_name" doc:"Project that owns the zone."`
+	ProjectDomainName               string `yaml:"project_domain_name" doc:"The project's domain."`
+	PasswordFile                    string `yaml:"password_file" doc:"File holding the user's password."`
 }
 
 // Log configures logging.

@@ -556,12 +556,21 @@ func (v *validator) providerSection(d DNS) {
 			v.add(base, "required for provider designate")
 			return
 		}
-		if g.Cloud == "" {
-			v.required(base+".auth_url", g.AuthURL)
-			v.fileField(base+".application_credential_id_file", g.ApplicationCredentialIDFile, true)
-			v.fileField(base+".application_credential_secret_file", g.ApplicationCredentialSecretFile, true)
+		if v.required(base+".auth_url", g.AuthURL) {
+			if u, err := url.Parse(g.AuthURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+				v.add(base+".auth_url", "%q is not an http(s) URL", g.AuthURL)
+			}
 		}
 		v.required(base+".region", g.Region)
+		switch {
+		case g.ApplicationCredentialID != "":
+			v.fileField(base+".application_credential_secret_file", g.ApplicationCredentialSecretFile, true)
+		case g.Username != "":
+			v.fileField(base+".password_file", g.PasswordFile, true)
+			v.required(base+".project_name", g.ProjectName)
+		default:
+			v.add(base, "needs application_credential_id + application_credential_secret_file, or username + password_file")
+		}
 	}
 }
 

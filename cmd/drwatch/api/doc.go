@@ -1,0 +1,6 @@
+// Package api serves drwatch's HTTP API and status page on a node's
+// api_addr: reads from the local replica, writes proposed through the
+// cluster (a follower's Propose is forwarded to the leader), bearer-token
+// authentication for writes, JSON errors with stable codes, and no secret in
+// any reply.
+package api

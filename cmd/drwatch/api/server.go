@@ -1,0 +1,326 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/drwatch/drwatch/cluster"
+	"github.com/drwatch/drwatch/failover"
+)
+
+// Server is the HTTP API and status page of one node.
+type Server struct {
+	backend Backend
+	tokens  *Tokens
+	maxBody int64
+	log     *slog.Logger
+	now     func() time.Time
+	mux     *http.ServeMux
+}
+
+// Options configure a Server.
+type Options struct {
+	// Tokens authorise writes; nil refuses every write.
+	Tokens *Tokens
+	// MaxBodyBytes bounds request bodies (default 64 KiB).
+	MaxBodyBytes int64
+	Logger       *slog.Logger
+	Now          func() time.Time
+}
+
+// MaxReasonLen bounds the reason recorded with a write.
+const MaxReasonLen = 500
+
+// NewServer builds the handler tree.
+func NewServer(b Backend, o Options) *Server {
+	s := &Server{backend: b, tokens: o.Tokens, maxBody: o.MaxBodyBytes, log: o.Logger, now: o.Now, mux: http.NewServeMux()}
+	if s.maxBody <= 0 {
+		s.maxBody = 64 << 10
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	m := s.mux
+	m.HandleFunc("GET /livez", func(w http.ResponseWriter, _ *http.Request) { writeText(w, http.StatusOK, "ok\n") })
+	m.HandleFunc("GET /readyz", s.readyz)
+	m.Handle("GET /metrics", b.Metrics())
+	m.HandleFunc("GET /api/v1/status", s.status)
+	m.HandleFunc("GET /api/v1/history", s.history)
+	m.HandleFunc("GET /api/v1/explain/{gen}", s.explain)
+	m.HandleFunc("GET /api/v1/members", s.members)
+	m.HandleFunc("POST /api/v1/failover", s.write(s.failoverCmd))
+	m.HandleFunc("POST /api/v1/failback", s.write(s.failbackCmd))
+	m.HandleFunc("POST /api/v1/switchover", s.write(s.switchoverCmd))
+	m.HandleFunc("POST /api/v1/pause", s.write(s.pauseCmd))
+	m.HandleFunc("POST /api/v1/resume", s.write(s.resumeCmd))
+	m.HandleFunc("POST /api/v1/ack", s.write(s.ackCmd))
+	m.HandleFunc("POST /api/v1/members/remove", s.removeMember)
+	m.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, ErrorDetail{Code: CodeNotFound, Message: "no such endpoint: " + r.Method + " " + r.URL.Path})
+	})
+	return s
+}
+
+// Handle adds a route (the status page and badges register here).
+func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	s.mux.ServeHTTP(w, r)
+}
+
+func writeText(w http.ResponseWriter, status int, s string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, s)
+}
+
+func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+	if err := s.backend.Ready(); err != nil {
+		writeText(w, http.StatusServiceUnavailable, "not ready: "+err.Error()+"\n")
+		return
+	}
+	writeText(w, http.StatusOK, "ready\n")
+}
+
+func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.backend.Status(r.Context()))
+}
+
+func (s *Server) history(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, struct {
+		History []failover.Entry `json:"history"`
+	}{s.backend.History()})
+}
+
+func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
+	gen, err := strconv.ParseUint(r.PathValue("gen"), 10, 64)
+	if err != nil || gen == 0 {
+		writeError(w, ErrorDetail{Code: CodeBadRequest, Message: "gen must be a positive integer"})
+		return
+	}
+	text, err := s.backend.Explain(gen)
+	if err != nil {
+		writeError(w, ErrorDetail{Code: CodeNotFound, Message: err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Gen         uint64 `json:"gen"`
+		Explanation string `json:"explanation"`
+	}{gen, text})
+}
+
+func (s *Server) members(w http.ResponseWriter, r *http.Request) {
+	ms, err := s.backend.Members(r.Context())
+	if err != nil {
+		writeSubmitError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Members []cluster.Member `json:"members"`
+	}{ms})
+}
+
+// authorize returns the actor behind the request's bearer token.
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	tok, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok || tok == "" {
+		writeError(w, ErrorDetail{Code: CodeUnauthorized, Message: "writes need an Authorization: Bearer token"})
+		return "", false
+	}
+	actor, ok := s.tokens.Actor(strings.TrimSpace(tok))
+	if !ok {
+		writeError(w, ErrorDetail{Code: CodeUnauthorized, Message: "token not recognised"})
+		return "", false
+	}
+	return actor, true
+}
+
+// decode reads one JSON object, bounded in size, rejecting unknown fields.
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	body := http.MaxBytesReader(w, r.Body, s.maxBody)
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, ErrorDetail{Code: CodeTooLarge, Message: fmt.Sprintf("request body is larger than %d bytes", s.maxBody)})
+			return false
+		}
+		if errors.Is(err, io.EOF) {
+			writeError(w, ErrorDetail{Code: CodeBadRequest, Message: "request body is empty; want a JSON object"})
+			return false
+		}
+		writeError(w, ErrorDetail{Code: CodeBadRequest, Message: "request body: " + err.Error()})
+		return false
+	}
+	if dec.More() {
+		writeError(w, ErrorDetail{Code: CodeBadRequest, Message: "request body holds more than one JSON value"})
+		return false
+	}
+	return true
+}
+
+type cmdBuilder func(req WriteRequest, actor string) (failover.Command, error)
+
+// write handles a command endpoint: authenticate, decode, build, then
+// either dry-run or submit.
+func (s *Server) write(build cmdBuilder) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		actor, ok := s.authorize(w, r)
+		if !ok {
+			return
+		}
+		var req WriteRequest
+		if !s.decode(w, r, &req) {
+			return
+		}
+		req.Reason = strings.TrimSpace(req.Reason)
+		switch {
+		case req.Reason == "":
+			writeError(w, ErrorDetail{Code: CodeBadRequest, Message: "reason is required: it is recorded in the history"})
+			return
+		case len(req.Reason) > MaxReasonLen || !utf8.ValidString(req.Reason):
+			writeError(w, ErrorDetail{Code: CodeBadRequest, Message: fmt.Sprintf("reason must be valid UTF-8 of at most %d bytes", MaxReasonLen)})
+			return
+		}
+		cmd, err := build(req, actor)
+		if err != nil {
+			writeError(w, ErrorDetail{Code: CodeBadRequest, Message: err.Error()})
+			return
+		}
+		if req.DryRun {
+			dr, err := s.backend.DryRun(cmd)
+			if err != nil {
+				writeError(w, ErrorDetail{Code: CodeInternal, Message: err.Error()})
+				return
+			}
+			writeJSON(w, http.StatusOK, dr)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
+		defer cancel()
+		res, index, err := s.backend.Submit(ctx, cmd)
+		if err != nil {
+			s.log.Info("write refused", "actor", actor, "type", cmd.Type, "err", err)
+			writeSubmitError(w, err)
+			return
+		}
+		s.log.Info("write committed", "actor", actor, "type", cmd.Type, "index", index, "gen", res.Gen, "reason", req.Reason)
+		writeJSON(w, http.StatusOK, WriteResponse{Index: index, Result: res, Actor: actor})
+	}
+}
+
+// writeSubmitError maps the errors of the cluster and the decision core onto codes.
+func writeSubmitError(w http.ResponseWriter, err error) {
+	var ref *failover.RefusedError
+	switch {
+	case errors.As(err, &ref):
+		writeError(w, ErrorDetail{Code: CodeRefused, Message: ref.Message, Rule: ref.Rule, Override: ref.Override})
+	case errors.Is(err, cluster.ErrNeedsConfirmation):
+		writeError(w, ErrorDetail{Code: CodeRefused, Rule: "needs_confirmation", Message: err.Error(), Override: "confirm explicitly (--confirm)"})
+	case errors.Is(err, failover.ErrBadCommand):
+		writeError(w, ErrorDetail{Code: CodeBadRequest, Message: err.Error()})
+	case errors.Is(err, cluster.ErrNoLeader), errors.Is(err, cluster.ErrNotLeader), errors.Is(err, context.DeadlineExceeded):
+		writeError(w, ErrorDetail{Code: CodeNoLeader, Message: "no leader could commit it (is a quorum of watchers up?): " + err.Error(),
+			Rule: "no_quorum", Override: "with no quorum, only 'drwatch dns set --no-quorum' writes DNS"})
+	case errors.Is(err, failover.ErrNoPolicy), errors.Is(err, cluster.ErrShutdown):
+		writeError(w, ErrorDetail{Code: CodeUnavailable, Message: err.Error()})
+	default:
+		writeError(w, ErrorDetail{Code: CodeInternal, Message: err.Error()})
+	}
+}
+
+func site(s string) (failover.Site, error) {
+	switch failover.Site(s) {
+	case failover.Primary, failover.Backup:
+		return failover.Site(s), nil
+	}
+	return "", fmt.Errorf("to must be primary or backup, got %q", s)
+}
+
+func (s *Server) failoverCmd(req WriteRequest, actor string) (failover.Command, error) {
+	to := req.To
+	if to == "" {
+		to = string(failover.Backup)
+	}
+	st, err := site(to)
+	if err != nil {
+		return failover.Command{}, err
+	}
+	return failover.Failover{To: st, Reason: req.Reason, Actor: actor, Force: req.Force}.Command(), nil
+}
+
+func (s *Server) switchoverCmd(req WriteRequest, actor string) (failover.Command, error) {
+	st, err := site(req.To)
+	if err != nil {
+		return failover.Command{}, err
+	}
+	return failover.Failover{To: st, Reason: req.Reason, Actor: actor, Force: req.Force, Planned: true}.Command(), nil
+}
+
+func (s *Server) failbackCmd(req WriteRequest, actor string) (failover.Command, error) {
+	return failover.Failback{Reason: req.Reason, Actor: actor, Force: req.Force}.Command(), nil
+}
+
+func (s *Server) pauseCmd(req WriteRequest, actor string) (failover.Command, error) {
+	p := failover.Pause{Reason: req.Reason, Actor: actor}
+	if req.Until != "" {
+		d, err := time.ParseDuration(req.Until)
+		if err != nil || d <= 0 {
+			return failover.Command{}, fmt.Errorf("until must be a positive duration such as 30m, got %q", req.Until)
+		}
+		p.Until = s.now().Add(d).UnixNano()
+	}
+	return p.Command(), nil
+}
+
+func (s *Server) resumeCmd(req WriteRequest, actor string) (failover.Command, error) {
+	return failover.Resume{Reason: req.Reason, Actor: actor}.Command(), nil
+}
+
+func (s *Server) ackCmd(req WriteRequest, actor string) (failover.Command, error) {
+	return failover.Ack{Reason: req.Reason, Actor: actor}.Command(), nil
+}
+
+func (s *Server) removeMember(w http.ResponseWriter, r *http.Request) {
+	actor, ok := s.authorize(w, r)
+	if !ok {
+		return
+	}
+	var req WriteRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	if req.ID == "" {
+		writeError(w, ErrorDetail{Code: CodeBadRequest, Message: "id is required"})
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
+	defer cancel()
+	if err := s.backend.RemoveMember(ctx, req.ID, req.Confirm); err != nil {
+		writeSubmitError(w, err)
+		return
+	}
+	s.log.Info("member removed", "actor", actor, "member", req.ID, "reason", req.Reason)
+	writeJSON(w, http.StatusOK, struct {
+		Removed string `json:"removed"`
+		Actor   string `json:"actor"`
+	}{req.ID, actor})
+}

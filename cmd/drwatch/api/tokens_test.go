@@ -1,0 +1,41 @@
+package api
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseTokens(t *testing.T) {
+	good := "# operators\nalice: 0123456789abcdef0123\n\nbob:fedcba9876543210fedc\n"
+	tk, err := ParseTokens([]byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		tok, actor string
+		ok         bool
+	}{
+		{"0123456789abcdef0123", "alice", true},
+		{"fedcba9876543210fedc", "bob", true},
+		{"0123456789abcdef012", "", false},
+		{"", "", false},
+		{"wrong-token-wrong-token", "", false},
+	} {
+		actor, ok := tk.Actor(tt.tok)
+		if actor != tt.actor || ok != tt.ok {
+			t.Errorf("Actor(%q): got %q %v, want %q %v", tt.tok, actor, ok, tt.actor, tt.ok)
+		}
+	}
+	const secret = "s3cr3t-but-short"
+	for _, bad := range []string{"", "# only\n", "alice\n", ":" + secret + "xx\n", "al ice:" + secret + "xxxx\n",
+		"alice:short\n", "a:" + secret + "xx\nb:" + secret + "xx\n"} {
+		_, err := ParseTokens([]byte(bad))
+		if err == nil {
+			t.Errorf("%q: got nil error", bad)
+			continue
+		}
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("%q: error leaks the token: %v", bad, err)
+		}
+	}
+}

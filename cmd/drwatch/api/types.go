@@ -1,0 +1,128 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/drwatch/drwatch/cluster"
+	"github.com/drwatch/drwatch/dnsprovider"
+	"github.com/drwatch/drwatch/failover"
+)
+
+// Backend is what a node offers the API. Reads come from the local replica;
+// Submit commits through the cluster (forwarded to the leader).
+type Backend interface {
+	// Status assembles the whole status from the local replica.
+	Status(ctx context.Context) Status
+	// History returns the replicated history, oldest first.
+	History() []failover.Entry
+	// Explain describes the evidence behind decision gen.
+	Explain(gen uint64) (string, error)
+	// Members lists the Raft configuration.
+	Members(ctx context.Context) ([]cluster.Member, error)
+	// RemoveMember removes a voter; force confirms removing the leader or going below three voters.
+	RemoveMember(ctx context.Context, id string, force bool) error
+	// Submit proposes a command and returns the decision core's result.
+	Submit(ctx context.Context, c failover.Command) (failover.Result, uint64, error)
+	// DryRun applies c to a scratch copy of the local replica and reports
+	// what would change; nothing is proposed.
+	DryRun(c failover.Command) (DryRun, error)
+	// Ready returns nil once the config is loaded, Raft has joined and a leader is known.
+	Ready() error
+	// Metrics serves this node's Prometheus registry.
+	Metrics() http.Handler
+}
+
+// Status is GET /api/v1/status. docs/api.md documents every field.
+type Status struct {
+	ServedBy string    `json:"served_by"`
+	ServedAt time.Time `json:"served_at"`
+	Leader   string    `json:"leader"`
+	// StaleSeconds is how old, by this node's clock, the leader-stamped time
+	// of the last command applied here is. Large means this replica lags.
+	StaleSeconds float64       `json:"stale_seconds"`
+	Raft         RaftStatus    `json:"raft"`
+	Warnings     []string      `json:"warnings"`
+	State        failover.View `json:"state"`
+	DNS          DNSCheck      `json:"dns"`
+	// Reconcile is the last reconciler pass; only the leader has one.
+	Reconcile *ReconcileStatus `json:"reconcile,omitempty"`
+}
+
+// RaftStatus summarises this node's Raft state.
+type RaftStatus struct {
+	State             string           `json:"state"`
+	Term              uint64           `json:"term"`
+	CommitIndex       uint64           `json:"commit_index"`
+	AppliedIndex      uint64           `json:"applied_index"`
+	LastSnapshotIndex uint64           `json:"last_snapshot_index"`
+	LastContactSecs   float64          `json:"last_contact_seconds"` // -1: never; 0 on the leader
+	LeaderAddr        string           `json:"leader_addr"`
+	Members           []cluster.Member `json:"members"`
+}
+
+// DNSCheck is the last read-only comparison of the desired records with what
+// each authoritative server answers. Every node runs it.
+type DNSCheck struct {
+	At      time.Time           `json:"at"`
+	Gen     uint64              `json:"gen"`
+	Desired []dnsprovider.RRset `json:"desired"`
+	Servers []ServerCheck       `json:"servers"`
+	Match   bool                `json:"match"`
+	Error   string              `json:"error,omitempty"`
+}
+
+// ServerCheck is one authoritative server's answer.
+type ServerCheck struct {
+	Server  string              `json:"server"`
+	NS      string              `json:"ns,omitempty"`
+	Matched bool                `json:"matched"`
+	Got     []dnsprovider.RRset `json:"got"`
+	Error   string              `json:"error,omitempty"`
+}
+
+// ReconcileStatus is the leader's last reconciler pass.
+type ReconcileStatus struct {
+	At     time.Time `json:"at"`
+	Gen    uint64    `json:"gen"`
+	Action string    `json:"action"`
+	Match  bool      `json:"match"`
+	Fence  uint64    `json:"fence"`
+	Error  string    `json:"error,omitempty"`
+}
+
+// DryRun is what a write would do.
+type DryRun struct {
+	Result  failover.Result     `json:"result"`
+	Error   *ErrorDetail        `json:"error,omitempty"`
+	From    []dnsprovider.RRset `json:"from"` // the records DNS should hold now
+	To      []dnsprovider.RRset `json:"to"`   // the records after the command
+	Checks  []Check             `json:"checks"`
+	Changes bool                `json:"changes"`
+}
+
+// Check is one safety rule and whether it passes now.
+type Check struct {
+	Rule   string `json:"rule"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
+}
+
+// WriteRequest is the body of every write. Fields a command does not use are ignored.
+type WriteRequest struct {
+	To      string `json:"to,omitempty"`      // failover: primary or backup
+	Reason  string `json:"reason"`            // required: recorded in the history
+	Force   bool   `json:"force,omitempty"`   // override the target-health rule (recorded as forced)
+	Until   string `json:"until,omitempty"`   // pause: a duration ("30m"); empty = until resume
+	DryRun  bool   `json:"dry_run,omitempty"` // report what would happen; commit nothing
+	ID      string `json:"id,omitempty"`      // members/remove: the node
+	Confirm bool   `json:"confirm,omitempty"` // members/remove: removing the leader or going below three voters
+}
+
+// WriteResponse is the reply to a committed write.
+type WriteResponse struct {
+	Index  uint64          `json:"index"`
+	Result failover.Result `json:"result"`
+	Actor  string          `json:"actor"`
+}

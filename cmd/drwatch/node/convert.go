@@ -1,0 +1,112 @@
+package node
+
+import (
+	"github.com/drwatch/drwatch/cmd/drwatch/config"
+	"github.com/drwatch/drwatch/dnsprovider"
+	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/probes"
+)
+
+// PolicyFrom is the replicated policy this node's file describes.
+func PolicyFrom(c *config.Config) failover.Policy {
+	p := failover.Policy{
+		Quorum:       c.Policy.Quorum,
+		Fall:         c.Policy.Fall,
+		Rise:         c.Policy.Rise,
+		Interval:     c.Policy.Interval,
+		StaleAfter:   c.Policy.StaleAfter,
+		AutoFailover: c.Policy.AutoFailover == nil || *c.Policy.AutoFailover,
+		BlockWindow:  c.Policy.BlockWindow,
+		Failback:     failover.FailbackPolicy{Mode: c.Policy.Failback, After: c.Policy.FailbackAfter},
+		Sites:        map[failover.Site]failover.SitePolicy{},
+		Zone:         c.DNS.Zone,
+	}
+	for _, peer := range c.Peers {
+		p.Nodes = append(p.Nodes, peer.ID)
+	}
+	for site, s := range map[failover.Site]config.Site{failover.Primary: c.Sites.Primary, failover.Backup: c.Sites.Backup} {
+		var sp failover.SitePolicy
+		for _, pr := range s.Probes {
+			sp.Probes = append(sp.Probes, failover.ProbeRef{Name: pr.Name, Critical: pr.Critical == nil || *pr.Critical})
+		}
+		p.Sites[site] = sp
+	}
+	for _, r := range c.DNS.Records {
+		p.Records = append(p.Records, failover.Record{Name: r.Name, Type: r.Type, TTL: r.TTL, Primary: r.Primary, Backup: r.Backup})
+	}
+	return p
+}
+
+// ProbeSpecs turns the configured probes into the scheduler's site specs.
+func ProbeSpecs(c *config.Config) []probes.SiteSpec {
+	out := []probes.SiteSpec{
+		{Site: string(failover.Primary), Probes: probeSpecs(c.Sites.Primary.Probes)},
+		{Site: string(failover.Backup), Probes: probeSpecs(c.Sites.Backup.Probes)},
+	}
+	return out
+}
+
+func probeSpecs(in []config.Probe) []probes.Spec {
+	out := make([]probes.Spec, 0, len(in))
+	for _, p := range in {
+		s := probes.Spec{Name: p.Name, Type: p.Type, Timeout: p.Timeout, Critical: p.Critical == nil || *p.Critical}
+		switch p.Type {
+		case "http":
+			s.HTTP = &probes.HTTPSpec{URL: p.URL, ConnectTo: p.ConnectTo, CAFile: p.CAFile, ExpectStatus: p.ExpectStatus,
+				BodyMatch: p.BodyMatch, CertMinValidity: p.CertMinValidity, Headers: p.Headers, FollowRedirects: p.FollowRedirects}
+		case "tcp":
+			s.TCP = &probes.TCPSpec{Address: p.Address, TLS: p.TLS, ServerName: p.ServerName, CAFile: p.CAFile, CertMinValidity: p.CertMinValidity}
+		case "kubernetes":
+			s.Kubernetes = &probes.KubernetesSpec{Server: p.Server, CAFile: p.CAFile, TokenFile: p.TokenFile,
+				ClientCertFile: p.ClientCertFile, ClientKeyFile: p.ClientKeyFile, Kubeconfig: p.Kubeconfig, Context: p.Context, Endpoint: p.Endpoint}
+		case "octavia":
+			s.Octavia = &probes.OctaviaSpec{Cloud: p.Cloud, CloudsFile: p.CloudsFile, AuthURL: p.AuthURL, Region: p.Region,
+				ApplicationCredentialIDFile: p.ApplicationCredentialIDFile, ApplicationCredentialSecretFile: p.ApplicationCredentialSecretFile,
+				CAFile: p.CAFile, LoadBalancer: p.LoadBalancer, HealthyOperatingStatuses: p.HealthyOperatingStatuses,
+				CheckVIP: p.CheckVIP, VIPPort: p.VIPPort}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// DNSConfigFrom maps the file's dns section onto the provider's config.
+func DNSConfigFrom(c *config.Config) dnsprovider.Config {
+	d := c.DNS
+	out := dnsprovider.Config{Provider: d.Provider, Zone: d.Zone, FenceName: d.Fence}
+	secret := func(file, env string) dnsprovider.Secret { return dnsprovider.Secret{File: file, Env: env} }
+	if r := d.RFC2136; r != nil {
+		out.RFC2136 = dnsprovider.RFC2136Config{Server: r.Server, KeyName: r.KeyName, KeyFile: r.KeyFile, Algorithm: r.Algorithm}
+	}
+	if t := d.PowerDNS; t != nil {
+		out.PowerDNS = dnsprovider.PowerDNSConfig{ServerURL: t.URL, ServerID: t.ServerID, APIKey: secret(t.APITokenFile, t.APITokenEnv)}
+	}
+	if t := d.Cloudflare; t != nil {
+		out.Cloudflare = dnsprovider.CloudflareConfig{APIToken: secret(t.APITokenFile, t.APITokenEnv)}
+	}
+	if t := d.DigitalOcean; t != nil {
+		out.DigitalOcean = dnsprovider.DigitalOceanConfig{APIToken: secret(t.APITokenFile, t.APITokenEnv)}
+	}
+	if t := d.Hetzner; t != nil {
+		out.Hetzner = dnsprovider.HetznerConfig{APIToken: secret(t.APITokenFile, t.APITokenEnv)}
+	}
+	if t := d.DeSEC; t != nil {
+		out.Desec = dnsprovider.DesecConfig{Token: secret(t.APITokenFile, t.APITokenEnv)}
+	}
+	if r := d.Route53; r != nil {
+		out.Route53 = dnsprovider.Route53Config{Region: r.Region, AccessKeyID: secret(r.AccessKeyIDFile, ""),
+			SecretAccessKey: secret(r.SecretAccessKeyFile, "")}
+	}
+	if g := d.Designate; g != nil {
+		out.Designate = dnsprovider.DesignateConfig{AuthURL: g.AuthURL, Region: g.Region, Interface: g.Interface,
+			Username: g.Username, UserDomainName: g.UserDomainName, ProjectName: g.ProjectName, ProjectDomainName: g.ProjectDomainName,
+			ApplicationCredentialID:     g.ApplicationCredentialID,
+			ApplicationCredentialSecret: secret(g.ApplicationCredentialSecretFile, ""), Password: secret(g.PasswordFile, "")}
+	}
+	out.Verify = dnsprovider.VerifyConfig{Servers: d.Verify.Servers, Timeout: d.Verify.Timeout}
+	if len(d.Verify.Servers) == 0 && d.RFC2136 != nil {
+		// Find the NS set through the primary we update.
+		out.Verify.Resolver = d.RFC2136.Server
+	}
+	return out
+}

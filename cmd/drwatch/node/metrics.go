@@ -1,0 +1,138 @@
+package node
+
+import (
+	"time"
+
+	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/failover/reconcile"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// BuildInfo is stamped by main for drwatch_build_info.
+var BuildInfo = struct{ Version, Commit, Date string }{"dev", "unknown", "unknown"}
+
+// metrics holds the node-level series. Decision-state gauges are computed
+// from the local replica at scrape time, so they can never disagree with
+// the status page.
+type metrics struct {
+	dnsUpdate prometheus.Histogram
+	dnsMatch  prometheus.Gauge
+	n         *Node
+}
+
+var (
+	descDownVotes = prometheus.NewDesc("drwatch_site_down_votes", "Fresh watchers voting the site DOWN.", []string{"site"}, nil)
+	descUpVotes   = prometheus.NewDesc("drwatch_site_up_votes", "Fresh watchers voting the site UP.", []string{"site"}, nil)
+	descQuorum    = prometheus.NewDesc("drwatch_quorum_required", "Votes needed to judge a site.", nil, nil)
+	descVerdict   = prometheus.NewDesc("drwatch_site_verdict", "Quorum verdict per site: 1 for the current state.", []string{"site", "state"}, nil)
+	descActive    = prometheus.NewDesc("drwatch_active_site", "1 for the site DNS should point at.", []string{"site"}, nil)
+	descPaused    = prometheus.NewDesc("drwatch_paused", "1 while automatic decisions are paused.", nil, nil)
+	descBlocked   = prometheus.NewDesc("drwatch_failover_blocked", "1 while automatic flips are blocked after one (until ack or the window ends).", nil, nil)
+	descFailovers = prometheus.NewDesc("drwatch_failovers_total", "Decisions that moved traffic, by trigger and result, as held in the replicated history.", []string{"trigger", "result"}, nil)
+	descLastFlip  = prometheus.NewDesc("drwatch_last_failover_timestamp_seconds", "When the last decision that moved traffic was made.", nil, nil)
+	descWatchers  = prometheus.NewDesc("drwatch_watchers_fresh", "Watchers whose reports are fresh.", nil, nil)
+	descDisagree  = prometheus.NewDesc("drwatch_watchers_disagree", "1 when fresh watchers give different verdicts for a site.", []string{"site"}, nil)
+	descBuild     = prometheus.NewDesc("drwatch_build_info", "Build version, commit and date.", []string{"version", "commit", "date"}, nil)
+	descGen       = prometheus.NewDesc("drwatch_desired_generation", "Generation of the current decision.", nil, nil)
+	descDone      = prometheus.NewDesc("drwatch_desired_verified", "1 once the current decision is verified at every authoritative server.", nil, nil)
+	descCertExp   = prometheus.NewDesc("drwatch_tls_cert_expiry_timestamp_seconds", "When this node's own certificate expires.", nil, nil)
+)
+
+func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
+	m := &metrics{
+		n: n,
+		dnsUpdate: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "drwatch_dns_update_duration_seconds", Help: "Duration of DNS writes made by the reconciler.",
+			Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
+		}),
+		dnsMatch: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "drwatch_dns_records_match_desired", Help: "1 when every authoritative server serves the desired records (last check).",
+		}),
+	}
+	for _, c := range []prometheus.Collector{m.dnsUpdate, m.dnsMatch, m} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (m *metrics) reconciled(r reconcile.Report) {
+	if r.Write > 0 {
+		m.dnsUpdate.Observe(r.Write.Seconds())
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descDownVotes, descUpVotes, descQuorum, descVerdict, descActive, descPaused,
+		descBlocked, descFailovers, descLastFlip, descWatchers, descDisagree, descBuild, descGen, descDone} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (m *metrics) Collect(ch chan<- prometheus.Metric) {
+	v := m.n.machine.View()
+	gauge := func(d *prometheus.Desc, val float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, val, labels...)
+	}
+	b := func(x bool) float64 {
+		if x {
+			return 1
+		}
+		return 0
+	}
+	gauge(descBuild, 1, BuildInfo.Version, BuildInfo.Commit, BuildInfo.Date)
+	if v.Policy != nil {
+		gauge(descQuorum, float64(v.Policy.Quorum))
+	}
+	for _, site := range []failover.Site{failover.Primary, failover.Backup} {
+		t := v.Sites[site]
+		gauge(descDownVotes, float64(len(t.Down)), string(site))
+		gauge(descUpVotes, float64(len(t.Up)), string(site))
+		for _, st := range []failover.Verdict{failover.Up, failover.Down, failover.NoQuorum} {
+			gauge(descVerdict, b(t.Verdict == st), string(site), string(st))
+		}
+		gauge(descActive, b(v.Active == site), string(site))
+		gauge(descDisagree, b(len(t.Up) > 0 && len(t.Down) > 0), string(site))
+	}
+	gauge(descPaused, b(v.Paused))
+	gauge(descBlocked, b(v.Blocked))
+	gauge(descGen, float64(v.Desired.Gen))
+	gauge(descDone, b(v.Desired.Done))
+	fresh := 0
+	for _, nv := range v.Nodes {
+		if nv.Reported && !nv.Stale {
+			fresh++
+		}
+	}
+	gauge(descWatchers, float64(fresh))
+	counts := map[[2]string]float64{}
+	var last int64
+	for _, e := range m.n.machine.History() {
+		trigger := ""
+		switch e.Kind {
+		case failover.KindAutoFailover, failover.KindAutoFailback:
+			trigger = "auto"
+		case failover.KindManualFailover, failover.KindManualFailback, failover.KindSwitchover:
+			trigger = "manual"
+		case failover.KindBreakGlass:
+			trigger = "break_glass"
+		default:
+			continue
+		}
+		result := e.Outcome
+		if result == "" {
+			result = "pending"
+		}
+		counts[[2]string{trigger, result}]++
+		last = max(last, e.At)
+	}
+	for k, c := range counts {
+		ch <- prometheus.MustNewConstMetric(descFailovers, prometheus.CounterValue, c, k[0], k[1])
+	}
+	if last > 0 {
+		gauge(descLastFlip, float64(last)/float64(time.Second))
+	}
+}

@@ -1,0 +1,352 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/drwatch/drwatch/dnsprovider"
+	"github.com/drwatch/drwatch/failover"
+)
+
+// State is the local replica's view of what DNS should be.
+type State interface {
+	// Desired returns the current desired state; safe for concurrent use.
+	Desired() failover.Desired
+}
+
+// Cluster is the slice of the cluster the reconciler needs.
+type Cluster interface {
+	// VerifyLeader returns nil only if this node is still the leader,
+	// confirmed by a quorum, at the time of the call.
+	VerifyLeader(ctx context.Context) error
+	// Propose commits cmd through the log (forwarded to the leader if need be).
+	Propose(ctx context.Context, cmd []byte) (resp []byte, index uint64, err error)
+}
+
+// Verifier checks the answer of every authoritative server.
+type Verifier interface {
+	// Verify polls every authoritative server until each serves desired or
+	// the verifier's timeout passes.
+	Verify(ctx context.Context, desired []dnsprovider.RRset) (*dnsprovider.Verification, error)
+}
+
+// Config wires a Reconciler.
+type Config struct {
+	Node     string // this node's ID, recorded as the actor of ActionResults
+	State    State
+	Cluster  Cluster
+	DNS      dnsprovider.Provider // if it also implements dnsprovider.CompareAndSwapper, writes are CAS
+	Verifier Verifier             // nil: no propagation check beyond the provider's own read
+	// Interval is the requeue period of a pass with nothing to do.
+	Interval time.Duration
+	// Backoff caps the exponential retry after an error (default 200ms to 10s).
+	BackoffBase, BackoffMax time.Duration
+	Logger                  *slog.Logger
+	// Now is the clock (tests); default time.Now.
+	Now func() time.Time
+	// Observe, if set, is told the outcome of each pass (metrics, status page).
+	Observe func(Report)
+}
+
+// Report describes one pass, for metrics and the status page.
+type Report struct {
+	At       time.Time
+	Gen      uint64
+	Action   string // "none", "observe", "write", "verify", "skip"
+	Match    bool   // DNS matched the desired records at the end of the pass
+	Actual   []dnsprovider.RRset
+	Fence    uint64
+	Verified *dnsprovider.Verification
+	Write    time.Duration // how long the write took, when one was made
+	Err      error
+}
+
+// Result tells the loop when to run the next pass. Per the contract, a pass
+// returns either a Result or an error, never both.
+type Result struct {
+	RequeueAfter time.Duration
+}
+
+// ErrStale means DNS carries a newer generation than this replica's desired
+// state: a later decision was written, so this node must not write.
+var ErrStale = errors.New("dns fence is newer than the desired generation")
+
+// Reconciler drives DNS towards the desired state. Run it only while this
+// node leads.
+type Reconciler struct {
+	cfg Config
+	log *slog.Logger
+
+	mu   sync.Mutex
+	last Report
+}
+
+// New checks cfg and returns a Reconciler.
+func New(cfg Config) (*Reconciler, error) {
+	switch {
+	case cfg.State == nil || cfg.Cluster == nil || cfg.DNS == nil:
+		return nil, errors.New("reconcile: State, Cluster and DNS are required")
+	case cfg.Interval <= 0:
+		return nil, errors.New("reconcile: Interval must be > 0")
+	}
+	if cfg.BackoffBase <= 0 {
+		cfg.BackoffBase = 200 * time.Millisecond
+	}
+	if cfg.BackoffMax <= 0 {
+		cfg.BackoffMax = 10 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Reconciler{cfg: cfg, log: log}, nil
+}
+
+// Last returns the latest pass's report.
+func (r *Reconciler) Last() Report {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last
+}
+
+// Run runs passes until ctx ends (leadership lost or shutdown). Errors are
+// retried with capped exponential backoff; terminal errors (auth refused,
+// bad config) are logged at error level and retried at the cap, since a
+// human may fix the key without restarting drwatch.
+func (r *Reconciler) Run(ctx context.Context, wake <-chan struct{}) {
+	backoff := time.Duration(0)
+	for {
+		res, err := r.Pass(ctx)
+		var wait time.Duration
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err == nil:
+			backoff = 0
+			wait = res.RequeueAfter
+		case dnsprovider.IsTerminal(err):
+			r.log.Error("dns reconcile failed; a human must act", "err", err)
+			backoff = r.cfg.BackoffMax
+			wait = backoff
+		default:
+			if backoff == 0 {
+				backoff = r.cfg.BackoffBase
+			} else {
+				backoff = min(2*backoff, r.cfg.BackoffMax)
+			}
+			wait = backoff
+			r.log.Warn("dns reconcile will retry", "err", err, "retry_in", wait)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-wake:
+			t.Stop()
+		case <-t.C:
+		}
+	}
+}
+
+// Pass runs one reconciliation. It is safe to repeat.
+func (r *Reconciler) Pass(ctx context.Context) (Result, error) {
+	rep := Report{At: r.cfg.Now()}
+	res, err := r.pass(ctx, &rep)
+	rep.Err = err
+	r.mu.Lock()
+	r.last = rep
+	r.mu.Unlock()
+	if r.cfg.Observe != nil {
+		r.cfg.Observe(rep)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	return res, nil
+}
+
+func (r *Reconciler) pass(ctx context.Context, rep *Report) (Result, error) {
+	d := r.cfg.State.Desired()
+	rep.Gen = d.Gen
+	want := toProvider(d.Records, r.cfg.DNS.Zone())
+	ids := make([]dnsprovider.RRsetID, len(want))
+	for i, s := range want {
+		ids[i] = s.ID()
+	}
+	actual, err := r.cfg.DNS.GetRecords(ctx, ids)
+	if err != nil {
+		return Result{}, fmt.Errorf("read dns: %w", err)
+	}
+	rep.Actual = actual
+	cas, isCAS := r.cfg.DNS.(dnsprovider.CompareAndSwapper)
+	var fence uint64
+	if isCAS {
+		if fence, err = cas.GetFence(ctx); err != nil {
+			return Result{}, fmt.Errorf("read fence: %w", err)
+		}
+	}
+	rep.Fence = fence
+	rep.Match = sameRecords(actual, want)
+	idle := Result{RequeueAfter: r.cfg.Interval}
+
+	switch {
+	case d.Gen == 0:
+		// No decision yet: the operator's DNS is left as it is.
+		rep.Action = "observe"
+		return idle, nil
+	case isCAS && fence > d.Gen:
+		rep.Action = "skip"
+		return Result{}, fmt.Errorf("%w: fence gen=%d, desired gen=%d", ErrStale, fence, d.Gen)
+	case d.Done:
+		// A verified decision: report drift, never silently revert it.
+		rep.Action = "none"
+		if !rep.Match {
+			r.log.Warn("dns drifted from the verified decision", "gen", d.Gen, "actual", describe(actual))
+		}
+		return idle, nil
+	}
+
+	written := rep.Match && (!isCAS || fence == d.Gen)
+	var writtenAt time.Time
+	if !written {
+		if err := r.cfg.Cluster.VerifyLeader(ctx); err != nil {
+			return Result{}, fmt.Errorf("verify leader before dns write: %w", err)
+		}
+		start := r.cfg.Now()
+		if isCAS {
+			err = cas.Swap(ctx, actual, want, fence, d.Gen)
+		} else {
+			_, err = r.cfg.DNS.SetRecords(ctx, want)
+		}
+		rep.Write = r.cfg.Now().Sub(start)
+		rep.Action = "write"
+		if err != nil {
+			return Result{}, fmt.Errorf("write dns for gen %d: %w", d.Gen, err)
+		}
+		writtenAt = r.cfg.Now()
+		rep.Match = true
+		r.log.Info("dns records flipped", "gen", d.Gen, "site", d.Active, "records", describe(want), "took", rep.Write)
+		if err := r.propose(ctx, failover.ActionResult{Gen: d.Gen, Outcome: failover.OutcomeWritten,
+			Actor: r.cfg.Node, WrittenAt: writtenAt.UnixNano(), Detail: "written " + describe(want)}); err != nil {
+			return Result{}, err
+		}
+	}
+
+	rep.Action = "verify"
+	detail := "provider read matches"
+	if r.cfg.Verifier != nil {
+		v, err := r.cfg.Verifier.Verify(ctx, withFence(want, cas, isCAS, d.Gen))
+		rep.Verified = v
+		if err != nil {
+			return Result{}, fmt.Errorf("verify gen %d: %w", d.Gen, err)
+		}
+		if err := v.Err(); err != nil {
+			return Result{}, fmt.Errorf("verify gen %d: %w", d.Gen, err)
+		}
+		detail = describeVerification(v)
+	}
+	verifiedAt := r.cfg.Now()
+	if err := r.propose(ctx, failover.ActionResult{Gen: d.Gen, Outcome: failover.OutcomeVerified,
+		Actor: r.cfg.Node, WrittenAt: unixOrZero(writtenAt), VerifiedAt: verifiedAt.UnixNano(), Detail: detail}); err != nil {
+		return Result{}, err
+	}
+	r.log.Info("dns flip verified", "gen", d.Gen, "site", d.Active, "detail", detail)
+	return idle, nil
+}
+
+func unixOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func (r *Reconciler) propose(ctx context.Context, ar failover.ActionResult) error {
+	b, err := failover.Encode(ar.Command())
+	if err != nil {
+		return fmt.Errorf("encode action result: %w", err)
+	}
+	resp, _, err := r.cfg.Cluster.Propose(ctx, b)
+	if err != nil {
+		return fmt.Errorf("propose action result gen %d: %w", ar.Gen, err)
+	}
+	if _, err := failover.DecodeResponse(resp); err != nil {
+		return fmt.Errorf("action result gen %d rejected: %w", ar.Gen, err)
+	}
+	return nil
+}
+
+// withFence adds the fence TXT to what every server must serve, so a server
+// still holding the old fence is not taken as verified.
+func withFence(want []dnsprovider.RRset, cas dnsprovider.CompareAndSwapper, isCAS bool, gen uint64) []dnsprovider.RRset {
+	if !isCAS {
+		return want
+	}
+	out := slices.Clone(want)
+	ttl := time.Minute
+	if len(want) > 0 {
+		ttl = want[0].TTL
+	}
+	return append(out, dnsprovider.RRset{Name: cas.FenceName(), Type: "TXT", TTL: ttl, Values: []string{dnsprovider.FenceText(gen)}})
+}
+
+// ToProvider converts the decision core's RRsets (absolute names) into the
+// provider's (names relative to zone).
+func toProvider(in []failover.RRset, zone string) []dnsprovider.RRset {
+	out := make([]dnsprovider.RRset, len(in))
+	for i, s := range in {
+		out[i] = dnsprovider.RRset{
+			Name:   dnsprovider.RelativeName(s.Name, zone),
+			Type:   s.Type,
+			TTL:    time.Duration(s.TTL) * time.Second,
+			Values: slices.Clone(s.Values),
+		}
+	}
+	return out
+}
+
+// ToProvider is toProvider for other packages (the CLI's dry run, dns check).
+func ToProvider(in []failover.RRset, zone string) []dnsprovider.RRset { return toProvider(in, zone) }
+
+// sameRecords compares by value (order-insensitive, TTL ignored), as the
+// compare-and-swap prerequisites do.
+func sameRecords(actual, want []dnsprovider.RRset) bool {
+	if len(actual) != len(want) {
+		return false
+	}
+	for i := range want {
+		a, w := slices.Clone(actual[i].Values), slices.Clone(want[i].Values)
+		slices.Sort(a)
+		slices.Sort(w)
+		if !slices.Equal(a, w) {
+			return false
+		}
+	}
+	return true
+}
+
+func describe(sets []dnsprovider.RRset) string {
+	parts := make([]string, len(sets))
+	for i, s := range sets {
+		parts[i] = s.String()
+	}
+	return strings.Join(parts, ", ")
+}
+
+func describeVerification(v *dnsprovider.Verification) string {
+	parts := make([]string, 0, len(v.Servers))
+	for _, s := range v.Servers {
+		parts = append(parts, fmt.Sprintf("%s after %s", s.Server, s.After.Round(time.Millisecond)))
+	}
+	return "verified at " + strings.Join(parts, ", ")
+}
