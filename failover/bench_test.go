@@ -1,0 +1,73 @@
+package failover
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+// benchPolicy has three nodes and ten probes per site, so one Observe
+// carries 20 results.
+func benchPolicy() Policy {
+	var probes []ProbeRef
+	for i := range 10 {
+		probes = append(probes, ProbeRef{Name: fmt.Sprintf("probe%02d", i), Critical: i < 4})
+	}
+	return Policy{
+		Nodes: []string{"a", "b", "c"}, Quorum: 2, Fall: 3, Rise: 2, Interval: time.Second, AutoFailover: true,
+		BlockWindow: time.Hour, Failback: FailbackPolicy{Mode: FailbackManual},
+		Sites:   map[Site]SitePolicy{Primary: {Probes: probes}, Backup: {Probes: probes}},
+		Zone:    "example.org.",
+		Records: []Record{{Name: "lms", Type: "A", TTL: 60, Primary: []string{"203.0.113.10"}, Backup: []string{"198.51.100.10"}}},
+	}
+}
+
+func benchObserve(p Policy, node string, at int64) []byte {
+	o := Observe{Node: node, At: at, PolicyHash: p.Hash()}
+	for _, s := range sites {
+		for _, r := range p.Sites[s].Probes {
+			o.Results = append(o.Results, ProbeResult{Site: s, Probe: r.Name, OK: true, Class: "ok", Phase: "done", LatencyMS: 42, CertExpiry: 1800000000})
+		}
+	}
+	return mustEncode(o.Command())
+}
+
+// unmarshalFloor times json.Unmarshal of the same Observe into a Command,
+// by hand, because testing.Benchmark cannot nest inside a running benchmark.
+// It runs once per process for at least 200ms.
+var unmarshalFloor = sync.OnceValue(func() float64 {
+	data := benchObserve(benchPolicy(), "a", base)
+	n := 0
+	start := time.Now()
+	for n < 1000 || time.Since(start) < 200*time.Millisecond {
+		var c Command
+		if err := json.Unmarshal(data, &c); err != nil {
+			panic(err)
+		}
+		n++
+	}
+	return float64(time.Since(start).Nanoseconds()) / float64(n)
+})
+
+// BenchmarkApplyObserve measures Apply of one 20-result Observe (decode,
+// hysteresis, votes, quorum, evaluation, response encoding) and reports it
+// as a ratio to a plain json.Unmarshal of the same bytes measured in the
+// same run (x-unmarshal): the floor any JSON-encoded log entry pays.
+func BenchmarkApplyObserve(b *testing.B) {
+	p := benchPolicy()
+	m := New()
+	m.Apply(1, mustEncode(SetPolicy{At: base, Policy: p}.Command()))
+	data := [3][]byte{benchObserve(p, "a", base), benchObserve(p, "b", base), benchObserve(p, "c", base)}
+	floor := unmarshalFloor()
+	b.ReportAllocs()
+	idx := uint64(1)
+	for b.Loop() {
+		idx++
+		m.Apply(idx, data[idx%3])
+	}
+	perOp := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+	b.ReportMetric(perOp/floor, "x-unmarshal")
+	b.ReportMetric(floor, "unmarshal-ns/op")
+}
