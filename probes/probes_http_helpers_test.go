@@ -19,6 +19,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/drwatch/drwatch/test/caddytest"
 )
 
 // hpEventually polls cond until it holds or d passes.
@@ -164,4 +166,10 @@ func hpClosedPort(t testing.TB) string {
 // hpSpec wraps an HTTPSpec in a Spec.
 func hpSpec(h HTTPSpec, timeout time.Duration) Spec {
 	return Spec{Name: "lms", Type: "http", Timeout: timeout, HTTP: &h}
+}
+
+// caddytestStart starts a real Caddy for one test.
+func caddytestStart(t *testing.T) *caddytest.Caddy {
+	t.Helper()
+	return caddytest.Start(t, caddytest.Options{Name: "primary", Hosts: []string{"lms.example.test"}})
 }

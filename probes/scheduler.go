@@ -48,8 +48,9 @@ type SchedulerOptions struct {
 	// drives rounds, and there is no jitter.
 	Interval time.Duration
 	// JitterFraction bounds each probe's fixed start offset to this fraction
-	// of Interval (default 0.1, at most 0.5). The offset also never pushes a
-	// probe's deadline past the next tick. Negative disables jitter.
+	// of Interval (default 0.1, at most 0.5). The offset is also cut so that
+	// it never pushes a probe's deadline past the next tick. Negative
+	// disables jitter.
 	JitterFraction float64
 	// Concurrency bounds how many probers run at once (default 16).
 	Concurrency int
@@ -238,14 +239,14 @@ func schedCheckSpec(spec Spec, seen map[string]bool, opts SchedulerOptions) erro
 }
 
 // schedMaxJitter is the bound of a probe's offset: JitterFraction of the
-// interval, cut so that offset + timeout + grace still ends before the next
-// tick when it can.
+// interval, cut so that a probe that runs to its timeout still ends before
+// the next tick.
 func schedMaxJitter(opts SchedulerOptions, timeout time.Duration) time.Duration {
 	if opts.Interval <= 0 || opts.JitterFraction <= 0 {
 		return 0
 	}
 	bound := time.Duration(float64(opts.Interval) * opts.JitterFraction)
-	if room := opts.Interval - timeout - opts.Grace; room < bound {
+	if room := opts.Interval - timeout; room < bound {
 		bound = max(room, 0)
 	}
 	return bound
@@ -446,13 +447,11 @@ func (s *Scheduler) call(ctx context.Context, p *schedProbe) Result {
 	defer cancel()
 	done := make(chan Result, 1) // buffered: an abandoned prober must not block on it
 	s.proberW.Go(func() {
-		defer p.running.Store(false)
-		defer func() {
-			if v := recover(); v != nil {
-				done <- connFail(ClassError, "prober", fmt.Sprintf("prober panicked: %v", v))
-			}
-		}()
-		done <- p.fn(pctx, p.spec, p.logger)
+		r := schedSafeCall(pctx, p)
+		// Clear running before handing over the result, so the next round
+		// never sees a finished prober as still running.
+		p.running.Store(false)
+		done <- r
 	})
 	grace := time.NewTimer(p.timeout + s.opts.Grace)
 	defer grace.Stop()
@@ -478,4 +477,14 @@ func (s *Scheduler) call(ctx context.Context, p *schedProbe) Result {
 		p.logger.Warn("prober abandoned past its deadline", "timeout", p.timeout)
 		return connFail(ClassTimeout, "prober", fmt.Sprintf("no result within timeout %s", p.timeout))
 	}
+}
+
+// schedSafeCall runs the prober, turning a panic into a failed Result.
+func schedSafeCall(ctx context.Context, p *schedProbe) (r Result) {
+	defer func() {
+		if v := recover(); v != nil {
+			r = connFail(ClassError, "prober", fmt.Sprintf("prober panicked: %v", v))
+		}
+	}()
+	return p.fn(ctx, p.spec, p.logger)
 }
