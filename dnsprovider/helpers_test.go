@@ -1,6 +1,7 @@
 package dnsprovider_test
 
 import (
+	"fmt"
 	"net"
 	"strconv"
 	"testing"
@@ -28,3 +29,5 @@ func eventually(t *testing.T, d time.Duration, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func sprintf(format string, a ...any) string { return fmt.Sprintf(format, a...) }

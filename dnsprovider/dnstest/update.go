@@ -1,6 +1,9 @@
 package dnstest
 
 import (
+	"slices"
+	"strings"
+
 	"github.com/miekg/dns"
 )
 
@@ -31,13 +34,12 @@ func (s *Server) update(w dns.ResponseWriter, req *dns.Msg) *dns.Msg {
 		return fail(rc)
 	}
 	z := cloneZone(s.records)
-	changed := false
 	for _, rr := range req.Ns {
-		if s.apply(z, rr) {
-			changed = true
-		}
+		s.apply(z, rr)
 	}
-	if changed {
+	// Like BIND, an update whose net effect is nil (delete then re-add the
+	// same records) leaves the serial alone.
+	if digest(z) != digest(s.records) {
 		soa := z[rrKey{s.zone, dns.TypeSOA}][0].(*dns.SOA)
 		soa.Serial++
 		s.records = z
@@ -194,6 +196,17 @@ func containsRR(set []dns.RR, rr dns.RR) bool {
 		}
 	}
 	return false
+}
+
+func digest(z map[rrKey][]dns.RR) string {
+	var lines []string
+	for _, rrs := range z {
+		for _, rr := range rrs {
+			lines = append(lines, rr.String())
+		}
+	}
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
 }
 
 func cloneZone(z map[rrKey][]dns.RR) map[rrKey][]dns.RR {
