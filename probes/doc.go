@@ -7,8 +7,45 @@
 // counting failures is the decision core's job. A [Result] keeps the failed
 // phase and the reason, not a bare bool.
 //
-// The [Scheduler] runs every probe of both sites once per interval and emits
-// one [Round] of results per interval.
+// # http and tcp
+//
+// [ProbeHTTP] makes one GET on a new connection every run (a fresh
+// Transport, keep-alives off, HTTP/1.1, no environment proxy), so a load
+// balancer that stops accepting connections shows up at once. The TCP dial
+// goes to [HTTPSpec].ConnectTo, the site's own address, while SNI and Host
+// come from the URL: after a DNS flip the primary's probe still reaches the
+// primary rather than reporting the backup healthy. Redirects are followed
+// only when asked and never to another scheme, host or port. Reasons name
+// the phase and the cause ("connect 127.0.0.1:8443: connection refused",
+// "tls handshake: x509: certificate signed by unknown authority",
+// "status 503, want [200]") and never carry URLs, header values or more
+// than a short excerpt of a body.
+//
+// [ProbeTCP] connects, and optionally completes a TLS handshake.
+//
+// Phases timed (Result.Phases): dns, connect, tls, first_byte. Classes used:
+// dns, refused (refused, reset or closed before an answer), timeout, tls,
+// cert_expiry (expired, or valid for less than CertMinValidity), status,
+// body, config, error.
+//
+// # Scheduler
+//
+// The [Scheduler] runs every probe of every site once per interval and
+// emits one [Round] per interval. Ticks are absolute (start + k·interval),
+// so the schedule never drifts; each probe starts at a fixed offset from the
+// tick (a hash of its site and name, bounded by a fraction of the interval),
+// so probes spread out the same way every round. A semaphore bounds
+// concurrency. The scheduler enforces each probe's timeout itself: a prober
+// that ignores its context is abandoned after timeout + grace, reported as
+// a timeout, and not started again until it returns. Rounds are delivered
+// latest-wins: a slow consumer loses stale rounds (counted), never stalls
+// probing. With no interval, RunOnce drives rounds by hand.
+//
+// # Metrics
+//
+// [Metrics] (drwatch_probe_*) are recorded by the scheduler, never by
+// probers. Labels are site, probe, type, phase and class only: values from
+// configuration or from closed sets in code, never reasons or addresses.
 //
 // probes never imports failover.
 package probes
