@@ -1,0 +1,815 @@
+package api
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/drwatch/drwatch/dnsprovider"
+	"github.com/drwatch/drwatch/failover"
+)
+
+// defaultInterval is the refresh and staleness unit when no policy is known.
+const defaultInterval = 2 * time.Second
+
+// pageModel is what the status page template renders: every string is
+// computed here, from one Status, so the template holds no logic that a test
+// could not reach through buildPage.
+type pageModel struct {
+	Nonce     string
+	RefreshMS int64
+	ServedBy  string
+	ServedAt  string
+	Leader    string
+	DataAge   string
+
+	// Alarm is the page's own verdict on whether this node's view can be
+	// trusted (no leader, no quorum, stale data), computed even if the
+	// backend's Warnings were empty: DESIGN §4 invariant 7.
+	Alarm    string
+	Warnings []string
+
+	Active      string
+	ActiveClass string
+	Since       string
+	SinceAbs    string
+	Mode        string
+	ModeClass   string
+	ModeDetail  string
+	Blocked     string
+	Decision    string
+	Gen         uint64
+	Fence       string
+
+	Sites    []siteModel
+	Pending  *pendingModel
+	Withheld string
+	Failback string
+
+	Probes  []probeHeader
+	Nodes   []nodeRow
+	DNS     dnsModel
+	Raft    raftModel
+	History []incidentModel
+}
+
+type siteModel struct {
+	Name    string
+	Verdict string
+	Class   string
+	Text    string // "2 of 3 watchers see primary DOWN, quorum 2"
+	Voters  []voterGroup
+	Active  bool
+}
+
+type voterGroup struct {
+	Label, Class string
+	Nodes        string
+}
+
+type pendingModel struct {
+	Text  string
+	Class string
+}
+
+type probeHeader struct {
+	Site, Probe string
+	Critical    bool
+}
+
+type nodeRow struct {
+	Node    string
+	Status  string // "fresh", "stale", "abstains: …", "never reported"
+	Class   string
+	LastAt  string
+	Primary string
+	Backup  string
+	Cells   []cell
+	Notes   []string
+}
+
+type cell struct {
+	State   string
+	Class   string
+	Latency string
+	Error   string
+	Title   string
+	Stale   bool
+	History []string // "ok" / "fail", oldest first
+	Streak  string   // "3 fails" / "5 oks"
+}
+
+type dnsModel struct {
+	Unchecked bool
+	Checked   string
+	Gen       uint64
+	Match     bool
+	Error     string
+	Desired   []string
+	Servers   []dnsServerRow
+	Fence     string
+	Done      bool
+	Recon     string
+	ReconErr  string
+}
+
+type dnsServerRow struct {
+	Server  string
+	Matched bool
+	Got     []string
+	Error   string
+}
+
+type raftModel struct {
+	State, Leader, LeaderAddr, LastContact string
+	Term, Commit, Applied, Snapshot        uint64
+	Members                                []memberRow
+}
+
+type memberRow struct {
+	ID, Addr, Suffrage string
+	Leader, Self       bool
+}
+
+type incidentModel struct {
+	ID       string
+	Open     bool
+	Title    string
+	Class    string
+	At       string
+	AtRel    string
+	Actor    string
+	Reason   string
+	Forced   string
+	Rule     string
+	Outcome  string
+	Tallies  []string
+	Evidence []evidenceRow
+	Timings  []timingStep
+	Minor    bool // pause, resume, ack, policy, action: one line
+}
+
+type evidenceRow struct {
+	Node, Primary, Backup, Abstain, LastReport string
+	Failing                                    []string
+}
+
+type timingStep struct{ Label, At, Delta string }
+
+// interval is the policy interval, or defaultInterval before a policy is set.
+func interval(st *Status) time.Duration {
+	if p := st.State.Policy; p != nil && p.Interval > 0 {
+		return p.Interval
+	}
+	return defaultInterval
+}
+
+// trust is the page's own judgement of whether st can be believed, worded
+// for the banner. It repeats what Warnings should already say, on purpose:
+// a backend that forgot a warning must not make the page lie.
+func trust(st *Status) (alarm string, warnings []string) {
+	iv := interval(st)
+	fresh, total, quorum := freshWatchers(st)
+	var own []string
+	switch {
+	case st.Leader == "":
+		alarm = "No leader"
+		own = append(own, fmt.Sprintf("node %s knows no Raft leader: no quorum of watchers is reachable from it, so nothing is decided or written, and what this page shows may be stale", orDash(st.ServedBy)))
+	case st.State.Policy != nil && fresh < quorum:
+		alarm = "No quorum of watchers"
+		own = append(own, fmt.Sprintf("only %d of %d watchers have fresh data (quorum %d): no automatic decision is possible", fresh, total, quorum))
+	}
+	if st.StaleSeconds > 3*iv.Seconds() {
+		if alarm == "" {
+			alarm = "Stale data"
+		}
+		own = append(own, fmt.Sprintf("stale data: the last state applied on %s is %s old (limit %s, 3 × the %s interval)",
+			orDash(st.ServedBy), roundDur(secs(st.StaleSeconds)), 3*iv, iv))
+	}
+	if st.State.Policy == nil && alarm == "" {
+		alarm = "No policy"
+		own = append(own, "no policy is set: drwatch makes no decisions until one is")
+	}
+	warnings = slices.Clone(st.Warnings)
+	if len(warnings) == 0 {
+		warnings = own
+	}
+	// The backend normally repeats the state's warnings in its own list;
+	// add any it left out, once.
+	for _, w := range st.State.Warnings {
+		if !slices.Contains(warnings, w) {
+			warnings = append(warnings, w)
+		}
+	}
+	if alarm == "" && len(warnings) > 0 {
+		alarm = "Warning"
+		if len(warnings) > 1 {
+			alarm = strconv.Itoa(len(warnings)) + " warnings"
+		}
+	}
+	return alarm, warnings
+}
+
+// freshWatchers counts the watchers with fresh reports.
+func freshWatchers(st *Status) (fresh, total, quorum int) {
+	for _, n := range st.State.Nodes {
+		if n.Reported && !n.Stale {
+			fresh++
+		}
+	}
+	total = len(st.State.Nodes)
+	if p := st.State.Policy; p != nil {
+		quorum = p.Quorum
+		total = max(total, len(p.Nodes))
+	}
+	return fresh, total, quorum
+}
+
+func secs(s float64) time.Duration {
+	if math.IsInf(s, 0) || math.IsNaN(s) || s > 1e9 {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(s * float64(time.Second))
+}
+
+// buildPage turns a Status into the template's model. now is the serving
+// node's clock, the reference for every "… ago".
+func buildPage(st Status, now time.Time, nonce string) pageModel {
+	v := &st.State
+	iv := interval(&st)
+	m := pageModel{
+		Nonce:     nonce,
+		RefreshMS: min(max(iv, time.Second), 10*time.Second).Milliseconds(),
+		ServedBy:  orDash(st.ServedBy),
+		ServedAt:  absTime(st.ServedAt),
+		Leader:    st.Leader,
+		Active:    string(v.Active),
+		Decision:  v.LastDecision,
+		Gen:       v.Desired.Gen,
+		Fence:     v.Desired.Fence,
+		Withheld:  "",
+	}
+	if v.Now > 0 {
+		m.DataAge = roundDur(secs(st.StaleSeconds))
+	}
+	m.Alarm, m.Warnings = trust(&st)
+	if m.Active == "" {
+		m.Active = "unknown"
+	}
+	m.ActiveClass = "site-" + m.Active
+	if v.ActiveSince > 0 {
+		at := time.Unix(0, v.ActiveSince)
+		m.Since, m.SinceAbs = ago(now, at), absTime(at)
+	} else {
+		m.Since, m.SinceAbs = "since the cluster was formed", "no decision has moved it"
+	}
+	m.Mode, m.ModeClass, m.ModeDetail = mode(v, now)
+	if v.Blocked {
+		m.Blocked = "automatic flips blocked until " + absTime(time.Unix(0, v.BlockedUntil)) +
+			" (" + until(now, time.Unix(0, v.BlockedUntil)) + "), or until someone runs drwatch ack"
+	}
+	if m.Decision == "" {
+		m.Decision = "none yet"
+	}
+	if v.WithheldRule != "" {
+		m.Withheld = "Automatic flip withheld (" + v.WithheldRule + "): " + v.WithheldReason
+		if v.WithheldSince > 0 {
+			m.Withheld += ", since " + ago(now, time.Unix(0, v.WithheldSince))
+		}
+	}
+	if v.FailbackIn > 0 {
+		m.Failback = fmt.Sprintf("automatic failback to the primary in about %s if it stays UP", roundDur(v.FailbackIn))
+	}
+	total := len(v.Nodes)
+	if v.Policy != nil {
+		total = max(total, len(v.Policy.Nodes))
+	}
+	for _, s := range []failover.Site{failover.Primary, failover.Backup} {
+		m.Sites = append(m.Sites, siteOf(s, v.Sites[s], total, s == v.Active))
+	}
+	if p := v.Pending; p != nil {
+		m.Pending = pendingOf(p, v.Policy)
+	}
+	m.Probes, m.Nodes = matrix(v, now)
+	m.DNS = dnsOf(&st, now)
+	m.Raft = raftOf(&st)
+	m.History = incidents(v.History, now)
+	return m
+}
+
+func mode(v *failover.View, now time.Time) (label, class, detail string) {
+	switch {
+	case v.Paused:
+		label, class = "paused", "warn"
+		if v.PausedUntil > 0 {
+			label = "paused until " + absTime(time.Unix(0, v.PausedUntil))
+			detail = until(now, time.Unix(0, v.PausedUntil))
+		} else {
+			detail = "until someone runs drwatch resume"
+		}
+		if v.PausedBy != "" {
+			detail += "; by " + v.PausedBy
+		}
+		if v.PauseReason != "" {
+			detail += ": " + v.PauseReason
+		}
+	case v.Mode == "auto":
+		label, class = "auto", "ok"
+		detail = "drwatch fails over on its own when a quorum sees the active site DOWN"
+	case v.Mode == "":
+		label, class = "unknown", "unknown"
+	default:
+		label, class = v.Mode, "warn"
+		if v.Policy != nil && !v.Policy.AutoFailover {
+			detail = "auto_failover is off: only manual commands move traffic"
+		}
+	}
+	if v.Blocked {
+		if class == "ok" {
+			class = "warn"
+		}
+		label += ", blocked until " + absTime(time.Unix(0, v.BlockedUntil))
+	}
+	return label, class, detail
+}
+
+// TallyText is the one-line quorum summary of a site, e.g.
+// "2 of 3 watchers see primary DOWN, quorum 2".
+func TallyText(site failover.Site, t failover.Tally, watchers int) string {
+	switch t.Verdict {
+	case failover.Down:
+		s := fmt.Sprintf("%d of %d watchers see %s DOWN, quorum %d", len(t.Down), watchers, site, t.Quorum)
+		if len(t.Up) > 0 {
+			s += fmt.Sprintf("; %d see it UP", len(t.Up))
+		}
+		return s
+	case failover.Up:
+		s := fmt.Sprintf("%d of %d watchers see %s UP, quorum %d", len(t.Up), watchers, site, t.Quorum)
+		if len(t.Down) > 0 {
+			s += fmt.Sprintf("; %d see it DOWN", len(t.Down))
+		}
+		return s
+	}
+	parts := []string{}
+	for _, g := range []struct {
+		n    int
+		what string
+	}{{len(t.Up), "UP"}, {len(t.Down), "DOWN"}, {len(t.Abstain), "abstaining"}, {len(t.Unknown), "unknown"}} {
+		if g.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", g.n, g.what))
+		}
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "no votes")
+	}
+	return fmt.Sprintf("no quorum on %s: %s of %d watchers, quorum %d", site, strings.Join(parts, ", "), watchers, t.Quorum)
+}
+
+func siteOf(s failover.Site, t failover.Tally, watchers int, active bool) siteModel {
+	verdict := string(t.Verdict)
+	if verdict == "" {
+		verdict = string(failover.Unknown)
+	}
+	sm := siteModel{Name: string(s), Verdict: strings.ReplaceAll(verdict, "_", " "), Class: verdictClass(t.Verdict),
+		Text: TallyText(s, t, watchers), Active: active}
+	for _, g := range []struct {
+		label, class string
+		nodes        []string
+	}{{"DOWN", "down", t.Down}, {"UP", "up", t.Up}, {"abstaining", "unknown", t.Abstain}, {"unknown", "unknown", t.Unknown}} {
+		if len(g.nodes) > 0 {
+			sm.Voters = append(sm.Voters, voterGroup{Label: g.label, Class: g.class, Nodes: strings.Join(g.nodes, ", ")})
+		}
+	}
+	return sm
+}
+
+func verdictClass(v failover.Verdict) string {
+	switch v {
+	case failover.Up:
+		return "up"
+	case failover.Down:
+		return "down"
+	}
+	return "unknown"
+}
+
+// PendingText says what happens if the current failures persist: the
+// countdown to an automatic flip, or what would withhold it.
+func PendingText(p *failover.Pending, pol *failover.Policy) string {
+	who := strings.Join(p.Leaning, ", ")
+	rounds := ""
+	if p.Rounds > 0 {
+		rounds = fmt.Sprintf(" (%d more failing round", p.Rounds)
+		if p.Rounds > 1 {
+			rounds += "s"
+		}
+		rounds += ")"
+	}
+	in := fmt.Sprintf("about %d s", int64(math.Ceil(p.In.Seconds())))
+	other := p.Site.Other()
+	switch {
+	case p.Rounds < 0 || p.Then == failover.RuleNoQuorum:
+		return fmt.Sprintf("%s is failing for %s, but too few watchers have fresh data to reach quorum: no automatic failover will happen", p.Site, who)
+	case p.Then == failover.KindAutoFailover:
+		return fmt.Sprintf("automatic failover to %s in %s if this persists%s: %s see %s failing", other, in, rounds, who, p.Site)
+	case strings.HasPrefix(p.Then, "withheld: "):
+		rule := strings.TrimPrefix(p.Then, "withheld: ")
+		return fmt.Sprintf("%s would be DOWN at quorum in %s if this persists%s, but the automatic failover would be withheld: %s (%s)",
+			p.Site, in, rounds, rule, ruleText(rule, pol))
+	default:
+		return fmt.Sprintf("%s would be DOWN at quorum in %s if this persists%s; then: %s", p.Site, in, rounds, p.Then)
+	}
+}
+
+func ruleText(rule string, pol *failover.Policy) string {
+	switch rule {
+	case failover.RulePaused:
+		return "automatic decisions are paused"
+	case failover.RuleBlocked:
+		return "an automatic flip happened recently and is not acknowledged"
+	case failover.RuleAutoDisabled:
+		return "auto_failover is off in the policy"
+	case failover.RuleTargetUnhealthy:
+		return "the other site is not UP at quorum"
+	case failover.RuleNoQuorum:
+		return "too few fresh watchers"
+	case failover.RuleFailbackManual:
+		return "failback to the primary is manual under this policy"
+	case failover.RuleFailbackDwell:
+		if pol != nil {
+			return "the primary must be UP for " + pol.Failback.After.String() + " first"
+		}
+		return "the primary has not been UP long enough"
+	}
+	return "see the history"
+}
+
+func pendingOf(p *failover.Pending, pol *failover.Policy) *pendingModel {
+	pm := &pendingModel{Text: PendingText(p, pol), Class: "warn"}
+	if p.Then == failover.KindAutoFailover {
+		pm.Class = "down"
+	}
+	return pm
+}
+
+func matrix(v *failover.View, now time.Time) ([]probeHeader, []nodeRow) {
+	var hdr []probeHeader
+	seen := map[[2]string]int{}
+	add := func(site failover.Site, name string, critical bool) {
+		k := [2]string{string(site), name}
+		if _, ok := seen[k]; ok {
+			return
+		}
+		seen[k] = len(hdr)
+		hdr = append(hdr, probeHeader{Site: string(site), Probe: name, Critical: critical})
+	}
+	if p := v.Policy; p != nil {
+		for _, s := range []failover.Site{failover.Primary, failover.Backup} {
+			for _, r := range p.Sites[s].Probes {
+				add(s, r.Name, r.Critical)
+			}
+		}
+	}
+	for _, n := range v.Nodes {
+		for _, pv := range n.Probes {
+			add(pv.Site, pv.Probe, pv.Critical)
+		}
+	}
+	rows := make([]nodeRow, 0, len(v.Nodes))
+	for _, n := range v.Nodes {
+		r := nodeRow{Node: n.Node, Primary: string(n.Verdicts[failover.Primary]), Backup: string(n.Verdicts[failover.Backup]),
+			Cells: make([]cell, len(hdr))}
+		switch {
+		case !n.Reported:
+			r.Status, r.Class = "never reported", "unknown"
+		case n.Abstain != "":
+			r.Status, r.Class = "abstains: "+n.Abstain, "warn"
+		case n.Stale:
+			r.Status, r.Class = "stale", "warn"
+		default:
+			r.Status, r.Class = "fresh", "ok"
+		}
+		if n.Stale && n.Abstain != "" && n.Abstain != "stale" {
+			r.Status += " (stale)"
+		}
+		if n.LastAt > 0 {
+			r.LastAt = "last report " + ago(now, time.Unix(0, n.LastAt))
+		}
+		if n.HashMismatch {
+			r.Notes = append(r.Notes, "runs a different policy ("+short(n.PolicyHash)+")")
+		}
+		for _, u := range n.Unknown {
+			r.Notes = append(r.Notes, fmt.Sprintf("unknown probe %s/%s (%d results ignored)", u.Site, u.Probe, u.Count))
+		}
+		for i := range r.Cells {
+			r.Cells[i] = cell{State: "—", Class: "none"}
+		}
+		for _, pv := range n.Probes {
+			i, ok := seen[[2]string{string(pv.Site), pv.Probe}]
+			if !ok {
+				continue
+			}
+			r.Cells[i] = cellOf(pv, n.Stale)
+		}
+		rows = append(rows, r)
+	}
+	return hdr, rows
+}
+
+func cellOf(pv failover.ProbeView, nodeStale bool) cell {
+	state := string(pv.State)
+	if state == "" {
+		state = string(failover.Unknown)
+	}
+	c := cell{State: state, Class: verdictClass(pv.State), Stale: !pv.Fresh || nodeStale}
+	if pv.LastAt > 0 {
+		if pv.Last.LatencyMS > 0 || pv.Last.OK {
+			c.Latency = strconv.FormatInt(pv.Last.LatencyMS, 10) + " ms"
+		}
+		if !pv.Last.OK {
+			c.Error = joinNonEmpty(": ", pv.Last.Class, joinNonEmpty(" ", pv.Last.Phase, pv.Last.Reason))
+			if c.Error == "" {
+				c.Error = "failed"
+			}
+		}
+	}
+	c.Title = c.Error
+	c.Error = truncate(c.Error, 120)
+	switch {
+	case pv.Fails > 0:
+		c.Streak = plural(pv.Fails, "fail")
+	case pv.OKs > 0:
+		c.Streak = plural(pv.OKs, "ok")
+	}
+	for _, ok := range pv.History {
+		if ok {
+			c.History = append(c.History, "ok")
+		} else {
+			c.History = append(c.History, "fail")
+		}
+	}
+	return c
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return strconv.Itoa(n) + " " + what + "s"
+}
+
+func dnsOf(st *Status, now time.Time) dnsModel {
+	d := dnsModel{Gen: st.DNS.Gen, Match: st.DNS.Match, Error: st.DNS.Error, Fence: st.State.Desired.Fence, Done: st.State.Desired.Done}
+	if st.DNS.At.IsZero() {
+		d.Unchecked, d.Checked = true, "not checked yet"
+	} else {
+		d.Checked = "checked " + ago(now, st.DNS.At) + " (" + absTime(st.DNS.At) + ")"
+	}
+	if len(st.DNS.Desired) > 0 {
+		for _, r := range st.DNS.Desired {
+			d.Desired = append(d.Desired, rrsetLine(r))
+		}
+	} else {
+		for _, r := range st.State.Desired.Records {
+			d.Desired = append(d.Desired, fmt.Sprintf("%s %d %s %s", r.Name, r.TTL, r.Type, strings.Join(r.Values, " ")))
+		}
+	}
+	for _, s := range st.DNS.Servers {
+		row := dnsServerRow{Server: s.Server, Matched: s.Matched, Error: s.Error}
+		if s.NS != "" && s.NS != s.Server {
+			row.Server += " (" + s.NS + ")"
+		}
+		for _, r := range s.Got {
+			row.Got = append(row.Got, rrsetLine(r))
+		}
+		d.Servers = append(d.Servers, row)
+	}
+	if rc := st.Reconcile; rc != nil {
+		d.Recon = fmt.Sprintf("leader's last reconcile pass %s: gen %d, action %s, fence gen=%d, records match: %s",
+			ago(now, rc.At), rc.Gen, orDash(rc.Action), rc.Fence, yesNo(rc.Match))
+		d.ReconErr = rc.Error
+	}
+	return d
+}
+
+func rrsetLine(r dnsprovider.RRset) string {
+	return fmt.Sprintf("%s %d %s %s", r.Name, int64(r.TTL/time.Second), r.Type, strings.Join(r.Values, " "))
+}
+
+func raftOf(st *Status) raftModel {
+	r := st.Raft
+	m := raftModel{State: orDash(r.State), Leader: st.Leader, LeaderAddr: r.LeaderAddr, Term: r.Term,
+		Commit: r.CommitIndex, Applied: r.AppliedIndex, Snapshot: r.LastSnapshotIndex}
+	switch {
+	case strings.EqualFold(r.State, "leader"):
+		m.LastContact = "this node is the leader"
+	case r.State == "":
+		m.LastContact = "unknown"
+	case r.LastContactSecs < 0:
+		m.LastContact = "never heard from a leader"
+	default:
+		m.LastContact = roundDur(secs(r.LastContactSecs)) + " ago"
+	}
+	for _, mb := range r.Members {
+		m.Members = append(m.Members, memberRow{ID: mb.ID, Addr: mb.Addr, Suffrage: mb.Suffrage,
+			Leader: mb.Leader || (st.Leader != "" && mb.ID == st.Leader), Self: mb.ID == st.ServedBy})
+	}
+	return m
+}
+
+var kindTitle = map[string]string{
+	failover.KindAutoFailover:   "Automatic failover",
+	failover.KindAutoFailback:   "Automatic failback",
+	failover.KindManualFailover: "Manual failover",
+	failover.KindManualFailback: "Manual failback",
+	failover.KindSwitchover:     "Planned switchover",
+	failover.KindWithheld:       "Automatic flip withheld",
+	failover.KindPause:          "Paused",
+	failover.KindResume:         "Resumed",
+	failover.KindAck:            "Acknowledged",
+	failover.KindPolicy:         "Policy set",
+	failover.KindBreakGlass:     "Break-glass DNS write (no quorum)",
+	failover.KindAction:         "DNS outcome",
+}
+
+// incidents renders the history tail newest first.
+func incidents(h []failover.Entry, now time.Time) []incidentModel {
+	out := make([]incidentModel, 0, len(h))
+	openedOne := false
+	for i := len(h) - 1; i >= 0; i-- {
+		e := h[i]
+		title, ok := kindTitle[e.Kind]
+		if !ok {
+			title = e.Kind
+		}
+		im := incidentModel{ID: "h" + strconv.FormatUint(e.Index, 10), Title: title, Actor: e.Actor, Reason: e.Reason,
+			Rule: e.Rule, Outcome: joinNonEmpty(": ", e.Outcome, e.Detail)}
+		if e.From != "" || e.To != "" {
+			if e.From != "" && e.To != "" && e.From != e.To {
+				im.Title += " " + string(e.From) + " → " + string(e.To)
+			} else if e.To != "" {
+				im.Title += " (" + string(e.To) + ")"
+			}
+		}
+		if e.Gen != 0 {
+			im.Title = "gen " + strconv.FormatUint(e.Gen, 10) + " · " + im.Title
+		}
+		if e.At > 0 {
+			im.At, im.AtRel = absTime(time.Unix(0, e.At)), ago(now, time.Unix(0, e.At))
+		}
+		switch e.Kind {
+		case failover.KindAutoFailover, failover.KindAutoFailback, failover.KindBreakGlass:
+			im.Class = "down"
+		case failover.KindWithheld:
+			im.Class = "warn"
+		case failover.KindManualFailover, failover.KindManualFailback, failover.KindSwitchover:
+			im.Class = "manual"
+		default:
+			im.Class, im.Minor = "minor", true
+		}
+		if e.Forced {
+			im.Forced = "forced"
+			if e.Rule != "" {
+				im.Forced += " past the " + e.Rule + " rule"
+			}
+			im.Rule = ""
+		}
+		for _, s := range []failover.Site{failover.Primary, failover.Backup} {
+			if t, ok := e.Tallies[s]; ok {
+				im.Tallies = append(im.Tallies, TallyText(s, t, len(t.Up)+len(t.Down)+len(t.Abstain)+len(t.Unknown)))
+			}
+		}
+		for _, ev := range e.Evidence {
+			row := evidenceRow{Node: ev.Node, Primary: string(ev.Votes[failover.Primary]), Backup: string(ev.Votes[failover.Backup]), Abstain: ev.Abstain}
+			if ev.LastReport > 0 {
+				row.LastReport = absTime(time.Unix(0, ev.LastReport))
+			}
+			for _, f := range ev.Failing {
+				s := fmt.Sprintf("%s/%s %s, %s", f.Site, f.Probe, f.State, plural(f.Fails, "failure"))
+				if d := joinNonEmpty(" ", f.Class, f.Phase, f.Reason); d != "" {
+					s += ": " + d
+				}
+				row.Failing = append(row.Failing, s)
+			}
+			im.Evidence = append(im.Evidence, row)
+		}
+		im.Timings = timings(e.Timings)
+		if !im.Minor && !openedOne {
+			im.Open, openedOne = true, true
+		}
+		out = append(out, im)
+	}
+	return out
+}
+
+func timings(t failover.Timings) []timingStep {
+	var out []timingStep
+	step := func(label string, at int64) {
+		if at == 0 {
+			return
+		}
+		ts := timingStep{Label: label, At: absTime(time.Unix(0, at))}
+		if t.DecidedAt != 0 && at != t.DecidedAt {
+			d := time.Duration(at - t.DecidedAt)
+			if d >= 0 {
+				ts.Delta = "+" + roundDur(d)
+			} else {
+				ts.Delta = "−" + roundDur(-d)
+			}
+		}
+		out = append(out, ts)
+	}
+	step("detected", t.DetectedAt)
+	step("decided", t.DecidedAt)
+	step("DNS written", t.WrittenAt)
+	step("verified", t.VerifiedAt)
+	return out
+}
+
+func joinNonEmpty(sep string, xs ...string) string {
+	var out []string
+	for _, x := range xs {
+		if x != "" {
+			out = append(out, x)
+		}
+	}
+	return strings.Join(out, sep)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+// absTime formats t in UTC to the second.
+func absTime(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+// ago says how long before now t was, coarsely ("4m 10s ago").
+func ago(now, t time.Time) string {
+	d := now.Sub(t)
+	if d < 0 {
+		return "in " + roundDur(-d)
+	}
+	if d < time.Second {
+		return "just now"
+	}
+	return roundDur(d) + " ago"
+}
+
+func until(now, t time.Time) string {
+	d := t.Sub(now)
+	if d <= 0 {
+		return "due now"
+	}
+	return "in " + roundDur(d)
+}
+
+// roundDur prints a duration with at most two units: "850ms", "42s", "4m 10s", "3h 5m", "2d 4h".
+func roundDur(d time.Duration) string {
+	switch {
+	case d == time.Duration(math.MaxInt64):
+		return "forever"
+	case d < time.Second:
+		return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
+	case d < time.Minute:
+		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+	case d < time.Hour:
+		return fmt.Sprintf("%dm %ds", d/time.Minute, (d%time.Minute)/time.Second)
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh %dm", d/time.Hour, (d%time.Hour)/time.Minute)
+	}
+	return fmt.Sprintf("%dd %dh", d/(24*time.Hour), (d%(24*time.Hour))/time.Hour)
+}
+
+// truncate shortens s to at most n runes, ending in "…" when cut.
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

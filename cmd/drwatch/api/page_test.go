@@ -1,0 +1,360 @@
+package api
+
+import (
+	"html"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drwatch/drwatch/failover"
+)
+
+// text strips tags and unescapes, so tests read what a person reads.
+func text(b []byte) string {
+	s := regexp.MustCompile(`(?s)<style.*?</style>|<script.*?</script>`).ReplaceAllString(string(b), " ")
+	s = regexp.MustCompile(`<[^>]*>`).ReplaceAllString(s, " ")
+	s = html.UnescapeString(s)
+	return strings.Join(strings.Fields(s), " ")
+}
+
+func TestPageBanner(t *testing.T) {
+	srv := pageServer(t, fxFailedOver(), nil)
+	resp, body := pageGet(t, srv, "/")
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET /: got status %d, want 200", resp.StatusCode)
+	}
+	got := text(body)
+	for _, want := range []string{
+		"Traffic goes to the backup site",
+		"10m 0s ago · 2026-11-21 11:50:00 UTC",
+		"mode auto, blocked until 2026-11-21 12:50:00 UTC",
+		"automatic flips blocked until 2026-11-21 12:50:00 UTC (in 50m 0s), or until someone runs drwatch ack",
+		"last decision gen 4200: auto_failover primary -> backup at 2026-11-21T11:50:00Z by drwatch: primary DOWN at quorum",
+		"decision generation 4200 · fence gen=4200",
+		"served by b at 2026-11-21 12:00:00 UTC",
+		"leader a",
+		"2 of 3 watchers see primary DOWN, quorum 2; 1 see it UP",
+		"3 of 3 watchers see backup UP, quorum 2",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("page text: missing %q\ngot: %s", want, got)
+		}
+	}
+	if strings.Contains(got, "⚠") {
+		t.Errorf("healthy fixture: got a warning block, want none\n%s", got)
+	}
+}
+
+func TestTallyText(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		site failover.Site
+		t    failover.Tally
+		n    int
+		want string
+	}{
+		{"down at quorum", failover.Primary, failover.Tally{Verdict: failover.Down, Down: []string{"a", "b"}, Abstain: []string{"c"}, Quorum: 2}, 3,
+			"2 of 3 watchers see primary DOWN, quorum 2"},
+		{"down with dissent", failover.Primary, failover.Tally{Verdict: failover.Down, Down: []string{"a", "b"}, Up: []string{"c"}, Quorum: 2}, 3,
+			"2 of 3 watchers see primary DOWN, quorum 2; 1 see it UP"},
+		{"up", failover.Backup, failover.Tally{Verdict: failover.Up, Up: []string{"a", "b", "c"}, Quorum: 2}, 3,
+			"3 of 3 watchers see backup UP, quorum 2"},
+		{"no quorum", failover.Primary, failover.Tally{Verdict: failover.NoQuorum, Up: []string{"a"}, Abstain: []string{"b", "c"}, Quorum: 2}, 3,
+			"no quorum on primary: 1 UP, 2 abstaining of 3 watchers, quorum 2"},
+		{"nothing yet", failover.Primary, failover.Tally{}, 3, "no quorum on primary: no votes of 3 watchers, quorum 0"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := TallyText(tt.site, tt.t, tt.n); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestPageTallyExact(t *testing.T) {
+	st := fxFailedOver()
+	st.State.Sites[failover.Primary] = failover.Tally{Verdict: failover.Down, Down: []string{"a", "b"}, Unknown: []string{"c"}, Quorum: 2}
+	_, body := pageGet(t, pageServer(t, st, nil), "/")
+	if want := "2 of 3 watchers see primary DOWN, quorum 2"; !strings.Contains(text(body), want+" DOWN a, b") {
+		t.Errorf("page: missing %q followed by the DOWN voters\n%s", want, text(body))
+	}
+}
+
+func TestPendingText(t *testing.T) {
+	pol := fxFailedOver().State.Policy
+	for _, tt := range []struct {
+		name string
+		p    failover.Pending
+		want string
+	}{
+		{"countdown", failover.Pending{Site: failover.Primary, Leaning: []string{"a", "b"}, Rounds: 2, In: 4 * time.Second, Then: failover.KindAutoFailover},
+			"automatic failover to backup in about 4 s if this persists (2 more failing rounds): a, b see primary failing"},
+		{"one round", failover.Pending{Site: failover.Primary, Leaning: []string{"a"}, Rounds: 1, In: 2 * time.Second, Then: failover.KindAutoFailover},
+			"automatic failover to backup in about 2 s if this persists (1 more failing round): a see primary failing"},
+		{"withheld", failover.Pending{Site: failover.Primary, Leaning: []string{"a", "b"}, Rounds: 1, In: 2 * time.Second, Then: "withheld: " + failover.RuleTargetUnhealthy},
+			"primary would be DOWN at quorum in about 2 s if this persists (1 more failing round), but the automatic failover would be withheld: target_unhealthy (the other site is not UP at quorum)"},
+		{"paused", failover.Pending{Site: failover.Primary, Leaning: []string{"a"}, Rounds: 3, In: 6 * time.Second, Then: "withheld: " + failover.RulePaused},
+			"primary would be DOWN at quorum in about 6 s if this persists (3 more failing rounds), but the automatic failover would be withheld: paused (automatic decisions are paused)"},
+		{"no quorum", failover.Pending{Site: failover.Primary, Leaning: []string{"a"}, Rounds: -1, Then: failover.RuleNoQuorum},
+			"primary is failing for a, but too few watchers have fresh data to reach quorum: no automatic failover will happen"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := PendingText(&tt.p, pol); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+	_, body := pageGet(t, pageServer(t, fxPending(), nil), "/")
+	if want := "automatic failover to backup in about 4 s if this persists"; !strings.Contains(text(body), want) {
+		t.Errorf("page with Pending: missing %q\n%s", want, text(body))
+	}
+	if !strings.Contains(string(body), `id="pending"`) {
+		t.Errorf("page with Pending: no #pending block")
+	}
+}
+
+func TestPageWithheld(t *testing.T) {
+	st := fxFailedOver()
+	st.State.WithheldRule, st.State.WithheldReason, st.State.WithheldSince = failover.RuleTargetUnhealthy, "backup is not UP at quorum", fxAt(30*time.Second)
+	_, body := pageGet(t, pageServer(t, st, nil), "/")
+	if want := "Automatic flip withheld (target_unhealthy): backup is not UP at quorum, since 30s ago"; !strings.Contains(text(body), want) {
+		t.Errorf("missing %q\n%s", want, text(body))
+	}
+}
+
+func TestPageMatrix(t *testing.T) {
+	st := fxFailedOver()
+	st.State.Nodes[2].Stale = true
+	st.State.Nodes[2].Abstain = "stale"
+	for i := range st.State.Nodes[2].Probes {
+		st.State.Nodes[2].Probes[i].Fresh = false
+	}
+	_, body := pageGet(t, pageServer(t, st, nil), "/")
+	page := string(body)
+	got := text(body)
+	for _, want := range []string{
+		"primary / lms critical", "primary / ingress-lb", "backup / kube-api critical",
+		"DOWN 1500 ms 7 fails timeout: connect dial tcp 203.0.113.10:443: i/o timeout",
+		"DOWN 1500 ms 7 fails refused: connect connection refused",
+		"DOWN 1500 ms 7 fails lb_error: provisioning_status ERROR",
+		"UP 38 ms 12 oks",
+		"c abstains: stale primary UP · backup UP",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("matrix: missing %q\n%s", want, got)
+		}
+	}
+	rows := regexp.MustCompile(`(?s)<tr class="[^"]*" id="node-([a-z]+)">(.*?)</tr>`).FindAllStringSubmatch(page, -1)
+	if len(rows) != 3 {
+		t.Fatalf("matrix rows: got %d, want 3", len(rows))
+	}
+	for _, r := range rows {
+		cells := strings.Count(r[2], `<td class="c`)
+		if cells != 5 {
+			t.Errorf("row %s: got %d probe cells, want 5", r[1], cells)
+		}
+		if n := strings.Count(r[2], `<i class="ok"></i>`) + strings.Count(r[2], `<i class="fail"></i>`); n != 100 {
+			t.Errorf("row %s: got %d history blocks, want 5×20", r[1], n)
+		}
+		stale := strings.Count(r[2], `class="c stale"`)
+		if want := map[string]int{"a": 0, "b": 0, "c": 5}[r[1]]; stale != want {
+			t.Errorf("row %s: got %d stale cells, want %d", r[1], stale, want)
+		}
+	}
+	if !strings.Contains(rows[2][0], `<tr class="abstain" id="node-c">`) {
+		t.Errorf("row c: not marked as abstaining: %.200s", rows[2][0])
+	}
+}
+
+func TestPageWarnings(t *testing.T) {
+	stale := fxFailedOver()
+	stale.StaleSeconds = 30
+	noQuorum := fxFailedOver()
+	for i := range noQuorum.State.Nodes[:2] {
+		noQuorum.State.Nodes[i].Stale = true
+	}
+	withWarnings := fxNoLeader()
+	withWarnings.Warnings = []string{"this node (b) has no leader: backend says so"}
+	for _, tt := range []struct {
+		name  string
+		st    Status
+		alarm string // "" = no warning block
+		want  string
+	}{
+		{"healthy", fxFailedOver(), "", ""},
+		{"no leader, empty warnings", fxNoLeader(), "⚠ No leader", "node b knows no Raft leader"},
+		{"no leader, empty warnings, also stale", fxNoLeader(), "⚠ No leader", "stale data: the last state applied on b is 45s old (limit 6s, 3 × the 2s interval)"},
+		{"stale only", stale, "⚠ Stale data", "the last state applied on b is 30s old"},
+		{"no fresh quorum", noQuorum, "⚠ No quorum of watchers", "only 1 of 3 watchers have fresh data (quorum 2)"},
+		{"backend warnings are shown", withWarnings, "⚠ No leader", "backend says so"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, body := pageGet(t, pageServer(t, tt.st, nil), "/")
+			got := text(body)
+			has := strings.Contains(string(body), `role="alert"`)
+			if tt.alarm == "" {
+				if has {
+					t.Fatalf("got a warning block, want none: %s", got)
+				}
+				return
+			}
+			if !has {
+				t.Fatalf("got no warning block, want %q", tt.alarm)
+			}
+			if !strings.Contains(got, tt.alarm) || !strings.Contains(got, tt.want) {
+				t.Errorf("warning block: want %q and %q in\n%s", tt.alarm, tt.want, got)
+			}
+			if !strings.Contains(string(body), "<title>⚠ "+strings.TrimPrefix(tt.alarm, "⚠ ")) {
+				t.Errorf("title does not carry the alarm %q", tt.alarm)
+			}
+		})
+	}
+}
+
+func TestPageHistoryNewestFirst(t *testing.T) {
+	_, body := pageGet(t, pageServer(t, fxFailedOver(), nil), "/")
+	ids := regexp.MustCompile(`class="inc[^"]*" id="h(\d+)"`).FindAllStringSubmatch(string(body), -1)
+	var got []string
+	for _, m := range ids {
+		got = append(got, m[1])
+	}
+	if want := "4201 4200 950 900 3"; strings.Join(got, " ") != want {
+		t.Errorf("history order: got %v, want %s", got, want)
+	}
+	tx := text(body)
+	for _, want := range []string{
+		"gen 4200 · Automatic failover primary → backup",
+		"10m 0s ago · 2026-11-21 11:50:00 UTC · by drwatch",
+		"detected 2026-11-21 11:49:58 UTC −1s decided 2026-11-21 11:50:00 UTC DNS written 2026-11-21 11:50:00 UTC +120ms verified 2026-11-21 11:50:00 UTC +900ms",
+		"a DOWN UP primary/lms DOWN, 3 failures: timeout connect i/o timeout",
+		"5h 0m ago · Paused by bob: maintenance of the primary",
+		"DNS outcome: verified",
+	} {
+		if !strings.Contains(tx, want) {
+			t.Errorf("history: missing %q\n%s", want, tx)
+		}
+	}
+	if !regexp.MustCompile(`<details class="inc" id="h4200" open>`).Match(body) {
+		t.Errorf("the newest decision is not expanded")
+	}
+}
+
+func TestPagePartial(t *testing.T) {
+	srv := pageServer(t, fxFailedOver(), nil)
+	_, full := pageGet(t, srv, "/")
+	resp, part := pageGet(t, srv, "/?partial=1")
+	if resp.StatusCode != 200 {
+		t.Fatalf("partial: got status %d, want 200", resp.StatusCode)
+	}
+	p := strings.TrimSpace(string(part))
+	for _, bad := range []string{"<html", "<head", "<body", "<script", "<style", "<main", "</main>", "<noscript"} {
+		if strings.Contains(p, bad) {
+			t.Errorf("partial contains %q: want only the main container's content", bad)
+		}
+	}
+	if !strings.HasPrefix(p, "<section") {
+		t.Errorf("partial starts with %.40q, want a <section>", p)
+	}
+	m := regexp.MustCompile(`(?s)<main id="main" data-refresh-ms="(\d+)">(.*)</main>`).FindSubmatch(full)
+	if m == nil {
+		t.Fatal("full page: no <main id=main data-refresh-ms>")
+	}
+	if string(m[1]) != "2000" {
+		t.Errorf("refresh interval: got %s ms, want 2000 (policy interval)", m[1])
+	}
+	if strings.TrimSpace(string(m[2])) != p {
+		t.Errorf("partial differs from the full page's main container")
+	}
+}
+
+func TestPageOfflineAndCSP(t *testing.T) {
+	srv := pageServer(t, fxFailedOver(), nil)
+	resp, body := pageGet(t, srv, "/")
+	page := string(body)
+	if !strings.Contains(page, `<noscript><meta http-equiv="refresh" content="5"></noscript>`) {
+		t.Error("no <noscript> meta refresh fallback")
+	}
+	csp := resp.Header.Get("Content-Security-Policy")
+	m := regexp.MustCompile(`script-src 'nonce-([A-Za-z0-9+/=]{24})'; style-src 'nonce-([A-Za-z0-9+/=]{24})'`).FindStringSubmatch(csp)
+	if m == nil || m[1] != m[2] {
+		t.Fatalf("CSP: got %q, want script-src and style-src with one nonce", csp)
+	}
+	for _, want := range []string{"default-src 'none'", "connect-src 'self'", "frame-ancestors 'none'", "base-uri 'none'"} {
+		if !strings.Contains(csp, want) {
+			t.Errorf("CSP %q: missing %q", csp, want)
+		}
+	}
+	if strings.Contains(csp, "unsafe-inline") || strings.Contains(csp, "unsafe-eval") {
+		t.Errorf("CSP %q allows unsafe-inline or unsafe-eval", csp)
+	}
+	nonce := m[1]
+	if c := strings.Count(page, `nonce="`+nonce+`"`); c != 2 {
+		t.Errorf("nonce used %d times in the page, want 2 (one style, one script)", c)
+	}
+	if c := strings.Count(page, "<script"); c != 1 {
+		t.Errorf("got %d <script> elements, want 1", c)
+	}
+	resp2, _ := pageGet(t, srv, "/")
+	if strings.Contains(resp2.Header.Get("Content-Security-Policy"), nonce) {
+		t.Error("two responses share a nonce")
+	}
+	for _, tt := range []struct{ what, re string }{
+		{"inline event handler", `(?i)<[^>]+\son[a-z]+\s*=`},
+		{"style attribute", `(?i)<[^>]+\sstyle\s*=`},
+		{"external resource", `(?i)(src|href)\s*=\s*"(https?:)?//`},
+		{"web font or import", `(?i)@import|@font-face|url\(`},
+		{"javascript: URL", `(?i)javascript:`},
+	} {
+		if loc := regexp.MustCompile(tt.re).FindStringIndex(page); loc != nil {
+			t.Errorf("page has an %s: %q", tt.what, page[loc[0]:min(loc[1]+40, len(page))])
+		}
+	}
+	for h, want := range map[string]string{"Cache-Control": "no-store", "Content-Type": "text/html; charset=utf-8", "X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff"} {
+		if got := resp.Header.Get(h); got != want {
+			t.Errorf("header %s: got %q, want %q", h, got, want)
+		}
+	}
+	if !strings.Contains(page, `<meta name="viewport" content="width=device-width,initial-scale=1">`) ||
+		!strings.Contains(page, "prefers-color-scheme:dark") {
+		t.Error("page is not set up for phones (viewport) and dark mode (prefers-color-scheme)")
+	}
+}
+
+func TestPageEscapes(t *testing.T) {
+	_, body := pageGet(t, pageServer(t, fxFailedOver(), nil), "/")
+	if strings.Contains(string(body), fxXSS) {
+		t.Fatal("a reason containing <script> was rendered unescaped")
+	}
+	if !strings.Contains(text(body), fxXSS) {
+		t.Error("the planted reason is not shown at all (want it escaped, readable)")
+	}
+}
+
+func TestPageNoPolicy(t *testing.T) {
+	st := Status{ServedBy: "a", ServedAt: fxNow, Leader: "a", State: failover.View{Mode: "manual-only", Active: failover.Primary,
+		Warnings: []string{"no policy set: drwatch makes no decisions until one is"}}}
+	resp, body := pageGet(t, pageServer(t, st, nil), "/")
+	if resp.StatusCode != 200 {
+		t.Fatalf("got %d, want 200", resp.StatusCode)
+	}
+	for _, want := range []string{"No watchers are configured yet", "no policy set", "No history yet", "Traffic goes to the primary site"} {
+		if !strings.Contains(text(body), want) {
+			t.Errorf("missing %q\n%s", want, text(body))
+		}
+	}
+}
+
+func TestRoundDur(t *testing.T) {
+	for _, tt := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{120 * time.Millisecond, "120ms"}, {42 * time.Second, "42s"}, {4*time.Minute + 10*time.Second, "4m 10s"},
+		{3*time.Hour + 5*time.Minute, "3h 5m"}, {50*time.Hour + 30*time.Minute, "2d 2h"},
+	} {
+		if got := roundDur(tt.d); got != tt.want {
+			t.Errorf("roundDur(%v): got %q, want %q", tt.d, got, tt.want)
+		}
+	}
+}
