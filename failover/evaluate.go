@@ -86,6 +86,10 @@ func (s *state) tallies(now int64) map[Site]Tally {
 		return out
 	}
 	var ts [2]Tally
+	for i := range ts {
+		// Empty lists, not nil: they encode as [] for the status API.
+		ts[i] = Tally{Up: []string{}, Down: []string{}, Abstain: []string{}, Unknown: []string{}}
+	}
 	for _, id := range p.Nodes { // sorted by normalize
 		v := s.nodeVote(id, now)
 		for i := range sites {
