@@ -39,7 +39,6 @@ type pageModel struct {
 	Mode        string
 	ModeClass   string
 	ModeDetail  string
-	Blocked     string
 	Decision    string
 	Gen         uint64
 	Fence       string
@@ -92,6 +91,7 @@ type nodeRow struct {
 }
 
 type cell struct {
+	Label   string // "primary / lms", for the phone layout
 	State   string
 	Class   string
 	Latency string
@@ -267,10 +267,6 @@ func buildPage(st Status, now time.Time, nonce string) pageModel {
 		m.Since, m.SinceAbs = "since the cluster was formed", "no decision has moved it"
 	}
 	m.Mode, m.ModeClass, m.ModeDetail = mode(v, now)
-	if v.Blocked {
-		m.Blocked = "automatic flips blocked until " + absTime(time.Unix(0, v.BlockedUntil)) +
-			" (" + until(now, time.Unix(0, v.BlockedUntil)) + "), or until someone runs drwatch ack"
-	}
 	if m.Decision == "" {
 		m.Decision = "none yet"
 	}
@@ -328,10 +324,15 @@ func mode(v *failover.View, now time.Time) (label, class, detail string) {
 		}
 	}
 	if v.Blocked {
-		if class == "ok" {
-			class = "warn"
+		// Blocked only matters while automatic decisions would otherwise run.
+		bu := time.Unix(0, v.BlockedUntil)
+		if v.Mode == "auto" {
+			label, class = "blocked until "+absTime(bu), "warn"
+			detail = "an automatic flip happened: further automatic flips wait " + strings.TrimPrefix(until(now, bu), "in ") +
+				" or until someone runs drwatch ack; manual commands still work"
+		} else {
+			detail += "; automatic flips also blocked until " + absTime(bu)
 		}
-		label += ", blocked until " + absTime(time.Unix(0, v.BlockedUntil))
 	}
 	return label, class, detail
 }
@@ -480,7 +481,7 @@ func matrix(v *failover.View, now time.Time) ([]probeHeader, []nodeRow) {
 	}
 	rows := make([]nodeRow, 0, len(v.Nodes))
 	for _, n := range v.Nodes {
-		r := nodeRow{Node: n.Node, Primary: string(n.Verdicts[failover.Primary]), Backup: string(n.Verdicts[failover.Backup]),
+		r := nodeRow{Node: n.Node, Primary: orDash(string(n.Verdicts[failover.Primary])), Backup: orDash(string(n.Verdicts[failover.Backup])),
 			Cells: make([]cell, len(hdr))}
 		switch {
 		case !n.Reported:
@@ -496,7 +497,7 @@ func matrix(v *failover.View, now time.Time) ([]probeHeader, []nodeRow) {
 			r.Status += " (stale)"
 		}
 		if n.LastAt > 0 {
-			r.LastAt = "last report " + ago(now, time.Unix(0, n.LastAt))
+			r.LastAt = "reported " + ago(now, time.Unix(0, n.LastAt))
 		}
 		if n.HashMismatch {
 			r.Notes = append(r.Notes, "runs a different policy ("+short(n.PolicyHash)+")")
@@ -513,6 +514,9 @@ func matrix(v *failover.View, now time.Time) ([]probeHeader, []nodeRow) {
 				continue
 			}
 			r.Cells[i] = cellOf(pv, n.Stale)
+		}
+		for i := range r.Cells {
+			r.Cells[i].Label = hdr[i].Site + " / " + hdr[i].Probe
 		}
 		rows = append(rows, r)
 	}

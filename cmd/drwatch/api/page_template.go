@@ -47,13 +47,15 @@ th,td{text-align:left;vertical-align:top;padding:.4rem .5rem;border-bottom:1px s
 th{font-weight:600;color:var(--muted);font-size:.78rem}
 .matrix th:first-child,.matrix td:first-child{position:sticky;left:0;background:var(--card);z-index:1}
 .matrix td.c{min-width:9.5rem}
+.matrix td.w{min-width:10rem}
+.matrix .votes{display:block}
 .matrix .st{font-weight:700;font-size:.8rem;padding:0 .35rem;border-radius:4px}
 .matrix .err{display:block;color:var(--down);font-size:.78rem;overflow-wrap:anywhere;margin-top:.15rem}
 .matrix .stale{opacity:.55}
 .matrix .stale .st::after{content:" stale"}
 tr.abstain td:first-child{box-shadow:inset 3px 0 var(--warn)}
 .strip{display:flex;gap:1px;margin-top:.3rem;height:.7rem}
-.strip i{flex:1 1 0;max-width:.5rem;min-width:.2rem;border-radius:1px}
+.strip i{flex:0 0 .32rem;border-radius:1px}
 .strip i.ok{background:var(--up)}.strip i.fail{background:var(--down)}
 .crit{font-size:.7rem;color:var(--muted)}
 .dns .rr{font-family:var(--mono);font-size:.82rem;display:block;overflow-wrap:anywhere}
@@ -73,7 +75,13 @@ dl.kv dt{color:var(--muted)}dl.kv dd{margin:0;overflow-wrap:anywhere}
 footer{max-width:78rem;margin:0 auto;padding:0 1rem 2rem;color:var(--muted);font-size:.8rem}
 footer a{color:inherit}
 @media (max-width:40rem){body{font-size:14px}main{padding:.5rem;gap:.6rem}section{padding:.7rem}.banner .active{font-size:1.3rem}
-dl.kv{grid-template-columns:1fr}dl.kv dt{margin-top:.3rem}}
+dl.kv{grid-template-columns:1fr}dl.kv dt{margin-top:.3rem}
+.matrix,.matrix tbody,.matrix tr,.matrix td{display:block;width:100%}
+.matrix thead{display:none}
+.matrix tr{border:1px solid var(--line);border-radius:8px;margin-bottom:.6rem;padding:.2rem 0}
+.matrix td{border-bottom:1px dashed var(--line)}.matrix td:last-child{border-bottom:0}
+.matrix td:first-child{position:static}
+.matrix td.c::before{content:attr(data-label);display:block;font-size:.75rem;color:var(--muted)}}
 `
 
 // pageScript refreshes the main container in place, without a full page
@@ -145,9 +153,9 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
 <section class="banner" aria-label="active site">
 <h2>Active site</h2>
 <div class="active">Traffic goes to the <span class="{{.ActiveClass}}">{{.Active}}</span> site</div>
+{{- if .Alarm}}<div class="small down">as last known by {{.ServedBy}}, whose view may be out of date: see the warning above</div>{{end}}
 <div class="muted">{{.Since}} · <span class="small">{{.SinceAbs}}</span></div>
 <div class="chips"><span class="muted small">mode</span> <span class="pill {{.ModeClass}}" id="mode">{{.Mode}}</span>{{if .ModeDetail}} <span class="small muted">{{.ModeDetail}}</span>{{end}}</div>
-{{- if .Blocked}}<div class="note warn small">{{.Blocked}}</div>{{end}}
 <div class="small"><span class="muted">last decision</span> <span id="last-decision">{{.Decision}}</span></div>
 <div class="small muted">decision generation {{.Gen}} · fence <span class="mono">{{.Fence}}</span> · served by {{.ServedBy}} at {{.ServedAt}}{{if .DataAge}} · data {{.DataAge}} old{{end}} · leader {{if .Leader}}{{.Leader}}{{else}}<b class="down">none</b>{{end}}</div>
 </section>
@@ -177,9 +185,9 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
 <tbody>
 {{- range .Nodes}}
 <tr class="{{if ne .Class "ok"}}abstain{{end}}" id="node-{{.Node}}">
-<td><b>{{.Node}}</b><br><span class="pill {{.Class}}">{{.Status}}</span><br><span class="small muted">primary {{.Primary}} · backup {{.Backup}}</span>{{if .LastAt}}<br><span class="small muted">{{.LastAt}}</span>{{end}}{{range .Notes}}<br><span class="small warn">{{.}}</span>{{end}}</td>
+<td class="w"><b>{{.Node}}</b> <span class="pill {{.Class}}">{{.Status}}</span><span class="small muted votes">votes primary {{.Primary}}, backup {{.Backup}}</span>{{if .LastAt}}<span class="small muted votes">{{.LastAt}}</span>{{end}}{{range .Notes}}<span class="small warn votes">{{.}}</span>{{end}}</td>
 {{- range .Cells}}
-<td class="c{{if .Stale}} stale{{end}}"{{if .Title}} title="{{.Title}}"{{end}}><span class="st {{.Class}}">{{.State}}</span>{{if .Latency}} <span class="small">{{.Latency}}</span>{{end}}{{if .Streak}} <span class="small muted">{{.Streak}}</span>{{end}}{{if .Error}}<span class="err">{{.Error}}</span>{{end}}{{if .History}}<div class="strip" aria-label="recent results, oldest first">{{range .History}}<i class="{{.}}"></i>{{end}}</div>{{end}}</td>
+<td class="c{{if .Stale}} stale{{end}}" data-label="{{.Label}}"{{if .Title}} title="{{.Title}}"{{end}}><span class="st {{.Class}}">{{.State}}</span>{{if .Latency}} <span class="small">{{.Latency}}</span>{{end}}{{if .Streak}} <span class="small muted">{{.Streak}}</span>{{end}}{{if .Error}}<span class="err">{{.Error}}</span>{{end}}{{if .History}}<div class="strip" aria-label="recent results, oldest first">{{range .History}}<i class="{{.}}"></i>{{end}}</div>{{end}}</td>
 {{- end}}
 </tr>
 {{- end}}

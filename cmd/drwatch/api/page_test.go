@@ -28,8 +28,7 @@ func TestPageBanner(t *testing.T) {
 	for _, want := range []string{
 		"Traffic goes to the backup site",
 		"10m 0s ago · 2026-11-21 11:50:00 UTC",
-		"mode auto, blocked until 2026-11-21 12:50:00 UTC",
-		"automatic flips blocked until 2026-11-21 12:50:00 UTC (in 50m 0s), or until someone runs drwatch ack",
+		"mode blocked until 2026-11-21 12:50:00 UTC an automatic flip happened: further automatic flips wait 50m 0s or until someone runs drwatch ack",
 		"last decision gen 4200: auto_failover primary -> backup at 2026-11-21T11:50:00Z by drwatch: primary DOWN at quorum",
 		"decision generation 4200 · fence gen=4200",
 		"served by b at 2026-11-21 12:00:00 UTC",
@@ -139,7 +138,7 @@ func TestPageMatrix(t *testing.T) {
 		"DOWN 1500 ms 7 fails refused: connect connection refused",
 		"DOWN 1500 ms 7 fails lb_error: provisioning_status ERROR",
 		"UP 38 ms 12 oks",
-		"c abstains: stale primary UP · backup UP",
+		"c abstains: stale votes primary UP, backup UP reported 2s ago",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("matrix: missing %q\n%s", want, got)
