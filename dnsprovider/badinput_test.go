@@ -18,13 +18,20 @@ import (
 // client's key, to forge a bad signature).
 func startFake(t *testing.T, signKey tsig.Key, h dns.HandlerFunc) string {
 	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", pc.LocalAddr().String())
-	if err != nil {
-		t.Fatal(err)
+	var pc net.PacketConn
+	var l net.Listener
+	for attempt := 0; l == nil; attempt++ {
+		var err error
+		if pc, err = net.ListenPacket("udp", "127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
+		// The UDP port's TCP twin may be taken; pick another pair then.
+		if l, err = net.Listen("tcp", pc.LocalAddr().String()); err != nil {
+			pc.Close()
+			if attempt > 20 {
+				t.Fatal(err)
+			}
+		}
 	}
 	accept := func(dns.Header) dns.MsgAcceptAction { return dns.MsgAccept }
 	prov := tsig.NewProvider(signKey)

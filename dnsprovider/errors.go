@@ -38,6 +38,9 @@ var (
 	ErrNotPropagated = errors.New("not served by every authoritative server")
 	// ErrConfig: the configuration is unusable. Terminal.
 	ErrConfig = errors.New("invalid dns provider configuration")
+	// ErrTooLarge: the update does not fit in one DNS message (64 KiB), so
+	// it cannot be atomic. Terminal: split the managed records.
+	ErrTooLarge = errors.New("update too large for one dns message")
 	// ErrUnsupported: the provider cannot do what was asked.
 	ErrUnsupported = errors.New("not supported by this provider")
 )
@@ -117,7 +120,7 @@ func IsTerminal(err error) bool {
 	if errors.As(err, &rc) && (rc.Rcode == dns.RcodeFormatError || rc.Rcode == dns.RcodeNotImplemented) {
 		return true
 	}
-	for _, s := range []error{ErrAuth, ErrRefused, ErrWrongZone, ErrConfig, ErrUnsupported, ErrBadFence} {
+	for _, s := range []error{ErrAuth, ErrRefused, ErrWrongZone, ErrConfig, ErrUnsupported, ErrBadFence, ErrTooLarge} {
 		if errors.Is(err, s) {
 			return true
 		}

@@ -35,6 +35,8 @@ func (x *exchanger) exchange(ctx context.Context, m *dns.Msg, network string) (*
 		op = "update"
 	}
 	c := &dns.Client{Net: network, Timeout: x.timeout, UDPSize: udpSize}
+	// Name compression keeps a 1,000-RRset swap under the 64 KiB TCP limit.
+	m.Compress = true
 	if x.key != nil {
 		c.TsigProvider = tsig.NewProvider(*x.key)
 		// SetTsig must be the last change to the message (the MAC covers it all).

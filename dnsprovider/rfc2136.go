@@ -289,6 +289,11 @@ func prereqFailure(err error) (int, bool) {
 
 // send sends an UPDATE over TCP and maps its rcode to an error.
 func (p *RFC2136) send(ctx context.Context, m *dns.Msg) error {
+	m.Compress = true
+	// Leave room for the TSIG record (name, algorithm, 64-byte MAC).
+	if n := m.Len(); n > dns.MaxMsgSize-512 {
+		return fmt.Errorf("update %s: %w (%d bytes)", p.zone, ErrTooLarge, n)
+	}
 	r, err := p.ex.exchange(ctx, m, "tcp")
 	if err != nil {
 		return err
