@@ -54,7 +54,8 @@ type Config struct {
 
 	// DedupeEntries bounds the replicated idempotency table. Default 10000.
 	DedupeEntries int
-	// RefusalLogInterval is how often one refused peer may be logged. Default 10m.
+	// RefusalLogInterval is how often one refused peer, or one repeated raft
+	// warning about one peer, may be logged. Default 10m.
 	RefusalLogInterval time.Duration
 
 	// LeaderTransform runs on the leader for every proposal (local or

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -126,9 +127,16 @@ func (s *logSink) count(msg string, match map[string]string) int {
 func (s *logSink) dump(t *testing.T, id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	from := max(0, len(s.records)-60)
+	if os.Getenv("CLUSTER_DEBUG") != "" {
+		f, _ := os.Create("/tmp/cluster-" + id + ".log")
+		for _, r := range s.records {
+			fmt.Fprintf(f, "%s %s %v\n", r.level, r.msg, r.attrs)
+		}
+		f.Close()
+	}
+	from := max(0, len(s.records)-400)
 	for _, r := range s.records[from:] {
-		if r.level < slog.LevelInfo {
+		if r.level < slog.LevelInfo && os.Getenv("CLUSTER_DEBUG") == "" {
 			continue
 		}
 		t.Logf("[%s] %s %s %v", id, r.level, r.msg, r.attrs)
@@ -222,6 +230,17 @@ type tcluster struct {
 // newCluster starts n nodes on 127.0.0.1 with configs adjusted by tweak.
 func newCluster(t *testing.T, n int, tweak func(i int, c *Config)) *tcluster {
 	t.Helper()
+	tc := newClusterNoStart(t, n, tweak)
+	for _, nd := range tc.nodes {
+		tc.startWith(nd, nil)
+	}
+	return tc
+}
+
+// newClusterNoStart prepares n nodes (addresses, certificates, configs)
+// without starting them.
+func newClusterNoStart(t *testing.T, n int, tweak func(i int, c *Config)) *tcluster {
+	t.Helper()
 	tc := &tcluster{t: t, ca: newTestCA(t, "test-ca")}
 	lns := make([]net.Listener, n)
 	for i := range n {
@@ -230,6 +249,7 @@ func newCluster(t *testing.T, n int, tweak func(i int, c *Config)) *tcluster {
 			t.Fatal(err)
 		}
 		lns[i] = ln
+		defer ln.Close() // only reserved the port; startWith listens again
 		id := string(rune('a' + i))
 		tc.nodes = append(tc.nodes, &tnode{id: id, dir: filepath.Join(t.TempDir(), id), addr: ln.Addr().String(), creds: tc.ca.creds(t, id)})
 	}
@@ -253,9 +273,6 @@ func newCluster(t *testing.T, n int, tweak func(i int, c *Config)) *tcluster {
 			}
 		}
 	})
-	for i, nd := range tc.nodes {
-		tc.startWith(nd, lns[i])
-	}
 	return tc
 }
 
@@ -369,6 +386,15 @@ func (tc *tcluster) propose(nd *tnode, cmd string) ([]byte, uint64) {
 	defer cancel()
 	resp, idx, err := nd.node.Propose(ctx, []byte(cmd))
 	if err != nil {
+		for _, o := range tc.running() {
+			st := o.node.Stats()
+			tc.t.Logf("%s: state %s term %d last %d commit %d applied %d leader %s", o.id, st.State, st.Term, st.LastIndex, st.CommitIndex, st.AppliedIndex, st.LeaderID)
+		}
+		if os.Getenv("CLUSTER_DEBUG") != "" {
+			f, _ := os.Create("/tmp/cluster-goroutines.txt")
+			_ = pprof.Lookup("goroutine").WriteTo(f, 2)
+			f.Close()
+		}
 		tc.t.Fatalf("propose %q on %s: %v", cmd, nd.id, err)
 	}
 	return resp, idx

@@ -2,25 +2,73 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 )
 
 // hclogAdapter feeds hashicorp/raft's hclog output into the node's
 // *slog.Logger, so the library never writes to stderr on its own.
+//
+// raft repeats some warnings for as long as a peer is unreachable (every
+// HeartbeatTimeout/2 for heartbeats). Warnings and errors that name a peer
+// are therefore rate-limited per (message, peer), like refusals; the next
+// line that gets through says how many were suppressed.
 type hclogAdapter struct {
 	l       *slog.Logger
 	name    string
 	implied []any
+	limit   *repeatLimiter
 }
 
 var _ hclog.Logger = (*hclogAdapter)(nil)
 
-func newHCLog(l *slog.Logger) hclog.Logger { return &hclogAdapter{l: l} }
+func newHCLog(l *slog.Logger, limit *repeatLimiter) hclog.Logger {
+	return &hclogAdapter{l: l, limit: limit}
+}
+
+// repeatLimiter lets one line per key through per interval and counts the rest.
+type repeatLimiter struct {
+	log        refusalLog
+	mu         sync.Mutex
+	suppressed map[string]int
+}
+
+func newRepeatLimiter(interval time.Duration) *repeatLimiter {
+	return &repeatLimiter{log: refusalLog{interval: interval, last: map[string]time.Time{}}, suppressed: map[string]int{}}
+}
+
+// allow reports whether to log key now, and how many were suppressed since.
+func (r *repeatLimiter) allow(key string) (bool, int) {
+	ok := r.log.allow(key, time.Now())
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !ok {
+		if len(r.suppressed) < maxRefusalKeys {
+			r.suppressed[key]++
+		}
+		return false, 0
+	}
+	n := r.suppressed[key]
+	delete(r.suppressed, key)
+	return true, n
+}
+
+// peerKey is the peer a raft log line is about, if any.
+func peerKey(args []any) (string, bool) {
+	for i := 0; i+1 < len(args); i += 2 {
+		if k, ok := args[i].(string); ok && (k == "peer" || k == "target" || k == "server-id" || k == "candidate") {
+			return fmt.Sprint(args[i+1]), true
+		}
+	}
+	return "", false
+}
 
 func slogLevel(level hclog.Level) slog.Level {
 	switch level {
@@ -42,6 +90,17 @@ func (h *hclogAdapter) Log(level hclog.Level, msg string, args ...any) {
 	ctx := context.Background()
 	if !h.l.Enabled(ctx, lv) {
 		return
+	}
+	if lv >= slog.LevelWarn && h.limit != nil {
+		if peer, ok := peerKey(args); ok {
+			allow, n := h.limit.allow(msg + "|" + peer)
+			if !allow {
+				return
+			}
+			if n > 0 {
+				args = append(args, "suppressed", n)
+			}
+		}
 	}
 	// raft's messages start upper-case sometimes; our convention is lower-case.
 	msg = strings.ToLower(msg[:min(1, len(msg))]) + msg[min(1, len(msg)):]
@@ -65,7 +124,7 @@ func (h *hclogAdapter) IsError() bool { return h.enabled(hclog.Error) }
 
 func (h *hclogAdapter) ImpliedArgs() []any { return h.implied }
 func (h *hclogAdapter) With(args ...any) hclog.Logger {
-	return &hclogAdapter{l: h.l, name: h.name, implied: append(append([]any(nil), h.implied...), args...)}
+	return &hclogAdapter{l: h.l, name: h.name, implied: append(append([]any(nil), h.implied...), args...), limit: h.limit}
 }
 func (h *hclogAdapter) Name() string { return h.name }
 func (h *hclogAdapter) Named(name string) hclog.Logger {
@@ -76,7 +135,7 @@ func (h *hclogAdapter) Named(name string) hclog.Logger {
 	return h.ResetNamed(n)
 }
 func (h *hclogAdapter) ResetNamed(name string) hclog.Logger {
-	return &hclogAdapter{l: h.l.With("component", name), name: name, implied: h.implied}
+	return &hclogAdapter{l: h.l.With("component", name), name: name, implied: h.implied, limit: h.limit}
 }
 func (h *hclogAdapter) SetLevel(hclog.Level) {} // the slog handler owns the level
 func (h *hclogAdapter) GetLevel() hclog.Level {

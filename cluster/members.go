@@ -84,11 +84,8 @@ func (n *Node) leaderOp(ctx context.Context, what string, req rpcRequest, local 
 		if id == "" {
 			return ErrNoLeader
 		}
-		r, err := n.rpc.call(ctx, id, addr, req)
-		if err != nil {
-			return err
-		}
-		return decodeError(r)
+		_, err := n.forward(ctx, id, addr, req)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", what, req.ID, err)

@@ -128,7 +128,7 @@ func New(ctx context.Context, cfg Config, sm StateMachine) (*Node, error) {
 		return nil, fmt.Errorf("open raft.db: %w", err)
 	}
 	n.store = store
-	hl := newHCLog(n.logger.With("component", "raft"))
+	hl := newHCLog(n.logger.With("component", "raft"), newRepeatLimiter(cfg.RefusalLogInterval))
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, cfg.SnapshotRetain, hl)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot store: %w", err)
@@ -293,11 +293,8 @@ func (n *Node) proposeKey(ctx context.Context, key, cmd []byte) ([]byte, uint64,
 		if id == "" {
 			return ErrNoLeader
 		}
-		r, err := n.rpc.call(ctx, id, addr, rpcRequest{Op: opPropose, Key: key, Cmd: cmd})
+		r, err := n.forward(ctx, id, addr, rpcRequest{Op: opPropose, Key: key, Cmd: cmd})
 		if err != nil {
-			return err
-		}
-		if err := decodeError(r); err != nil {
 			return err
 		}
 		resp, idx = r.Resp, r.Index
@@ -307,6 +304,42 @@ func (n *Node) proposeKey(ctx context.Context, key, cmd []byte) ([]byte, uint64,
 		return nil, 0, fmt.Errorf("propose: %w", err)
 	}
 	return resp, idx, nil
+}
+
+// forward sends req to the leader id at addr. One attempt lasts at most
+// TransportTimeout, and is abandoned as soon as this node learns of another
+// leader: a leader cut off by a partition never answers, and waiting for it
+// would stall the caller until its own deadline. Abandoned attempts are
+// errTransport, so the caller retries (with the same idempotency key).
+func (n *Node) forward(ctx context.Context, id, addr string, req rpcRequest) (rpcResponse, error) {
+	actx, cancel := context.WithTimeout(ctx, n.cfg.TransportTimeout)
+	defer cancel()
+	done := make(chan struct{})
+	defer close(done)
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		for {
+			changed := n.leaderCh.wait()
+			if lid, _ := n.Leader(); lid != "" && lid != id {
+				cancel()
+				return
+			}
+			select {
+			case <-changed:
+			case <-done:
+				return
+			case <-n.life.Done():
+				cancel()
+				return
+			}
+		}
+	}()
+	r, err := n.rpc.call(actx, id, addr, req)
+	if err != nil {
+		return rpcResponse{}, err
+	}
+	return r, decodeError(r)
 }
 
 // retryable errors mean "try again, maybe elsewhere": the operation either
@@ -440,11 +473,8 @@ func (n *Node) Barrier(ctx context.Context) error {
 		if id == "" {
 			return ErrNoLeader
 		}
-		r, err := n.rpc.call(ctx, id, addr, rpcRequest{Op: opBarrier})
+		r, err := n.forward(ctx, id, addr, rpcRequest{Op: opBarrier})
 		if err != nil {
-			return err
-		}
-		if err := decodeError(r); err != nil {
 			return err
 		}
 		target = r.Index

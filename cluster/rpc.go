@@ -246,13 +246,7 @@ func (c *rpcClient) get(ctx context.Context, pk, id, addr string) (*rpcConn, err
 		return conn, nil
 	}
 	c.mu.Unlock()
-	dctx := ctx
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		dctx, cancel = context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-	}
-	nc, err := c.m.dial(dctx, addr, id, protoRPC)
+	nc, err := c.m.dial(ctx, addr, id, protoRPC)
 	if err != nil {
 		return nil, err
 	}
