@@ -1,2 +1,87 @@
-// Package dnsprovider reads and writes the DNS records drwatch manages.
+// Package dnsprovider reads and writes the DNS records drwatch manages, and
+// verifies that every authoritative server serves them.
+//
+// # Shape
+//
+// A Provider is bound to one zone and works on RRsets: GetRecords(want)
+// reads the named (name, type) RRsets, SetRecords(sets) writes them
+// unconditionally and only where they differ (libdns semantics). The
+// optional CompareAndSwapper adds GetFence and Swap(expected, desired,
+// fenceOld, fenceNew). New(Config, logger) selects an implementation by
+// name; NewVerifier/NewVerifierFromConfig build the authoritative check.
+//
+//	p, err := dnsprovider.New(cfg, logger)
+//	cur, err := p.GetRecords(ctx, ids)
+//	if cas, ok := p.(dnsprovider.CompareAndSwapper); ok {
+//		gen, err := cas.GetFence(ctx)
+//		err = cas.Swap(ctx, cur, desired, gen, decisionGen) // *ConflictError: re-read, re-plan
+//	} else {
+//		_, err = p.SetRecords(ctx, desired) // weaker: see below
+//	}
+//	res, err := verifier.Verify(ctx, desired) // res.Err() names laggards
+//
+// # Compare-and-swap and fencing (RFC 2136)
+//
+// RFC2136 reads by direct signed queries of the managed names (no AXFR, so
+// the key needs no transfer rights) and writes with ONE signed UPDATE per
+// Swap. The UPDATE carries, for every expected RRset, the value-dependent
+// prerequisite "RRset exists with exactly these records" (RFC 2136 §2.4.2;
+// miekg/dns Msg.Used, not RRsetUsed), or "RRset does not exist" (§2.4.3)
+// when the expected RRset is empty, so a first write is guarded too; the same
+// for the fence TXT record (default "_drwatch.<zone>", text "gen=N", N being
+// the generation of the decision that wrote the records). Then a delete and
+// an add per changed RRset and for the fence. The server applies all of it
+// or none of it. A leader that has been deposed still holds the old fence
+// generation, so its write fails the prerequisite (BIND answers NXRRSET)
+// and comes back as a *ConflictError carrying what is there now.
+//
+// TSIG hmac-sha256 or hmac-sha512; the key comes from a file in BIND's
+// `key "name" { algorithm ..; secret ".."; };` format or holding only the
+// base64 secret. Keys print as their name only; no error or log line carries
+// a secret. UPDATEs go over TCP; queries over UDP, retried over TCP when
+// truncated. An update larger than one DNS message (64 KiB) is refused with
+// ErrTooLarge rather than split.
+//
+// # Providers without compare-and-swap (weaker fencing)
+//
+// Cloudflare, Route 53, PowerDNS (HTTP API), DigitalOcean, Hetzner (v2,
+// Cloud DNS API), deSEC (all through libdns) and OpenStack Designate cannot
+// make a write conditional on the records being what the writer last saw.
+// For an operator that means: a leader that was deposed between its read and
+// its write can overwrite the new leader's records, and nothing in DNS
+// refuses it. drwatch narrows that window by calling VerifyLeader on the Raft
+// cluster right before each write, and the next reconcile pass of the real
+// leader (level-triggered) puts its desired state back; but the window is not
+// closed. Writes of several RRsets are also not atomic there. Prefer RFC 2136
+// (BIND, Knot, PowerDNS with its RFC 2136 support enabled, most managed
+// DNS that offers "dynamic DNS") when you can.
+//
+// Designate: its recordset update takes no precondition. SetRecords re-reads
+// each recordset right before updating it and refuses (*ConflictError) if
+// its version moved since the read; a concurrent writer can still slip in
+// between that check and the update.
+//
+// # Errors
+//
+// IsTerminal: ErrAuth (NOTAUTH/BADSIG/BADKEY, HTTP 401/403), ErrRefused
+// (REFUSED), ErrWrongZone (NOTZONE, answers or SOA outside the zone, not
+// authoritative), ErrConfig, ErrTooLarge, FORMERR/NOTIMP: log, count, do
+// not retry. IsRetryable: SERVFAIL, timeouts, connection errors, ErrBadReply
+// (malformed, mismatched ID or question, not a response, unsigned or badly
+// signed reply; resending a Swap is safe because it is a compare-and-swap).
+// Retry runs a function with capped, jittered exponential backoff on
+// retryable errors only. ErrConflict is neither: re-read and re-plan.
+//
+// # Verification
+//
+// Verifier finds the zone's authoritative servers (the NS set and its
+// addresses, asked of the configured resolver, or a fixed list of
+// host:port), queries each directly without recursion (RD=0), polls until
+// each serves the desired RRsets or the timeout ends, and reports per server
+// whether it matched, after how long, and what it served.
+//
+// Subpackages: dnstest is an embedded authoritative server (RFC 2136, TSIG,
+// BIND's prerequisite semantics) for `drwatch demo` and tests; providertest
+// is the conformance suite every implementation runs (test/dnsservers runs it
+// against real BIND9, Knot DNS and PowerDNS).
 package dnsprovider
