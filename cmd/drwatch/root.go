@@ -69,7 +69,9 @@ agrees through Raft whether the primary is down, and flips DNS to the backup.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%w\nsee '%s --help'", err, c.CommandPath())}
 	})
-	root.AddCommand(newVersionCmd(), newConfigCmd(), newServeCmd())
+	root.AddCommand(newVersionCmd(), newConfigCmd(), newServeCmd(), newStatusCmd(),
+		newFailoverCmd(), newFailbackCmd(), newSwitchoverCmd(), newPauseCmd(), newResumeCmd(), newAckCmd(),
+		newHistoryCmd(), newExplainCmd(), newMembersCmd(), newDemoCmd())
 	return root
 }
 

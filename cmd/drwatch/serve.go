@@ -2,13 +2,9 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -70,12 +66,12 @@ func (s *serveCmd) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	tlsCfg, err := apiTLS(cfg.TLS.CAFile, cfg.TLS.CertFile, cfg.TLS.KeyFile)
+	tlsCfg, err := api.ServerTLS(cfg.TLS.CAFile, cfg.TLS.CertFile, cfg.TLS.KeyFile)
 	if err != nil {
 		_ = n.Shutdown(context.Background())
 		return err
 	}
-	srv, errc, err := serveAPI(cfg.Node.APIAddr, tlsCfg, n, tokens, cfg.API.MaxBodyBytes, log)
+	srv, errc, err := api.Listen(cfg.Node.APIAddr, tlsCfg, n, api.Options{Tokens: tokens, MaxBodyBytes: cfg.API.MaxBodyBytes, Logger: log})
 	if err != nil {
 		_ = n.Shutdown(context.Background())
 		return err
@@ -100,47 +96,6 @@ func (s *serveCmd) Run(ctx context.Context) error {
 	}
 	log.Info("stopped")
 	return nil
-}
-
-// serveAPI starts the HTTPS API; errc receives its terminal error.
-func serveAPI(addr string, tlsCfg *tls.Config, b api.Backend, tokens *api.Tokens, maxBody int64, log *slog.Logger) (*http.Server, <-chan error, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, nil, fmt.Errorf("node.api_addr: %w", err)
-	}
-	h := api.NewServer(b, api.Options{Tokens: tokens, MaxBodyBytes: maxBody, Logger: log})
-	registerPages(h, b)
-	srv := &http.Server{
-		Handler: h, TLSConfig: tlsCfg,
-		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 15 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug),
-	}
-	errc := make(chan error, 1)
-	go func() {
-		if err := srv.ServeTLS(ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			errc <- err
-		}
-	}()
-	return srv, errc, nil
-}
-
-// apiTLS serves the node's certificate. Client certificates from the
-// cluster CA are accepted but not required: reads are open (the status page
-// holds no secret) and writes need a bearer token.
-func apiTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
-	if err != nil {
-		return nil, fmt.Errorf("tls.cert_file/key_file: %w", err)
-	}
-	caPEM, err := os.ReadFile(caFile)
-	if err != nil {
-		return nil, fmt.Errorf("tls.ca_file: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(caPEM) {
-		return nil, fmt.Errorf("tls.ca_file %s: no certificate", caFile)
-	}
-	return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}, ClientCAs: pool, ClientAuth: tls.VerifyClientCertIfGiven}, nil
 }
 
 func newLogger(c config.Log, w *os.File) *slog.Logger {

@@ -92,7 +92,7 @@ type Probe struct {
 	// http
 	URL             string            `yaml:"url" types:"http" doc:"http: the URL; its host gives SNI and the Host header."`
 	ConnectTo       string            `yaml:"connect_to" types:"http" doc:"http: host:port to dial instead of resolving the URL, so the probe keeps reaching this site after the DNS flip."`
-	CAFile          string            `yaml:"ca_file" types:"http,tcp,kubernetes" doc:"PEM bundle to trust instead of the system roots."`
+	CAFile          string            `yaml:"ca_file" types:"http,tcp,kubernetes,octavia" doc:"PEM bundle to trust instead of the system roots."`
 	ExpectStatus    []int             `yaml:"expect_status" types:"http" default:"[200]" doc:"http: statuses that count as up."`
 	BodyMatch       string            `yaml:"body_match" types:"http" doc:"http: a regular expression the body must match."`
 	CertMinValidity time.Duration     `yaml:"cert_min_validity" types:"http,tcp" doc:"Fail when the served certificate expires sooner than this."`

@@ -1,0 +1,236 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drwatch/drwatch/cmd/drwatch/api"
+	"github.com/drwatch/drwatch/cmd/drwatch/demo"
+	"github.com/drwatch/drwatch/failover"
+)
+
+// run executes the drwatch CLI in-process and returns stdout, stderr and the exit code.
+func run(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	root := newRootCmd()
+	var out, errb bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	root.SetIn(strings.NewReader(""))
+	root.SetArgs(args)
+	err := root.ExecuteContext(context.Background())
+	if err != nil {
+		if _, silent := err.(silentError); !silent {
+			errb.WriteString(err.Error())
+		}
+	}
+	return out.String(), errb.String(), exitCode(err)
+}
+
+func eventually(t *testing.T, d time.Duration, cond func() bool, format string, args ...any) {
+	t.Helper()
+	tick := time.NewTicker(25 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	for !cond() {
+		select {
+		case <-deadline.C:
+			t.Fatalf("timed out after %s waiting until "+format, append([]any{d}, args...)...)
+		case <-tick.C:
+		}
+	}
+}
+
+func TestConfigValidateExitCodes(t *testing.T) {
+	if _, _, code := run(t, "config", "validate", "-c", "config/testdata/valid.yaml", "--no-file-checks"); code != 0 {
+		t.Errorf("valid config: got exit %d, want 0", code)
+	}
+	_, stderr, code := run(t, "config", "validate", "-c", "config/testdata/broken.yaml", "--no-file-checks")
+	if code != 1 || !strings.Contains(stderr, "broken.yaml:13:3: policy.quorum:") {
+		t.Errorf("broken config: got exit %d, stderr:\n%s", code, stderr)
+	}
+	if _, _, code := run(t, "config", "validate"); code != 2 {
+		t.Errorf("missing --config: got exit %d, want 2", code)
+	}
+	if _, _, code := run(t, "no-such-command"); code != 2 {
+		t.Errorf("unknown command: got exit %d, want 2", code)
+	}
+}
+
+// The CLI against three real watchers (the demo cluster): reads from any
+// node, writes forwarded by a follower, tokens, refusals and --wait.
+func TestCLIAgainstCluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	d, err := demo.Start(ctx, demo.Options{Dir: t.TempDir(), Interval: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	eventually(t, 60*time.Second, func() bool {
+		v := d.View()
+		return d.Leader() != nil && v.Sites[failover.Primary].Verdict == failover.Up && v.Sites[failover.Backup].Verdict == failover.Up
+	}, "both sites are UP at quorum")
+
+	follower := ""
+	for i, n := range d.Nodes {
+		if n != d.Leader() {
+			follower = d.APIURLs[i]
+			break
+		}
+	}
+	conn := []string{"--endpoint", follower, "--ca-file", d.CAFile}
+	auth := append(append([]string(nil), conn...), "--token-file", d.TokenFile)
+
+	t.Run("status json from a follower", func(t *testing.T) {
+		out, stderr, code := run(t, append([]string{"status", "-o", "json"}, conn...)...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		var st api.Status
+		if err := json.Unmarshal([]byte(out), &st); err != nil {
+			t.Fatalf("status json: %v", err)
+		}
+		if st.State.Active != failover.Primary || st.Leader == "" || st.ServedBy == st.Leader {
+			t.Errorf("got active %s leader %q served by %q; want primary, a leader, a follower", st.State.Active, st.Leader, st.ServedBy)
+		}
+		table, _, _ := run(t, append([]string{"status"}, conn...)...)
+		for _, want := range []string{"active site: primary", "primary  UP", "WATCHER"} {
+			if !strings.Contains(table, want) {
+				t.Errorf("table lacks %q:\n%s", want, table)
+			}
+		}
+	})
+
+	t.Run("writes need a valid token", func(t *testing.T) {
+		body := strings.NewReader(`{"to":"backup","reason":"x"}`)
+		cl, err := (&clientFlags{endpoints: []string{follower}, caFile: d.CAFile, timeout: 10 * time.Second}).client(false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tok := range []string{"", "wrong-token-wrong-token"} {
+			req, _ := http.NewRequest(http.MethodPost, follower+"/api/v1/failover", body)
+			if tok != "" {
+				req.Header.Set("Authorization", "Bearer "+tok)
+			}
+			resp, err := cl.http.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnauthorized {
+				t.Errorf("token %q: got %d, want 401", tok, resp.StatusCode)
+			}
+		}
+		if _, _, code := run(t, append([]string{"failover", "--reason", "x", "--yes"}, conn...)...); code != 2 {
+			t.Errorf("failover without any token configured: got exit %d, want 2", code)
+		}
+	})
+
+	t.Run("no tty and no --yes refuses without hanging", func(t *testing.T) {
+		_, stderr, code := run(t, append([]string{"failover", "--to", "backup", "--reason", "drill"}, auth...)...)
+		if code != 2 || !strings.Contains(stderr, "--yes") {
+			t.Errorf("got exit %d, stderr %q; want 2 naming --yes", code, stderr)
+		}
+	})
+
+	t.Run("dry run shows the record changes and changes nothing", func(t *testing.T) {
+		out, stderr, code := run(t, append([]string{"failover", "--to", "backup", "--reason", "drill", "--dry-run"}, auth...)...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		if !strings.Contains(out, demo.PrimaryIP+" -> "+demo.BackupIP) || !strings.Contains(out, "target_healthy") {
+			t.Errorf("dry run output:\n%s", out)
+		}
+		if d.View().Active != failover.Primary {
+			t.Error("dry run changed the active site")
+		}
+	})
+
+	t.Run("manual failover and failback with --wait through a follower", func(t *testing.T) {
+		out, stderr, code := run(t, append([]string{"failover", "--to", "backup", "--reason", "drill", "--yes", "--wait"}, auth...)...)
+		if code != 0 {
+			t.Fatalf("failover exit %d: %s\n%s", code, stderr, out)
+		}
+		if !strings.Contains(out, "verified at every authoritative server") {
+			t.Errorf("failover --wait output:\n%s", out)
+		}
+		if got, _ := d.Resolve("lms.demo.test"); len(got) != 1 || got[0] != demo.BackupIP {
+			t.Errorf("after failover: lms -> %v, want %s", got, demo.BackupIP)
+		}
+		hist, _, _ := run(t, append([]string{"history", "-o", "json"}, conn...)...)
+		if !strings.Contains(hist, `"actor": "demo"`) || !strings.Contains(hist, `"kind": "manual_failover"`) {
+			t.Errorf("history does not record the actor of the manual failover:\n%s", hist)
+		}
+		out, stderr, code = run(t, append([]string{"failback", "--reason", "drill over", "--yes", "--wait"}, auth...)...)
+		if code != 0 {
+			t.Fatalf("failback exit %d: %s\n%s", code, stderr, out)
+		}
+		if got, _ := d.Resolve("lms.demo.test"); len(got) != 1 || got[0] != demo.PrimaryIP {
+			t.Errorf("after failback: lms -> %v, want %s", got, demo.PrimaryIP)
+		}
+	})
+
+	t.Run("an unhealthy target is refused with exit 3 and the rule", func(t *testing.T) {
+		if err := d.Sites["backup"].SetUp(false); err != nil {
+			t.Fatal(err)
+		}
+		defer d.Sites["backup"].SetUp(true)
+		eventually(t, 60*time.Second, func() bool { return d.View().Sites[failover.Backup].Verdict != failover.Up }, "backup is no longer UP at quorum")
+		_, stderr, code := run(t, append([]string{"failover", "--to", "backup", "--reason", "drill", "--yes"}, auth...)...)
+		if code != 3 || !strings.Contains(stderr, "target_unhealthy") || !strings.Contains(stderr, "--force") {
+			t.Errorf("got exit %d, stderr %q; want 3 naming target_unhealthy and --force", code, stderr)
+		}
+	})
+
+	t.Run("paused: an outage causes no flip; resume flips", func(t *testing.T) {
+		eventually(t, 60*time.Second, func() bool { return d.View().Sites[failover.Backup].Verdict == failover.Up }, "backup UP again")
+		if _, stderr, code := run(t, append([]string{"pause", "--reason", "maintenance", "--yes"}, auth...)...); code != 0 {
+			t.Fatalf("pause: exit %d %s", code, stderr)
+		}
+		gen := d.View().Desired.Gen
+		if err := d.Sites["primary"].SetUp(false); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 60*time.Second, func() bool { return d.View().Sites[failover.Primary].Verdict == failover.Down }, "primary DOWN at quorum")
+		if v := d.View(); v.Desired.Gen != gen || v.Active != failover.Primary {
+			t.Fatalf("paused cluster flipped: gen %d active %s", v.Desired.Gen, v.Active)
+		}
+		if _, stderr, code := run(t, append([]string{"resume", "--reason", "done", "--yes"}, auth...)...); code != 0 {
+			t.Fatalf("resume: exit %d %s", code, stderr)
+		}
+		eventually(t, 60*time.Second, func() bool { v := d.View(); return v.Active == failover.Backup && v.Desired.Done }, "the flip after resume is verified")
+	})
+
+	t.Run("explain names the evidence", func(t *testing.T) {
+		gen := d.View().Desired.Gen
+		out, stderr, code := run(t, append([]string{"explain", itoa(gen)}, conn...)...)
+		if code != 0 || !strings.Contains(out, "primary") {
+			t.Errorf("explain %d: exit %d %s\n%s", gen, code, stderr, out)
+		}
+	})
+
+	t.Run("the token never appears in replies", func(t *testing.T) {
+		tok, err := os.ReadFile(filepath.Join(d.Dir, "token"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{{"status", "-o", "json"}, {"history", "-o", "json"}} {
+			out, _, _ := run(t, append(args, conn...)...)
+			if strings.Contains(out, strings.TrimSpace(string(tok))) {
+				t.Errorf("%v leaks the operator token", args)
+			}
+		}
+	})
+}
+
+func itoa(n uint64) string { return strconv.FormatUint(n, 10) }

@@ -1,0 +1,403 @@
+package demo
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"text/template"
+	"time"
+
+	"github.com/drwatch/drwatch/cluster"
+	"github.com/drwatch/drwatch/cmd/drwatch/api"
+	"github.com/drwatch/drwatch/cmd/drwatch/config"
+	"github.com/drwatch/drwatch/cmd/drwatch/node"
+	"github.com/drwatch/drwatch/dnsprovider/dnstest"
+	"github.com/drwatch/drwatch/failover"
+	"github.com/miekg/dns"
+)
+
+// The demo's zone and addresses (documentation ranges: nothing is dialled).
+const (
+	Zone      = "demo.test."
+	PrimaryIP = "203.0.113.10"
+	BackupIP  = "198.51.100.10"
+)
+
+// Options configure a demo run.
+type Options struct {
+	// Dir holds the generated configs, certificates, secrets and logs.
+	// Empty: a temporary directory, removed at the end.
+	Dir string
+	// Out receives the narration.
+	Out io.Writer
+	// LogLevel of the nodes' log, written to Dir/demo.log.
+	LogLevel slog.Level
+	// Interval is the probe round interval (default 1s); the probe timeout
+	// is 70% of it. Tests under the race detector use a slower cadence.
+	Interval time.Duration
+}
+
+// Demo is a running demo cluster.
+type Demo struct {
+	Dir        string
+	Sites      map[string]*Site
+	DNS        *dnstest.Server
+	Nodes      []*node.Node
+	APIURLs    []string
+	ControlURL string
+	CAFile     string
+	TokenFile  string
+	Configs    []string
+
+	out      io.Writer
+	start    time.Time
+	interval time.Duration
+	tmp      bool
+	logFile  *os.File
+	servers  []*http.Server
+	control  *http.Server
+	mu       sync.Mutex
+}
+
+// Start brings up the sites, the DNS server and three watchers.
+func Start(ctx context.Context, o Options) (d *Demo, err error) {
+	if o.Interval <= 0 {
+		o.Interval = time.Second
+	}
+	d = &Demo{Dir: o.Dir, Sites: map[string]*Site{}, out: o.Out, start: time.Now(), interval: o.Interval}
+	if d.out == nil {
+		d.out = io.Discard
+	}
+	defer func() {
+		if err != nil {
+			d.Close()
+		}
+	}()
+	if d.Dir == "" {
+		if d.Dir, err = os.MkdirTemp("", "drwatch-demo-"); err != nil {
+			return nil, err
+		}
+		d.tmp = true
+	} else if err = os.MkdirAll(d.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	if d.logFile, err = os.OpenFile(filepath.Join(d.Dir, "demo.log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600); err != nil {
+		return nil, err
+	}
+	log := slog.New(slog.NewTextHandler(d.logFile, &slog.HandlerOptions{Level: o.LogLevel}))
+
+	// Certificates: one CA for the cluster, the API and the simulated sites.
+	caPEM, caKeyPEM, err := cluster.NewCA("drwatch demo CA", 24*time.Hour)
+	if err != nil {
+		return nil, err
+	}
+	ca, caKey, err := cluster.ParseCA(caPEM, caKeyPEM)
+	if err != nil {
+		return nil, err
+	}
+	d.CAFile = d.path("ca.crt")
+	siteCert, siteKey, err := cluster.IssueNodeCert(ca, caKey, "sites", []string{"lms." + strings.TrimSuffix(Zone, "."), "studio." + strings.TrimSuffix(Zone, "."), "127.0.0.1", "localhost"}, 24*time.Hour)
+	if err != nil {
+		return nil, err
+	}
+	siteTLS, err := tls.X509KeyPair(siteCert, siteKey)
+	if err != nil {
+		return nil, err
+	}
+
+	// Secrets, each in its own file, as in production.
+	secrets := map[string]string{}
+	for _, name := range []string{"operator-token", "kube-token", "appcred-id", "appcred-secret"} {
+		secrets[name] = randomHex(16)
+	}
+	tsig := base64.StdEncoding.EncodeToString([]byte(randomHex(16)))
+	files := map[string]string{
+		"ca.crt":         string(caPEM),
+		"tokens":         "# actor:token, one per line\ndemo:" + secrets["operator-token"] + "\n",
+		"token":          secrets["operator-token"] + "\n",
+		"kube-token":     secrets["kube-token"] + "\n",
+		"appcred-id":     secrets["appcred-id"] + "\n",
+		"appcred-secret": secrets["appcred-secret"] + "\n",
+		"tsig.key":       fmt.Sprintf("key \"drwatch.\" {\n\talgorithm hmac-sha256;\n\tsecret \"%s\";\n};\n", tsig),
+	}
+	for name, content := range files {
+		if err := os.WriteFile(d.path(name), []byte(content), 0o600); err != nil {
+			return nil, err
+		}
+	}
+	d.TokenFile = d.path("token")
+
+	for _, name := range []string{"primary", "backup"} {
+		s, err := newSite(name, siteTLS, secrets["kube-token"], secrets["appcred-id"], secrets["appcred-secret"])
+		if err != nil {
+			return nil, err
+		}
+		d.Sites[name] = s
+	}
+	if d.DNS, err = dnstest.Start("127.0.0.1:0", Zone, dnstest.Key{Name: "drwatch.", Algorithm: "hmac-sha256", Secret: tsig}); err != nil {
+		return nil, err
+	}
+	if err := d.DNS.Seed("lms 60 IN A "+PrimaryIP, "studio 60 IN A "+PrimaryIP); err != nil {
+		return nil, err
+	}
+
+	// Three watchers: real configs on disk, loaded through the normal path.
+	ids := []string{"a", "b", "c"}
+	ports, err := freePorts(2 * len(ids))
+	if err != nil {
+		return nil, err
+	}
+	var peers []peerAddr
+	for i, id := range ids {
+		peers = append(peers, peerAddr{ID: id, Raft: ports[2*i], API: ports[2*i+1]})
+	}
+	for _, p := range peers {
+		cert, key, err := cluster.IssueNodeCert(ca, caKey, p.ID, []string{"127.0.0.1", "localhost"}, 24*time.Hour)
+		if err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(d.path("node-"+p.ID+".crt"), cert, 0o600); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(d.path("node-"+p.ID+".key"), key, 0o600); err != nil {
+			return nil, err
+		}
+		cfgPath := d.path("node-" + p.ID + ".yaml")
+		if err := d.writeConfig(cfgPath, p, peers); err != nil {
+			return nil, err
+		}
+		d.Configs = append(d.Configs, cfgPath)
+	}
+	for i, p := range peers {
+		cfg, err := config.Load(d.Configs[i], config.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("demo config %s: %w", d.Configs[i], err)
+		}
+		n, err := node.Start(ctx, node.Options{Config: cfg, Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("start watcher %s: %w", p.ID, err)
+		}
+		d.Nodes = append(d.Nodes, n)
+		tokens, err := api.LoadTokens(cfg.API.TokensFile)
+		if err != nil {
+			return nil, err
+		}
+		tlsCfg, err := api.ServerTLS(cfg.TLS.CAFile, cfg.TLS.CertFile, cfg.TLS.KeyFile)
+		if err != nil {
+			return nil, err
+		}
+		srv, _, err := api.Listen(cfg.Node.APIAddr, tlsCfg, n, api.Options{Tokens: tokens, Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		d.servers = append(d.servers, srv)
+		d.APIURLs = append(d.APIURLs, "https://"+cfg.Node.APIAddr)
+	}
+	if err := d.startControl(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+type peerAddr struct {
+	ID        string
+	Raft, API string
+}
+
+func (d *Demo) path(name string) string { return filepath.Join(d.Dir, name) }
+
+var configTmpl = template.Must(template.New("cfg").Parse(`# drwatch demo watcher {{.Self.ID}} (generated by drwatch demo)
+node: { id: {{.Self.ID}}, data_dir: "{{.Dir}}/data-{{.Self.ID}}", raft_addr: "{{.Self.Raft}}", api_addr: "{{.Self.API}}" }
+tls: { ca_file: "{{.Dir}}/ca.crt", cert_file: "{{.Dir}}/node-{{.Self.ID}}.crt", key_file: "{{.Dir}}/node-{{.Self.ID}}.key" }
+peers:
+{{- range .Peers}}
+  - { id: {{.ID}}, raft_addr: "{{.Raft}}", api_addr: "{{.API}}" }
+{{- end}}
+api: { tokens_file: "{{.Dir}}/tokens" }
+raft: { heartbeat_timeout: 1s, election_timeout: 1s, leader_lease_timeout: 500ms }
+policy: { interval: {{.Interval}}, timeout: {{.Timeout}}, fall: 3, rise: 2, quorum: 2, auto_failover: true, block_window: 10m, failback: manual }
+sites:
+{{- range .Sites}}
+  {{.Name}}:
+    probes:
+      - { name: lms, type: http, url: "https://lms.demo.test/heartbeat", connect_to: "{{.Heartbeat}}", ca_file: "{{$.Dir}}/ca.crt", cert_min_validity: 1h }
+      - { name: studio, type: http, url: "https://studio.demo.test/heartbeat", connect_to: "{{.Heartbeat}}", ca_file: "{{$.Dir}}/ca.crt" }
+      - { name: kube-api, type: kubernetes, server: "https://{{.Kube}}", ca_file: "{{$.Dir}}/ca.crt", token_file: "{{$.Dir}}/kube-token" }
+      - { name: ingress-lb, type: octavia, auth_url: "https://{{.OpenStack}}/v3", region: RegionOne, ca_file: "{{$.Dir}}/ca.crt",
+          application_credential_id_file: "{{$.Dir}}/appcred-id", application_credential_secret_file: "{{$.Dir}}/appcred-secret",
+          loadbalancer: ingress, critical: false }
+{{- end}}
+dns:
+  provider: rfc2136
+  zone: demo.test.
+  rfc2136: { server: "{{.DNS}}", key_name: drwatch., key_file: "{{.Dir}}/tsig.key" }
+  verify: { servers: [ "{{.DNS}}" ], timeout: 10s }
+  records:
+    - { name: lms,    type: A, ttl: 5, primary: [ {{.PrimaryIP}} ], backup: [ {{.BackupIP}} ] }
+    - { name: studio, type: A, ttl: 5, primary: [ {{.PrimaryIP}} ], backup: [ {{.BackupIP}} ] }
+log: { level: info }
+`))
+
+type siteAddrs struct{ Name, Heartbeat, Kube, OpenStack string }
+
+func (d *Demo) writeConfig(path string, self peerAddr, peers []peerAddr) error {
+	var sites []siteAddrs
+	for _, name := range []string{"primary", "backup"} {
+		s := d.Sites[name]
+		sites = append(sites, siteAddrs{Name: name, Heartbeat: s.Addr("heartbeat"), Kube: s.Addr("kube"), OpenStack: s.Addr("openstack")})
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	err = configTmpl.Execute(f, map[string]any{"Self": self, "Peers": peers, "Dir": d.Dir, "Sites": sites,
+		"DNS": d.DNS.Addr(), "PrimaryIP": PrimaryIP, "BackupIP": BackupIP,
+		"Interval": d.interval.String(), "Timeout": (d.interval * 7 / 10).String()})
+	return errors.Join(err, f.Close())
+}
+
+// startControl serves the outage switch on loopback (plain HTTP, demo only).
+func (d *Demo) startControl() error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	d.ControlURL = "http://" + ln.Addr().String()
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /sites/{site}/{state}", func(w http.ResponseWriter, r *http.Request) {
+		s, ok := d.Sites[r.PathValue("site")]
+		state := r.PathValue("state")
+		if !ok || (state != "up" && state != "down") {
+			http.Error(w, "want POST /sites/{primary|backup}/{up|down}", http.StatusNotFound)
+			return
+		}
+		if err := s.SetUp(state == "up"); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		d.say("site %s is now %s (from the control endpoint)", s.Name, strings.ToUpper(state))
+		fmt.Fprintf(w, "%s is %s\n", s.Name, state)
+	})
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "POST /sites/primary/down, /sites/primary/up, /sites/backup/down, /sites/backup/up")
+	})
+	d.control = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = d.control.Serve(ln) }()
+	return nil
+}
+
+// Close stops everything in reverse order and removes a temporary directory.
+func (d *Demo) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if d.control != nil {
+		_ = d.control.Close()
+	}
+	for _, s := range d.servers {
+		_ = s.Close()
+	}
+	var wg sync.WaitGroup
+	for _, n := range d.Nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = n.Shutdown(ctx)
+		}()
+	}
+	wg.Wait()
+	if d.DNS != nil {
+		_ = d.DNS.Close()
+	}
+	for _, s := range d.Sites {
+		s.Close()
+	}
+	if d.logFile != nil {
+		_ = d.logFile.Close()
+	}
+	if d.tmp {
+		_ = os.RemoveAll(d.Dir)
+	}
+}
+
+// say prints one narration line with the elapsed time.
+func (d *Demo) say(format string, args ...any) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	fmt.Fprintf(d.out, "[%6.1fs] %s\n", time.Since(d.start).Seconds(), fmt.Sprintf(format, args...))
+}
+
+// Leader returns the node that currently leads, or nil.
+func (d *Demo) Leader() *node.Node {
+	for _, n := range d.Nodes {
+		if n.Cluster().IsLeader() {
+			return n
+		}
+	}
+	return nil
+}
+
+// View is the leader's (or, with no leader, the first node's) replica view.
+func (d *Demo) View() failover.View {
+	if l := d.Leader(); l != nil {
+		return l.Machine().View()
+	}
+	return d.Nodes[0].Machine().View()
+}
+
+// Resolve asks the embedded authoritative server for name's A records.
+func (d *Demo) Resolve(name string) ([]string, error) {
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(name), dns.TypeA)
+	m.RecursionDesired = false
+	c := &dns.Client{Net: "tcp", Timeout: 2 * time.Second}
+	r, _, err := c.Exchange(m, d.DNS.Addr())
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, rr := range r.Answer {
+		if a, ok := rr.(*dns.A); ok {
+			out = append(out, a.A.String())
+		}
+	}
+	return out, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand never fails on Linux
+	}
+	return hex.EncodeToString(b)
+}
+
+func freePorts(n int) ([]string, error) {
+	var lns []net.Listener
+	defer func() {
+		for _, l := range lns {
+			_ = l.Close()
+		}
+	}()
+	var out []string
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		lns = append(lns, l)
+		out = append(out, l.Addr().String())
+	}
+	return out, nil
+}

@@ -1,0 +1,79 @@
+package demo
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// The scripted story end to end: three real watchers on loopback flip the
+// embedded DNS server to the backup after the primary goes down.
+func TestOutageScenario(t *testing.T) {
+	var out syncBuffer
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	d, err := Start(ctx, Options{Dir: t.TempDir(), Out: &out, LogLevel: slog.LevelDebug, Interval: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if got, err := d.Resolve("lms.demo.test"); err != nil || len(got) != 1 || got[0] != PrimaryIP {
+		t.Fatalf("before: lms.demo.test -> %v %v, want %s", got, err, PrimaryIP)
+	}
+	if err := d.Outage(ctx); err != nil {
+		t.Fatalf("outage scenario: %v\nnarration:\n%s", err, out.String())
+	}
+	if got, _ := d.Resolve("studio.demo.test"); len(got) != 1 || got[0] != BackupIP {
+		t.Errorf("studio.demo.test -> %v, want %s (records move together)", got, BackupIP)
+	}
+	for _, step := range []string{"healthy:", "OUTAGE", "quorum verdict: ", "decision gen", "verified at the authoritative server"} {
+		if !strings.Contains(out.String(), step) {
+			t.Errorf("narration lacks %q:\n%s", step, out.String())
+		}
+	}
+	// Every replica holds the same decision.
+	want := d.View().Desired
+	for _, n := range d.Nodes {
+		eventually(t, 10*time.Second, func() bool { return n.Machine().Desired().Gen == want.Gen }, "node %s applies gen %d", n.ID(), want.Gen)
+		if got := n.Machine().Desired(); got.Active != want.Active {
+			t.Errorf("node %s desired %s, want %s", n.ID(), got.Active, want.Active)
+		}
+	}
+}
+
+// eventually polls cond until it holds or d passes.
+func eventually(t *testing.T, d time.Duration, cond func() bool, format string, args ...any) {
+	t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	for !cond() {
+		select {
+		case <-deadline.C:
+			t.Fatalf("timed out after %s waiting until "+format, append([]any{d}, args...)...)
+		case <-tick.C:
+		}
+	}
+}

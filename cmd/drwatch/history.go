@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/drwatch/drwatch/failover"
+	"github.com/spf13/cobra"
+)
+
+// historyCmd is `drwatch history`.
+type historyCmd struct {
+	flags  clientFlags
+	output string
+}
+
+func newHistoryCmd() *cobra.Command {
+	h := &historyCmd{}
+	c := &cobra.Command{
+		Use:   "history [-o table|json|yaml]",
+		Short: "The replicated history: decisions, withheld flips, pauses, acks and DNS outcomes",
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := outputFormat(h.output).check(); err != nil {
+				return err
+			}
+			return h.Run(c.Context(), stdout(c))
+		},
+	}
+	h.flags.register(c)
+	c.Flags().StringVarP(&h.output, "output", "o", "table", "table, json or yaml")
+	return c
+}
+
+// Run prints the history.
+func (h *historyCmd) Run(ctx context.Context, w io.Writer) error {
+	cl, err := h.flags.client(false)
+	if err != nil {
+		return err
+	}
+	var out struct {
+		History []failover.Entry `json:"history"`
+	}
+	if err := cl.do(ctx, http.MethodGet, "/api/v1/history", nil, &out); err != nil {
+		return cliErr(err)
+	}
+	if h.output != "table" {
+		return structured(w, outputFormat(h.output), out)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "INDEX\tGEN\tAT\tKIND\tMOVE\tACTOR\tOUTCOME\tREASON")
+	for _, e := range out.History {
+		move := "-"
+		if e.From != "" || e.To != "" {
+			move = string(e.From) + "->" + string(e.To)
+		}
+		kind := e.Kind
+		if e.Forced {
+			kind += " (forced)"
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Index, e.Gen, unixTime(e.At), kind, move, orDash(e.Actor), orDash(e.Outcome), orDash(e.Reason))
+	}
+	return tw.Flush()
+}
+
+// explainCmd is `drwatch explain GEN`.
+type explainCmd struct{ flags clientFlags }
+
+func newExplainCmd() *cobra.Command {
+	e := &explainCmd{}
+	c := &cobra.Command{
+		Use:   "explain GEN",
+		Short: "The evidence behind a decision, in words",
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageError{errors.New("explain takes one generation number")}
+			}
+			gen, err := strconv.ParseUint(args[0], 10, 64)
+			if err != nil || gen == 0 {
+				return usageError{fmt.Errorf("generation %q is not a positive integer", args[0])}
+			}
+			return e.Run(c.Context(), stdout(c), gen)
+		},
+	}
+	e.flags.register(c)
+	return c
+}
+
+// Run prints the explanation of gen.
+func (e *explainCmd) Run(ctx context.Context, w io.Writer, gen uint64) error {
+	cl, err := e.flags.client(false)
+	if err != nil {
+		return err
+	}
+	var out struct {
+		Explanation string `json:"explanation"`
+	}
+	if err := cl.do(ctx, http.MethodGet, "/api/v1/explain/"+strconv.FormatUint(gen, 10), nil, &out); err != nil {
+		return cliErr(err)
+	}
+	_, err = fmt.Fprintln(w, out.Explanation)
+	return err
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os/signal"
+	"syscall"
+	"text/tabwriter"
+
+	"github.com/drwatch/drwatch/cluster"
+	"github.com/drwatch/drwatch/cmd/drwatch/api"
+	"github.com/spf13/cobra"
+)
+
+func newMembersCmd() *cobra.Command {
+	var flags clientFlags
+	c := &cobra.Command{Use: "members", Short: "List or remove the Raft voters"}
+	flags.register(c)
+	var output string
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the voters and the leader",
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := outputFormat(output).check(); err != nil {
+				return err
+			}
+			return membersList(c.Context(), stdout(c), &flags, outputFormat(output))
+		},
+	}
+	list.Flags().StringVarP(&output, "output", "o", "table", "table, json or yaml")
+	var confirm, yes bool
+	var reason string
+	remove := &cobra.Command{
+		Use:   "remove ID",
+		Short: "Remove a voter (removing the leader or going below three voters needs --confirm)",
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageError{errors.New("remove takes one node ID")}
+			}
+			ctx, stop := signal.NotifyContext(c.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			cl, err := flags.client(true)
+			if err != nil {
+				return err
+			}
+			if !yes {
+				if err := newConfirmer(c.InOrStdin(), c.ErrOrStderr()).confirm(fmt.Sprintf("About to remove watcher %s from the cluster.\n", args[0]), "remove "+args[0]); err != nil {
+					return err
+				}
+			}
+			req := api.WriteRequest{ID: args[0], Confirm: confirm, Reason: reason}
+			if err := cl.do(ctx, http.MethodPost, "/api/v1/members/remove", req, nil); err != nil {
+				return cliErr(err)
+			}
+			fmt.Fprintf(stdout(c), "removed %s\n", args[0])
+			return nil
+		},
+	}
+	remove.Flags().BoolVar(&confirm, "confirm", false, "confirm removing the leader or going below three voters")
+	remove.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
+	remove.Flags().StringVar(&reason, "reason", "", "why (logged)")
+	c.AddCommand(list, remove)
+	return c
+}
+
+func membersList(ctx context.Context, w io.Writer, flags *clientFlags, format outputFormat) error {
+	cl, err := flags.client(false)
+	if err != nil {
+		return err
+	}
+	var out struct {
+		Members []cluster.Member `json:"members"`
+	}
+	if err := cl.do(ctx, http.MethodGet, "/api/v1/members", nil, &out); err != nil {
+		return cliErr(err)
+	}
+	if format != "table" {
+		return structured(w, format, out)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tRAFT ADDRESS\tSUFFRAGE\tLEADER")
+	for _, m := range out.Members {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\n", m.ID, m.Addr, m.Suffrage, m.Leader)
+	}
+	return tw.Flush()
+}

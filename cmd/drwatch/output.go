@@ -1,0 +1,64 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+)
+
+// outputFormat is -o: table (for humans), json or yaml (for scripts).
+type outputFormat string
+
+func (o outputFormat) check() error {
+	switch o {
+	case "table", "json", "yaml":
+		return nil
+	}
+	return usageError{fmt.Errorf("-o must be table, json or yaml, got %q", string(o))}
+}
+
+// structured writes v as JSON or YAML (the field names are the JSON ones).
+func structured(w io.Writer, format outputFormat, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if format == "yaml" {
+		if b, err = yaml.JSONToYAML(b); err != nil {
+			return err
+		}
+	} else {
+		b = append(b, '\n')
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+func unixTime(ns int64) string {
+	if ns == 0 {
+		return "-"
+	}
+	return time.Unix(0, ns).UTC().Format(time.RFC3339)
+}
+
+func ago(ns int64, now time.Time) string {
+	if ns == 0 {
+		return "never"
+	}
+	d := now.Sub(time.Unix(0, ns))
+	if d < 0 {
+		d = 0
+	}
+	return d.Round(time.Second).String() + " ago"
+}
+
+func join(s []string) string {
+	if len(s) == 0 {
+		return "-"
+	}
+	return strings.Join(s, ",")
+}

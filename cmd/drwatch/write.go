@@ -1,0 +1,253 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/drwatch/drwatch/cmd/drwatch/api"
+	"github.com/spf13/cobra"
+)
+
+// writeCmd is one of failover, failback, switchover, pause, resume, ack.
+type writeCmd struct {
+	flags   clientFlags
+	name    string // failover, failback, ...
+	path    string
+	req     api.WriteRequest
+	yes     bool
+	wait    bool
+	waitFor time.Duration
+	output  string
+	confirm confirmer
+}
+
+func newWriteCmd(name, short, long string) (*cobra.Command, *writeCmd) {
+	w := &writeCmd{name: name, path: "/api/v1/" + name}
+	c := &cobra.Command{
+		Use:   name,
+		Short: short,
+		Long:  long,
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if strings.TrimSpace(w.req.Reason) == "" {
+				return usageError{errors.New("--reason is required: it is recorded in the history")}
+			}
+			if w.output != "" {
+				if err := outputFormat(w.output).check(); err != nil {
+					return err
+				}
+			}
+			w.confirm = newConfirmer(c.InOrStdin(), c.ErrOrStderr())
+			ctx, stop := signal.NotifyContext(c.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			return w.Run(ctx, stdout(c))
+		},
+	}
+	w.flags.register(c)
+	c.Flags().StringVar(&w.req.Reason, "reason", "", "why (required; recorded in the history)")
+	c.Flags().BoolVarP(&w.yes, "yes", "y", false, "do not ask for confirmation")
+	c.Flags().StringVarP(&w.output, "output", "o", "", "print the reply as json or yaml")
+	return c, w
+}
+
+func (w *writeCmd) addMoveFlags(c *cobra.Command) {
+	c.Flags().BoolVar(&w.req.Force, "force", false, "override the target-health rule (recorded as forced)")
+	c.Flags().BoolVar(&w.req.DryRun, "dry-run", false, "print the exact record changes and the checks that would pass or fail; change nothing")
+	c.Flags().BoolVar(&w.wait, "wait", false, "follow the flip until every authoritative server serves it")
+	c.Flags().DurationVar(&w.waitFor, "wait-timeout", 3*time.Minute, "give up --wait after this long")
+}
+
+func newFailoverCmd() *cobra.Command {
+	c, w := newWriteCmd("failover", "Move traffic to a site now (default: the backup)",
+		`Move traffic to --to (default backup). Refused (exit 3) when the target is not
+UP at quorum, unless --force, which is recorded as forced. Pause and the
+block after an automatic flip do not stop a manual failover.`)
+	c.Flags().StringVar(&w.req.To, "to", "backup", "primary or backup")
+	w.addMoveFlags(c)
+	return c
+}
+
+func newFailbackCmd() *cobra.Command {
+	c, w := newWriteCmd("failback", "Move traffic back to the primary",
+		`Move traffic back to the primary. Refused (exit 3) while the primary is not UP
+at quorum, unless --force.`)
+	w.addMoveFlags(c)
+	return c
+}
+
+func newSwitchoverCmd() *cobra.Command {
+	c, w := newWriteCmd("switchover", "Planned move between two healthy sites",
+		`A planned move to --to: refused unless both sites are UP at quorum.`)
+	c.Flags().StringVar(&w.req.To, "to", "", "primary or backup (required)")
+	w.addMoveFlags(c)
+	return c
+}
+
+func newPauseCmd() *cobra.Command {
+	c, w := newWriteCmd("pause", "Stop automatic decisions (manual commands still work)", "")
+	c.Flags().StringVar(&w.req.Until, "until", "", "resume automatically after this long, e.g. 2h (default: until 'drwatch resume')")
+	return c
+}
+
+func newResumeCmd() *cobra.Command {
+	c, _ := newWriteCmd("resume", "Resume automatic decisions", "")
+	return c
+}
+
+func newAckCmd() *cobra.Command {
+	c, _ := newWriteCmd("ack", "Acknowledge an automatic flip, lifting the block on further automatic flips", "")
+	return c
+}
+
+// Run performs the write: dry run, or confirm, submit and optionally wait.
+func (w *writeCmd) Run(ctx context.Context, out io.Writer) error {
+	cl, err := w.flags.client(true)
+	if err != nil {
+		return err
+	}
+	if w.req.DryRun {
+		var dr api.DryRun
+		if err := cl.do(ctx, http.MethodPost, w.path, w.req, &dr); err != nil {
+			return cliErr(err)
+		}
+		if w.output != "" {
+			return structured(out, outputFormat(w.output), dr)
+		}
+		printDryRun(out, w.name, dr)
+		if dr.Error != nil && dr.Error.Code == api.CodeRefused {
+			return silentError{exitRefused}
+		}
+		return nil
+	}
+	if !w.yes {
+		st, err := cl.status(ctx)
+		if err != nil {
+			return cliErr(err)
+		}
+		var b strings.Builder
+		printStatus(&b, st)
+		fmt.Fprintf(&b, "\nAbout to %s", w.name)
+		if w.req.To != "" {
+			fmt.Fprintf(&b, " to %s", w.req.To)
+		}
+		if w.req.Force {
+			b.WriteString(" (forced)")
+		}
+		fmt.Fprintf(&b, ": %s\n", w.req.Reason)
+		if err := w.confirm.confirm(b.String(), w.phrase()); err != nil {
+			return err
+		}
+	}
+	var resp api.WriteResponse
+	if err := cl.do(ctx, http.MethodPost, w.path, w.req, &resp); err != nil {
+		return cliErr(err)
+	}
+	if w.output != "" {
+		if err := structured(out, outputFormat(w.output), resp); err != nil {
+			return err
+		}
+	} else {
+		msg := resp.Result.Message
+		if msg == "" {
+			msg = string(resp.Result.Type) + " committed"
+		}
+		fmt.Fprintf(out, "%s (index %d, actor %s)\n", msg, resp.Index, resp.Actor)
+		if resp.Result.Gen != 0 {
+			fmt.Fprintf(out, "decision gen %d: %s -> %s\n", resp.Result.Gen, resp.Result.From, resp.Result.To)
+		}
+	}
+	if w.wait && resp.Result.Gen != 0 {
+		return w.follow(ctx, cl, out, resp.Result.Gen)
+	}
+	return nil
+}
+
+func (w *writeCmd) phrase() string {
+	if w.req.To != "" {
+		return w.name + " to " + w.req.To
+	}
+	return w.name
+}
+
+// follow polls the status until decision gen is verified at every
+// authoritative server, a newer decision supersedes it, or time runs out.
+func (w *writeCmd) follow(ctx context.Context, cl *client, out io.Writer, gen uint64) error {
+	ctx, cancel := context.WithTimeout(ctx, w.waitFor)
+	defer cancel()
+	start := time.Now()
+	lastMsg := ""
+	for {
+		st, err := cl.status(ctx)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return fmt.Errorf("gen %d not verified within %s", gen, w.waitFor)
+		case err != nil:
+			// A node may be restarting; another answers on the next poll.
+		case st.State.Desired.Gen > gen:
+			return fmt.Errorf("gen %d was superseded by gen %d before it was verified", gen, st.State.Desired.Gen)
+		case st.State.Desired.Gen == gen && st.State.Desired.Done:
+			fmt.Fprintf(out, "verified at every authoritative server after %s\n", time.Since(start).Round(time.Millisecond))
+			for _, s := range st.DNS.Servers {
+				fmt.Fprintf(out, "  %s matched=%v\n", s.Server, s.Matched)
+			}
+			return nil
+		default:
+			msg := "waiting for the leader to write DNS"
+			if st.Reconcile != nil && st.Reconcile.Error != "" {
+				msg = "leader retrying: " + st.Reconcile.Error
+			}
+			if msg != lastMsg {
+				fmt.Fprintf(out, "%s: %s\n", time.Since(start).Round(time.Millisecond), msg)
+				lastMsg = msg
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("gen %d not verified within %s", gen, w.waitFor)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func printDryRun(out io.Writer, name string, dr api.DryRun) {
+	fmt.Fprintf(out, "dry run of %s: nothing was changed\n\n", name)
+	fmt.Fprintln(out, "checks:")
+	for _, c := range dr.Checks {
+		mark := "ok  "
+		if !c.OK {
+			mark = "FAIL"
+		}
+		fmt.Fprintf(out, "  [%s] %-16s %s\n", mark, c.Rule, c.Detail)
+	}
+	fmt.Fprintln(out)
+	if dr.Error != nil {
+		fmt.Fprintf(out, "would be REFUSED: %s", dr.Error.Message)
+		if dr.Error.Rule != "" {
+			fmt.Fprintf(out, " (rule %s)", dr.Error.Rule)
+		}
+		if dr.Error.Override != "" {
+			fmt.Fprintf(out, "\n  to override: %s", dr.Error.Override)
+		}
+		fmt.Fprintln(out)
+		return
+	}
+	if !dr.Changes {
+		fmt.Fprintf(out, "no record would change: %s\n", dr.Result.Message)
+		return
+	}
+	fmt.Fprintln(out, "record changes (one atomic, fenced update):")
+	for i, to := range dr.To {
+		from := "(absent)"
+		if i < len(dr.From) && len(dr.From[i].Values) > 0 {
+			from = strings.Join(dr.From[i].Values, " ")
+		}
+		fmt.Fprintf(out, "  %s %s ttl=%s: %s -> %s\n", to.Name, to.Type, to.TTL, from, strings.Join(to.Values, " "))
+	}
+}
