@@ -161,6 +161,9 @@ func (m *Machine) View() View {
 			v.Warnings = append(v.Warnings, fmt.Sprintf("node %s runs policy %s, the cluster runs %s: its results count, its policy is not merged",
 				n.Node, orDash(short(n.PolicyHash)), short(s.PolicyHash)))
 		}
+		if !n.Reported {
+			v.Warnings = append(v.Warnings, fmt.Sprintf("node %s has never reported", n.Node))
+		}
 		if n.Reported && n.Stale {
 			v.Warnings = append(v.Warnings, fmt.Sprintf("node %s is stale: last report %s", n.Node, fmtTime(n.LastAt)))
 		}
