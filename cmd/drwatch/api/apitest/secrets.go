@@ -25,7 +25,8 @@ func AssertNoSecrets(t testing.TB, body []byte, secrets ...string) {
 		if len(sec) < 8 {
 			t.Fatalf("AssertNoSecrets: secret fixture %q is too short to grep for reliably; use at least 8 bytes", sec)
 		}
-		for enc, form := range encodings(sec) {
+		for _, f := range encodings(sec) {
+			enc, form := f[0], f[1]
 			if i := strings.Index(s, form); i >= 0 {
 				lo, hi := max(0, i-40), min(len(s), i+len(form)+40)
 				// Name the secret by position only: the failure text must
@@ -46,17 +47,25 @@ func indexOf(xs []string, x string) int {
 	return -1
 }
 
-func encodings(sec string) map[string]string {
+// encodings lists (name, form) of sec, each distinct form once.
+func encodings(sec string) [][2]string {
 	jb, _ := json.Marshal(sec)
-	forms := map[string]string{
-		"raw":           sec,
-		"html":          html.EscapeString(sec),
-		"html/template": template.HTMLEscapeString(sec),
-		"json":          strings.Trim(string(jb), `"`),
-		"url":           url.QueryEscape(sec),
-		"url-path":      url.PathEscape(sec),
-		"base64":        base64.StdEncoding.EncodeToString([]byte(sec)),
-		"base64url":     base64.RawURLEncoding.EncodeToString([]byte(sec)),
+	var out [][2]string
+	seen := map[string]bool{}
+	for _, f := range [][2]string{
+		{"raw", sec},
+		{"html", html.EscapeString(sec)},
+		{"html/template", template.HTMLEscapeString(sec)},
+		{"json", strings.Trim(string(jb), `"`)},
+		{"url", url.QueryEscape(sec)},
+		{"url-path", url.PathEscape(sec)},
+		{"base64", base64.StdEncoding.EncodeToString([]byte(sec))},
+		{"base64url", base64.RawURLEncoding.EncodeToString([]byte(sec))},
+	} {
+		if !seen[f[1]] {
+			seen[f[1]] = true
+			out = append(out, f)
+		}
 	}
-	return forms
+	return out
 }
