@@ -53,8 +53,7 @@
 // cluster right before each write, and the next reconcile pass of the real
 // leader (level-triggered) puts its desired state back; but the window is not
 // closed. Writes of several RRsets are also not atomic there. Prefer RFC 2136
-// (BIND, Knot, PowerDNS with its RFC 2136 support enabled, most managed
-// DNS that offers "dynamic DNS") when you can.
+// (tested here against BIND9 and Knot DNS) when you can.
 //
 // Designate: its recordset update takes no precondition. SetRecords re-reads
 // each recordset right before updating it and refuses (*ConflictError) if
