@@ -213,7 +213,7 @@ func httpProbe(ctx context.Context, spec Spec) Result {
 	ctx, cancel := connWithTimeout(ctx, spec.Timeout)
 	defer cancel()
 
-	timer := &connPhaseTimer{}
+	timer := &connPhaseTimer{begun: time.Now()}
 	dialer := &net.Dialer{}
 	connectTo := h.ConnectTo
 	transport := &http.Transport{
@@ -388,6 +388,7 @@ func connLoadCA(path string) (*x509.CertPool, error) {
 // the transport may call from its dialing goroutine, hence the mutex. A
 // phase seen more than once (redirects) accumulates.
 type connPhaseTimer struct {
+	begun   time.Time // the probe's start, for "timeout after"
 	mu      sync.Mutex
 	started map[string]time.Time
 	dur     map[string]time.Duration
@@ -530,7 +531,11 @@ func connClassify(ctx context.Context, err error, t *connPhaseTimer) Result {
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) ||
 		errors.As(err, &netErr) && netErr.Timeout():
-		return connFail(ClassTimeout, phase, text+": timeout")
+		r := connFail(ClassTimeout, phase, text+": timeout")
+		if !t.begun.IsZero() {
+			r.Reason += " after " + time.Since(t.begun).Round(time.Millisecond).String()
+		}
+		return r
 	case errors.Is(err, context.Canceled):
 		return connFail(ClassError, phase, text+": cancelled")
 	case errors.As(err, &dnsErr):
