@@ -43,7 +43,11 @@ func TestTCPProbe(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := ProbeTCP(context.Background(), tcpSpec(tt.spec, 300*time.Millisecond), hpLog)
+			timeout := 10 * time.Second
+			if tt.wantClass == ClassTimeout {
+				timeout = 300 * time.Millisecond
+			}
+			got := ProbeTCP(context.Background(), tcpSpec(tt.spec, timeout), hpLog)
 			hpCheck(t, got, tt.wantClass, tt.wantPhase, tt.wantReason)
 			for _, ph := range tt.wantPhases {
 				if _, ok := got.Phases[ph]; !ok {
