@@ -102,3 +102,12 @@ func TestTwoInstances(t *testing.T) {
 		t.Fatalf("after restart: got %d %v, want 200", status, err)
 	}
 }
+
+// TestMissingBinary: without caddy in PATH, New names the Debian package.
+func TestMissingBinary(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	_, err := caddytest.New(caddytest.Options{})
+	if !errors.Is(err, caddytest.ErrNotInstalled) || !strings.Contains(err.Error(), "install Debian package caddy") {
+		t.Fatalf("got %v, want ErrNotInstalled naming the Debian package caddy", err)
+	}
+}
