@@ -34,12 +34,16 @@ func TestMain(m *testing.M) {
 }
 
 func newEmbeddedProvider(t *testing.T, fence string, wrong bool) dnsprovider.Provider {
+	return newEmbeddedProviderKey(t, testKey, "hmac-sha256", fence, wrong)
+}
+
+func newEmbeddedProviderKey(t *testing.T, keyName, alg, fence string, wrong bool) dnsprovider.Provider {
 	t.Helper()
 	secret := testSecret
 	if wrong {
 		secret = wrongKey
 	}
-	key, err := dnsprovider.NewTSIGKey(testKey, "hmac-sha256", secret)
+	key, err := dnsprovider.NewTSIGKey(keyName, alg, secret)
 	if err != nil {
 		t.Fatalf("key: %v", err)
 	}
@@ -58,6 +62,20 @@ func TestConformanceEmbedded(t *testing.T) {
 			DNS:    embedded.Addr(),
 			New:    newEmbeddedProvider,
 			Verify: dnsprovider.VerifyConfig{Resolver: embedded.Addr(), Port: port(t, embedded.Addr())},
+		}
+	})
+}
+
+func TestConformanceEmbeddedSHA512(t *testing.T) {
+	providertest.Run(t, func(t *testing.T) providertest.Target {
+		return providertest.Target{
+			Name: "embedded-sha512",
+			Zone: testZone,
+			DNS:  embedded.Addr(),
+			New: func(t *testing.T, fence string, wrong bool) dnsprovider.Provider {
+				return newEmbeddedProviderKey(t, "drwatch-512.", "hmac-sha512", fence, wrong)
+			},
+			Verify: dnsprovider.VerifyConfig{Servers: []string{embedded.Addr()}},
 		}
 	})
 }
