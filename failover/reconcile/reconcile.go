@@ -176,6 +176,11 @@ func (r *Reconciler) Pass(ctx context.Context) (Result, error) {
 }
 
 func (r *Reconciler) pass(ctx context.Context, rep *Report) (Result, error) {
+	// A write made without quorum comes first: it is what DNS holds, and the
+	// log must say so before anything is written over it.
+	if _, err := r.recordBreakGlass(ctx); err != nil {
+		return Result{}, err
+	}
 	d := r.cfg.State.Desired()
 	rep.Gen = d.Gen
 	want := toProvider(d.Records, r.cfg.DNS.Zone())
@@ -272,16 +277,23 @@ func unixOrZero(t time.Time) int64 {
 }
 
 func (r *Reconciler) propose(ctx context.Context, ar failover.ActionResult) error {
-	b, err := failover.Encode(ar.Command())
+	if err := r.proposeCmd(ctx, ar.Command()); err != nil {
+		return fmt.Errorf("action result gen %d: %w", ar.Gen, err)
+	}
+	return nil
+}
+
+func (r *Reconciler) proposeCmd(ctx context.Context, c failover.Command) error {
+	b, err := failover.Encode(c)
 	if err != nil {
-		return fmt.Errorf("encode action result: %w", err)
+		return fmt.Errorf("encode %s: %w", c.Type, err)
 	}
 	resp, _, err := r.cfg.Cluster.Propose(ctx, b)
 	if err != nil {
-		return fmt.Errorf("propose action result gen %d: %w", ar.Gen, err)
+		return fmt.Errorf("propose %s: %w", c.Type, err)
 	}
 	if _, err := failover.DecodeResponse(resp); err != nil {
-		return fmt.Errorf("action result gen %d rejected: %w", ar.Gen, err)
+		return fmt.Errorf("%s rejected: %w", c.Type, err)
 	}
 	return nil
 }
