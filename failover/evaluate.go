@@ -2,6 +2,7 @@ package failover
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 )
@@ -280,7 +281,7 @@ func (s *state) withhold(index uint64, rule, msg string, t map[Site]Tally, res *
 func (s *state) autoDecide(index uint64, kind string, to Site, reason string, t map[Site]Tally, res *Result) {
 	e := s.decide(index, kind, to, SystemActor, reason, false, "", t)
 	if w := s.Policy.BlockWindow; w > 0 {
-		s.BlockedUntil = s.Now + int64(w)
+		s.BlockedUntil = satAdd(s.Now, int64(w))
 	}
 	res.Gen, res.Kind, res.From, res.To = e.Gen, e.Kind, e.From, e.To
 	res.Message = oneLine(e)
@@ -315,4 +316,13 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// satAdd adds a non-negative d to t without wrapping past the end of time:
+// a leader clock near the int64 limit must not turn a block into none.
+func satAdd(t, d int64) int64 {
+	if t > math.MaxInt64-d {
+		return math.MaxInt64
+	}
+	return t + d
 }

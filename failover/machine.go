@@ -408,7 +408,13 @@ func (s *state) setPolicy(index uint64, now int64, c *SetPolicy, res *Result) er
 	if old != "" {
 		e.Reason += " replaces " + short(old)
 	}
-	if recs := p.rrsets(s.Active); !equalRRsets(recs, s.Desired.Records) {
+	switch recs := p.rrsets(s.Active); {
+	case s.Desired.Gen == 0:
+		// No decision yet: DNS stays as the operator left it (the reconciler
+		// writes nothing for gen 0), so a first policy never resets it to
+		// the primary.
+		s.Desired.Active, s.Desired.Records = s.Active, recs
+	case !equalRRsets(recs, s.Desired.Records):
 		// New records for the active site are a new desired state and need a fenced write.
 		s.Desired = Desired{Gen: index, Active: s.Active, Records: recs, Fence: fence(index)}
 		e.Gen = index

@@ -140,14 +140,19 @@ func (p Policy) Validate() error {
 	if p.Rise < 1 {
 		bad("rise", "%d must be >= 1", p.Rise)
 	}
-	if p.Interval <= 0 {
-		bad("interval", "%s must be > 0", p.Interval)
+	// Upper bounds keep every time sum far from int64 overflow and catch unit mistakes.
+	const maxInterval, maxWindow = time.Hour, 366 * 24 * time.Hour
+	if p.Interval <= 0 || p.Interval > maxInterval {
+		bad("interval", "%s must be > 0 and <= %s", p.Interval, maxInterval)
 	}
-	if p.StaleAfter < 0 || (p.StaleAfter > 0 && p.StaleAfter < p.Interval) {
-		bad("stale_after", "%s must be 0 (3 intervals) or >= interval %s", p.StaleAfter, p.Interval)
+	if p.StaleAfter < 0 || p.StaleAfter > maxWindow || (p.StaleAfter > 0 && p.StaleAfter < p.Interval) {
+		bad("stale_after", "%s must be 0 (3 intervals) or between interval %s and %s", p.StaleAfter, p.Interval, maxWindow)
 	}
-	if p.BlockWindow < 0 {
-		bad("block_window", "%s must be >= 0", p.BlockWindow)
+	if p.BlockWindow < 0 || p.BlockWindow > maxWindow {
+		bad("block_window", "%s must be between 0 and %s", p.BlockWindow, maxWindow)
+	}
+	if p.Failback.After > maxWindow {
+		bad("failback.after", "%s must be <= %s", p.Failback.After, maxWindow)
 	}
 	switch p.Failback.Mode {
 	case "", FailbackManual:

@@ -52,7 +52,9 @@ const otherUnknown = "(more)"
 
 // Desired is the DNS state the reconciler must bring about.
 type Desired struct {
-	// Gen is the log index of the entry that set this desired state; 0 before any.
+	// Gen is the log index of the entry that set this desired state. 0 means
+	// no decision yet: Records then show the policy's records for Active,
+	// but DNS must be left as the operator set it.
 	Gen    uint64 `json:"gen"`
 	Active Site   `json:"active"`
 	// Records are the RRsets for Active: absolute names, sorted values.
