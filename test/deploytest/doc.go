@@ -1,0 +1,6 @@
+// Package deploytest checks the deployment files in deploy/ that no test
+// could otherwise run here: the systemd unit keeps its hardening directives,
+// and the Dockerfile keeps building a static, non-root, minimal image stamped
+// with the Makefile's -ldflags. Neither systemd (as PID 1) nor a container
+// engine runs on the development machines, so these tests read the files.
+package deploytest
