@@ -234,7 +234,7 @@ func httpProbe(ctx context.Context, spec Spec) Result {
 	}
 	defer transport.CloseIdleConnections()
 
-	redirectedAway := false
+	var stopped string // why a redirect was not followed, for the reason
 	client := &http.Client{
 		Transport: transport,
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
@@ -243,11 +243,12 @@ func httpProbe(ctx context.Context, spec Spec) Result {
 				return http.ErrUseLastResponse
 			}
 			if req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
-				redirectedAway = true
+				stopped = "redirect to another host not followed"
 				return http.ErrUseLastResponse
 			}
 			if len(via) > httpMaxRedirects {
-				return fmt.Errorf("more than %d redirects", httpMaxRedirects)
+				stopped = fmt.Sprintf("more than %d redirects", httpMaxRedirects)
+				return http.ErrUseLastResponse
 			}
 			return nil
 		},
@@ -282,8 +283,8 @@ func httpProbe(ctx context.Context, spec Spec) Result {
 	}
 	if !slices.Contains(p.expect, resp.StatusCode) {
 		reason := fmt.Sprintf("status %d, want %v", resp.StatusCode, p.expect)
-		if redirectedAway {
-			reason += " (redirect to another host not followed)"
+		if stopped != "" {
+			reason += " (" + stopped + ")"
 		}
 		res.OK, res.Class, res.Phase, res.Reason = false, ClassStatus, "status", reason
 		return res

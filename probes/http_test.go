@@ -275,3 +275,17 @@ func TestConnClassifyDNS(t *testing.T) {
 	got = connClassify(context.Background(), errors.New("something odd"), &connPhaseTimer{})
 	hpCheck(t, got, ClassError, "connect", "connect: something odd")
 }
+
+// TestHTTPRedirectLoop: a redirect loop on the same host stops after 10 and
+// is a status failure naming why.
+func TestHTTPRedirectLoop(t *testing.T) {
+	pki := hpNewPKI(t)
+	srv := hpStartTLS(t, pki.leaf(t, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour), "lms.example.test"),
+		http.RedirectHandler("/loop", http.StatusFound))
+	got := ProbeHTTP(context.Background(), hpSpec(HTTPSpec{URL: "https://lms.example.test/loop", ConnectTo: srv.Listener.Addr().String(),
+		CAFile: pki.caFile, FollowRedirects: true}, 10*time.Second), hpLog)
+	hpCheck(t, got, ClassStatus, "status", "status 302, want [200] (more than 10 redirects)")
+	if n := srv.accepted.Load(); n != 11 {
+		t.Fatalf("got %d connections, want 11 (one per request, none reused)", n)
+	}
+}
