@@ -42,6 +42,7 @@ type RefusedError struct {
 	Override string `json:"override,omitempty"`
 }
 
+// Error names the rule, says why, and how to override it.
 func (e *RefusedError) Error() string {
 	s := "refused (" + e.Rule + "): " + e.Message
 	if e.Override != "" {

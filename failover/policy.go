@@ -74,18 +74,28 @@ type Record struct {
 // which records move. It is set through a SetPolicy command so that every
 // replica decides by the same rules.
 type Policy struct {
-	Nodes        []string            `json:"nodes"`
-	Quorum       int                 `json:"quorum"`
-	Fall         int                 `json:"fall"`
-	Rise         int                 `json:"rise"`
-	Interval     time.Duration       `json:"interval"`
-	StaleAfter   time.Duration       `json:"stale_after"`
-	AutoFailover bool                `json:"auto_failover"`
-	BlockWindow  time.Duration       `json:"block_window"`
-	Failback     FailbackPolicy      `json:"failback"`
-	Sites        map[Site]SitePolicy `json:"sites"`
-	Zone         string              `json:"zone"`
-	Records      []Record            `json:"records"`
+	// Nodes are the voting watcher IDs.
+	Nodes []string `json:"nodes"`
+	// Quorum is how many votes decide; a majority of Nodes.
+	Quorum int `json:"quorum"`
+	// Fall is how many failures in a row take a probe DOWN; Rise how many
+	// successes in a row bring a DOWN probe back UP. Both >= 1.
+	Fall int `json:"fall"`
+	Rise int `json:"rise"`
+	// Interval is the probe round interval, used for staleness and estimates.
+	Interval time.Duration `json:"interval"`
+	// StaleAfter is the report age after which a node abstains; 0 means 3*Interval.
+	StaleAfter time.Duration `json:"stale_after"`
+	// AutoFailover enables automatic decisions; off means manual-only.
+	AutoFailover bool `json:"auto_failover"`
+	// BlockWindow blocks automatic flips after one, until an Ack or its end; 0 never blocks.
+	BlockWindow time.Duration  `json:"block_window"`
+	Failback    FailbackPolicy `json:"failback"`
+	// Sites holds the probes of Primary and Backup.
+	Sites map[Site]SitePolicy `json:"sites"`
+	// Zone is the DNS zone of Records, e.g. "example.org.".
+	Zone    string   `json:"zone"`
+	Records []Record `json:"records"`
 }
 
 // stale is the age after which a node's report no longer counts.
