@@ -91,6 +91,7 @@ type Scheduler struct {
 	proberW sync.WaitGroup
 
 	seq, done, dropped, skipped, abandoned atomic.Uint64
+	ran                                    atomic.Bool
 }
 
 type schedProbe struct {
@@ -115,6 +116,9 @@ const (
 
 // ErrNoInterval is returned by Run when the Scheduler has no interval.
 var ErrNoInterval = errors.New("scheduler has no interval: drive it with RunOnce")
+
+// ErrRunTwice is returned by a second call of Run.
+var ErrRunTwice = errors.New("scheduler already ran")
 
 // NewScheduler checks the sites' probes and returns a Scheduler for them.
 // It reports every problem at once (errors.Join).
@@ -266,9 +270,10 @@ func jitterOffset(site, probe string, bound time.Duration) time.Duration {
 	return time.Duration(h.Sum64() % uint64(bound))
 }
 
-// Rounds delivers each round Run completes. It holds at most one pending
-// round: when the consumer has not taken it by the next one, it is replaced
-// and counted as dropped, so a slow consumer never stalls probing.
+// Rounds delivers each round Run completes, and is closed when Run returns.
+// It holds at most one pending round: when the consumer has not taken it by
+// the next one, it is replaced and counted as dropped, so a slow consumer
+// never stalls probing.
 func (s *Scheduler) Rounds() <-chan Round { return s.rounds }
 
 // Stats returns the counters so far. Safe for concurrent use.
@@ -286,11 +291,16 @@ func (s *Scheduler) Stats() SchedulerStats {
 // absolute, so the schedule never drifts; a round that overruns by more
 // than an interval makes Run skip the missed ticks rather than burst. It
 // returns nil when ctx is done, after waiting up to Grace for probers still
-// running, and ErrNoInterval without an interval. Call it once.
+// running, and closes Rounds (a pending round stays readable). It returns
+// ErrNoInterval without an interval, and ErrRunTwice when called again.
 func (s *Scheduler) Run(ctx context.Context) error {
 	if s.opts.Interval <= 0 {
 		return ErrNoInterval
 	}
+	if !s.ran.CompareAndSwap(false, true) {
+		return ErrRunTwice
+	}
+	defer close(s.rounds)
 	defer s.waitProbers()
 	interval := s.opts.Interval
 	start := time.Now()
