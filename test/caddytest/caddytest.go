@@ -40,6 +40,10 @@ type Options struct {
 	// Dir holds the Caddyfile, storage and log; empty makes a temp dir that
 	// Close removes.
 	Dir string
+	// Directives are extra Caddyfile lines for the site block, e.g.
+	// `respond /slow "slow" 200`. Caddy orders directives itself; a path
+	// matcher wins over the catch-all respond.
+	Directives []string
 }
 
 // Caddy is one running (or stopped) Caddy process.
@@ -58,12 +62,13 @@ type Caddy struct {
 	// Dir holds Caddyfile, storage/ and caddy.log.
 	Dir string
 
-	bin    string
-	ownDir bool
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{}
-	closed bool
+	directives []string
+	bin        string
+	ownDir     bool
+	mu         sync.Mutex
+	cmd        *exec.Cmd
+	exited     chan struct{}
+	closed     bool
 }
 
 // Start starts a Caddy for t and stops it (killing its process group) in
@@ -98,7 +103,7 @@ func New(opts Options) (*Caddy, error) {
 	if len(opts.Hosts) == 0 {
 		opts.Hosts = []string{"lms.example.test"}
 	}
-	c := &Caddy{Name: opts.Name, Hosts: opts.Hosts, Dir: opts.Dir, bin: bin}
+	c := &Caddy{Name: opts.Name, Hosts: opts.Hosts, Dir: opts.Dir, bin: bin, directives: opts.Directives}
 	if c.Dir == "" {
 		if c.Dir, err = os.MkdirTemp("", "caddytest-"); err != nil {
 			return nil, fmt.Errorf("temp dir: %w", err)
@@ -148,6 +153,9 @@ func (c *Caddy) caddyfile(httpPort int) string {
 	b.WriteString("\trespond /broken \"broken\" 503\n")
 	b.WriteString("\tredir /redirect /heartbeat 302\n")
 	b.WriteString("\tredir /redirect-away https://elsewhere.example.test/heartbeat 302\n")
+	for _, d := range c.directives {
+		fmt.Fprintf(&b, "\t%s\n", d)
+	}
 	fmt.Fprintf(&b, "\trespond \"hello from %s\" 200\n}\n", c.Name)
 	return b.String()
 }

@@ -51,7 +51,8 @@ func get(t *testing.T, c *http.Client, url string) (int, string, error) {
 // CAs and routes, and that Stop and Start simulate a crash and a restart.
 func TestTwoInstances(t *testing.T) {
 	a := caddytest.Start(t, caddytest.Options{Name: "primary"})
-	b := caddytest.Start(t, caddytest.Options{Name: "backup", Hosts: []string{"lms.example.test", "studio.example.test"}})
+	b := caddytest.Start(t, caddytest.Options{Name: "backup", Hosts: []string{"lms.example.test", "studio.example.test"},
+		Directives: []string{`respond /extra "extra" 201`}})
 	if a.Port == b.Port || a.CAFile == b.CAFile {
 		t.Fatalf("got shared port or CA: %d/%d %s/%s", a.Port, b.Port, a.CAFile, b.CAFile)
 	}
@@ -79,6 +80,9 @@ func TestTwoInstances(t *testing.T) {
 				}
 			})
 		}
+	}
+	if status, body, err := get(t, client(t, b.CAFile, "studio.example.test", b.Addr), b.URL("studio.example.test", "/extra")); err != nil || status != 201 || body != "extra" {
+		t.Fatalf("b /extra on studio: got %d %q %v, want 201 extra", status, body, err)
 	}
 	// a's CA does not sign b's certificate.
 	if _, _, err := get(t, client(t, a.CAFile, "lms.example.test", b.Addr), b.URL("lms.example.test", "/heartbeat")); err == nil {
