@@ -10,6 +10,8 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"io"
+	"log"
 	"math/big"
 	"net"
 	"net/http"
@@ -255,6 +257,8 @@ func kubeFakeAPIServer(t *testing.T, pki *kubeTestPKI, token string, status int,
 	pool := x509.NewCertPool()
 	pool.AddCert(pki.caCert)
 	srv.TLS = &tls.Config{Certificates: []tls.Certificate{serverCert}, ClientAuth: tls.VerifyClientCertIfGiven, ClientCAs: pool}
+	// The untrusted-server case makes the handshake fail on purpose.
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	return srv
@@ -417,4 +421,66 @@ func TestProbeKubernetesNetworkErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestProbeKubernetesRealAPIServer runs the prober against a real
+// kube-apiserver and etcd (test/kubetest).
+func TestProbeKubernetesRealAPIServer(t *testing.T) {
+	c := kubeShared(t)
+	probe := func(ks KubernetesSpec) Result {
+		return ProbeKubernetes(t.Context(), Spec{Name: "kube", Type: "kubernetes", Timeout: 15 * time.Second, Kubernetes: &ks}, nil)
+	}
+	tests := []struct {
+		name      string
+		spec      KubernetesSpec
+		wantClass Class
+	}{
+		{"readyz admin token", KubernetesSpec{Server: c.Server, CAFile: c.CAFile, TokenFile: c.TokenFile}, ClassNone},
+		{"livez admin token", KubernetesSpec{Server: c.Server, CAFile: c.CAFile, TokenFile: c.TokenFile, Endpoint: "livez"}, ClassNone},
+		{"client certificate", KubernetesSpec{Server: c.Server, CAFile: c.CAFile, ClientCertFile: c.ClientCertFile, ClientKeyFile: c.ClientKeyFile}, ClassNone},
+		{"kubeconfig", KubernetesSpec{Kubeconfig: c.Kubeconfig}, ClassNone},
+		{"kubeconfig cert context", KubernetesSpec{Kubeconfig: c.Kubeconfig, Context: "admin-cert"}, ClassNone},
+		{"anonymous", KubernetesSpec{Server: c.Server, CAFile: c.CAFile}, ClassNone},
+		{"bad token", KubernetesSpec{Server: c.Server, CAFile: c.CAFile, TokenFile: c.BadTokenFile}, ClassAuth},
+		{"kubeconfig bad token", KubernetesSpec{Kubeconfig: c.Kubeconfig, Context: "bad-token"}, ClassAuth},
+		{"untrusted", KubernetesSpec{Server: c.Server, TokenFile: c.TokenFile}, ClassTLS},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := probe(tt.spec)
+			if res.Class != tt.wantClass || res.OK != (tt.wantClass == ClassNone) {
+				t.Fatalf("got ok=%v class=%q phase=%q reason=%q detail=%v, want class %q", res.OK, res.Class, res.Phase, res.Reason, res.Detail, tt.wantClass)
+			}
+			if res.OK && res.Detail["checks"] == "" {
+				t.Errorf("got detail %v, want the verbose checks counted", res.Detail)
+			}
+		})
+	}
+
+	t.Run("etcd stopped", func(t *testing.T) {
+		if err := c.StopEtcd(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := c.StartEtcd(ctx); err != nil {
+				t.Errorf("restart etcd: %v", err)
+				return
+			}
+			if err := c.WaitReady(ctx); err != nil {
+				t.Errorf("kube-apiserver after etcd restart: %v", err)
+			}
+		})
+		spec := KubernetesSpec{Server: c.Server, CAFile: c.CAFile, TokenFile: c.TokenFile}
+		var last Result
+		kubeEventually(t, time.Minute, "readyz failing on etcd", func() bool {
+			last = probe(spec)
+			return last.Class == ClassCheckFailed && slices.Contains(strings.Split(last.Detail["failed_checks"], ","), "etcd")
+		})
+		if !strings.HasPrefix(last.Reason, "readyz: etcd") || !strings.HasSuffix(last.Reason, " failed") {
+			t.Errorf("got reason %q, want it to name etcd (readyz: etcd ... failed)", last.Reason)
+		}
+		t.Logf("etcd down: %s (detail %v)", last.Reason, last.Detail)
+	})
 }

@@ -2,6 +2,7 @@ package probes
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -421,4 +422,96 @@ func TestProbeOctaviaFake(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestProbeOctaviaRealStack runs the prober against real Keystone and
+// Octavia (test/openstacktest). Error and degraded states are written into
+// Octavia's database, as the noop drivers never produce them.
+func TestProbeOctaviaRealStack(t *testing.T) {
+	s := octaviaShared(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	id, err := s.CreateLB(ctx, "probe-lb")
+	if err != nil {
+		t.Fatalf("create lb: %v", err)
+	}
+	dir := t.TempDir()
+	idFile, secretFile, badSecret := filepath.Join(dir, "id"), filepath.Join(dir, "secret"), filepath.Join(dir, "bad")
+	for p, v := range map[string]string{idFile: s.MemberAppCredID, secretFile: s.MemberAppCredSecret, badSecret: "wrong"} {
+		if err := os.WriteFile(p, []byte(v+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appcred := OctaviaSpec{AuthURL: s.AuthURL, ApplicationCredentialIDFile: idFile, ApplicationCredentialSecretFile: secretFile,
+		Region: s.Region, LoadBalancer: id}
+	byCloud := OctaviaSpec{Cloud: "member", CloudsFile: s.CloudsFile, LoadBalancer: "probe-lb"}
+	probe := func(o OctaviaSpec) Result {
+		return ProbeOctavia(t.Context(), Spec{Name: "lb", Type: "octavia", Timeout: 30 * time.Second, Octavia: &o}, nil)
+	}
+	with := func(o OctaviaSpec, mod func(*OctaviaSpec)) OctaviaSpec { mod(&o); return o }
+
+	tests := []struct {
+		name         string
+		provisioning string
+		operating    string
+		spec         OctaviaSpec
+		wantClass    Class
+	}{
+		{"active online by id with app credential", "ACTIVE", "ONLINE", appcred, ClassNone},
+		{"active online by name with clouds.yaml", "ACTIVE", "ONLINE", byCloud, ClassNone},
+		{"app credential in clouds.yaml", "ACTIVE", "ONLINE", with(byCloud, func(o *OctaviaSpec) { o.Cloud = "member-appcred" }), ClassNone},
+		{"provisioning error", "ERROR", "ONLINE", appcred, ClassLBError},
+		{"operating degraded", "ACTIVE", "DEGRADED", appcred, ClassLBDegraded},
+		{"operating degraded allowed", "ACTIVE", "DEGRADED", with(appcred, func(o *OctaviaSpec) { o.HealthyOperatingStatuses = []string{"ONLINE", "DEGRADED"} }), ClassNone},
+		{"operating error", "ACTIVE", "ERROR", with(appcred, func(o *OctaviaSpec) { o.HealthyOperatingStatuses = []string{"ONLINE", "DEGRADED"} }), ClassLBDegraded},
+		{"wrong secret", "ACTIVE", "ONLINE", with(appcred, func(o *OctaviaSpec) { o.ApplicationCredentialSecretFile = badSecret }), ClassAuth},
+		{"unknown load balancer", "ACTIVE", "ONLINE", with(appcred, func(o *OctaviaSpec) { o.LoadBalancer = "no-such-lb" }), ClassLBError},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := s.SetLBStatus(t.Context(), id, tt.provisioning, tt.operating); err != nil {
+				t.Fatal(err)
+			}
+			res := probe(tt.spec)
+			if res.Class != tt.wantClass || res.OK != (tt.wantClass == ClassNone) {
+				t.Fatalf("got ok=%v class=%q phase=%q reason=%q detail=%v, want class %q", res.OK, res.Class, res.Phase, res.Reason, res.Detail, tt.wantClass)
+			}
+			if tt.name != "unknown load balancer" && tt.wantClass != ClassAuth {
+				if got := res.Detail["provisioning_status"]; got != tt.provisioning {
+					t.Errorf("got provisioning_status %q, want %q", got, tt.provisioning)
+				}
+				if got := res.Detail["operating_status"]; got != tt.operating {
+					t.Errorf("got operating_status %q, want %q", got, tt.operating)
+				}
+			}
+			if tt.wantClass == ClassLBError && tt.provisioning == "ERROR" && !strings.Contains(res.Reason, "provisioning_status ERROR") {
+				t.Errorf("got reason %q, want it to say provisioning_status ERROR", res.Reason)
+			}
+		})
+	}
+
+	t.Run("keystone stopped", func(t *testing.T) {
+		if err := s.SetLBStatus(t.Context(), id, "ACTIVE", "ONLINE"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.StopKeystone(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			if err := s.StartKeystone(ctx); err != nil {
+				t.Errorf("restart keystone: %v", err)
+			}
+		})
+		for _, o := range []OctaviaSpec{appcred, byCloud} {
+			res := probe(o)
+			if res.Class != ClassAPIUnreachable || res.Phase != "auth" {
+				t.Fatalf("got class %q phase %q reason %q, want %q in phase auth", res.Class, res.Phase, res.Reason, ClassAPIUnreachable)
+			}
+			if res.Reason != "keystone: connection refused" {
+				t.Errorf("got reason %q, want %q", res.Reason, "keystone: connection refused")
+			}
+		}
+	})
 }

@@ -1,0 +1,22 @@
+// Package openstacktest runs a real, small OpenStack control plane for
+// integration tests: MariaDB, RabbitMQ, Keystone (uwsgi) and the Octavia API
+// (uwsgi) with octavia-worker.
+//
+// Octavia uses the amphora provider with the noop amphora, compute, network
+// and volume drivers, so a load balancer goes from PENDING_CREATE to ACTIVE in
+// about a second without Nova or Neutron, and the failover API works. Error
+// states that the noop drivers never produce are written straight into
+// MariaDB ([Stack.SetLBStatus]).
+//
+// Everything binds to 127.0.0.1 on free ports and keeps its state in one
+// temporary directory. Close stops only the processes it started (their
+// process groups) and removes the directory.
+//
+// The stack takes about 40 s to start on two cores and about 1 GB of memory:
+// start it once per test package, with [New] from TestMain or behind a
+// sync.Once.
+//
+// Packages (Debian 12): keystone octavia-api octavia-worker
+// uwsgi-plugin-python3 mariadb-server python3-pymysql rabbitmq-server, all
+// installed by make install-test-deps (test/deps/parts/openstack.sh).
+package openstacktest
