@@ -1,0 +1,892 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"text/template"
+	"time"
+
+	"github.com/drwatch/drwatch/cluster"
+	"github.com/drwatch/drwatch/cmd/drwatch/api"
+	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/test/caddytest"
+	"github.com/drwatch/drwatch/test/dnsservers"
+	"github.com/drwatch/drwatch/test/faultproxy"
+	"github.com/miekg/dns"
+)
+
+// The zone (test/dnsservers' BIND serves it), the flipped name and the
+// addresses each site's record carries. The addresses are data in DNS
+// answers only: nothing dials them.
+const (
+	Zone      = dnsservers.Zone
+	Name      = "lms." + Zone
+	PrimaryIP = "127.0.10.1"
+	BackupIP  = "127.0.20.1"
+	FenceName = "_drwatch." + Zone
+)
+
+// IDs are the watchers' node IDs.
+var IDs = []string{"a", "b", "c"}
+
+// Options are the knobs of one world. Zero values take the defaults below.
+type Options struct {
+	Interval    time.Duration // probe round (default 1s)
+	Timeout     time.Duration // probe timeout (default 700ms)
+	Fall, Rise  int           // default 3 and 2
+	Quorum      int           // default 2
+	BlockWindow time.Duration // default 10m
+	// ManualOnly sets auto_failover: false.
+	ManualOnly bool
+	// Heartbeat is raft heartbeat and election timeout (default 1s).
+	Heartbeat time.Duration
+	// LogLevel of the nodes (default info).
+	LogLevel string
+}
+
+func (o *Options) defaults() {
+	if o.Interval == 0 {
+		o.Interval = time.Second
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 700 * time.Millisecond
+	}
+	if o.Fall == 0 {
+		o.Fall = 3
+	}
+	if o.Rise == 0 {
+		o.Rise = 2
+	}
+	if o.Quorum == 0 {
+		o.Quorum = 2
+	}
+	if o.BlockWindow == 0 {
+		o.BlockWindow = 10 * time.Minute
+	}
+	if o.Heartbeat == 0 {
+		o.Heartbeat = time.Second
+	}
+	if o.LogLevel == "" {
+		o.LogLevel = "info"
+	}
+}
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+	buildDir  string
+)
+
+// Binary builds ./cmd/drwatch once per test binary and returns its path.
+// E2E_RACE=1 builds it with the race detector (slower; catches races in
+// the daemon itself).
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "drwatch-e2e-bin-")
+		if buildErr != nil {
+			return
+		}
+		binPath = filepath.Join(buildDir, "drwatch")
+		args := []string{"build", "-o", binPath}
+		if os.Getenv("E2E_RACE") == "1" {
+			args = append(args, "-race")
+		}
+		args = append(args, "github.com/drwatch/drwatch/cmd/drwatch")
+		cmd := exec.Command("go", args...)
+		cmd.Dir = moduleRoot()
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build drwatch: %w\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// RemoveBinary deletes the built binary (call from TestMain after m.Run).
+func RemoveBinary() {
+	if buildDir != "" {
+		_ = os.RemoveAll(buildDir)
+	}
+}
+
+func moduleRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// World is one complete set-up: BIND, two Caddy sites with a fault proxy
+// per (watcher, site), a fault proxy (TCP) plus a relay (UDP) on the
+// reconciler's path to BIND, and three watcher processes.
+type World struct {
+	T    testing.TB
+	Dir  string
+	Bin  string
+	Opts Options
+
+	BIND *dnsservers.Server
+	// DNSProxy is the TCP path from the watchers' provider to BIND (the
+	// UPDATEs); DNSRelay is the UDP path on the same port (the reads).
+	// dns.verify.servers points at BIND directly.
+	DNSProxy *faultproxy.Proxy
+	DNSRelay *UDPRelay
+	Sites    map[failover.Site]*Site
+	Nodes    []*Node
+
+	CAFile, TokenFile, Token, Actor string
+
+	bindMu  sync.Mutex
+	bindCmd *exec.Cmd // named after a RestartBIND
+	bindOff bool
+	bindEnd chan struct{}
+}
+
+// Site is one Caddy with one fault proxy per watcher in front of it.
+type Site struct {
+	Name  failover.Site
+	IP    string // the record value while this site is active
+	Caddy *caddytest.Caddy
+	// Proxies maps a watcher ID to the proxy its probes of this site dial.
+	Proxies map[string]*faultproxy.Proxy
+}
+
+// SetMode sets every watcher's proxy to this site to m.
+func (s *Site) SetMode(m faultproxy.Mode) {
+	for _, id := range IDs {
+		s.Proxies[id].SetMode(m)
+	}
+}
+
+// Start builds a world for t, starts its three watchers and waits until
+// they have a leader and see both sites UP at quorum. Everything is torn
+// down in t.Cleanup; on failure the tail of every log is printed.
+func Start(t testing.TB, o Options) *World {
+	t.Helper()
+	w := New(t, o)
+	for _, n := range w.Nodes {
+		if err := n.Start(); err != nil {
+			t.Fatalf("start node %s: %v", n.ID, err)
+		}
+	}
+	w.WaitHealthy(90 * time.Second)
+	return w
+}
+
+// New prepares a world (servers, proxies, configs) without starting the watchers.
+func New(t testing.TB, o Options) *World {
+	t.Helper()
+	o.defaults()
+	w := &World{T: t, Dir: t.TempDir(), Bin: Binary(t), Opts: o, Sites: map[failover.Site]*Site{}, Actor: "operator"}
+	t.Cleanup(func() {
+		if t.Failed() {
+			w.dumpLogs()
+		}
+	})
+
+	bindDir := w.path("bind")
+	must(t, os.MkdirAll(bindDir, 0o755))
+	var err error
+	if w.BIND, err = dnsservers.StartBIND(bindDir); err != nil {
+		t.Fatalf("bind: %v", err)
+	}
+	t.Cleanup(w.closeBIND)
+	must(t, w.seedZone())
+
+	if w.DNSProxy, w.DNSRelay, err = newDNSPath(w.BIND.Addr); err != nil {
+		t.Fatalf("dns proxy: %v", err)
+	}
+	t.Cleanup(func() { _ = w.DNSProxy.Close(); _ = w.DNSRelay.Close() })
+
+	for _, s := range []struct {
+		name failover.Site
+		ip   string
+	}{{failover.Primary, PrimaryIP}, {failover.Backup, BackupIP}} {
+		cdir := w.path("caddy-" + string(s.name))
+		must(t, os.MkdirAll(cdir, 0o755))
+		c := caddytest.Start(t, caddytest.Options{Name: string(s.name), Hosts: []string{strings.TrimSuffix(Name, ".")}, Dir: cdir})
+		site := &Site{Name: s.name, IP: s.ip, Caddy: c, Proxies: map[string]*faultproxy.Proxy{}}
+		for _, id := range IDs {
+			p, err := faultproxy.New("127.0.0.1:0", c.Addr)
+			if err != nil {
+				t.Fatalf("site proxy: %v", err)
+			}
+			t.Cleanup(func() { _ = p.Close() })
+			site.Proxies[id] = p
+		}
+		w.Sites[s.name] = site
+	}
+
+	must(t, w.writeSecrets())
+	ports := freePorts(t, 2*len(IDs))
+	for i, id := range IDs {
+		w.Nodes = append(w.Nodes, &Node{ID: id, RaftAddr: ports[2*i], APIAddr: ports[2*i+1], w: w,
+			ConfigPath: w.path("node-" + id + ".yaml"), DataDir: w.path("data-" + id), LogPath: w.path("node-" + id + ".log")})
+	}
+	must(t, w.writeCerts())
+	for _, n := range w.Nodes {
+		must(t, w.writeConfig(n))
+	}
+	t.Cleanup(func() {
+		for _, n := range w.Nodes {
+			n.Kill()
+		}
+	})
+	return w
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (w *World) path(name string) string { return filepath.Join(w.Dir, name) }
+
+// Node returns the watcher with id.
+func (w *World) Node(id string) *Node {
+	for _, n := range w.Nodes {
+		if n.ID == id {
+			return n
+		}
+	}
+	w.T.Fatalf("no node %q", id)
+	return nil
+}
+
+func (w *World) tsigKey() (name, secret string) { return dnsservers.KeySHA256, w.BIND.Secret }
+
+// seedZone puts the primary's record in the zone, as an operator would
+// before installing drwatch.
+func (w *World) seedZone() error {
+	m := new(dns.Msg)
+	m.SetUpdate(Zone)
+	rr, err := dns.NewRR(Name + " 5 IN A " + PrimaryIP)
+	if err != nil {
+		return err
+	}
+	m.Insert([]dns.RR{rr})
+	name, secret := w.tsigKey()
+	m.SetTsig(name, dns.HmacSHA256, 300, time.Now().Unix())
+	c := &dns.Client{Net: "tcp", Timeout: 5 * time.Second, TsigSecret: map[string]string{name: secret}}
+	r, _, err := c.Exchange(m, w.BIND.Addr)
+	if err != nil {
+		return fmt.Errorf("seed zone: %w", err)
+	}
+	if r.Rcode != dns.RcodeSuccess {
+		return fmt.Errorf("seed zone: rcode %s", dns.RcodeToString[r.Rcode])
+	}
+	return nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func (w *World) writeSecrets() error {
+	w.Token = randomHex(16)
+	name, secret := w.tsigKey()
+	files := map[string]string{
+		"tokens":   "# actor:token\n" + w.Actor + ":" + w.Token + "\n",
+		"token":    w.Token + "\n",
+		"tsig.key": fmt.Sprintf("key \"%s\" {\n\talgorithm hmac-sha256;\n\tsecret \"%s\";\n};\n", strings.TrimSuffix(name, "."), secret),
+	}
+	for name, content := range files {
+		if err := os.WriteFile(w.path(name), []byte(content), 0o600); err != nil {
+			return err
+		}
+	}
+	w.TokenFile = w.path("token")
+	return nil
+}
+
+func (w *World) writeCerts() error {
+	caPEM, caKeyPEM, err := cluster.NewCA("drwatch e2e CA", 24*time.Hour)
+	if err != nil {
+		return err
+	}
+	ca, caKey, err := cluster.ParseCA(caPEM, caKeyPEM)
+	if err != nil {
+		return err
+	}
+	w.CAFile = w.path("ca.crt")
+	if err := os.WriteFile(w.CAFile, caPEM, 0o600); err != nil {
+		return err
+	}
+	for _, n := range w.Nodes {
+		cert, key, err := cluster.IssueNodeCert(ca, caKey, n.ID, []string{"127.0.0.1", "localhost"}, 24*time.Hour)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(w.path("node-"+n.ID+".crt"), cert, 0o600); err != nil {
+			return err
+		}
+		if err := os.WriteFile(w.path("node-"+n.ID+".key"), key, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var configTmpl = template.Must(template.New("cfg").Parse(`# drwatch e2e watcher {{.Self.ID}}
+node: { id: {{.Self.ID}}, data_dir: "{{.Self.DataDir}}", raft_addr: "{{.Self.RaftAddr}}", api_addr: "{{.Self.APIAddr}}" }
+tls: { ca_file: "{{.Dir}}/ca.crt", cert_file: "{{.Dir}}/node-{{.Self.ID}}.crt", key_file: "{{.Dir}}/node-{{.Self.ID}}.key" }
+peers:
+{{- range .Peers}}
+  - { id: {{.ID}}, raft_addr: "{{.RaftAddr}}", api_addr: "{{.APIAddr}}" }
+{{- end}}
+api: { tokens_file: "{{.Dir}}/tokens" }
+raft: { heartbeat_timeout: {{.HB}}, election_timeout: {{.HB}}, leader_lease_timeout: {{.Lease}} }
+policy: { interval: {{.O.Interval}}, timeout: {{.O.Timeout}}, fall: {{.O.Fall}}, rise: {{.O.Rise}}, quorum: {{.O.Quorum}}, auto_failover: {{.Auto}}, block_window: {{.O.BlockWindow}}, failback: manual }
+sites:
+{{- range .Sites}}
+  {{.Name}}:
+    probes:
+      - { name: lms, type: http, url: "{{$.URL}}", connect_to: "{{.ConnectTo}}", ca_file: "{{.CA}}" }
+{{- end}}
+dns:
+  provider: rfc2136
+  zone: {{.Zone}}
+  rfc2136: { server: "{{.DNSPath}}", key_name: {{.KeyName}}, key_file: "{{.Dir}}/tsig.key" }
+  verify: { servers: [ "{{.BIND}}" ], timeout: 10s }
+  records:
+    - { name: lms, type: A, ttl: 5, primary: [ {{.PrimaryIP}} ], backup: [ {{.BackupIP}} ] }
+log: { level: {{.O.LogLevel}} }
+`))
+
+func (w *World) writeConfig(n *Node) error {
+	type siteCfg struct{ Name, ConnectTo, CA string }
+	var sites []siteCfg
+	for _, s := range []failover.Site{failover.Primary, failover.Backup} {
+		site := w.Sites[s]
+		sites = append(sites, siteCfg{Name: string(s), ConnectTo: site.Proxies[n.ID].Addr(), CA: site.Caddy.CAFile})
+	}
+	keyName, _ := w.tsigKey()
+	var b bytes.Buffer
+	err := configTmpl.Execute(&b, map[string]any{
+		"Self": n, "Peers": w.Nodes, "Dir": w.Dir, "O": w.Opts, "Auto": !w.Opts.ManualOnly,
+		"HB": w.Opts.Heartbeat, "Lease": w.Opts.Heartbeat / 2, "Sites": sites,
+		"URL": "https://" + strings.TrimSuffix(Name, ".") + "/heartbeat", "Zone": Zone,
+		"DNSPath": w.DNSProxy.Addr(), "KeyName": keyName, "BIND": w.BIND.Addr,
+		"PrimaryIP": PrimaryIP, "BackupIP": BackupIP,
+	})
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(n.ConfigPath, b.Bytes(), 0o600)
+}
+
+func freePorts(t testing.TB, n int) []string {
+	t.Helper()
+	var out []string
+	var lns []net.Listener
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns = append(lns, ln)
+		out = append(out, ln.Addr().String())
+	}
+	for _, ln := range lns {
+		ln.Close()
+	}
+	return out
+}
+
+// --- watcher processes ---
+
+// Node is one `drwatch serve` process (which may be stopped and started).
+type Node struct {
+	ID, RaftAddr, APIAddr        string
+	ConfigPath, DataDir, LogPath string
+
+	w      *World
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	code   int
+}
+
+// URL is the node's API base URL.
+func (n *Node) URL() string { return "https://" + n.APIAddr }
+
+// Start launches the process (a no-op if it runs). Its output is appended
+// to LogPath, so the log survives restarts.
+func (n *Node) Start() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd != nil {
+		return nil
+	}
+	logf, err := os.OpenFile(n.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(logf, "=== e2e: start %s at %s\n", n.ID, time.Now().Format(time.RFC3339Nano))
+	cmd := exec.Command(n.w.Bin, "serve", "--config", n.ConfigPath)
+	cmd.Env = cleanEnv()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return err
+	}
+	exited := make(chan struct{})
+	go func() {
+		err := cmd.Wait()
+		logf.Close()
+		code := 0
+		if err != nil {
+			code = -1
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				code = ee.ExitCode()
+			}
+		}
+		n.mu.Lock()
+		n.code = code
+		n.mu.Unlock()
+		close(exited)
+	}()
+	n.cmd, n.exited = cmd, exited
+	return nil
+}
+
+// Running reports whether the process is up.
+func (n *Node) Running() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil {
+		return false
+	}
+	select {
+	case <-n.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// Kill sends SIGKILL to the process group (a crash) and waits for the exit.
+func (n *Node) Kill() {
+	n.mu.Lock()
+	cmd, exited := n.cmd, n.exited
+	n.cmd = nil
+	n.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	<-exited
+}
+
+// Term sends SIGTERM, waits up to d for the exit and returns the exit code
+// (-1 and a kill if it did not exit in time).
+func (n *Node) Term(d time.Duration) (int, error) {
+	n.mu.Lock()
+	cmd, exited := n.cmd, n.exited
+	n.cmd = nil
+	n.mu.Unlock()
+	if cmd == nil {
+		return 0, errors.New("not running")
+	}
+	_ = syscall.Kill(cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(d):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+		return -1, fmt.Errorf("node %s did not exit within %s of SIGTERM", n.ID, d)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.code, nil
+}
+
+// Log returns the node's whole log.
+func (n *Node) Log() string {
+	b, _ := os.ReadFile(n.LogPath)
+	return string(b)
+}
+
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "DRWATCH_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+func (w *World) dumpLogs() {
+	for _, n := range w.Nodes {
+		w.T.Logf("---- tail of node %s log (%s) ----\n%s", n.ID, n.LogPath, tail(n.Log(), 60))
+	}
+	w.T.Logf("---- tail of BIND log ----\n%s", tail(w.BIND.Log(), 15))
+}
+
+func tail(s string, lines int) string {
+	ls := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(ls) > lines {
+		ls = ls[len(ls)-lines:]
+	}
+	return strings.Join(ls, "\n")
+}
+
+// --- the CLI and the API ---
+
+// CLI runs the drwatch binary against node n (endpoint, CA and token file
+// added) and returns stdout, stderr and the exit code.
+func (w *World) CLI(n *Node, args ...string) (string, string, int) {
+	w.T.Helper()
+	full := append(append([]string(nil), args...), "--endpoint", n.URL(), "--ca-file", w.CAFile, "--token-file", w.TokenFile)
+	return w.Run(full...)
+}
+
+// Run runs the drwatch binary with exactly args (a 3-minute limit).
+func (w *World) Run(args ...string) (string, string, int) {
+	w.T.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, w.Bin, args...)
+	cmd.Env = cleanEnv()
+	cmd.Stdin = strings.NewReader("")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		code = -1
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		}
+	}
+	return out.String(), errb.String(), code
+}
+
+// History runs `drwatch history -o json` against n.
+func (w *World) History(n *Node) ([]failover.Entry, error) {
+	out, stderr, code := w.CLI(n, "history", "-o", "json")
+	if code != 0 {
+		return nil, fmt.Errorf("history on %s: exit %d: %s", n.ID, code, stderr)
+	}
+	var h struct {
+		History []failover.Entry `json:"history"`
+	}
+	if err := json.Unmarshal([]byte(out), &h); err != nil {
+		return nil, fmt.Errorf("history on %s: %w", n.ID, err)
+	}
+	return h.History, nil
+}
+
+// StatusCLI runs `drwatch status -o json` against n.
+func (w *World) StatusCLI(n *Node) (api.Status, error) {
+	var st api.Status
+	out, stderr, code := w.CLI(n, "status", "-o", "json")
+	if code != 0 {
+		return st, fmt.Errorf("status on %s: exit %d: %s", n.ID, code, stderr)
+	}
+	return st, json.Unmarshal([]byte(out), &st)
+}
+
+func (w *World) client() *http.Client {
+	pem, _ := os.ReadFile(w.CAFile)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool}, DisableKeepAlives: true,
+	}}
+}
+
+// Status reads GET /api/v1/status from n directly (cheap enough to poll).
+func (w *World) Status(n *Node) (api.Status, error) {
+	var st api.Status
+	resp, err := w.client().Get(n.URL() + "/api/v1/status")
+	if err != nil {
+		return st, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return st, fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return st, json.NewDecoder(io.LimitReader(resp.Body, 8<<20)).Decode(&st)
+}
+
+// Post sends a write to n with the given bearer token ("" for none) and
+// returns the HTTP status and body.
+func (w *World) Post(n *Node, path, token, body string) (int, string, error) {
+	req, err := http.NewRequest(http.MethodPost, n.URL()+path, strings.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := w.client().Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, string(b), nil
+}
+
+// Leader returns the running node that a running node names as leader, or nil.
+func (w *World) Leader() *Node {
+	for _, n := range w.Nodes {
+		if !n.Running() {
+			continue
+		}
+		st, err := w.Status(n)
+		if err != nil || st.Leader == "" {
+			continue
+		}
+		for _, m := range w.Nodes {
+			if m.ID == st.Leader && m.Running() {
+				return m
+			}
+		}
+	}
+	return nil
+}
+
+// Follower returns a running node that is not the leader.
+func (w *World) Follower() *Node {
+	l := w.Leader()
+	for _, n := range w.Nodes {
+		if n.Running() && n != l {
+			return n
+		}
+	}
+	return nil
+}
+
+// Running returns the running nodes.
+func (w *World) Running() []*Node {
+	var out []*Node
+	for _, n := range w.Nodes {
+		if n.Running() {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// LeaderView returns the leader's status (ok false when there is no leader).
+func (w *World) LeaderView() (api.Status, bool) {
+	l := w.Leader()
+	if l == nil {
+		return api.Status{}, false
+	}
+	st, err := w.Status(l)
+	return st, err == nil && st.Leader == l.ID
+}
+
+// WaitHealthy waits until the running nodes agree on a leader and the
+// leader's replica sees both sites UP at quorum.
+func (w *World) WaitHealthy(d time.Duration) {
+	w.T.Helper()
+	Eventually(w.T, d, func() bool {
+		st, ok := w.LeaderView()
+		return ok && st.State.Sites[failover.Primary].Verdict == failover.Up && st.State.Sites[failover.Backup].Verdict == failover.Up
+	}, "a leader sees both sites UP at quorum")
+}
+
+// --- BIND ---
+
+// Lookup asks BIND directly (UDP, no proxy) for name's A records.
+func (w *World) Lookup(name string) ([]string, error) {
+	r, err := w.query(name, dns.TypeA)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, rr := range r.Answer {
+		if a, ok := rr.(*dns.A); ok {
+			out = append(out, a.A.String())
+		}
+	}
+	return out, nil
+}
+
+// Answer is BIND's A answer for Name as one string ("" when none or on error).
+func (w *World) Answer() string {
+	a, err := w.Lookup(Name)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return strings.Join(a, ",")
+}
+
+// Fence returns the fence TXT text BIND serves ("" when none).
+func (w *World) Fence() (string, error) {
+	r, err := w.query(FenceName, dns.TypeTXT)
+	if err != nil {
+		return "", err
+	}
+	for _, rr := range r.Answer {
+		if t, ok := rr.(*dns.TXT); ok {
+			return strings.Join(t.Txt, ""), nil
+		}
+	}
+	return "", nil
+}
+
+// Serial returns the zone's SOA serial at BIND: it grows by one per UPDATE.
+func (w *World) Serial() (uint32, error) {
+	r, err := w.query(Zone, dns.TypeSOA)
+	if err != nil {
+		return 0, err
+	}
+	for _, rr := range r.Answer {
+		if s, ok := rr.(*dns.SOA); ok {
+			return s.Serial, nil
+		}
+	}
+	return 0, errors.New("no SOA in answer")
+}
+
+func (w *World) query(name string, t uint16) (*dns.Msg, error) {
+	m := new(dns.Msg)
+	m.SetQuestion(name, t)
+	m.RecursionDesired = false
+	c := &dns.Client{Net: "tcp", Timeout: 2 * time.Second}
+	r, _, err := c.Exchange(m, w.BIND.Addr)
+	if err != nil {
+		return nil, err
+	}
+	if r.Rcode != dns.RcodeSuccess {
+		return nil, fmt.Errorf("rcode %s", dns.RcodeToString[r.Rcode])
+	}
+	return r, nil
+}
+
+// StopBIND kills named (its zone file and journal stay in its directory).
+func (w *World) StopBIND() {
+	w.bindMu.Lock()
+	defer w.bindMu.Unlock()
+	w.stopBINDLocked()
+	w.bindOff = true
+}
+
+func (w *World) stopBINDLocked() {
+	if w.bindCmd == nil {
+		_ = w.BIND.Close()
+		return
+	}
+	_ = syscall.Kill(-w.bindCmd.Process.Pid, syscall.SIGKILL)
+	<-w.bindEnd
+	w.bindCmd = nil
+}
+
+// RestartBIND starts named again on the same port with the same config,
+// keys and zone (with its journal), and waits until it answers the SOA.
+func (w *World) RestartBIND() {
+	w.T.Helper()
+	w.startBIND()
+	Eventually(w.T, 20*time.Second, func() bool { _, err := w.Serial(); return err == nil }, "BIND answers again after restart")
+}
+
+func (w *World) startBIND() {
+	w.bindMu.Lock()
+	defer w.bindMu.Unlock()
+	if !w.bindOff {
+		w.stopBINDLocked()
+	}
+	named, err := exec.LookPath("named")
+	if err != nil {
+		named = "/usr/sbin/named"
+	}
+	logf, err := os.OpenFile(filepath.Join(w.BIND.Dir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		w.T.Fatal(err)
+	}
+	cmd := exec.Command(named, "-g", "-c", filepath.Join(w.BIND.Dir, "named.conf"))
+	cmd.Dir = w.BIND.Dir
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		w.T.Fatalf("restart named: %v", err)
+	}
+	end := make(chan struct{})
+	go func() { _ = cmd.Wait(); logf.Close(); close(end) }()
+	w.bindCmd, w.bindEnd, w.bindOff = cmd, end, false
+}
+
+func (w *World) closeBIND() {
+	w.bindMu.Lock()
+	defer w.bindMu.Unlock()
+	if !w.bindOff {
+		w.stopBINDLocked()
+	}
+	w.bindOff = true
+}
+
+// --- polling ---
+
+// Eventually polls cond every 50ms until it holds or d passes, then fails t.
+func Eventually(t testing.TB, d time.Duration, cond func() bool, format string, args ...any) {
+	t.Helper()
+	if !Within(d, cond) {
+		t.Fatalf("timed out after %s waiting until "+format, append([]any{d}, args...)...)
+	}
+}
+
+// Within polls cond every 50ms for up to d and reports whether it held.
+func Within(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		<-tick.C
+	}
+}
+
+// LogLines returns the lines of n's log that contain substr.
+func LogLines(n *Node, substr string) []string {
+	var out []string
+	sc := bufio.NewScanner(strings.NewReader(n.Log()))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), substr) {
+			out = append(out, sc.Text())
+		}
+	}
+	return out
+}

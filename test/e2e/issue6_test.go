@@ -1,0 +1,281 @@
+package e2e
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/test/faultproxy"
+)
+
+// Issue 6 (1) and chaos scenario 1: the primary's Caddy is killed. The
+// watchers flip DNS on their own, BIND answers the backup within
+// (fall+1)×interval+1s of the kill, and every node's history carries the
+// automatic decision with the DOWN voters as evidence, verified once.
+func TestAutoFailoverWhenPrimaryCaddyDies(t *testing.T) {
+	w := Start(t, Options{})
+	serial0 := mustSerial(t, w)
+
+	killed := time.Now()
+	if err := w.Sites[failover.Primary].Caddy.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	Eventually(t, 60*time.Second, func() bool { return w.Answer() == BackupIP }, "BIND answers the backup address")
+	took := time.Since(killed)
+	bound := time.Duration(w.Opts.Fall+1)*w.Opts.Interval + time.Second
+	t.Logf("flip visible at BIND %s after the kill (bound %s)", took.Round(time.Millisecond), bound)
+	if took > bound {
+		t.Errorf("flip took %s after the kill, want at most (fall+1)×interval+1s = %s", took, bound)
+	}
+
+	h := waitVerified(t, w)
+	ds := Decisions(h)
+	if len(ds) != 1 || ds[0].Kind != failover.KindAutoFailover || ds[0].From != failover.Primary || ds[0].To != failover.Backup {
+		t.Fatalf("got decisions:\n%s want exactly one auto_failover primary->backup", Summary(ds))
+	}
+	d := ds[0]
+	if down := DownVoters(d, failover.Primary); len(down) < w.Opts.Quorum {
+		t.Errorf("auto_failover evidence: DOWN voters %v, want at least %d", down, w.Opts.Quorum)
+	}
+	if err := CheckQuorumEvidence(h, w.Opts.Quorum); err != nil {
+		t.Error(err)
+	}
+	if d.Actor != failover.SystemActor {
+		t.Errorf("auto_failover actor: got %q, want %q", d.Actor, failover.SystemActor)
+	}
+	if n := len(Actions(h, d.Gen, failover.OutcomeVerified)); n != 1 {
+		t.Errorf("verified action results for gen %d: got %d, want 1\n%s", d.Gen, n, Summary(h))
+	}
+	checkFence(t, w, d.Gen)
+	if s := mustSerial(t, w); s != serial0+1 {
+		t.Errorf("BIND serial: got %d, want %d (exactly one write)", s, serial0+1)
+	}
+}
+
+// Issue 6 (2) and (4): a manual failover and failback with --wait through a
+// follower's API; writes without a token or with a wrong one get 401 and
+// commit nothing; a good token's actor is recorded.
+func TestManualFailoverThroughFollower(t *testing.T) {
+	w := Start(t, Options{})
+	f := w.Follower()
+	if f == nil {
+		t.Fatal("no follower")
+	}
+
+	t.Run("tokens", func(t *testing.T) {
+		before := len(w.SameHistory(30 * time.Second))
+		for _, tok := range []string{"", "wrong-" + w.Token} {
+			for _, path := range []string{"/api/v1/failover", "/api/v1/pause"} {
+				code, body, err := w.Post(f, path, tok, `{"to":"backup","reason":"no token"}`)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if code != 401 {
+					t.Errorf("POST %s with token %q: got %d, want 401", path, tok, code)
+				}
+				if strings.Contains(body, w.Token) {
+					t.Errorf("POST %s reply leaks the token", path)
+				}
+			}
+		}
+		if h := w.SameHistory(30 * time.Second); len(h) != before {
+			t.Errorf("rejected writes changed the history:\n%s", Summary(h))
+		}
+		if got := w.Answer(); got != PrimaryIP {
+			t.Errorf("after rejected writes BIND answers %s, want %s", got, PrimaryIP)
+		}
+	})
+
+	t.Run("failover --wait", func(t *testing.T) {
+		out, stderr, code := w.CLI(f, "failover", "--to", "backup", "--reason", "e2e drill", "--yes", "--wait")
+		if code != 0 {
+			t.Fatalf("failover: exit %d\n%s\n%s", code, out, stderr)
+		}
+		if !strings.Contains(out, "verified at every authoritative server") {
+			t.Errorf("failover --wait output lacks the verification:\n%s", out)
+		}
+		// --wait returned: BIND must already serve the backup.
+		if got := w.Answer(); got != BackupIP {
+			t.Errorf("after failover --wait BIND answers %s, want %s", got, BackupIP)
+		}
+		h := w.SameHistory(30 * time.Second)
+		m := OfKind(h, failover.KindManualFailover)
+		if len(m) != 1 || m[0].Actor != w.Actor || m[0].Reason != "e2e drill" {
+			t.Fatalf("manual_failover entries: got\n%s want one with actor %q", Summary(m), w.Actor)
+		}
+		if n := len(Actions(h, m[0].Gen, failover.OutcomeVerified)); n != 1 {
+			t.Errorf("verified results for gen %d: got %d, want 1", m[0].Gen, n)
+		}
+		checkFence(t, w, m[0].Gen)
+	})
+
+	t.Run("failback --wait", func(t *testing.T) {
+		out, stderr, code := w.CLI(f, "failback", "--reason", "drill over", "--yes", "--wait")
+		if code != 0 {
+			t.Fatalf("failback: exit %d\n%s\n%s", code, out, stderr)
+		}
+		if got := w.Answer(); got != PrimaryIP {
+			t.Errorf("after failback --wait BIND answers %s, want %s", got, PrimaryIP)
+		}
+		h := w.SameHistory(30 * time.Second)
+		m := OfKind(h, failover.KindManualFailback)
+		if len(m) != 1 || m[0].Actor != w.Actor {
+			t.Fatalf("manual_failback entries: got\n%s want one with actor %q", Summary(m), w.Actor)
+		}
+		checkFence(t, w, m[0].Gen)
+	})
+}
+
+// Issue 6 (3) and chaos scenario 10: paused, an outage of the primary is
+// seen at quorum but causes no flip; resume lets the flip happen.
+func TestPausedOutageThenResume(t *testing.T) {
+	w := Start(t, Options{})
+	f := w.Follower()
+	if _, stderr, code := w.CLI(f, "pause", "--reason", "maintenance", "--yes"); code != 0 {
+		t.Fatalf("pause: exit %d %s", code, stderr)
+	}
+	serial0 := mustSerial(t, w)
+	w.Sites[failover.Primary].SetMode(faultproxy.Reset)
+	Eventually(t, 60*time.Second, func() bool {
+		st, ok := w.LeaderView()
+		return ok && st.State.Sites[failover.Primary].Verdict == failover.Down
+	}, "the quorum sees the primary DOWN")
+	// The decision would have been taken by now; hold a window of several
+	// rounds and check that nothing moves.
+	window := 5 * w.Opts.Interval
+	if Within(window, func() bool { return w.Answer() != PrimaryIP }) {
+		t.Fatalf("paused cluster flipped DNS: BIND answers %s", w.Answer())
+	}
+	st, _ := w.LeaderView()
+	if st.State.Desired.Gen != 0 || st.State.Active != failover.Primary || !st.State.Paused {
+		t.Fatalf("paused: got desired gen %d active %s paused %v; want gen 0, primary, paused", st.State.Desired.Gen, st.State.Active, st.State.Paused)
+	}
+	if s := mustSerial(t, w); s != serial0 {
+		t.Errorf("paused: BIND serial moved from %d to %d", serial0, s)
+	}
+
+	if _, stderr, code := w.CLI(f, "resume", "--reason", "done", "--yes"); code != 0 {
+		t.Fatalf("resume: exit %d %s", code, stderr)
+	}
+	Eventually(t, 60*time.Second, func() bool { return w.Answer() == BackupIP }, "BIND answers the backup after resume")
+	h := waitVerified(t, w)
+	if len(OfKind(h, failover.KindPause)) != 1 || len(OfKind(h, failover.KindResume)) != 1 {
+		t.Errorf("history lacks the pause and the resume:\n%s", Summary(h))
+	}
+	ds := Decisions(h)
+	if len(ds) != 1 || ds[0].Kind != failover.KindAutoFailover {
+		t.Fatalf("decisions: got\n%s want one auto_failover after the resume", Summary(ds))
+	}
+	if ds[0].Index < OfKind(h, failover.KindResume)[0].Index {
+		t.Errorf("the flip (index %d) came before the resume", ds[0].Index)
+	}
+}
+
+// Issue 6 (5) and chaos scenario 4: the leader is killed after its DNS
+// write reached BIND but before it learned the outcome, so before it could
+// propose the ActionResult. The UPDATE's replies are delayed by the fault
+// proxy on the reconciler's path to BIND. The new leader must finish the
+// flip without a second write: BIND's serial grows by exactly one, the
+// fence carries the decision's gen, and the survivors' histories hold one
+// decision and one verified result for it.
+func TestLeaderKilledBetweenWriteAndResult(t *testing.T) {
+	w := Start(t, Options{})
+	serial0 := mustSerial(t, w)
+	leader := w.Leader()
+	f := w.Follower()
+	// Only UPDATEs go over TCP; reads use the UDP relay and stay fast.
+	w.DNSProxy.SetMode(faultproxy.Delay(1500 * time.Millisecond))
+
+	out, stderr, code := w.CLI(f, "failover", "--to", "backup", "--reason", "kill drill", "--yes")
+	if code != 0 {
+		t.Fatalf("failover: exit %d\n%s\n%s", code, out, stderr)
+	}
+	Eventually(t, 30*time.Second, func() bool { return w.Answer() == BackupIP }, "the write lands at BIND")
+	leader.Kill()
+	t.Logf("killed leader %s right after BIND served the flip", leader.ID)
+	if l := LogLines(leader, "dns flip verified"); len(l) != 0 {
+		t.Fatalf("the leader verified before it was killed (the window was missed): %v", l)
+	}
+	w.DNSProxy.SetMode(faultproxy.Pass)
+
+	Eventually(t, 60*time.Second, func() bool {
+		st, ok := w.LeaderView()
+		return ok && st.State.Desired.Done
+	}, "a new leader verifies the flip")
+	h := w.SameHistory(30 * time.Second)
+	ds := Decisions(h)
+	if len(ds) != 1 || ds[0].Kind != failover.KindManualFailover {
+		t.Fatalf("decisions: got\n%s want exactly one manual_failover", Summary(ds))
+	}
+	gen := ds[0].Gen
+	if n := len(Actions(h, gen, failover.OutcomeVerified)); n != 1 {
+		t.Errorf("verified results for gen %d: got %d, want 1\n%s", gen, n, Summary(h))
+	}
+	if n := len(Actions(h, gen, failover.OutcomeWritten)); n > 1 {
+		t.Errorf("written results for gen %d: got %d, want at most 1", gen, n)
+	}
+	checkFence(t, w, gen)
+	if got := w.Answer(); got != BackupIP {
+		t.Errorf("BIND answers %s, want %s", got, BackupIP)
+	}
+	if s := mustSerial(t, w); s != serial0+1 {
+		t.Errorf("BIND serial: got %d, want %d (one write, none on takeover)", s, serial0+1)
+	}
+	if st, ok := w.LeaderView(); !ok || st.Leader == leader.ID {
+		t.Errorf("leader after the kill: %q, want a survivor", st.Leader)
+	}
+}
+
+func mustSerial(t *testing.T, w *World) uint32 {
+	t.Helper()
+	s, err := w.Serial()
+	if err != nil {
+		t.Fatalf("BIND serial: %v", err)
+	}
+	return s
+}
+
+// waitVerified waits until the leader's replica has the latest decision
+// verified, then returns the history every running node agrees on.
+func waitVerified(t *testing.T, w *World) []failover.Entry {
+	t.Helper()
+	Eventually(t, 60*time.Second, func() bool {
+		st, ok := w.LeaderView()
+		return ok && st.State.Desired.Gen != 0 && st.State.Desired.Done
+	}, "the decision is verified")
+	return w.SameHistory(30 * time.Second)
+}
+
+func checkFence(t *testing.T, w *World, gen uint64) {
+	t.Helper()
+	got, err := w.Fence()
+	if want := "gen=" + strconv.FormatUint(gen, 10); err != nil || got != want {
+		t.Errorf("fence at BIND: got %q (%v), want %q", got, err, want)
+	}
+}
+
+// Issue 6 (daemon): SIGTERM on the leader hands leadership over and exits
+// 0; the survivors keep a leader and serve reads.
+func TestGracefulStopHandsOver(t *testing.T) {
+	w := Start(t, Options{})
+	leader := w.Leader()
+	code, err := leader.Term(30 * time.Second)
+	if err != nil || code != 0 {
+		t.Fatalf("SIGTERM on leader %s: exit %d (%v), want 0", leader.ID, code, err)
+	}
+	if l := LogLines(leader, "stopped"); len(l) == 0 {
+		t.Errorf("leader %s did not log its orderly stop", leader.ID)
+	}
+	Eventually(t, 30*time.Second, func() bool {
+		st, ok := w.LeaderView()
+		return ok && st.Leader != leader.ID
+	}, "a survivor leads")
+	for _, n := range w.Running() {
+		c, err := n.Term(30 * time.Second)
+		if err != nil || c != 0 {
+			t.Errorf("SIGTERM on %s: exit %d (%v), want 0", n.ID, c, err)
+		}
+	}
+}
