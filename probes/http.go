@@ -114,7 +114,7 @@ func (h *HTTPSpec) prepare() (httpPrepared, error) {
 		}
 	}
 	if h.BodyMatch != "" {
-		re, err := regexp.Compile(h.BodyMatch)
+		re, err := httpCompile(h.BodyMatch)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("body_match: %w", err))
 		}
@@ -135,6 +135,22 @@ func (h *HTTPSpec) prepare() (httpPrepared, error) {
 		}
 	}
 	return p, errors.Join(errs...)
+}
+
+// httpRegexps caches compiled BodyMatch patterns, so a probe does not compile
+// its pattern every run. Patterns come from configuration, so it stays small.
+var httpRegexps sync.Map // string -> *regexp.Regexp
+
+func httpCompile(pattern string) (*regexp.Regexp, error) {
+	if re, ok := httpRegexps.Load(pattern); ok {
+		return re.(*regexp.Regexp), nil
+	}
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return nil, err
+	}
+	httpRegexps.Store(pattern, re)
+	return re, nil
 }
 
 func httpValidHeaderName(k string) bool {
