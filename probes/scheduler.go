@@ -270,8 +270,7 @@ func jitterOffset(site, probe string, bound time.Duration) time.Duration {
 	return time.Duration(h.Sum64() % uint64(bound))
 }
 
-// Rounds delivers each round Run completes, and is closed when Run returns.
-// It holds at most one pending round: when the consumer has not taken it by
+// Rounds delivers each round Run completes. It is never closed. It holds at most one pending round: when the consumer has not taken it by
 // the next one, it is replaced and counted as dropped, so a slow consumer
 // never stalls probing.
 func (s *Scheduler) Rounds() <-chan Round { return s.rounds }
@@ -291,8 +290,9 @@ func (s *Scheduler) Stats() SchedulerStats {
 // absolute, so the schedule never drifts; a round that overruns by more
 // than an interval makes Run skip the missed ticks rather than burst. It
 // returns nil when ctx is done, after waiting up to Grace for probers still
-// running, and closes Rounds (a pending round stays readable). It returns
-// ErrNoInterval without an interval, and ErrRunTwice when called again.
+// running. Rounds is not closed: consumers also watch their own ctx. It
+// returns ErrNoInterval without an interval, and ErrRunTwice when called
+// again.
 func (s *Scheduler) Run(ctx context.Context) error {
 	if s.opts.Interval <= 0 {
 		return ErrNoInterval
@@ -300,7 +300,6 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	if !s.ran.CompareAndSwap(false, true) {
 		return ErrRunTwice
 	}
-	defer close(s.rounds)
 	defer s.waitProbers()
 	interval := s.opts.Interval
 	start := time.Now()

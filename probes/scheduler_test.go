@@ -79,11 +79,6 @@ func TestSchedulerRoundsOnTicks(t *testing.T) {
 		if err := s.Run(context.Background()); err != ErrRunTwice {
 			t.Fatalf("second Run: got %v, want ErrRunTwice", err)
 		}
-		for r := range s.Rounds() { // drains what is pending, then ends: Run closed it
-			if r.Seq <= 5 {
-				t.Fatalf("got round %d after stop, want only later ones", r.Seq)
-			}
-		}
 		if got := calls.Load(); got < 25 {
 			t.Fatalf("got %d prober calls, want >= 25", got)
 		}
