@@ -124,7 +124,7 @@ func (s *logSink) count(msg string, match map[string]string) int {
 	return n
 }
 
-func (s *logSink) dump(t *testing.T, id string) {
+func (s *logSink) dump(t testing.TB, id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if os.Getenv("CLUSTER_DEBUG") != "" {
@@ -149,7 +149,7 @@ type testCA struct {
 	certPEM, keyP []byte
 }
 
-func newTestCA(t *testing.T, name string) *testCA {
+func newTestCA(t testing.TB, name string) *testCA {
 	t.Helper()
 	c, k, err := NewCA(name, time.Hour)
 	if err != nil {
@@ -162,7 +162,7 @@ func newTestCA(t *testing.T, name string) *testCA {
 	return &testCA{cert: cert, certPEM: c, keyP: k}
 }
 
-func (ca *testCA) creds(t *testing.T, id string) *Credentials {
+func (ca *testCA) creds(t testing.TB, id string) *Credentials {
 	t.Helper()
 	cert, key, err := ParseCA(ca.certPEM, ca.keyP)
 	if err != nil {
@@ -221,14 +221,14 @@ type tnode struct {
 }
 
 type tcluster struct {
-	t     *testing.T
+	t     testing.TB
 	ca    *testCA
 	nodes []*tnode
 	peers []Peer
 }
 
 // newCluster starts n nodes on 127.0.0.1 with configs adjusted by tweak.
-func newCluster(t *testing.T, n int, tweak func(i int, c *Config)) *tcluster {
+func newCluster(t testing.TB, n int, tweak func(i int, c *Config)) *tcluster {
 	t.Helper()
 	tc := newClusterNoStart(t, n, tweak)
 	for _, nd := range tc.nodes {
@@ -239,7 +239,7 @@ func newCluster(t *testing.T, n int, tweak func(i int, c *Config)) *tcluster {
 
 // newClusterNoStart prepares n nodes (addresses, certificates, configs)
 // without starting them.
-func newClusterNoStart(t *testing.T, n int, tweak func(i int, c *Config)) *tcluster {
+func newClusterNoStart(t testing.TB, n int, tweak func(i int, c *Config)) *tcluster {
 	t.Helper()
 	tc := &tcluster{t: t, ca: newTestCA(t, "test-ca")}
 	lns := make([]net.Listener, n)
@@ -300,7 +300,7 @@ func (tc *tcluster) startWith(nd *tnode, ln net.Listener) {
 }
 
 // listenEventually re-binds a port a stopped node just released.
-func listenEventually(t *testing.T, addr string) (net.Listener, error) {
+func listenEventually(t testing.TB, addr string) (net.Listener, error) {
 	var ln net.Listener
 	var err error
 	deadline := time.Now().Add(10 * time.Second)
@@ -410,7 +410,7 @@ func (tc *tcluster) converged(d time.Duration, want []string) {
 	}
 }
 
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for !cond() {
@@ -421,7 +421,7 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	}
 }
 
-func counterValue(t *testing.T, c interface{ Write(*dto.Metric) error }) float64 {
+func counterValue(t testing.TB, c interface{ Write(*dto.Metric) error }) float64 {
 	t.Helper()
 	var m dto.Metric
 	if err := c.Write(&m); err != nil {
@@ -438,7 +438,7 @@ func items(prefix string, n int) []string {
 	return out
 }
 
-func dirSize(t *testing.T, dir string) int64 {
+func dirSize(t testing.TB, dir string) int64 {
 	t.Helper()
 	var total int64
 	err := filepath.Walk(dir, func(_ string, info os.FileInfo, err error) error {
