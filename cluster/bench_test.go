@@ -210,4 +210,3 @@ func BenchmarkDiskGrowth(b *testing.B) {
 		}
 	}
 }
-
