@@ -3,10 +3,13 @@ package api
 import (
 	"bytes"
 	"image/png"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drwatch/drwatch/cmd/drwatch/api/apitest"
 )
@@ -40,7 +43,10 @@ func TestPageInChromium(t *testing.T) {
 			}
 			shot := filepath.Join(dir, tt.name+".png")
 			dom := apitest.Browse(t, u, apitest.BrowseOptions{Screenshot: shot, Dark: tt.dark, Width: tt.width, Height: tt.height})
-			if !strings.Contains(dom, "Traffic goes to the") {
+			if !strings.Contains(dom, `<main id="main" data-refresh-ms="2000" class="lost">`) {
+		t.Error("the stale content is not greyed out (main.lost)")
+	}
+	if !strings.Contains(dom, "Traffic goes to the") {
 				t.Errorf("DOM lacks the banner: %.300s", dom)
 			}
 			// The script replaces the no-JS text with "live · …" once it
@@ -66,4 +72,37 @@ func TestPageInChromium(t *testing.T) {
 			t.Logf("screenshot %s", shot)
 		})
 	}
+}
+
+// TestPageSaysWhenItStopsUpdating serves the page once and then fails every
+// refresh, as a node that died would: the page must not keep looking live.
+func TestPageSaysWhenItStopsUpdating(t *testing.T) {
+	if _, err := apitest.Chromium(); err != nil {
+		t.Fatal(err)
+	}
+	b := &pageBackend{st: fxFailedOver()}
+	s := NewServer(b, Options{Now: func() time.Time { return fxNow }})
+	RegisterStatusPage(s, b)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("partial") != "" {
+			http.Error(w, "node is gone", http.StatusServiceUnavailable)
+			return
+		}
+		s.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	shot := filepath.Join(apitest.ArtifactDir(t), "not-updating.png")
+	dom := apitest.Browse(t, srv.URL+"/", apitest.BrowseOptions{Screenshot: shot, Width: 1000, Height: 500})
+	if !strings.Contains(dom, `<span id="live" class="lost">NOT UPDATING: this node has not answered for`) ||
+		!strings.Contains(dom, "HTTP 503") {
+		i := strings.Index(dom, `id="live"`)
+		t.Errorf("after failed refreshes the live indicator does not say NOT UPDATING: %.240s", dom[max(0, i-10):])
+	}
+	if !strings.Contains(dom, `<main id="main" data-refresh-ms="2000" class="lost">`) {
+		t.Error("the stale content is not greyed out (main.lost)")
+	}
+	if !strings.Contains(dom, "Traffic goes to the") {
+		t.Error("the last good content was dropped: want it kept, flagged as not updating")
+	}
+	t.Logf("screenshot %s", shot)
 }

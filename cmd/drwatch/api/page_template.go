@@ -20,7 +20,8 @@ header.top{display:flex;flex-wrap:wrap;gap:.25rem 1rem;align-items:baseline;padd
 header.top h1{font-size:1.05rem;margin:0;letter-spacing:.02em}
 header.top .meta{color:var(--muted);font-size:.85rem}
 #live{margin-left:auto;font-size:.8rem;color:var(--muted)}
-#live.lost{color:var(--down);font-weight:600}
+#live.lost{color:#fff;background:var(--down);font-weight:700;padding:.15rem .5rem;border-radius:6px}
+main.lost{opacity:.5;filter:grayscale(.7)}
 main{max-width:78rem;margin:0 auto;padding:1rem;display:grid;gap:1rem}
 section{background:var(--card);border:1px solid var(--line);border-radius:10px;padding:.9rem 1rem;min-width:0}
 section>h2{font-size:.8rem;text-transform:uppercase;letter-spacing:.08em;color:var(--muted);margin:0 0 .6rem}
@@ -108,10 +109,12 @@ const pageScript = `
       lastOK=Date.now();
       live.textContent="live · refreshed every "+(every/1000)+" s";
       live.className="";
+      main.classList.remove("lost");
     }).catch(function(e){
       var s=Math.round((Date.now()-lastOK)/1000);
       live.textContent="NOT UPDATING: this node has not answered for "+s+" s ("+e.message+"); what you see may be out of date";
       live.className="lost";
+      main.classList.add("lost");
     }).finally(function(){clearTimeout(timer);setTimeout(tick,every);});
   }
   live.textContent="live · refreshed every "+(every/1000)+" s";
