@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -37,6 +38,10 @@ const (
 
 func nodeCertFile(id string) string { return "node-" + id + ".crt" }
 func nodeKeyFile(id string) string  { return "node-" + id + ".key" }
+
+// configNodeID is node.id's rule in cmd/drwatch/config (validate.go idRE),
+// stricter than cluster.ValidNodeID; the two must stay in step.
+var configNodeID = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
 // errExists is returned when a file would be overwritten without --force.
 var errExists = errors.New("already exists")
@@ -165,6 +170,10 @@ func (is *certsIssue) Run(out io.Writer, id string) error {
 	if err := cluster.ValidNodeID(id); err != nil {
 		return usageError{err}
 	}
+	if !configNodeID.MatchString(id) {
+		// A certificate for an ID no config file can name is useless.
+		return usageError{fmt.Errorf("node id %q: node.id must be lower-case letters, digits and '-', 1-63 characters", id)}
+	}
 	if is.days < 1 {
 		return usageError{fmt.Errorf("--days %d must be at least 1", is.days)}
 	}
@@ -265,6 +274,12 @@ func writeFile(path string, data []byte, perm os.FileMode, overwrite bool) error
 		}
 		if err != nil {
 			return fmt.Errorf("create %s: %w", path, err)
+		}
+		// The umask may have narrowed perm; the documented modes hold
+		// whatever the umask (ca.crt is meant to be readable by all).
+		if err := f.Chmod(perm); err != nil {
+			f.Close()
+			return fmt.Errorf("chmod %s: %w", path, err)
 		}
 		return closeWrite(f, data, path)
 	}

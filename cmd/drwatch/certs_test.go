@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -37,13 +38,16 @@ func readCert(t *testing.T, path string) *x509.Certificate {
 }
 
 func TestCertsInitAndIssue(t *testing.T) {
+	// The modes must hold under an operator's restrictive umask too.
+	old := syscall.Umask(0o077)
+	t.Cleanup(func() { syscall.Umask(old) })
 	dir := filepath.Join(t.TempDir(), "pki")
 	if out, stderr, code := run(t, "certs", "init", "--dir", dir); code != 0 {
 		t.Fatalf("certs init: got exit %d, want 0: %s %s", code, out, stderr)
 	}
 	for name, want := range map[string]os.FileMode{"ca.key": 0o600, "ca.crt": 0o644} {
-		if got := mode(t, filepath.Join(dir, name)); got&^want != 0 {
-			t.Errorf("%s: got mode %o, want at most %o", name, got, want)
+		if got := mode(t, filepath.Join(dir, name)); got != want {
+			t.Errorf("%s: got mode %o, want %o", name, got, want)
 		}
 	}
 	if got := mode(t, dir); got != 0o700 {
@@ -167,6 +171,7 @@ func TestCertsUsageErrors(t *testing.T) {
 		{"issue without node", []string{"certs", "issue", "--dir", dir, "--host", "h"}, exitUsage, "one node ID"},
 		{"issue without host", []string{"certs", "issue", "a", "--dir", dir}, exitUsage, "--host"},
 		{"bad node id", []string{"certs", "issue", "a/b", "--dir", dir, "--host", "h"}, exitUsage, "bad node id"},
+		{"node id the config refuses", []string{"certs", "issue", "Node_A", "--dir", dir, "--host", "h"}, exitUsage, "lower-case"},
 		{"outlives the CA", []string{"certs", "issue", "a", "--dir", dir, "--host", "h", "--days", "31"}, exitUsage, "outlives the CA"},
 		{"no CA", []string{"certs", "issue", "a", "--dir", t.TempDir(), "--host", "h"}, exitFailed, "certs init"},
 		{"zero days", []string{"certs", "init", "--dir", t.TempDir(), "--days", "0"}, exitUsage, "--days"},

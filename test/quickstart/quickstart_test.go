@@ -1,0 +1,480 @@
+package quickstart
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/drwatch/drwatch/cluster"
+	"github.com/drwatch/drwatch/test/dnsservers"
+)
+
+const (
+	repoRoot = "../.."
+	docPath  = repoRoot + "/docs/operations.md"
+)
+
+// block is one fenced code block of the quick start.
+type block struct {
+	kind string // quickstart, quickstart-env, quickstart-daemons, quickstart-poll
+	line int    // first line of the code, 1-based, for failure messages
+	code string
+}
+
+var fence = regexp.MustCompile("^```sh (quickstart[-a-z]*)\\s*$")
+
+// parseBlocks returns the quick start's blocks in document order.
+func parseBlocks(doc []byte) ([]block, error) {
+	var out []block
+	var cur *block
+	var buf strings.Builder
+	sc := bufio.NewScanner(bytes.NewReader(doc))
+	n := 0
+	for sc.Scan() {
+		n++
+		l := sc.Text()
+		switch {
+		case cur == nil:
+			if m := fence.FindStringSubmatch(l); m != nil {
+				cur = &block{kind: m[1], line: n + 1}
+				buf.Reset()
+			}
+		case strings.TrimSpace(l) == "```":
+			cur.code = buf.String()
+			out = append(out, *cur)
+			cur = nil
+		default:
+			buf.WriteString(l)
+			buf.WriteByte('\n')
+		}
+	}
+	if cur != nil {
+		return nil, fmt.Errorf("line %d: block %s is not closed", cur.line, cur.kind)
+	}
+	for _, b := range out {
+		switch b.kind {
+		case "quickstart", "quickstart-env", "quickstart-daemons", "quickstart-poll":
+		default:
+			return nil, fmt.Errorf("line %d: unknown block kind %q", b.line, b.kind)
+		}
+	}
+	return out, sc.Err()
+}
+
+var envVar = regexp.MustCompile(`(?:^|\s)([A-Z][A-Z0-9_]*)=`)
+
+// envNames returns the variables an env block assigns (comments ignored).
+func envNames(code string) []string {
+	var names []string
+	for _, l := range strings.Split(code, "\n") {
+		if i := strings.Index(l, "#"); i >= 0 {
+			l = l[:i]
+		}
+		for _, m := range envVar.FindAllStringSubmatch(l, -1) {
+			names = append(names, m[1])
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+func TestParseBlocks(t *testing.T) {
+	doc := "x\n```sh quickstart-env\nA=1 B=2 # C=3\n```\n```sh quickstart\necho $A\n```\n```go\nno\n```\n"
+	bs, err := parseBlocks([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bs) != 2 || bs[0].kind != "quickstart-env" || bs[1].code != "echo $A\n" || bs[1].line != 6 {
+		t.Fatalf("got %+v, want the env block and one quickstart block at line 6", bs)
+	}
+	if got := envNames(bs[0].code); !slices.Equal(got, []string{"A", "B"}) {
+		t.Errorf("envNames: got %v, want [A B]", got)
+	}
+	if _, err := parseBlocks([]byte("```sh quickstart-bogus\n```\n")); err == nil {
+		t.Error("unknown kind: got nil error, want one")
+	}
+	if _, err := parseBlocks([]byte("```sh quickstart\necho\n")); err == nil {
+		t.Error("unclosed block: got nil error, want one")
+	}
+}
+
+func eventually(t *testing.T, d time.Duration, cond func() bool, format string, args ...any) {
+	t.Helper()
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	for !cond() {
+		select {
+		case <-deadline.C:
+			t.Fatalf("timed out after %s waiting until "+format, append([]any{d}, args...)...)
+		case <-tick.C:
+		}
+	}
+}
+
+// freePort returns a TCP port free on 127.0.0.1.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startSites serves GET /heartbeat over TLS for host on two loopback
+// addresses with one port, as the primary and backup site would, and
+// returns the port and the CA file to trust.
+func startSites(t *testing.T, dir, host string, ips ...string) (int, string) {
+	t.Helper()
+	caPEM, caKeyPEM, err := cluster.NewCA("quickstart sites", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, caKey, err := cluster.ParseCA(caPEM, caKeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A site certificate: an ordinary server certificate for host. (The
+	// node identity SAN IssueNodeCert adds is harmless here.)
+	certPEM, keyPEM, err := cluster.IssueNodeCert(ca, caKey, "site", []string{host}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(dir, "sites-ca.crt")
+	if err := os.WriteFile(caFile, caPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /heartbeat", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	for attempt := 0; ; attempt++ {
+		var lns []net.Listener
+		first, err := net.Listen("tcp", ips[0]+":0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns = append(lns, first)
+		port := first.Addr().(*net.TCPAddr).Port
+		ok := true
+		for _, ip := range ips[1:] {
+			l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
+			if err != nil {
+				ok = false
+				break
+			}
+			lns = append(lns, l)
+		}
+		if !ok {
+			for _, l := range lns {
+				l.Close()
+			}
+			if attempt > 20 {
+				t.Fatalf("no port free on all of %v", ips)
+			}
+			continue
+		}
+		for _, l := range lns {
+			srv := &http.Server{Handler: mux, TLSConfig: &tls.Config{Certificates: []tls.Certificate{pair}}, ReadHeaderTimeout: 5 * time.Second}
+			go srv.ServeTLS(l, "", "")
+			t.Cleanup(func() { srv.Close() })
+		}
+		return port, caFile
+	}
+}
+
+// buildBinary builds drwatch from this tree into dir and returns dir.
+func buildBinary(t *testing.T, dir string) string {
+	t.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("go not found in PATH: %v", err)
+	}
+	cmd := exec.Command(gobin, "build", "-o", filepath.Join(dir, "drwatch"), "./cmd/drwatch")
+	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/drwatch: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// daemon is one long-running process of a quickstart-daemons block.
+type daemon struct {
+	line   string
+	cmd    *exec.Cmd
+	log    string
+	exited chan struct{} // closed when the process has exited; err is then set
+	err    error
+}
+
+// stop sends SIGTERM to the daemon's process group, as Ctrl-C in its
+// terminal would, and kills it if it has not exited after 30 s. It returns
+// the exit error.
+func (d *daemon) stop() error {
+	select {
+	case <-d.exited:
+		return d.err
+	default:
+	}
+	_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-d.exited:
+	case <-time.After(30 * time.Second):
+		_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
+		<-d.exited
+	}
+	return d.err
+}
+
+// shell runs the quick start's blocks with bash in one environment.
+type shell struct {
+	t       *testing.T
+	env     []string
+	dir     string
+	daemons []*daemon
+}
+
+func (s *shell) command(code string) *exec.Cmd {
+	cmd := exec.Command("bash", "--noprofile", "--norc", "-euo", "pipefail", "-c", code)
+	cmd.Env = s.env
+	cmd.Dir = s.dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	return cmd
+}
+
+func (s *shell) run(b block) (string, error) {
+	cmd := s.command(b.code)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Stdin = strings.NewReader("")
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return out.String(), err
+	case <-time.After(4 * time.Minute):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		return out.String(), fmt.Errorf("block at line %d did not finish within 4m", b.line)
+	}
+}
+
+func (s *shell) logs() string {
+	var b strings.Builder
+	for _, d := range s.daemons {
+		log, _ := os.ReadFile(d.log)
+		lines := strings.Split(strings.TrimRight(string(log), "\n"), "\n")
+		if len(lines) > 40 {
+			lines = lines[len(lines)-40:]
+		}
+		fmt.Fprintf(&b, "--- %s (last %d lines)\n%s\n", d.line, len(lines), strings.Join(lines, "\n"))
+	}
+	return b.String()
+}
+
+func (s *shell) startDaemons(b block) {
+	for _, line := range strings.Split(b.code, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		logPath := filepath.Join(s.dir, fmt.Sprintf("daemon-%d.log", len(s.daemons)))
+		f, err := os.Create(logPath)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		cmd := s.command(line)
+		cmd.Stdout, cmd.Stderr = f, f
+		if err := cmd.Start(); err != nil {
+			f.Close()
+			s.t.Fatalf("line %d: %s: %v", b.line, line, err)
+		}
+		d := &daemon{line: line, cmd: cmd, log: logPath, exited: make(chan struct{})}
+		go func() {
+			d.err = cmd.Wait()
+			f.Close()
+			close(d.exited)
+		}()
+		s.daemons = append(s.daemons, d)
+	}
+}
+
+var (
+	leaderRe = regexp.MustCompile(`(?m)^leader:\s+[a-z0-9-]+ \(term`)
+	upRe     = func(site string) *regexp.Regexp { return regexp.MustCompile(`(?m)^` + site + `\s+UP\s`) }
+)
+
+func TestQuickStart(t *testing.T) {
+	for _, bin := range []struct{ name, pkg string }{{"bash", "bash"}, {"dig", "bind9-dnsutils"}} {
+		if _, err := exec.LookPath(bin.name); err != nil {
+			t.Fatalf("%s not found in PATH: install Debian package %s (make install-test-deps)", bin.name, bin.pkg)
+		}
+	}
+	doc, err := os.ReadFile(docPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks, err := parseBlocks(doc)
+	if err != nil {
+		t.Fatalf("%s: %v", docPath, err)
+	}
+
+	tmp := t.TempDir()
+	bind, err := dnsservers.StartBIND(mkdir(t, tmp, "bind"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bind.Close() })
+	keyFile := filepath.Join(tmp, "tsig.key")
+	// The key clause tsig-keygen writes.
+	key := fmt.Sprintf("key \"%s\" {\n\talgorithm hmac-sha256;\n\tsecret \"%s\";\n};\n", strings.TrimSuffix(dnsservers.KeySHA256, "."), bind.Secret)
+	if err := os.WriteFile(keyFile, []byte(key), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	siteHost := "lms." + strings.TrimSuffix(dnsservers.Zone, ".")
+	primaryIP, backupIP := "127.0.0.2", "127.0.0.3"
+	httpsPort, siteCA := startSites(t, tmp, siteHost, primaryIP, backupIP)
+	bin := buildBinary(t, mkdir(t, tmp, "bin"))
+
+	dnsHost, dnsPort, _ := net.SplitHostPort(bind.Addr)
+	vars := map[string]string{
+		"DIR":           filepath.Join(tmp, "trial"),
+		"WATCHER_IP":    "127.0.0.1",
+		"DNS_HOST":      dnsHost,
+		"DNS_PORT":      dnsPort,
+		"ZONE":          dnsservers.Zone,
+		"TSIG_KEY_NAME": dnsservers.KeySHA256,
+		"TSIG_KEY_FILE": keyFile,
+		"SITE_HOST":     siteHost,
+		"HTTPS_PORT":    strconv.Itoa(httpsPort),
+		"PRIMARY_IP":    primaryIP,
+		"BACKUP_IP":     backupIP,
+		"SITE_CA_FILE":  siteCA,
+	}
+	for _, n := range []string{"A", "B", "C"} {
+		vars[n+"_RAFT_PORT"] = strconv.Itoa(freePort(t))
+		vars[n+"_API_PORT"] = strconv.Itoa(freePort(t))
+	}
+
+	env := []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "HOME=" + tmp, "LANG=C.UTF-8"}
+	for k, v := range vars {
+		env = append(env, k+"="+v)
+	}
+	s := &shell{t: t, env: env, dir: tmp}
+	t.Cleanup(func() {
+		for _, d := range s.daemons {
+			d.stop()
+		}
+	})
+
+	var outputs []string
+	kinds := map[string]int{}
+	for _, b := range blocks {
+		kinds[b.kind]++
+		switch b.kind {
+		case "quickstart-env":
+			var want []string
+			for k := range vars {
+				want = append(want, k)
+			}
+			sort.Strings(want)
+			if got := envNames(b.code); !slices.Equal(got, want) {
+				t.Fatalf("%s:%d: the env block sets %v; the test sets %v: keep them the same", docPath, b.line, got, want)
+			}
+		case "quickstart":
+			out, err := s.run(b)
+			if err != nil {
+				t.Fatalf("%s:%d: block failed: %v\n%s\n%s\n%s", docPath, b.line, err, b.code, out, s.logs())
+			}
+			t.Logf("%s:%d:\n%s", docPath, b.line, out)
+			outputs = append(outputs, out)
+		case "quickstart-daemons":
+			s.startDaemons(b)
+		case "quickstart-poll":
+			last := &lazy{}
+			eventually(t, 2*time.Minute, func() bool {
+				for _, d := range s.daemons {
+					select {
+					case <-d.exited:
+						t.Fatalf("%q exited early: %v\n%s", d.line, d.err, s.logs())
+					default:
+					}
+				}
+				out, err := s.run(b)
+				last.s = out
+				return err == nil && leaderRe.MatchString(out) && upRe("primary").MatchString(out) && upRe("backup").MatchString(out)
+			}, "%s:%d shows a leader and both sites UP; last output:\n%s\n%s", docPath, b.line, last, s)
+			t.Logf("%s:%d:\n%s", docPath, b.line, last.s)
+		}
+	}
+	for _, k := range []string{"quickstart-env", "quickstart", "quickstart-daemons", "quickstart-poll"} {
+		if kinds[k] == 0 {
+			t.Fatalf("%s has no %q block", docPath, k)
+		}
+	}
+
+	// What the operator should have seen at the end: the drill verified at
+	// the server, the record at the backup, then back at the primary.
+	last := outputs[len(outputs)-1]
+	if n := strings.Count(last, "verified at every authoritative server"); n != 2 {
+		t.Errorf("drill: got %d verified flips, want 2 (failover, failback):\n%s", n, last)
+	}
+	var answers []string
+	for _, l := range strings.Split(last, "\n") {
+		if net.ParseIP(strings.TrimSpace(l)) != nil {
+			answers = append(answers, strings.TrimSpace(l))
+		}
+	}
+	if !slices.Equal(answers, []string{backupIP, primaryIP}) {
+		t.Errorf("dig answers: got %v, want [%s %s] (after failover, after failback)", answers, backupIP, primaryIP)
+	}
+	if !strings.Contains(last, "quick start drill") || !strings.Contains(last, "ops") {
+		t.Errorf("history does not show the drill's reason and actor ops:\n%s", last)
+	}
+	// The watchers stop cleanly on SIGTERM, as the document says.
+	for _, d := range s.daemons {
+		if err := d.stop(); err != nil {
+			t.Errorf("%q: got exit %v on SIGTERM, want 0\n%s", d.line, err, s.logs())
+		}
+	}
+}
+
+func mkdir(t *testing.T, parent, name string) string {
+	t.Helper()
+	p := filepath.Join(parent, name)
+	if err := os.MkdirAll(p, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// String lets a failure message include the daemons' logs lazily.
+func (s *shell) String() string { return s.logs() }
+
+// lazy is a string read when a failure message is formatted.
+type lazy struct{ s string }
+
+func (l *lazy) String() string { return l.s }
