@@ -357,7 +357,9 @@ func TestQuickStart(t *testing.T) {
 	siteHost := "lms." + strings.TrimSuffix(dnsservers.Zone, ".")
 	primaryIP, backupIP := "127.0.0.2", "127.0.0.3"
 	httpsPort, siteCA := startSites(t, tmp, siteHost, primaryIP, backupIP)
+	t0 := time.Now()
 	bin := buildBinary(t, mkdir(t, tmp, "bin"))
+	t.Logf("go build ./cmd/drwatch: %s", time.Since(t0).Round(time.Millisecond))
 
 	dnsHost, dnsPort, _ := net.SplitHostPort(bind.Addr)
 	vars := map[string]string{
@@ -405,15 +407,17 @@ func TestQuickStart(t *testing.T) {
 				t.Fatalf("%s:%d: the env block sets %v; the test sets %v: keep them the same", docPath, b.line, got, want)
 			}
 		case "quickstart":
+			t0 := time.Now()
 			out, err := s.run(b)
 			if err != nil {
 				t.Fatalf("%s:%d: block failed: %v\n%s\n%s\n%s", docPath, b.line, err, b.code, out, s.logs())
 			}
-			t.Logf("%s:%d:\n%s", docPath, b.line, out)
+			t.Logf("%s:%d (%s):\n%s", docPath, b.line, time.Since(t0).Round(time.Millisecond), out)
 			outputs = append(outputs, out)
 		case "quickstart-daemons":
 			s.startDaemons(b)
 		case "quickstart-poll":
+			t0 := time.Now()
 			last := &lazy{}
 			eventually(t, 2*time.Minute, func() bool {
 				for _, d := range s.daemons {
@@ -427,7 +431,7 @@ func TestQuickStart(t *testing.T) {
 				last.s = out
 				return err == nil && leaderRe.MatchString(out) && upRe("primary").MatchString(out) && upRe("backup").MatchString(out)
 			}, "%s:%d shows a leader and both sites UP; last output:\n%s\n%s", docPath, b.line, last, s)
-			t.Logf("%s:%d:\n%s", docPath, b.line, last.s)
+			t.Logf("%s:%d (%s until ready):\n%s", docPath, b.line, time.Since(t0).Round(time.Millisecond), last.s)
 		}
 	}
 	for _, k := range []string{"quickstart-env", "quickstart", "quickstart-daemons", "quickstart-poll"} {
@@ -456,9 +460,11 @@ func TestQuickStart(t *testing.T) {
 	}
 	// The watchers stop cleanly on SIGTERM, as the document says.
 	for _, d := range s.daemons {
+		t0 := time.Now()
 		if err := d.stop(); err != nil {
 			t.Errorf("%q: got exit %v on SIGTERM, want 0\n%s", d.line, err, s.logs())
 		}
+		t.Logf("%s: stopped by SIGTERM in %s", d.line, time.Since(t0).Round(time.Millisecond))
 	}
 }
 
