@@ -220,3 +220,50 @@ func TestDockerfile(t *testing.T) {
 		}
 	})
 }
+
+// Every secret the example configs read from the credentials directory is
+// loaded by the unit, and every credential the unit loads is used: a
+// mismatch means a watcher that cannot start (missing credential file) or a
+// secret read from a path systemd never fills.
+func TestExampleCredentialsMatchTheUnit(t *testing.T) {
+	u := parseUnit(t, filepath.Join(root, "deploy/systemd/drwatch.service"))
+	loaded := map[string]bool{}
+	for _, c := range u["Service"]["LoadCredential"] {
+		name, _, _ := strings.Cut(c, ":")
+		loaded[name] = true
+	}
+	files, err := filepath.Glob(filepath.Join(root, "deploy/examples/*.yaml"))
+	if err != nil || len(files) < 3 {
+		t.Fatalf("got %d example configs (%v), want 3", len(files), err)
+	}
+	credPath := regexp.MustCompile(`/run/credentials/drwatch\.service/([A-Za-z0-9._-]+)`)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		used := map[string]bool{}
+		for _, m := range credPath.FindAllSubmatch(b, -1) {
+			used[string(m[1])] = true
+		}
+		for name := range used {
+			if !loaded[name] {
+				t.Errorf("%s reads /run/credentials/drwatch.service/%s: got no LoadCredential=%s:... in the unit", filepath.Base(f), name, name)
+			}
+		}
+		for name := range loaded {
+			if !used[name] {
+				t.Errorf("the unit loads credential %s: got no use of it in %s", name, filepath.Base(f))
+			}
+		}
+		// Secrets never sit in /etc/drwatch itself, where the config and the
+		// public certificates are.
+		for _, key := range []string{"key_file:", "tokens_file:", "token_file:", "clouds_file:"} {
+			for _, l := range strings.Split(string(b), "\n") {
+				if i := strings.Index(l, key); i >= 0 && strings.HasPrefix(strings.TrimSpace(l[i+len(key):]), "/etc/drwatch/") {
+					t.Errorf("%s: %s: secrets come from the credentials directory, got %q", filepath.Base(f), key, strings.TrimSpace(l))
+				}
+			}
+		}
+	}
+}
