@@ -3,7 +3,7 @@ package api
 import (
 	"bytes"
 	"crypto/rand"
-	"encoding/base64"
+	"encoding/hex"
 	"net/http"
 	"time"
 )
@@ -33,11 +33,12 @@ func pageCSP(nonce string) string {
 		"connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 }
 
-// newNonce returns 128 random bits, base64: a fresh CSP nonce per response.
+// newNonce returns 128 random bits in hex: a fresh CSP nonce per response.
+// Hex, not base64, so that no character of it is escaped in an attribute.
 func newNonce() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
-	return base64.StdEncoding.EncodeToString(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 func servePage(w http.ResponseWriter, r *http.Request, st Status, now time.Time) {

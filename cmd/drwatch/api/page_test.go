@@ -275,7 +275,7 @@ func TestPageOfflineAndCSP(t *testing.T) {
 		t.Error("no <noscript> meta refresh fallback")
 	}
 	csp := resp.Header.Get("Content-Security-Policy")
-	m := regexp.MustCompile(`script-src 'nonce-([A-Za-z0-9+/=]{24})'; style-src 'nonce-([A-Za-z0-9+/=]{24})'`).FindStringSubmatch(csp)
+	m := regexp.MustCompile(`script-src 'nonce-([0-9a-f]{32})'; style-src 'nonce-([0-9a-f]{32})'`).FindStringSubmatch(csp)
 	if m == nil || m[1] != m[2] {
 		t.Fatalf("CSP: got %q, want script-src and style-src with one nonce", csp)
 	}
