@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/drwatch/drwatch/failover"
 )
@@ -113,8 +114,20 @@ var badgeTemplate = template.Must(template.New("badge").Parse(`<svg xmlns="http:
 </svg>
 `))
 
+// xmlSafe drops what XML 1.0 cannot carry even escaped: invalid UTF-8 and
+// control characters other than tab, newline and carriage return.
+func xmlSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == utf8.RuneError || (r < 0x20 && r != '\t' && r != '\n' && r != '\r') || r == 0xFFFE || r == 0xFFFF {
+			return -1
+		}
+		return r
+	}, strings.ToValidUTF8(s, ""))
+}
+
 // SVG renders the badge as a self-contained SVG document.
 func (b Badge) SVG() []byte {
+	b.Label, b.Value, b.Color = xmlSafe(b.Label), xmlSafe(b.Value), xmlSafe(b.Color)
 	lw, rw := textWidth(b.Label)+10, textWidth(b.Value)+10
 	var sb strings.Builder
 	// html/template escapes Label and Value as XML text and attributes.
