@@ -64,6 +64,8 @@ type Demo struct {
 	out      io.Writer
 	start    time.Time
 	interval time.Duration
+	log      *slog.Logger
+	cfgs     []*config.Config
 	tmp      bool
 	logFile  *os.File
 	servers  []*http.Server
@@ -180,30 +182,19 @@ func Start(ctx context.Context, o Options) (d *Demo, err error) {
 		}
 		d.Configs = append(d.Configs, cfgPath)
 	}
+	d.log = log
 	for i, p := range peers {
 		cfg, err := config.Load(d.Configs[i], config.Options{})
 		if err != nil {
 			return nil, fmt.Errorf("demo config %s: %w", d.Configs[i], err)
 		}
-		n, err := node.Start(ctx, node.Options{Config: cfg, Logger: log})
-		if err != nil {
+		d.cfgs = append(d.cfgs, cfg)
+		d.Nodes = append(d.Nodes, nil)
+		d.servers = append(d.servers, nil)
+		d.APIURLs = append(d.APIURLs, "https://"+cfg.Node.APIAddr)
+		if err := d.StartNode(ctx, i); err != nil {
 			return nil, fmt.Errorf("start watcher %s: %w", p.ID, err)
 		}
-		d.Nodes = append(d.Nodes, n)
-		tokens, err := api.LoadTokens(cfg.API.TokensFile)
-		if err != nil {
-			return nil, err
-		}
-		tlsCfg, err := api.ServerTLS(cfg.TLS.CAFile, cfg.TLS.CertFile, cfg.TLS.KeyFile)
-		if err != nil {
-			return nil, err
-		}
-		srv, _, err := api.Listen(cfg.Node.APIAddr, tlsCfg, n, api.Options{Tokens: tokens, Logger: log})
-		if err != nil {
-			return nil, err
-		}
-		d.servers = append(d.servers, srv)
-		d.APIURLs = append(d.APIURLs, "https://"+cfg.Node.APIAddr)
 	}
 	if err := d.startControl(); err != nil {
 		return nil, err
@@ -298,6 +289,58 @@ func (d *Demo) startControl() error {
 	return nil
 }
 
+// StartNode starts watcher i (again) from its config and data directory.
+func (d *Demo) StartNode(ctx context.Context, i int) error {
+	cfg := d.cfgs[i]
+	n, err := node.Start(ctx, node.Options{Config: cfg, Logger: d.log})
+	if err != nil {
+		return err
+	}
+	tokens, err := api.LoadTokens(cfg.API.TokensFile)
+	if err == nil {
+		var tlsCfg *tls.Config
+		if tlsCfg, err = api.ServerTLS(cfg.TLS.CAFile, cfg.TLS.CertFile, cfg.TLS.KeyFile); err == nil {
+			var srv *http.Server
+			if srv, _, err = api.Listen(cfg.Node.APIAddr, tlsCfg, n, api.Options{Tokens: tokens, Logger: d.log}); err == nil {
+				d.mu.Lock()
+				d.Nodes[i], d.servers[i] = n, srv
+				d.mu.Unlock()
+				return nil
+			}
+		}
+	}
+	_ = n.Shutdown(context.WithoutCancel(ctx))
+	return err
+}
+
+// StopNode shuts watcher i down gracefully (its API too).
+func (d *Demo) StopNode(ctx context.Context, i int) error {
+	d.mu.Lock()
+	n, srv := d.Nodes[i], d.servers[i]
+	d.Nodes[i], d.servers[i] = nil, nil
+	d.mu.Unlock()
+	if srv != nil {
+		_ = srv.Close()
+	}
+	if n == nil {
+		return nil
+	}
+	return n.Shutdown(ctx)
+}
+
+// Running returns the watchers that are up.
+func (d *Demo) Running() []*node.Node {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []*node.Node
+	for _, n := range d.Nodes {
+		if n != nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // Close stops everything in reverse order and removes a temporary directory.
 func (d *Demo) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
@@ -306,10 +349,12 @@ func (d *Demo) Close() {
 		_ = d.control.Close()
 	}
 	for _, s := range d.servers {
-		_ = s.Close()
+		if s != nil {
+			_ = s.Close()
+		}
 	}
 	var wg sync.WaitGroup
-	for _, n := range d.Nodes {
+	for _, n := range d.Running() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -340,7 +385,7 @@ func (d *Demo) say(format string, args ...any) {
 
 // Leader returns the node that currently leads, or nil.
 func (d *Demo) Leader() *node.Node {
-	for _, n := range d.Nodes {
+	for _, n := range d.Running() {
 		if n.Cluster().IsLeader() {
 			return n
 		}
@@ -353,7 +398,10 @@ func (d *Demo) View() failover.View {
 	if l := d.Leader(); l != nil {
 		return l.Machine().View()
 	}
-	return d.Nodes[0].Machine().View()
+	if r := d.Running(); len(r) > 0 {
+		return r[0].Machine().View()
+	}
+	return failover.View{}
 }
 
 // Resolve asks the embedded authoritative server for name's A records.

@@ -1,0 +1,248 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/drwatch/drwatch/cmd/drwatch/config"
+	"github.com/drwatch/drwatch/cmd/drwatch/node"
+	"github.com/drwatch/drwatch/dnsprovider"
+	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/failover/reconcile"
+	"github.com/spf13/cobra"
+)
+
+func newDNSCmd() *cobra.Command {
+	c := &cobra.Command{Use: "dns", Short: "Check the DNS records, or write them without quorum (break glass)"}
+	c.AddCommand(newDNSCheckCmd(), newDNSSetCmd())
+	return c
+}
+
+// dnsTarget is what both dns subcommands need: the node's config, its
+// provider and its verifier.
+type dnsTarget struct {
+	cfg      *config.Config
+	provider dnsprovider.Provider
+	verifier *dnsprovider.Verifier
+}
+
+func loadDNSTarget(path string) (*dnsTarget, error) {
+	if path == "" {
+		path = os.Getenv("DRWATCH_CONFIG")
+	}
+	if path == "" {
+		return nil, usageError{errors.New("--config is required: the DNS provider and its key come from a node's config file")}
+	}
+	cfg, err := config.Load(path, config.Options{})
+	if err != nil {
+		return nil, err
+	}
+	dc := node.DNSConfigFrom(cfg)
+	p, err := dnsprovider.New(dc, nil)
+	if err != nil {
+		return nil, fmt.Errorf("dns provider: %w", err)
+	}
+	v, err := dnsprovider.NewVerifier(cfg.DNS.Zone, dc.Verify, nil)
+	if err != nil {
+		return nil, fmt.Errorf("dns verify: %w", err)
+	}
+	return &dnsTarget{cfg: cfg, provider: p, verifier: v}, nil
+}
+
+// siteRecords are the RRsets the config says site should have.
+func siteRecords(cfg *config.Config, site failover.Site) []dnsprovider.RRset {
+	var out []dnsprovider.RRset
+	for _, r := range cfg.DNS.Records {
+		vals := r.Primary
+		if site == failover.Backup {
+			vals = r.Backup
+		}
+		name := r.Name
+		if strings.HasSuffix(name, ".") {
+			name = dnsprovider.RelativeName(name, cfg.DNS.Zone)
+		}
+		out = append(out, dnsprovider.RRset{Name: name, Type: r.Type, TTL: time.Duration(r.TTL) * time.Second, Values: append([]string(nil), vals...)})
+	}
+	return out
+}
+
+// dnsCheckCmd is `drwatch dns check`.
+type dnsCheckCmd struct {
+	flags clientFlags
+	site  string
+}
+
+func newDNSCheckCmd() *cobra.Command {
+	d := &dnsCheckCmd{}
+	c := &cobra.Command{
+		Use:   "check --config FILE [--site primary|backup]",
+		Short: "Desired vs actual records, per authoritative server",
+		Long: `Compare the desired records with what every authoritative server answers.
+The desired records come from the cluster (any node that answers); with
+--site, or when no node answers, from the config file's records for that site.
+Exits 0 when every server matches, 1 otherwise.`,
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return d.Run(c.Context(), stdout(c)) },
+	}
+	d.flags.register(c)
+	c.Flags().StringVar(&d.site, "site", "", "compare against this site's records from the config instead of the cluster's decision")
+	return c
+}
+
+// Run compares and prints.
+func (d *dnsCheckCmd) Run(ctx context.Context, w io.Writer) error {
+	t, err := loadDNSTarget(d.flags.config)
+	if err != nil {
+		return err
+	}
+	var want []dnsprovider.RRset
+	source := ""
+	switch d.site {
+	case "primary", "backup":
+		want, source = siteRecords(t.cfg, failover.Site(d.site)), "config, site "+d.site
+	case "":
+		if cl, err := d.flags.client(false); err == nil {
+			if st, err := cl.status(ctx); err == nil && len(st.State.Desired.Records) > 0 {
+				want = reconcile.ToProvider(st.State.Desired.Records, t.cfg.DNS.Zone)
+				source = fmt.Sprintf("cluster decision gen %d (%s), served by %s", st.State.Desired.Gen, st.State.Desired.Active, st.ServedBy)
+			}
+		}
+		if want == nil {
+			return usageError{errors.New("no node answered with a decision; pass --site primary or --site backup")}
+		}
+	default:
+		return usageError{fmt.Errorf("--site must be primary or backup, got %q", d.site)}
+	}
+	v, err := t.verifier.Check(ctx, want)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "desired (%s):\n", source)
+	for _, s := range want {
+		fmt.Fprintf(w, "  %s\n", s)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nSERVER\tMATCH\tANSWER")
+	for _, s := range v.Servers {
+		var got []string
+		for _, g := range s.Got {
+			got = append(got, g.String())
+		}
+		ans := strings.Join(got, "; ")
+		if s.Err != nil {
+			ans = "error: " + s.Err.Error()
+		}
+		fmt.Fprintf(tw, "%s\t%v\t%s\n", s.Server, s.Matched, ans)
+	}
+	_ = tw.Flush()
+	if !v.OK() {
+		return silentError{exitFailed}
+	}
+	return nil
+}
+
+// dnsSetCmd is `drwatch dns set`, the break-glass write.
+type dnsSetCmd struct {
+	flags   clientFlags
+	site    string
+	noQuo   bool
+	reason  string
+	actor   string
+	yes     bool
+	confirm confirmer
+}
+
+func newDNSSetCmd() *cobra.Command {
+	d := &dnsSetCmd{}
+	c := &cobra.Command{
+		Use:   "set --site backup --no-quorum --reason TEXT --config FILE",
+		Short: "Break glass: write a site's records directly, when the cluster has no quorum",
+		Long: `Write the records of --site straight to DNS, bypassing the cluster. This is
+for when fewer than a quorum of watchers survive and nothing can be decided.
+It refuses (exit 3) while any node reports a leader: then use 'drwatch failover'.
+
+It asks for typed confirmation. A marker TXT record (_drwatch-breakglass) is
+written in the same update; the first leader after quorum returns records the
+write in the history as break_glass and removes the marker, and never writes
+over it.`,
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if !d.noQuo {
+				return usageError{errors.New("dns set is the break-glass path and needs --no-quorum; with quorum, use 'drwatch failover'")}
+			}
+			if d.site != "primary" && d.site != "backup" {
+				return usageError{fmt.Errorf("--site must be primary or backup, got %q", d.site)}
+			}
+			if strings.TrimSpace(d.reason) == "" {
+				return usageError{errors.New("--reason is required: it is recorded in the history")}
+			}
+			d.confirm = newConfirmer(c.InOrStdin(), c.ErrOrStderr())
+			ctx, stop := signal.NotifyContext(c.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			return d.Run(ctx, stdout(c))
+		},
+	}
+	d.flags.register(c)
+	c.Flags().StringVar(&d.site, "site", "", "primary or backup")
+	c.Flags().BoolVar(&d.noQuo, "no-quorum", false, "acknowledge that the cluster has no quorum (required)")
+	c.Flags().StringVar(&d.reason, "reason", "", "why (required; recorded in the history when quorum returns)")
+	c.Flags().StringVar(&d.actor, "actor", "", "who (default: $USER)")
+	c.Flags().BoolVarP(&d.yes, "yes", "y", false, "skip the typed confirmation")
+	return c
+}
+
+// Run performs the break-glass write.
+func (d *dnsSetCmd) Run(ctx context.Context, w io.Writer) error {
+	t, err := loadDNSTarget(d.flags.config)
+	if err != nil {
+		return err
+	}
+	if cl, err := d.flags.client(false); err == nil {
+		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		st, err := cl.status(qctx)
+		cancel()
+		if err == nil && st.Leader != "" {
+			return refusedError{fmt.Errorf("refused by rule quorum_present: node %s reports leader %s; use 'drwatch failover --to %s'", st.ServedBy, st.Leader, d.site)}
+		}
+	}
+	want := siteRecords(t.cfg, failover.Site(d.site))
+	actor := firstNonEmpty(d.actor, os.Getenv("USER"), "unknown")
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	m := reconcile.BreakGlassMarker{ID: hex.EncodeToString(id[:]), Site: failover.Site(d.site), Actor: actor, At: time.Now(), Reason: d.reason}
+	if !d.yes {
+		var b strings.Builder
+		fmt.Fprintf(&b, "BREAK GLASS: write these records to %s directly, without the cluster:\n", t.cfg.DNS.Zone)
+		for _, s := range want {
+			fmt.Fprintf(&b, "  %s\n", s)
+		}
+		if err := d.confirm.confirm(b.String(), "break glass to "+d.site); err != nil {
+			return err
+		}
+	}
+	sets := append(want, m.MarkerRRset(time.Minute))
+	written, err := t.provider.SetRecords(ctx, sets)
+	if err != nil {
+		return fmt.Errorf("break-glass write: %w", err)
+	}
+	fmt.Fprintf(w, "wrote %d RRset(s) to %s without quorum (marker %s)\n", len(written), t.cfg.DNS.Zone, m.ID)
+	v, err := t.verifier.Verify(ctx, want)
+	if err == nil {
+		err = v.Err()
+	}
+	if err != nil {
+		return fmt.Errorf("written, but not yet served everywhere: %w", err)
+	}
+	fmt.Fprintln(w, "verified at every authoritative server; the first leader after quorum returns records this as break_glass")
+	return nil
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drwatch/drwatch/cmd/drwatch/demo"
+	"github.com/drwatch/drwatch/failover"
+)
+
+// The break-glass path: refused while there is a leader; with two of three
+// watchers gone it writes DNS directly; when quorum returns, the leader
+// records the write as break_glass and does not revert it.
+func TestDNSCheckAndBreakGlass(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	d, err := demo.Start(ctx, demo.Options{Dir: t.TempDir(), Interval: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	eventually(t, 60*time.Second, func() bool {
+		v := d.View()
+		return d.Leader() != nil && v.Policy != nil && v.Sites[failover.Backup].Verdict == failover.Up
+	}, "the policy is replicated and the backup is UP")
+	cfg := []string{"--config", d.Configs[0]}
+
+	out, stderr, code := run(t, append([]string{"dns", "check"}, cfg...)...)
+	if code != 0 || !strings.Contains(out, "MATCH") {
+		t.Fatalf("dns check: exit %d %s\n%s", code, stderr, out)
+	}
+	_, stderr, code = run(t, append([]string{"dns", "set", "--site", "backup", "--no-quorum", "--reason", "drill", "--yes"}, cfg...)...)
+	if code != 3 || !strings.Contains(stderr, "quorum_present") {
+		t.Fatalf("break glass with a leader: got exit %d %q, want 3 quorum_present", code, stderr)
+	}
+
+	// Lose two watchers: no quorum, no leader, nothing can be decided.
+	for _, i := range []int{1, 2} {
+		if err := d.StopNode(ctx, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 30*time.Second, func() bool {
+		_, _, code := run(t, append([]string{"dns", "set", "--site", "backup", "--no-quorum", "--reason", "region down, no quorum", "--yes", "--actor", "alice"}, cfg...)...)
+		return code == 0
+	}, "the break-glass write succeeds once no leader is left")
+	if got, _ := d.Resolve("lms.demo.test"); len(got) != 1 || got[0] != demo.BackupIP {
+		t.Fatalf("after break glass: lms -> %v, want %s", got, demo.BackupIP)
+	}
+
+	// Quorum returns: the write is recorded, once, and kept.
+	for _, i := range []int{1, 2} {
+		if err := d.StartNode(ctx, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 60*time.Second, func() bool {
+		v := d.View()
+		return d.Leader() != nil && v.Active == failover.Backup && v.Desired.Done
+	}, "the leader records the break-glass write and settles on backup")
+	n := 0
+	for _, e := range d.Leader().Machine().History() {
+		if e.Kind == failover.KindBreakGlass {
+			n++
+			if e.Actor != "alice" || !strings.Contains(e.Reason, "region down") {
+				t.Errorf("break_glass entry: actor %q reason %q", e.Actor, e.Reason)
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("got %d break_glass entries, want 1", n)
+	}
+	if got, _ := d.Resolve("lms.demo.test"); len(got) != 1 || got[0] != demo.BackupIP {
+		t.Errorf("break-glass write reverted: lms -> %v", got)
+	}
+}
