@@ -267,3 +267,69 @@ func TestExampleCredentialsMatchTheUnit(t *testing.T) {
 		}
 	}
 }
+
+var (
+	mdLink  = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	heading = regexp.MustCompile(`(?m)^#{1,6} (.+)$`)
+	fenced  = regexp.MustCompile("(?ms)^```.*?^```")
+)
+
+// slug is GitHub's anchor for a heading: lower case, punctuation other
+// than '-' dropped, spaces as '-'.
+func slug(h string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(h)) {
+		switch {
+		case r == ' ':
+			b.WriteByte('-')
+		case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r > 127:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func anchors(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, m := range heading.FindAllStringSubmatch(fenced.ReplaceAllString(string(b), ""), -1) {
+		out[slug(strings.ReplaceAll(m[1], "`", ""))] = true
+	}
+	return out
+}
+
+// The operator documents link to files and sections that exist.
+func TestDocLinks(t *testing.T) {
+	for _, doc := range []string{"docs/architecture.md", "docs/operations.md", "docs/security.md"} {
+		t.Run(doc, func(t *testing.T) {
+			path := filepath.Join(root, doc)
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := fenced.ReplaceAllString(string(b), "")
+			for _, m := range mdLink.FindAllStringSubmatch(text, -1) {
+				target := m[1]
+				if strings.Contains(target, "://") {
+					continue
+				}
+				file, anchor, _ := strings.Cut(target, "#")
+				dest := path
+				if file != "" {
+					dest = filepath.Join(filepath.Dir(path), file)
+				}
+				if _, err := os.Stat(dest); err != nil {
+					t.Errorf("link %s: got %v, want an existing file", target, err)
+					continue
+				}
+				if anchor != "" && strings.HasSuffix(dest, ".md") && !anchors(t, dest)[anchor] {
+					t.Errorf("link %s: got no heading with anchor #%s in %s", target, anchor, filepath.Base(dest))
+				}
+			}
+		})
+	}
+}
