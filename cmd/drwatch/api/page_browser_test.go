@@ -35,6 +35,7 @@ func TestPageInChromium(t *testing.T) {
 		{"dark-desktop", fxFailedOver(), true, 1280, 2000},
 		{"light-phone", fxPending(), false, 390, 2400},
 		{"dark-noleader-phone", fxNoLeader(), true, 390, 2400},
+		{"light-withheld", fxWithheld(), false, 1280, 1400},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			u := srv.URL + "/"

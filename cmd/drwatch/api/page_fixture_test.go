@@ -134,6 +134,10 @@ func fxPending() Status {
 	v.LastDecision = "gen 3: policy -> primary at 2026-11-19T12:00:00Z by alice: initial policy"
 	v.Desired = failover.Desired{Gen: 3, Active: failover.Primary, Done: true, Fence: "gen=3",
 		Records: []failover.RRset{{Name: "lms.example.org.", Type: "A", TTL: 60, Values: []string{"203.0.113.10"}}}}
+	st.DNS.Gen = 3
+	for _, rs := range [][]dnsprovider.RRset{st.DNS.Desired, st.DNS.Servers[0].Got, st.DNS.Servers[1].Got} {
+		rs[0].Values = []string{"203.0.113.10"}
+	}
 	return st
 }
 
@@ -204,4 +208,23 @@ func pageGet(t testing.TB, srv *httptest.Server, path string) (*http.Response, [
 		t.Fatalf("GET %s: read body: %v", path, err)
 	}
 	return resp, buf
+}
+
+// fxWithheld is a primary that is DOWN at quorum while automatic decisions
+// are paused: the flip is withheld, and the history records it.
+func fxWithheld() Status {
+	st := fxPending()
+	v := &st.State
+	v.Pending = nil
+	v.Mode, v.Paused, v.PausedBy, v.PauseReason = "paused", true, "bob", "database migration on the backup"
+	v.PausedUntil = fxNow.Add(90 * time.Minute).UnixNano()
+	v.Sites[failover.Primary] = failover.Tally{Verdict: failover.Down, Down: []string{"a", "b"}, Up: []string{"c"}, Quorum: 2}
+	v.WithheldRule, v.WithheldReason, v.WithheldSince = failover.RulePaused, "automatic decisions are paused by bob until 13:30 UTC", fxAt(45*time.Second)
+	v.History = append(v.History,
+		failover.Entry{Index: 960, At: fxAt(30 * time.Minute), Kind: failover.KindPause, Actor: "bob", Reason: "database migration on the backup"},
+		failover.Entry{Index: 990, At: fxAt(45 * time.Second), Kind: failover.KindWithheld, From: failover.Primary, To: failover.Backup,
+			Rule: failover.RulePaused, Actor: failover.SystemActor, Reason: "primary DOWN at quorum, but automatic decisions are paused",
+			Tallies: map[failover.Site]failover.Tally{failover.Primary: v.Sites[failover.Primary], failover.Backup: v.Sites[failover.Backup]}})
+	st.Warnings = []string{"automatic flip withheld (paused): automatic decisions are paused by bob until 13:30 UTC"}
+	return st
 }

@@ -31,6 +31,9 @@ type pageModel struct {
 	// backend's Warnings were empty: DESIGN §4 invariant 7.
 	Alarm    string
 	Warnings []string
+	// Distrust is set when the alarm is about this node's view itself (no
+	// leader, no quorum, stale), not about the state it shows.
+	Distrust bool
 
 	Active      string
 	ActiveClass string
@@ -167,6 +170,13 @@ func interval(st *Status) time.Duration {
 	return defaultInterval
 }
 
+// The alarms about the serving node's own view.
+const (
+	alarmNoLeader = "No leader"
+	alarmNoQuorum = "No quorum of watchers"
+	alarmStale    = "Stale data"
+)
+
 // trust is the page's own judgement of whether st can be believed, worded
 // for the banner. It repeats what Warnings should already say, on purpose:
 // a backend that forgot a warning must not make the page lie.
@@ -176,15 +186,15 @@ func trust(st *Status) (alarm string, warnings []string) {
 	var own []string
 	switch {
 	case st.Leader == "":
-		alarm = "No leader"
+		alarm = alarmNoLeader
 		own = append(own, fmt.Sprintf("node %s knows no Raft leader: no quorum of watchers is reachable from it, so nothing is decided or written, and what this page shows may be stale", orDash(st.ServedBy)))
 	case st.State.Policy != nil && fresh < quorum:
-		alarm = "No quorum of watchers"
+		alarm = alarmNoQuorum
 		own = append(own, fmt.Sprintf("only %d of %d watchers have fresh data (quorum %d): no automatic decision is possible", fresh, total, quorum))
 	}
 	if st.StaleSeconds > 3*iv.Seconds() {
 		if alarm == "" {
-			alarm = "Stale data"
+			alarm = alarmStale
 		}
 		own = append(own, fmt.Sprintf("stale data: the last state applied on %s is %s old (limit %s, 3 × the %s interval)",
 			orDash(st.ServedBy), roundDur(secs(st.StaleSeconds)), 3*iv, iv))
@@ -256,6 +266,7 @@ func buildPage(st Status, now time.Time, nonce string) pageModel {
 		m.DataAge = roundDur(secs(st.StaleSeconds))
 	}
 	m.Alarm, m.Warnings = trust(&st)
+	m.Distrust = m.Alarm == alarmNoLeader || m.Alarm == alarmNoQuorum || m.Alarm == alarmStale
 	if m.Active == "" {
 		m.Active = "unknown"
 	}

@@ -156,7 +156,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
 <section class="banner" aria-label="active site">
 <h2>Active site</h2>
 <div class="active">Traffic goes to the <span class="{{.ActiveClass}}">{{.Active}}</span> site</div>
-{{- if .Alarm}}<div class="small down">as last known by {{.ServedBy}}, whose view may be out of date: see the warning above</div>{{end}}
+{{- if .Distrust}}<div class="small down">as last known by {{.ServedBy}}, whose view may be out of date: see the warning above</div>{{end}}
 <div class="muted">{{.Since}} · <span class="small">{{.SinceAbs}}</span></div>
 <div class="chips"><span class="muted small">mode</span> <span class="pill {{.ModeClass}}" id="mode">{{.Mode}}</span>{{if .ModeDetail}} <span class="small muted">{{.ModeDetail}}</span>{{end}}</div>
 <div class="small"><span class="muted">last decision</span> <span id="last-decision">{{.Decision}}</span></div>

@@ -204,6 +204,9 @@ func TestPageWarnings(t *testing.T) {
 			if !strings.Contains(got, tt.alarm) || !strings.Contains(got, tt.want) {
 				t.Errorf("warning block: want %q and %q in\n%s", tt.alarm, tt.want, got)
 			}
+			if distrust := strings.Contains(got, "whose view may be out of date"); !distrust {
+				t.Errorf("distrust line under the banner: got %v, want true", distrust)
+			}
 			if !strings.Contains(string(body), "<title>⚠ "+strings.TrimPrefix(tt.alarm, "⚠ ")) {
 				t.Errorf("title does not carry the alarm %q", tt.alarm)
 			}
@@ -327,6 +330,27 @@ func TestPageEscapes(t *testing.T) {
 	}
 	if !strings.Contains(text(body), fxXSS) {
 		t.Error("the planted reason is not shown at all (want it escaped, readable)")
+	}
+}
+
+func TestPageWithheldEntry(t *testing.T) {
+	_, body := pageGet(t, pageServer(t, fxWithheld(), nil), "/")
+	tx := text(body)
+	for _, want := range []string{
+		"mode paused until 2026-11-21 13:30:00 UTC in 1h 30m; by bob: database migration on the backup",
+		"Automatic flip withheld (paused): automatic decisions are paused by bob until 13:30 UTC, since 45s ago",
+		"Automatic flip withheld primary → backup 45s ago · 2026-11-21 11:59:15 UTC · by drwatch primary DOWN at quorum, but automatic decisions are paused rule: paused",
+		"⚠ Warning automatic flip withheld (paused)",
+	} {
+		if !strings.Contains(tx, want) {
+			t.Errorf("missing %q\n%s", want, tx)
+		}
+	}
+	if strings.Contains(tx, "whose view may be out of date") {
+		t.Error("a withheld flip is not a reason to distrust this node's view")
+	}
+	if !regexp.MustCompile(`<details class="inc" id="h990" open>`).Match(body) {
+		t.Error("the withheld entry is not shown expanded as the newest incident")
 	}
 }
 
