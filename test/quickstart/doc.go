@@ -9,8 +9,13 @@
 //
 // Block kinds:
 //
-//	sh quickstart          run once with bash -euo pipefail; must exit 0
-//	sh quickstart-daemons  each line is a long-running process (a terminal)
-//	sh quickstart-poll     run until it exits 0 and shows a leader and both sites UP
-//	sh quickstart-env      the operator's variables; replaced by the test's
+//	sh quickstart                    run once with bash -euo pipefail; must exit 0
+//	sh quickstart-daemons            each line is a long-running process (a terminal)
+//	sh quickstart-stop               Ctrl-C (SIGINT) in the terminals running these lines
+//	sh quickstart-poll [CONDITION]   run until it exits 0 and its output shows CONDITION:
+//	                                 none (a leader, both sites UP), no-leader, backup-active
+//	sh quickstart-env                the operator's variables; replaced by the test's
+//
+// Each block runs in a fresh bash with the same environment, so a block may
+// not rely on a variable or function another block defined.
 package quickstart

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -30,12 +31,13 @@ const (
 
 // block is one fenced code block of the quick start.
 type block struct {
-	kind string // quickstart, quickstart-env, quickstart-daemons, quickstart-poll
+	kind string // quickstart, quickstart-env, quickstart-daemons, quickstart-stop, quickstart-poll
+	arg  string // the word after the kind: quickstart-poll's condition
 	line int    // first line of the code, 1-based, for failure messages
 	code string
 }
 
-var fence = regexp.MustCompile("^```sh (quickstart[-a-z]*)\\s*$")
+var fence = regexp.MustCompile("^```sh (quickstart[-a-z]*)(?: ([a-z-]+))?\\s*$")
 
 // parseBlocks returns the quick start's blocks in document order.
 func parseBlocks(doc []byte) ([]block, error) {
@@ -50,7 +52,7 @@ func parseBlocks(doc []byte) ([]block, error) {
 		switch {
 		case cur == nil:
 			if m := fence.FindStringSubmatch(l); m != nil {
-				cur = &block{kind: m[1], line: n + 1}
+				cur = &block{kind: m[1], arg: m[2], line: n + 1}
 				buf.Reset()
 			}
 		case strings.TrimSpace(l) == "```":
@@ -67,7 +69,14 @@ func parseBlocks(doc []byte) ([]block, error) {
 	}
 	for _, b := range out {
 		switch b.kind {
-		case "quickstart", "quickstart-env", "quickstart-daemons", "quickstart-poll":
+		case "quickstart", "quickstart-env", "quickstart-daemons", "quickstart-stop":
+			if b.arg != "" {
+				return nil, fmt.Errorf("line %d: block %s takes no argument, got %q", b.line, b.kind, b.arg)
+			}
+		case "quickstart-poll":
+			if _, ok := pollConditions[b.arg]; !ok {
+				return nil, fmt.Errorf("line %d: unknown poll condition %q", b.line, b.arg)
+			}
 		default:
 			return nil, fmt.Errorf("line %d: unknown block kind %q", b.line, b.kind)
 		}
@@ -93,13 +102,16 @@ func envNames(code string) []string {
 }
 
 func TestParseBlocks(t *testing.T) {
-	doc := "x\n```sh quickstart-env\nA=1 B=2 # C=3\n```\n```sh quickstart\necho $A\n```\n```go\nno\n```\n"
+	doc := "x\n```sh quickstart-env\nA=1 B=2 # C=3\n```\n```sh quickstart\necho $A\n```\n```go\nno\n```\n```sh quickstart-poll no-leader\ns\n```\n"
 	bs, err := parseBlocks([]byte(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(bs) != 2 || bs[0].kind != "quickstart-env" || bs[1].code != "echo $A\n" || bs[1].line != 6 {
-		t.Fatalf("got %+v, want the env block and one quickstart block at line 6", bs)
+	if len(bs) != 3 || bs[0].kind != "quickstart-env" || bs[1].code != "echo $A\n" || bs[1].line != 6 || bs[2].arg != "no-leader" {
+		t.Fatalf("got %+v, want the env block, one quickstart block at line 6, one poll for no-leader", bs)
+	}
+	if _, err := parseBlocks([]byte("```sh quickstart-poll bogus\n```\n")); err == nil {
+		t.Error("unknown poll condition: got nil error, want one")
 	}
 	if got := envNames(bs[0].code); !slices.Equal(got, []string{"A", "B"}) {
 		t.Errorf("envNames: got %v, want [A B]", got)
@@ -127,15 +139,32 @@ func eventually(t *testing.T, d time.Duration, cond func() bool, format string, 
 	}
 }
 
-// freePort returns a TCP port free on 127.0.0.1.
-func freePort(t *testing.T) int {
+// freePorts returns n distinct TCP ports free on 127.0.0.1, below the
+// kernel's ephemeral range (32768 and up on Linux), so that no outgoing
+// connection of another process takes one between now and the watcher's
+// bind. They are held open until all n are chosen, so none repeats.
+func freePorts(t *testing.T, n int) []int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	var ports []int
+	var held []net.Listener
+	defer func() {
+		for _, l := range held {
+			l.Close()
+		}
+	}()
+	for tries := 0; len(ports) < n; tries++ {
+		if tries > 1000 {
+			t.Fatalf("found %d free ports in 20000-32767, want %d", len(ports), n)
+		}
+		p := 20000 + rand.IntN(12768)
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		if err != nil {
+			continue
+		}
+		held = append(held, l)
+		ports = append(ports, p)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return ports
 }
 
 // startSites serves GET /heartbeat over TLS for host on two loopback
@@ -225,18 +254,20 @@ type daemon struct {
 	log    string
 	exited chan struct{} // closed when the process has exited; err is then set
 	err    error
+	// stopped: the document stopped it (quickstart-stop), so its exit is expected.
+	stopped bool
 }
 
-// stop sends SIGTERM to the daemon's process group, as Ctrl-C in its
-// terminal would, and kills it if it has not exited after 30 s. It returns
-// the exit error.
-func (d *daemon) stop() error {
+// stop sends sig to the daemon's process group (SIGINT is Ctrl-C in its
+// terminal), and kills it if it has not exited after 30 s. It returns the
+// exit error.
+func (d *daemon) stop(sig syscall.Signal) error {
 	select {
 	case <-d.exited:
 		return d.err
 	default:
 	}
-	_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGTERM)
+	_ = syscall.Kill(-d.cmd.Process.Pid, sig)
 	select {
 	case <-d.exited:
 	case <-time.After(30 * time.Second):
@@ -322,10 +353,27 @@ func (s *shell) startDaemons(b block) {
 	}
 }
 
-var (
-	leaderRe = regexp.MustCompile(`(?m)^leader:\s+[a-z0-9-]+ \(term`)
-	upRe     = func(site string) *regexp.Regexp { return regexp.MustCompile(`(?m)^` + site + `\s+UP\s`) }
-)
+// pollConditions are what a quickstart-poll block waits for in the output
+// of `drwatch status`, by the block's argument.
+var pollWant = map[string]string{"": "a leader and both sites UP", "no-leader": "no leader", "backup-active": "a leader and the backup active"}
+
+var pollConditions = map[string]func(out string) bool{
+	// A leader is named and both sites are UP at quorum.
+	"": func(out string) bool {
+		return regexp.MustCompile(`(?m)^leader:\s+[a-z0-9][a-z0-9-]* \(term`).MatchString(out) &&
+			regexp.MustCompile(`(?m)^primary\s+UP\s`).MatchString(out) &&
+			regexp.MustCompile(`(?m)^backup\s+UP\s`).MatchString(out)
+	},
+	// A leader is named and the backup is the active site.
+	"backup-active": func(out string) bool {
+		return regexp.MustCompile(`(?m)^leader:\s+[a-z0-9][a-z0-9-]* \(term`).MatchString(out) &&
+			regexp.MustCompile(`(?m)^active site: backup `).MatchString(out)
+	},
+	// The watcher serving the status knows of no leader.
+	"no-leader": func(out string) bool {
+		return regexp.MustCompile(`(?m)^leader:\s+- \(term`).MatchString(out)
+	},
+}
 
 func TestQuickStart(t *testing.T) {
 	for _, bin := range []struct{ name, pkg string }{{"bash", "bash"}, {"dig", "bind9-dnsutils"}} {
@@ -376,19 +424,21 @@ func TestQuickStart(t *testing.T) {
 		"BACKUP_IP":     backupIP,
 		"SITE_CA_FILE":  siteCA,
 	}
-	for _, n := range []string{"A", "B", "C"} {
-		vars[n+"_RAFT_PORT"] = strconv.Itoa(freePort(t))
-		vars[n+"_API_PORT"] = strconv.Itoa(freePort(t))
+	ports := freePorts(t, 6)
+	for i, n := range []string{"A", "B", "C"} {
+		vars[n+"_RAFT_PORT"] = strconv.Itoa(ports[2*i])
+		vars[n+"_API_PORT"] = strconv.Itoa(ports[2*i+1])
 	}
 
-	env := []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "HOME=" + tmp, "LANG=C.UTF-8"}
+	// What a login shell has; USER is the break-glass write's default actor.
+	env := []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "HOME=" + tmp, "USER=operator", "LANG=C.UTF-8"}
 	for k, v := range vars {
 		env = append(env, k+"="+v)
 	}
 	s := &shell{t: t, env: env, dir: tmp}
 	t.Cleanup(func() {
 		for _, d := range s.daemons {
-			d.stop()
+			d.stop(syscall.SIGTERM)
 		}
 	})
 
@@ -416,6 +466,27 @@ func TestQuickStart(t *testing.T) {
 			outputs = append(outputs, out)
 		case "quickstart-daemons":
 			s.startDaemons(b)
+		case "quickstart-stop":
+			for _, line := range strings.Split(b.code, "\n") {
+				line = strings.TrimSpace(line)
+				if line == "" || strings.HasPrefix(line, "#") {
+					continue
+				}
+				found := false
+				for _, d := range s.daemons {
+					if d.line == line && !d.stopped {
+						found, d.stopped = true, true
+						t0 := time.Now()
+						if err := d.stop(syscall.SIGINT); err != nil {
+							t.Errorf("%s:%d: %q: got exit %v on Ctrl-C (SIGINT), want 0\n%s", docPath, b.line, line, err, s.logs())
+						}
+						t.Logf("%s: stopped by SIGINT in %s", line, time.Since(t0).Round(time.Millisecond))
+					}
+				}
+				if !found {
+					t.Fatalf("%s:%d: %q is not running: it must be started by an earlier quickstart-daemons block", docPath, b.line, line)
+				}
+			}
 		case "quickstart-poll":
 			t0 := time.Now()
 			last := &lazy{}
@@ -423,45 +494,55 @@ func TestQuickStart(t *testing.T) {
 				for _, d := range s.daemons {
 					select {
 					case <-d.exited:
-						t.Fatalf("%q exited early: %v\n%s", d.line, d.err, s.logs())
+						if !d.stopped {
+							t.Fatalf("%q exited early: %v\n%s", d.line, d.err, s.logs())
+						}
 					default:
 					}
 				}
 				out, err := s.run(b)
 				last.s = out
-				return err == nil && leaderRe.MatchString(out) && upRe("primary").MatchString(out) && upRe("backup").MatchString(out)
-			}, "%s:%d shows a leader and both sites UP; last output:\n%s\n%s", docPath, b.line, last, s)
+				return err == nil && pollConditions[b.arg](out)
+			}, "%s:%d shows %s; last output:\n%s\n%s", docPath, b.line, pollWant[b.arg], last, s)
 			t.Logf("%s:%d (%s until ready):\n%s", docPath, b.line, time.Since(t0).Round(time.Millisecond), last.s)
 		}
 	}
-	for _, k := range []string{"quickstart-env", "quickstart", "quickstart-daemons", "quickstart-poll"} {
+	for _, k := range []string{"quickstart-env", "quickstart", "quickstart-daemons", "quickstart-stop", "quickstart-poll"} {
 		if kinds[k] == 0 {
 			t.Fatalf("%s has no %q block", docPath, k)
 		}
 	}
 
-	// What the operator should have seen at the end: the drill verified at
-	// the server, the record at the backup, then back at the primary.
-	last := outputs[len(outputs)-1]
-	if n := strings.Count(last, "verified at every authoritative server"); n != 2 {
-		t.Errorf("drill: got %d verified flips, want 2 (failover, failback):\n%s", n, last)
+	// What the operator should have seen: the drill verified at the
+	// server, the record at the backup then back at the primary; the
+	// break-glass write at the backup, kept (and recorded) when quorum
+	// returned; the failback after it verified.
+	all := strings.Join(outputs, "\n")
+	if n := strings.Count(all, "verified at every authoritative server after"); n != 3 {
+		t.Errorf("got %d verified flips, want 3 (failover, failback, failback after the break glass):\n%s", n, all)
 	}
 	var answers []string
-	for _, l := range strings.Split(last, "\n") {
+	for _, l := range strings.Split(all, "\n") {
 		if net.ParseIP(strings.TrimSpace(l)) != nil {
 			answers = append(answers, strings.TrimSpace(l))
 		}
 	}
-	if !slices.Equal(answers, []string{backupIP, primaryIP}) {
-		t.Errorf("dig answers: got %v, want [%s %s] (after failover, after failback)", answers, backupIP, primaryIP)
+	if want := []string{backupIP, primaryIP, backupIP, backupIP, primaryIP}; !slices.Equal(answers, want) {
+		t.Errorf("dig answers: got %v, want %v (failover, failback, break glass, quorum back, failback)", answers, want)
 	}
-	if !strings.Contains(last, "quick start drill") || !strings.Contains(last, "ops") {
-		t.Errorf("history does not show the drill's reason and actor ops:\n%s", last)
+	// History rows: INDEX GEN AT KIND MOVE ACTOR OUTCOME REASON.
+	for _, want := range []string{`manual_failover\s+primary->backup\s+ops\s+verified\s+quick start drill`, `break_glass.*primary->backup\s+operator\s+verified\s+break-glass drill`} {
+		if !regexp.MustCompile(`(?m)^\d+\s+\d+\s+\S+\s+` + want).MatchString(all) {
+			t.Errorf("the history has no row matching %q:\n%s", want, all)
+		}
 	}
 	// The watchers stop cleanly on SIGTERM, as the document says.
 	for _, d := range s.daemons {
+		if d.stopped {
+			continue
+		}
 		t0 := time.Now()
-		if err := d.stop(); err != nil {
+		if err := d.stop(syscall.SIGTERM); err != nil {
 			t.Errorf("%q: got exit %v on SIGTERM, want 0\n%s", d.line, err, s.logs())
 		}
 		t.Logf("%s: stopped by SIGTERM in %s", d.line, time.Since(t0).Round(time.Millisecond))
