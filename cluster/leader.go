@@ -71,7 +71,6 @@ func (l *leadership) current() (context.Context, <-chan struct{}) {
 // watchLeadership drains raft's NotifyCh. It only flips state and fires
 // wake-ups, so raft's leader loop never waits for a consumer.
 func (n *Node) watchLeadership(notify <-chan bool) {
-	defer n.wg.Done()
 	for {
 		select {
 		case v := <-notify:
@@ -92,7 +91,6 @@ func (n *Node) watchLeadership(notify <-chan bool) {
 // a leader. The observer is non-blocking: raft drops an observation rather
 // than wait for us.
 func (n *Node) watchObservations() {
-	defer n.wg.Done()
 	ch := make(chan raft.Observation, 64)
 	obs := raft.NewObserver(ch, false, func(o *raft.Observation) bool {
 		_, ok := o.Data.(raft.LeaderObservation)

@@ -53,7 +53,10 @@ type Node struct {
 
 	life     context.Context // cancelled at shutdown
 	stopLife context.CancelFunc
-	wg       sync.WaitGroup
+
+	goMu     sync.Mutex
+	stopping bool
+	wg       sync.WaitGroup // every goroutine started with spawn
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -166,9 +169,8 @@ func New(ctx context.Context, cfg Config, sm StateMachine) (*Node, error) {
 	}
 	n.raft = r
 
-	n.wg.Add(2)
-	go n.watchLeadership(notify)
-	go n.watchObservations()
+	n.spawn(func() { n.watchLeadership(notify) })
+	n.spawn(n.watchObservations)
 
 	if n.bootstrapPeer() {
 		var servers []raft.Server
@@ -316,9 +318,7 @@ func (n *Node) forward(ctx context.Context, id, addr string, req rpcRequest) (rp
 	defer cancel()
 	done := make(chan struct{})
 	defer close(done)
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
+	if !n.spawn(func() {
 		for {
 			changed := n.leaderCh.wait()
 			if lid, _ := n.Leader(); lid != "" && lid != id {
@@ -334,7 +334,9 @@ func (n *Node) forward(ctx context.Context, id, addr string, req rpcRequest) (rp
 				return
 			}
 		}
-	}()
+	}) {
+		return rpcResponse{}, ErrShutdown
+	}
 	r, err := n.rpc.call(actx, id, addr, req)
 	if err != nil {
 		return rpcResponse{}, err
@@ -421,11 +423,9 @@ func enqueueTimeout(ctx context.Context) time.Duration {
 // ours.
 func (n *Node) wait(ctx context.Context, f raft.Future) error {
 	done := make(chan error, 1)
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
-		done <- f.Error()
-	}()
+	if !n.spawn(func() { done <- f.Error() }) {
+		return ErrShutdown
+	}
 	select {
 	case err := <-done:
 		return mapRaftErr(err)
@@ -536,6 +536,23 @@ func (n *Node) kill() {
 	n.shutdownOnce.Do(func() { n.shutdownErr = n.closeAll() })
 }
 
+// spawn runs f in a goroutine that closeAll waits for; once shutdown has
+// begun it starts nothing and returns false (a WaitGroup must not grow
+// while it is being waited on).
+func (n *Node) spawn(f func()) bool {
+	n.goMu.Lock()
+	defer n.goMu.Unlock()
+	if n.stopping {
+		return false
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		f()
+	}()
+	return true
+}
+
 // closeAll releases everything New may have opened, in reverse order.
 func (n *Node) closeAll() error {
 	var errs []error
@@ -557,6 +574,9 @@ func (n *Node) closeAll() error {
 		_ = n.cfg.Listener.Close()
 	}
 	n.lead.set(false)
+	n.goMu.Lock()
+	n.stopping = true
+	n.goMu.Unlock()
 	n.wg.Wait()
 	if n.metrics != nil {
 		n.metrics.unregister()
