@@ -29,6 +29,7 @@ const (
 	CmdActionResult CommandType = "action_result"
 	CmdSetPolicy    CommandType = "set_policy"
 	CmdBreakGlass   CommandType = "break_glass"
+	CmdRemediation  CommandType = "remediation"
 )
 
 // Command is one entry of the replicated log: a version, a type tag and
@@ -47,6 +48,7 @@ type Command struct {
 	ActionResult *ActionResult `json:"action_result,omitempty"`
 	SetPolicy    *SetPolicy    `json:"set_policy,omitempty"`
 	BreakGlass   *BreakGlass   `json:"break_glass,omitempty"`
+	Remediation  *Remediation  `json:"remediation,omitempty"`
 }
 
 // ProbeResult is one probe's outcome in one round, as a watcher saw it.
@@ -210,6 +212,7 @@ func (c *Command) check() error {
 		{CmdActionResult, c.ActionResult != nil},
 		{CmdSetPolicy, c.SetPolicy != nil},
 		{CmdBreakGlass, c.BreakGlass != nil},
+		{CmdRemediation, c.Remediation != nil},
 	}
 	known, n, match := false, 0, false
 	for _, p := range payloads {
@@ -255,6 +258,8 @@ func (c *Command) at() int64 {
 		return c.SetPolicy.At
 	case CmdBreakGlass:
 		return c.BreakGlass.At
+	case CmdRemediation:
+		return c.Remediation.At
 	}
 	return 0
 }
@@ -282,6 +287,8 @@ func (c *Command) setAt(at int64) {
 		c.SetPolicy.At = at
 	case CmdBreakGlass:
 		c.BreakGlass.At = at
+	case CmdRemediation:
+		c.Remediation.At = at
 	}
 }
 

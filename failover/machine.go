@@ -78,6 +78,8 @@ func (m *Machine) Step(index uint64, c Command) (Result, error) {
 		err = s.setPolicy(index, now, c.SetPolicy, &res)
 	case CmdBreakGlass:
 		err = s.breakGlass(index, now, c.BreakGlass, &res)
+	case CmdRemediation:
+		err = s.remediation(index, now, c.Remediation, &res)
 	}
 	if err != nil {
 		return Result{}, err

@@ -169,7 +169,9 @@ type Entry struct {
 }
 
 // decision reports whether e set a new desired state.
-func (e *Entry) decision() bool { return e.Gen != 0 && e.Gen == e.Index && e.Kind != KindAction }
+func (e *Entry) decision() bool {
+	return e.Gen != 0 && e.Gen == e.Index && e.Kind != KindAction && e.Kind != KindRemediation
+}
 
 func (e Entry) clone() Entry {
 	if e.Evidence != nil {
@@ -244,6 +246,8 @@ type state struct {
 	PrimaryUpAt  int64                 `json:"primary_up_at"`
 	Nodes        map[string]*nodeState `json:"nodes"`
 	History      []Entry               `json:"history"`
+	// Remediations are the remediation runner's records (bounded by MaxRemediations).
+	Remediations []RemediationRecord `json:"remediations,omitempty"`
 }
 
 func newState() state {

@@ -1,0 +1,162 @@
+package failover
+
+import (
+	"fmt"
+	"slices"
+)
+
+// KindRemediation is the history kind of a remediation action that was
+// applied, failed or skipped by a cap (see Remediation).
+const KindRemediation = "remediation"
+
+// Remediation results, as recorded by the remediation runner.
+const (
+	// RemediationPlanned: Plan proposed the action; the runner is about to apply it.
+	RemediationPlanned = "planned"
+	// RemediationApplied: Apply succeeded (or found the effect already there).
+	RemediationApplied = "applied"
+	// RemediationFailed: Apply returned an error.
+	RemediationFailed = "failed"
+	// RemediationSkippedCap: a per-pass or per-hour cap stopped the action.
+	RemediationSkippedCap = "skipped_cap"
+	// RemediationDryRun: the remediator is in dry-run mode; nothing was written.
+	RemediationDryRun = "dry_run"
+)
+
+// MaxRemediations is how many remediation records the machine keeps; older
+// ones are dropped. The runner's hourly caps and its applied-key check read
+// these records, and its caps keep far fewer than this many per hour.
+const MaxRemediations = 1000
+
+// Bounds on a Remediation's strings, so that the replicated state stays
+// bounded whatever a runner proposes.
+const (
+	maxRemediationName   = 64
+	maxRemediationVerb   = 64
+	maxRemediationTarget = 512
+	maxRemediationKey    = 1024
+	maxRemediationText   = 2048
+)
+
+// Remediation records one remediation action and what became of it. Key
+// identifies the action across passes and leaders (remediation, verb,
+// target, and for per-decision actions the generation): the runner never
+// applies a Key that is recorded as applied.
+type Remediation struct {
+	At int64 `json:"at"`
+	// Name is the remediator ("dead-node-out-of-service").
+	Name string `json:"name"`
+	// Gen is the decision generation current when the action was planned (0: none yet).
+	Gen    uint64 `json:"gen"`
+	Target string `json:"target"`
+	Verb   string `json:"verb"`
+	// Result is one of the Remediation* results.
+	Result string `json:"result"`
+	Reason string `json:"reason,omitempty"`
+	Detail string `json:"detail,omitempty"`
+	Key    string `json:"key"`
+	Actor  string `json:"actor,omitempty"`
+}
+
+// RemediationRecord is a Remediation as the machine stored it, with the log
+// index of the command that recorded it.
+type RemediationRecord struct {
+	Index uint64 `json:"index"`
+	Remediation
+}
+
+// Command wraps the payload in a Command of the current version.
+func (r Remediation) Command() Command {
+	return Command{V: Version, Type: CmdRemediation, Remediation: &r}
+}
+
+func validRemediationResult(r string) bool {
+	switch r {
+	case RemediationPlanned, RemediationApplied, RemediationFailed, RemediationSkippedCap, RemediationDryRun:
+		return true
+	}
+	return false
+}
+
+// check validates c completely before anything is written.
+func (c *Remediation) check(desiredGen uint64) error {
+	fields := []struct {
+		name, v  string
+		max      int
+		required bool
+	}{
+		{"name", c.Name, maxRemediationName, true},
+		{"verb", c.Verb, maxRemediationVerb, true},
+		{"target", c.Target, maxRemediationTarget, true},
+		{"key", c.Key, maxRemediationKey, true},
+		{"reason", c.Reason, maxRemediationText, false},
+		{"detail", c.Detail, maxRemediationText, false},
+		{"actor", c.Actor, maxRemediationName, false},
+	}
+	for _, f := range fields {
+		if f.required && f.v == "" {
+			return fmt.Errorf("remediation: %s is required: %w", f.name, ErrBadCommand)
+		}
+		if len(f.v) > f.max {
+			return fmt.Errorf("remediation: %s is %d bytes, limit %d: %w", f.name, len(f.v), f.max, ErrBadCommand)
+		}
+	}
+	if !validRemediationResult(c.Result) {
+		return fmt.Errorf("remediation result %q (want planned, applied, failed, skipped_cap or dry_run): %w", c.Result, ErrBadCommand)
+	}
+	if c.Gen > desiredGen {
+		return fmt.Errorf("remediation for gen %d (latest %d): %w", c.Gen, desiredGen, ErrUnknownGen)
+	}
+	return nil
+}
+
+// remediation records c. A record equal to the latest one with the same Key
+// (same result, gen, reason and detail) is a no-op, so that a dry-run
+// remediator repeating itself every pass, or a retried proposal, does not
+// flood the records. Applied, failed and skipped_cap actions also appear in
+// the history, so the status page and `drwatch history` show them.
+func (s *state) remediation(index uint64, now int64, c *Remediation, res *Result) error {
+	if err := c.check(s.Desired.Gen); err != nil {
+		return err
+	}
+	s.Now = now
+	res.Kind = KindRemediation
+	for i := len(s.Remediations) - 1; i >= 0; i-- {
+		r := &s.Remediations[i]
+		if r.Key != c.Key {
+			continue
+		}
+		if r.Result == c.Result && r.Gen == c.Gen && r.Reason == c.Reason && r.Detail == c.Detail {
+			res.Noop = "duplicate"
+			res.Message = fmt.Sprintf("%s %s of %s already recorded as %s", c.Name, c.Verb, c.Target, c.Result)
+			return nil
+		}
+		break
+	}
+	rec := RemediationRecord{Index: index, Remediation: *c}
+	rec.At = now
+	if len(s.Remediations) >= MaxRemediations {
+		n := copy(s.Remediations, s.Remediations[len(s.Remediations)-MaxRemediations+1:])
+		clear(s.Remediations[n:])
+		s.Remediations = s.Remediations[:n]
+	}
+	s.Remediations = append(s.Remediations, rec)
+	switch c.Result {
+	case RemediationApplied, RemediationFailed, RemediationSkippedCap:
+		detail := c.Verb + " " + c.Target
+		if c.Detail != "" {
+			detail += ": " + c.Detail
+		}
+		s.appendHistory(Entry{Index: index, Gen: c.Gen, At: now, Kind: KindRemediation, Actor: c.Name,
+			Reason: c.Reason, Outcome: c.Result, Detail: detail})
+	}
+	res.Message = fmt.Sprintf("%s %s of %s: %s", c.Name, c.Verb, c.Target, c.Result)
+	return nil
+}
+
+// Remediations returns a copy of the remediation records, oldest first.
+func (m *Machine) Remediations() []RemediationRecord {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return slices.Clone(m.st.Remediations)
+}

@@ -1,0 +1,151 @@
+package failover
+
+import (
+	"bytes"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func remediationCmd(result, key string) Remediation {
+	return Remediation{At: 100, Name: "orphaned-pods", Target: "ns/pod", Verb: "force-delete",
+		Result: result, Reason: "terminating 10m", Key: key}
+}
+
+func TestRemediationStep(t *testing.T) {
+	long := strings.Repeat("x", maxRemediationText+1)
+	tests := []struct {
+		name    string
+		edit    func(*Remediation)
+		wantErr error
+	}{
+		{"planned", func(r *Remediation) {}, nil},
+		{"each result", func(r *Remediation) { r.Result = RemediationSkippedCap }, nil},
+		{"unknown result", func(r *Remediation) { r.Result = "done" }, ErrBadCommand},
+		{"no name", func(r *Remediation) { r.Name = "" }, ErrBadCommand},
+		{"no key", func(r *Remediation) { r.Key = "" }, ErrBadCommand},
+		{"no target", func(r *Remediation) { r.Target = "" }, ErrBadCommand},
+		{"no verb", func(r *Remediation) { r.Verb = "" }, ErrBadCommand},
+		{"reason too long", func(r *Remediation) { r.Reason = long }, ErrBadCommand},
+		{"gen from the future", func(r *Remediation) { r.Gen = 7 }, ErrUnknownGen},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := New()
+			c := remediationCmd(RemediationPlanned, "k")
+			tt.edit(&c)
+			before, _ := m.Snapshot()
+			res, err := m.Step(1, c.Command())
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("got err %v, want %v", err, tt.wantErr)
+			}
+			if err != nil {
+				after, _ := m.Snapshot()
+				if !bytes.Equal(before, after) {
+					t.Fatalf("rejected command changed the state")
+				}
+				return
+			}
+			if res.Kind != KindRemediation {
+				t.Fatalf("got kind %q, want %q", res.Kind, KindRemediation)
+			}
+			rs := m.Remediations()
+			if len(rs) != 1 || rs[0].Index != 1 || rs[0].Key != "k" || rs[0].At != 100 {
+				t.Fatalf("got records %+v, want one at index 1", rs)
+			}
+		})
+	}
+}
+
+func TestRemediationHistoryAndDedup(t *testing.T) {
+	m := New()
+	steps := []struct {
+		c        Remediation
+		wantNoop string
+		history  bool
+	}{
+		{remediationCmd(RemediationDryRun, "a"), "", false},
+		{remediationCmd(RemediationDryRun, "a"), "duplicate", false},
+		{remediationCmd(RemediationPlanned, "a"), "", false},
+		{remediationCmd(RemediationApplied, "a"), "", true},
+		{remediationCmd(RemediationApplied, "a"), "duplicate", false},
+		{remediationCmd(RemediationFailed, "b"), "", true},
+		{remediationCmd(RemediationSkippedCap, "c"), "", true},
+	}
+	hist := 0
+	for i, s := range steps {
+		res, err := m.Step(uint64(i+1), s.c.Command())
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		if res.Noop != s.wantNoop {
+			t.Fatalf("step %d (%s %s): got noop %q, want %q", i, s.c.Key, s.c.Result, res.Noop, s.wantNoop)
+		}
+		if s.history {
+			hist++
+		}
+		if got := len(m.History()); got != hist {
+			t.Fatalf("step %d: got %d history entries, want %d", i, got, hist)
+		}
+	}
+	h := m.History()
+	if h[0].Kind != KindRemediation || h[0].Outcome != RemediationApplied || h[0].Actor != "orphaned-pods" ||
+		h[0].Detail != "force-delete ns/pod" || h[0].decision() {
+		t.Fatalf("got history entry %+v, want an applied remediation, not a decision", h[0])
+	}
+	if got := len(m.Remediations()); got != 5 {
+		t.Fatalf("got %d records, want 5", got)
+	}
+}
+
+func TestRemediationBounded(t *testing.T) {
+	m := New()
+	for i := range MaxRemediations + 10 {
+		c := remediationCmd(RemediationDryRun, "k"+strconv.Itoa(i))
+		if _, err := m.Step(uint64(i+1), c.Command()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rs := m.Remediations()
+	if len(rs) != MaxRemediations || rs[0].Index != 11 {
+		t.Fatalf("got %d records starting at index %d, want %d starting at 11", len(rs), rs[0].Index, MaxRemediations)
+	}
+}
+
+func TestRemediationEncodeStampSnapshot(t *testing.T) {
+	c := remediationCmd(RemediationApplied, "k").Command()
+	b, err := Encode(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Decode(append(b[:len(b)-1:len(b)-1], []byte(`,"bogus":1}`)...)); !errors.Is(err, ErrBadCommand) {
+		t.Fatalf("got %v for an unknown field, want ErrBadCommand", err)
+	}
+	b, err = Stamp(b, 555)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New()
+	if _, err := DecodeResponse(m.Apply(1, b)); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Remediations()[0].At; got != 555 {
+		t.Fatalf("got At %d, want the stamped 555", got)
+	}
+	snap, err := m.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2 := New()
+	if err := m2.Restore(snap); err != nil {
+		t.Fatal(err)
+	}
+	snap2, _ := m2.Snapshot()
+	if !bytes.Equal(snap, snap2) {
+		t.Fatalf("snapshot after restore differs")
+	}
+	if got := m2.Remediations(); len(got) != 1 || got[0].Key != "k" {
+		t.Fatalf("got %+v after restore, want the record", got)
+	}
+}
