@@ -510,6 +510,7 @@ func startProc(bin string, args []string, logPath string) (*proc, error) {
 		return nil, fmt.Errorf("open log: %w", err)
 	}
 	cmd := exec.Command(bin, args...)
+	cmd.Dir = filepath.Dir(logPath)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Own process group so that stop reaches every child; Pdeathsig so that
 	// a crashed test binary does not leave daemons behind.

@@ -5,8 +5,11 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/sha256"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
@@ -203,36 +206,19 @@ GRANT ALL ON keystone.* TO 'os'@'127.0.0.1'; GRANT ALL ON octavia.* TO 'os'@'127
 	if err := s.writeConfigs(p); err != nil {
 		return nil, err
 	}
-	// The two schema migrations are the slowest part; they touch different
-	// databases, so run them side by side.
-	octDB := make(chan error, 1)
-	go func() {
-		octDB <- s.run(ctx, "oct-db.log", "octavia-db-manage", "--config-file", s.path("octavia.conf"), "upgrade", "head")
-	}()
-	ksErr := s.bootstrapKeystone(ctx, p)
-	step("keystone-manage")
-	if err := <-octDB; err != nil {
-		return nil, fmt.Errorf("octavia-db-manage: %w", err)
-	}
-	step("octavia-db-manage")
-	if ksErr != nil {
-		return nil, ksErr
-	}
-	if err := s.StartKeystone(ctx); err != nil {
+	if err := s.prepareDatabases(ctx); err != nil {
 		return nil, err
 	}
-	step("keystone")
-	if err := s.createIdentities(ctx); err != nil {
+	step("databases")
+	// Start Keystone, the Octavia API and the worker together: each spends
+	// seconds importing Python before it serves. The API needs Keystone
+	// only per request, the worker only RabbitMQ and the database.
+	if err := s.startProc("keystone", "uwsgi", []string{"--ini", s.ksIni}, "keystone-uwsgi.out"); err != nil {
 		return nil, err
 	}
-	step("keystone identities")
 	if err := s.startProc("octavia-api", "uwsgi", []string{"--ini", s.path("octavia-uwsgi.ini")}, "octavia-uwsgi.out"); err != nil {
 		return nil, err
 	}
-	if err := s.waitHTTP(ctx, "octavia-api", s.OctaviaURL+"/", "octavia.log"); err != nil {
-		return nil, err
-	}
-	step("octavia-api")
 	rabbitWaited = true
 	if err := <-rabbitErr; err != nil {
 		return nil, err
@@ -241,6 +227,18 @@ GRANT ALL ON keystone.* TO 'os'@'127.0.0.1'; GRANT ALL ON octavia.* TO 'os'@'127
 	if err := s.startProc("octavia-worker", "octavia-worker", []string{"--config-file", s.path("octavia.conf")}, "worker.log"); err != nil {
 		return nil, err
 	}
+	if err := s.waitHTTP(ctx, "keystone", s.AuthURL, "keystone.log"); err != nil {
+		return nil, err
+	}
+	step("keystone")
+	if err := s.createIdentities(ctx); err != nil {
+		return nil, err
+	}
+	step("keystone identities")
+	if err := s.waitHTTP(ctx, "octavia-api", s.OctaviaURL+"/", "octavia.log"); err != nil {
+		return nil, err
+	}
+	step("octavia-api")
 	// Casts sent before the worker has declared its queue would be lost.
 	if err := s.waitLog(ctx, "octavia-worker", "worker.log", "Starting V2 consumer"); err != nil {
 		return nil, err
@@ -340,11 +338,6 @@ func (s *Stack) writeConfigs(p stackPorts) error {
 	dbURL := func(db string) string {
 		return fmt.Sprintf("mysql+pymysql://os:%s@127.0.0.1:%d/%s", dbPassword, p.mysql, db)
 	}
-	for _, d := range []string{"fernet-keys", "credential-keys"} {
-		if err := os.MkdirAll(s.path(d), 0o700); err != nil {
-			return err
-		}
-	}
 	files := map[string]string{
 		"keystone.conf": fmt.Sprintf(`[DEFAULT]
 use_stderr = true
@@ -363,7 +356,11 @@ key_repository = %s
 [credential]
 key_repository = %s
 [cache]
-enabled = false
+# In-process cache (one uwsgi process, so no coherence problem): without it
+# every request re-reads token, role and catalog data, about a second each on
+# a busy machine.
+enabled = true
+backend = dogpile.cache.memory
 `, dbURL("keystone"), s.path("fernet-keys"), s.path("fernet-keys"), s.path("credential-keys")),
 		"keystone-uwsgi.ini": fmt.Sprintf(`[uwsgi]
 plugins = python3
@@ -477,26 +474,152 @@ func writeCA(certPath, keyPath string) error {
 	return os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o600)
 }
 
-func (s *Stack) bootstrapKeystone(ctx context.Context, p stackPorts) error {
-	conf := s.path("keystone.conf")
-	u := currentUser()
-	url := s.AuthURL
-	steps := [][]string{
-		{"db_sync"},
-		{"fernet_setup", "--keystone-user", u, "--keystone-group", currentGroup()},
-		{"credential_setup", "--keystone-user", u, "--keystone-group", currentGroup()},
-		{"bootstrap", "--bootstrap-password", adminPassword, "--bootstrap-username", "admin",
-			"--bootstrap-project-name", "admin", "--bootstrap-role-name", "admin",
-			"--bootstrap-service-name", "keystone", "--bootstrap-region-id", s.Region,
-			"--bootstrap-admin-url", url, "--bootstrap-public-url", url, "--bootstrap-internal-url", url},
+// prepareDatabases fills the keystone and octavia databases: from the
+// schema cache when it has a dump for the installed packages, else by
+// running the migrations and Keystone's bootstrap (about a minute of CPU),
+// after which it stores the dump for the next run.
+func (s *Stack) prepareDatabases(ctx context.Context) error {
+	if err := writeFernetKeys(s.path("fernet-keys")); err != nil {
+		return err
 	}
-	for _, step := range steps {
-		args := append([]string{"--config-file", conf}, step...)
-		if err := s.run(ctx, "keystone-manage.log", "keystone-manage", args...); err != nil {
-			return fmt.Errorf("keystone-manage %s: %w", step[0], err)
+	if err := writeFernetKeys(s.path("credential-keys")); err != nil {
+		return err
+	}
+	cache := schemaCacheDir()
+	if cache != "" {
+		if _, err := os.Stat(filepath.Join(cache, "octavia.sql")); err == nil {
+			return s.loadSchemaCache(ctx, cache)
+		}
+	}
+	// The two schema migrations touch different databases: run them side
+	// by side.
+	octDB := make(chan error, 1)
+	go func() {
+		octDB <- s.run(ctx, "oct-db.log", "octavia-db-manage", "--config-file", s.path("octavia.conf"), "upgrade", "head")
+	}()
+	ksErr := s.bootstrapKeystone(ctx)
+	if err := <-octDB; err != nil {
+		return fmt.Errorf("octavia-db-manage: %w", err)
+	}
+	if ksErr != nil {
+		return ksErr
+	}
+	if cache != "" {
+		// Best effort: a failed save only costs the next run time.
+		s.saveSchemaCache(ctx, cache)
+	}
+	return nil
+}
+
+// schemaVersion changes whenever what the cached dump contains changes
+// (bootstrap arguments, passwords, region).
+const schemaVersion = "1"
+
+// schemaCacheDir names the cache of migrated and bootstrapped databases for
+// the installed Keystone, Octavia and MariaDB packages, or "" when caching
+// is off (OPENSTACKTEST_NO_CACHE=1) or the versions cannot be read.
+func schemaCacheDir() string {
+	if os.Getenv("OPENSTACKTEST_NO_CACHE") != "" {
+		return ""
+	}
+	out, err := exec.Command("dpkg-query", "-W", "-f", "${Package}=${Version}\n",
+		"python3-keystone", "python3-octavia", "mariadb-server").Output()
+	if err != nil {
+		return ""
+	}
+	base := os.Getenv("XDG_CACHE_HOME")
+	if base == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		base = filepath.Join(home, ".cache")
+	}
+	sum := sha256.Sum256(append(out, schemaVersion...))
+	return filepath.Join(base, "drwatch", "openstacktest-schema-"+hex.EncodeToString(sum[:6]))
+}
+
+func (s *Stack) loadSchemaCache(ctx context.Context, dir string) error {
+	for _, db := range []string{"keystone", "octavia"} {
+		f, err := os.Open(filepath.Join(dir, db+".sql"))
+		if err != nil {
+			return fmt.Errorf("schema cache: %w", err)
+		}
+		cmd := exec.CommandContext(ctx, "mariadb", "--no-defaults", "-S", s.mysqlSock, "-uroot", db)
+		cmd.Stdin = f
+		out, err := cmd.CombinedOutput()
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("load cached %s schema (remove %s to rebuild): %w: %s", db, dir, err, strings.TrimSpace(string(out)))
+		}
+	}
+	// Bootstrap wrote Keystone's own endpoints with the port of the run that
+	// made the dump.
+	return s.mysql(ctx, "keystone", fmt.Sprintf("UPDATE endpoint SET url='%s'", s.AuthURL))
+}
+
+func (s *Stack) saveSchemaCache(ctx context.Context, dir string) {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		return
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), ".openstacktest-schema-")
+	if err != nil {
+		return
+	}
+	defer os.RemoveAll(tmp)
+	for _, db := range []string{"keystone", "octavia"} {
+		f, err := os.Create(filepath.Join(tmp, db+".sql"))
+		if err != nil {
+			return
+		}
+		cmd := exec.CommandContext(ctx, "mariadb-dump", "--no-defaults", "-S", s.mysqlSock, "-uroot", "--single-transaction", db)
+		cmd.Stdout = f
+		err = cmd.Run()
+		f.Close()
+		if err != nil {
+			return
+		}
+	}
+	// Rename is atomic; when a concurrent run got there first, keep theirs.
+	os.Rename(tmp, dir)
+}
+
+// writeFernetKeys initializes a Keystone key repository the way
+// keystone-manage fernet_setup does (keys "0", staged, and "1", primary:
+// url-safe base64 of 32 random bytes), without a Python start-up.
+func writeFernetKeys(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	for _, name := range []string{"0", "1"} {
+		key := make([]byte, 32)
+		if _, err := rand.Read(key); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(base64.URLEncoding.EncodeToString(key)), 0o600); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+func (s *Stack) bootstrapKeystone(ctx context.Context) error {
+	conf := s.path("keystone.conf")
+	url := s.AuthURL
+	manage := func(step ...string) error {
+		args := append([]string{"--config-file", conf}, step...)
+		if err := s.run(ctx, "keystone-manage-"+step[0]+".log", "keystone-manage", args...); err != nil {
+			return fmt.Errorf("keystone-manage %s: %w", step[0], err)
+		}
+		return nil
+	}
+	if err := manage("db_sync"); err != nil {
+		return err
+	}
+	return manage("bootstrap", "--bootstrap-password", adminPassword, "--bootstrap-username", "admin",
+		"--bootstrap-project-name", "admin", "--bootstrap-role-name", "admin",
+		"--bootstrap-service-name", "keystone", "--bootstrap-region-id", s.Region,
+		"--bootstrap-admin-url", url, "--bootstrap-public-url", url, "--bootstrap-internal-url", url)
 }
 
 // StartKeystone starts Keystone's uwsgi and waits until it answers. A no-op
@@ -874,6 +997,7 @@ func (s *Stack) run(ctx context.Context, log, bin string, args ...string) error 
 	}
 	defer f.Close()
 	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = s.Dir
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Run(); err != nil {
@@ -967,15 +1091,6 @@ func currentUser() string {
 	return "root"
 }
 
-func currentGroup() string {
-	if u, err := user.Current(); err == nil {
-		if g, err := user.LookupGroupId(u.Gid); err == nil {
-			return g.Name
-		}
-	}
-	return "root"
-}
-
 // freePorts returns n distinct free TCP ports on 127.0.0.1.
 func freePorts(n int) ([]int, error) {
 	var ls []net.Listener
@@ -1008,6 +1123,9 @@ func startProc(bin string, args, env []string, logPath string) (*proc, error) {
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
+	// The state directory, not the test's: daemons must not depend on (or
+	// pin) the caller's working directory.
+	cmd.Dir = filepath.Dir(logPath)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if env != nil {
 		cmd.Env = append(os.Environ(), env...)
