@@ -26,7 +26,10 @@ func run(t *testing.T, args ...string) (string, string, int) {
 	root.SetErr(&errb)
 	root.SetIn(strings.NewReader(""))
 	root.SetArgs(args)
-	err := root.ExecuteContext(context.Background())
+	// No CLI call in these tests may take longer than this; a hang fails fast.
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	err := root.ExecuteContext(ctx)
 	if err != nil {
 		if _, silent := err.(silentError); !silent {
 			errb.WriteString(err.Error())
@@ -157,7 +160,7 @@ func TestCLIAgainstCluster(t *testing.T) {
 	})
 
 	t.Run("manual failover and failback with --wait through a follower", func(t *testing.T) {
-		out, stderr, code := run(t, append([]string{"failover", "--to", "backup", "--reason", "drill", "--yes", "--wait"}, auth...)...)
+		out, stderr, code := run(t, append([]string{"failover", "--to", "backup", "--reason", "drill", "--yes", "--wait", "--wait-timeout", "60s"}, auth...)...)
 		if code != 0 {
 			t.Fatalf("failover exit %d: %s\n%s", code, stderr, out)
 		}
@@ -171,7 +174,7 @@ func TestCLIAgainstCluster(t *testing.T) {
 		if !strings.Contains(hist, `"actor": "demo"`) || !strings.Contains(hist, `"kind": "manual_failover"`) {
 			t.Errorf("history does not record the actor of the manual failover:\n%s", hist)
 		}
-		out, stderr, code = run(t, append([]string{"failback", "--reason", "drill over", "--yes", "--wait"}, auth...)...)
+		out, stderr, code = run(t, append([]string{"failback", "--reason", "drill over", "--yes", "--wait", "--wait-timeout", "60s"}, auth...)...)
 		if code != 0 {
 			t.Fatalf("failback exit %d: %s\n%s", code, stderr, out)
 		}
