@@ -545,10 +545,7 @@ func cellOf(pv failover.ProbeView, nodeStale bool) cell {
 			c.Latency = strconv.FormatInt(pv.Last.LatencyMS, 10) + " ms"
 		}
 		if !pv.Last.OK {
-			c.Error = joinNonEmpty(": ", pv.Last.Class, joinNonEmpty(" ", pv.Last.Phase, pv.Last.Reason))
-			if c.Error == "" {
-				c.Error = "failed"
-			}
+			c.Error = failureText(pv.Last.Class, pv.Last.Phase, pv.Last.Reason)
 		}
 	}
 	c.Title = c.Error
@@ -567,6 +564,19 @@ func cellOf(pv failover.ProbeView, nodeStale bool) cell {
 		}
 	}
 	return c
+}
+
+// failureText is "class · phase: reason", without the phase when the
+// reason already starts with it (Go network errors do: "connect: …").
+func failureText(class, phase, reason string) string {
+	if phase != "" && (strings.HasPrefix(reason, phase+":") || strings.HasPrefix(reason, phase+" ")) {
+		phase = ""
+	}
+	s := joinNonEmpty(" · ", class, joinNonEmpty(": ", phase, reason))
+	if s == "" {
+		return "failed"
+	}
+	return s
 }
 
 func plural(n int, what string) string {
@@ -704,8 +714,8 @@ func incidents(h []failover.Entry, now time.Time) []incidentModel {
 			}
 			for _, f := range ev.Failing {
 				s := fmt.Sprintf("%s/%s %s, %s", f.Site, f.Probe, f.State, plural(f.Fails, "failure"))
-				if d := joinNonEmpty(" ", f.Class, f.Phase, f.Reason); d != "" {
-					s += ": " + d
+				if f.Class != "" || f.Phase != "" || f.Reason != "" {
+					s += ": " + failureText(f.Class, f.Phase, f.Reason)
 				}
 				row.Failing = append(row.Failing, s)
 			}

@@ -134,9 +134,9 @@ func TestPageMatrix(t *testing.T) {
 	got := text(body)
 	for _, want := range []string{
 		"primary / lms critical", "primary / ingress-lb", "backup / kube-api critical",
-		"DOWN 1500 ms 7 fails timeout: connect dial tcp 203.0.113.10:443: i/o timeout",
-		"DOWN 1500 ms 7 fails refused: connect connection refused",
-		"DOWN 1500 ms 7 fails lb_error: provisioning_status ERROR",
+		"DOWN 1500 ms 7 fails timeout · connect: dial tcp 203.0.113.10:443: i/o timeout",
+		"DOWN 1500 ms 7 fails refused · connect: connection refused",
+		"DOWN 1500 ms 7 fails lb_error · provisioning_status ERROR",
 		"UP 38 ms 12 oks",
 		"c abstains: stale votes primary UP, backup UP reported 2s ago",
 	} {
@@ -229,7 +229,7 @@ func TestPageHistoryNewestFirst(t *testing.T) {
 		"gen 4200 · Automatic failover primary → backup",
 		"10m 0s ago · 2026-11-21 11:50:00 UTC · by drwatch",
 		"detected 2026-11-21 11:49:58 UTC −1s decided 2026-11-21 11:50:00 UTC DNS written 2026-11-21 11:50:00 UTC +120ms verified 2026-11-21 11:50:00 UTC +900ms",
-		"a DOWN UP primary/lms DOWN, 3 failures: timeout connect i/o timeout",
+		"a DOWN UP primary/lms DOWN, 3 failures: timeout · connect: i/o timeout",
 		"5h 0m ago · Paused by bob: maintenance of the primary",
 		"DNS outcome: verified",
 	} {
@@ -364,6 +364,21 @@ func TestPageNoPolicy(t *testing.T) {
 	for _, want := range []string{"No watchers are configured yet", "no policy set", "No history yet", "Traffic goes to the primary site"} {
 		if !strings.Contains(text(body), want) {
 			t.Errorf("missing %q\n%s", want, text(body))
+		}
+	}
+}
+
+func TestFailureText(t *testing.T) {
+	for _, tt := range []struct{ class, phase, reason, want string }{
+		{"refused", "connect", "connect: connection refused", "refused · connect: connection refused"},
+		{"refused", "connect", "connection refused", "refused · connect: connection refused"},
+		{"refused", "connect", "connect 127.0.0.1:443: connection refused", "refused · connect 127.0.0.1:443: connection refused"},
+		{"tls", "tls", "x509: certificate has expired", "tls · tls: x509: certificate has expired"},
+		{"status", "", "got 503, want [200]", "status · got 503, want [200]"},
+		{"", "", "", "failed"},
+	} {
+		if got := failureText(tt.class, tt.phase, tt.reason); got != tt.want {
+			t.Errorf("failureText(%q, %q, %q): got %q, want %q", tt.class, tt.phase, tt.reason, got, tt.want)
 		}
 	}
 }
