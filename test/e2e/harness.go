@@ -32,6 +32,7 @@ import (
 	"github.com/drwatch/drwatch/test/dnsservers"
 	"github.com/drwatch/drwatch/test/faultproxy"
 	"github.com/miekg/dns"
+	"golang.org/x/sys/unix"
 )
 
 // The zone (test/dnsservers' BIND serves it), the flipped name and the
@@ -148,20 +149,28 @@ type World struct {
 	Opts Options
 
 	BIND *dnsservers.Server
-	// DNSProxy is the TCP path from the watchers' provider to BIND (the
-	// UPDATEs); DNSRelay is the UDP path on the same port (the reads).
-	// dns.verify.servers points at BIND directly.
-	DNSProxy *faultproxy.Proxy
-	DNSRelay *UDPRelay
-	Sites    map[failover.Site]*Site
-	Nodes    []*Node
+	// DNS maps a watcher ID to its own path to BIND for its provider (the
+	// reconciler's reads and writes); dns.verify.servers points at BIND
+	// directly.
+	DNS   map[string]*DNSPath
+	Sites map[failover.Site]*Site
+	Nodes []*Node
 
 	CAFile, TokenFile, Token, Actor string
+
+	started time.Time
 
 	bindMu  sync.Mutex
 	bindCmd *exec.Cmd // named after a RestartBIND
 	bindOff bool
 	bindEnd chan struct{}
+}
+
+// SetDNSMode sets every watcher's TCP path to BIND (the UPDATEs) to m.
+func (w *World) SetDNSMode(m faultproxy.Mode) {
+	for _, id := range IDs {
+		w.DNS[id].Proxy.SetMode(m)
+	}
 }
 
 // Site is one Caddy with one fault proxy per watcher in front of it.
@@ -199,7 +208,7 @@ func Start(t testing.TB, o Options) *World {
 func New(t testing.TB, o Options) *World {
 	t.Helper()
 	o.defaults()
-	w := &World{T: t, Dir: t.TempDir(), Bin: Binary(t), Opts: o, Sites: map[failover.Site]*Site{}, Actor: "operator"}
+	w := &World{T: t, Dir: t.TempDir(), Bin: Binary(t), Opts: o, Sites: map[failover.Site]*Site{}, Actor: "operator", started: time.Now()}
 	t.Cleanup(func() {
 		if t.Failed() {
 			w.dumpLogs()
@@ -215,10 +224,15 @@ func New(t testing.TB, o Options) *World {
 	t.Cleanup(w.closeBIND)
 	must(t, w.seedZone())
 
-	if w.DNSProxy, w.DNSRelay, err = newDNSPath(w.BIND.Addr); err != nil {
-		t.Fatalf("dns proxy: %v", err)
+	w.DNS = map[string]*DNSPath{}
+	for _, id := range IDs {
+		p, err := newDNSPath(w.BIND.Addr)
+		if err != nil {
+			t.Fatalf("dns proxy: %v", err)
+		}
+		t.Cleanup(p.Close)
+		w.DNS[id] = p
 	}
-	t.Cleanup(func() { _ = w.DNSProxy.Close(); _ = w.DNSRelay.Close() })
 
 	for _, s := range []struct {
 		name failover.Site
@@ -392,7 +406,7 @@ func (w *World) writeConfig(n *Node) error {
 		"Self": n, "Peers": w.Nodes, "Dir": w.Dir, "O": w.Opts, "Auto": !w.Opts.ManualOnly,
 		"HB": w.Opts.Heartbeat, "Lease": w.Opts.Heartbeat / 2, "Sites": sites,
 		"URL": "https://" + strings.TrimSuffix(Name, ".") + "/heartbeat", "Zone": Zone,
-		"DNSPath": w.DNSProxy.Addr(), "KeyName": keyName, "BIND": w.BIND.Addr,
+		"DNSPath": w.DNS[n.ID].Proxy.Addr(), "KeyName": keyName, "BIND": w.BIND.Addr,
 		"PrimaryIP": PrimaryIP, "BackupIP": BackupIP,
 	})
 	if err != nil {
@@ -451,7 +465,10 @@ func (n *Node) Start() error {
 	fmt.Fprintf(logf, "=== e2e: start %s at %s\n", n.ID, time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(n.w.Bin, "serve", "--config", n.ConfigPath)
 	cmd.Env = cleanEnv()
-	cmd.Stdout, cmd.Stderr = logf, logf
+	// Through a pipe, not the file itself, so that a file-size limit put
+	// on the process (LimitFileSize) never silences its log.
+	lw := &lockedWriter{w: logf}
+	cmd.Stdout, cmd.Stderr = lw, lw
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
@@ -476,6 +493,42 @@ func (n *Node) Start() error {
 	}()
 	n.cmd, n.exited = cmd, exited
 	return nil
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// Pid returns the process ID (0 when stopped).
+func (n *Node) Pid() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil {
+		return 0
+	}
+	return n.cmd.Process.Pid
+}
+
+// Freeze stops the process with SIGSTOP: to the others it vanishes from
+// the network both ways at once, with whatever it was sending in flight.
+func (n *Node) Freeze() error { return n.signal(syscall.SIGSTOP) }
+
+// Thaw resumes a frozen process with SIGCONT.
+func (n *Node) Thaw() error { return n.signal(syscall.SIGCONT) }
+
+func (n *Node) signal(sig syscall.Signal) error {
+	pid := n.Pid()
+	if pid == 0 {
+		return errors.New("not running")
+	}
+	return syscall.Kill(-pid, sig)
 }
 
 // Running reports whether the process is up.
@@ -503,6 +556,7 @@ func (n *Node) Kill() {
 		return
 	}
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGCONT) // a frozen process dies only once resumed
 	<-exited
 }
 
@@ -794,7 +848,9 @@ func (w *World) query(name string, t uint16) (*dns.Msg, error) {
 func (w *World) StopBIND() {
 	w.bindMu.Lock()
 	defer w.bindMu.Unlock()
-	w.stopBINDLocked()
+	if !w.bindOff {
+		w.stopBINDLocked()
+	}
 	w.bindOff = true
 }
 
@@ -889,4 +945,17 @@ func LogLines(n *Node, substr string) []string {
 		}
 	}
 	return out
+}
+
+// LimitFileSize sets the process's RLIMIT_FSIZE to n bytes: from then on
+// any write that would grow a file past n fails with EFBIG, which to the
+// daemon looks like a full data dir (n = 0: no file may grow at all). The
+// node's log goes through a pipe, so it keeps being written.
+func (n *Node) LimitFileSize(size uint64) error {
+	pid := n.Pid()
+	if pid == 0 {
+		return errors.New("not running")
+	}
+	lim := unix.Rlimit{Cur: size, Max: size}
+	return unix.Prlimit(pid, unix.RLIMIT_FSIZE, &lim, nil)
 }

@@ -186,7 +186,7 @@ func TestLeaderKilledBetweenWriteAndResult(t *testing.T) {
 	leader := w.Leader()
 	f := w.Follower()
 	// Only UPDATEs go over TCP; reads use the UDP relay and stay fast.
-	w.DNSProxy.SetMode(faultproxy.Delay(1500 * time.Millisecond))
+	w.SetDNSMode(faultproxy.Delay(1500 * time.Millisecond))
 
 	out, stderr, code := w.CLI(f, "failover", "--to", "backup", "--reason", "kill drill", "--yes")
 	if code != 0 {
@@ -198,7 +198,7 @@ func TestLeaderKilledBetweenWriteAndResult(t *testing.T) {
 	if l := LogLines(leader, "dns flip verified"); len(l) != 0 {
 		t.Fatalf("the leader verified before it was killed (the window was missed): %v", l)
 	}
-	w.DNSProxy.SetMode(faultproxy.Pass)
+	w.SetDNSMode(faultproxy.Pass)
 
 	Eventually(t, 60*time.Second, func() bool {
 		st, ok := w.LeaderView()

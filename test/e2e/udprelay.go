@@ -24,13 +24,30 @@ type UDPRelay struct {
 	closed atomic.Bool
 }
 
+// DNSPath is one watcher's way to BIND: a TCP fault proxy (UPDATEs, and
+// queries whose UDP answer was truncated) and a UDP relay (queries) on the
+// same port.
+type DNSPath struct {
+	Proxy *faultproxy.Proxy
+	Relay *UDPRelay
+}
+
+// Addr is the host:port the watcher's dns.rfc2136.server points at.
+func (p *DNSPath) Addr() string { return p.Proxy.Addr() }
+
+// Close stops both.
+func (p *DNSPath) Close() {
+	_ = p.Proxy.Close()
+	_ = p.Relay.Close()
+}
+
 // newDNSPath starts a TCP fault proxy and a UDP relay on one port, both
 // forwarding to target.
-func newDNSPath(target string) (*faultproxy.Proxy, *UDPRelay, error) {
+func newDNSPath(target string) (*DNSPath, error) {
 	for range 50 {
 		p, err := faultproxy.New("127.0.0.1:0", target)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		pc, err := net.ListenPacket("udp", p.Addr())
 		if err != nil {
@@ -40,9 +57,9 @@ func newDNSPath(target string) (*faultproxy.Proxy, *UDPRelay, error) {
 		r := &UDPRelay{pc: pc, target: target}
 		r.wg.Add(1)
 		go r.loop()
-		return p, r, nil
+		return &DNSPath{Proxy: p, Relay: r}, nil
 	}
-	return nil, nil, errors.New("no port free for both tcp and udp")
+	return nil, errors.New("no port free for both tcp and udp")
 }
 
 // SetDrop makes the relay drop every datagram (true) or forward them (false).

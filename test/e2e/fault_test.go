@@ -1,0 +1,177 @@
+package e2e
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drwatch/drwatch/cmd/drwatch/api"
+	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/test/faultproxy"
+)
+
+// viewVia returns the status of the first of nodes that names one of nodes
+// as leader (so a frozen or cut-off node is never asked).
+func viewVia(w *World, nodes ...*Node) (api.Status, bool) {
+	for _, n := range nodes {
+		st, err := w.Status(n)
+		if err != nil {
+			continue
+		}
+		for _, m := range nodes {
+			if st.Leader == m.ID {
+				return st, true
+			}
+		}
+	}
+	return api.Status{}, false
+}
+
+func others(w *World, not *Node) []*Node {
+	var out []*Node
+	for _, n := range w.Nodes {
+		if n != not {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Scenario 5: the old leader is cut off (frozen with SIGSTOP, which to the
+// others is a two-way partition) with its DNS write for gen X in flight,
+// held by the fault proxy on its path to BIND. The other two elect a new
+// leader, which writes gen X and then an operator's failback, gen Y. Then
+// the old leader's held write reaches BIND. Invariants: BIND refuses it
+// (the fence prerequisite fails), DNS keeps gen Y (record and fence), the
+// serial grew by exactly the two writes of the new leader, and once the
+// old leader is back every node's history is identical, with each decision
+// verified exactly once.
+func TestChaos05DeposedLeaderWriteFails(t *testing.T) {
+	w := Start(t, Options{})
+	serial0 := mustSerial(t, w)
+	old := w.Leader()
+	rest := others(w, old)
+	held := w.DNS[old.ID].Proxy
+	held.SetMode(faultproxy.Blackhole)
+	accepted := held.Stats().Accepted
+
+	if out, stderr, code := w.CLI(rest[0], "failover", "--to", "backup", "--reason", "gen X", "--yes"); code != 0 {
+		t.Fatalf("failover: exit %d\n%s\n%s", code, out, stderr)
+	}
+	Eventually(t, 30*time.Second, func() bool { return held.Stats().Accepted > accepted },
+		"the old leader %s sends its UPDATE into the held path", old.ID)
+	if err := old.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = old.Thaw() })
+	t.Logf("froze leader %s with its write for gen X in flight", old.ID)
+
+	var genX uint64
+	Eventually(t, 60*time.Second, func() bool {
+		st, ok := viewVia(w, rest...)
+		genX = st.State.Desired.Gen
+		return ok && st.State.Desired.Done && st.State.Desired.Active == failover.Backup
+	}, "the new leader completes gen X")
+	if got := w.Answer(); got != BackupIP {
+		t.Fatalf("after gen X BIND answers %s, want %s", got, BackupIP)
+	}
+	if out, stderr, code := w.CLI(rest[1], "failback", "--reason", "gen Y", "--yes", "--wait"); code != 0 {
+		t.Fatalf("failback: exit %d\n%s\n%s", code, out, stderr)
+	}
+	st, _ := viewVia(w, rest...)
+	genY := st.State.Desired.Gen
+	if genY <= genX {
+		t.Fatalf("gen Y %d is not after gen X %d", genY, genX)
+	}
+
+	// Release the old leader's write and let it see the outcome.
+	refusedBefore := strings.Count(w.BIND.Log(), "prerequisite not satisfied")
+	held.SetMode(faultproxy.Pass)
+	Eventually(t, 30*time.Second, func() bool {
+		return strings.Count(w.BIND.Log(), "prerequisite not satisfied") > refusedBefore
+	}, "BIND refuses the deposed leader's write")
+	if err := old.Thaw(); err != nil {
+		t.Fatal(err)
+	}
+
+	if got := w.Answer(); got != PrimaryIP {
+		t.Errorf("BIND answers %s after the stale write, want %s (gen Y)", got, PrimaryIP)
+	}
+	checkFence(t, w, genY)
+	if s := mustSerial(t, w); s != serial0+2 {
+		t.Errorf("BIND serial: got %d, want %d (two writes by the new leader, none by the old)", s, serial0+2)
+	}
+	Eventually(t, 60*time.Second, func() bool {
+		st, err := w.Status(old)
+		return err == nil && st.State.Desired.Gen == genY
+	}, "the old leader catches up")
+	h := w.SameHistory(60 * time.Second)
+	for _, g := range []uint64{genX, genY} {
+		if n := len(Actions(h, g, failover.OutcomeVerified)); n != 1 {
+			t.Errorf("verified results for gen %d: got %d, want 1\n%s", g, n, Summary(h))
+		}
+	}
+	if ds := Decisions(h); len(ds) != 2 {
+		t.Errorf("decisions: got\n%s want gen X and gen Y", Summary(ds))
+	}
+	// DNS stays on gen Y after the old leader rejoined.
+	if Within(3*w.Opts.Interval, func() bool { f, _ := w.Fence(); return f != "gen="+itoa(genY) }) {
+		t.Errorf("the fence moved away from gen %d after the old leader rejoined", genY)
+	}
+}
+
+// Scenario 11: one node's data dir becomes full (RLIMIT_FSIZE 0 on its
+// process: every write that grows a file fails, as on a full disk).
+// Invariants: that node says so loudly (error-level log lines); the other
+// two carry on: a manual failover through one of them is verified at BIND
+// and their histories agree.
+func TestChaos11DataDirFull(t *testing.T) {
+	w := Start(t, Options{})
+	victim := w.Follower()
+	rest := others(w, victim)
+	mark := len(victim.Log())
+	if err := victim.LimitFileSize(0); err != nil {
+		t.Fatalf("limit file size of %s: %v", victim.ID, err)
+	}
+	Eventually(t, 90*time.Second, func() bool {
+		return strings.Contains(victim.Log()[mark:], "level=ERROR")
+	}, "node %s logs errors about its full data dir", victim.ID)
+	t.Logf("node %s says:\n%s", victim.ID, tail(victim.Log()[mark:], 30))
+
+	out, stderr, code := w.CLI(rest[0], "failover", "--to", "backup", "--reason", "one disk full", "--yes", "--wait")
+	if code != 0 {
+		t.Fatalf("failover through %s: exit %d\n%s\n%s", rest[0].ID, code, out, stderr)
+	}
+	if got := w.Answer(); got != BackupIP {
+		t.Errorf("BIND answers %s, want %s", got, BackupIP)
+	}
+	var hs [][]failover.Entry
+	for _, n := range rest {
+		h, err := w.History(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs = append(hs, h)
+	}
+	if len(OfKind(hs[0], failover.KindManualFailover)) != 1 || Summary(hs[0]) != Summary(hs[1]) {
+		t.Errorf("healthy nodes' histories:\n%s---\n%s", Summary(hs[0]), Summary(hs[1]))
+	}
+	if st, err := w.Status(victim); err == nil {
+		t.Logf("status served by the full node: leader %q warnings %v state warnings %v", st.Leader, st.Warnings, st.State.Warnings)
+	} else {
+		t.Logf("status of the full node: %v", err)
+	}
+}
+
+func grepLines(s, substr string) []string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, substr) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
