@@ -10,15 +10,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptrace"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -134,21 +130,24 @@ func kubeProbe(ctx context.Context, spec Spec) Result {
 		req.SetBasicAuth(conn.username, conn.password)
 	}
 
-	timer := newKubePhaseTimer()
+	// The http prober's phase timer and classifier: one vocabulary of
+	// phases, classes and reasons for every HTTP-based probe.
+	timer := &connPhaseTimer{begun: time.Now()}
 	req = req.WithContext(httptrace.WithClientTrace(ctx, timer.trace()))
 	resp, err := client.Do(req)
 	if err != nil {
-		class, phase, reason := kubeClassifyNetErr(ctx, err, timer)
-		res := kubeFail(class, phase, reason)
+		res := connClassify(ctx, err, timer)
 		res.Phases = timer.phases()
 		return res
 	}
 	defer resp.Body.Close()
+	timer.beginPhase("body")
 	body, readErr := io.ReadAll(io.LimitReader(resp.Body, kubeMaxBody))
+	timer.endPhase("body", readErr)
 	res := kubeJudge(endpoint, resp.StatusCode, body)
 	if readErr != nil && res.OK {
-		class, _, reason := kubeClassifyNetErr(ctx, readErr, timer)
-		res = kubeFail(class, "body", "read body: "+reason)
+		timer.markFailing("body")
+		res = connClassify(ctx, readErr, timer)
 	}
 	res.Phases = timer.phases()
 	if resp.TLS != nil && len(resp.TLS.PeerCertificates) > 0 {
@@ -387,127 +386,4 @@ func kubeReadToken(path string) (string, error) {
 		return "", fmt.Errorf("token file %s: more than one line", path)
 	}
 	return tok, nil
-}
-
-// kubePhaseTimer records the phases of one request through httptrace. The
-// callbacks run on transport goroutines, hence the mutex.
-type kubePhaseTimer struct {
-	mu                      sync.Mutex
-	dnsStart, dnsDone       time.Time
-	connStart, connDone     time.Time
-	tlsStart, tlsDone       time.Time
-	wroteRequest, firstByte time.Time
-}
-
-func newKubePhaseTimer() *kubePhaseTimer { return &kubePhaseTimer{} }
-
-func (t *kubePhaseTimer) set(f func()) {
-	t.mu.Lock()
-	f()
-	t.mu.Unlock()
-}
-
-func (t *kubePhaseTimer) trace() *httptrace.ClientTrace {
-	return &httptrace.ClientTrace{
-		DNSStart: func(httptrace.DNSStartInfo) { t.set(func() { t.dnsStart = time.Now() }) },
-		DNSDone:  func(httptrace.DNSDoneInfo) { t.set(func() { t.dnsDone = time.Now() }) },
-		ConnectStart: func(string, string) {
-			t.set(func() {
-				if t.connStart.IsZero() {
-					t.connStart = time.Now()
-				}
-			})
-		},
-		ConnectDone: func(_, _ string, _ error) {
-			t.set(func() { t.connDone = time.Now() })
-		},
-		TLSHandshakeStart: func() { t.set(func() { t.tlsStart = time.Now() }) },
-		TLSHandshakeDone: func(tls.ConnectionState, error) {
-			t.set(func() { t.tlsDone = time.Now() })
-		},
-		WroteRequest:         func(httptrace.WroteRequestInfo) { t.set(func() { t.wroteRequest = time.Now() }) },
-		GotFirstResponseByte: func() { t.set(func() { t.firstByte = time.Now() }) },
-	}
-}
-
-// phases returns the durations of the phases that completed.
-func (t *kubePhaseTimer) phases() map[string]time.Duration {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	p := make(map[string]time.Duration, 4)
-	if !t.dnsStart.IsZero() && !t.dnsDone.IsZero() {
-		p["dns"] = t.dnsDone.Sub(t.dnsStart)
-	}
-	if !t.connStart.IsZero() && !t.connDone.IsZero() {
-		p["connect"] = t.connDone.Sub(t.connStart)
-	}
-	if !t.tlsStart.IsZero() && !t.tlsDone.IsZero() {
-		p["tls"] = t.tlsDone.Sub(t.tlsStart)
-	}
-	if !t.wroteRequest.IsZero() && !t.firstByte.IsZero() {
-		p["first_byte"] = t.firstByte.Sub(t.wroteRequest)
-	}
-	return p
-}
-
-// stage names the phase a failed request had reached.
-func (t *kubePhaseTimer) stage() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	switch {
-	case !t.wroteRequest.IsZero():
-		return "first_byte"
-	case !t.tlsStart.IsZero():
-		return "tls"
-	case !t.connStart.IsZero():
-		return "connect"
-	case !t.dnsStart.IsZero():
-		return "dns"
-	}
-	return "connect"
-}
-
-// kubeClassifyNetErr maps a transport error to a class, the phase it
-// happened in and a short reason. It mirrors the http prober's classes so
-// that the decision core sees one vocabulary.
-func kubeClassifyNetErr(ctx context.Context, err error, t *kubePhaseTimer) (Class, string, string) {
-	phase := t.stage()
-	var dnsErr *net.DNSError
-	var certErr *tls.CertificateVerificationError
-	var unknownAuth x509.UnknownAuthorityError
-	var hostErr x509.HostnameError
-	var invalidErr x509.CertificateInvalidError
-	var recordErr tls.RecordHeaderError
-	var alertErr tls.AlertError
-	var netErr net.Error
-	switch {
-	case errors.As(err, &dnsErr):
-		return ClassDNS, "dns", "dns: " + dnsErr.Err
-	case errors.As(err, &certErr), errors.As(err, &unknownAuth), errors.As(err, &hostErr),
-		errors.As(err, &invalidErr), errors.As(err, &recordErr), errors.As(err, &alertErr):
-		return ClassTLS, "tls", "tls handshake: " + kubeErrText(err)
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout(),
-		ctx.Err() != nil:
-		return ClassTimeout, phase, phase + ": timeout"
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return ClassRefused, "connect", "connect: connection refused"
-	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		if phase == "tls" {
-			return ClassTLS, "tls", "tls handshake: connection closed"
-		}
-		return ClassRefused, phase, phase + ": connection reset"
-	case phase == "tls":
-		return ClassTLS, "tls", "tls handshake: " + kubeErrText(err)
-	}
-	return ClassError, phase, phase + ": " + kubeErrText(err)
-}
-
-// kubeErrText strips the "Get \"url\": " prefix of a *url.Error: the URL
-// carries nothing secret, but it is noise in a one-line reason.
-func kubeErrText(err error) string {
-	var urlErr *url.Error
-	if errors.As(err, &urlErr) {
-		return urlErr.Err.Error()
-	}
-	return err.Error()
 }

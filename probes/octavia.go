@@ -498,7 +498,7 @@ func octaviaDialClass(ctx context.Context, err error) (Class, string) {
 	case errors.As(err, &dnsErr):
 		return ClassDNS, "dns: " + dnsErr.Err
 	case errors.As(err, &certErr), errors.As(err, &unknownAuth), errors.As(err, &hostErr):
-		return ClassTLS, "tls handshake: " + octaviaShort(kubeErrText(err))
+		return ClassTLS, "tls handshake: " + octaviaShort(octaviaErrText(err))
 	case errors.Is(err, context.DeadlineExceeded), ctx.Err() != nil, errors.As(err, &netErr) && netErr.Timeout():
 		return ClassTimeout, "timeout"
 	case errors.Is(err, syscall.ECONNREFUSED):
@@ -506,7 +506,7 @@ func octaviaDialClass(ctx context.Context, err error) (Class, string) {
 	case errors.Is(err, syscall.ECONNRESET):
 		return ClassRefused, "connection reset"
 	}
-	return ClassError, octaviaShort(kubeErrText(err))
+	return ClassError, octaviaShort(octaviaErrText(err))
 }
 
 // octaviaShort bounds an error text used as a reason.
@@ -519,4 +519,14 @@ func octaviaShort(s string) string {
 
 func octaviaFail(class Class, phase, reason string) Result {
 	return Result{Class: class, Phase: phase, Reason: reason, Detail: map[string]string{}}
+}
+
+// octaviaErrText strips the "Get \"url\": " prefix of a *url.Error: the URL
+// carries nothing secret, but it is noise in a one-line reason.
+func octaviaErrText(err error) string {
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		return urlErr.Err.Error()
+	}
+	return err.Error()
 }
