@@ -188,3 +188,50 @@ func TestCertsUsageErrors(t *testing.T) {
 		t.Error("a refused issue wrote node-a.crt")
 	}
 }
+
+// The CA rotation in docs/operations.md: while every watcher trusts a
+// bundle of the old and the new CA, certificates from either are accepted;
+// after the old CA is dropped, only the new ones are.
+func TestCertsCARotationBundle(t *testing.T) {
+	oldDir, newDir := t.TempDir(), t.TempDir()
+	for _, args := range [][]string{
+		{"certs", "init", "--dir", oldDir},
+		{"certs", "issue", "a", "--dir", oldDir, "--host", "127.0.0.1"},
+		{"certs", "init", "--dir", newDir},
+		{"certs", "issue", "a", "--dir", newDir, "--host", "127.0.0.1"},
+	} {
+		if _, stderr, code := run(t, args...); code != 0 {
+			t.Fatalf("%v: got exit %d: %s", args, code, stderr)
+		}
+	}
+	read := func(dir, name string) []byte {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	bundle := append(read(oldDir, "ca.crt"), read(newDir, "ca.crt")...)
+	cases := []struct {
+		name    string
+		ca      []byte
+		certDir string
+		ok      bool
+	}{
+		{"bundle accepts the old CA's certificate", bundle, oldDir, true},
+		{"bundle accepts the new CA's certificate", bundle, newDir, true},
+		{"new CA alone accepts the new certificate", read(newDir, "ca.crt"), newDir, true},
+		{"new CA alone refuses the old certificate", read(newDir, "ca.crt"), oldDir, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			creds, err := cluster.CredentialsFromPEM(tc.ca, read(tc.certDir, "node-a.crt"), read(tc.certDir, "node-a.key"))
+			if got := err == nil; got != tc.ok {
+				t.Fatalf("got accepted=%v (%v), want %v", got, err, tc.ok)
+			}
+			if tc.ok && creds.NodeID() != "a" {
+				t.Errorf("got node %q, want a", creds.NodeID())
+			}
+		})
+	}
+}
