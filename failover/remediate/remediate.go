@@ -1,0 +1,137 @@
+package remediate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/drwatch/drwatch/failover"
+)
+
+// Mode says whether a remediator runs, and whether it writes.
+type Mode string
+
+// Modes. The zero value (empty) means off.
+const (
+	ModeOff    Mode = "off"
+	ModeDryRun Mode = "dry-run"
+	ModeOn     Mode = "on"
+)
+
+// Valid reports whether m is a known mode (empty counts as off).
+func (m Mode) Valid() bool {
+	switch m {
+	case "", ModeOff, ModeDryRun, ModeOn:
+		return true
+	}
+	return false
+}
+
+// Enabled reports whether the remediator plans at all (dry-run or on).
+func (m Mode) Enabled() bool { return m == ModeDryRun || m == ModeOn }
+
+// Action is one change a remediator proposes.
+type Action struct {
+	// Target names the object acted on: "node/worker-3", "pod/ns/name",
+	// "deployment/ns/name".
+	Target string
+	// Verb is what is done to it: "taint", "untaint", "delete", "force-delete", "scale".
+	Verb string
+	// Reason says why, for the history and the on-call human.
+	Reason string
+	// Key identifies the action across passes and leaders. It must be stable
+	// for as long as the same fix is due (include the object's UID and, for
+	// per-decision actions, the generation), and new once a new fix is due,
+	// because the Runner never applies a Key the records show as applied.
+	// The Runner prefixes it with the remediator's name.
+	Key string
+	// Data is what Apply needs, opaque to the Runner; it is not recorded.
+	Data any
+}
+
+// Remediator is one remediation. Implementations are used by one Runner
+// pass at a time; Plan and Apply need not be safe for concurrent use.
+type Remediator interface {
+	// Name is the remediation's stable name ("orphaned-pods"), used in
+	// config, records and metric labels.
+	Name() string
+	// Plan reads the actual world and returns the actions due now, in a
+	// deterministic order. It never writes. It is idempotent: with the world
+	// unchanged it returns the same actions. An error means the world could
+	// not be read; the Runner records nothing and retries next pass.
+	Plan(ctx context.Context) ([]Action, error)
+	// Apply performs one action returned by Plan. It is idempotent: when the
+	// effect is already there (taint present, pod gone) it returns nil. It
+	// rechecks the precondition it can check cheaply and returns an error
+	// wrapping ErrPrecondition when the world moved on since Plan; any other
+	// error is a failure the Runner records as failed.
+	Apply(ctx context.Context, a Action) error
+}
+
+// ErrPrecondition means an action's precondition no longer holds; the
+// Runner records it as failed with the reason, and the next Plan decides
+// afresh.
+var ErrPrecondition = errors.New("precondition no longer holds")
+
+// Decision is the failover decision a remediator may act on: the current
+// generation and the site it makes active.
+type Decision struct {
+	Gen    uint64
+	Active failover.Site
+}
+
+// Settings are one remediator's mode and caps.
+type Settings struct {
+	Mode Mode `yaml:"mode" doc:"off (the default), dry-run (record what would be done, write nothing) or on."`
+	// MaxPerPass bounds the actions applied in one pass; 0 means the default 1.
+	MaxPerPass int `yaml:"max_per_pass" doc:"Most actions applied in one pass (default 1); the rest are recorded as skipped_cap."`
+	// MaxPerHour bounds applied and failed actions in any hour, counted from
+	// the replicated records; 0 means the default 10.
+	MaxPerHour int `yaml:"max_per_hour" doc:"Most actions applied or failed in the last hour, counted from the replicated history (default 10)."`
+}
+
+// Defaults for Settings.
+const (
+	DefaultMaxPerPass = 1
+	DefaultMaxPerHour = 10
+)
+
+func (s Settings) withDefaults() Settings {
+	if s.Mode == "" {
+		s.Mode = ModeOff
+	}
+	if s.MaxPerPass <= 0 {
+		s.MaxPerPass = DefaultMaxPerPass
+	}
+	if s.MaxPerHour <= 0 {
+		s.MaxPerHour = DefaultMaxPerHour
+	}
+	return s
+}
+
+// Planned is one action with the remediator that planned it, for
+// `drwatch remediate plan`.
+type Planned struct {
+	Remediation string
+	Action
+}
+
+// PlanAll runs Plan of each remediator, read-only, and returns all actions
+// sorted by remediation then plan order. It returns every error at once.
+func PlanAll(ctx context.Context, rems []Remediator) ([]Planned, error) {
+	var out []Planned
+	var errs []error
+	for _, r := range rems {
+		acts, err := r.Plan(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", r.Name(), err))
+			continue
+		}
+		for _, a := range acts {
+			out = append(out, Planned{Remediation: r.Name(), Action: a})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Remediation < out[j].Remediation })
+	return out, errors.Join(errs...)
+}

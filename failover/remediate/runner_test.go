@@ -1,0 +1,386 @@
+package remediate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/drwatch/drwatch/failover"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// fakeCluster is the replicated log in one process: Propose stamps the
+// command with the leader's clock and applies it to a real failover.Machine,
+// as cluster.Node does with LeaderTransform.
+type fakeCluster struct {
+	mu       sync.Mutex
+	m        *failover.Machine
+	idx      uint64
+	now      func() time.Time
+	notLead  error
+	proposed int
+}
+
+func newFakeCluster(now func() time.Time) *fakeCluster {
+	return &fakeCluster{m: failover.New(), now: now}
+}
+
+func (c *fakeCluster) VerifyLeader(context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.notLead
+}
+
+func (c *fakeCluster) Propose(_ context.Context, cmd []byte) ([]byte, uint64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, err := failover.Stamp(cmd, c.now().UnixNano())
+	if err != nil {
+		return nil, 0, err
+	}
+	c.idx++
+	c.proposed++
+	return c.m.Apply(c.idx, b), c.idx, nil
+}
+
+// fakeRemediator plans a fixed list of actions and records applies.
+type fakeRemediator struct {
+	name    string
+	actions []Action
+	planErr error
+	failOn  string
+	plans   int
+	applied []string
+}
+
+func (f *fakeRemediator) Name() string { return f.name }
+func (f *fakeRemediator) Plan(context.Context) ([]Action, error) {
+	f.plans++
+	return f.actions, f.planErr
+}
+func (f *fakeRemediator) Apply(_ context.Context, a Action) error {
+	if a.Target == f.failOn {
+		return fmt.Errorf("apply %s: %w", a.Target, ErrPrecondition)
+	}
+	f.applied = append(f.applied, a.Target)
+	return nil
+}
+
+func actions(n int, prefix string) []Action {
+	out := make([]Action, n)
+	for i := range out {
+		t := fmt.Sprintf("%s%d", prefix, i)
+		out[i] = Action{Target: t, Verb: "fix", Reason: "broken", Key: "fix/" + t}
+	}
+	return out
+}
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func newRunner(t *testing.T, c *fakeCluster, clk *clock, reg prometheus.Registerer, entries ...Entry) *Runner {
+	t.Helper()
+	r, err := NewRunner(RunnerConfig{Node: "a", Cluster: c, State: c.m, Remediators: entries, Registerer: reg, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// results counts the machine's records per result for one remediation.
+func results(m *failover.Machine, name string) map[string]int {
+	out := map[string]int{}
+	for _, r := range m.Remediations() {
+		if r.Name == name {
+			out[r.Result]++
+		}
+	}
+	return out
+}
+
+func eqCounts(got, want map[string]int) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for k, v := range want {
+		if got[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func TestRunnerModes(t *testing.T) {
+	tests := []struct {
+		mode        Mode
+		wantPlans   int
+		wantApplied int
+		wantRecords map[string]int
+	}{
+		{"", 0, 0, map[string]int{}},
+		{ModeOff, 0, 0, map[string]int{}},
+		{ModeDryRun, 1, 0, map[string]int{"dry_run": 2}},
+		{ModeOn, 1, 2, map[string]int{"planned": 2, "applied": 2}},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.mode), func(t *testing.T) {
+			clk := &clock{t: time.Unix(1000, 0)}
+			c := newFakeCluster(clk.Now)
+			f := &fakeRemediator{name: "fake", actions: actions(2, "x")}
+			r := newRunner(t, c, clk, nil, Entry{f, Settings{Mode: tt.mode, MaxPerPass: 5}})
+			if rep := r.Pass(context.Background()); rep.Err != nil {
+				t.Fatal(rep.Err)
+			}
+			if f.plans != tt.wantPlans || len(f.applied) != tt.wantApplied {
+				t.Fatalf("got %d plans %d applies, want %d and %d", f.plans, len(f.applied), tt.wantPlans, tt.wantApplied)
+			}
+			if got := results(c.m, "fake"); !eqCounts(got, tt.wantRecords) {
+				t.Fatalf("got records %v, want %v", got, tt.wantRecords)
+			}
+		})
+	}
+}
+
+func TestRunnerRecordsEverything(t *testing.T) {
+	clk := &clock{t: time.Unix(1000, 0)}
+	c := newFakeCluster(clk.Now)
+	// Give the machine a decision generation to carry.
+	pol := failover.Policy{Nodes: []string{"a", "b", "c"}, Quorum: 2, Fall: 3, Rise: 2, Interval: time.Second, AutoFailover: true,
+		Sites: map[failover.Site]failover.SitePolicy{
+			failover.Primary: {Probes: []failover.ProbeRef{{Name: "p", Critical: true}}},
+			failover.Backup:  {Probes: []failover.ProbeRef{{Name: "p", Critical: true}}},
+		},
+		Zone:    "example.org.",
+		Records: []failover.Record{{Name: "www", Type: "A", TTL: 60, Primary: []string{"192.0.2.1"}, Backup: []string{"192.0.2.2"}}}}
+	for _, cmd := range []failover.Command{
+		failover.SetPolicy{Policy: pol}.Command(),
+		failover.Failover{To: failover.Backup, Force: true, Actor: "alice"}.Command(),
+	} {
+		b, err := failover.Encode(cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, _, _ := c.Propose(context.Background(), b)
+		if _, err := failover.DecodeResponse(resp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gen := c.m.Desired().Gen
+	if gen == 0 {
+		t.Fatal("no decision made")
+	}
+	reg := prometheus.NewRegistry()
+	f := &fakeRemediator{name: "fake", actions: actions(3, "x"), failOn: "x1"}
+	r := newRunner(t, c, clk, reg, Entry{f, Settings{Mode: ModeOn, MaxPerPass: 2, MaxPerHour: 10}})
+	r.Pass(context.Background())
+	want := map[string]int{"planned": 2, "applied": 1, "failed": 1, "skipped_cap": 1}
+	if got := results(c.m, "fake"); !eqCounts(got, want) {
+		t.Fatalf("got records %v, want %v", got, want)
+	}
+	for _, rec := range c.m.Remediations() {
+		if rec.Gen != gen || rec.Reason != "broken" || rec.Actor != "a" || rec.Key != "fake/fix/"+rec.Target || rec.At != clk.Now().UnixNano() {
+			t.Fatalf("got record %+v, want gen %d, reason, actor, key and leader time", rec, gen)
+		}
+		if rec.Result == failover.RemediationFailed && !strings.Contains(rec.Detail, "precondition") {
+			t.Fatalf("got failed detail %q, want the apply error", rec.Detail)
+		}
+	}
+	kinds := 0
+	for _, e := range c.m.History() {
+		if e.Kind == failover.KindRemediation {
+			kinds++
+		}
+	}
+	if kinds != 3 {
+		t.Fatalf("got %d remediation history entries, want 3 (applied, failed, skipped_cap)", kinds)
+	}
+	got, series := gatherActions(t, reg)
+	for res, n := range want {
+		if got["fake/"+res] != n {
+			t.Fatalf("metric %s{result=%s}: got %v, want %d", MetricActions, res, got["fake/"+res], n)
+		}
+	}
+	if series != 5 {
+		t.Fatalf("got %d series, want 5 (one per result)", series)
+	}
+}
+
+func TestRunnerCapsAcrossLeaderChange(t *testing.T) {
+	clk := &clock{t: time.Unix(10000, 0)}
+	c := newFakeCluster(clk.Now)
+	set := Settings{Mode: ModeOn, MaxPerPass: 2, MaxPerHour: 3}
+	f1 := &fakeRemediator{name: "fake", actions: actions(2, "a")}
+	newRunner(t, c, clk, nil, Entry{f1, set}).Pass(context.Background())
+	if len(f1.applied) != 2 {
+		t.Fatalf("leader 1: got %d applies, want 2", len(f1.applied))
+	}
+
+	// A new leader: new Runner and remediator, same replicated records.
+	clk.Add(10 * time.Minute)
+	f2 := &fakeRemediator{name: "fake", actions: actions(3, "b")}
+	r2 := newRunner(t, c, clk, nil, Entry{f2, set})
+	r2.Pass(context.Background())
+	if len(f2.applied) != 1 {
+		t.Fatalf("leader 2: got %d applies, want 1 (hourly cap 3, 2 already used)", len(f2.applied))
+	}
+	if got := results(c.m, "fake")["skipped_cap"]; got != 2 {
+		t.Fatalf("got %d skipped_cap records, want 2", got)
+	}
+	// A repeated pass within the hour applies nothing and records nothing new.
+	before := len(c.m.Remediations())
+	r2.Pass(context.Background())
+	if len(f2.applied) != 1 || len(c.m.Remediations()) != before {
+		t.Fatalf("repeated pass: got %d applies and %d new records, want 1 and 0", len(f2.applied), len(c.m.Remediations())-before)
+	}
+	// An hour after the first two, their budget is free again.
+	clk.Add(51 * time.Minute)
+	r2.Pass(context.Background())
+	if len(f2.applied) != 3 {
+		t.Fatalf("after the hour: got %d applies, want 3", len(f2.applied))
+	}
+}
+
+func TestRunnerIdempotentByKey(t *testing.T) {
+	clk := &clock{t: time.Unix(1000, 0)}
+	c := newFakeCluster(clk.Now)
+	set := Settings{Mode: ModeOn, MaxPerPass: 5, MaxPerHour: 50}
+	f1 := &fakeRemediator{name: "fake", actions: actions(2, "x")}
+	newRunner(t, c, clk, nil, Entry{f1, set}).Pass(context.Background())
+	// The next leader's Plan still sees the same work (say its watch lags):
+	// it must not redo what the records show as applied.
+	f2 := &fakeRemediator{name: "fake", actions: actions(3, "x")}
+	rep := newRunner(t, c, clk, nil, Entry{f2, set}).Pass(context.Background())
+	if len(f2.applied) != 1 || f2.applied[0] != "x2" {
+		t.Fatalf("got applies %v, want only x2", f2.applied)
+	}
+	if rep.Counts["fake"]["done"] != 2 {
+		t.Fatalf("got counts %v, want done=2", rep.Counts)
+	}
+	// Another remediator with the same action key is not affected.
+	f3 := &fakeRemediator{name: "other", actions: actions(1, "x")}
+	newRunner(t, c, clk, nil, Entry{f3, set}).Pass(context.Background())
+	if len(f3.applied) != 1 {
+		t.Fatalf("other remediator: got %d applies, want 1", len(f3.applied))
+	}
+}
+
+func TestRunnerVerifyLeaderBlocksApply(t *testing.T) {
+	clk := &clock{t: time.Unix(1000, 0)}
+	c := newFakeCluster(clk.Now)
+	deposed := errors.New("not the leader")
+	c.notLead = deposed
+	f := &fakeRemediator{name: "fake", actions: actions(2, "x")}
+	g := &fakeRemediator{name: "later", actions: actions(1, "y")}
+	r := newRunner(t, c, clk, nil, Entry{f, Settings{Mode: ModeOn, MaxPerPass: 5}}, Entry{g, Settings{Mode: ModeOn}})
+	rep := r.Pass(context.Background())
+	if !errors.Is(rep.Err, deposed) {
+		t.Fatalf("got err %v, want it to wrap the VerifyLeader error", rep.Err)
+	}
+	if len(f.applied)+len(g.applied) != 0 || g.plans != 0 {
+		t.Fatalf("got %d+%d applies and %d later plans, want none: the pass stops", len(f.applied), len(g.applied), g.plans)
+	}
+	if got := results(c.m, "fake"); !eqCounts(got, map[string]int{"planned": 1}) {
+		t.Fatalf("got records %v, want one planned", got)
+	}
+}
+
+func TestRunnerPlanErrorSkipsOnlyThatRemediator(t *testing.T) {
+	clk := &clock{t: time.Unix(1000, 0)}
+	c := newFakeCluster(clk.Now)
+	bad := &fakeRemediator{name: "bad", planErr: errors.New("api down")}
+	good := &fakeRemediator{name: "good", actions: actions(1, "x")}
+	rep := newRunner(t, c, clk, nil, Entry{bad, Settings{Mode: ModeOn}}, Entry{good, Settings{Mode: ModeOn}}).Pass(context.Background())
+	if rep.Err == nil || len(good.applied) != 1 {
+		t.Fatalf("got err %v and %d applies, want a plan error and good applied", rep.Err, len(good.applied))
+	}
+}
+
+func TestNewRunnerChecks(t *testing.T) {
+	c := newFakeCluster(time.Now)
+	f := &fakeRemediator{name: "fake"}
+	tests := []struct {
+		name string
+		cfg  RunnerConfig
+	}{
+		{"no cluster", RunnerConfig{State: c.m}},
+		{"bad mode", RunnerConfig{Cluster: c, State: c.m, Remediators: []Entry{{f, Settings{Mode: "yes"}}}}},
+		{"repeated name", RunnerConfig{Cluster: c, State: c.m, Remediators: []Entry{{f, Settings{}}, {f, Settings{}}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := NewRunner(tt.cfg); err == nil {
+				t.Fatal("got nil error, want one")
+			}
+		})
+	}
+	// A second Runner on the same registry (after a leader change) reuses the counter.
+	reg := prometheus.NewRegistry()
+	for range 2 {
+		if _, err := NewRunner(RunnerConfig{Cluster: c, State: c.m, Registerer: reg}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	var c Config
+	if err := c.WithDefaults().Validate(); err != nil {
+		t.Fatalf("zero config: %v", err)
+	}
+	d := c.WithDefaults()
+	if d.DeadNodeOutOfService.Mode != ModeOff || d.DrainTrap.Site != "primary" || d.OrphanedPods.MaxPerPass != DefaultMaxPerPass {
+		t.Fatalf("got defaults %+v, want off, primary, default caps", d)
+	}
+	c.DrainTrap.Mode = "maybe"
+	c.BackupWarmup.Workloads = []Workload{{Kind: "DaemonSet", Name: "x"}}
+	err := c.Validate()
+	for _, want := range []string{"drain_trap.mode", "workloads[0].kind", "workloads[0]: namespace", "workloads[0].replicas"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("got %v, want a problem naming %s", err, want)
+		}
+	}
+}
+
+// gatherActions reads drwatch_remediation_actions_total from reg as
+// "remediation/result" -> value, and the number of series.
+func gatherActions(t *testing.T, reg *prometheus.Registry) (map[string]int, int) {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, n := map[string]int{}, 0
+	for _, mf := range mfs {
+		if mf.GetName() != MetricActions {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			n++
+			out[label(m, "remediation")+"/"+label(m, "result")] = int(m.GetCounter().GetValue())
+		}
+	}
+	return out, n
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
