@@ -107,3 +107,31 @@ func TestPageSaysWhenItStopsUpdating(t *testing.T) {
 	}
 	t.Logf("screenshot %s", shot)
 }
+
+// TestPageRefreshSwapsContent loads a healthy page whose refreshes then
+// report no leader: after the refresh the DOM (and the tab title) must
+// carry the alarm, which proves the script swaps the partial in.
+func TestPageRefreshSwapsContent(t *testing.T) {
+	if _, err := apitest.Chromium(); err != nil {
+		t.Fatal(err)
+	}
+	full, partial := &pageBackend{st: fxFailedOver()}, &pageBackend{st: fxNoLeader()}
+	sFull := NewServer(full, Options{Now: func() time.Time { return fxNow }})
+	RegisterStatusPage(sFull, full)
+	sPart := NewServer(partial, Options{Now: func() time.Time { return fxNow }})
+	RegisterStatusPage(sPart, partial)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("partial") != "" {
+			sPart.ServeHTTP(w, r)
+			return
+		}
+		sFull.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	dom := apitest.Browse(t, srv.URL+"/", apitest.BrowseOptions{Width: 1000, Height: 600})
+	for _, want := range []string{"<title>⚠ No leader · drwatch · active: backup</title>", `role="alert"`, "knows no Raft leader"} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("after a refresh to a no-leader state, the DOM lacks %q", want)
+		}
+	}
+}

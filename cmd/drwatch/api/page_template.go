@@ -106,6 +106,8 @@ const pageScript = `
       main.querySelectorAll("details").forEach(function(d){
         if(open[d.id]){d.open=true;}else if(closed[d.id]){d.open=false;}
       });
+      var t=document.getElementById("title");
+      if(t){document.title=t.getAttribute("data-title");}
       lastOK=Date.now();
       live.textContent="live · refreshed every "+(every/1000)+" s";
       live.className="";
@@ -129,7 +131,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
 <meta name="viewport" content="width=device-width,initial-scale=1">
 <meta name="color-scheme" content="light dark">
 <meta name="referrer" content="no-referrer">
-<title>{{if .Alarm}}⚠ {{.Alarm}} · {{end}}drwatch · active: {{.Active}}</title>
+<title>{{template "title" .}}</title>
 <noscript><meta http-equiv="refresh" content="5"></noscript>
 <style nonce="{{.Nonce}}">` + pageCSS + `</style>
 </head>
@@ -146,7 +148,9 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
 <script nonce="{{.Nonce}}">` + pageScript + `</script>
 </body>
 </html>
+{{define "title"}}{{if .Alarm}}⚠ {{.Alarm}} · {{end}}drwatch · active: {{.Active}}{{end}}
 {{define "main"}}
+<span hidden id="title" data-title="{{template "title" .}}"></span>
 {{- if .Alarm}}
 <section class="alarm" role="alert" id="alarm">
 <h2>⚠ {{.Alarm}}</h2>

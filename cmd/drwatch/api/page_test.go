@@ -255,8 +255,8 @@ func TestPagePartial(t *testing.T) {
 			t.Errorf("partial contains %q: want only the main container's content", bad)
 		}
 	}
-	if !strings.HasPrefix(p, "<section") {
-		t.Errorf("partial starts with %.40q, want a <section>", p)
+	if !strings.HasPrefix(p, `<span hidden id="title" data-title="drwatch · active: backup"></span>`) {
+		t.Errorf("partial starts with %.80q, want the title carrier", p)
 	}
 	m := regexp.MustCompile(`(?s)<main id="main" data-refresh-ms="(\d+)">(.*)</main>`).FindSubmatch(full)
 	if m == nil {
