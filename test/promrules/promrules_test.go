@@ -24,6 +24,7 @@ const (
 	testsFile  = root + "/deploy/prometheus/alerts_test.yml"
 	runbooks   = root + "/docs/runbooks.md"
 	dashboard  = root + "/deploy/grafana/drwatch.json"
+	promConfig = root + "/deploy/prometheus/prometheus.yml"
 	runbookURL = "https://github.com/drwatch/drwatch/blob/main/docs/runbooks.md#"
 )
 
@@ -90,6 +91,29 @@ func TestPromtoolTestRules(t *testing.T) {
 	out := run(t, filepath.Dir(testsFile), promtool(t), "test", "rules", filepath.Base(testsFile))
 	if !strings.Contains(out, "SUCCESS") {
 		t.Errorf("promtool test rules: got %s, want SUCCESS", out)
+	}
+}
+
+// TestPromtoolCheckConfig checks the example scrape configuration, with
+// its rule file, in a scratch directory that holds a stand-in CA file
+// (promtool checks that the file exists, not what it holds).
+func TestPromtoolCheckConfig(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{promConfig, alertsFile} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "drwatch-ca.crt"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := run(t, dir, promtool(t), "check", "config", "prometheus.yml")
+	if !strings.Contains(out, "valid prometheus config") || !strings.Contains(out, "12 rules found") {
+		t.Errorf("promtool check config: got %s, want a valid config that loads alerts.yml", out)
 	}
 }
 
