@@ -118,12 +118,48 @@ func (c Config) withDefaults() Config {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	if c.Dial == nil {
-		var d net.Dialer
+		src := dialSource(c.BindAddr)
 		c.Dial = func(ctx context.Context, addr string) (net.Conn, error) {
+			var d net.Dialer
+			if src != nil && sameScope(src.IP, addr) {
+				d.LocalAddr = src
+			}
 			return d.DialContext(ctx, "tcp", addr)
 		}
 	}
 	return c
+}
+
+// dialSource is the address peers should see our connections come from:
+// the IP of bindAddr when it names one specific address, so that a
+// firewall or fault proxy in front of a peer can tell the nodes apart by
+// source (the end-to-end tests give each node its own loopback IP and
+// partition them that way). nil leaves the choice to the kernel.
+func dialSource(bindAddr string) *net.TCPAddr {
+	host, _, err := net.SplitHostPort(bindAddr)
+	if err != nil {
+		return nil
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || ip.IsUnspecified() {
+		return nil
+	}
+	return &net.TCPAddr{IP: ip}
+}
+
+// sameScope reports whether a connection from src can reach addr: a
+// loopback source only reaches loopback destinations (a node bound to
+// 127.0.0.1 behind a port forward still dials remote peers).
+func sameScope(src net.IP, addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	dst := net.ParseIP(host)
+	if dst == nil {
+		return !src.IsLoopback()
+	}
+	return src.IsLoopback() == dst.IsLoopback() && (src.To4() == nil) == (dst.To4() == nil)
 }
 
 // validate returns every problem at once.
