@@ -96,6 +96,7 @@ type Proxy struct {
 
 	mu      sync.Mutex
 	mode    Mode
+	from    map[string]Mode // per client IP, overriding mode
 	rng     *rand.Rand
 	target  string
 	changed chan struct{} // closed and replaced on every SetMode
@@ -124,6 +125,7 @@ func New(listenAddr, target string) (*Proxy, error) {
 		target:  target,
 		changed: make(chan struct{}),
 		conns:   make(map[*pconn]struct{}),
+		from:    make(map[string]Mode),
 		done:    make(chan struct{}),
 	}
 	p.wg.Add(1)
@@ -155,20 +157,52 @@ func (p *Proxy) Mode() Mode {
 	return p.mode
 }
 
-// SetMode switches the fault applied from now on. Switching to Reset closes
-// every open connection with RST before it returns; switching away from
+// SetMode switches the fault applied from now on to clients without a mode
+// of their own (SetModeFrom). Switching to Reset closes every open
+// connection it applies to with RST before it returns; switching away from
 // Blackhole resumes frozen connections.
 func (p *Proxy) SetMode(m Mode) {
 	p.mu.Lock()
 	p.mode = m
+	p.changeLocked(m)
+}
+
+// SetModeFrom applies m to connections from the client IP ip (as in
+// "127.0.0.12"), new and existing, overriding the proxy-wide mode until
+// ClearModeFrom. It lets one proxy in front of a node cut off some peers
+// and not others, when each peer dials from its own address.
+func (p *Proxy) SetModeFrom(ip string, m Mode) {
+	p.mu.Lock()
+	p.from[ip] = m
+	p.changeLocked(m)
+}
+
+// ClearModeFrom returns connections from ip to the proxy-wide mode.
+func (p *Proxy) ClearModeFrom(ip string) {
+	p.mu.Lock()
+	delete(p.from, ip)
+	p.changeLocked(Pass) // Pass: wake everyone without reseeding a Drop
+
+}
+
+// ModeFrom returns the mode applied to connections from ip.
+func (p *Proxy) ModeFrom(ip string) Mode {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.modeForLocked(ip)
+}
+
+// changeLocked wakes every connection to re-read its mode and resets those
+// now under Reset. It is called with p.mu held and releases it.
+func (p *Proxy) changeLocked(m Mode) {
 	if m.Kind == KindDrop {
 		p.rng = rand.New(rand.NewPCG(m.Seed, m.Seed^0x9e3779b97f4a7c15))
 	}
 	close(p.changed)
 	p.changed = make(chan struct{})
 	var victims []*pconn
-	if m.Kind == KindReset {
-		for c := range p.conns {
+	for c := range p.conns {
+		if p.modeForLocked(c.src).Kind == KindReset {
 			victims = append(victims, c)
 		}
 	}
@@ -176,6 +210,13 @@ func (p *Proxy) SetMode(m Mode) {
 	for _, c := range victims {
 		c.reset()
 	}
+}
+
+func (p *Proxy) modeForLocked(ip string) Mode {
+	if m, ok := p.from[ip]; ok {
+		return m
+	}
+	return p.mode
 }
 
 // Stats returns the connection counters.
@@ -214,11 +255,12 @@ func (p *Proxy) Close() error {
 	return err
 }
 
-// state returns the mode and the channel closed at its next change.
-func (p *Proxy) state() (Mode, <-chan struct{}) {
+// state returns the mode for client IP src and the channel closed at the
+// next change of any mode.
+func (p *Proxy) state(src string) (Mode, <-chan struct{}) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.mode, p.changed
+	return p.modeForLocked(src), p.changed
 }
 
 func (p *Proxy) acceptLoop() {
@@ -239,6 +281,9 @@ func (p *Proxy) acceptLoop() {
 		}
 		p.accepted.Add(1)
 		pc := &pconn{p: p, client: c.(*net.TCPConn), stop: make(chan struct{})}
+		if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+			pc.src = a.IP.String()
+		}
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
@@ -246,11 +291,11 @@ func (p *Proxy) acceptLoop() {
 			return
 		}
 		drop := false
-		switch p.mode.Kind {
+		switch m := p.modeForLocked(pc.src); m.Kind {
 		case KindReset:
 			drop = true
 		case KindDrop:
-			drop = p.rng.Float64() < p.mode.Fraction
+			drop = p.rng.Float64() < m.Fraction
 		}
 		if drop {
 			p.mu.Unlock()
@@ -269,6 +314,7 @@ func (p *Proxy) acceptLoop() {
 type pconn struct {
 	p        *Proxy
 	client   *net.TCPConn
+	src      string // the client's IP
 	upstream atomic.Pointer[net.TCPConn]
 	once     sync.Once
 	stop     chan struct{}
@@ -302,7 +348,7 @@ func (c *pconn) run() {
 	}()
 	// Hold a connection accepted in Blackhole until the mode changes.
 	for {
-		m, changed := c.p.state()
+		m, changed := c.p.state(c.src)
 		if m.Kind == KindReset {
 			c.reset()
 			return
@@ -382,7 +428,7 @@ func (c *pconn) pipe(src, dst *net.TCPConn) {
 // connection is finished.
 func (c *pconn) deliver(ch chunk, dst *net.TCPConn) bool {
 	for {
-		m, changed := c.p.state()
+		m, changed := c.p.state(c.src)
 		switch m.Kind {
 		case KindReset:
 			c.reset()

@@ -314,3 +314,63 @@ func TestCloseEndsConnections(t *testing.T) {
 		t.Fatalf("dial after Close: got nil error, want refused")
 	}
 }
+
+// dialFrom connects from the local IP src (any 127/8 address is loopback on Linux).
+func dialFrom(t *testing.T, src, addr string) *client {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &client{c, bufio.NewReader(c)}
+}
+
+func TestModeFromFiltersBySourceIP(t *testing.T) {
+	p := newProxy(t, echoServer(t, "a:"))
+	cut := dialFrom(t, "127.0.0.2", p.Addr())
+	other := dialFrom(t, "127.0.0.3", p.Addr())
+	for _, c := range []*client{cut, other} {
+		if got, err := c.roundTrip("hello", long); err != nil || got != "a:hello" {
+			t.Fatalf("before: got %q, %v, want a:hello", got, err)
+		}
+	}
+
+	p.SetModeFrom("127.0.0.2", Blackhole)
+	if m := p.ModeFrom("127.0.0.2"); m.Kind != KindBlackhole {
+		t.Fatalf("ModeFrom: got %s, want blackhole", m)
+	}
+	if got, err := cut.roundTrip("frozen", quiet); !isTimeout(err) {
+		t.Fatalf("existing conn from the cut IP: got %q, %v, want a timeout", got, err)
+	}
+	if got, err := other.roundTrip("still", long); err != nil || got != "a:still" {
+		t.Fatalf("existing conn from another IP: got %q, %v, want a:still", got, err)
+	}
+	fresh := dialFrom(t, "127.0.0.2", p.Addr())
+	if got, err := fresh.roundTrip("new", quiet); !isTimeout(err) {
+		t.Fatalf("new conn from the cut IP: got %q, %v, want a timeout", got, err)
+	}
+	if got, err := dialFrom(t, "127.0.0.3", p.Addr()).roundTrip("new", long); err != nil || got != "a:new" {
+		t.Fatalf("new conn from another IP: got %q, %v, want a:new", got, err)
+	}
+	// A proxy-wide change does not lift a per-source mode.
+	p.SetMode(Pass)
+	if got, err := fresh.roundTrip("x", quiet); !isTimeout(err) {
+		t.Fatalf("after SetMode(Pass), conn from the cut IP: got %q, %v, want a timeout", got, err)
+	}
+
+	p.ClearModeFrom("127.0.0.2")
+	cut.c.SetDeadline(time.Now().Add(long))
+	if got, err := cut.r.ReadString('\n'); err != nil || got != "a:frozen\n" {
+		t.Fatalf("after ClearModeFrom: got %q, %v, want a:frozen", got, err)
+	}
+
+	p.SetModeFrom("127.0.0.3", Reset)
+	if got, err := other.roundTrip("y", long); err == nil || isTimeout(err) {
+		t.Fatalf("conn from a reset IP: got %q, %v, want a connection error", got, err)
+	}
+	if got, err := cut.roundTrip("z", long); err != nil || got != "a:z" {
+		t.Fatalf("conn from a passing IP after another's reset: got %q, %v, want a:z", got, err)
+	}
+}
