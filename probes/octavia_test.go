@@ -490,6 +490,37 @@ func TestProbeOctaviaRealStack(t *testing.T) {
 		})
 	}
 
+	t.Run("status tree with listener pool and members", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+		defer cancel()
+		pool, err := s.AddListenerPool(ctx, id, "web", 80, "192.0.2.11", "192.0.2.12")
+		if err != nil {
+			t.Fatalf("add listener and pool: %v", err)
+		}
+		for _, st := range []struct{ table, id, status string }{
+			{"member", pool.MemberIDs[0], "ONLINE"}, {"member", pool.MemberIDs[1], "ERROR"},
+			{"pool", pool.PoolID, "DEGRADED"}, {"listener", pool.ListenerID, "DEGRADED"},
+		} {
+			if err := s.SetStatus(ctx, st.table, st.id, st.status); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.SetLBStatus(ctx, id, "ACTIVE", "DEGRADED"); err != nil {
+			t.Fatal(err)
+		}
+		res := probe(appcred)
+		if res.Class != ClassLBDegraded {
+			t.Fatalf("got class %q reason %q, want %q", res.Class, res.Reason, ClassLBDegraded)
+		}
+		want := map[string]string{"listeners": "1", "pools": "1", "members": "ERROR=1,ONLINE=1",
+			"unhealthy_listeners": "web(DEGRADED)", "unhealthy_pools": "web(DEGRADED)", "unhealthy_members": "web-2(ERROR)"}
+		for k, v := range want {
+			if res.Detail[k] != v {
+				t.Errorf("got Detail[%q] %q, want %q", k, res.Detail[k], v)
+			}
+		}
+	})
+
 	t.Run("keystone stopped", func(t *testing.T) {
 		if err := s.SetLBStatus(t.Context(), id, "ACTIVE", "ONLINE"); err != nil {
 			t.Fatal(err)

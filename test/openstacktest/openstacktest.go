@@ -836,6 +836,68 @@ func (s *Stack) CreateLB(ctx context.Context, name string) (string, error) {
 	return id, nil
 }
 
+// Pool is what AddListenerPool created.
+type Pool struct {
+	ListenerID string
+	PoolID     string
+	MemberIDs  []string
+}
+
+// AddListenerPool gives a load balancer of the Member project an HTTP
+// listener on port, a round-robin pool behind it and one member per address
+// (port 80; addresses are never contacted with the noop drivers), waiting
+// for the load balancer to return to ACTIVE after each step.
+func (s *Stack) AddListenerPool(ctx context.Context, lbID, name string, port int, memberAddrs ...string) (Pool, error) {
+	tok, err := s.Token(ctx, s.Member)
+	if err != nil {
+		return Pool{}, err
+	}
+	var p Pool
+	var out struct {
+		Listener struct{ ID string } `json:"listener"`
+		Pool     struct{ ID string } `json:"pool"`
+		Member   struct{ ID string } `json:"member"`
+	}
+	create := func(path string, body any) error {
+		if _, err := s.call(ctx, http.MethodPost, s.OctaviaURL+"/v2/lbaas/"+path, tok, body, &out); err != nil {
+			return fmt.Errorf("create %s: %w", path, err)
+		}
+		return s.WaitLB(ctx, lbID, "ACTIVE")
+	}
+	if err := create("listeners", map[string]any{"listener": map[string]any{
+		"loadbalancer_id": lbID, "name": name, "protocol": "HTTP", "protocol_port": port}}); err != nil {
+		return Pool{}, err
+	}
+	p.ListenerID = out.Listener.ID
+	if err := create("pools", map[string]any{"pool": map[string]any{
+		"listener_id": p.ListenerID, "name": name, "protocol": "HTTP", "lb_algorithm": "ROUND_ROBIN"}}); err != nil {
+		return Pool{}, err
+	}
+	p.PoolID = out.Pool.ID
+	for i, addr := range memberAddrs {
+		if err := create("pools/"+p.PoolID+"/members", map[string]any{"member": map[string]any{
+			"name": fmt.Sprintf("%s-%d", name, i+1), "address": addr, "protocol_port": 80}}); err != nil {
+			return Pool{}, err
+		}
+		p.MemberIDs = append(p.MemberIDs, out.Member.ID)
+	}
+	return p, nil
+}
+
+// SetStatus writes the operating status of a listener, pool or member
+// (table "listener", "pool" or "member") straight into Octavia's database.
+func (s *Stack) SetStatus(ctx context.Context, table, id, operating string) error {
+	switch table {
+	case "listener", "pool", "member":
+	default:
+		return fmt.Errorf("table %q: want listener, pool or member", table)
+	}
+	if !isStatusWord(operating) || !isUUIDish(id) {
+		return fmt.Errorf("set %s status: bad id or status", table)
+	}
+	return s.mysql(ctx, "octavia", fmt.Sprintf("UPDATE %s SET operating_status='%s' WHERE id='%s'", table, operating, id))
+}
+
 // LB is what LBStatus reports of a load balancer.
 type LB struct {
 	ID                 string `json:"id"`
