@@ -78,6 +78,8 @@ func BrowseContext(ctx context.Context, url string, o BrowseOptions) (string, er
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--disable-extensions", "--disable-default-apps", "--disable-domain-reliability",
 		"--metrics-recording-only", "--mute-audio", "--hide-scrollbars",
+		// Containers often give /dev/shm 64 MB, too little for Chromium.
+		"--disable-dev-shm-usage",
 		// Loopback only: nothing this page loads may leave the machine.
 		"--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1 , EXCLUDE localhost",
 		"--user-data-dir=" + profile,
