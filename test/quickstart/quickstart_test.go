@@ -442,7 +442,7 @@ func TestQuickStart(t *testing.T) {
 		}
 	})
 
-	var outputs []string
+	var outputs, polls []string
 	kinds := map[string]int{}
 	for _, b := range blocks {
 		kinds[b.kind]++
@@ -505,6 +505,7 @@ func TestQuickStart(t *testing.T) {
 				return err == nil && pollConditions[b.arg](out)
 			}, "%s:%d shows %s; last output:\n%s\n%s", docPath, b.line, pollWant[b.arg], last, s)
 			t.Logf("%s:%d (%s until ready):\n%s", docPath, b.line, time.Since(t0).Round(time.Millisecond), last.s)
+			polls = append(polls, last.s)
 		}
 	}
 	for _, k := range []string{"quickstart-env", "quickstart", "quickstart-daemons", "quickstart-stop", "quickstart-poll"} {
@@ -513,6 +514,10 @@ func TestQuickStart(t *testing.T) {
 		}
 	}
 
+	// Before the first decision the leader writes nothing, as step 4 says.
+	if !strings.Contains(polls[0], "desired:     gen 0, primary") || !strings.Contains(polls[0], "dns matches desired: false") {
+		t.Errorf("first status: got\n%s\nwant gen 0 and 'dns matches desired: false' (nothing written before a decision)", polls[0])
+	}
 	// What the operator should have seen: the drill verified at the
 	// server, the record at the backup then back at the primary; the
 	// break-glass write at the backup, kept (and recorded) when quorum
