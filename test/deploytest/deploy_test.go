@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/drwatch/drwatch/cmd/drwatch/config"
 )
 
 const root = "../.."
@@ -331,5 +334,40 @@ func TestDocLinks(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The three example configs are one cluster: they differ only in node:, as
+// their header says (the policy is replicated from the leader, and a watcher
+// whose file differs is flagged), and each one's node: matches its entry in
+// peers:.
+func TestExamplesAreOneCluster(t *testing.T) {
+	var first *config.Config
+	for _, id := range []string{"a", "b", "c"} {
+		path := filepath.Join(root, "deploy/examples/node-"+id+".yaml")
+		c, err := config.Load(path, config.Options{SkipFileChecks: true})
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if c.Node.ID != id {
+			t.Errorf("%s: got node.id %q, want %q", path, c.Node.ID, id)
+		}
+		var self *config.Peer
+		for i := range c.Peers {
+			if c.Peers[i].ID == id {
+				self = &c.Peers[i]
+			}
+		}
+		if self == nil || self.RaftAddr != c.Node.RaftAddr || self.APIAddr != c.Node.APIAddr {
+			t.Errorf("%s: got peers entry %+v for node %+v, want the same addresses", path, self, c.Node)
+		}
+		c.Node = config.Node{}
+		if first == nil {
+			first = c
+			continue
+		}
+		if !reflect.DeepEqual(first, c) {
+			t.Errorf("%s differs from node-a.yaml outside node:", path)
+		}
 	}
 }
