@@ -66,7 +66,7 @@ func (m *metrics) reconciled(r reconcile.Report) {
 // Describe implements prometheus.Collector.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descDownVotes, descUpVotes, descQuorum, descVerdict, descActive, descPaused,
-		descBlocked, descFailovers, descLastFlip, descWatchers, descDisagree, descBuild, descGen, descDone} {
+		descBlocked, descFailovers, descLastFlip, descWatchers, descDisagree, descBuild, descGen, descDone, descCertExp} {
 		ch <- d
 	}
 }
@@ -84,6 +84,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		return 0
 	}
 	gauge(descBuild, 1, BuildInfo.Version, BuildInfo.Commit, BuildInfo.Date)
+	if !m.n.certNotAfter.IsZero() {
+		gauge(descCertExp, float64(m.n.certNotAfter.Unix()))
+	}
 	if v.Policy != nil {
 		gauge(descQuorum, float64(v.Policy.Quorum))
 	}

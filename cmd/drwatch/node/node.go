@@ -64,9 +64,10 @@ type Node struct {
 		at  time.Time
 		err error
 	}
-	started  time.Time
-	stopping atomic.Bool
-	lastSeq  uint64
+	started      time.Time
+	certNotAfter time.Time // this node's own certificate, for drwatch_tls_cert_expiry_timestamp_seconds
+	stopping     atomic.Bool
+	lastSeq      uint64
 }
 
 // sm adapts the decision core to cluster.StateMachine and signals changes.
@@ -125,6 +126,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 			return nil, fmt.Errorf("tls: %w", err)
 		}
 	}
+	n.certNotAfter = creds.NotAfter()
 	if creds.NodeID() != c.Node.ID {
 		return nil, fmt.Errorf("tls.cert_file: certificate is for node %q, config says node.id %q", creds.NodeID(), c.Node.ID)
 	}
