@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -50,6 +51,44 @@ type KubernetesSpec struct {
 	Endpoint string
 }
 
+// Validate reports every problem with the spec at once (errors.Join). It is
+// pure: it reads no file.
+func (k *KubernetesSpec) Validate() error {
+	var errs []error
+	switch k.Endpoint {
+	case "", "readyz", "livez":
+	default:
+		errs = append(errs, fmt.Errorf("endpoint: %q must be readyz or livez", k.Endpoint))
+	}
+	if k.Server == "" && k.Kubeconfig == "" {
+		errs = append(errs, errors.New("server: must be set (or kubeconfig)"))
+	}
+	if k.Server != "" {
+		u, err := url.Parse(k.Server)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("server: %w", err))
+		case u.Scheme != "https" && u.Scheme != "http":
+			errs = append(errs, fmt.Errorf("server: %q must be an https:// URL", k.Server))
+		case u.Host == "":
+			errs = append(errs, fmt.Errorf("server: %q has no host", k.Server))
+		}
+	}
+	if k.Context != "" && k.Kubeconfig == "" {
+		errs = append(errs, errors.New("context: needs kubeconfig"))
+	}
+	if k.Kubeconfig != "" && (k.TokenFile != "" || k.ClientCertFile != "" || k.ClientKeyFile != "") {
+		errs = append(errs, errors.New("token_file, client_cert_file, client_key_file: not with kubeconfig (use its user)"))
+	}
+	if (k.ClientCertFile == "") != (k.ClientKeyFile == "") {
+		errs = append(errs, errors.New("client_cert_file, client_key_file: must be set together"))
+	}
+	if k.TokenFile != "" && k.ClientCertFile != "" {
+		errs = append(errs, errors.New("token_file, client_cert_file: choose one"))
+	}
+	return errors.Join(errs...)
+}
+
 // kubeMaxBody bounds what we read of a verbose health answer; a real one is
 // about 2 KiB.
 const kubeMaxBody = 64 << 10
@@ -80,13 +119,12 @@ func kubeProbe(ctx context.Context, spec Spec) Result {
 	if ks == nil {
 		return kubeFail(ClassConfig, "config", "kubernetes probe without a kubernetes spec")
 	}
+	if err := ks.Validate(); err != nil {
+		return kubeFail(ClassConfig, "config", strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
 	endpoint := ks.Endpoint
-	switch endpoint {
-	case "":
+	if endpoint == "" {
 		endpoint = "readyz"
-	case "readyz", "livez":
-	default:
-		return kubeFail(ClassConfig, "config", fmt.Sprintf("endpoint %q: want readyz or livez", ks.Endpoint))
 	}
 	conn, err := kubeConnConfig(ks)
 	if err != nil {
@@ -95,7 +133,7 @@ func kubeProbe(ctx context.Context, spec Spec) Result {
 	if _, hasDeadline := ctx.Deadline(); !hasDeadline {
 		timeout := spec.Timeout
 		if timeout <= 0 {
-			timeout = 30 * time.Second
+			timeout = probeDefaultTimeout
 		}
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)

@@ -484,3 +484,30 @@ func TestProbeKubernetesRealAPIServer(t *testing.T) {
 		t.Logf("etcd down: %s (detail %v)", last.Reason, last.Detail)
 	})
 }
+
+func TestKubernetesSpecValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		spec    KubernetesSpec
+		wantErr string // substring; empty means valid
+	}{
+		{"token", KubernetesSpec{Server: "https://127.0.0.1:6443", TokenFile: "/t"}, ""},
+		{"kubeconfig", KubernetesSpec{Kubeconfig: "/k", Context: "c"}, ""},
+		{"no server", KubernetesSpec{TokenFile: "/t"}, "server: must be set"},
+		{"bad scheme", KubernetesSpec{Server: "ftp://x"}, "must be an https:// URL"},
+		{"no host", KubernetesSpec{Server: "https://"}, "has no host"},
+		{"bad endpoint", KubernetesSpec{Server: "https://h", Endpoint: "healthz"}, "endpoint"},
+		{"context alone", KubernetesSpec{Server: "https://h", Context: "c"}, "context: needs kubeconfig"},
+		{"kubeconfig with token", KubernetesSpec{Kubeconfig: "/k", TokenFile: "/t"}, "not with kubeconfig"},
+		{"cert without key", KubernetesSpec{Server: "https://h", ClientCertFile: "/c"}, "set together"},
+		{"token and cert", KubernetesSpec{Server: "https://h", TokenFile: "/t", ClientCertFile: "/c", ClientKeyFile: "/k"}, "choose one"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.spec.Validate()
+			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("got %v, want error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}

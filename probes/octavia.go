@@ -74,6 +74,56 @@ type OctaviaSpec struct {
 	VIPAddress string
 }
 
+// octaviaOperatingStatuses are Octavia's operating statuses.
+var octaviaOperatingStatuses = []string{"ONLINE", "DRAINING", "OFFLINE", "DEGRADED", "ERROR", "NO_MONITOR"}
+
+// Validate reports every problem with the spec at once (errors.Join). It is
+// pure: it reads no file.
+func (o *OctaviaSpec) Validate() error {
+	var errs []error
+	if o.LoadBalancer == "" {
+		errs = append(errs, errors.New("load_balancer: must be set"))
+	}
+	switch {
+	case o.Cloud != "" && o.AuthURL != "":
+		errs = append(errs, errors.New("cloud, auth_url: choose one"))
+	case o.Cloud == "" && o.AuthURL == "":
+		errs = append(errs, errors.New("cloud or auth_url: must be set"))
+	case o.Cloud != "":
+		if o.ApplicationCredentialIDFile != "" || o.ApplicationCredentialSecretFile != "" {
+			errs = append(errs, errors.New("application_credential_id_file, application_credential_secret_file: only with auth_url"))
+		}
+		if o.CAFile != "" {
+			errs = append(errs, errors.New("ca_file: only with auth_url (clouds.yaml has cacert)"))
+		}
+	default:
+		if u, err := url.Parse(o.AuthURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("auth_url: %q must be an http(s) URL", o.AuthURL))
+		}
+		if o.ApplicationCredentialIDFile == "" || o.ApplicationCredentialSecretFile == "" {
+			errs = append(errs, errors.New("application_credential_id_file, application_credential_secret_file: must be set with auth_url"))
+		}
+	}
+	if o.CloudsFile != "" && o.Cloud == "" {
+		errs = append(errs, errors.New("clouds_file: needs cloud"))
+	}
+	for _, st := range o.HealthyOperatingStatuses {
+		if !slices.Contains(octaviaOperatingStatuses, st) {
+			errs = append(errs, fmt.Errorf("healthy_operating_statuses: %q is not one of %s", st, strings.Join(octaviaOperatingStatuses, ", ")))
+		}
+	}
+	if o.CheckVIP && (o.VIPPort <= 0 || o.VIPPort > 65535) {
+		errs = append(errs, fmt.Errorf("vip_port: %d must be 1..65535 with check_vip", o.VIPPort))
+	}
+	if !o.CheckVIP && (o.VIPPort != 0 || o.VIPAddress != "") {
+		errs = append(errs, errors.New("vip_port, vip_address: need check_vip"))
+	}
+	if o.VIPAddress != "" && net.ParseIP(o.VIPAddress) == nil {
+		errs = append(errs, fmt.Errorf("vip_address: %q is not an IP address", o.VIPAddress))
+	}
+	return errors.Join(errs...)
+}
+
 // octaviaMaxNamed bounds the names listed in one Detail entry.
 const octaviaMaxNamed = 3
 
@@ -101,11 +151,8 @@ func octaviaProbe(ctx context.Context, spec Spec) Result {
 	if o == nil {
 		return octaviaFail(ClassConfig, "config", "octavia probe without an octavia spec")
 	}
-	if o.LoadBalancer == "" {
-		return octaviaFail(ClassConfig, "config", "load_balancer is empty")
-	}
-	if o.CheckVIP && (o.VIPPort <= 0 || o.VIPPort > 65535) {
-		return octaviaFail(ClassConfig, "config", fmt.Sprintf("vip_port %d: want 1..65535", o.VIPPort))
+	if err := o.Validate(); err != nil {
+		return octaviaFail(ClassConfig, "config", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 	ao, eo, tlsCfg, err := octaviaAuthOptions(o)
 	if err != nil {
@@ -114,7 +161,9 @@ func octaviaProbe(ctx context.Context, spec Spec) Result {
 	if _, hasDeadline := ctx.Deadline(); !hasDeadline {
 		timeout := spec.Timeout
 		if timeout <= 0 {
-			timeout = 30 * time.Second
+			// Longer than probeDefaultTimeout: a run is four sequential
+			// calls to Python services (token, discovery, lookup, status).
+			timeout = 3 * probeDefaultTimeout
 		}
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -273,7 +322,7 @@ func octaviaJudge(lb *loadbalancers.LoadBalancer, healthyStatuses []string) Resu
 	if len(healthy) == 0 {
 		healthy = []string{"ONLINE"}
 	}
-	isHealthy := func(s string) bool { return slices.Contains(healthy, strings.ToUpper(s)) }
+	isHealthy := func(s string) bool { return slices.Contains(healthy, s) }
 
 	detail := map[string]string{
 		"lb_id":               lb.ID,

@@ -546,3 +546,35 @@ func TestProbeOctaviaRealStack(t *testing.T) {
 		}
 	})
 }
+
+func TestOctaviaSpecValidate(t *testing.T) {
+	ac := OctaviaSpec{AuthURL: "https://keystone:5000/v3", ApplicationCredentialIDFile: "/i", ApplicationCredentialSecretFile: "/s", LoadBalancer: "lb"}
+	with := func(mod func(*OctaviaSpec)) OctaviaSpec { o := ac; mod(&o); return o }
+	tests := []struct {
+		name    string
+		spec    OctaviaSpec
+		wantErr string // substring; empty means valid
+	}{
+		{"app credential", ac, ""},
+		{"cloud", OctaviaSpec{Cloud: "c", CloudsFile: "/c.yaml", LoadBalancer: "lb"}, ""},
+		{"vip", with(func(o *OctaviaSpec) { o.CheckVIP, o.VIPPort, o.VIPAddress = true, 443, "127.0.0.1" }), ""},
+		{"no lb", with(func(o *OctaviaSpec) { o.LoadBalancer = "" }), "load_balancer: must be set"},
+		{"no auth", OctaviaSpec{LoadBalancer: "lb"}, "cloud or auth_url"},
+		{"both auths", with(func(o *OctaviaSpec) { o.Cloud = "c" }), "choose one"},
+		{"bad auth url", with(func(o *OctaviaSpec) { o.AuthURL = "keystone:5000" }), "auth_url"},
+		{"missing secret file", with(func(o *OctaviaSpec) { o.ApplicationCredentialSecretFile = "" }), "must be set with auth_url"},
+		{"clouds file alone", with(func(o *OctaviaSpec) { o.CloudsFile = "/c.yaml" }), "clouds_file: needs cloud"},
+		{"unknown status", with(func(o *OctaviaSpec) { o.HealthyOperatingStatuses = []string{"online"} }), "healthy_operating_statuses"},
+		{"vip without port", with(func(o *OctaviaSpec) { o.CheckVIP = true }), "vip_port"},
+		{"port without check", with(func(o *OctaviaSpec) { o.VIPPort = 80 }), "need check_vip"},
+		{"bad vip address", with(func(o *OctaviaSpec) { o.CheckVIP, o.VIPPort, o.VIPAddress = true, 80, "lb.example" }), "not an IP"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.spec.Validate()
+			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("got %v, want error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
