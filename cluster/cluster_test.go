@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 )
@@ -119,22 +120,23 @@ func TestRetriedKeyAppliedOnce(t *testing.T) {
 }
 
 func TestLeaderTransformRunsOnLeaderOnly(t *testing.T) {
-	ran := make(chan string, 16)
+	var mu sync.Mutex
+	var ran []string
 	tc := newCluster(t, 3, func(i int, c *Config) {
 		id := string(rune('a' + i))
 		c.LeaderTransform = func(cmd []byte) ([]byte, error) {
-			ran <- id
+			mu.Lock()
+			ran = append(ran, id)
+			mu.Unlock()
 			return append([]byte(id+":"), cmd...), nil
 		}
 	})
 	l := tc.leader(electionBound(testConfig()))
 	tc.propose(tc.follower(l), "cmd")
 	tc.converged(long, []string{l.id + ":cmd"})
-	close(ran)
-	var got []string
-	for id := range ran {
-		got = append(got, id)
-	}
+	mu.Lock()
+	got := slices.Clone(ran)
+	mu.Unlock()
 	if !slices.Equal(got, []string{l.id}) {
 		t.Fatalf("transform ran on: got %v, want [%s]", got, l.id)
 	}

@@ -181,8 +181,8 @@ func (ca *testCA) creds(t testing.TB, id string) *Credentials {
 
 // Test timeouts: fast, but loose enough for -race on two busy cores.
 const (
-	testHeartbeat = 300 * time.Millisecond
-	testElection  = 300 * time.Millisecond
+	testHeartbeat = 500 * time.Millisecond
+	testElection  = 500 * time.Millisecond
 )
 
 func testConfig() Config {

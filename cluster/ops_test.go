@@ -253,16 +253,22 @@ func TestRunWhileLeader(t *testing.T) {
 		id    string
 		start bool
 	}
-	events := make(chan event, 64)
+	events := make(chan event, 1024)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 3)
 	for _, nd := range tc.nodes {
 		go func() {
 			defer func() { done <- struct{}{} }()
+			send := func(e event) {
+				select {
+				case events <- e:
+				default: // a test gone wrong must not also hang cleanup
+				}
+			}
 			nd.node.RunWhileLeader(ctx, func(lctx context.Context) {
-				events <- event{nd.id, true}
+				send(event{nd.id, true})
 				<-lctx.Done()
-				events <- event{nd.id, false}
+				send(event{nd.id, false})
 			})
 		}()
 	}
