@@ -323,6 +323,10 @@ func (s *Stack) startRabbit(ctx context.Context, p stackPorts) error {
 		"RABBITMQ_ENABLED_PLUGINS_FILE=" + filepath.Join(d, "enabled_plugins"),
 		"RABBITMQ_CONFIG_FILE=" + filepath.Join(d, "rabbitmq"),
 		"RABBITMQ_PID_FILE=" + filepath.Join(d, "pid"),
+		// Makes the script exec the Erlang VM instead of running it as a
+		// child: then beam is our child, in reach of Pdeathsig and of the
+		// process-group kill, and a crashed test leaves no broker behind.
+		"RUNNING_UNDER_SYSTEMD=true",
 		"ERL_EPMD_ADDRESS=127.0.0.1",
 		"ERL_EPMD_PORT=" + strconv.Itoa(p.epmd),
 	}
