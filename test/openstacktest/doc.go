@@ -12,9 +12,14 @@
 // temporary directory. Close stops only the processes it started (their
 // process groups) and removes the directory.
 //
-// The stack takes about 40 s to start on two cores and about 1 GB of memory:
-// start it once per test package, with [New] from TestMain or behind a
-// sync.Once.
+// The stack takes 30-60 s to start on two busy cores and about 1 GB of
+// memory: start it once per test package, with [New] from TestMain or behind
+// a sync.Once. The first start on a machine runs the Keystone and Octavia
+// schema migrations (most of that time) and stores a dump of the migrated,
+// bootstrapped databases under
+// ${XDG_CACHE_HOME:-$HOME/.cache}/drwatch/openstacktest-schema-<hash of the
+// package versions>; later starts load it in about a second.
+// OPENSTACKTEST_NO_CACHE=1 turns the cache off.
 //
 // Packages (Debian 12): keystone octavia-api octavia-worker
 // uwsgi-plugin-python3 mariadb-server python3-pymysql rabbitmq-server, all

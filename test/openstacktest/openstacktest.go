@@ -99,8 +99,8 @@ const (
 	vipNetwork    = "11111111-2222-3333-4444-555555555555"
 )
 
-// StartTimeout bounds Start. The stack needs about 40 s on an idle
-// two-core machine, several minutes on a loaded one.
+// StartTimeout bounds Start. The stack needs 30-60 s on two busy cores,
+// several minutes on an overloaded machine.
 const StartTimeout = 8 * time.Minute
 
 // Start starts a stack for one test and stops it in t.Cleanup.
