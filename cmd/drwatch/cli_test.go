@@ -222,6 +222,30 @@ func TestCLIAgainstCluster(t *testing.T) {
 		}
 	})
 
+	t.Run("members list, idempotent add, and a guarded remove", func(t *testing.T) {
+		out, stderr, code := run(t, append([]string{"members", "list", "-o", "json"}, conn...)...)
+		if code != 0 {
+			t.Fatalf("members list: exit %d %s", code, stderr)
+		}
+		var ml struct {
+			Members []struct{ ID, Addr string } `json:"members"`
+		}
+		if err := json.Unmarshal([]byte(out), &ml); err != nil || len(ml.Members) != 3 {
+			t.Fatalf("members list: %v %s", err, out)
+		}
+		m := ml.Members[2]
+		if _, stderr, code := run(t, append([]string{"members", "add", m.ID, "--raft-addr", m.Addr}, auth...)...); code != 0 {
+			t.Errorf("re-adding %s at its address: exit %d %s", m.ID, code, stderr)
+		}
+		_, stderr, code = run(t, append([]string{"members", "remove", m.ID, "--yes"}, auth...)...)
+		if code != 3 || !strings.Contains(stderr, "needs_confirmation") {
+			t.Errorf("remove below three voters without --confirm: exit %d %q, want 3 needs_confirmation", code, stderr)
+		}
+		if out, _, _ := run(t, append([]string{"members", "list"}, conn...)...); strings.Count(out, "voter") != 3 {
+			t.Errorf("members after the refused remove:\n%s", out)
+		}
+	})
+
 	t.Run("the token never appears in replies", func(t *testing.T) {
 		tok, err := os.ReadFile(filepath.Join(d.Dir, "token"))
 		if err != nil {

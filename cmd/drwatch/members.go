@@ -17,7 +17,7 @@ import (
 
 func newMembersCmd() *cobra.Command {
 	var flags clientFlags
-	c := &cobra.Command{Use: "members", Short: "List or remove the Raft voters"}
+	c := &cobra.Command{Use: "members", Short: "List, add or remove the Raft voters"}
 	flags.register(c)
 	var output string
 	list := &cobra.Command{
@@ -60,10 +60,32 @@ func newMembersCmd() *cobra.Command {
 			return nil
 		},
 	}
+	var raftAddr, addReason string
+	add := &cobra.Command{
+		Use:   "add ID --raft-addr HOST:PORT",
+		Short: "Add a voter (a new or replaced watcher; start it with the same peers first)",
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) != 1 || raftAddr == "" {
+				return usageError{errors.New("add takes one node ID and --raft-addr HOST:PORT")}
+			}
+			cl, err := flags.client(true)
+			if err != nil {
+				return err
+			}
+			req := api.WriteRequest{ID: args[0], RaftAddr: raftAddr, Reason: addReason}
+			if err := cl.do(c.Context(), http.MethodPost, "/api/v1/members/add", req, nil); err != nil {
+				return cliErr(err)
+			}
+			fmt.Fprintf(stdout(c), "added %s at %s\n", args[0], raftAddr)
+			return nil
+		},
+	}
+	add.Flags().StringVar(&raftAddr, "raft-addr", "", "host:port the other watchers dial (required)")
+	add.Flags().StringVar(&addReason, "reason", "", "why (logged)")
 	remove.Flags().BoolVar(&confirm, "confirm", false, "confirm removing the leader or going below three voters")
 	remove.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
 	remove.Flags().StringVar(&reason, "reason", "", "why (logged)")
-	c.AddCommand(list, remove)
+	c.AddCommand(list, add, remove)
 	return c
 }
 

@@ -167,6 +167,9 @@ func (b *pageBackend) Members(context.Context) ([]cluster.Member, error) {
 func (b *pageBackend) RemoveMember(context.Context, string, bool) error {
 	return errors.New("read-only")
 }
+func (b *pageBackend) AddMember(context.Context, string, string) error {
+	return errors.New("read-only")
+}
 func (b *pageBackend) Submit(context.Context, failover.Command) (failover.Result, uint64, error) {
 	return failover.Result{}, 0, errors.New("read-only")
 }

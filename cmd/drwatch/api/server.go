@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -67,6 +68,7 @@ func NewServer(b Backend, o Options) *Server {
 	m.HandleFunc("POST /api/v1/resume", s.write(s.resumeCmd))
 	m.HandleFunc("POST /api/v1/ack", s.write(s.ackCmd))
 	m.HandleFunc("POST /api/v1/members/remove", s.removeMember)
+	m.HandleFunc("POST /api/v1/members/add", s.addMember)
 	m.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, ErrorDetail{Code: CodeNotFound, Message: "no such endpoint: " + r.Method + " " + r.URL.Path})
 	})
@@ -322,5 +324,35 @@ func (s *Server) removeMember(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, struct {
 		Removed string `json:"removed"`
 		Actor   string `json:"actor"`
+	}{req.ID, actor})
+}
+
+func (s *Server) addMember(w http.ResponseWriter, r *http.Request) {
+	actor, ok := s.authorize(w, r)
+	if !ok {
+		return
+	}
+	var req WriteRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	if req.ID == "" || req.RaftAddr == "" {
+		writeError(w, ErrorDetail{Code: CodeBadRequest, Message: "id and raft_addr are required"})
+		return
+	}
+	if _, _, err := net.SplitHostPort(req.RaftAddr); err != nil {
+		writeError(w, ErrorDetail{Code: CodeBadRequest, Message: "raft_addr must be host:port"})
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
+	defer cancel()
+	if err := s.backend.AddMember(ctx, req.ID, req.RaftAddr); err != nil {
+		writeSubmitError(w, err)
+		return
+	}
+	s.log.Info("member added", "actor", actor, "member", req.ID, "raft_addr", req.RaftAddr, "reason", req.Reason)
+	writeJSON(w, http.StatusOK, struct {
+		Added string `json:"added"`
+		Actor string `json:"actor"`
 	}{req.ID, actor})
 }

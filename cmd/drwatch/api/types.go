@@ -23,6 +23,8 @@ type Backend interface {
 	Members(ctx context.Context) ([]cluster.Member, error)
 	// RemoveMember removes a voter; force confirms removing the leader or going below three voters.
 	RemoveMember(ctx context.Context, id string, force bool) error
+	// AddMember adds (or re-addresses) a voter; idempotent for a voter already at that address.
+	AddMember(ctx context.Context, id, raftAddr string) error
 	// Submit proposes a command and returns the decision core's result.
 	Submit(ctx context.Context, c failover.Command) (failover.Result, uint64, error)
 	// DryRun applies c to a scratch copy of the local replica and reports
@@ -111,13 +113,14 @@ type Check struct {
 
 // WriteRequest is the body of every write. Fields a command does not use are ignored.
 type WriteRequest struct {
-	To      string `json:"to,omitempty"`      // failover: primary or backup
-	Reason  string `json:"reason"`            // required: recorded in the history
-	Force   bool   `json:"force,omitempty"`   // override the target-health rule (recorded as forced)
-	Until   string `json:"until,omitempty"`   // pause: a duration ("30m"); empty = until resume
-	DryRun  bool   `json:"dry_run,omitempty"` // report what would happen; commit nothing
-	ID      string `json:"id,omitempty"`      // members/remove: the node
-	Confirm bool   `json:"confirm,omitempty"` // members/remove: removing the leader or going below three voters
+	To       string `json:"to,omitempty"`        // failover: primary or backup
+	Reason   string `json:"reason"`              // required: recorded in the history
+	Force    bool   `json:"force,omitempty"`     // override the target-health rule (recorded as forced)
+	Until    string `json:"until,omitempty"`     // pause: a duration ("30m"); empty = until resume
+	DryRun   bool   `json:"dry_run,omitempty"`   // report what would happen; commit nothing
+	ID       string `json:"id,omitempty"`        // members/add, members/remove: the node
+	RaftAddr string `json:"raft_addr,omitempty"` // members/add: host:port its peers dial
+	Confirm  bool   `json:"confirm,omitempty"`   // members/remove: removing the leader or going below three voters
 }
 
 // WriteResponse is the reply to a committed write.

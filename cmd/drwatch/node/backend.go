@@ -113,6 +113,11 @@ func (n *Node) RemoveMember(ctx context.Context, id string, force bool) error {
 	return n.cluster.RemoveServer(ctx, id, force)
 }
 
+// AddMember implements api.Backend.
+func (n *Node) AddMember(ctx context.Context, id, raftAddr string) error {
+	return n.cluster.AddVoter(ctx, id, raftAddr)
+}
+
 // Submit implements api.Backend.
 func (n *Node) Submit(ctx context.Context, c failover.Command) (failover.Result, uint64, error) {
 	b, err := failover.Encode(c)

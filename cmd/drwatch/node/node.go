@@ -223,6 +223,11 @@ func (n *Node) reportLoop(ctx context.Context) {
 }
 
 func (n *Node) report(ctx context.Context, r probes.Round) {
+	if n.machine.View().Policy == nil {
+		// The leader has not replicated the policy yet (first seconds of a
+		// new cluster); a report now would only be rejected.
+		return
+	}
 	obs := failover.Observe{Node: n.cfg.Node.ID, Seq: r.Seq, PolicyHash: n.hash}
 	for _, res := range r.Results {
 		pr := failover.ProbeResult{Site: failover.Site(res.Site), Probe: res.Probe, OK: res.OK,
