@@ -1,0 +1,218 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/drwatch/drwatch/failover/remediate"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// InstanceState is what the cloud says about a node's instance.
+type InstanceState string
+
+// Instance states, as Nova reports them (GONE: no such server).
+const (
+	InstanceActive  InstanceState = "ACTIVE"
+	InstanceShutoff InstanceState = "SHUTOFF"
+	InstanceError   InstanceState = "ERROR"
+	InstanceGone    InstanceState = "GONE"
+	InstanceUnknown InstanceState = "UNKNOWN"
+)
+
+// dead reports whether the state proves the instance is not running.
+func (s InstanceState) dead() bool {
+	return s == InstanceShutoff || s == InstanceError || s == InstanceGone
+}
+
+// InstanceChecker looks up a node's instance in the cloud (a Nova
+// implementation will satisfy it).
+type InstanceChecker interface {
+	// InstanceState returns the state of the instance behind node. It
+	// returns InstanceUnknown (or an error) whenever it cannot be sure;
+	// callers never act on either. It only reads, and must be safe for
+	// concurrent use.
+	InstanceState(ctx context.Context, node *corev1.Node) (InstanceState, error)
+}
+
+// UnknownInstances is an InstanceChecker that knows nothing: with it,
+// dead-node-out-of-service never taints (it still removes its own taints).
+type UnknownInstances struct{}
+
+// InstanceState always returns InstanceUnknown.
+func (UnknownInstances) InstanceState(context.Context, *corev1.Node) (InstanceState, error) {
+	return InstanceUnknown, nil
+}
+
+// Out-of-service taint (KEP-2268, Kubernetes >= 1.28 GA): with it the
+// control plane force-deletes the node's pods and detaches their volumes.
+const (
+	TaintOutOfService = "node.kubernetes.io/out-of-service"
+	taintValue        = "nodeshutdown"
+	// AnnotationTainted marks a taint drwatch set, so that it only ever
+	// removes its own: an operator's out-of-service taint is left alone.
+	AnnotationTainted = "drwatch.io/out-of-service-since"
+)
+
+// DeadNode is the dead-node-out-of-service remediator.
+type DeadNode struct {
+	client    kubernetes.Interface
+	instances InstanceChecker
+	after     time.Duration
+	now       func() time.Time
+}
+
+var _ remediate.Remediator = (*DeadNode)(nil)
+
+// DeadNodeName is the remediation's name.
+const DeadNodeName = "dead-node-out-of-service"
+
+// NewDeadNode returns the remediator: nodes NotReady or Unknown for longer
+// than after, whose instance checks SHUTOFF, ERROR or GONE, are tainted out
+// of service. now may be nil (time.Now); instances nil means UnknownInstances.
+func NewDeadNode(client kubernetes.Interface, instances InstanceChecker, after time.Duration, now func() time.Time) *DeadNode {
+	if instances == nil {
+		instances = UnknownInstances{}
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &DeadNode{client: client, instances: instances, after: after, now: now}
+}
+
+// Name implements remediate.Remediator.
+func (d *DeadNode) Name() string { return DeadNodeName }
+
+type deadNodeData struct {
+	node string
+	uid  string
+	add  bool
+}
+
+// Plan lists the nodes: a dead one without the taint gets "taint"; a Ready
+// one with drwatch's taint gets "untaint". The keys carry the node's UID and
+// the Ready condition's transition time, so each outage is tainted once.
+func (d *DeadNode) Plan(ctx context.Context) ([]remediate.Action, error) {
+	nodes, err := d.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	sort.Slice(nodes.Items, func(i, j int) bool { return nodes.Items[i].Name < nodes.Items[j].Name })
+	now := d.now()
+	var out []remediate.Action
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		rc := readyCondition(n)
+		if rc == nil {
+			// Never reported: not a dead node, a node that never came up.
+			continue
+		}
+		since := rc.LastTransitionTime.Time
+		episode := strconv.FormatInt(since.Unix(), 10)
+		tainted, ours := hasOutOfService(n), n.Annotations[AnnotationTainted] != ""
+		switch {
+		case rc.Status == corev1.ConditionTrue:
+			if tainted && ours {
+				out = append(out, remediate.Action{
+					Target: "node/" + n.Name, Verb: "untaint",
+					Reason: fmt.Sprintf("node %s is Ready again (since %s); removing the out-of-service taint drwatch set", n.Name, since.UTC().Format(time.RFC3339)),
+					Key:    "untaint/node/" + n.Name + "/" + string(n.UID) + "/" + episode,
+					Data:   deadNodeData{node: n.Name, uid: string(n.UID)},
+				})
+			}
+		case tainted:
+			// Already out of service (ours or an operator's).
+		case now.Sub(since) < d.after:
+			// Not long enough: kubelets restart, networks blip.
+		default:
+			st, err := d.instances.InstanceState(ctx, n)
+			if err != nil || !st.dead() {
+				// Fail closed: only a cloud that says the instance is
+				// down lets pods be force-deleted from under it.
+				continue
+			}
+			out = append(out, remediate.Action{
+				Target: "node/" + n.Name, Verb: "taint",
+				Reason: fmt.Sprintf("node %s Ready=%s for %s and its instance is %s", n.Name, rc.Status, now.Sub(since).Round(time.Second), st),
+				Key:    "taint/node/" + n.Name + "/" + string(n.UID) + "/" + episode,
+				Data:   deadNodeData{node: n.Name, uid: string(n.UID), add: true},
+			})
+		}
+	}
+	return out, nil
+}
+
+func hasOutOfService(n *corev1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == TaintOutOfService {
+			return true
+		}
+	}
+	return false
+}
+
+// Apply re-reads the node, re-checks that it is still (not) Ready, and adds
+// or removes the taint with an update that carries the node's
+// resourceVersion, so a concurrent change makes it fail and retry.
+func (d *DeadNode) Apply(ctx context.Context, a remediate.Action) error {
+	data, ok := a.Data.(deadNodeData)
+	if !ok {
+		return fmt.Errorf("%s: action without node data", a.Target)
+	}
+	n, err := d.client.CoreV1().Nodes().Get(ctx, data.node, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		if data.add {
+			return fmt.Errorf("node %s is gone: %w", data.node, remediate.ErrPrecondition)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get node %s: %w", data.node, err)
+	}
+	if string(n.UID) != data.uid {
+		return fmt.Errorf("node %s was recreated: %w", data.node, remediate.ErrPrecondition)
+	}
+	if data.add {
+		if nodeReady(n) {
+			return fmt.Errorf("node %s is Ready again: %w", data.node, remediate.ErrPrecondition)
+		}
+		if hasOutOfService(n) {
+			return nil
+		}
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: TaintOutOfService, Value: taintValue,
+			Effect: corev1.TaintEffectNoExecute, TimeAdded: &metav1.Time{Time: d.now()}})
+		if n.Annotations == nil {
+			n.Annotations = map[string]string{}
+		}
+		n.Annotations[AnnotationTainted] = d.now().UTC().Format(time.RFC3339)
+	} else {
+		if !nodeReady(n) {
+			return fmt.Errorf("node %s is not Ready: %w", data.node, remediate.ErrPrecondition)
+		}
+		if n.Annotations[AnnotationTainted] == "" {
+			return nil
+		}
+		kept := n.Spec.Taints[:0]
+		for _, t := range n.Spec.Taints {
+			if t.Key != TaintOutOfService {
+				kept = append(kept, t)
+			}
+		}
+		n.Spec.Taints = kept
+		delete(n.Annotations, AnnotationTainted)
+	}
+	if _, err := d.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		if apierrors.IsConflict(err) {
+			return fmt.Errorf("update node %s: %w", data.node, errors.Join(err, remediate.ErrPrecondition))
+		}
+		return fmt.Errorf("update node %s: %w", data.node, err)
+	}
+	return nil
+}

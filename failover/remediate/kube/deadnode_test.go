@@ -1,0 +1,173 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drwatch/drwatch/failover/remediate"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// fakeInstances is the cloud's answer per node name; a missing name errors.
+type fakeInstances map[string]InstanceState
+
+func (f fakeInstances) InstanceState(_ context.Context, n *corev1.Node) (InstanceState, error) {
+	s, ok := f[n.Name]
+	if !ok {
+		return "", errors.New("nova: 503")
+	}
+	return s, nil
+}
+
+func nodeVersions(t *testing.T, c kubernetes.Interface, names ...string) map[string]string {
+	return versions(t, func(n string) (metav1.Object, error) {
+		return c.CoreV1().Nodes().Get(context.Background(), n, metav1.GetOptions{})
+	}, names...)
+}
+
+func taintOf(t *testing.T, c kubernetes.Interface, name string) (bool, string) {
+	t.Helper()
+	n, err := c.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range n.Spec.Taints {
+		if tt.Key == TaintOutOfService {
+			return true, tt.Value + ":" + string(tt.Effect)
+		}
+	}
+	return false, ""
+}
+
+func TestDeadNode(t *testing.T) {
+	c := client(t)
+	now := time.Now()
+	long := now.Add(-10 * time.Minute)
+	node(t, c, "dead-shutoff", corev1.ConditionFalse, long, false)
+	node(t, c, "dead-gone", corev1.ConditionUnknown, long, false)
+	// Healthy look-alikes: each must never be tainted.
+	node(t, c, "recent", corev1.ConditionFalse, now.Add(-time.Minute), false)
+	node(t, c, "nova-unknown", corev1.ConditionUnknown, long, false)
+	node(t, c, "nova-error-check", corev1.ConditionUnknown, long, false)
+	node(t, c, "instance-active", corev1.ConditionFalse, long, false)
+	node(t, c, "ready", corev1.ConditionTrue, long, false)
+	all := []string{"dead-shutoff", "dead-gone", "recent", "nova-unknown", "nova-error-check", "instance-active", "ready"}
+	cloud := fakeInstances{"dead-shutoff": InstanceShutoff, "dead-gone": InstanceGone, "recent": InstanceShutoff,
+		"nova-unknown": InstanceUnknown, "instance-active": InstanceActive, "ready": InstanceGone}
+	r := NewDeadNode(c, cloud, 5*time.Minute, nil)
+	fc := newFakeCluster()
+
+	t.Run("dry-run writes nothing", func(t *testing.T) {
+		before := nodeVersions(t, c, all...)
+		got := summary(pass(t, fc, r, remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5}))
+		want := []string{"dry_run taint node/dead-gone", "dry_run taint node/dead-shutoff"}
+		if !eqStrings(got, want) {
+			t.Fatalf("got %q, want %q", got, want)
+		}
+		if after := nodeVersions(t, c, all...); !eqMaps(before, after) {
+			t.Fatalf("got resourceVersions %v after dry-run, want unchanged %v", after, before)
+		}
+	})
+	on := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 1, MaxPerHour: 10}
+	t.Run("acts within the cap", func(t *testing.T) {
+		got := summary(pass(t, fc, r, on))
+		want := []string{"planned taint node/dead-gone", "applied taint node/dead-gone", "skipped_cap taint node/dead-shutoff"}
+		if !eqStrings(got, want) {
+			t.Fatalf("got %q, want %q", got, want)
+		}
+		if ok, v := taintOf(t, c, "dead-gone"); !ok || v != "nodeshutdown:NoExecute" {
+			t.Fatalf("dead-gone: got taint %v %q, want nodeshutdown:NoExecute", ok, v)
+		}
+		if ok, _ := taintOf(t, c, "dead-shutoff"); ok {
+			t.Fatal("dead-shutoff tainted past the per-pass cap")
+		}
+		got = summary(pass(t, fc, r, on))
+		want = []string{"planned taint node/dead-shutoff", "applied taint node/dead-shutoff"}
+		if !eqStrings(got, want) {
+			t.Fatalf("second pass: got %q, want %q", got, want)
+		}
+		for _, n := range all[2:] {
+			if ok, _ := taintOf(t, c, n); ok {
+				t.Fatalf("look-alike %s was tainted", n)
+			}
+		}
+	})
+	t.Run("repeated pass is a no-op", func(t *testing.T) {
+		before := nodeVersions(t, c, all...)
+		if got := summary(pass(t, fc, r, on)); len(got) != 0 {
+			t.Fatalf("got records %q, want none", got)
+		}
+		if after := nodeVersions(t, c, all...); !eqMaps(before, after) {
+			t.Fatalf("got resourceVersions %v, want unchanged %v", after, before)
+		}
+	})
+	t.Run("taint removed when the node returns", func(t *testing.T) {
+		n, err := c.CoreV1().Nodes().Get(context.Background(), "dead-gone", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		setReady(t, c, n, corev1.ConditionTrue, time.Now())
+		got := summary(pass(t, fc, r, on))
+		want := []string{"planned untaint node/dead-gone", "applied untaint node/dead-gone"}
+		if !eqStrings(got, want) {
+			t.Fatalf("got %q, want %q", got, want)
+		}
+		if ok, _ := taintOf(t, c, "dead-gone"); ok {
+			t.Fatal("dead-gone still tainted")
+		}
+		n, _ = c.CoreV1().Nodes().Get(context.Background(), "dead-gone", metav1.GetOptions{})
+		if _, ok := n.Annotations[AnnotationTainted]; ok {
+			t.Fatal("annotation left behind")
+		}
+	})
+	t.Run("an operator's taint is left alone", func(t *testing.T) {
+		n := node(t, c, "operator-tainted", corev1.ConditionTrue, long, false)
+		n.Spec.Taints = []corev1.Taint{{Key: TaintOutOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute}}
+		if _, err := c.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := summary(pass(t, fc, r, on)); len(got) != 0 {
+			t.Fatalf("got records %q, want none", got)
+		}
+		if ok, _ := taintOf(t, c, "operator-tainted"); !ok {
+			t.Fatal("operator's taint removed")
+		}
+	})
+	t.Run("without a cloud check it never taints", func(t *testing.T) {
+		acts, err := NewDeadNode(c, nil, time.Minute, nil).Plan(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range acts {
+			if a.Verb == "taint" {
+				t.Fatalf("got %s %s with no instance checker, want none", a.Verb, a.Target)
+			}
+		}
+	})
+	t.Run("apply refuses a node that came back", func(t *testing.T) {
+		n := node(t, c, "flapping", corev1.ConditionFalse, long, false)
+		cloud["flapping"] = InstanceShutoff
+		acts, err := r.Plan(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a *remediate.Action
+		for i := range acts {
+			if acts[i].Target == "node/flapping" {
+				a = &acts[i]
+			}
+		}
+		if a == nil {
+			t.Fatalf("got actions %v, want one for flapping", acts)
+		}
+		setReady(t, c, n, corev1.ConditionTrue, time.Now())
+		if err := r.Apply(context.Background(), *a); !errors.Is(err, remediate.ErrPrecondition) || !strings.Contains(err.Error(), "Ready again") {
+			t.Fatalf("got %v, want ErrPrecondition (Ready again)", err)
+		}
+	})
+}

@@ -1,0 +1,27 @@
+// Package kube holds the Kubernetes remediators, each a remediate.Remediator
+// over a client-go typed client:
+//
+//   - dead-node-out-of-service (seeds 003, 004): a node NotReady or Unknown for
+//     longer than a threshold whose instance the cloud reports SHUTOFF, ERROR
+//     or gone gets the node.kubernetes.io/out-of-service=nodeshutdown:NoExecute
+//     taint, so Kubernetes force-deletes its pods and detaches their volumes;
+//     the taint drwatch set is removed when the node is Ready again. An
+//     UNKNOWN instance state, or a failed check, never taints (fail closed).
+//   - drain-trap (seed 002): a LoadBalancer Service with
+//     externalTrafficPolicy Local whose ready endpoints all sit on cordoned or
+//     NotReady nodes: its controller-owned pods there are deleted (the Runner
+//     caps how many) so they reschedule on Ready nodes; the reason names the
+//     PodDisruptionBudget that blocked the drain.
+//   - orphaned-pods (seed 000): a pod still Terminating longer than a
+//     threshold past its deletion deadline is force-deleted (grace period 0).
+//     The optional cordon and Nova reboot of its node is not implemented.
+//   - backup-warmup: when the decision makes the backup active, the listed
+//     Deployments and StatefulSets on the backup cluster are scaled up to their
+//     configured replicas (through the scale subresource), and Ready reports
+//     whether they are ready, for the DNS flip to wait on.
+//
+// Plans read through the API only and never write. Applies re-read the
+// object and re-check the precondition, write with the object's UID (or
+// resourceVersion) as a precondition, and treat an effect already in place
+// as success.
+package kube

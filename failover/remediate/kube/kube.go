@@ -1,0 +1,104 @@
+package kube
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/drwatch/drwatch/failover/remediate"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// NewClient builds a typed client from a kubeconfig file and context.
+func NewClient(c remediate.KubeCluster) (kubernetes.Interface, error) {
+	if c.Kubeconfig == "" {
+		return nil, fmt.Errorf("kubeconfig_file is required")
+	}
+	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: c.Kubeconfig}
+	over := &clientcmd.ConfigOverrides{CurrentContext: c.Context}
+	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, over).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", c.Kubeconfig, err)
+	}
+	rc.Timeout = 30 * time.Second
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	return cs, nil
+}
+
+// readyCondition returns the node's Ready condition, or nil.
+func readyCondition(n *corev1.Node) *corev1.NodeCondition {
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == corev1.NodeReady {
+			return &n.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// nodeReady reports whether the node's Ready condition is True.
+func nodeReady(n *corev1.Node) bool {
+	c := readyCondition(n)
+	return c != nil && c.Status == corev1.ConditionTrue
+}
+
+// Clients are the Kubernetes APIs of both sites; either may be nil when
+// no remediator needs it.
+type Clients struct {
+	Primary, Backup kubernetes.Interface
+}
+
+func (c Clients) site(s string) kubernetes.Interface {
+	if s == "backup" {
+		return c.Backup
+	}
+	return c.Primary
+}
+
+// Entries builds the Kubernetes remediators cfg enables (mode dry-run or
+// on), with their settings, for a remediate.Runner. instances may be nil
+// (no cloud check yet: dead nodes are never tainted); decision feeds
+// backup-warmup; now may be nil. It fails if an enabled remediator's
+// cluster has no client.
+func Entries(cfg remediate.Config, clients Clients, instances InstanceChecker, decision func() remediate.Decision, now func() time.Time) ([]remediate.Entry, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	var out []remediate.Entry
+	add := func(name, site string, s remediate.Settings, mk func(kubernetes.Interface) remediate.Remediator) error {
+		if !s.Mode.Enabled() {
+			return nil
+		}
+		c := clients.site(site)
+		if c == nil {
+			return fmt.Errorf("remediations: %s needs the %s site's kubernetes client (remediations.kubernetes.%s)", name, site, site)
+		}
+		out = append(out, remediate.Entry{Remediator: mk(c), Settings: s})
+		return nil
+	}
+	dn, dt, op, bw := cfg.DeadNodeOutOfService, cfg.DrainTrap, cfg.OrphanedPods, cfg.BackupWarmup
+	err := errors.Join(
+		add(DeadNodeName, dn.Site, dn.Settings, func(c kubernetes.Interface) remediate.Remediator {
+			return NewDeadNode(c, instances, dn.After, now)
+		}),
+		add(DrainTrapName, dt.Site, dt.Settings, func(c kubernetes.Interface) remediate.Remediator { return NewDrainTrap(c) }),
+		add(OrphanedPodsName, op.Site, op.Settings, func(c kubernetes.Interface) remediate.Remediator {
+			return NewOrphanedPods(c, op.After, now)
+		}),
+		add(BackupWarmupName, "backup", bw.Settings, func(c kubernetes.Interface) remediate.Remediator {
+			if decision == nil {
+				decision = func() remediate.Decision { return remediate.Decision{} }
+			}
+			return NewBackupWarmup(c, bw.Workloads, decision)
+		}),
+	)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

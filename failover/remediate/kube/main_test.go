@@ -1,0 +1,237 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/test/kubetest"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+)
+
+// One real kube-apiserver (with etcd) for the package, started on first use.
+var (
+	kubeOnce    sync.Once
+	kubeCluster *kubetest.Cluster
+	kubeClient  kubernetes.Interface
+	kubeErr     error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if kubeCluster != nil {
+		kubeCluster.Close()
+	}
+	os.Exit(code)
+}
+
+// client returns a client of the package's API server, with no nodes left
+// from earlier tests (nodes are cluster-scoped, and the remediators list
+// them all).
+func client(t *testing.T) kubernetes.Interface {
+	t.Helper()
+	kubeOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		kubeCluster, kubeErr = kubetest.New(ctx, kubetest.Options{})
+		if kubeErr == nil {
+			kubeClient, kubeErr = NewClient(remediate.KubeCluster{Kubeconfig: kubeCluster.Kubeconfig})
+		}
+	})
+	if kubeErr != nil {
+		t.Fatalf("kube-apiserver: %v", kubeErr)
+	}
+	deleteAllNodes(t, kubeClient)
+	t.Cleanup(func() { deleteAllNodes(t, kubeClient) })
+	return kubeClient
+}
+
+func deleteAllNodes(t *testing.T, c kubernetes.Interface) {
+	t.Helper()
+	if err := c.CoreV1().Nodes().DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		t.Fatalf("delete nodes: %v", err)
+	}
+}
+
+var nsSeq int
+
+// namespace creates a fresh namespace with its default service account
+// (no controller manager runs to create it, and pod admission needs it).
+func namespace(t *testing.T, c kubernetes.Interface) string {
+	t.Helper()
+	nsSeq++
+	ns := fmt.Sprintf("t%d-%d", nsSeq, time.Now().UnixNano()%1e6)
+	ctx := context.Background()
+	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create namespace: %v", err)
+	}
+	if _, err := c.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create service account: %v", err)
+	}
+	return ns
+}
+
+// node creates a node and sets its Ready condition through the status
+// subresource, as a kubelet (or the node lifecycle controller) would.
+func node(t *testing.T, c kubernetes.Interface, name string, ready corev1.ConditionStatus, since time.Time, cordoned bool) *corev1.Node {
+	t.Helper()
+	ctx := context.Background()
+	n, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       corev1.NodeSpec{Unschedulable: cordoned},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create node %s: %v", name, err)
+	}
+	return setReady(t, c, n, ready, since)
+}
+
+func setReady(t *testing.T, c kubernetes.Interface, n *corev1.Node, ready corev1.ConditionStatus, since time.Time) *corev1.Node {
+	t.Helper()
+	n.Status.Conditions = []corev1.NodeCondition{{
+		Type: corev1.NodeReady, Status: ready, Reason: "Test",
+		LastHeartbeatTime: metav1.NewTime(since), LastTransitionTime: metav1.NewTime(since),
+	}}
+	n, err := c.CoreV1().Nodes().UpdateStatus(context.Background(), n, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatalf("update node status %s: %v", n.Name, err)
+	}
+	return n
+}
+
+// pod creates a pod bound to nodeName; owned gives it a controller owner.
+func pod(t *testing.T, c kubernetes.Interface, ns, name, nodeName string, lbls map[string]string, owned bool) *corev1.Pod {
+	t.Helper()
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: lbls},
+		Spec: corev1.PodSpec{NodeName: nodeName, Containers: []corev1.Container{{Name: "c", Image: "example.invalid/c"}}},
+	}
+	if owned {
+		yes := true
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: name + "-rs",
+			UID: types.UID("rs-" + name), Controller: &yes}}
+	}
+	p, err := c.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create pod %s: %v", name, err)
+	}
+	return p
+}
+
+// fakeCluster is the replicated log in one process, in front of a real
+// failover.Machine, as in the remediate package's tests.
+type fakeCluster struct {
+	mu  sync.Mutex
+	m   *failover.Machine
+	idx uint64
+}
+
+func (c *fakeCluster) VerifyLeader(context.Context) error { return nil }
+
+func (c *fakeCluster) Propose(_ context.Context, cmd []byte) ([]byte, uint64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, err := failover.Stamp(cmd, time.Now().UnixNano())
+	if err != nil {
+		return nil, 0, err
+	}
+	c.idx++
+	return c.m.Apply(c.idx, b), c.idx, nil
+}
+
+func (c *fakeCluster) propose(t *testing.T, cmd failover.Command) {
+	t.Helper()
+	b, err := failover.Encode(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, _, _ := c.Propose(context.Background(), b)
+	if _, err := failover.DecodeResponse(resp); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func newFakeCluster() *fakeCluster { return &fakeCluster{m: failover.New()} }
+
+// failoverToBackup makes a (forced) decision for the backup and returns its gen.
+func (c *fakeCluster) failoverToBackup(t *testing.T) uint64 {
+	t.Helper()
+	refs := []failover.ProbeRef{{Name: "p", Critical: true}}
+	c.propose(t, failover.SetPolicy{Policy: failover.Policy{Nodes: []string{"a", "b", "c"}, Quorum: 2, Fall: 3, Rise: 2,
+		Interval: time.Second, Sites: map[failover.Site]failover.SitePolicy{failover.Primary: {Probes: refs}, failover.Backup: {Probes: refs}},
+		Zone:    "example.org.",
+		Records: []failover.Record{{Name: "www", Type: "A", TTL: 60, Primary: []string{"192.0.2.1"}, Backup: []string{"192.0.2.2"}}}}}.Command())
+	c.propose(t, failover.Failover{To: failover.Backup, Force: true, Actor: "alice", Reason: "drill"}.Command())
+	return c.m.Desired().Gen
+}
+
+// pass runs one Runner pass with r in the given settings and returns the
+// records it added.
+func pass(t *testing.T, c *fakeCluster, r remediate.Remediator, s remediate.Settings) []failover.RemediationRecord {
+	t.Helper()
+	before := len(c.m.Remediations())
+	run, err := remediate.NewRunner(remediate.RunnerConfig{Node: "a", Cluster: c, State: c.m,
+		Remediators: []remediate.Entry{{Remediator: r, Settings: s}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := run.Pass(context.Background()); rep.Err != nil {
+		t.Fatalf("pass: %v", rep.Err)
+	}
+	return c.m.Remediations()[before:]
+}
+
+// summary renders records as "result target" lines, in order.
+func summary(recs []failover.RemediationRecord) []string {
+	out := []string{}
+	for _, r := range recs {
+		out = append(out, r.Result+" "+r.Verb+" "+r.Target)
+	}
+	return out
+}
+
+func eqStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// versions returns the resourceVersion of each named object, read by get.
+func versions(t *testing.T, get func(name string) (metav1.Object, error), names ...string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, n := range names {
+		o, err := get(n)
+		if err != nil {
+			t.Fatalf("get %s: %v", n, err)
+		}
+		out[n] = o.GetResourceVersion()
+	}
+	return out
+}
+
+func eqMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,162 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/failover/remediate"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// BackupWarmupName is the remediation's name.
+const BackupWarmupName = "backup-warmup"
+
+// BackupWarmup is the backup-warmup remediator: while the decision makes
+// the backup site active, the listed workloads on the backup cluster are
+// scaled up to their replicas. Scaling back down at failback is not
+// implemented (it was to be opt-in).
+type BackupWarmup struct {
+	client    kubernetes.Interface
+	workloads []remediate.Workload
+	decision  func() remediate.Decision
+}
+
+var _ remediate.Remediator = (*BackupWarmup)(nil)
+
+// NewBackupWarmup returns the remediator. client is the BACKUP cluster's;
+// decision returns the current decision (the node reads it from its
+// replica: Desired().Gen and Desired().Active).
+func NewBackupWarmup(client kubernetes.Interface, workloads []remediate.Workload, decision func() remediate.Decision) *BackupWarmup {
+	return &BackupWarmup{client: client, workloads: workloads, decision: decision}
+}
+
+// Name implements remediate.Remediator.
+func (b *BackupWarmup) Name() string { return BackupWarmupName }
+
+type scaleData struct {
+	w remediate.Workload
+}
+
+func target(w remediate.Workload) string {
+	return strings.ToLower(w.Kind) + "/" + w.Namespace + "/" + w.Name
+}
+
+// scale reads the workload's scale subresource.
+func (b *BackupWarmup) scale(ctx context.Context, w remediate.Workload) (*autoscalingv1.Scale, error) {
+	switch w.Kind {
+	case "Deployment":
+		return b.client.AppsV1().Deployments(w.Namespace).GetScale(ctx, w.Name, metav1.GetOptions{})
+	case "StatefulSet":
+		return b.client.AppsV1().StatefulSets(w.Namespace).GetScale(ctx, w.Name, metav1.GetOptions{})
+	}
+	return nil, fmt.Errorf("kind %q: want Deployment or StatefulSet", w.Kind)
+}
+
+// Plan returns a scale action per workload below its replicas, only while
+// the decision (gen > 0) makes the backup active. Keys carry the
+// generation: each decision warms up once (invariant 6), and a workload
+// someone scaled down during that decision is not fought over. A missing
+// workload is skipped here and reported by Ready.
+func (b *BackupWarmup) Plan(ctx context.Context) ([]remediate.Action, error) {
+	d := b.decision()
+	if d.Gen == 0 || d.Active != failover.Backup {
+		return nil, nil
+	}
+	var out []remediate.Action
+	for _, w := range b.workloads {
+		sc, err := b.scale(ctx, w)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("get scale of %s: %w", target(w), err)
+		}
+		if sc.Spec.Replicas >= w.Replicas {
+			continue
+		}
+		out = append(out, remediate.Action{
+			Target: target(w), Verb: "scale",
+			Reason: fmt.Sprintf("failover to backup (gen %d): scale %s from %d to %d replicas", d.Gen, target(w), sc.Spec.Replicas, w.Replicas),
+			Key:    "scale/" + target(w) + "/gen/" + strconv.FormatUint(d.Gen, 10),
+			Data:   scaleData{w: w},
+		})
+	}
+	return out, nil
+}
+
+// Apply raises the workload's replicas through the scale subresource,
+// carrying the resourceVersion it read. It never scales down: a workload
+// already at or above its replicas is success.
+func (b *BackupWarmup) Apply(ctx context.Context, a remediate.Action) error {
+	data, ok := a.Data.(scaleData)
+	if !ok {
+		return fmt.Errorf("%s: action without workload data", a.Target)
+	}
+	w := data.w
+	sc, err := b.scale(ctx, w)
+	if err != nil {
+		return fmt.Errorf("get scale of %s: %w", target(w), err)
+	}
+	if sc.Spec.Replicas >= w.Replicas {
+		return nil
+	}
+	sc.Spec.Replicas = w.Replicas
+	switch w.Kind {
+	case "Deployment":
+		_, err = b.client.AppsV1().Deployments(w.Namespace).UpdateScale(ctx, w.Name, sc, metav1.UpdateOptions{})
+	case "StatefulSet":
+		_, err = b.client.AppsV1().StatefulSets(w.Namespace).UpdateScale(ctx, w.Name, sc, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("scale %s to %d: %w", target(w), w.Replicas, err)
+	}
+	return nil
+}
+
+// Ready reports whether every listed workload has at least its replicas
+// ready, with a detail line per workload that is not ("deployment/ns/web
+// 1/3 ready"). It only reads. An error means the backup cluster could not
+// be read; a missing workload is not ready, not an error.
+func (b *BackupWarmup) Ready(ctx context.Context) (bool, string, error) {
+	var notReady []string
+	for _, w := range b.workloads {
+		var ready int32
+		var err error
+		switch w.Kind {
+		case "Deployment":
+			dep, e := b.client.AppsV1().Deployments(w.Namespace).Get(ctx, w.Name, metav1.GetOptions{})
+			err = e
+			if err == nil {
+				ready = dep.Status.ReadyReplicas
+			}
+		case "StatefulSet":
+			ss, e := b.client.AppsV1().StatefulSets(w.Namespace).Get(ctx, w.Name, metav1.GetOptions{})
+			err = e
+			if err == nil {
+				ready = ss.Status.ReadyReplicas
+			}
+		default:
+			err = fmt.Errorf("kind %q: want Deployment or StatefulSet", w.Kind)
+		}
+		if apierrors.IsNotFound(err) {
+			notReady = append(notReady, target(w)+" not found")
+			continue
+		}
+		if err != nil {
+			return false, "", fmt.Errorf("read %s: %w", target(w), err)
+		}
+		if ready < w.Replicas {
+			notReady = append(notReady, fmt.Sprintf("%s %d/%d ready", target(w), ready, w.Replicas))
+		}
+	}
+	if len(notReady) > 0 {
+		return false, strings.Join(notReady, "; "), nil
+	}
+	return true, fmt.Sprintf("%d workloads ready", len(b.workloads)), nil
+}
