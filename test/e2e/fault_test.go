@@ -38,16 +38,51 @@ func others(w *World, not *Node) []*Node {
 	return out
 }
 
-// Scenario 5: the old leader is cut off (frozen with SIGSTOP, which to the
-// others is a two-way partition) with its DNS write for gen X in flight,
-// held by the fault proxy on its path to BIND. The other two elect a new
-// leader, which writes gen X and then an operator's failback, gen Y. Then
-// the old leader's held write reaches BIND. Invariants: BIND refuses it
-// (the fence prerequisite fails), DNS keeps gen Y (record and fence), the
-// serial grew by exactly the two writes of the new leader, and once the
-// old leader is back every node's history is identical, with each decision
+// Scenario 5: the old leader is partitioned away from the other two (both
+// ways, through the per-node proxies that filter by source IP) while its
+// DNS write for gen X is in flight, held by the fault proxy on its path to
+// BIND. The majority elects a new leader, which writes gen X and then an
+// operator's failback, gen Y. Then the old leader's held write reaches
+// BIND. Invariants: BIND refuses it (the fence prerequisite fails), DNS
+// keeps gen Y (record and fence), the serial grew by exactly the new
+// leader's two writes, the old leader stepped down, and after the
+// partition heals every node's history is identical with each decision
 // verified exactly once.
-func TestChaos05DeposedLeaderWriteFails(t *testing.T) {
+func TestChaos05PartitionedLeaderWriteFails(t *testing.T) {
+	deposedLeaderWrite(t, func(w *World, old *Node) func() {
+		w.Partition(old)
+		return w.Heal
+	})
+}
+
+// Scenario 5, process-pause variant: the old leader is frozen (SIGSTOP, a
+// stop-the-world pause such as a long GC or a suspended VM) with its DNS
+// write for gen X in flight, and thawed after the held write was refused.
+// Same invariants.
+func TestChaos05FrozenLeaderWriteFails(t *testing.T) {
+	deposedLeaderWrite(t, func(w *World, old *Node) func() {
+		if err := old.Freeze(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = old.Thaw() })
+		return func() {
+			if err := old.Thaw(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+// deposedLeaderWrite runs scenario 5 with cut isolating the old leader
+// and returning the function that ends the isolation.
+func deposedLeaderWrite(t *testing.T, cut func(w *World, old *Node) (heal func())) {
+	// held by the fault proxy on its path to BIND. The other two elect a new
+	// leader, which writes gen X and then an operator's failback, gen Y. Then
+	// the old leader's held write reaches BIND. Invariants: BIND refuses it
+	// (the fence prerequisite fails), DNS keeps gen Y (record and fence), the
+	// serial grew by exactly the two writes of the new leader, and once the
+	// old leader is back every node's history is identical, with each decision
+	// verified exactly once.
 	w := Start(t, Options{})
 	serial0 := mustSerial(t, w)
 	old := w.Leader()
@@ -61,11 +96,8 @@ func TestChaos05DeposedLeaderWriteFails(t *testing.T) {
 	}
 	Eventually(t, 30*time.Second, func() bool { return held.Stats().Accepted > accepted },
 		"the old leader %s sends its UPDATE into the held path", old.ID)
-	if err := old.Freeze(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = old.Thaw() })
-	t.Logf("froze leader %s with its write for gen X in flight", old.ID)
+	heal := cut(w, old)
+	t.Logf("isolated leader %s with its write for gen X in flight", old.ID)
 
 	var genX uint64
 	Eventually(t, 60*time.Second, func() bool {
@@ -91,9 +123,7 @@ func TestChaos05DeposedLeaderWriteFails(t *testing.T) {
 	Eventually(t, 30*time.Second, func() bool {
 		return strings.Count(w.BIND.Log(), "prerequisite not satisfied") > refusedBefore
 	}, "BIND refuses the deposed leader's write")
-	if err := old.Thaw(); err != nil {
-		t.Fatal(err)
-	}
+	heal()
 
 	if got := w.Answer(); got != PrimaryIP {
 		t.Errorf("BIND answers %s after the stale write, want %s (gen Y)", got, PrimaryIP)

@@ -173,6 +173,33 @@ func (w *World) SetDNSMode(m faultproxy.Mode) {
 	}
 }
 
+// Partition cuts n off from every other node, both ways: its proxy holds
+// everything sent to it, and the others' proxies hold everything it sends.
+// The held bytes flow again after Heal, as after a real partition.
+func (w *World) Partition(n *Node) {
+	for _, m := range w.Nodes {
+		if m != n {
+			w.Cut(n, m)
+		}
+	}
+}
+
+// Cut cuts the link between a and b, both ways.
+func (w *World) Cut(a, b *Node) {
+	a.RaftProxy.SetModeFrom(b.IP, faultproxy.Blackhole)
+	b.RaftProxy.SetModeFrom(a.IP, faultproxy.Blackhole)
+}
+
+// Heal lifts every partition and cut between nodes.
+func (w *World) Heal() {
+	for _, m := range w.Nodes {
+		for _, n := range w.Nodes {
+			m.RaftProxy.ClearModeFrom(n.IP)
+		}
+		m.RaftProxy.SetMode(faultproxy.Pass)
+	}
+}
+
 // Site is one Caddy with one fault proxy per watcher in front of it.
 type Site struct {
 	Name  failover.Site
@@ -254,10 +281,20 @@ func New(t testing.TB, o Options) *World {
 	}
 
 	must(t, w.writeSecrets())
-	ports := freePorts(t, 2*len(IDs))
 	for i, id := range IDs {
-		w.Nodes = append(w.Nodes, &Node{ID: id, RaftAddr: ports[2*i], APIAddr: ports[2*i+1], w: w,
-			ConfigPath: w.path("node-" + id + ".yaml"), DataDir: w.path("data-" + id), LogPath: w.path("node-" + id + ".log")})
+		// Each node has its own loopback IP and dials its peers from it
+		// (cluster binds the dialer to the bind IP), so the proxy in front
+		// of a node can cut some peers off and not others.
+		ip := fmt.Sprintf("127.0.0.%d", 11+i)
+		ports := freePorts(t, ip, 2)
+		n := &Node{ID: id, IP: ip, RaftAddr: ports[0], APIAddr: ports[1], w: w,
+			ConfigPath: w.path("node-" + id + ".yaml"), DataDir: w.path("data-" + id), LogPath: w.path("node-" + id + ".log")}
+		var err error
+		if n.RaftProxy, err = faultproxy.New("127.0.0.1:0", n.RaftAddr); err != nil {
+			t.Fatalf("raft proxy: %v", err)
+		}
+		t.Cleanup(func() { _ = n.RaftProxy.Close() })
+		w.Nodes = append(w.Nodes, n)
 	}
 	must(t, w.writeCerts())
 	for _, n := range w.Nodes {
@@ -353,7 +390,7 @@ func (w *World) writeCerts() error {
 		return err
 	}
 	for _, n := range w.Nodes {
-		cert, key, err := cluster.IssueNodeCert(ca, caKey, n.ID, []string{"127.0.0.1", "localhost"}, 24*time.Hour)
+		cert, key, err := cluster.IssueNodeCert(ca, caKey, n.ID, []string{n.IP, "127.0.0.1", "localhost"}, 24*time.Hour)
 		if err != nil {
 			return err
 		}
@@ -372,7 +409,7 @@ node: { id: {{.Self.ID}}, data_dir: "{{.Self.DataDir}}", raft_addr: "{{.Self.Raf
 tls: { ca_file: "{{.Dir}}/ca.crt", cert_file: "{{.Dir}}/node-{{.Self.ID}}.crt", key_file: "{{.Dir}}/node-{{.Self.ID}}.key" }
 peers:
 {{- range .Peers}}
-  - { id: {{.ID}}, raft_addr: "{{.RaftAddr}}", api_addr: "{{.APIAddr}}" }
+  - { id: {{.ID}}, raft_addr: "{{.RaftProxy.Addr}}", api_addr: "{{.APIAddr}}" }
 {{- end}}
 api: { tokens_file: "{{.Dir}}/tokens" }
 raft: { heartbeat_timeout: {{.HB}}, election_timeout: {{.HB}}, leader_lease_timeout: {{.Lease}} }
@@ -415,12 +452,12 @@ func (w *World) writeConfig(n *Node) error {
 	return os.WriteFile(n.ConfigPath, b.Bytes(), 0o600)
 }
 
-func freePorts(t testing.TB, n int) []string {
+func freePorts(t testing.TB, ip string, n int) []string {
 	t.Helper()
 	var out []string
 	var lns []net.Listener
 	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		ln, err := net.Listen("tcp", ip+":0")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -437,7 +474,13 @@ func freePorts(t testing.TB, n int) []string {
 
 // Node is one `drwatch serve` process (which may be stopped and started).
 type Node struct {
-	ID, RaftAddr, APIAddr        string
+	ID string
+	// IP is the node's own loopback address: it listens on it (RaftAddr,
+	// APIAddr) and dials its peers from it.
+	IP, RaftAddr, APIAddr string
+	// RaftProxy stands in front of RaftAddr; the peers (and the node's own
+	// advertised address) point at it. Partition and Cut drive it.
+	RaftProxy                    *faultproxy.Proxy
 	ConfigPath, DataDir, LogPath string
 
 	w      *World
@@ -769,10 +812,23 @@ func (w *World) LeaderView() (api.Status, bool) {
 // leader's replica sees both sites UP at quorum.
 func (w *World) WaitHealthy(d time.Duration) {
 	w.T.Helper()
-	Eventually(w.T, d, func() bool {
+	if Within(d, func() bool {
 		st, ok := w.LeaderView()
 		return ok && st.State.Sites[failover.Primary].Verdict == failover.Up && st.State.Sites[failover.Backup].Verdict == failover.Up
-	}, "a leader sees both sites UP at quorum")
+	}) {
+		return
+	}
+	var b strings.Builder
+	for _, n := range w.Nodes {
+		st, err := w.Status(n)
+		if err != nil {
+			fmt.Fprintf(&b, "\n  node %s (running %v): %v", n.ID, n.Running(), err)
+			continue
+		}
+		fmt.Fprintf(&b, "\n  node %s: leader %q raft %s term %d; primary %+v; backup %+v; warnings %v",
+			n.ID, st.Leader, st.Raft.State, st.Raft.Term, st.State.Sites[failover.Primary], st.State.Sites[failover.Backup], st.Warnings)
+	}
+	w.T.Fatalf("timed out after %s waiting until a leader sees both sites UP at quorum:%s", d, b.String())
 }
 
 // --- BIND ---

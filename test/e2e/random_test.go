@@ -16,7 +16,8 @@ import (
 )
 
 // Scenario 12: randomized chaos. Each schedule is drawn from a seed: node
-// crashes (SIGKILL), graceful stops (SIGTERM), restarts, primary outages
+// crashes (SIGKILL), graceful stops (SIGTERM), restarts, node partitions
+// and cut links, primary outages
 // (Caddy killed, or every probe path reset), one watcher cut from the
 // primary, BIND outages, and manual commands through random nodes. After
 // the faults heal it checks the invariants:
@@ -92,7 +93,7 @@ func runSchedule(t *testing.T, seed uint64, steps int) {
 	c := &chaos{t: t, w: w, rng: rand.New(rand.NewPCG(seed, seed^0x5851f42d4c957f2d))}
 	primary := w.Sites[failover.Primary]
 	for i := range steps {
-		switch k := c.rng.IntN(9); k {
+		switch k := c.rng.IntN(11); k {
 		case 0: // crash a node, keeping at least two running most of the time
 			if r := w.Running(); len(r) > 2 || (len(r) == 2 && c.rng.IntN(4) == 0) {
 				n := r[c.rng.IntN(len(r))]
@@ -142,13 +143,27 @@ func runSchedule(t *testing.T, seed uint64, steps int) {
 			}
 		case 7, 8: // an operator command through a random running node
 			c.command(i)
+		case 9: // a node partitioned away, or one link cut
+			a := w.Nodes[c.rng.IntN(len(w.Nodes))]
+			if c.rng.IntN(2) == 0 {
+				c.note("step %d: partition node %s from the others", i, a.ID)
+				w.Partition(a)
+			} else {
+				b := w.Nodes[(indexOf(w.Nodes, a)+1+c.rng.IntN(len(w.Nodes)-1))%len(w.Nodes)]
+				c.note("step %d: cut the link %s-%s", i, a.ID, b.ID)
+				w.Cut(a, b)
+			}
+		case 10:
+			c.note("step %d: heal node partitions", i)
+			w.Heal()
 		}
 		// The dwell is part of the schedule (how long a fault lasts), not a wait
 		// for anything to happen.
 		time.Sleep(time.Duration(500+c.rng.IntN(3000)) * time.Millisecond)
 	}
 
-	c.note("heal: every node, site path and BIND back")
+	c.note("heal: every node, link, site path and BIND back")
+	w.Heal()
 	w.RestartBIND()
 	if err := primary.Caddy.Start(); err != nil {
 		t.Fatal(err)
@@ -254,4 +269,13 @@ func (c *chaos) checkConverged() {
 	}
 	t.Logf("converged: desired gen %d active %s; %d decisions, %d acknowledged commands, %d history entries",
 		st.State.Desired.Gen, st.State.Desired.Active, len(Decisions(h)), len(c.acked), len(h))
+}
+
+func indexOf(nodes []*Node, n *Node) int {
+	for i, m := range nodes {
+		if m == n {
+			return i
+		}
+	}
+	return -1
 }
