@@ -12,6 +12,7 @@ import (
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/test/kubetest"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -54,10 +55,24 @@ func client(t *testing.T) kubernetes.Interface {
 	return kubeClient
 }
 
+// deleteAllNodes removes every node, and every pod (grace 0), so that a
+// test sees only its own objects.
 func deleteAllNodes(t *testing.T, c kubernetes.Interface) {
 	t.Helper()
-	if err := c.CoreV1().Nodes().DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+	ctx := context.Background()
+	if err := c.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
 		t.Fatalf("delete nodes: %v", err)
+	}
+	pods, err := c.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("list pods: %v", err)
+	}
+	zero := int64(0)
+	for _, p := range pods.Items {
+		err := c.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Fatalf("delete pod %s/%s: %v", p.Namespace, p.Name, err)
+		}
 	}
 }
 

@@ -1,0 +1,107 @@
+package kube
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/drwatch/drwatch/failover/remediate"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// terminate deletes a bound pod with a grace period: with no kubelet to
+// confirm, it stays Terminating with deletionTimestamp = now + grace.
+func terminate(t *testing.T, c kubernetes.Interface, ns, name string, grace int64) {
+	t.Helper()
+	if err := c.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
+		t.Fatalf("delete pod %s: %v", name, err)
+	}
+	p, err := c.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil || p.DeletionTimestamp == nil {
+		t.Fatalf("pod %s: got %v (err %v), want it Terminating", name, p, err)
+	}
+}
+
+func podExists(t *testing.T, c kubernetes.Interface, ns, name string) bool {
+	t.Helper()
+	_, err := c.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return true
+}
+
+func TestOrphanedPods(t *testing.T) {
+	c := client(t)
+	ns := namespace(t, c)
+	node(t, c, "w1", corev1.ConditionTrue, time.Now(), false)
+	for _, n := range []string{"orphan-a", "orphan-b", "within-grace", "running"} {
+		pod(t, c, ns, n, "w1", nil, true)
+	}
+	terminate(t, c, ns, "orphan-a", 30)
+	terminate(t, c, ns, "orphan-b", 30)
+	terminate(t, c, ns, "within-grace", 3*3600) // still inside its grace period an hour from now
+	// The remediator's clock runs an hour ahead: orphan-a and orphan-b have
+	// been Terminating ~1h past their 30 s grace period.
+	r := NewOrphanedPods(c, 10*time.Minute, func() time.Time { return time.Now().Add(time.Hour) })
+	fc := newFakeCluster()
+	all := []string{"orphan-a", "orphan-b", "within-grace", "running"}
+	podVersions := func() map[string]string {
+		return versions(t, func(n string) (metav1.Object, error) {
+			return c.CoreV1().Pods(ns).Get(context.Background(), n, metav1.GetOptions{})
+		}, all...)
+	}
+
+	t.Run("dry-run writes nothing", func(t *testing.T) {
+		before := podVersions()
+		got := summary(pass(t, fc, r, remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5}))
+		want := []string{"dry_run force-delete pod/" + ns + "/orphan-a", "dry_run force-delete pod/" + ns + "/orphan-b"}
+		if !eqStrings(got, want) {
+			t.Fatalf("got %q, want %q", got, want)
+		}
+		if after := podVersions(); !eqMaps(before, after) {
+			t.Fatalf("got resourceVersions %v, want unchanged %v", after, before)
+		}
+	})
+	on := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 1, MaxPerHour: 10}
+	t.Run("acts within the cap", func(t *testing.T) {
+		got := summary(pass(t, fc, r, on))
+		want := []string{"planned force-delete pod/" + ns + "/orphan-a", "applied force-delete pod/" + ns + "/orphan-a",
+			"skipped_cap force-delete pod/" + ns + "/orphan-b"}
+		if !eqStrings(got, want) {
+			t.Fatalf("got %q, want %q", got, want)
+		}
+		if podExists(t, c, ns, "orphan-a") || !podExists(t, c, ns, "orphan-b") {
+			t.Fatal("want orphan-a gone and orphan-b kept by the cap")
+		}
+		pass(t, fc, r, on)
+		if podExists(t, c, ns, "orphan-b") {
+			t.Fatal("orphan-b still there after the second pass")
+		}
+		for _, n := range []string{"within-grace", "running"} {
+			if !podExists(t, c, ns, n) {
+				t.Fatalf("look-alike %s was deleted", n)
+			}
+		}
+	})
+	t.Run("repeated pass is a no-op", func(t *testing.T) {
+		before := versions(t, func(n string) (metav1.Object, error) {
+			return c.CoreV1().Pods(ns).Get(context.Background(), n, metav1.GetOptions{})
+		}, "within-grace", "running")
+		if got := summary(pass(t, fc, r, on)); len(got) != 0 {
+			t.Fatalf("got %q, want no records", got)
+		}
+		after := versions(t, func(n string) (metav1.Object, error) {
+			return c.CoreV1().Pods(ns).Get(context.Background(), n, metav1.GetOptions{})
+		}, "within-grace", "running")
+		if !eqMaps(before, after) {
+			t.Fatalf("got resourceVersions %v, want unchanged %v", after, before)
+		}
+	})
+}
