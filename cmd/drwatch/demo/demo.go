@@ -47,6 +47,9 @@ type Options struct {
 	// Interval is the probe round interval (default 1s); the probe timeout
 	// is 70% of it. Tests under the race detector use a slower cadence.
 	Interval time.Duration
+	// Fall is the policy's fall (default 3): failed rounds before a watcher
+	// votes DOWN. A larger one keeps the pending countdown on screen longer.
+	Fall int
 }
 
 // Demo is a running demo cluster.
@@ -64,6 +67,7 @@ type Demo struct {
 	out      io.Writer
 	start    time.Time
 	interval time.Duration
+	fall     int
 	log      *slog.Logger
 	cfgs     []*config.Config
 	tmp      bool
@@ -78,7 +82,10 @@ func Start(ctx context.Context, o Options) (d *Demo, err error) {
 	if o.Interval <= 0 {
 		o.Interval = time.Second
 	}
-	d = &Demo{Dir: o.Dir, Sites: map[string]*Site{}, out: o.Out, start: time.Now(), interval: o.Interval}
+	if o.Fall <= 0 {
+		o.Fall = 3
+	}
+	d = &Demo{Dir: o.Dir, Sites: map[string]*Site{}, out: o.Out, start: time.Now(), interval: o.Interval, fall: o.Fall}
 	if d.out == nil {
 		d.out = io.Discard
 	}
@@ -218,7 +225,7 @@ peers:
 {{- end}}
 api: { tokens_file: "{{.Dir}}/tokens" }
 raft: { heartbeat_timeout: 1s, election_timeout: 1s, leader_lease_timeout: 500ms }
-policy: { interval: {{.Interval}}, timeout: {{.Timeout}}, fall: 3, rise: 2, quorum: 2, auto_failover: true, block_window: 10m, failback: manual }
+policy: { interval: {{.Interval}}, timeout: {{.Timeout}}, fall: {{.Fall}}, rise: 2, quorum: 2, auto_failover: true, block_window: 10m, failback: manual }
 sites:
 {{- range .Sites}}
   {{.Name}}:
@@ -255,7 +262,7 @@ func (d *Demo) writeConfig(path string, self peerAddr, peers []peerAddr) error {
 	}
 	err = configTmpl.Execute(f, map[string]any{"Self": self, "Peers": peers, "Dir": d.Dir, "Sites": sites,
 		"DNS": d.DNS.Addr(), "PrimaryIP": PrimaryIP, "BackupIP": BackupIP,
-		"Interval": d.interval.String(), "Timeout": (d.interval * 7 / 10).String()})
+		"Interval": d.interval.String(), "Timeout": (d.interval * 7 / 10).String(), "Fall": d.fall})
 	return errors.Join(err, f.Close())
 }
 

@@ -41,6 +41,22 @@ func TestOutageScenario(t *testing.T) {
 	if got, err := d.Resolve("lms.demo.test"); err != nil || len(got) != 1 || got[0] != PrimaryIP {
 		t.Fatalf("before: lms.demo.test -> %v %v, want %s", got, err, PrimaryIP)
 	}
+	// Before the outage every probe, critical or not, works: a config error
+	// in a non-critical probe would otherwise hide behind the verdicts.
+	eventually(t, 60*time.Second, func() bool {
+		v := d.View()
+		if len(v.Nodes) != 3 {
+			return false
+		}
+		for _, nv := range v.Nodes {
+			for _, p := range nv.Probes {
+				if !p.Last.OK {
+					return false
+				}
+			}
+		}
+		return true
+	}, "every probe of every watcher succeeds")
 	if err := d.Outage(ctx); err != nil {
 		t.Fatalf("outage scenario: %v\nnarration:\n%s", err, out.String())
 	}

@@ -34,6 +34,9 @@ type BrowseOptions struct {
 	// Timeout bounds the whole run (default 90s: the first start on a
 	// loaded machine is slow).
 	Timeout time.Duration
+	// IgnoreCertErrors accepts a certificate from a private CA (a test
+	// cluster's own), which Chromium would otherwise stop at.
+	IgnoreCertErrors bool
 }
 
 // Chromium returns the path of a Chromium binary, or ErrNoChromium.
@@ -91,6 +94,9 @@ func BrowseContext(ctx context.Context, url string, o BrowseOptions) (string, er
 	}
 	if o.Screenshot != "" {
 		args = append(args, "--screenshot="+o.Screenshot)
+	}
+	if o.IgnoreCertErrors {
+		args = append(args, "--ignore-certificate-errors")
 	}
 	args = append(args, "--dump-dom", url)
 
