@@ -114,6 +114,25 @@ func TestCLIAgainstCluster(t *testing.T) {
 		}
 	})
 
+	t.Run("livez and readyz on every node", func(t *testing.T) {
+		cl, err := (&clientFlags{endpoints: d.APIURLs, caFile: d.CAFile, timeout: 10 * time.Second}).client(false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range d.APIURLs {
+			for _, path := range []string{"/livez", "/readyz"} {
+				resp, err := cl.http.Get(u + path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					t.Errorf("%s%s: got %d, want 200", u, path, resp.StatusCode)
+				}
+			}
+		}
+	})
+
 	t.Run("writes need a valid token", func(t *testing.T) {
 		body := strings.NewReader(`{"to":"backup","reason":"x"}`)
 		cl, err := (&clientFlags{endpoints: []string{follower}, caFile: d.CAFile, timeout: 10 * time.Second}).client(false)

@@ -167,6 +167,7 @@ func (b *pageBackend) Members(context.Context) ([]cluster.Member, error) {
 func (b *pageBackend) RemoveMember(context.Context, string, bool) error {
 	return errors.New("read-only")
 }
+func (b *pageBackend) Alive() error { return nil }
 func (b *pageBackend) AddMember(context.Context, string, string) error {
 	return errors.New("read-only")
 }

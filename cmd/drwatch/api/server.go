@@ -54,7 +54,7 @@ func NewServer(b Backend, o Options) *Server {
 		s.now = time.Now
 	}
 	m := s.mux
-	m.HandleFunc("GET /livez", func(w http.ResponseWriter, _ *http.Request) { writeText(w, http.StatusOK, "ok\n") })
+	m.HandleFunc("GET /livez", s.livez)
 	m.HandleFunc("GET /readyz", s.readyz)
 	m.Handle("GET /metrics", b.Metrics())
 	m.HandleFunc("GET /api/v1/status", s.status)
@@ -90,6 +90,14 @@ func writeText(w http.ResponseWriter, status int, s string) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_, _ = io.WriteString(w, s)
+}
+
+func (s *Server) livez(w http.ResponseWriter, _ *http.Request) {
+	if err := s.backend.Alive(); err != nil {
+		writeText(w, http.StatusServiceUnavailable, "not alive: "+err.Error()+"\n")
+		return
+	}
+	writeText(w, http.StatusOK, "ok\n")
 }
 
 func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {

@@ -32,6 +32,9 @@ type Backend interface {
 	DryRun(c failover.Command) (DryRun, error)
 	// Ready returns nil once the config is loaded, Raft has joined and a leader is known.
 	Ready() error
+	// Alive returns nil while the node's own loops run (probe rounds keep
+	// arriving); an error means the process is wedged and should be restarted.
+	Alive() error
 	// Metrics serves this node's Prometheus registry.
 	Metrics() http.Handler
 }

@@ -228,6 +228,17 @@ func (n *Node) Ready() error {
 	return nil
 }
 
+// Alive implements api.Backend: probe rounds must keep arriving. A round
+// takes at most one interval plus its timeout, so five intervals of silence
+// mean a wedged loop, not a slow one.
+func (n *Node) Alive() error {
+	last := time.Unix(0, n.lastRound.Load())
+	if since := n.now().Sub(last); since > 5*n.cfg.Policy.Interval {
+		return fmt.Errorf("no probe round for %s (interval %s)", since.Round(time.Second), n.cfg.Policy.Interval)
+	}
+	return nil
+}
+
 // Metrics implements api.Backend.
 func (n *Node) Metrics() http.Handler {
 	return promhttp.HandlerFor(n.reg, promhttp.HandlerOpts{})

@@ -67,6 +67,7 @@ type Node struct {
 	started      time.Time
 	certNotAfter time.Time // this node's own certificate, for drwatch_tls_cert_expiry_timestamp_seconds
 	stopping     atomic.Bool
+	lastRound    atomic.Int64 // unix ns when the scheduler last delivered a round
 	lastSeq      uint64
 }
 
@@ -110,6 +111,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 		now = time.Now
 	}
 	n := &Node{cfg: c, log: log, reg: reg, machine: failover.New(), now: now, changed: make(chan struct{}, 1), dnsChanged: make(chan struct{}, 1), started: now()}
+	n.lastRound.Store(n.started.UnixNano())
 	n.policy = PolicyFrom(c)
 	if err := n.policy.Validate(); err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
@@ -217,6 +219,7 @@ func (n *Node) reportLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case r := <-n.sched.Rounds():
+			n.lastRound.Store(n.now().UnixNano())
 			n.report(ctx, r)
 		}
 	}
