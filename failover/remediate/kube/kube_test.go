@@ -1,0 +1,56 @@
+package kube
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/drwatch/drwatch/failover/remediate"
+	"k8s.io/client-go/kubernetes"
+)
+
+func TestEntries(t *testing.T) {
+	var cs kubernetes.Interface = kubernetes.New(nil)
+	dry := remediate.Settings{Mode: remediate.ModeDryRun}
+	all := remediate.Config{}
+	all.DeadNodeOutOfService.Settings = dry
+	all.DrainTrap.Settings = dry
+	all.OrphanedPods.Settings = dry
+	all.BackupWarmup.Settings = dry
+	tests := []struct {
+		name      string
+		cfg       remediate.Config
+		clients   Clients
+		wantNames []string
+		wantErr   string
+	}{
+		{"all off by default", remediate.Config{}, Clients{}, nil, ""},
+		{"all enabled", all, Clients{Primary: cs, Backup: cs},
+			[]string{DeadNodeName, DrainTrapName, OrphanedPodsName, BackupWarmupName}, ""},
+		{"missing backup client", all, Clients{Primary: cs}, nil, "backup-warmup needs the backup site's kubernetes client"},
+		{"bad mode", remediate.Config{DrainTrap: remediate.DrainTrapConfig{Settings: remediate.Settings{Mode: "yes"}}}, Clients{}, nil, "drain_trap.mode"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			es, err := Entries(tt.cfg, tt.clients, nil, nil, nil)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got %v, want an error containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, e := range es {
+				names = append(names, e.Remediator.Name())
+				if e.Settings.MaxPerPass != remediate.DefaultMaxPerPass {
+					t.Fatalf("%s: got max_per_pass %d, want the default", e.Remediator.Name(), e.Settings.MaxPerPass)
+				}
+			}
+			if !eqStrings(names, tt.wantNames) {
+				t.Fatalf("got %v, want %v", names, tt.wantNames)
+			}
+		})
+	}
+}

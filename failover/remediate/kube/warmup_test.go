@@ -1,0 +1,173 @@
+package kube
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/failover/remediate"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+func podTemplate(app string) (*metav1.LabelSelector, corev1.PodTemplateSpec) {
+	l := map[string]string{"app": app}
+	return &metav1.LabelSelector{MatchLabels: l}, corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: l},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "example.invalid/c"}}},
+	}
+}
+
+func replicas(t *testing.T, c kubernetes.Interface, w remediate.Workload) (spec, ready int32, rv string) {
+	t.Helper()
+	ctx := context.Background()
+	if w.Kind == "Deployment" {
+		d, err := c.AppsV1().Deployments(w.Namespace).Get(ctx, w.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return *d.Spec.Replicas, d.Status.ReadyReplicas, d.ResourceVersion
+	}
+	s, err := c.AppsV1().StatefulSets(w.Namespace).Get(ctx, w.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *s.Spec.Replicas, s.Status.ReadyReplicas, s.ResourceVersion
+}
+
+func TestBackupWarmup(t *testing.T) {
+	c := client(t)
+	ns := namespace(t, c)
+	ctx := context.Background()
+	zero := int32(0)
+	sel, tpl := podTemplate("web")
+	if _, err := c.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: appsv1.DeploymentSpec{Replicas: &zero, Selector: sel, Template: tpl}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sel, tpl = podTemplate("db")
+	if _, err := c.AppsV1().StatefulSets(ns).Create(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db"},
+		Spec: appsv1.StatefulSetSpec{Replicas: &zero, Selector: sel, Template: tpl, ServiceName: "db"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	web := remediate.Workload{Kind: "Deployment", Namespace: ns, Name: "web", Replicas: 3}
+	db := remediate.Workload{Kind: "StatefulSet", Namespace: ns, Name: "db", Replicas: 2}
+	fc := newFakeCluster()
+	decision := func() remediate.Decision {
+		d := fc.m.Desired()
+		return remediate.Decision{Gen: d.Gen, Active: d.Active}
+	}
+	r := NewBackupWarmup(c, []remediate.Workload{web, db}, decision)
+	rvs := func() map[string]string {
+		_, _, a := replicas(t, c, web)
+		_, _, b := replicas(t, c, db)
+		return map[string]string{"web": a, "db": b}
+	}
+	on := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 1, MaxPerHour: 10}
+
+	t.Run("no failover: no action", func(t *testing.T) {
+		before := rvs()
+		if got := summary(pass(t, fc, r, on)); len(got) != 0 {
+			t.Fatalf("got %q with the primary active, want nothing", got)
+		}
+		if !eqMaps(before, rvs()) {
+			t.Fatal("workloads changed without a failover")
+		}
+	})
+	gen := fc.failoverToBackup(t)
+	t.Run("dry-run writes nothing", func(t *testing.T) {
+		before := rvs()
+		got := summary(pass(t, fc, r, remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5}))
+		want := []string{"dry_run scale deployment/" + ns + "/web", "dry_run scale statefulset/" + ns + "/db"}
+		if !eqStrings(got, want) {
+			t.Fatalf("got %q, want %q", got, want)
+		}
+		if !eqMaps(before, rvs()) {
+			t.Fatal("dry-run changed a workload")
+		}
+	})
+	t.Run("acts within the cap, keyed by gen", func(t *testing.T) {
+		recs := pass(t, fc, r, on)
+		got := summary(recs)
+		want := []string{"planned scale deployment/" + ns + "/web", "applied scale deployment/" + ns + "/web", "skipped_cap scale statefulset/" + ns + "/db"}
+		if !eqStrings(got, want) {
+			t.Fatalf("got %q, want %q", got, want)
+		}
+		for _, rec := range recs {
+			if rec.Gen != gen || !strings.HasSuffix(rec.Key, "/gen/"+strconv.FormatUint(gen, 10)) {
+				t.Fatalf("got record gen %d key %q, want gen %d in both", rec.Gen, rec.Key, gen)
+			}
+		}
+		if s, _, _ := replicas(t, c, web); s != 3 {
+			t.Fatalf("web: got %d replicas, want 3", s)
+		}
+		pass(t, fc, r, on)
+		if s, _, _ := replicas(t, c, db); s != 2 {
+			t.Fatalf("db: got %d replicas, want 2", s)
+		}
+	})
+	t.Run("repeated pass is a no-op", func(t *testing.T) {
+		before := rvs()
+		if got := summary(pass(t, fc, r, on)); len(got) != 0 {
+			t.Fatalf("got %q, want nothing", got)
+		}
+		if !eqMaps(before, rvs()) {
+			t.Fatal("repeated pass changed a workload")
+		}
+	})
+	t.Run("never twice for one decision, even on a new leader", func(t *testing.T) {
+		// An operator scales web down during the same decision; a new
+		// leader's Runner must not scale it up again for this gen.
+		sc, err := c.AppsV1().Deployments(ns).GetScale(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc.Spec.Replicas = 1
+		if _, err := c.AppsV1().Deployments(ns).UpdateScale(ctx, "web", sc, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := summary(pass(t, fc, r, on)); len(got) != 0 {
+			t.Fatalf("got %q, want nothing: the key for gen %d is applied", got, gen)
+		}
+		if s, _, _ := replicas(t, c, web); s != 1 {
+			t.Fatalf("web: got %d replicas, want the operator's 1", s)
+		}
+	})
+	t.Run("ready", func(t *testing.T) {
+		ok, detail, err := r.Ready(ctx)
+		if err != nil || ok || !strings.Contains(detail, "deployment/"+ns+"/web 0/3 ready") || !strings.Contains(detail, "statefulset/"+ns+"/db 0/2 ready") {
+			t.Fatalf("got %v %q %v, want not ready naming both", ok, detail, err)
+		}
+		d, err := c.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Status.Replicas, d.Status.ReadyReplicas = 3, 3
+		if _, err := c.AppsV1().Deployments(ns).UpdateStatus(ctx, d, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		s, err := c.AppsV1().StatefulSets(ns).Get(ctx, "db", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Status.Replicas, s.Status.ReadyReplicas, s.Status.AvailableReplicas = 2, 2, 2
+		if _, err := c.AppsV1().StatefulSets(ns).UpdateStatus(ctx, s, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		ok, detail, err = r.Ready(ctx)
+		if err != nil || !ok {
+			t.Fatalf("got %v %q %v, want ready", ok, detail, err)
+		}
+		missing := NewBackupWarmup(c, []remediate.Workload{{Kind: "Deployment", Namespace: ns, Name: "nope", Replicas: 1}}, decision)
+		if ok, detail, err := missing.Ready(ctx); ok || err != nil || !strings.Contains(detail, "not found") {
+			t.Fatalf("missing workload: got %v %q %v, want not ready, not found", ok, detail, err)
+		}
+	})
+	if fc.m.Desired().Active != failover.Backup {
+		t.Fatal("decision lost")
+	}
+}
