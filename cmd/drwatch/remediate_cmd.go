@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/failover/remediate/kube"
+	"github.com/goccy/go-yaml"
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+)
+
+func newRemediateCmd() *cobra.Command {
+	c := &cobra.Command{Use: "remediate", Short: "Show what the remediations would do"}
+	c.AddCommand(newRemediatePlanCmd())
+	return c
+}
+
+// remediatePlanCmd is `drwatch remediate plan [NAME]`.
+type remediatePlanCmd struct {
+	flags  clientFlags
+	active string
+	// newClient builds a Kubernetes client (tests replace it).
+	newClient func(remediate.KubeCluster) (kubernetes.Interface, error)
+}
+
+func newRemediatePlanCmd() *cobra.Command {
+	p := &remediatePlanCmd{newClient: kube.NewClient}
+	c := &cobra.Command{
+		Use:   "plan --config FILE [NAME]",
+		Short: "Print the actions the remediations would take now (read-only)",
+		Long: `Run Plan of every enabled remediation (mode dry-run or on), or of the one
+named whatever its mode, against the real clusters, and print the actions:
+remediation, target, verb and reason. Nothing is written, and the caps, the
+leader and the replicated history are not consulted: the leader may skip some
+of these actions (cap reached, already applied for this decision).
+
+The remediations come from the remediations: section of the node's config
+file. backup-warmup acts only while the backup is the active site: the
+current decision is asked from the cluster (any node that answers), or given
+with --active.
+
+Names: ` + strings.Join(remediationNames, ", ") + `.`,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usageError{fmt.Errorf("%s takes at most one remediation name, got %q", c.CommandPath(), args)}
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			name := ""
+			if len(args) == 1 {
+				name = args[0]
+			}
+			return p.Run(c.Context(), stdout(c), c.ErrOrStderr(), name)
+		},
+	}
+	p.flags.register(c)
+	c.Flags().StringVar(&p.active, "active", "", "assume this site is active (primary or backup) instead of asking the cluster")
+	return c
+}
+
+var remediationNames = []string{kube.BackupWarmupName, kube.DeadNodeName, kube.DrainTrapName, kube.OrphanedPodsName}
+
+// remediationsFile is the part of a node's config file this command reads.
+// Until the config package embeds remediate.Config, the section is read on
+// its own and every other key is ignored.
+type remediationsFile struct {
+	Remediations remediate.Config `yaml:"remediations"`
+}
+
+func loadRemediations(path string) (remediate.Config, error) {
+	if path == "" {
+		path = os.Getenv("DRWATCH_CONFIG")
+	}
+	if path == "" {
+		return remediate.Config{}, usageError{errors.New("--config is required: the remediations and their clusters come from a node's config file")}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return remediate.Config{}, fmt.Errorf("read config: %w", err)
+	}
+	var f remediationsFile
+	if err := yaml.Unmarshal(b, &f); err != nil {
+		return remediate.Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	cfg := f.Remediations.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return remediate.Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// enable turns the named remediation on in dry-run, whatever its mode, and
+// every other one off.
+func enable(cfg remediate.Config, name string) (remediate.Config, error) {
+	modes := map[string]*remediate.Settings{
+		kube.DeadNodeName:     &cfg.DeadNodeOutOfService.Settings,
+		kube.DrainTrapName:    &cfg.DrainTrap.Settings,
+		kube.OrphanedPodsName: &cfg.OrphanedPods.Settings,
+		kube.BackupWarmupName: &cfg.BackupWarmup.Settings,
+	}
+	if _, ok := modes[name]; !ok {
+		return cfg, usageError{fmt.Errorf("unknown remediation %q; known: %s", name, strings.Join(remediationNames, ", "))}
+	}
+	for n, s := range modes {
+		if n == name {
+			s.Mode = remediate.ModeDryRun
+		} else {
+			s.Mode = remediate.ModeOff
+		}
+	}
+	return cfg, nil
+}
+
+// Run plans and prints.
+func (p *remediatePlanCmd) Run(ctx context.Context, w, errw io.Writer, name string) error {
+	cfg, err := loadRemediations(p.flags.config)
+	if err != nil {
+		return err
+	}
+	if name != "" {
+		if cfg, err = enable(cfg, name); err != nil {
+			return err
+		}
+	}
+	decision, source, err := p.decision(ctx)
+	if err != nil {
+		return err
+	}
+	clients, err := p.clients(cfg)
+	if err != nil {
+		return err
+	}
+	entries, err := kube.Entries(cfg, clients, nil, func() remediate.Decision { return decision }, nil)
+	if err != nil {
+		return err
+	}
+	if len(entries) == 0 {
+		fmt.Fprintln(w, "no remediation is enabled (every mode is off); name one to plan it anyway")
+		return nil
+	}
+	rems := make([]remediate.Remediator, len(entries))
+	mode := map[string]remediate.Mode{}
+	for i, e := range entries {
+		rems[i] = e.Remediator
+		mode[e.Remediator.Name()] = e.Settings.Mode
+	}
+	planned, planErr := remediate.PlanAll(ctx, rems)
+	fmt.Fprintf(w, "decision: %s\n", source)
+	if cfg.DeadNodeOutOfService.Mode.Enabled() {
+		fmt.Fprintln(w, "note: dead-node-out-of-service has no cloud instance check here (Nova is not wired yet), so it plans no taints")
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "REMEDIATION\tMODE\tTARGET\tVERB\tREASON")
+	for _, a := range planned {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.Remediation, mode[a.Remediation], a.Target, a.Verb, a.Reason)
+	}
+	tw.Flush()
+	names := make([]string, 0, len(mode))
+	for n := range mode {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	fmt.Fprintf(w, "%d actions planned by %s\n", len(planned), strings.Join(names, ", "))
+	if planErr != nil {
+		return fmt.Errorf("plan: %w", planErr)
+	}
+	return nil
+}
+
+// decision is the current decision: from --active, else from any node.
+func (p *remediatePlanCmd) decision(ctx context.Context) (remediate.Decision, string, error) {
+	switch p.active {
+	case "primary", "backup":
+		return remediate.Decision{Gen: 1, Active: failover.Site(p.active)}, "assumed (--active " + p.active + ")", nil
+	case "":
+	default:
+		return remediate.Decision{}, "", usageError{fmt.Errorf("--active must be primary or backup, got %q", p.active)}
+	}
+	cl, err := p.flags.client(false)
+	if err == nil {
+		if st, err := cl.status(ctx); err == nil {
+			d := st.State.Desired
+			return remediate.Decision{Gen: d.Gen, Active: d.Active},
+				fmt.Sprintf("gen %d, %s active (served by %s)", d.Gen, d.Active, st.ServedBy), nil
+		}
+	}
+	return remediate.Decision{}, "unknown (no node answered; pass --active to plan backup-warmup)", nil
+}
+
+// clients builds a client for each site that has a kubeconfig.
+func (p *remediatePlanCmd) clients(cfg remediate.Config) (kube.Clients, error) {
+	var cs kube.Clients
+	for _, s := range []struct {
+		kc  remediate.KubeCluster
+		dst *kubernetes.Interface
+	}{{cfg.Kubernetes.Primary, &cs.Primary}, {cfg.Kubernetes.Backup, &cs.Backup}} {
+		if s.kc.Kubeconfig == "" {
+			continue
+		}
+		c, err := p.newClient(s.kc)
+		if err != nil {
+			return cs, err
+		}
+		*s.dst = c
+	}
+	return cs, nil
+}
