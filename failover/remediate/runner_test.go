@@ -384,3 +384,41 @@ func label(m *dto.Metric, name string) string {
 	}
 	return ""
 }
+
+func eventually(t *testing.T, d time.Duration, cond func() bool, what string) {
+	t.Helper()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	for !cond() {
+		select {
+		case <-deadline.C:
+			t.Fatalf("gave up after %s waiting for %s", d, what)
+		case <-tick.C:
+		}
+	}
+}
+
+func TestRunnerRunStopsWithContext(t *testing.T) {
+	clk := &clock{t: time.Unix(1000, 0)}
+	c := newFakeCluster(clk.Now)
+	f := &fakeRemediator{name: "fake", actions: actions(1, "x")}
+	r, err := NewRunner(RunnerConfig{Cluster: c, State: c.m, Interval: time.Hour, Now: clk.Now,
+		Remediators: []Entry{{f, Settings{Mode: ModeDryRun}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.Run(ctx)
+	}()
+	eventually(t, 10*time.Second, func() bool { return len(c.m.Remediations()) == 1 }, "the first pass to record its dry run")
+	cancel()
+	<-done
+	if last := r.Last(); last.Counts["fake"]["dry_run"] != 1 || last.Err != nil {
+		t.Fatalf("got last report %+v, want one dry run", last)
+	}
+}
