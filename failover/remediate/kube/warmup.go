@@ -27,7 +27,10 @@ type BackupWarmup struct {
 	decision  func() remediate.Decision
 }
 
-var _ remediate.Remediator = (*BackupWarmup)(nil)
+var (
+	_ remediate.Remediator   = (*BackupWarmup)(nil)
+	_ remediate.ReadyChecker = (*BackupWarmup)(nil)
+)
 
 // NewBackupWarmup returns the remediator. client is the BACKUP cluster's;
 // decision returns the current decision (the node reads it from its
