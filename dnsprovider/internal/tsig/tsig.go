@@ -129,7 +129,7 @@ func Parse(data []byte, name, algorithm string) (Key, error) {
 		secret := strings.Join(strings.Fields(sm[1]), "")
 		return NewKey(fileName, am[1], secret)
 	}
-	secret := strings.TrimSpace(text)
+	secret := bareSecret(string(data))
 	if secret == "" || !reBase64.MatchString(secret) {
 		return Key{}, fmt.Errorf("%w: want a BIND key clause or a bare base64 secret", ErrKeyFile)
 	}
@@ -152,19 +152,60 @@ func ReadFile(path, name, algorithm string) (Key, error) {
 	return k, nil
 }
 
+// stripComments removes BIND-style comments (#, // and /* */) that stand
+// outside double quotes. A base64 secret may contain "//" or "/*", so
+// anything inside quotes is kept as it is.
 func stripComments(s string) string {
 	var b strings.Builder
-	for _, line := range strings.Split(s, "\n") {
-		if i := strings.IndexAny(line, "#"); i >= 0 {
-			line = line[:i]
+	inQuote := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case inQuote:
+			if c == '"' {
+				inQuote = false
+			}
+			b.WriteByte(c)
+		case c == '"':
+			inQuote = true
+			b.WriteByte(c)
+		case c == '#' || (c == '/' && i+1 < len(s) && s[i+1] == '/'):
+			for i < len(s) && s[i] != '\n' {
+				i++
+			}
+			if i < len(s) {
+				b.WriteByte('\n')
+			}
+		case c == '/' && i+1 < len(s) && s[i+1] == '*':
+			end := strings.Index(s[i+2:], "*/")
+			if end < 0 {
+				i = len(s)
+			} else {
+				i += 2 + end + 1
+			}
+			b.WriteByte(' ')
+		default:
+			b.WriteByte(c)
 		}
-		if i := strings.Index(line, "//"); i >= 0 {
-			line = line[:i]
-		}
-		b.WriteString(line)
-		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// bareSecret returns the one non-comment line of a bare secret file. Only
+// whole lines starting with '#' are comments here: "//" is valid base64.
+func bareSecret(s string) string {
+	var lines []string
+	for _, l := range strings.Split(s, "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		lines = append(lines, l)
+	}
+	if len(lines) != 1 {
+		return ""
+	}
+	return lines[0]
 }
 
 // Provider is a dns.TsigProvider over a fixed set of keys. Unlike miekg's
