@@ -62,6 +62,11 @@ type Options struct {
 	Heartbeat time.Duration
 	// LogLevel of the nodes (default info).
 	LogLevel string
+	// PlainSites, when set, makes every watcher probe each site over plain
+	// HTTP at this host:port (http://lms.example.test/heartbeat) instead of
+	// its Caddy through a per-watcher proxy: the peer benchmark shares these
+	// endpoints with PowerDNS.
+	PlainSites map[failover.Site]string
 }
 
 func (o *Options) defaults() {
@@ -418,7 +423,7 @@ sites:
 {{- range .Sites}}
   {{.Name}}:
     probes:
-      - { name: lms, type: http, url: "{{$.URL}}", connect_to: "{{.ConnectTo}}", ca_file: "{{.CA}}" }
+      - { name: lms, type: http, url: "{{.URL}}", connect_to: "{{.ConnectTo}}"{{if .CA}}, ca_file: "{{.CA}}"{{end}} }
 {{- end}}
 dns:
   provider: rfc2136
@@ -431,18 +436,23 @@ log: { level: {{.O.LogLevel}} }
 `))
 
 func (w *World) writeConfig(n *Node) error {
-	type siteCfg struct{ Name, ConnectTo, CA string }
+	type siteCfg struct{ Name, URL, ConnectTo, CA string }
 	var sites []siteCfg
 	for _, s := range []failover.Site{failover.Primary, failover.Backup} {
+		if addr, ok := w.Opts.PlainSites[s]; ok {
+			sites = append(sites, siteCfg{Name: string(s), URL: "http://" + strings.TrimSuffix(Name, ".") + "/heartbeat", ConnectTo: addr})
+			continue
+		}
 		site := w.Sites[s]
-		sites = append(sites, siteCfg{Name: string(s), ConnectTo: site.Proxies[n.ID].Addr(), CA: site.Caddy.CAFile})
+		sites = append(sites, siteCfg{Name: string(s), URL: "https://" + strings.TrimSuffix(Name, ".") + "/heartbeat",
+			ConnectTo: site.Proxies[n.ID].Addr(), CA: site.Caddy.CAFile})
 	}
 	keyName, _ := w.tsigKey()
 	var b bytes.Buffer
 	err := configTmpl.Execute(&b, map[string]any{
 		"Self": n, "Peers": w.Nodes, "Dir": w.Dir, "O": w.Opts, "Auto": !w.Opts.ManualOnly,
 		"HB": w.Opts.Heartbeat, "Lease": w.Opts.Heartbeat / 2, "Sites": sites,
-		"URL": "https://" + strings.TrimSuffix(Name, ".") + "/heartbeat", "Zone": Zone,
+		"Zone":    Zone,
 		"DNSPath": w.DNS[n.ID].Proxy.Addr(), "KeyName": keyName, "BIND": w.BIND.Addr,
 		"PrimaryIP": PrimaryIP, "BackupIP": BackupIP,
 	})

@@ -1,0 +1,310 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/test/dnsservers"
+	"github.com/miekg/dns"
+)
+
+// heartbeat is a plain-HTTP site answering GET /heartbeat with 200, which
+// both drwatch and PowerDNS's ifurlup() probe.
+type heartbeat struct {
+	addr string
+	mu   sync.Mutex
+	srv  *http.Server
+}
+
+func (h *heartbeat) start() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.srv != nil {
+		return nil
+	}
+	ln, err := net.Listen("tcp", h.addr)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/heartbeat", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	h.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = h.srv.Serve(ln) }()
+	return nil
+}
+
+// kill closes the listener and every connection: from now on connections
+// are refused, as when the site's process dies.
+func (h *heartbeat) kill() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.srv != nil {
+		_ = h.srv.Close()
+		h.srv = nil
+	}
+}
+
+// heartbeatPair starts the primary on 127.0.10.1 and the backup on
+// 127.0.20.1, on one port (ifurlup dials each address at the URL's port).
+func heartbeatPair(tb testing.TB) (primary, backup *heartbeat, port int) {
+	tb.Helper()
+	for range 50 {
+		ln, err := net.Listen("tcp", PrimaryIP+":0")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		port = ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		primary = &heartbeat{addr: net.JoinHostPort(PrimaryIP, strconv.Itoa(port))}
+		backup = &heartbeat{addr: net.JoinHostPort(BackupIP, strconv.Itoa(port))}
+		if primary.start() != nil {
+			continue
+		}
+		if backup.start() != nil {
+			primary.kill()
+			continue
+		}
+		tb.Cleanup(func() { primary.kill(); backup.kill() })
+		return primary, backup, port
+	}
+	tb.Fatal("no port free on both site addresses")
+	return nil, nil, 0
+}
+
+// startPowerDNSLua starts pdns_server with a LUA record for Name that
+// answers the primary while http://Name:port/heartbeat is up there, else
+// the backup (ifurlup, checks every second, no packet cache).
+func startPowerDNSLua(tb testing.TB, port int) string {
+	tb.Helper()
+	pdns, err := exec.LookPath("pdns_server")
+	if err != nil {
+		if _, serr := os.Stat("/usr/sbin/pdns_server"); serr != nil {
+			tb.Fatal("pdns_server not found in PATH: install Debian package pdns-server (make install-test-deps)")
+		}
+		pdns = "/usr/sbin/pdns_server"
+	}
+	sqlite, err := exec.LookPath("sqlite3")
+	if err != nil {
+		tb.Fatal("sqlite3 not found in PATH: install Debian package sqlite3 (make install-test-deps)")
+	}
+	schema := "/usr/share/pdns-backend-sqlite3/schema/schema.sqlite3.sql"
+	sch, err := os.ReadFile(schema)
+	if err != nil {
+		tb.Fatalf("%v: install Debian package pdns-backend-sqlite3 (make install-test-deps)", err)
+	}
+	dir := tb.TempDir()
+	db := filepath.Join(dir, "pdns.sqlite3")
+	cmd := exec.Command(sqlite, db)
+	cmd.Stdin = strings.NewReader(string(sch))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("create pdns db: %v: %s", err, out)
+	}
+	dnsPort, err := dnsservers.FreePort()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	apiPort, err := dnsservers.FreePort()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	key := randomHex(16)
+	conf := fmt.Sprintf(`launch=gsqlite3
+gsqlite3-database=%s
+local-address=127.0.0.1
+local-port=%d
+socket-dir=%s
+guardian=no
+daemon=no
+disable-syslog=yes
+loglevel=4
+security-poll-suffix=
+api=yes
+api-key=%s
+webserver=yes
+webserver-address=127.0.0.1
+webserver-port=%d
+webserver-allow-from=127.0.0.0/8
+enable-lua-records=yes
+lua-health-checks-interval=1
+cache-ttl=0
+query-cache-ttl=0
+negquery-cache-ttl=0
+`, db, dnsPort, dir, key, apiPort)
+	if err := os.WriteFile(filepath.Join(dir, "pdns.conf"), []byte(conf), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	logf, err := os.Create(filepath.Join(dir, "pdns.log"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p := exec.Command(pdns, "--config-dir="+dir)
+	p.Stdout, p.Stderr = logf, logf
+	p.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := p.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = p.Wait(); logf.Close(); close(done) }()
+	tb.Cleanup(func() { _ = syscall.Kill(-p.Process.Pid, syscall.SIGKILL); <-done })
+
+	lua := fmt.Sprintf(`A \"ifurlup('http://%s:%d/heartbeat', {{'%s'}, {'%s'}})\"`, strings.TrimSuffix(Name, "."), port, PrimaryIP, BackupIP)
+	body := `{"name":"` + Zone + `","kind":"Native","nameservers":["ns1.` + Zone + `"],"rrsets":[
+ {"name":"ns1.` + Zone + `","type":"A","ttl":5,"records":[{"content":"127.0.0.1","disabled":false}]},
+ {"name":"` + Name + `","type":"LUA","ttl":5,"records":[{"content":"` + lua + `","disabled":false}]}]}`
+	api := fmt.Sprintf("http://127.0.0.1:%d/api/v1/servers/localhost/zones", apiPort)
+	var last error
+	if !Within(20*time.Second, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, api, strings.NewReader(body))
+		req.Header.Set("X-API-Key", key)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			last = err
+			return false
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			last = fmt.Errorf("create zone: http %d", resp.StatusCode)
+			return false
+		}
+		return true
+	}) {
+		b, _ := os.ReadFile(filepath.Join(dir, "pdns.log"))
+		tb.Fatalf("pdns zone: %v\n%s", last, tail(string(b), 20))
+	}
+	return fmt.Sprintf("127.0.0.1:%d", dnsPort)
+}
+
+func answerAt(server string) string {
+	m := new(dns.Msg)
+	m.SetQuestion(Name, dns.TypeA)
+	m.RecursionDesired = false
+	c := &dns.Client{Net: "udp", Timeout: 2 * time.Second}
+	r, _, err := c.Exchange(m, server)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	var out []string
+	for _, rr := range r.Answer {
+		if a, ok := rr.(*dns.A); ok {
+			out = append(out, a.A.String())
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// BenchmarkPeerPowerDNS is issue 9's comparison with a peer: the same kill
+// of the primary's health endpoint, seen side by side by drwatch (three
+// watchers, quorum 2, interval 1s, fall 1; the answer read at BIND) and by
+// PowerDNS 4.7 with an ifurlup() LUA record (lua-health-checks-interval=1,
+// one vantage point, no quorum). E2E_PEER_TRIALS kills (default 10); it
+// reports each one's median switch time and their ratio and writes
+// test/bench/results/peer_powerdns.json.
+func BenchmarkPeerPowerDNS(b *testing.B) {
+	trials := 10
+	if s := os.Getenv("E2E_PEER_TRIALS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			b.Fatalf("E2E_PEER_TRIALS=%q", s)
+		}
+		trials = n
+	}
+	primary, backup, port := heartbeatPair(b)
+	_ = backup
+	pdns := startPowerDNSLua(b, port)
+	// PowerDNS starts its check schedule at the record's first query. Start
+	// it now, a random fraction of a second before the watchers start, so
+	// its checks are not phase-locked to drwatch's probe rounds by the
+	// test's own sequencing (which made both switch in the same 10 ms).
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	answerAt(pdns)
+	time.Sleep(time.Duration(rng.Int64N(int64(time.Second))))
+	w := Start(b, Options{Interval: time.Second, Timeout: 700 * time.Millisecond, Fall: 1, Rise: 2,
+		PlainSites: map[failover.Site]string{failover.Primary: primary.addr, failover.Backup: backup.addr}})
+	type pair struct {
+		DrwatchMS  float64 `json:"drwatch_ms"`
+		PowerDNSMS float64 `json:"powerdns_ms"`
+	}
+	var got []pair
+	var dw, pd []float64
+	b.ResetTimer()
+	for i := range trials {
+		if i > 0 {
+			if err := primary.start(); err != nil {
+				b.Fatal(err)
+			}
+			Eventually(b, 60*time.Second, func() bool {
+				st, ok := w.LeaderView()
+				return ok && st.State.Sites[failover.Primary].Verdict == failover.Up
+			}, "the primary is UP at quorum again")
+			resetToPrimary(b, w)
+		}
+		Eventually(b, 60*time.Second, func() bool { return answerAt(pdns) == PrimaryIP && w.Answer() == PrimaryIP },
+			"both answer the primary before trial %d", i)
+		// A random phase against both sides' check schedules: the wait
+		// above ends right after a PowerDNS check, which would bias it.
+		time.Sleep(time.Duration(rng.Int64N(int64(w.Opts.Interval))))
+		kill := time.Now()
+		primary.kill()
+		var dwAt, pdAt time.Duration
+		if !withinEvery(60*time.Second, 10*time.Millisecond, func() bool {
+			if pdAt == 0 && answerAt(pdns) == BackupIP {
+				pdAt = time.Since(kill)
+			}
+			if dwAt == 0 && w.Answer() == BackupIP {
+				dwAt = time.Since(kill)
+			}
+			return pdAt != 0 && dwAt != 0
+		}) {
+			b.Fatalf("trial %d: not both switched (drwatch %s, powerdns %s)", i, dwAt, pdAt)
+		}
+		got = append(got, pair{float64(dwAt) / 1e6, float64(pdAt) / 1e6})
+		dw = append(dw, float64(dwAt)/1e6)
+		pd = append(pd, float64(pdAt)/1e6)
+		b.Logf("trial %2d: drwatch %s, powerdns %s (switch at wall-clock second fraction %.3f / %.3f)", i, dwAt.Round(time.Millisecond), pdAt.Round(time.Millisecond),
+			float64(kill.Add(dwAt).UnixNano()%1e9)/1e9, float64(kill.Add(pdAt).UnixNano()%1e9)/1e9)
+	}
+	b.StopTimer()
+	mdw, mpd := percentile(dw, 0.5), percentile(pd, 0.5)
+	b.ReportMetric(mdw, "drwatch-median-ms")
+	b.ReportMetric(mpd, "powerdns-median-ms")
+	b.ReportMetric(mdw/mpd, "drwatch/powerdns")
+	fmt.Printf("\nswitch time after the primary's kill, %d trials (median): drwatch %.0f ms, PowerDNS ifurlup %.0f ms, ratio %.2f\n", len(got), mdw, mpd, mdw/mpd)
+	res := map[string]any{
+		"benchmark":                   "switch time against a peer: drwatch vs PowerDNS ifurlup",
+		"command":                     "go test -run '^$' -bench BenchmarkPeerPowerDNS -benchtime 1x ./test/e2e/",
+		"when":                        time.Now().UTC().Format(time.RFC3339),
+		"trials":                      len(got),
+		"fault":                       "primary heartbeat server closed (connection refused), seen by both at once",
+		"drwatch":                     "3 watchers, quorum 2, interval 1s, timeout 700ms, fall 1; answer read at BIND (RFC 2136 + TSIG flip)",
+		"powerdns":                    "pdns_server 4.7, LUA A ifurlup({{primary},{backup}}), lua-health-checks-interval=1, caches off; one vantage point",
+		"drwatch_median_ms":           mdw,
+		"powerdns_median_ms":          mpd,
+		"ratio_drwatch_over_powerdns": mdw / mpd,
+		"trials_raw":                  got,
+	}
+	dir := filepath.Join(moduleRoot(), "test", "bench", "results")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	out, _ := json.MarshalIndent(res, "", "  ")
+	if err := os.WriteFile(filepath.Join(dir, "peer_powerdns.json"), append(out, '\n'), 0o644); err != nil {
+		b.Fatal(err)
+	}
+}
