@@ -67,6 +67,9 @@ type Options struct {
 	// its Caddy through a per-watcher proxy: the peer benchmark shares these
 	// endpoints with PowerDNS.
 	PlainSites map[failover.Site]string
+	// ProbesPerSite adds non-critical copies of the lms probe (lms-2, ...)
+	// so a node runs this many probes per site per round (cost benchmark).
+	ProbesPerSite int
 }
 
 func (o *Options) defaults() {
@@ -424,6 +427,9 @@ sites:
   {{.Name}}:
     probes:
       - { name: lms, type: http, url: "{{.URL}}", connect_to: "{{.ConnectTo}}"{{if .CA}}, ca_file: "{{.CA}}"{{end}} }
+{{- $site := .}}{{range $.Extra}}
+      - { name: lms-{{.}}, type: http, critical: false, url: "{{$site.URL}}", connect_to: "{{$site.ConnectTo}}"{{if $site.CA}}, ca_file: "{{$site.CA}}"{{end}} }
+{{- end}}
 {{- end}}
 dns:
   provider: rfc2136
@@ -448,11 +454,15 @@ func (w *World) writeConfig(n *Node) error {
 			ConnectTo: site.Proxies[n.ID].Addr(), CA: site.Caddy.CAFile})
 	}
 	keyName, _ := w.tsigKey()
+	var extra []int
+	for i := 2; i <= w.Opts.ProbesPerSite; i++ {
+		extra = append(extra, i)
+	}
 	var b bytes.Buffer
 	err := configTmpl.Execute(&b, map[string]any{
 		"Self": n, "Peers": w.Nodes, "Dir": w.Dir, "O": w.Opts, "Auto": !w.Opts.ManualOnly,
 		"HB": w.Opts.Heartbeat, "Lease": w.Opts.Heartbeat / 2, "Sites": sites,
-		"Zone":    Zone,
+		"Zone": Zone, "Extra": extra,
 		"DNSPath": w.DNS[n.ID].Proxy.Addr(), "KeyName": keyName, "BIND": w.BIND.Addr,
 		"PrimaryIP": PrimaryIP, "BackupIP": BackupIP,
 	})
