@@ -188,7 +188,11 @@ func TestChaos11DataDirFull(t *testing.T) {
 		t.Errorf("healthy nodes' histories:\n%s---\n%s", Summary(hs[0]), Summary(hs[1]))
 	}
 	if st, err := w.Status(victim); err == nil {
-		t.Logf("status served by the full node: leader %q warnings %v state warnings %v", st.Leader, st.Warnings, st.State.Warnings)
+		lst, _ := viewVia(w, rest...)
+		t.Logf("status served by the full node: leader %q raft %s applied %d (leader applied %d) stale %.1fs warnings %v state warnings %v",
+			st.Leader, st.Raft.State, st.Raft.AppliedIndex, lst.Raft.AppliedIndex, st.StaleSeconds, st.Warnings, st.State.Warnings)
+		code, body, _ := w.get(victim, "/readyz")
+		t.Logf("readyz of the full node: %d %s", code, strings.TrimSpace(body))
 	} else {
 		t.Logf("status of the full node: %v", err)
 	}

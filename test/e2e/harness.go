@@ -757,6 +757,17 @@ func (w *World) Status(n *Node) (api.Status, error) {
 	return st, json.NewDecoder(io.LimitReader(resp.Body, 8<<20)).Decode(&st)
 }
 
+// get fetches path from n and returns the HTTP status and body.
+func (w *World) get(n *Node, path string) (int, string, error) {
+	resp, err := w.client().Get(n.URL() + path)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, string(b), nil
+}
+
 // Post sends a write to n with the given bearer token ("" for none) and
 // returns the HTTP status and body.
 func (w *World) Post(n *Node, path, token, body string) (int, string, error) {
