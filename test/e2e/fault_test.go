@@ -209,3 +209,45 @@ func grepLines(s, substr string) []string {
 }
 
 func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
+
+// A follower partitioned from both peers (its probes still reach the
+// sites). Invariants: its own status says it has no leader or is stale
+// (invariant 7); the majority still fails over on an outage, with quorum
+// evidence; after the partition heals the node catches up and every
+// history is identical.
+func TestChaosPartitionedFollowerStatus(t *testing.T) {
+	w := Start(t, Options{})
+	lone := w.Follower()
+	rest := others(w, lone)
+	w.Partition(lone)
+	Eventually(t, 30*time.Second, func() bool {
+		st, err := w.Status(lone)
+		return err == nil && (st.Leader == "" || st.StaleSeconds > 3*w.Opts.Interval.Seconds())
+	}, "the partitioned node's status says it has no leader or stale data")
+	st, _ := w.Status(lone)
+	if len(st.Warnings) == 0 {
+		t.Errorf("partitioned node %s: status has no warning (leader %q, stale %.1fs)", lone.ID, st.Leader, st.StaleSeconds)
+	}
+	t.Logf("partitioned node %s says: leader %q raft %s stale %.1fs warnings %v", lone.ID, st.Leader, st.Raft.State, st.StaleSeconds, st.Warnings)
+
+	if err := w.Sites[failover.Primary].Caddy.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	Eventually(t, 60*time.Second, func() bool { return w.Answer() == BackupIP }, "the majority flips")
+	Eventually(t, 60*time.Second, func() bool {
+		st, ok := viewVia(w, rest...)
+		return ok && st.State.Desired.Done
+	}, "the flip is verified")
+	w.Heal()
+	Eventually(t, 60*time.Second, func() bool {
+		st, err := w.Status(lone)
+		return err == nil && st.Leader != "" && st.State.Desired.Done && st.State.Active == failover.Backup
+	}, "the healed node catches up")
+	h := w.SameHistory(60 * time.Second)
+	if err := CheckQuorumEvidence(h, w.Opts.Quorum); err != nil {
+		t.Error(err)
+	}
+	if ds := Decisions(h); len(ds) != 1 || ds[0].Kind != failover.KindAutoFailover {
+		t.Errorf("decisions: got\n%s want one auto_failover", Summary(ds))
+	}
+}
