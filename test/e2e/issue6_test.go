@@ -183,20 +183,36 @@ func TestPausedOutageThenResume(t *testing.T) {
 func TestLeaderKilledBetweenWriteAndResult(t *testing.T) {
 	w := Start(t, Options{})
 	serial0 := mustSerial(t, w)
-	leader := w.Leader()
 	f := w.Follower()
 	// Only UPDATEs go over TCP; reads use the UDP relay and stay fast.
 	w.SetDNSMode(faultproxy.Delay(1500 * time.Millisecond))
+	dialed := map[string]uint64{}
+	for _, id := range IDs {
+		dialed[id] = w.DNS[id].Proxy.Stats().Dialed
+	}
 
 	out, stderr, code := w.CLI(f, "failover", "--to", "backup", "--reason", "kill drill", "--yes")
 	if code != 0 {
 		t.Fatalf("failover: exit %d\n%s\n%s", code, out, stderr)
 	}
 	Eventually(t, 30*time.Second, func() bool { return w.Answer() == BackupIP }, "the write lands at BIND")
+	// The writer is the node whose DNS path carried the UPDATE.
+	var leader *Node
+	for _, n := range w.Nodes {
+		if w.DNS[n.ID].Proxy.Stats().Dialed > dialed[n.ID] {
+			leader = n
+		}
+	}
+	if leader == nil {
+		t.Fatal("no node's DNS path carried the UPDATE")
+	}
 	leader.Kill()
-	t.Logf("killed leader %s right after BIND served the flip", leader.ID)
+	t.Logf("killed leader %s right after BIND served its write", leader.ID)
 	if l := LogLines(leader, "dns flip verified"); len(l) != 0 {
 		t.Fatalf("the leader verified before it was killed (the window was missed): %v", l)
+	}
+	if l := LogLines(leader, "dns records flipped"); len(l) != 0 {
+		t.Fatalf("the leader saw its write's reply before it was killed (the window was missed): %v", l)
 	}
 	w.SetDNSMode(faultproxy.Pass)
 
