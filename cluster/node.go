@@ -556,12 +556,15 @@ func (n *Node) spawn(f func()) bool {
 // closeAll releases everything New may have opened, in reverse order.
 func (n *Node) closeAll() error {
 	var errs []error
+	// Start raft's shutdown, then close every socket before waiting for
+	// it: raft can sit in a read with no deadline (a snapshot being
+	// installed) that only a closed socket ends.
+	var shutdown raft.Future
 	if n.raft != nil {
-		if err := n.raft.Shutdown().Error(); err != nil {
-			errs = append(errs, fmt.Errorf("raft shutdown: %w", err))
-		}
+		shutdown = n.raft.Shutdown()
 	}
 	if n.transport != nil {
+		n.transport.CloseStreams()
 		_ = n.transport.Close()
 	}
 	n.stopLife()
@@ -572,6 +575,11 @@ func (n *Node) closeAll() error {
 		n.mux.close()
 	} else if n.cfg.Listener != nil {
 		_ = n.cfg.Listener.Close()
+	}
+	if shutdown != nil {
+		if err := shutdown.Error(); err != nil {
+			errs = append(errs, fmt.Errorf("raft shutdown: %w", err))
+		}
 	}
 	n.lead.set(false)
 	n.goMu.Lock()

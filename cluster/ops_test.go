@@ -50,6 +50,9 @@ func TestSnapshotTruncationAndInstall(t *testing.T) {
 	if got := lagger.sm.restoreCount(); got < 1 {
 		t.Fatalf("lagger restores: got %d, want >= 1 (installed snapshot)", got)
 	}
+	if got := lagger.logs.count("installed remote snapshot", nil); got < 1 {
+		t.Fatalf("lagger: got %d 'installed remote snapshot' lines, want >= 1", got)
+	}
 	// The dedupe table travels in the snapshot: a retried key is still
 	// recognised by whoever leads after a full restart from snapshots.
 	ctx, cancel := context.WithTimeout(context.Background(), long)
@@ -244,6 +247,37 @@ func TestMembershipChanges(t *testing.T) {
 	slices.Sort(ids)
 	if !slices.Equal(ids, []string{"a", "b", "c"}) || leaders != 1 {
 		t.Fatalf("members: got %v with %d leaders, want [a b c] with 1", ids, leaders)
+	}
+}
+
+// TestAddNewVoter adds a node that is not in the static peer list: it does
+// not bootstrap, waits to be added, then catches up and takes proposals.
+func TestAddNewVoter(t *testing.T) {
+	tc := newCluster(t, 3, nil)
+	l := tc.leader(electionBound(testConfig()))
+	tc.propose(l, "before")
+	d := &tnode{id: "d", dir: t.TempDir(), creds: tc.ca.creds(t, "d"), cfg: testConfig()}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.addr = ln.Addr().String()
+	ln.Close()
+	d.cfg.NodeID, d.cfg.DataDir, d.cfg.TLS, d.cfg.Peers = "d", d.dir, d.creds, tc.peers
+	tc.startWith(d, nil)
+	tc.nodes = append(tc.nodes, d) // stopped by the cluster's cleanup
+	ctx, cancel := context.WithTimeout(context.Background(), long)
+	defer cancel()
+	if err := tc.follower(l).node.AddVoter(ctx, "d", d.addr); err != nil {
+		t.Fatalf("AddVoter(d) via follower: %v", err)
+	}
+	tc.propose(d, "from-d")
+	tc.converged(long, []string{"before", "from-d"})
+	if m, err := l.node.Members(ctx); err != nil || len(m) != 4 {
+		t.Fatalf("members: got %v, %v, want 4", m, err)
+	}
+	if err := l.node.AddVoter(ctx, "bad id", d.addr); !errors.Is(err, ErrBadNodeID) {
+		t.Fatalf("AddVoter with a bad id: got %v, want ErrBadNodeID", err)
 	}
 }
 

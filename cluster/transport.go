@@ -47,7 +47,7 @@ type mux struct {
 	pending   chan struct{} // semaphore of handshakes in flight
 
 	mu     sync.Mutex
-	conns  map[net.Conn]struct{} // RPC conns and handshakes, closed at shutdown
+	conns  map[net.Conn]struct{} // every conn in or out, closed at shutdown
 	closed bool
 	done   chan struct{}
 	wg     sync.WaitGroup
@@ -146,11 +146,18 @@ func (m *mux) handshake(raw net.Conn) {
 	peer := m.creds.peerID(tc)
 	switch proto[0] {
 	case protoRaft:
-		m.untrack(raw) // raft owns and closes it from here
+		// raft owns it from here, but raft's transport never closes the
+		// connections it accepted; the wrapper keeps it on our list so
+		// shutdown can.
+		m.untrack(raw)
+		c, ok := m.wrap(tc)
+		if !ok {
+			return
+		}
 		select {
-		case m.raftConns <- tc:
+		case m.raftConns <- c:
 		case <-m.done:
-			_ = tc.Close()
+			_ = c.Close()
 		}
 	case protoRPC:
 		m.onRPC(tc, peer) // returns when the conn ends
@@ -221,7 +228,37 @@ func (m *mux) dial(ctx context.Context, addr, expectedID string, proto byte) (ne
 		return nil, fmt.Errorf("announce protocol to %s: %w", addr, err)
 	}
 	_ = tc.SetWriteDeadline(time.Time{})
-	return tc, nil
+	c, ok := m.wrap(tc)
+	if !ok {
+		return nil, ErrShutdown
+	}
+	return c, nil
+}
+
+// trackedConn is a connection the mux closes at shutdown unless its owner
+// closed it first. raft's NetworkTransport closes neither the connections
+// it accepted nor its pooled ones, so after an in-process Shutdown (tests,
+// or a restart inside one process) peers would otherwise wait forever on
+// sockets nobody closes.
+type trackedConn struct {
+	net.Conn
+	m    *mux
+	once sync.Once
+}
+
+func (c *trackedConn) Close() error {
+	c.once.Do(func() { c.m.untrack(c) })
+	return c.Conn.Close()
+}
+
+// wrap tracks c; false (and c closed) once the mux is shut down.
+func (m *mux) wrap(c net.Conn) (net.Conn, bool) {
+	t := &trackedConn{Conn: c, m: m}
+	if !m.track(t) {
+		_ = c.Close()
+		return nil, false
+	}
+	return t, true
 }
 
 // close stops accepting, closes every connection it still owns and waits
