@@ -79,6 +79,11 @@ func TestCLIAgainstCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("watchers' log (tail):\n%s", d.LogTail(80))
+		}
+	})
 	eventually(t, 60*time.Second, func() bool {
 		v := d.View()
 		return d.Leader() != nil && v.Sites[failover.Primary].Verdict == failover.Up && v.Sites[failover.Backup].Verdict == failover.Up
@@ -106,7 +111,12 @@ func TestCLIAgainstCluster(t *testing.T) {
 		if st.State.Active != failover.Primary || st.Leader == "" || st.ServedBy == st.Leader {
 			t.Errorf("got active %s leader %q served by %q; want primary, a leader, a follower", st.State.Active, st.Leader, st.ServedBy)
 		}
-		table, _, _ := run(t, append([]string{"status"}, conn...)...)
+		// A follower's replica may trail the leader's by a heartbeat: poll its view.
+		var table string
+		eventually(t, 30*time.Second, func() bool {
+			table, _, _ = run(t, append([]string{"status"}, conn...)...)
+			return strings.Contains(table, "primary  UP")
+		}, "the follower's table shows primary UP")
 		for _, want := range []string{"active site: primary", "primary  UP", "WATCHER"} {
 			if !strings.Contains(table, want) {
 				t.Errorf("table lacks %q:\n%s", want, table)

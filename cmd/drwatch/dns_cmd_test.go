@@ -21,6 +21,11 @@ func TestDNSCheckAndBreakGlass(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("watchers' log (tail):\n%s", d.LogTail(80))
+		}
+	})
 	eventually(t, 60*time.Second, func() bool {
 		v := d.View()
 		return d.Leader() != nil && v.Policy != nil && v.Sites[failover.Backup].Verdict == failover.Up

@@ -205,3 +205,25 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestRemediationsSection(t *testing.T) {
+	y := validYAML(t) + `remediations:
+  interval: 1m
+  orphaned_pods: { mode: dry-run, max_per_hour: 5, terminating_for: 15m }
+  drain_trap: { mode: on }
+`
+	c, ps := loadString(t, y)
+	if ps != nil {
+		t.Fatalf("got problems:\n%v", ps)
+	}
+	r := c.Remediations
+	if r.OrphanedPods.Mode != "dry-run" || r.OrphanedPods.MaxPerHour != 5 || r.DrainTrap.Mode != "on" || r.DeadNodeOutOfService.Mode != "off" {
+		t.Errorf("got %+v", r)
+	}
+	_, ps = loadString(t, validYAML(t)+"remediations:\n  drain_trap: { mode: sometimes, maxx: 1 }\n")
+	for _, want := range []string{"remediations.drain_trap.mode: \"sometimes\" must be off, dry-run or on", "remediations.drain_trap.maxx: unknown key"} {
+		if !strings.Contains(ps.Error(), want) {
+			t.Errorf("missing %q in:\n%v", want, ps)
+		}
+	}
+}

@@ -22,6 +22,10 @@ func applyDefaults(v reflect.Value, path string, present func(string) bool) {
 	}
 	for i := 0; i < t.NumField(); i++ {
 		f, fv := t.Field(i), v.Field(i)
+		if isInline(f) {
+			applyDefaults(fv, path, present)
+			continue
+		}
 		name := strings.Split(f.Tag.Get("yaml"), ",")[0]
 		fp := joinPath(path, name)
 		if types := f.Tag.Get("types"); types != "" && !hasType(types, probeType) {

@@ -40,6 +40,10 @@ func writeFields(b *strings.Builder, t reflect.Type, path string) {
 	}
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
+		if isInline(f) {
+			writeFields(b, f.Type, path)
+			continue
+		}
 		name := yamlName(f)
 		if name == "" || name == "-" {
 			continue

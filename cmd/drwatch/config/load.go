@@ -330,11 +330,18 @@ func (w *walker) structure(n ast.Node, t reflect.Type, path string) {
 	}
 }
 
-// yamlFields maps yaml key to struct field.
+// yamlFields maps yaml key to struct field, flattening `yaml:",inline"`
+// embedded structs as the decoder does.
 func yamlFields(t reflect.Type) map[string]reflect.StructField {
 	out := map[string]reflect.StructField{}
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
+		if isInline(f) {
+			for k, v := range yamlFields(f.Type) {
+				out[k] = v
+			}
+			continue
+		}
 		name := strings.Split(f.Tag.Get("yaml"), ",")[0]
 		if name == "" || name == "-" {
 			continue
@@ -342,6 +349,11 @@ func yamlFields(t reflect.Type) map[string]reflect.StructField {
 		out[name] = f
 	}
 	return out
+}
+
+// isInline reports an embedded struct whose fields sit at its parent's level.
+func isInline(f reflect.StructField) bool {
+	return f.Anonymous && f.Type.Kind() == reflect.Struct && strings.Contains(f.Tag.Get("yaml"), ",inline")
 }
 
 // secretKeys are keys that would carry a secret inline.

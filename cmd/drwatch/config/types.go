@@ -1,6 +1,7 @@
 package config
 
 import (
+	"github.com/drwatch/drwatch/failover/remediate"
 	"reflect"
 	"time"
 )
@@ -15,7 +16,9 @@ type Config struct {
 	Policy Policy `yaml:"policy" doc:"When to fail over. Replicated: the leader proposes it and every node decides by the same rules."`
 	Sites  Sites  `yaml:"sites" doc:"The probes of the primary and the backup site."`
 	DNS    DNS    `yaml:"dns" doc:"The records drwatch flips and the authoritative DNS that serves them."`
-	Log    Log    `yaml:"log" doc:"Logging."`
+	// Remediations are the leader's repairs; each is off unless enabled.
+	Remediations remediate.Config `yaml:"remediations" doc:"Repairs the leader runs in its reconciliation loop; each is off (or dry-run) until enabled."`
+	Log          Log              `yaml:"log" doc:"Logging."`
 }
 
 // Node is this watcher's identity.

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"github.com/drwatch/drwatch/failover/remediate"
 	"net"
 	"net/netip"
 	"net/url"
@@ -57,7 +58,41 @@ func (v *validator) config(c *Config) {
 	v.site("sites.primary", c.Sites.Primary, c.Policy)
 	v.site("sites.backup", c.Sites.Backup, c.Policy)
 	v.dns(c)
+	v.remediations(c)
 	v.log(c)
+}
+
+// remediations applies the section's own defaults and rules. Its errors
+// already name their field path; the position is the section's.
+func (v *validator) remediations(c *Config) {
+	c.Remediations = c.Remediations.WithDefaults()
+	if err := c.Remediations.Validate(); err != nil {
+		for _, e := range unjoin(err) {
+			msg := e.Error()
+			path, rest, ok := strings.Cut(msg, ": ")
+			if !ok || !strings.HasPrefix(path, "remediations") {
+				path, rest = "remediations", msg
+			}
+			v.add(path, "%s", rest)
+		}
+	}
+	for _, site := range []struct {
+		path string
+		kc   remediate.KubeCluster
+	}{{"remediations.kubernetes.primary", c.Remediations.Kubernetes.Primary}, {"remediations.kubernetes.backup", c.Remediations.Kubernetes.Backup}} {
+		v.fileField(site.path+".kubeconfig_file", site.kc.Kubeconfig, false)
+	}
+}
+
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, unjoin(e)...)
+		}
+		return out
+	}
+	return []error{err}
 }
 
 func (v *validator) required(path, val string) bool {

@@ -101,6 +101,15 @@ func Start(ctx context.Context, o Options) (d *Demo, err error) {
 		d.tmp = true
 	} else if err = os.MkdirAll(d.Dir, 0o700); err != nil {
 		return nil, err
+	} else {
+		// Every run gets new ports, so an earlier run's Raft state (which
+		// holds the old addresses) would never elect: start clean.
+		old, _ := filepath.Glob(filepath.Join(d.Dir, "data-*"))
+		for _, p := range old {
+			if err := os.RemoveAll(p); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if d.logFile, err = os.OpenFile(filepath.Join(d.Dir, "demo.log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600); err != nil {
 		return nil, err
@@ -381,6 +390,19 @@ func (d *Demo) Close() {
 	if d.tmp {
 		_ = os.RemoveAll(d.Dir)
 	}
+}
+
+// LogTail returns the last n lines of the watchers' log (for test failures).
+func (d *Demo) LogTail(n int) string {
+	b, err := os.ReadFile(d.path("demo.log"))
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 // say prints one narration line with the elapsed time.

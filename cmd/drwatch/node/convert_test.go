@@ -1,9 +1,14 @@
 package node
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/drwatch/drwatch/cmd/drwatch/config"
+	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/probes"
 )
 
@@ -58,5 +63,37 @@ func TestPolicyFromExample(t *testing.T) {
 	}
 	if len(p.Nodes) != 3 || p.Quorum != 2 || len(p.Records) != len(cfg.DNS.Records) {
 		t.Errorf("got nodes %v quorum %d records %d", p.Nodes, p.Quorum, len(p.Records))
+	}
+}
+
+func TestRemediatorsFromConfig(t *testing.T) {
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kc, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: p, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: not-a-real-token}}]
+contexts: [{name: p, context: {cluster: p, user: u}}]
+current-context: p
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load("../../../deploy/examples/node-a.yaml", config.Options{SkipFileChecks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &Node{machine: failover.New(), now: time.Now}
+	if got, err := remediators(cfg, n); err != nil || len(got) != 0 {
+		t.Fatalf("default config: got %d remediators, %v; want none (all off by default)", len(got), err)
+	}
+	cfg.Remediations.Kubernetes.Primary.Kubeconfig = kc
+	cfg.Remediations.OrphanedPods.Mode = "dry-run"
+	cfg.Remediations.DrainTrap.Mode = "on"
+	got, err := remediators(cfg, n)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("got %d remediators, %v; want orphaned-pods and drain-trap", len(got), err)
+	}
+	cfg.Remediations.BackupWarmup.Mode = "on"
+	if _, err := remediators(cfg, n); err == nil || !strings.Contains(err.Error(), "remediations.kubernetes.backup") {
+		t.Errorf("backup-warmup without a backup kubeconfig: got %v, want an error naming remediations.kubernetes.backup", err)
 	}
 }

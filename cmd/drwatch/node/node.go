@@ -14,6 +14,8 @@ import (
 	"github.com/drwatch/drwatch/dnsprovider"
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/failover/reconcile"
+	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/failover/remediate/kube"
 	"github.com/drwatch/drwatch/probes"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -52,6 +54,8 @@ type Node struct {
 
 	changed    chan struct{} // a command was applied (wakes the reconciler)
 	dnsChanged chan struct{} // a command was applied (wakes the DNS check)
+
+	remediators []remediate.Entry // enabled repairs; run by the leader only
 
 	probeCancel context.CancelFunc
 	wg          sync.WaitGroup
@@ -147,6 +151,10 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 			return nil, fmt.Errorf("dns.verify: %w", err)
 		}
 		n.verifier = v
+	}
+
+	if n.remediators, err = remediators(c, n); err != nil {
+		return nil, err
 	}
 
 	pm, err := probes.NewMetrics(reg)
@@ -294,6 +302,20 @@ func (n *Node) lead(ctx context.Context) {
 		defer wg.Done()
 		n.tickLoop(ctx)
 	}()
+	if len(n.remediators) > 0 {
+		runner, err := remediate.NewRunner(remediate.RunnerConfig{Node: n.cfg.Node.ID, Cluster: n.cluster, State: n.machine,
+			Remediators: n.remediators, Interval: n.cfg.Remediations.Interval, Registerer: n.reg,
+			Logger: n.log.With("component", "remediate"), Now: n.now})
+		if err != nil {
+			n.log.Error("remediations not started", "err", err)
+		} else {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				runner.Run(ctx)
+			}()
+		}
+	}
 	wake := make(chan struct{}, 1)
 	wg.Add(1)
 	go func() {
@@ -354,4 +376,28 @@ func (n *Node) observeReconcile(r reconcile.Report) {
 	n.lastRec = r
 	n.mu.Unlock()
 	n.metrics.reconciled(r)
+}
+
+// remediators builds the repairs the config enables (none by default).
+func remediators(c *config.Config, n *Node) ([]remediate.Entry, error) {
+	r := c.Remediations
+	var clients kube.Clients
+	var err error
+	if r.Kubernetes.Primary.Kubeconfig != "" {
+		if clients.Primary, err = kube.NewClient(r.Kubernetes.Primary); err != nil {
+			return nil, fmt.Errorf("remediations.kubernetes.primary: %w", err)
+		}
+	}
+	if r.Kubernetes.Backup.Kubeconfig != "" {
+		if clients.Backup, err = kube.NewClient(r.Kubernetes.Backup); err != nil {
+			return nil, fmt.Errorf("remediations.kubernetes.backup: %w", err)
+		}
+	}
+	decision := func() remediate.Decision {
+		d := n.machine.Desired()
+		return remediate.Decision{Gen: d.Gen, Active: d.Active}
+	}
+	// No cloud instance check is wired yet, so dead-node never taints (it
+	// fails closed); see failover/remediate/kube.
+	return kube.Entries(r, clients, nil, decision, n.now)
 }
