@@ -67,6 +67,8 @@ func sampleCommands() []Command {
 		ActionResult{At: 8, Gen: 3, Outcome: OutcomeVerified, WrittenAt: 7, VerifiedAt: 8, Actor: "a"}.Command(),
 		SetPolicy{At: 9, Policy: p, Actor: "ops"}.Command(),
 		BreakGlass{At: 10, Site: Backup, Reason: "no quorum", Actor: "carol", WrittenAt: 9}.Command(),
+		Remediation{At: 11, Name: "orphaned-pods", Gen: 3, Target: "pod/lms/web-0", Verb: "force-delete",
+			Result: RemediationApplied, Reason: "terminating for 20m", Key: "orphaned-pods/uid-1", Actor: "a"}.Command(),
 	}
 }
 
