@@ -13,6 +13,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"github.com/drwatch/drwatch/test/daemon"
 	"io"
 	"math/big"
 	"net"
@@ -23,7 +24,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -64,8 +64,8 @@ type Cluster struct {
 	etcdBin   string
 	etcdPeer  int
 	etcdPort  int
-	etcd      *proc
-	apiserver *proc
+	etcd      *daemon.Process
+	apiserver *daemon.Process
 	closed    bool
 }
 
@@ -172,7 +172,7 @@ func New(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		// kubernetes service endpoint, which the API server rejects.
 		"--endpoint-reconciler-type=none",
 	}
-	c.apiserver, err = startProc(apiserverBin, args, filepath.Join(dir, "apiserver.log"))
+	c.apiserver, err = daemon.Start(apiserverBin, args, daemon.Options{LogPath: filepath.Join(dir, "apiserver.log"), Dir: dir})
 	if err != nil {
 		return nil, fmt.Errorf("start kube-apiserver: %w", err)
 	}
@@ -199,8 +199,8 @@ func (c *Cluster) WaitReady(ctx context.Context) error {
 		c.mu.Lock()
 		api := c.apiserver
 		c.mu.Unlock()
-		if api == nil || api.exited() {
-			return fmt.Errorf("kube-apiserver exited: %s", tail(filepath.Join(c.Dir, "apiserver.log"), 15))
+		if api == nil || api.Exited() {
+			return fmt.Errorf("kube-apiserver exited: %s", daemon.Tail(filepath.Join(c.Dir, "apiserver.log"), 15))
 		}
 		resp, err := client.Get(c.Server + "/readyz")
 		if err == nil {
@@ -215,7 +215,7 @@ func (c *Cluster) WaitReady(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("kube-apiserver not ready (last: %s): %w; log: %s", last, ctx.Err(), tail(filepath.Join(c.Dir, "apiserver.log"), 15))
+			return fmt.Errorf("kube-apiserver not ready (last: %s): %w; log: %s", last, ctx.Err(), daemon.Tail(filepath.Join(c.Dir, "apiserver.log"), 15))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -231,7 +231,7 @@ func (c *Cluster) StopEtcd() error {
 	if p == nil {
 		return nil
 	}
-	p.stop(5 * time.Second)
+	p.Stop(5 * time.Second)
 	return nil
 }
 
@@ -243,7 +243,7 @@ func (c *Cluster) StartEtcd(ctx context.Context) error {
 	if c.closed {
 		return errors.New("cluster closed")
 	}
-	if c.etcd != nil && !c.etcd.exited() {
+	if c.etcd != nil && !c.etcd.Exited() {
 		return nil
 	}
 	peer := "http://127.0.0.1:" + strconv.Itoa(c.etcdPeer)
@@ -254,15 +254,15 @@ func (c *Cluster) StartEtcd(ctx context.Context) error {
 		"--initial-cluster", "test=" + peer, "--initial-cluster-state", "new",
 		"--logger", "zap", "--log-outputs", "stderr", "--log-level", "warn",
 	}
-	p, err := startProc(c.etcdBin, args, filepath.Join(c.Dir, "etcd.log"))
+	p, err := daemon.Start(c.etcdBin, args, daemon.Options{LogPath: filepath.Join(c.Dir, "etcd.log"), Dir: c.Dir})
 	if err != nil {
 		return fmt.Errorf("start etcd: %w", err)
 	}
 	c.etcd = p
 	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	for {
-		if p.exited() {
-			return fmt.Errorf("etcd exited: %s", tail(filepath.Join(c.Dir, "etcd.log"), 10))
+		if p.Exited() {
+			return fmt.Errorf("etcd exited: %s", daemon.Tail(filepath.Join(c.Dir, "etcd.log"), 10))
 		}
 		resp, err := client.Get(c.EtcdURL + "/health")
 		if err == nil {
@@ -293,10 +293,10 @@ func (c *Cluster) Close() {
 	c.apiserver, c.etcd = nil, nil
 	c.mu.Unlock()
 	if api != nil {
-		api.stop(10 * time.Second)
+		api.Stop(10 * time.Second)
 	}
 	if etcd != nil {
-		etcd.stop(5 * time.Second)
+		etcd.Stop(5 * time.Second)
 	}
 	if os.Getenv("KUBETEST_KEEP") == "" {
 		os.RemoveAll(c.Dir)
@@ -495,71 +495,4 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
-}
-
-// proc is one daemon in its own process group.
-type proc struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-	log  *os.File
-}
-
-func startProc(bin string, args []string, logPath string) (*proc, error) {
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("open log: %w", err)
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = filepath.Dir(logPath)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	// Own process group so that stop reaches every child; Pdeathsig so that
-	// a crashed test binary does not leave daemons behind.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return nil, err
-	}
-	p := &proc{cmd: cmd, done: make(chan struct{}), log: logf}
-	go func() {
-		cmd.Wait()
-		logf.Close()
-		close(p.done)
-	}()
-	return p, nil
-}
-
-func (p *proc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// stop sends TERM to the process group, waits up to grace, then KILLs the
-// group, and waits for the process to be reaped.
-func (p *proc) stop(grace time.Duration) {
-	pgid := p.cmd.Process.Pid
-	syscall.Kill(-pgid, syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(grace):
-	}
-	// Kill the group even after a clean exit: children may linger.
-	syscall.Kill(-pgid, syscall.SIGKILL)
-	<-p.done
-}
-
-// tail returns the last n lines of a log file, for error messages.
-func tail(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "(no log: " + err.Error() + ")"
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

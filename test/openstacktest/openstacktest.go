@@ -14,6 +14,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"github.com/drwatch/drwatch/test/daemon"
 	"io"
 	"log/slog"
 	"math/big"
@@ -77,7 +78,7 @@ type Stack struct {
 
 	mu        sync.Mutex
 	closed    bool
-	procs     map[string]*proc
+	procs     map[string]*daemon.Process
 	ksIni     string
 	mysqlSock string
 }
@@ -158,7 +159,7 @@ func New(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("state dir: %w", err)
 	}
-	s := &Stack{Dir: dir, Region: "RegionOne", VIPNetworkID: vipNetwork, procs: map[string]*proc{}}
+	s := &Stack{Dir: dir, Region: "RegionOne", VIPNetworkID: vipNetwork, procs: map[string]*daemon.Process{}}
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -632,7 +633,7 @@ func (s *Stack) StartKeystone(ctx context.Context) error {
 	s.mu.Lock()
 	p := s.procs["keystone"]
 	s.mu.Unlock()
-	if p != nil && !p.exited() {
+	if p != nil && !p.Exited() {
 		return nil
 	}
 	if err := s.startProc("keystone", "uwsgi", []string{"--ini", s.ksIni}, "keystone-uwsgi.out"); err != nil {
@@ -1067,7 +1068,7 @@ func (s *Stack) run(ctx context.Context, log, bin string, args ...string) error 
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%w: %s", err, tail(s.path(log), 8))
+		return fmt.Errorf("%w: %s", err, daemon.Tail(s.path(log), 8))
 	}
 	return nil
 }
@@ -1082,7 +1083,7 @@ func (s *Stack) startProcEnv(name, bin string, args, env []string, log string) e
 	if s.closed {
 		return errors.New("stack closed")
 	}
-	p, err := startProc(bin, args, env, s.path(log))
+	p, err := daemon.Start(bin, args, daemon.Options{LogPath: s.path(log), Dir: filepath.Dir(s.path(log)), Env: env})
 	if err != nil {
 		return fmt.Errorf("start %s: %w", name, err)
 	}
@@ -1096,7 +1097,7 @@ func (s *Stack) stopProc(name string, grace time.Duration) {
 	delete(s.procs, name)
 	s.mu.Unlock()
 	if p != nil {
-		p.stop(grace)
+		p.Stop(grace)
 	}
 }
 
@@ -1104,7 +1105,7 @@ func (s *Stack) alive(name string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.procs[name]
-	return p != nil && !p.exited()
+	return p != nil && !p.Exited()
 }
 
 // poll calls f until it succeeds, the named process exits, or ctx ends.
@@ -1131,7 +1132,7 @@ func (s *Stack) waitHTTP(ctx context.Context, name, url, log string) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("%w; log: %s", err, tail(s.path(log), 10))
+		return fmt.Errorf("%w; log: %s", err, daemon.Tail(s.path(log), 10))
 	}
 	return nil
 }
@@ -1145,7 +1146,7 @@ func (s *Stack) waitLog(ctx context.Context, name, log, needle string) error {
 		return fmt.Errorf("no %q in %s yet", needle, log)
 	})
 	if err != nil {
-		return fmt.Errorf("%w; log: %s", err, tail(s.path(log), 10))
+		return fmt.Errorf("%w; log: %s", err, daemon.Tail(s.path(log), 10))
 	}
 	return nil
 }
@@ -1175,72 +1176,4 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
-}
-
-// proc is one daemon in its own process group.
-type proc struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-}
-
-func startProc(bin string, args, env []string, logPath string) (*proc, error) {
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, args...)
-	// The state directory, not the test's: daemons must not depend on (or
-	// pin) the caller's working directory.
-	cmd.Dir = filepath.Dir(logPath)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if env != nil {
-		cmd.Env = append(os.Environ(), env...)
-	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return nil, err
-	}
-	p := &proc{cmd: cmd, done: make(chan struct{})}
-	go func() {
-		cmd.Wait()
-		logf.Close()
-		close(p.done)
-	}()
-	return p, nil
-}
-
-func (p *proc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// stop sends TERM to the process group, waits up to grace, then KILLs the
-// group (children such as uwsgi workers or beam may linger) and waits for
-// the leader to be reaped.
-func (p *proc) stop(grace time.Duration) {
-	pgid := p.cmd.Process.Pid
-	syscall.Kill(-pgid, syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(grace):
-	}
-	syscall.Kill(-pgid, syscall.SIGKILL)
-	<-p.done
-}
-
-func tail(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "(no log)"
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

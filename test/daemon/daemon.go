@@ -1,0 +1,100 @@
+// Package daemon starts and stops the real servers the integration tests
+// use, each in its own process group: stopping kills every child (uwsgi
+// workers, Erlang's beam), and Pdeathsig kills the daemon if the test binary
+// itself dies, so no test run leaves servers behind.
+package daemon
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Options configure Start.
+type Options struct {
+	// LogPath receives the daemon's stdout and stderr (appended, mode 0600).
+	LogPath string
+	// Dir is the working directory; empty keeps the caller's.
+	Dir string
+	// Env is added to the test's environment.
+	Env []string
+}
+
+// Process is one running daemon.
+type Process struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// Start runs bin with args in a new process group.
+func Start(bin string, args []string, o Options) (*Process, error) {
+	logf, err := os.OpenFile(o.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open log: %w", err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = o.Dir
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if o.Env != nil {
+		cmd.Env = append(os.Environ(), o.Env...)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	p := &Process{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		logf.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Pid is the daemon's process (and process group) ID.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Done is closed once the daemon has exited and been reaped.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Exited reports whether the daemon has exited.
+func (p *Process) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Stop sends TERM to the process group, waits up to grace, then KILLs the
+// group (children may linger after a clean exit) and waits for the reaping.
+func (p *Process) Stop(grace time.Duration) {
+	pgid := p.cmd.Process.Pid
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-p.done:
+	case <-t.C:
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	<-p.done
+}
+
+// Tail returns the last n lines of a log file, for error messages.
+func Tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,69 @@
+package daemon
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Stop reaches the whole process group: a child that ignores TERM and
+// outlives its parent is killed too.
+func TestStopKillsTheGroup(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "d.log")
+	pidFile := filepath.Join(dir, "child.pid")
+	p, err := Start("/bin/sh", []string{"-c", `sh -c 'trap "" TERM; echo $$ > ` + pidFile + `; while :; do sleep 1; done' & echo started; wait`}, Options{LogPath: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var child int
+	if !poll(10*time.Second, func() bool {
+		if b, err := os.ReadFile(pidFile); err == nil {
+			child, _ = parseInt(strings.TrimSpace(string(b)))
+		}
+		return child != 0
+	}) {
+		t.Fatal("child never started")
+	}
+	p.Stop(200 * time.Millisecond)
+	if !p.Exited() {
+		t.Error("Exited is false after Stop")
+	}
+	// The kernel reaps the killed child asynchronously.
+	if !poll(5*time.Second, func() bool { return syscall.Kill(child, 0) != nil }) {
+		t.Errorf("child %d survived Stop", child)
+	}
+	if got := Tail(log, 1); got != "started" {
+		t.Errorf("Tail: got %q, want started", got)
+	}
+}
+
+func parseInt(s string) (int, bool) {
+	n := 0
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, s != ""
+}
+
+// poll checks cond every 10 ms until it holds or d passes.
+func poll(d time.Duration, cond func() bool) bool {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	for !cond() {
+		select {
+		case <-deadline.C:
+			return cond()
+		case <-tick.C:
+		}
+	}
+	return true
+}
