@@ -33,7 +33,9 @@ type Config struct {
 	Listener net.Listener
 	// Peers is the static configuration the cluster bootstraps from on
 	// first start, this node included. A node not listed does not
-	// bootstrap: it waits to be added with AddVoter.
+	// bootstrap: it waits to be added with AddVoter, and must still list
+	// the current members, since inbound connections are accepted only
+	// from Peers and from servers in the raft configuration.
 	Peers []Peer
 	// TLS is the node's identity and the CA it trusts. Required.
 	TLS *Credentials

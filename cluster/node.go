@@ -455,7 +455,11 @@ func (n *Node) VerifyLeader(ctx context.Context) error {
 	if n.life.Err() != nil {
 		return ErrShutdown
 	}
-	return n.wait(ctx, n.raft.VerifyLeader())
+	err := n.wait(ctx, n.raft.VerifyLeader())
+	if errors.Is(err, ErrLeadershipLost) {
+		return ErrNotLeader // it was leading when asked, and is no longer
+	}
+	return err
 }
 
 // Barrier waits until this node's state machine has applied every command
