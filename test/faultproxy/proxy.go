@@ -109,9 +109,6 @@ type Proxy struct {
 	done chan struct{}
 }
 
-// ErrClosed is returned by methods called after Close.
-var ErrClosed = errors.New("faultproxy: closed")
-
 // New listens on listenAddr (use "127.0.0.1:0" for a free port) and forwards
 // to target in Pass mode.
 func New(listenAddr, target string) (*Proxy, error) {
