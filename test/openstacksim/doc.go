@@ -1,0 +1,39 @@
+// Package openstacksim is an in-memory SIMULATOR of the slices of the
+// OpenStack Keystone v3, Neutron v2.0 and Nova v2.1 APIs that drwatch's
+// OpenStack remediators call. It is not OpenStack: it was written from the
+// public API references (and the shapes gophercloud v2 decodes), serves
+// those JSON shapes over HTTP on 127.0.0.1, applies changes in memory and
+// validates requests the way the real services do for these calls. Use it
+// in tests where a real Neutron and Nova are not available.
+//
+// Covered:
+//
+//   - Keystone: POST /v3/auth/tokens with an application credential (ID and
+//     secret), 201 with X-Subject-Token and a catalog holding "network" and
+//     "compute" public endpoints in one region; wrong credentials give 401.
+//     Every other call needs a token this simulator issued (else 401).
+//   - Neutron: GET/PUT /v2.0/routers/{id} (PUT replaces the routes: counted,
+//     so tests can prove it is never used), PUT .../add_extraroutes and
+//     .../remove_extraroutes (set semantics, revision_number bumped on
+//     change, 400 RoutesExhausted past max_routes); GET /v2.0/ports
+//     (filters device_id, network_id, id), GET/PUT /v2.0/ports/{id}
+//     (security_groups, allowed_address_pairs, name; If-Match
+//     "revision_number=N" compare-and-swap, 412 on a stale revision as real
+//     Neutron's RevisionNumberConstraintFailed); GET /v2.0/security-groups
+//     (filters name, id). 404 NotFound bodies in Neutron's shape.
+//   - Nova: GET /v2.1/servers/detail and /v2.1/servers (filters name as a
+//     regular expression searched in the name, status), GET
+//     /v2.1/servers/{id} (status, metadata, addresses with fixed IPs,
+//     security_groups derived from the ports' groups, created,
+//     OS-SRV-USG:launched_at), POST .../action with reboot SOFT/HARD (409
+//     when the state forbids it, as Nova's InstanceInvalidState) and
+//     addSecurityGroup (applied to every port of the server; 404 for an
+//     unknown group), GET .../os-instance-actions (create and reboot
+//     actions). 404 itemNotFound bodies in Nova's shape.
+//
+// Not covered: pagination (everything fits in one page), microversions,
+// policy and roles (every token may do everything), token expiry and
+// revocation, any other resource or attribute, and asynchrony (a reboot is
+// complete, ACTIVE, when the 202 returns; Neutron's agents, the ASR and DVS
+// back ends from the field reports are not modelled).
+package openstacksim

@@ -1,0 +1,694 @@
+package openstacksim
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Route is one Neutron extra route.
+type Route struct {
+	Destination string `json:"destination"`
+	NextHop     string `json:"nexthop"`
+}
+
+// Router is a Neutron router (the attributes the simulator keeps).
+type Router struct {
+	ID       string
+	Name     string
+	Routes   []Route
+	Revision int
+}
+
+// AddressPair is one entry of a port's allowed_address_pairs.
+type AddressPair struct {
+	IPAddress  string `json:"ip_address"`
+	MACAddress string `json:"mac_address,omitempty"`
+}
+
+// Port is a Neutron port. FixedIPs are bare addresses; SecurityGroups are IDs.
+type Port struct {
+	ID                  string
+	Name                string
+	NetworkID           string
+	DeviceID            string
+	MACAddress          string
+	FixedIPs            []string
+	SecurityGroups      []string
+	AllowedAddressPairs []AddressPair
+	Revision            int
+}
+
+// SecurityGroup is a Neutron security group.
+type SecurityGroup struct {
+	ID   string
+	Name string
+}
+
+// Server is a Nova server. Its addresses and security groups come from its
+// ports (device_id == ID), as in Nova with Neutron.
+type Server struct {
+	ID         string
+	Name       string
+	Status     string
+	Metadata   map[string]string
+	Created    time.Time
+	LaunchedAt time.Time
+	// Network names the network in the addresses map.
+	Network string
+}
+
+// InstanceAction is one entry of a server's os-instance-actions.
+type InstanceAction struct {
+	Action    string
+	RequestID string
+	Start     time.Time
+}
+
+// Credentials the simulator's Keystone accepts.
+const (
+	AppCredID     = "sim-app-cred-id"
+	AppCredSecret = "sim-app-cred-secret"
+	Region        = "RegionOne"
+)
+
+// Sim is the simulated cloud. All methods are safe for concurrent use.
+type Sim struct {
+	srv *httptest.Server
+	// Now stamps created and reboot times; set before use (default time.Now).
+	Now func() time.Time
+
+	mu        sync.Mutex
+	maxRoutes int
+	tokens    map[string]bool
+	routers   map[string]*Router
+	ports     map[string]*Port
+	groups    map[string]*SecurityGroup
+	servers   map[string]*Server
+	actions   map[string][]InstanceAction
+	writes    int
+	replaces  int
+}
+
+// Start serves a new empty simulator on 127.0.0.1 until Close.
+func Start() *Sim {
+	s := &Sim{Now: time.Now, maxRoutes: 31, tokens: map[string]bool{}, routers: map[string]*Router{},
+		ports: map[string]*Port{}, groups: map[string]*SecurityGroup{}, servers: map[string]*Server{},
+		actions: map[string][]InstanceAction{}}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	return s
+}
+
+// Close stops the server.
+func (s *Sim) Close() { s.srv.Close() }
+
+// AuthURL is Keystone's v3 endpoint (ends in /v3/, so gophercloud skips
+// version discovery).
+func (s *Sim) AuthURL() string { return s.srv.URL + "/identity/v3/" }
+
+// SetMaxRoutes sets Neutron's max_routes (default 31).
+func (s *Sim) SetMaxRoutes(n int) { s.mu.Lock(); s.maxRoutes = n; s.mu.Unlock() }
+
+// Writes counts the requests that changed state.
+func (s *Sim) Writes() int { s.mu.Lock(); defer s.mu.Unlock(); return s.writes }
+
+// RouteReplaces counts PUT /routers/{id} requests that set routes.
+func (s *Sim) RouteReplaces() int { s.mu.Lock(); defer s.mu.Unlock(); return s.replaces }
+
+// PutRouter adds or replaces a router.
+func (s *Sim) PutRouter(r Router) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r.Routes = slices.Clone(r.Routes)
+	s.routers[r.ID] = &r
+}
+
+// Router returns a copy of the router.
+func (s *Sim) Router(id string) Router {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := *s.routers[id]
+	r.Routes = slices.Clone(r.Routes)
+	return r
+}
+
+// PutPort adds or replaces a port.
+func (s *Sim) PutPort(p Port) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p.SecurityGroups = slices.Clone(p.SecurityGroups)
+	p.AllowedAddressPairs = slices.Clone(p.AllowedAddressPairs)
+	s.ports[p.ID] = &p
+}
+
+// Port returns a copy of the port.
+func (s *Sim) Port(id string) Port {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := *s.ports[id]
+	p.SecurityGroups = slices.Clone(p.SecurityGroups)
+	p.AllowedAddressPairs = slices.Clone(p.AllowedAddressPairs)
+	return p
+}
+
+// TouchPort bumps a port's revision, as a concurrent writer would.
+func (s *Sim) TouchPort(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ports[id].Revision++
+}
+
+// PutSecurityGroup adds a security group.
+func (s *Sim) PutSecurityGroup(g SecurityGroup) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.groups[g.ID] = &g
+}
+
+// PutServer adds or replaces a server, recording a "create" action.
+func (s *Sim) PutServer(v Server) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v.Metadata = cloneMap(v.Metadata)
+	if _, ok := s.servers[v.ID]; !ok {
+		s.actions[v.ID] = []InstanceAction{{Action: "create", RequestID: newID("req-"), Start: v.Created}}
+	}
+	s.servers[v.ID] = &v
+}
+
+// SetStatus sets a server's status.
+func (s *Sim) SetStatus(id, status string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.servers[id].Status = status
+}
+
+// DeleteServer removes a server (its ports stay, as stale ports do).
+func (s *Sim) DeleteServer(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.servers, id)
+}
+
+// Actions returns a server's instance actions, oldest first.
+func (s *Sim) Actions(id string) []InstanceAction {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.actions[id])
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func newID(prefix string) string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return prefix + hex.EncodeToString(b)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// neutronErr writes Neutron's error shape.
+func neutronErr(w http.ResponseWriter, code int, typ, msg string) {
+	writeJSON(w, code, map[string]any{"NeutronError": map[string]any{"type": typ, "message": msg, "detail": ""}})
+}
+
+// novaErr writes Nova's error shape ({"itemNotFound": {...}} and so on).
+func novaErr(w http.ResponseWriter, code int, msg string) {
+	key := map[int]string{400: "badRequest", 404: "itemNotFound", 409: "conflictingRequest"}[code]
+	if key == "" {
+		key = "computeFault"
+	}
+	writeJSON(w, code, map[string]any{key: map[string]any{"code": code, "message": msg}})
+}
+
+func (s *Sim) serve(w http.ResponseWriter, r *http.Request) {
+	p := r.URL.Path
+	switch {
+	case p == "/identity/v3/auth/tokens" && r.Method == http.MethodPost:
+		s.token(w, r)
+		return
+	case p == "/network/" && r.Method == http.MethodGet:
+		// Neutron's unauthenticated version document (gophercloud
+		// discovers the version of an unversioned endpoint).
+		writeJSON(w, http.StatusOK, map[string]any{"versions": []map[string]any{{"id": "v2.0", "status": "CURRENT",
+			"links": []map[string]any{{"href": s.srv.URL + "/network/v2.0/", "rel": "self"}}}}})
+		return
+	case strings.HasPrefix(p, "/network/v2.0/"), strings.HasPrefix(p, "/compute/v2.1/"):
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	s.mu.Lock()
+	ok := s.tokens[r.Header.Get("X-Auth-Token")]
+	s.mu.Unlock()
+	if !ok {
+		writeJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]any{"code": 401, "title": "Unauthorized", "message": "The request you have made requires authentication."}})
+		return
+	}
+	if rest, ok := strings.CutPrefix(p, "/network/v2.0/"); ok {
+		s.neutron(w, r, strings.Split(strings.TrimSuffix(rest, "/"), "/"))
+		return
+	}
+	s.nova(w, r, strings.Split(strings.TrimSuffix(strings.TrimPrefix(p, "/compute/v2.1/"), "/"), "/"))
+}
+
+func (s *Sim) token(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Auth struct {
+			Identity struct {
+				Methods []string `json:"methods"`
+				AppCred struct {
+					ID     string `json:"id"`
+					Secret string `json:"secret"`
+				} `json:"application_credential"`
+			} `json:"identity"`
+		} `json:"auth"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{"code": 400, "title": "Bad Request", "message": "malformed JSON"}})
+		return
+	}
+	ac := req.Auth.Identity.AppCred
+	if !slices.Contains(req.Auth.Identity.Methods, "application_credential") || ac.ID != AppCredID || ac.Secret != AppCredSecret {
+		writeJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]any{"code": 401, "title": "Unauthorized", "message": "The request you have made requires authentication."}})
+		return
+	}
+	tok := newID("gAAAA")
+	s.mu.Lock()
+	s.tokens[tok] = true
+	s.mu.Unlock()
+	ep := func(id, url string) []map[string]any {
+		return []map[string]any{{"id": id, "interface": "public", "region": Region, "region_id": Region, "url": url}}
+	}
+	now := time.Now().UTC()
+	w.Header().Set("X-Subject-Token", tok)
+	writeJSON(w, http.StatusCreated, map[string]any{"token": map[string]any{
+		"methods":                []string{"application_credential"},
+		"expires_at":             now.Add(time.Hour).Format("2006-01-02T15:04:05.000000Z"),
+		"issued_at":              now.Format("2006-01-02T15:04:05.000000Z"),
+		"user":                   map[string]any{"id": "u1", "name": "drwatch", "domain": map[string]any{"id": "default", "name": "Default"}},
+		"project":                map[string]any{"id": "p1", "name": "cluster", "domain": map[string]any{"id": "default", "name": "Default"}},
+		"roles":                  []map[string]any{{"id": "r1", "name": "member"}},
+		"application_credential": map[string]any{"id": AppCredID, "name": "drwatch", "restricted": true},
+		"catalog": []map[string]any{
+			{"id": "s-net", "type": "network", "name": "neutron", "endpoints": ep("e-net", s.srv.URL+"/network/")},
+			{"id": "s-comp", "type": "compute", "name": "nova", "endpoints": ep("e-comp", s.srv.URL+"/compute/v2.1/")},
+		},
+	}})
+}
+
+func routerJSON(rt *Router) map[string]any {
+	routes := rt.Routes
+	if routes == nil {
+		routes = []Route{}
+	}
+	return map[string]any{"id": rt.ID, "name": rt.Name, "status": "ACTIVE", "admin_state_up": true,
+		"tenant_id": "p1", "project_id": "p1", "routes": routes, "revision_number": rt.Revision,
+		"external_gateway_info": nil, "distributed": false, "ha": false, "tags": []string{}}
+}
+
+func portJSON(p *Port) map[string]any {
+	fixed := []map[string]any{}
+	for _, ip := range p.FixedIPs {
+		fixed = append(fixed, map[string]any{"subnet_id": p.NetworkID + "-subnet", "ip_address": ip})
+	}
+	pairs := []map[string]any{}
+	for _, ap := range p.AllowedAddressPairs {
+		mac := ap.MACAddress
+		if mac == "" {
+			mac = p.MACAddress
+		}
+		pairs = append(pairs, map[string]any{"ip_address": ap.IPAddress, "mac_address": mac})
+	}
+	groups := p.SecurityGroups
+	if groups == nil {
+		groups = []string{}
+	}
+	return map[string]any{"id": p.ID, "name": p.Name, "network_id": p.NetworkID, "device_id": p.DeviceID,
+		"device_owner": "compute:nova", "mac_address": p.MACAddress, "admin_state_up": true, "status": "ACTIVE",
+		"tenant_id": "p1", "project_id": "p1", "fixed_ips": fixed, "security_groups": groups,
+		"allowed_address_pairs": pairs, "revision_number": p.Revision, "port_security_enabled": true, "tags": []string{}}
+}
+
+// neutron serves /v2.0/<parts...>.
+func (s *Sim) neutron(w http.ResponseWriter, r *http.Request, parts []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := r.URL.Query()
+	switch {
+	case parts[0] == "routers" && len(parts) == 2 && r.Method == http.MethodGet:
+		rt, ok := s.routers[parts[1]]
+		if !ok {
+			neutronErr(w, 404, "RouterNotFound", fmt.Sprintf("Router %s could not be found", parts[1]))
+			return
+		}
+		writeJSON(w, 200, map[string]any{"router": routerJSON(rt)})
+	case parts[0] == "routers" && len(parts) >= 2 && r.Method == http.MethodPut:
+		rt, ok := s.routers[parts[1]]
+		if !ok {
+			neutronErr(w, 404, "RouterNotFound", fmt.Sprintf("Router %s could not be found", parts[1]))
+			return
+		}
+		var body struct {
+			Router struct {
+				Name   *string  `json:"name"`
+				Routes *[]Route `json:"routes"`
+			} `json:"router"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			neutronErr(w, 400, "HTTPBadRequest", "malformed JSON")
+			return
+		}
+		if len(parts) == 2 {
+			if !s.ifMatch(w, r, rt.Revision) {
+				return
+			}
+			if body.Router.Routes != nil {
+				if len(*body.Router.Routes) > s.maxRoutes {
+					neutronErr(w, 400, "RoutesExhausted", fmt.Sprintf("Unable to complete operation for %s. The number of routes exceeds the maximum %d.", rt.ID, s.maxRoutes))
+					return
+				}
+				rt.Routes = slices.Clone(*body.Router.Routes)
+				s.replaces++
+			}
+			if body.Router.Name != nil {
+				rt.Name = *body.Router.Name
+			}
+			rt.Revision++
+			s.writes++
+			writeJSON(w, 200, map[string]any{"router": routerJSON(rt)})
+			return
+		}
+		if len(parts) != 3 || (parts[2] != "add_extraroutes" && parts[2] != "remove_extraroutes") || body.Router.Routes == nil {
+			neutronErr(w, 400, "HTTPBadRequest", "unsupported router action or missing routes")
+			return
+		}
+		for _, rr := range *body.Router.Routes {
+			if rr.Destination == "" || rr.NextHop == "" {
+				neutronErr(w, 400, "HTTPBadRequest", "Invalid input for routes: destination and nexthop are required")
+				return
+			}
+		}
+		next := slices.Clone(rt.Routes)
+		for _, rr := range *body.Router.Routes {
+			i := slices.Index(next, rr)
+			if parts[2] == "add_extraroutes" && i < 0 {
+				next = append(next, rr)
+			}
+			if parts[2] == "remove_extraroutes" && i >= 0 {
+				next = slices.Delete(next, i, i+1)
+			}
+		}
+		if len(next) > s.maxRoutes {
+			neutronErr(w, 400, "RoutesExhausted", fmt.Sprintf("Unable to complete operation for %s. The number of routes exceeds the maximum %d.", rt.ID, s.maxRoutes))
+			return
+		}
+		if !slices.Equal(next, rt.Routes) {
+			rt.Routes = next
+			rt.Revision++
+			s.writes++
+		}
+		writeJSON(w, 200, map[string]any{"router": routerJSON(rt)})
+	case parts[0] == "ports" && len(parts) == 1 && r.Method == http.MethodGet:
+		out := []map[string]any{}
+		for _, id := range sortedKeys(s.ports) {
+			p := s.ports[id]
+			if match(q, "device_id", p.DeviceID) && match(q, "network_id", p.NetworkID) && match(q, "id", p.ID) {
+				out = append(out, portJSON(p))
+			}
+		}
+		writeJSON(w, 200, map[string]any{"ports": out})
+	case parts[0] == "ports" && len(parts) == 2 && (r.Method == http.MethodGet || r.Method == http.MethodPut):
+		p, ok := s.ports[parts[1]]
+		if !ok {
+			neutronErr(w, 404, "PortNotFound", fmt.Sprintf("Port %s could not be found.", parts[1]))
+			return
+		}
+		if r.Method == http.MethodGet {
+			writeJSON(w, 200, map[string]any{"port": portJSON(p)})
+			return
+		}
+		var body struct {
+			Port struct {
+				Name                *string        `json:"name"`
+				SecurityGroups      *[]string      `json:"security_groups"`
+				AllowedAddressPairs *[]AddressPair `json:"allowed_address_pairs"`
+			} `json:"port"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			neutronErr(w, 400, "HTTPBadRequest", "malformed JSON")
+			return
+		}
+		if !s.ifMatch(w, r, p.Revision) {
+			return
+		}
+		if sg := body.Port.SecurityGroups; sg != nil {
+			for _, g := range *sg {
+				if s.groups[g] == nil {
+					neutronErr(w, 404, "SecurityGroupNotFound", fmt.Sprintf("Security group %s does not exist", g))
+					return
+				}
+			}
+			p.SecurityGroups = slices.Clone(*sg)
+		}
+		if ap := body.Port.AllowedAddressPairs; ap != nil {
+			for _, a := range *ap {
+				if a.IPAddress == "" {
+					neutronErr(w, 400, "HTTPBadRequest", "Invalid input for allowed_address_pairs: ip_address is required")
+					return
+				}
+			}
+			p.AllowedAddressPairs = slices.Clone(*ap)
+		}
+		if body.Port.Name != nil {
+			p.Name = *body.Port.Name
+		}
+		p.Revision++
+		s.writes++
+		writeJSON(w, 200, map[string]any{"port": portJSON(p)})
+	case parts[0] == "security-groups" && len(parts) == 1 && r.Method == http.MethodGet:
+		out := []map[string]any{}
+		for _, id := range sortedKeys(s.groups) {
+			g := s.groups[id]
+			if match(q, "name", g.Name) && match(q, "id", g.ID) {
+				out = append(out, map[string]any{"id": g.ID, "name": g.Name, "description": "", "tenant_id": "p1",
+					"project_id": "p1", "security_group_rules": []any{}, "revision_number": 1, "stateful": true, "tags": []string{}})
+			}
+		}
+		writeJSON(w, 200, map[string]any{"security_groups": out})
+	default:
+		neutronErr(w, 404, "HTTPNotFound", "The resource could not be found.")
+	}
+}
+
+// ifMatch enforces If-Match: revision_number=N (Neutron's
+// standard-attr-revisions); a mismatch is 412 like Neutron's
+// RevisionNumberConstraintFailed. It reports whether to go on.
+func (s *Sim) ifMatch(w http.ResponseWriter, r *http.Request, current int) bool {
+	h := r.Header.Get("If-Match")
+	if h == "" {
+		return true
+	}
+	v, ok := strings.CutPrefix(h, "revision_number=")
+	n, err := strconv.Atoi(v)
+	if !ok || err != nil {
+		neutronErr(w, 400, "HTTPBadRequest", "If-Match header without revision_number=N")
+		return false
+	}
+	if n != current {
+		neutronErr(w, http.StatusPreconditionFailed, "HTTPPreconditionFailed",
+			fmt.Sprintf("Constrained to %d, but current revision is %d", n, current))
+		return false
+	}
+	return true
+}
+
+func match(q map[string][]string, key, val string) bool {
+	vs, ok := q[key]
+	return !ok || slices.Contains(vs, val)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func novaTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05Z") }
+
+func (s *Sim) serverJSON(v *Server) map[string]any {
+	addrs := []map[string]any{}
+	groups := []map[string]any{}
+	seen := map[string]bool{}
+	for _, id := range sortedKeys(s.ports) {
+		p := s.ports[id]
+		if p.DeviceID != v.ID {
+			continue
+		}
+		for _, ip := range p.FixedIPs {
+			ver := 4
+			if strings.Contains(ip, ":") {
+				ver = 6
+			}
+			addrs = append(addrs, map[string]any{"addr": ip, "version": ver, "OS-EXT-IPS:type": "fixed", "OS-EXT-IPS-MAC:mac_addr": p.MACAddress})
+		}
+		for _, g := range p.SecurityGroups {
+			if sg := s.groups[g]; sg != nil && !seen[sg.Name] {
+				seen[sg.Name] = true
+				groups = append(groups, map[string]any{"name": sg.Name})
+			}
+		}
+	}
+	netName := v.Network
+	if netName == "" {
+		netName = "private"
+	}
+	launched := any(nil)
+	if !v.LaunchedAt.IsZero() {
+		launched = v.LaunchedAt.UTC().Format("2006-01-02T15:04:05.000000")
+	}
+	return map[string]any{"id": v.ID, "name": v.Name, "status": v.Status, "tenant_id": "p1", "user_id": "u1",
+		"metadata": v.Metadata, "created": novaTime(v.Created), "updated": novaTime(v.Created),
+		"addresses": map[string]any{netName: addrs}, "security_groups": groups, "hostId": "h1",
+		"flavor": map[string]any{"id": "f1"}, "image": map[string]any{"id": "i1"}, "links": []any{},
+		"OS-EXT-STS:vm_state": strings.ToLower(v.Status), "OS-EXT-STS:task_state": nil, "OS-EXT-STS:power_state": 1,
+		"OS-SRV-USG:launched_at": launched, "OS-SRV-USG:terminated_at": nil}
+}
+
+// nova serves /v2.1/<parts...>.
+func (s *Sim) nova(w http.ResponseWriter, r *http.Request, parts []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if parts[0] != "servers" {
+		novaErr(w, 404, "The resource could not be found.")
+		return
+	}
+	if len(parts) == 1 || (len(parts) == 2 && parts[1] == "detail") {
+		if r.Method != http.MethodGet {
+			novaErr(w, 404, "The resource could not be found.")
+			return
+		}
+		q := r.URL.Query()
+		var re *regexp.Regexp
+		if n := q.Get("name"); n != "" {
+			var err error
+			if re, err = regexp.Compile(n); err != nil {
+				novaErr(w, 400, "Invalid name filter")
+				return
+			}
+		}
+		out := []map[string]any{}
+		for _, id := range sortedKeys(s.servers) {
+			v := s.servers[id]
+			if (re != nil && !re.MatchString(v.Name)) || !match(q, "status", v.Status) {
+				continue
+			}
+			out = append(out, s.serverJSON(v))
+		}
+		writeJSON(w, 200, map[string]any{"servers": out})
+		return
+	}
+	v, ok := s.servers[parts[1]]
+	if !ok {
+		novaErr(w, 404, fmt.Sprintf("Instance %s could not be found.", parts[1]))
+		return
+	}
+	switch {
+	case len(parts) == 2 && r.Method == http.MethodGet:
+		writeJSON(w, 200, map[string]any{"server": s.serverJSON(v)})
+	case len(parts) == 3 && parts[2] == "os-instance-actions" && r.Method == http.MethodGet:
+		out := []map[string]any{}
+		for _, a := range s.actions[v.ID] {
+			out = append(out, map[string]any{"action": a.Action, "instance_uuid": v.ID, "request_id": a.RequestID,
+				"start_time": a.Start.UTC().Format("2006-01-02T15:04:05.000000"), "user_id": "u1", "project_id": "p1", "message": nil})
+		}
+		// Nova lists the newest first.
+		slices.Reverse(out)
+		writeJSON(w, 200, map[string]any{"instanceActions": out})
+	case len(parts) == 3 && parts[2] == "action" && r.Method == http.MethodPost:
+		var body struct {
+			Reboot *struct {
+				Type string `json:"type"`
+			} `json:"reboot"`
+			AddSecurityGroup *struct {
+				Name string `json:"name"`
+			} `json:"addSecurityGroup"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			novaErr(w, 400, "Malformed request body")
+			return
+		}
+		switch {
+		case body.Reboot != nil:
+			typ := body.Reboot.Type
+			if typ != "SOFT" && typ != "HARD" {
+				novaErr(w, 400, "Invalid input for field/attribute type.")
+				return
+			}
+			// Nova: SOFT needs ACTIVE; HARD also works from SHUTOFF and ERROR.
+			if v.Status != "ACTIVE" && (typ == "SOFT" || (v.Status != "SHUTOFF" && v.Status != "ERROR")) {
+				novaErr(w, 409, fmt.Sprintf("Cannot 'reboot' instance %s while it is in vm_state %s", v.ID, strings.ToLower(v.Status)))
+				return
+			}
+			v.Status = "ACTIVE"
+			s.actions[v.ID] = append(s.actions[v.ID], InstanceAction{Action: "reboot", RequestID: newID("req-"), Start: s.Now()})
+			s.writes++
+			w.WriteHeader(http.StatusAccepted)
+		case body.AddSecurityGroup != nil:
+			var gid string
+			for _, id := range sortedKeys(s.groups) {
+				if s.groups[id].Name == body.AddSecurityGroup.Name || id == body.AddSecurityGroup.Name {
+					gid = id
+					break
+				}
+			}
+			if gid == "" {
+				novaErr(w, 404, fmt.Sprintf("Security group %s not found for project p1.", body.AddSecurityGroup.Name))
+				return
+			}
+			n := 0
+			for _, id := range sortedKeys(s.ports) {
+				p := s.ports[id]
+				if p.DeviceID == v.ID {
+					n++
+					if !slices.Contains(p.SecurityGroups, gid) {
+						p.SecurityGroups = append(p.SecurityGroups, gid)
+						p.Revision++
+					}
+				}
+			}
+			if n == 0 {
+				novaErr(w, 400, "Unable to add security group: the instance has no ports")
+				return
+			}
+			s.writes++
+			w.WriteHeader(http.StatusAccepted)
+		default:
+			novaErr(w, 400, "Unsupported server action")
+		}
+	default:
+		novaErr(w, 404, "The resource could not be found.")
+	}
+}

@@ -1,0 +1,167 @@
+package openstacksim
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/instanceactions"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/secgroups"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/extraroutes"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+)
+
+func clients(t *testing.T, s *Sim) (network, compute *gophercloud.ServiceClient) {
+	t.Helper()
+	ctx := context.Background()
+	p, err := openstack.AuthenticatedClient(ctx, gophercloud.AuthOptions{IdentityEndpoint: s.AuthURL(),
+		ApplicationCredentialID: AppCredID, ApplicationCredentialSecret: AppCredSecret})
+	if err != nil {
+		t.Fatalf("auth: %v", err)
+	}
+	eo := gophercloud.EndpointOpts{Region: Region}
+	if network, err = openstack.NewNetworkV2(p, eo); err != nil {
+		t.Fatal(err)
+	}
+	if compute, err = openstack.NewComputeV2(p, eo); err != nil {
+		t.Fatal(err)
+	}
+	return network, compute
+}
+
+func seed(s *Sim) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	s.PutRouter(Router{ID: "r1", Name: "cluster", Routes: []Route{{"198.19.1.0/24", "10.180.0.3"}}, Revision: 4})
+	s.PutSecurityGroup(SecurityGroup{ID: "sg1", Name: "default"})
+	s.PutServer(Server{ID: "vm1", Name: "k-node-1", Status: "ACTIVE", Metadata: map[string]string{"kluster": "k"}, Created: now, LaunchedAt: now})
+	s.PutPort(Port{ID: "p1", NetworkID: "n1", DeviceID: "vm1", MACAddress: "fa:16:3e:00:00:01", FixedIPs: []string{"10.180.0.3"}, SecurityGroups: []string{"sg1"}, Revision: 7})
+}
+
+func TestAuth(t *testing.T) {
+	s := Start()
+	defer s.Close()
+	_, err := openstack.AuthenticatedClient(context.Background(), gophercloud.AuthOptions{IdentityEndpoint: s.AuthURL(),
+		ApplicationCredentialID: AppCredID, ApplicationCredentialSecret: "wrong"})
+	if !gophercloud.ResponseCodeIs(err, http.StatusUnauthorized) {
+		t.Fatalf("got %v, want 401", err)
+	}
+	resp, err := http.Get(s.srv.URL + "/network/v2.0/routers/r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("got %d without a token, want 401", resp.StatusCode)
+	}
+}
+
+func TestNeutron(t *testing.T) {
+	s := Start()
+	defer s.Close()
+	seed(s)
+	net, _ := clients(t, s)
+	ctx := context.Background()
+
+	r, err := routers.Get(ctx, net, "r1").Extract()
+	if err != nil || r.RevisionNumber != 4 || len(r.Routes) != 1 || r.Routes[0].NextHop != "10.180.0.3" {
+		t.Fatalf("got %+v %v, want r1 rev 4 with one route", r, err)
+	}
+	if _, err := routers.Get(ctx, net, "nope").Extract(); !gophercloud.ResponseCodeIs(err, 404) {
+		t.Fatalf("got %v, want 404", err)
+	}
+	add := []routers.Route{{DestinationCIDR: "198.19.2.0/24", NextHop: "10.180.0.4"}}
+	r, err = extraroutes.Add(ctx, net, "r1", extraroutes.Opts{Routes: &add}).Extract()
+	if err != nil || len(r.Routes) != 2 || r.RevisionNumber != 5 {
+		t.Fatalf("add: got %+v %v, want 2 routes rev 5", r, err)
+	}
+	// Adding again changes nothing.
+	if r, _ = extraroutes.Add(ctx, net, "r1", extraroutes.Opts{Routes: &add}).Extract(); r.RevisionNumber != 5 {
+		t.Fatalf("re-add: got rev %d, want 5", r.RevisionNumber)
+	}
+	r, err = extraroutes.Remove(ctx, net, "r1", extraroutes.Opts{Routes: &add}).Extract()
+	if err != nil || len(r.Routes) != 1 || r.RevisionNumber != 6 {
+		t.Fatalf("remove: got %+v %v, want 1 route rev 6", r, err)
+	}
+	s.SetMaxRoutes(1)
+	if _, err := extraroutes.Add(ctx, net, "r1", extraroutes.Opts{Routes: &add}).Extract(); !gophercloud.ResponseCodeIs(err, 400) {
+		t.Fatalf("past max_routes: got %v, want 400", err)
+	}
+
+	pl, err := ports.List(net, ports.ListOpts{DeviceID: "vm1"}).AllPages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, _ := ports.ExtractPorts(pl)
+	if len(ps) != 1 || ps[0].RevisionNumber != 7 || ps[0].FixedIPs[0].IPAddress != "10.180.0.3" {
+		t.Fatalf("got ports %+v, want p1 rev 7", ps)
+	}
+	pairs := []ports.AddressPair{{IPAddress: "198.19.0.0/16"}}
+	stale := 6
+	if _, err := ports.Update(ctx, net, "p1", ports.UpdateOpts{AllowedAddressPairs: &pairs, RevisionNumber: &stale}).Extract(); !gophercloud.ResponseCodeIs(err, http.StatusPreconditionFailed) {
+		t.Fatalf("stale revision: got %v, want 412", err)
+	}
+	cur := 7
+	p, err := ports.Update(ctx, net, "p1", ports.UpdateOpts{AllowedAddressPairs: &pairs, RevisionNumber: &cur}).Extract()
+	if err != nil || p.RevisionNumber != 8 || len(p.AllowedAddressPairs) != 1 || p.AllowedAddressPairs[0].MACAddress != "fa:16:3e:00:00:01" {
+		t.Fatalf("got %+v %v, want rev 8 with the pair", p, err)
+	}
+	if _, err := ports.Get(ctx, net, "nope").Extract(); !gophercloud.ResponseCodeIs(err, 404) {
+		t.Fatalf("got %v, want 404", err)
+	}
+	if s.RouteReplaces() != 0 {
+		t.Fatalf("got %d route replaces, want 0", s.RouteReplaces())
+	}
+}
+
+func TestNova(t *testing.T) {
+	s := Start()
+	defer s.Close()
+	seed(s)
+	s.PutSecurityGroup(SecurityGroup{ID: "sg2", Name: "k-nodes"})
+	s.PutServer(Server{ID: "vm2", Name: "other", Status: "SHUTOFF"})
+	_, comp := clients(t, s)
+	ctx := context.Background()
+
+	pg, err := servers.List(comp, servers.ListOpts{Name: "^k-"}).AllPages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := servers.ExtractServers(pg)
+	if err != nil || len(all) != 1 || all[0].ID != "vm1" || all[0].Metadata["kluster"] != "k" || all[0].LaunchedAt.IsZero() {
+		t.Fatalf("got %+v %v, want vm1 with metadata and launched_at", all, err)
+	}
+	if len(all[0].SecurityGroups) != 1 || all[0].SecurityGroups[0]["name"] != "default" {
+		t.Fatalf("got groups %v, want default", all[0].SecurityGroups)
+	}
+	if _, err := servers.Get(ctx, comp, "nope").Extract(); !gophercloud.ResponseCodeIs(err, 404) {
+		t.Fatalf("got %v, want 404", err)
+	}
+	if err := servers.Reboot(ctx, comp, "vm2", servers.RebootOpts{Type: servers.SoftReboot}).ExtractErr(); !gophercloud.ResponseCodeIs(err, 409) {
+		t.Fatalf("soft reboot of SHUTOFF: got %v, want 409", err)
+	}
+	if err := servers.Reboot(ctx, comp, "vm1", servers.RebootOpts{Type: servers.HardReboot}).ExtractErr(); err != nil {
+		t.Fatal(err)
+	}
+	ap, err := instanceactions.List(comp, "vm1", nil).AllPages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acts, err := instanceactions.ExtractInstanceActions(ap)
+	if err != nil || len(acts) != 2 || acts[0].Action != "reboot" || acts[1].Action != "create" {
+		t.Fatalf("got actions %+v %v, want reboot then create", acts, err)
+	}
+	if err := secgroups.AddServer(ctx, comp, "vm1", "k-nodes").ExtractErr(); err != nil {
+		t.Fatal(err)
+	}
+	if g := s.Port("p1").SecurityGroups; len(g) != 2 || g[1] != "sg2" {
+		t.Fatalf("got port groups %v, want sg1 sg2", g)
+	}
+	if err := secgroups.AddServer(ctx, comp, "vm1", "nope").ExtractErr(); !gophercloud.ResponseCodeIs(err, 404) {
+		t.Fatalf("got %v, want 404", err)
+	}
+}
