@@ -3,6 +3,7 @@ package remediate
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"time"
 )
 
@@ -15,10 +16,11 @@ type Config struct {
 	// remediators act on the one their site field names.
 	Kubernetes KubeSites `yaml:"kubernetes" doc:"How to reach each site's Kubernetes API."`
 
-	DeadNodeOutOfService DeadNodeConfig     `yaml:"dead_node_out_of_service" doc:"Taint nodes whose instance is gone node.kubernetes.io/out-of-service (seeds 003, 004)."`
-	DrainTrap            DrainTrapConfig    `yaml:"drain_trap" doc:"Reschedule pods that are a Local load balancer's only endpoints on cordoned or NotReady nodes (seed 002)."`
-	OrphanedPods         OrphanedPodsConfig `yaml:"orphaned_pods" doc:"Force-delete pods stuck Terminating (seed 000)."`
-	BackupWarmup         BackupWarmupConfig `yaml:"backup_warmup" doc:"Scale workloads up on the backup cluster at failover."`
+	DeadNodeOutOfService DeadNodeConfig       `yaml:"dead_node_out_of_service" doc:"Taint nodes whose instance is gone node.kubernetes.io/out-of-service (seeds 003, 004)."`
+	DrainTrap            DrainTrapConfig      `yaml:"drain_trap" doc:"Reschedule pods that are a Local load balancer's only endpoints on cordoned or NotReady nodes (seed 002)."`
+	OrphanedPods         OrphanedPodsConfig   `yaml:"orphaned_pods" doc:"Force-delete pods stuck Terminating (seed 000)."`
+	BackupWarmup         BackupWarmupConfig   `yaml:"backup_warmup" doc:"Scale workloads up on the backup cluster at failover."`
+	OctaviaStuckLB       OctaviaStuckLBConfig `yaml:"octavia_stuck_lb" doc:"Fail over Octavia load balancers stuck in ERROR or PENDING_* (seed 000)."`
 }
 
 // KubeSites holds one Kubernetes API per site.
@@ -69,12 +71,69 @@ type Workload struct {
 	Replicas  int32  `yaml:"replicas" doc:"Replicas when the backup is active (> 0)."`
 }
 
+// OpenStackAuth says how to reach one site's OpenStack: a clouds.yaml
+// entry, or Keystone with an application credential kept in two files (the
+// octavia probe's shape).
+type OpenStackAuth struct {
+	Cloud                           string `yaml:"cloud" doc:"clouds.yaml entry to use (or auth_url)."`
+	CloudsFile                      string `yaml:"clouds_file" doc:"clouds.yaml path; empty searches ./clouds.yaml, ~/.config/openstack/clouds.yaml and /etc/openstack/clouds.yaml."`
+	AuthURL                         string `yaml:"auth_url" doc:"Keystone v3 endpoint, for application-credential auth without clouds.yaml."`
+	ApplicationCredentialIDFile     string `yaml:"application_credential_id_file" doc:"File holding the application credential's ID (with auth_url)."`
+	ApplicationCredentialSecretFile string `yaml:"application_credential_secret_file" doc:"File holding the application credential's secret (with auth_url)."`
+	CAFile                          string `yaml:"ca_file" doc:"CA bundle for Keystone and Octavia over TLS (with auth_url; clouds.yaml has cacert)."`
+	Region                          string `yaml:"region" doc:"Catalog region; with cloud it overrides the cloud's."`
+}
+
+// validate reports the auth problems under path; required says whether
+// credentials must be present (the remediator is enabled).
+func (a OpenStackAuth) validate(path string, required bool) []error {
+	var errs []error
+	switch {
+	case a.Cloud != "" && a.AuthURL != "":
+		errs = append(errs, fmt.Errorf("%s.cloud: choose cloud or auth_url, not both", path))
+	case a.Cloud == "" && a.AuthURL == "":
+		if required {
+			errs = append(errs, fmt.Errorf("%s.cloud: cloud or auth_url must be set when enabled", path))
+		}
+	case a.Cloud != "":
+		if a.ApplicationCredentialIDFile != "" || a.ApplicationCredentialSecretFile != "" {
+			errs = append(errs, fmt.Errorf("%s.application_credential_id_file: only with auth_url", path))
+		}
+		if a.CAFile != "" {
+			errs = append(errs, fmt.Errorf("%s.ca_file: only with auth_url (clouds.yaml has cacert)", path))
+		}
+	default:
+		if u, err := url.Parse(a.AuthURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("%s.auth_url: %q must be an http(s) URL", path, a.AuthURL))
+		}
+		if a.ApplicationCredentialIDFile == "" || a.ApplicationCredentialSecretFile == "" {
+			errs = append(errs, fmt.Errorf("%s.application_credential_id_file: application_credential_id_file and application_credential_secret_file must be set with auth_url", path))
+		}
+	}
+	if a.CloudsFile != "" && a.Cloud == "" {
+		errs = append(errs, fmt.Errorf("%s.clouds_file: needs cloud", path))
+	}
+	return errs
+}
+
+// OctaviaStuckLBConfig configures octavia-stuck-lb.
+type OctaviaStuckLBConfig struct {
+	Settings        `yaml:",inline"`
+	OpenStackAuth   `yaml:",inline"`
+	LoadBalancers   []string      `yaml:"load_balancers" doc:"Load balancers to watch, by ID or unique name; empty watches every load balancer the credentials can list."`
+	PendingTimeout  time.Duration `yaml:"pending_timeout" doc:"How long a load balancer may stay PENDING_* (since its updated_at) before it is failed over (default 10m)."`
+	FailoverTimeout time.Duration `yaml:"failover_timeout" doc:"How long one failover is followed until the load balancer is ACTIVE before it counts as failed (default 5m)."`
+}
+
 // Defaults.
 const (
 	DefaultInterval      = 30 * time.Second
 	DefaultDeadNodeAfter = 5 * time.Minute
 	DefaultOrphanAfter   = 10 * time.Minute
 	DefaultReadyTimeout  = 5 * time.Minute
+
+	DefaultOctaviaPendingTimeout  = 10 * time.Minute
+	DefaultOctaviaFailoverTimeout = 5 * time.Minute
 )
 
 // WithDefaults returns c with every zero field defaulted.
@@ -100,6 +159,13 @@ func (c Config) WithDefaults() Config {
 	c.DrainTrap.Settings = c.DrainTrap.withDefaults()
 	c.OrphanedPods.Settings = c.OrphanedPods.withDefaults()
 	c.BackupWarmup.Settings = c.BackupWarmup.withDefaults()
+	if c.OctaviaStuckLB.PendingTimeout <= 0 {
+		c.OctaviaStuckLB.PendingTimeout = DefaultOctaviaPendingTimeout
+	}
+	if c.OctaviaStuckLB.FailoverTimeout <= 0 {
+		c.OctaviaStuckLB.FailoverTimeout = DefaultOctaviaFailoverTimeout
+	}
+	c.OctaviaStuckLB.Settings = c.OctaviaStuckLB.withDefaults()
 	return c
 }
 
@@ -137,6 +203,22 @@ func (c Config) Validate() error {
 		if w.Replicas <= 0 {
 			errs = append(errs, fmt.Errorf("%s.replicas: %d must be > 0", p, w.Replicas))
 		}
+	}
+	mode("octavia_stuck_lb", c.OctaviaStuckLB.Settings)
+	errs = append(errs, c.OctaviaStuckLB.OpenStackAuth.validate("remediations.octavia_stuck_lb", c.OctaviaStuckLB.Mode.Enabled())...)
+	seen := map[string]bool{}
+	for i, lb := range c.OctaviaStuckLB.LoadBalancers {
+		p := fmt.Sprintf("remediations.octavia_stuck_lb.load_balancers[%d]", i)
+		switch {
+		case lb == "":
+			errs = append(errs, fmt.Errorf("%s: must not be empty", p))
+		case seen[lb]:
+			errs = append(errs, fmt.Errorf("%s: %q is listed twice", p, lb))
+		}
+		seen[lb] = true
+	}
+	if c.OctaviaStuckLB.PendingTimeout < 0 || c.OctaviaStuckLB.FailoverTimeout < 0 {
+		errs = append(errs, errors.New("remediations.octavia_stuck_lb.pending_timeout: timeouts must be >= 0"))
 	}
 	return errors.Join(errs...)
 }

@@ -1,0 +1,43 @@
+package octavia
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/drwatch/drwatch/failover/remediate"
+)
+
+// TestConfigValidate checks the octavia_stuck_lb rules of remediate.Config.
+func TestConfigValidate(t *testing.T) {
+	on := remediate.Settings{Mode: remediate.ModeOn}
+	for _, tc := range []struct {
+		name string
+		cfg  remediate.OctaviaStuckLBConfig
+		want string // substring of the error; empty means valid
+	}{
+		{"off needs nothing", remediate.OctaviaStuckLBConfig{}, ""},
+		{"on with cloud", remediate.OctaviaStuckLBConfig{Settings: on, OpenStackAuth: remediate.OpenStackAuth{Cloud: "c"}}, ""},
+		{"on without credentials", remediate.OctaviaStuckLBConfig{Settings: on}, "remediations.octavia_stuck_lb.cloud: cloud or auth_url must be set"},
+		{"both", remediate.OctaviaStuckLBConfig{OpenStackAuth: remediate.OpenStackAuth{Cloud: "c", AuthURL: "https://k/v3"}}, "choose cloud or auth_url"},
+		{"auth url without files", remediate.OctaviaStuckLBConfig{Settings: on, OpenStackAuth: remediate.OpenStackAuth{AuthURL: "https://k/v3"}}, "application_credential_secret_file must be set"},
+		{"bad auth url", remediate.OctaviaStuckLBConfig{Settings: on, OpenStackAuth: remediate.OpenStackAuth{AuthURL: "k", ApplicationCredentialIDFile: "i", ApplicationCredentialSecretFile: "s"}}, "must be an http(s) URL"},
+		{"ca with cloud", remediate.OctaviaStuckLBConfig{OpenStackAuth: remediate.OpenStackAuth{Cloud: "c", CAFile: "/ca"}}, "ca_file: only with auth_url"},
+		{"clouds file alone", remediate.OctaviaStuckLBConfig{OpenStackAuth: remediate.OpenStackAuth{CloudsFile: "/c.yaml"}}, "clouds_file: needs cloud"},
+		{"empty lb", remediate.OctaviaStuckLBConfig{OpenStackAuth: remediate.OpenStackAuth{Cloud: "c"}, LoadBalancers: []string{""}}, "load_balancers[0]: must not be empty"},
+		{"repeated lb", remediate.OctaviaStuckLBConfig{OpenStackAuth: remediate.OpenStackAuth{Cloud: "c"}, LoadBalancers: []string{"a", "a"}}, "load_balancers[1]: \"a\" is listed twice"},
+		{"bad mode", remediate.OctaviaStuckLBConfig{Settings: remediate.Settings{Mode: "maybe"}}, "remediations.octavia_stuck_lb.mode"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := remediate.Config{OctaviaStuckLB: tc.cfg}.WithDefaults().Validate()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("got %v, want valid", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+	if d := (remediate.Config{}).WithDefaults().OctaviaStuckLB; d.PendingTimeout != remediate.DefaultOctaviaPendingTimeout || d.Mode != remediate.ModeOff {
+		t.Fatalf("got defaults %+v, want pending_timeout 10m and mode off", d)
+	}
+}

@@ -1,0 +1,16 @@
+// Package octavia holds the octavia-stuck-lb remediator (seed 000): after a
+// site meltdown, Octavia comes back last and its load balancers are often
+// left in provisioning_status ERROR, or stuck PENDING_*, which tenants
+// cannot fix on their own.
+//
+// Plan lists the watched load balancers and proposes a "failover" for each
+// one in ERROR, or PENDING_* for longer than the pending timeout (measured
+// from the API's updated_at). Apply calls the Octavia failover API
+// (PUT /v2/lbaas/loadbalancers/{id}/failover) and follows the load balancer
+// until it is ACTIVE again. The failover API is admin-only under Octavia's
+// default policy: a 403 becomes a *NeedsAdminError carrying the exact command
+// an admin must run, which the Runner records as the failure's detail.
+//
+// Every Plan and Apply authenticates afresh with Keystone: nothing cached can
+// hide a dead or restored control plane.
+package octavia

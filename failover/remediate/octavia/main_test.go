@@ -1,0 +1,194 @@
+package octavia
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/test/openstacktest"
+)
+
+// One real Keystone + Octavia stack for the package, started on first use
+// and stopped by TestMain after every test ran.
+var (
+	stackOnce sync.Once
+	stack     *openstacktest.Stack
+	stackErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if stack != nil {
+		stack.Close()
+	}
+	os.Exit(code)
+}
+
+// shared returns the package's stack, starting it on first use.
+func shared(t *testing.T) *openstacktest.Stack {
+	t.Helper()
+	stackOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), openstacktest.StartTimeout)
+		defer cancel()
+		logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+		stack, stackErr = openstacktest.New(ctx, openstacktest.Options{Logger: logger})
+	})
+	if stackErr != nil {
+		t.Fatalf("openstack stack: %v", stackErr)
+	}
+	return stack
+}
+
+var lbSeq struct {
+	sync.Mutex
+	n int
+}
+
+// newLB creates an ACTIVE load balancer in the member project and sets its
+// statuses in the database (empty leaves one alone).
+func newLB(t *testing.T, s *openstacktest.Stack, provisioning, operating string) string {
+	t.Helper()
+	lbSeq.Lock()
+	lbSeq.n++
+	name := fmt.Sprintf("%s-%d", t.Name(), lbSeq.n)
+	lbSeq.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	id, err := s.CreateLB(ctx, name)
+	if err != nil {
+		t.Fatalf("create lb: %v", err)
+	}
+	if provisioning != "" || operating != "" {
+		if err := s.SetLBStatus(ctx, id, provisioning, operating); err != nil {
+			t.Fatalf("set lb status: %v", err)
+		}
+	}
+	return id
+}
+
+// provisioning reads a load balancer's provisioning status as admin.
+func provisioning(t *testing.T, s *openstacktest.Stack, id string) string {
+	t.Helper()
+	lb, err := s.LBStatus(context.Background(), id)
+	if err != nil {
+		t.Fatalf("read lb %s: %v", id, err)
+	}
+	return lb.ProvisioningStatus
+}
+
+// remediator returns an octavia-stuck-lb remediator with the clouds.yaml
+// entry cloud ("admin" or "member") watching ids.
+func remediator(t *testing.T, s *openstacktest.Stack, cloud string, ids []string, opts ...Option) *StuckLB {
+	t.Helper()
+	cfg := remediate.OctaviaStuckLBConfig{
+		OpenStackAuth:   remediate.OpenStackAuth{Cloud: cloud, CloudsFile: s.CloudsFile},
+		LoadBalancers:   ids,
+		FailoverTimeout: 2 * time.Minute,
+	}
+	r, err := New(cfg, nil, append([]Option{WithPollInterval(200 * time.Millisecond)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// fakeCluster is the replicated log in one process, in front of a real
+// failover.Machine, as in the remediate package's tests.
+type fakeCluster struct {
+	mu  sync.Mutex
+	m   *failover.Machine
+	idx uint64
+}
+
+func newFakeCluster() *fakeCluster { return &fakeCluster{m: failover.New()} }
+
+func (c *fakeCluster) VerifyLeader(context.Context) error { return nil }
+
+func (c *fakeCluster) Propose(_ context.Context, cmd []byte) ([]byte, uint64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, err := failover.Stamp(cmd, time.Now().UnixNano())
+	if err != nil {
+		return nil, 0, err
+	}
+	c.idx++
+	return c.m.Apply(c.idx, b), c.idx, nil
+}
+
+// pass runs one Runner pass with r in settings s and returns the records
+// it added.
+func pass(t *testing.T, c *fakeCluster, r remediate.Remediator, s remediate.Settings) []failover.RemediationRecord {
+	t.Helper()
+	before := len(c.m.Remediations())
+	run, err := remediate.NewRunner(remediate.RunnerConfig{Node: "a", Cluster: c, State: c.m,
+		Remediators: []remediate.Entry{{Remediator: r, Settings: s}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := run.Pass(context.Background()); rep.Err != nil {
+		t.Fatalf("pass: %v", rep.Err)
+	}
+	return c.m.Remediations()[before:]
+}
+
+// summary renders records as "result verb target" lines, in order.
+func summary(recs []failover.RemediationRecord) []string {
+	out := []string{}
+	for _, r := range recs {
+		out = append(out, r.Result+" "+r.Verb+" "+r.Target)
+	}
+	return out
+}
+
+func eqStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// eventually polls cond until it returns true or d passes.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("got no %s within %v", what, d)
+		}
+		select {
+		case <-t.Context().Done():
+			t.Fatalf("test ended waiting for %s", what)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
