@@ -3,6 +3,7 @@ package remediate
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"time"
 )
@@ -21,6 +22,8 @@ type Config struct {
 	OrphanedPods         OrphanedPodsConfig   `yaml:"orphaned_pods" doc:"Force-delete pods stuck Terminating (seed 000)."`
 	BackupWarmup         BackupWarmupConfig   `yaml:"backup_warmup" doc:"Scale workloads up on the backup cluster at failover."`
 	OctaviaStuckLB       OctaviaStuckLBConfig `yaml:"octavia_stuck_lb" doc:"Fail over Octavia load balancers stuck in ERROR or PENDING_* (seed 000)."`
+	// OpenStack holds one cluster's Neutron and Nova remediators (seed 001).
+	OpenStack OpenStackClusterConfig `yaml:"openstack" doc:"One Kubernetes cluster's OpenStack project: Neutron route GC, security groups and never-ready instances (seed 001)."`
 }
 
 // KubeSites holds one Kubernetes API per site.
@@ -166,6 +169,7 @@ func (c Config) WithDefaults() Config {
 		c.OctaviaStuckLB.FailoverTimeout = DefaultOctaviaFailoverTimeout
 	}
 	c.OctaviaStuckLB.Settings = c.OctaviaStuckLB.withDefaults()
+	c.OpenStack = c.OpenStack.withDefaults()
 	return c
 }
 
@@ -220,5 +224,118 @@ func (c Config) Validate() error {
 	if c.OctaviaStuckLB.PendingTimeout < 0 || c.OctaviaStuckLB.FailoverTimeout < 0 {
 		errs = append(errs, errors.New("remediations.octavia_stuck_lb.pending_timeout: timeouts must be >= 0"))
 	}
+	errs = append(errs, c.OpenStack.validate("remediations.openstack")...)
 	return errors.Join(errs...)
+}
+
+// OpenStackClusterConfig names one Kubernetes cluster's OpenStack project
+// and configures the remediators of failover/remediate/openstack.
+type OpenStackClusterConfig struct {
+	OpenStackAuth `yaml:",inline"`
+	Site          string `yaml:"site" doc:"Which site's Kubernetes cluster runs on these instances: primary (default) or backup."`
+	RouterID      string `yaml:"router_id" doc:"ID of the cluster's Neutron router, whose extra routes carry the pod CIDRs."`
+	PodCIDR       string `yaml:"pod_cidr" doc:"The cluster's pod CIDR, e.g. 198.19.0.0/16."`
+	// Cluster instances are those whose name starts with InstanceNamePrefix
+	// and, when InstanceMetadataKey is set, carry that metadata key (with
+	// InstanceMetadataValue, when set).
+	InstanceNamePrefix    string `yaml:"instance_name_prefix" doc:"Nova instances of the cluster have names starting with this."`
+	InstanceMetadataKey   string `yaml:"instance_metadata_key" doc:"Nova instances of the cluster carry this metadata key (e.g. kubernikus:kluster)."`
+	InstanceMetadataValue string `yaml:"instance_metadata_value" doc:"With instance_metadata_key: the value it must have; empty accepts any."`
+
+	NeutronRouteGC      NeutronRouteGCConfig      `yaml:"neutron_route_gc" doc:"Remove extra routes into the pod CIDR whose next hop is no live instance of the cluster."`
+	SecurityGroups      SecurityGroupsConfig      `yaml:"security_groups" doc:"Add the required security group back to cluster instances, and the pod CIDR to node ports' allowed_address_pairs."`
+	NeverReadyInstances NeverReadyInstancesConfig `yaml:"never_ready_instances" doc:"Reboot (soft, then hard, at most twice) instances ACTIVE for long whose node never became Ready."`
+}
+
+// NeutronRouteGCConfig configures neutron-route-gc.
+type NeutronRouteGCConfig struct {
+	Settings   `yaml:",inline"`
+	RouteLimit int `yaml:"route_limit" doc:"Neutron's max_routes for the router (default 31)."`
+	WarnMargin int `yaml:"route_warn_margin" doc:"Warn when the routes left after clean-up are within this many of route_limit (default 3)."`
+}
+
+// SecurityGroupsConfig configures security-groups.
+type SecurityGroupsConfig struct {
+	Settings      `yaml:",inline"`
+	RequiredGroup string `yaml:"required_security_group" doc:"Name of the security group every cluster instance must have (required when enabled)."`
+}
+
+// NeverReadyInstancesConfig configures never-ready-instances.
+type NeverReadyInstancesConfig struct {
+	Settings  `yaml:",inline"`
+	ActiveFor time.Duration `yaml:"active_for" doc:"How long an instance must be ACTIVE (and since its last reboot) with no Ready node before it is rebooted (default 15m)."`
+}
+
+// Defaults for the OpenStack cluster remediators.
+const (
+	DefaultRouteLimit          = 31
+	DefaultRouteWarnMargin     = 3
+	DefaultNeverReadyActiveFor = 15 * time.Minute
+)
+
+func (o OpenStackClusterConfig) withDefaults() OpenStackClusterConfig {
+	if o.Site == "" {
+		o.Site = "primary"
+	}
+	if o.NeutronRouteGC.RouteLimit <= 0 {
+		o.NeutronRouteGC.RouteLimit = DefaultRouteLimit
+	}
+	if o.NeutronRouteGC.WarnMargin <= 0 {
+		o.NeutronRouteGC.WarnMargin = DefaultRouteWarnMargin
+	}
+	if o.NeverReadyInstances.ActiveFor <= 0 {
+		o.NeverReadyInstances.ActiveFor = DefaultNeverReadyActiveFor
+	}
+	o.NeutronRouteGC.Settings = o.NeutronRouteGC.withDefaults()
+	o.SecurityGroups.Settings = o.SecurityGroups.withDefaults()
+	o.NeverReadyInstances.Settings = o.NeverReadyInstances.withDefaults()
+	return o
+}
+
+// Enabled reports whether any of the OpenStack remediators is enabled.
+func (o OpenStackClusterConfig) Enabled() bool {
+	return o.NeutronRouteGC.Mode.Enabled() || o.SecurityGroups.Mode.Enabled() || o.NeverReadyInstances.Mode.Enabled()
+}
+
+func (o OpenStackClusterConfig) validate(path string) []error {
+	var errs []error
+	for _, s := range []struct {
+		name string
+		s    Settings
+	}{{"neutron_route_gc", o.NeutronRouteGC.Settings}, {"security_groups", o.SecurityGroups.Settings}, {"never_ready_instances", o.NeverReadyInstances.Settings}} {
+		if !s.s.Mode.Valid() {
+			errs = append(errs, fmt.Errorf("%s.%s.mode: %q must be off, dry-run or on", path, s.name, s.s.Mode))
+		}
+		if s.s.MaxPerPass < 0 || s.s.MaxPerHour < 0 {
+			errs = append(errs, fmt.Errorf("%s.%s: caps must be >= 0", path, s.name))
+		}
+	}
+	errs = append(errs, o.OpenStackAuth.validate(path, o.Enabled())...)
+	if o.Site != "" && o.Site != "primary" && o.Site != "backup" {
+		errs = append(errs, fmt.Errorf("%s.site: %q must be primary or backup", path, o.Site))
+	}
+	if o.Enabled() && o.InstanceNamePrefix == "" && o.InstanceMetadataKey == "" {
+		errs = append(errs, fmt.Errorf("%s.instance_name_prefix: instance_name_prefix or instance_metadata_key must identify the cluster's instances", path))
+	}
+	if o.InstanceMetadataValue != "" && o.InstanceMetadataKey == "" {
+		errs = append(errs, fmt.Errorf("%s.instance_metadata_value: needs instance_metadata_key", path))
+	}
+	if o.PodCIDR != "" {
+		if p, err := netip.ParsePrefix(o.PodCIDR); err != nil || p != p.Masked() {
+			errs = append(errs, fmt.Errorf("%s.pod_cidr: %q must be a network prefix like 198.19.0.0/16", path, o.PodCIDR))
+		}
+	}
+	if (o.NeutronRouteGC.Mode.Enabled() || o.SecurityGroups.Mode.Enabled()) && o.PodCIDR == "" {
+		errs = append(errs, fmt.Errorf("%s.pod_cidr: required by neutron_route_gc and security_groups", path))
+	}
+	if o.NeutronRouteGC.Mode.Enabled() && o.RouterID == "" {
+		errs = append(errs, fmt.Errorf("%s.router_id: required by neutron_route_gc", path))
+	}
+	if o.SecurityGroups.Mode.Enabled() && o.SecurityGroups.RequiredGroup == "" {
+		errs = append(errs, fmt.Errorf("%s.security_groups.required_security_group: required when enabled", path))
+	}
+	if o.NeutronRouteGC.RouteLimit < 0 || o.NeutronRouteGC.WarnMargin < 0 || o.NeverReadyInstances.ActiveFor < 0 {
+		errs = append(errs, fmt.Errorf("%s: route_limit, route_warn_margin and active_for must be >= 0", path))
+	}
+	return errs
 }

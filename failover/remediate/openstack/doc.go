@@ -1,0 +1,38 @@
+// Package openstack holds the remediators that repair a Kubernetes
+// cluster's OpenStack project through Neutron and Nova (seed 001, the
+// Kubernikus routegc and flight controllers), each a remediate.Remediator
+// over gophercloud v2 service clients, and a Nova-backed
+// kube.InstanceChecker:
+//
+//   - neutron-route-gc: in the cluster's router, an extra route whose
+//     destination lies in the pod CIDR and whose next hop is the address of
+//     no live Nova instance of the cluster is removed with
+//     remove_extraroutes (never a full route-list replace). Duplicate
+//     destinations thereby keep only the route to the live node. When the
+//     routes left would be within a margin of Neutron's max_routes, Plan
+//     also returns one action with Verb "warn" (VerbWarn): Apply treats it
+//     as a no-op, so the warning is recorded once per route count in the
+//     replicated history (and counted like any action by the Runner's caps).
+//     With no cluster instance found at all, Plan refuses to judge (error).
+//   - security-groups: a cluster instance none of whose ports carries the
+//     required security group gets it back through Nova's addSecurityGroup;
+//     a node port (the port holding the instance's address) whose
+//     allowed_address_pairs do not cover the pod CIDR gets it added with a
+//     port update carrying If-Match: revision_number from Plan, so a port
+//     changed since Plan is refused by Neutron (412) and Apply returns
+//     remediate.ErrPrecondition; the next pass plans afresh.
+//   - never-ready-instances: an instance ACTIVE for longer than T (and T
+//     since its last reboot) whose node never became Ready (NodeReadiness)
+//     is soft rebooted, then hard rebooted, never more: the reboots are
+//     counted from Nova's os-instance-actions, and the keys
+//     reboot/<id>/1 and reboot/<id>/2 are all there are, so the Runner's
+//     records cap it at two even if Nova forgets. At the cap Plan returns a
+//     "warn" action once, for the human.
+//   - NovaInstances implements kube.InstanceChecker for
+//     dead-node-out-of-service: SHUTOFF and ERROR map directly, a 404 for
+//     the node's providerID is GONE, and anything else (other states, no
+//     providerID match, any error) is UNKNOWN, so the caller fails closed.
+//
+// Plans only read. Applies re-read and re-check their precondition, and
+// treat an effect already in place as success.
+package openstack

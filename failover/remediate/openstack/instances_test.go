@@ -1,0 +1,114 @@
+package openstack
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/failover/remediate/kube"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestNovaInstances(t *testing.T) {
+	s, c := simClients(t)
+	node(s, "vm-a", "k-a", "ACTIVE", "10.180.0.1", t0, nil)
+	node(s, "vm-s", "k-s", "SHUTOFF", "10.180.0.2", t0, nil)
+	node(s, "vm-e", "k-e", "ERROR", "10.180.0.3", t0, nil)
+	node(s, "vm-b", "k-b", "BUILD", "10.180.0.4", t0, nil)
+	node(s, "vm-n", "k-named", "SHUTOFF", "10.180.0.5", t0, nil)
+	ni := NewNovaInstances(c)
+	tests := []struct {
+		node, provider string
+		want           kube.InstanceState
+		wantErr        bool
+	}{
+		{"k-a", "openstack:///vm-a", kube.InstanceActive, false},
+		{"k-s", "openstack:///vm-s", kube.InstanceShutoff, false},
+		{"k-e", "openstack://RegionOne/vm-e", kube.InstanceError, false},
+		{"k-gone", "openstack:///vm-gone", kube.InstanceGone, false},
+		{"k-b", "openstack:///vm-b", kube.InstanceUnknown, false},
+		{"k-named", "", kube.InstanceShutoff, false},
+		{"k-nameless", "", kube.InstanceUnknown, false},
+		{"k-aws", "aws:///eu-west-1a/i-1", kube.InstanceUnknown, true},
+		{"k-empty", "openstack:///", kube.InstanceUnknown, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.node, func(t *testing.T) {
+			n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: tt.node}, Spec: corev1.NodeSpec{ProviderID: tt.provider}}
+			got, err := ni.InstanceState(context.Background(), n)
+			if got != tt.want || (err != nil) != tt.wantErr {
+				t.Fatalf("%s %q: got %s %v, want %s (error %v)", tt.node, tt.provider, got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+	t.Run("cloud down is unknown", func(t *testing.T) {
+		s.Close()
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "k-s"}, Spec: corev1.NodeSpec{ProviderID: "openstack:///vm-s"}}
+		got, err := ni.InstanceState(context.Background(), n)
+		if got != kube.InstanceUnknown || err == nil {
+			t.Fatalf("got %s %v, want UNKNOWN with an error", got, err)
+		}
+	})
+}
+
+func TestEntries(t *testing.T) {
+	_, c := simClients(t)
+	base := remediate.Config{}
+	base.OpenStack.AuthURL = "https://keystone.example:5000/v3"
+	base.OpenStack.ApplicationCredentialIDFile = "/etc/drwatch/id"
+	base.OpenStack.ApplicationCredentialSecretFile = "/etc/drwatch/secret"
+	base.OpenStack.RouterID = "r1"
+	base.OpenStack.PodCIDR = "198.19.0.0/16"
+	base.OpenStack.InstanceNamePrefix = "k-"
+	base.OpenStack.SecurityGroups.RequiredGroup = "k-nodes"
+
+	t.Run("off builds nothing", func(t *testing.T) {
+		es, err := Entries(base, nil, nil, nil)
+		if err != nil || len(es) != 0 {
+			t.Fatalf("got %d entries %v, want none", len(es), err)
+		}
+	})
+	t.Run("enabled builds each", func(t *testing.T) {
+		cfg := base
+		cfg.OpenStack.NeutronRouteGC.Mode = remediate.ModeDryRun
+		cfg.OpenStack.SecurityGroups.Mode = remediate.ModeOn
+		cfg.OpenStack.NeverReadyInstances.Mode = remediate.ModeDryRun
+		es, err := Entries(cfg, c, &fakeReadiness{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range es {
+			names = append(names, e.Remediator.Name()+"/"+string(e.Settings.Mode))
+		}
+		check(t, "entries", names, []string{"neutron-route-gc/dry-run", "security-groups/on", "never-ready-instances/dry-run"})
+		if g := es[0].Remediator.(*RouteGC); g.limit != remediate.DefaultRouteLimit {
+			t.Fatalf("got route limit %d, want %d", g.limit, remediate.DefaultRouteLimit)
+		}
+		if n := es[2].Remediator.(*NeverReady); n.after != 15*time.Minute {
+			t.Fatalf("got active_for %s, want 15m", n.after)
+		}
+		if _, err := Entries(cfg, c, nil, nil); err == nil {
+			t.Fatal("got no error without readiness, want one")
+		}
+	})
+	t.Run("validation names every field", func(t *testing.T) {
+		cfg := remediate.Config{}
+		cfg.OpenStack.NeutronRouteGC.Mode = remediate.ModeOn
+		cfg.OpenStack.SecurityGroups.Mode = "maybe"
+		cfg.OpenStack.PodCIDR = "198.19.0.1/16"
+		_, err := Entries(cfg, c, nil, nil)
+		if err == nil {
+			t.Fatal("got nil, want errors")
+		}
+		for _, want := range []string{"remediations.openstack.security_groups.mode", "remediations.openstack.cloud",
+			"remediations.openstack.instance_name_prefix", "remediations.openstack.pod_cidr", "remediations.openstack.router_id"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Fatalf("got %v, want it to name %s", err, want)
+			}
+		}
+	})
+}

@@ -1,0 +1,137 @@
+package openstack
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/test/openstacksim"
+)
+
+// fakeCluster is the replicated log in one process, in front of a real
+// failover.Machine, as in the remediate package's tests.
+type fakeCluster struct {
+	mu  sync.Mutex
+	m   *failover.Machine
+	idx uint64
+}
+
+func newFakeCluster() *fakeCluster { return &fakeCluster{m: failover.New()} }
+
+func (c *fakeCluster) VerifyLeader(context.Context) error { return nil }
+
+func (c *fakeCluster) Propose(_ context.Context, cmd []byte) ([]byte, uint64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, err := failover.Stamp(cmd, time.Now().UnixNano())
+	if err != nil {
+		return nil, 0, err
+	}
+	c.idx++
+	return c.m.Apply(c.idx, b), c.idx, nil
+}
+
+// pass runs one Runner pass with r in the given settings and returns the
+// records it added.
+func pass(t *testing.T, c *fakeCluster, r remediate.Remediator, s remediate.Settings) []failover.RemediationRecord {
+	t.Helper()
+	before := len(c.m.Remediations())
+	run, err := remediate.NewRunner(remediate.RunnerConfig{Node: "a", Cluster: c, State: c.m,
+		Remediators: []remediate.Entry{{Remediator: r, Settings: s}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := run.Pass(context.Background()); rep.Err != nil {
+		t.Fatalf("pass: %v", rep.Err)
+	}
+	return c.m.Remediations()[before:]
+}
+
+// summary renders records as "result verb target" lines, in order.
+func summary(recs []failover.RemediationRecord) []string {
+	out := []string{}
+	for _, r := range recs {
+		out = append(out, r.Result+" "+r.Verb+" "+r.Target)
+	}
+	return out
+}
+
+func eqStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func check(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	if !eqStrings(got, want) {
+		t.Fatalf("%s: got %q, want %q", what, got, want)
+	}
+}
+
+// simClients starts a simulator and authenticates with it through
+// NewClients and application credential files, as the node would.
+func simClients(t *testing.T) (*openstacksim.Sim, *Clients) {
+	t.Helper()
+	s := openstacksim.Start()
+	t.Cleanup(s.Close)
+	dir := t.TempDir()
+	idf, secf := filepath.Join(dir, "id"), filepath.Join(dir, "secret")
+	if err := os.WriteFile(idf, []byte(openstacksim.AppCredID+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(secf, []byte(openstacksim.AppCredSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewClients(context.Background(), remediate.OpenStackAuth{AuthURL: s.AuthURL(),
+		ApplicationCredentialIDFile: idf, ApplicationCredentialSecretFile: secf, Region: openstacksim.Region})
+	if err != nil {
+		t.Fatalf("clients: %v", err)
+	}
+	return s, c
+}
+
+var (
+	podCIDR = netip.MustParsePrefix("198.19.0.0/16")
+	cluster = Selector{NamePrefix: "k-", MetadataKey: "kluster", MetadataValue: "k"}
+	t0      = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+)
+
+// node adds a cluster instance with one port holding ip.
+func node(s *openstacksim.Sim, id, name, status, ip string, launched time.Time, groups []string, pairs ...string) {
+	s.PutServer(openstacksim.Server{ID: id, Name: name, Status: status, Metadata: map[string]string{"kluster": "k"},
+		Created: launched, LaunchedAt: launched})
+	var ap []openstacksim.AddressPair
+	for _, p := range pairs {
+		ap = append(ap, openstacksim.AddressPair{IPAddress: p})
+	}
+	s.PutPort(openstacksim.Port{ID: "port-" + id, NetworkID: "net", DeviceID: id, MACAddress: "fa:16:3e:00:00:01",
+		FixedIPs: []string{ip}, SecurityGroups: groups, AllowedAddressPairs: ap, Revision: 3})
+}
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func errorsIsPrecondition(err error) bool { return errors.Is(err, remediate.ErrPrecondition) }
