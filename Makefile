@@ -46,5 +46,9 @@ install-test-deps:
 fuzz:
 	@bash test/deps/fuzz.sh
 
+## chaos: more randomized chaos schedules (E2E_CHAOS_N, E2E_CHAOS_SEED, E2E_CHAOS_STEPS); make test runs one.
+chaos: install-test-deps
+	E2E_CHAOS_N=$${E2E_CHAOS_N:-20} $(GO) test -race -count=1 -timeout 90m -run TestChaos12Randomized -v ./test/e2e/
+
 clean:
 	rm -rf bin

@@ -52,6 +52,11 @@ type Config struct {
 	Now func() time.Time
 	// Observe, if set, is told the outcome of each pass (metrics, status page).
 	Observe func(Report)
+	// Gates run, in order, before DNS is written for a decision.
+	Gates []Gate
+	// AfterVerified, if set, runs once a decision is verified, before that
+	// is recorded (post-failover hooks); its note goes into the record.
+	AfterVerified func(ctx context.Context, d Decision) (note string)
 }
 
 // Report describes one pass, for metrics and the status page.
@@ -83,8 +88,9 @@ type Reconciler struct {
 	cfg Config
 	log *slog.Logger
 
-	mu   sync.Mutex
-	last Report
+	mu      sync.Mutex
+	last    Report
+	blocked map[uint64]string // gen -> the block last recorded
 }
 
 // New checks cfg and returns a Reconciler.
@@ -223,7 +229,13 @@ func (r *Reconciler) pass(ctx context.Context, rep *Report) (Result, error) {
 
 	written := rep.Match && (!isCAS || fence == d.Gen)
 	var writtenAt time.Time
+	dec := r.decision(d)
 	if !written {
+		notes, err := r.runGates(ctx, dec)
+		if err != nil {
+			rep.Action = "blocked"
+			return Result{}, err
+		}
 		if err := r.cfg.Cluster.VerifyLeader(ctx); err != nil {
 			return Result{}, fmt.Errorf("verify leader before dns write: %w", err)
 		}
@@ -242,7 +254,7 @@ func (r *Reconciler) pass(ctx context.Context, rep *Report) (Result, error) {
 		rep.Match = true
 		r.log.Info("dns records flipped", "gen", d.Gen, "site", d.Active, "records", describe(want), "took", rep.Write)
 		if err := r.propose(ctx, failover.ActionResult{Gen: d.Gen, Outcome: failover.OutcomeWritten,
-			Actor: r.cfg.Node, WrittenAt: writtenAt.UnixNano(), Detail: "written " + describe(want)}); err != nil {
+			Actor: r.cfg.Node, WrittenAt: writtenAt.UnixNano(), Detail: "written " + describe(want) + joinNotes(notes)}); err != nil {
 			return Result{}, err
 		}
 	}
@@ -259,6 +271,11 @@ func (r *Reconciler) pass(ctx context.Context, rep *Report) (Result, error) {
 			return Result{}, fmt.Errorf("verify gen %d: %w", d.Gen, err)
 		}
 		detail = describeVerification(v)
+	}
+	if r.cfg.AfterVerified != nil {
+		if note := r.cfg.AfterVerified(ctx, dec); note != "" {
+			detail += "; " + note
+		}
 	}
 	verifiedAt := r.cfg.Now()
 	if err := r.propose(ctx, failover.ActionResult{Gen: d.Gen, Outcome: failover.OutcomeVerified,

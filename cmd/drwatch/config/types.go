@@ -2,6 +2,7 @@ package config
 
 import (
 	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/failover/remediate/hooks"
 	"reflect"
 	"time"
 )
@@ -18,7 +19,9 @@ type Config struct {
 	DNS    DNS    `yaml:"dns" doc:"The records drwatch flips and the authoritative DNS that serves them."`
 	// Remediations are the leader's repairs; each is off unless enabled.
 	Remediations remediate.Config `yaml:"remediations" doc:"Repairs the leader runs in its reconciliation loop; each is off (or dry-run) until enabled."`
-	Log          Log              `yaml:"log" doc:"Logging."`
+	// Hooks run around a flip.
+	Hooks hooks.Config `yaml:"hooks" doc:"Commands or signed webhooks run before and after a flip."`
+	Log   Log          `yaml:"log" doc:"Logging."`
 }
 
 // Node is this watcher's identity.

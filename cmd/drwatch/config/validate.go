@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/failover/remediate/hooks"
 	"net"
 	"net/netip"
 	"net/url"
@@ -59,7 +60,29 @@ func (v *validator) config(c *Config) {
 	v.site("sites.backup", c.Sites.Backup, c.Policy)
 	v.dns(c)
 	v.remediations(c)
+	v.hooks(c)
 	v.log(c)
+}
+
+func (v *validator) hooks(c *Config) {
+	if err := c.Hooks.Validate(); err != nil {
+		for _, e := range unjoin(err) {
+			path, rest, ok := strings.Cut(e.Error(), ": ")
+			if !ok {
+				path, rest = "hooks", e.Error()
+			}
+			v.add(path, "%s", rest)
+		}
+	}
+	for phase, hs := range map[string][]hooks.Hook{"pre_failover": c.Hooks.PreFailover, "post_failover": c.Hooks.PostFailover} {
+		for i, h := range hs {
+			p := fmt.Sprintf("hooks.%s[%d]", phase, i)
+			if h.Name != "" {
+				p = fmt.Sprintf("hooks.%s[%s]", phase, h.Name)
+			}
+			v.fileField(p+".secret_file", h.SecretFile, false)
+		}
+	}
 }
 
 // remediations applies the section's own defaults and rules. Its errors

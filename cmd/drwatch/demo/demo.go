@@ -50,6 +50,9 @@ type Options struct {
 	// Fall is the policy's fall (default 3): failed rounds before a watcher
 	// votes DOWN. A larger one keeps the pending countdown on screen longer.
 	Fall int
+	// PreFailoverHook, when set, is a command (argv) every watcher runs as
+	// its pre-failover hook.
+	PreFailoverHook []string
 }
 
 // Demo is a running demo cluster.
@@ -68,6 +71,7 @@ type Demo struct {
 	start    time.Time
 	interval time.Duration
 	fall     int
+	preHook  []string
 	log      *slog.Logger
 	cfgs     []*config.Config
 	tmp      bool
@@ -85,7 +89,7 @@ func Start(ctx context.Context, o Options) (d *Demo, err error) {
 	if o.Fall <= 0 {
 		o.Fall = 3
 	}
-	d = &Demo{Dir: o.Dir, Sites: map[string]*Site{}, out: o.Out, start: time.Now(), interval: o.Interval, fall: o.Fall}
+	d = &Demo{Dir: o.Dir, Sites: map[string]*Site{}, out: o.Out, start: time.Now(), interval: o.Interval, fall: o.Fall, preHook: o.PreFailoverHook}
 	if d.out == nil {
 		d.out = io.Discard
 	}
@@ -254,6 +258,11 @@ dns:
   records:
     - { name: lms,    type: A, ttl: 5, primary: [ {{.PrimaryIP}} ], backup: [ {{.BackupIP}} ] }
     - { name: studio, type: A, ttl: 5, primary: [ {{.PrimaryIP}} ], backup: [ {{.BackupIP}} ] }
+{{- if .PreHook}}
+hooks:
+  pre_failover:
+    - { name: demo-check, command: [ {{range $i, $a := .PreHook}}{{if $i}}, {{end}}{{printf "%q" $a}}{{end}} ], timeout: 5s }
+{{- end}}
 log: { level: info }
 `))
 
@@ -271,7 +280,7 @@ func (d *Demo) writeConfig(path string, self peerAddr, peers []peerAddr) error {
 	}
 	err = configTmpl.Execute(f, map[string]any{"Self": self, "Peers": peers, "Dir": d.Dir, "Sites": sites,
 		"DNS": d.DNS.Addr(), "PrimaryIP": PrimaryIP, "BackupIP": BackupIP,
-		"Interval": d.interval.String(), "Timeout": (d.interval * 7 / 10).String(), "Fall": d.fall})
+		"Interval": d.interval.String(), "Timeout": (d.interval * 7 / 10).String(), "Fall": d.fall, "PreHook": d.preHook})
 	return errors.Join(err, f.Close())
 }
 

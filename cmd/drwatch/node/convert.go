@@ -1,6 +1,8 @@
 package node
 
 import (
+	"time"
+
 	"github.com/drwatch/drwatch/cmd/drwatch/config"
 	"github.com/drwatch/drwatch/dnsprovider"
 	"github.com/drwatch/drwatch/failover"
@@ -80,7 +82,10 @@ func DNSConfigFrom(c *config.Config) dnsprovider.Config {
 	out := dnsprovider.Config{Provider: d.Provider, Zone: d.Zone, FenceName: d.Fence}
 	secret := func(file, env string) dnsprovider.Secret { return dnsprovider.Secret{File: file, Env: env} }
 	if r := d.RFC2136; r != nil {
-		out.RFC2136 = dnsprovider.RFC2136Config{Server: r.Server, KeyName: r.KeyName, KeyFile: r.KeyFile, Algorithm: r.Algorithm}
+		// One exchange may take at most an interval (1s..5s): a query lost
+		// while the server is down must not delay the retry after it returns.
+		timeout := min(max(c.Policy.Interval, time.Second), 5*time.Second)
+		out.RFC2136 = dnsprovider.RFC2136Config{Server: r.Server, KeyName: r.KeyName, KeyFile: r.KeyFile, Algorithm: r.Algorithm, Timeout: timeout}
 	}
 	if t := d.PowerDNS; t != nil {
 		out.PowerDNS = dnsprovider.PowerDNSConfig{ServerURL: t.URL, ServerID: t.ServerID, APIKey: secret(t.APITokenFile, t.APITokenEnv)}

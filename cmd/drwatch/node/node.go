@@ -277,10 +277,14 @@ func (n *Node) report(ctx context.Context, r probes.Round) {
 func (n *Node) lead(ctx context.Context) {
 	n.log.Info("leading")
 	defer n.log.Info("no longer leading")
+	gates, after := n.gates()
 	rec, err := reconcile.New(reconcile.Config{
 		Node: n.cfg.Node.ID, State: n.machine, Cluster: n.cluster, DNS: n.dns, Verifier: n.verifier,
 		Interval: n.cfg.Policy.Interval, Logger: n.log, Now: n.now,
-		Observe: n.observeReconcile,
+		// Retry a failed write at most one probe interval apart, so a flip
+		// lands within about an interval of the DNS server returning.
+		BackoffBase: n.cfg.Policy.Interval / 10, BackoffMax: n.cfg.Policy.Interval,
+		Observe: n.observeReconcile, Gates: gates, AfterVerified: after,
 	})
 	if err != nil {
 		n.log.Error("reconciler not started", "err", err)

@@ -1,0 +1,59 @@
+package demo
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drwatch/drwatch/failover"
+)
+
+// A failing pre-failover hook holds back an automatic flip on a live
+// cluster, and says so in the history; once the hook passes, the flip lands.
+func TestPreFailoverHookHoldsBackAutomaticFlip(t *testing.T) {
+	dir := t.TempDir()
+	flag := filepath.Join(dir, "backup-db-promoted")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	d, err := Start(ctx, Options{Dir: dir, Interval: 2 * time.Second,
+		PreFailoverHook: []string{"/bin/sh", "-c", "test -e " + flag + " || { echo backup database not promoted; exit 1; }"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("watchers' log (tail):\n%s", d.LogTail(60))
+		}
+	})
+	eventually(t, 90*time.Second, func() bool {
+		v := d.View()
+		return d.Leader() != nil && v.Sites[failover.Backup].Verdict == failover.Up
+	}, "the backup is UP at quorum")
+	if err := d.Sites["primary"].SetUp(false); err != nil {
+		t.Fatal(err)
+	}
+	var gen uint64
+	eventually(t, 90*time.Second, func() bool {
+		for _, e := range d.View().History {
+			if e.Kind == failover.KindAction && e.Outcome == failover.OutcomeFailed && strings.Contains(e.Detail, "backup database not promoted") {
+				gen = e.Gen
+				return true
+			}
+		}
+		return false
+	}, "the history says the hook held the automatic flip back")
+	if got, _ := d.Resolve("lms.demo.test"); len(got) != 1 || got[0] != PrimaryIP {
+		t.Fatalf("a held-back flip was written: lms -> %v", got)
+	}
+	if err := os.WriteFile(flag, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 90*time.Second, func() bool { v := d.View(); return v.Desired.Gen == gen && v.Desired.Done }, "the flip lands once the hook passes")
+	if got, _ := d.Resolve("lms.demo.test"); len(got) != 1 || got[0] != BackupIP {
+		t.Errorf("after the hook passed: lms -> %v, want %s", got, BackupIP)
+	}
+}

@@ -1,0 +1,104 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/failover/reconcile"
+	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/failover/remediate/hooks"
+	"github.com/drwatch/drwatch/failover/remediate/kube"
+)
+
+// warmupGate scales the backup's workloads when a flip to the backup is
+// about to be written, and waits (up to its timeout) until they are ready;
+// then the flip goes ahead either way, and the record says which.
+type warmupGate struct {
+	w       remediate.Remediator // *kube.BackupWarmup
+	ready   remediate.ReadyChecker
+	mode    remediate.Mode
+	timeout time.Duration
+}
+
+func (g warmupGate) Name() string { return "backup warm-up" }
+
+func (g warmupGate) Before(ctx context.Context, d reconcile.Decision) (string, error) {
+	if d.To != failover.Backup {
+		return "", nil
+	}
+	actions, err := g.w.Plan(ctx)
+	if err != nil {
+		return fmt.Sprintf("backup warm-up could not plan (%v); flipping without it", err), nil
+	}
+	if g.mode != remediate.ModeOn {
+		return fmt.Sprintf("backup warm-up in %s: would scale %d workload(s)", g.mode, len(actions)), nil
+	}
+	for _, a := range actions {
+		if err := g.w.Apply(ctx, a); err != nil {
+			return fmt.Sprintf("backup warm-up: %s %s failed (%v); flipping anyway", a.Verb, a.Target, err), nil
+		}
+	}
+	res, err := remediate.WaitReady(ctx, g.ready, g.timeout, 2*time.Second)
+	switch {
+	case err != nil:
+		return "", err // ctx ended: leadership lost; the next leader waits again
+	case res.TimedOut:
+		return fmt.Sprintf("flipped before the backup was ready (waited %s): %s", res.Waited.Round(time.Second), res.Detail), nil
+	}
+	return fmt.Sprintf("backup ready after %s (scaled %d workload(s))", res.Waited.Round(time.Second), len(actions)), nil
+}
+
+// hookGate runs the pre-failover hooks.
+type hookGate struct {
+	node  string
+	hooks []hooks.Hook
+}
+
+func (g hookGate) Name() string { return "pre-failover hooks" }
+
+func (g hookGate) Before(ctx context.Context, d reconcile.Decision) (string, error) {
+	if len(g.hooks) == 0 {
+		return "", nil
+	}
+	if err := hooks.RunAll(ctx, g.hooks, event("pre-failover", g.node, d)); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%d pre-failover hook(s) ok", len(g.hooks)), nil
+}
+
+func event(phase, node string, d reconcile.Decision) hooks.Event {
+	return hooks.Event{Phase: phase, Gen: d.Gen, From: string(d.From), To: string(d.To), Kind: d.Kind,
+		Forced: d.Forced, Actor: d.Actor, Reason: d.Reason, Node: node}
+}
+
+// gates builds the reconciler's gates and post-verification step.
+func (n *Node) gates() ([]reconcile.Gate, func(context.Context, reconcile.Decision) string) {
+	var gs []reconcile.Gate
+	for _, e := range n.remediators {
+		if e.Remediator.Name() != kube.BackupWarmupName {
+			continue
+		}
+		if rc, ok := e.Remediator.(remediate.ReadyChecker); ok {
+			gs = append(gs, warmupGate{w: e.Remediator, ready: rc, mode: e.Settings.Mode, timeout: n.cfg.Remediations.BackupWarmup.ReadyTimeout})
+		}
+	}
+	if len(n.cfg.Hooks.PreFailover) > 0 {
+		gs = append(gs, hookGate{node: n.cfg.Node.ID, hooks: n.cfg.Hooks.PreFailover})
+	}
+	var after func(context.Context, reconcile.Decision) string
+	if post := n.cfg.Hooks.PostFailover; len(post) > 0 {
+		after = func(ctx context.Context, d reconcile.Decision) string {
+			if d.From == d.To {
+				return ""
+			}
+			if err := hooks.RunAll(ctx, post, event("post-failover", n.cfg.Node.ID, d)); err != nil {
+				n.log.Warn("post-failover hook failed", "gen", d.Gen, "err", err)
+				return "post-failover hooks: " + err.Error()
+			}
+			return fmt.Sprintf("%d post-failover hook(s) ok", len(post))
+		}
+	}
+	return gs, after
+}

@@ -1,0 +1,200 @@
+// Package hooks runs the operator's pre- and post-failover hooks: a command
+// (with the decision in DRWATCH_* environment variables) or a webhook (the
+// decision as JSON, signed with HMAC-SHA256), each with a timeout.
+//
+// A failing pre-failover hook blocks an automatic flip and says so; a manual
+// or forced flip goes ahead and records the failure. Post-failover hooks run
+// once the flip is verified; their failures are recorded, never undone.
+package hooks
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Event is what a hook is told about a decision.
+type Event struct {
+	Phase  string `json:"phase"` // "pre-failover" or "post-failover"
+	Gen    uint64 `json:"gen"`
+	From   string `json:"from"`
+	To     string `json:"to"`
+	Kind   string `json:"kind"` // the history kind: auto_failover, manual_failover, ...
+	Forced bool   `json:"forced"`
+	Actor  string `json:"actor"`
+	Reason string `json:"reason"`
+	Node   string `json:"node"` // the leader running the hook
+}
+
+// Hook is one configured hook: exactly one of Command or URL.
+type Hook struct {
+	Name string `yaml:"name" doc:"Name, for the history and logs."`
+	// Command is argv; no shell is involved.
+	Command []string `yaml:"command" doc:"Command and arguments (no shell); the decision is in DRWATCH_PHASE, DRWATCH_GEN, DRWATCH_FROM, DRWATCH_TO, DRWATCH_KIND, DRWATCH_FORCED, DRWATCH_ACTOR, DRWATCH_REASON, DRWATCH_NODE."`
+	URL     string   `yaml:"url" doc:"Webhook URL: the decision is POSTed as JSON, signed in X-Drwatch-Signature: sha256=<hex HMAC of the body>."`
+	// SecretFile holds the webhook's HMAC key.
+	SecretFile string        `yaml:"secret_file" doc:"File holding the webhook's HMAC-SHA256 key (required with url)."`
+	Timeout    time.Duration `yaml:"timeout" doc:"Longest the hook may run (default 30s)."`
+}
+
+// Config holds the hooks of each phase.
+type Config struct {
+	PreFailover  []Hook `yaml:"pre_failover" doc:"Run before DNS is written for a decision; a failure blocks an automatic flip (not a manual or forced one)."`
+	PostFailover []Hook `yaml:"post_failover" doc:"Run once a flip is verified at every authoritative server; failures are recorded."`
+}
+
+// DefaultTimeout bounds a hook without its own timeout.
+const DefaultTimeout = 30 * time.Second
+
+// maxOutput bounds what a failing command's output contributes to the error.
+const maxOutput = 512
+
+// Validate reports every problem, naming the field.
+func (c Config) Validate() error {
+	var errs []error
+	for phase, hs := range map[string][]Hook{"pre_failover": c.PreFailover, "post_failover": c.PostFailover} {
+		for i, h := range hs {
+			p := fmt.Sprintf("hooks.%s[%d]", phase, i)
+			if h.Name != "" {
+				p = fmt.Sprintf("hooks.%s[%s]", phase, h.Name)
+			}
+			switch {
+			case (len(h.Command) > 0) == (h.URL != ""):
+				errs = append(errs, fmt.Errorf("%s: set exactly one of command and url", p))
+			case h.URL != "" && h.SecretFile == "":
+				errs = append(errs, fmt.Errorf("%s.secret_file: required with url (the webhook is signed)", p))
+			case h.URL != "" && !strings.HasPrefix(h.URL, "https://") && !strings.HasPrefix(h.URL, "http://"):
+				errs = append(errs, fmt.Errorf("%s.url: must be http(s)", p))
+			}
+			if h.Timeout < 0 {
+				errs = append(errs, fmt.Errorf("%s.timeout: must be >= 0", p))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Label is the hook's name, or what it runs.
+func (h Hook) Label() string {
+	switch {
+	case h.Name != "":
+		return h.Name
+	case len(h.Command) > 0:
+		return h.Command[0]
+	}
+	return "webhook"
+}
+
+// Run runs the hook once for ev. It is safe for concurrent use.
+func (h Hook) Run(ctx context.Context, ev Event) error {
+	t := h.Timeout
+	if t <= 0 {
+		t = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, t)
+	defer cancel()
+	var err error
+	if len(h.Command) > 0 {
+		err = h.runCommand(ctx, ev)
+	} else {
+		err = h.runWebhook(ctx, ev)
+	}
+	if err != nil {
+		return fmt.Errorf("hook %s: %w", h.Label(), err)
+	}
+	return nil
+}
+
+func (h Hook) runCommand(ctx context.Context, ev Event) error {
+	cmd := exec.CommandContext(ctx, h.Command[0], h.Command[1:]...)
+	cmd.Env = append(os.Environ(),
+		"DRWATCH_PHASE="+ev.Phase, "DRWATCH_GEN="+strconv.FormatUint(ev.Gen, 10),
+		"DRWATCH_FROM="+ev.From, "DRWATCH_TO="+ev.To, "DRWATCH_KIND="+ev.Kind,
+		"DRWATCH_FORCED="+strconv.FormatBool(ev.Forced), "DRWATCH_ACTOR="+ev.Actor,
+		"DRWATCH_REASON="+ev.Reason, "DRWATCH_NODE="+ev.Node)
+	// Its own process group, so a timeout kills what the hook started too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 2 * time.Second
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		return fmt.Errorf("timed out: %w", ctx.Err())
+	}
+	if err != nil {
+		return fmt.Errorf("%w; output: %s", err, lastBytes(out.String(), maxOutput))
+	}
+	return nil
+}
+
+// Sign returns the signature header value for body under key.
+func Sign(key, body []byte) string {
+	m := hmac.New(sha256.New, key)
+	m.Write(body)
+	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+}
+
+func (h Hook) runWebhook(ctx context.Context, ev Event) error {
+	key, err := os.ReadFile(h.SecretFile)
+	if err != nil {
+		return fmt.Errorf("secret_file: %w", err)
+	}
+	key = bytes.TrimSpace(key)
+	body, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.URL, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("url: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Drwatch-Signature", Sign(key, body))
+	req.Header.Set("X-Drwatch-Event", ev.Phase)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("timed out: %w", ctx.Err())
+		}
+		return err
+	}
+	defer resp.Body.Close()
+	excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, maxOutput))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Errorf("webhook answered %d: %s", resp.StatusCode, strings.TrimSpace(string(excerpt)))
+	}
+	return nil
+}
+
+// RunAll runs hooks in order and returns every failure joined.
+func RunAll(ctx context.Context, hs []Hook, ev Event) error {
+	var errs []error
+	for _, h := range hs {
+		if err := h.Run(ctx, ev); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func lastBytes(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}

@@ -1,0 +1,93 @@
+package hooks
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var ev = Event{Phase: "pre-failover", Gen: 42, From: "primary", To: "backup", Kind: "auto_failover", Actor: "drwatch", Reason: "primary DOWN at quorum", Node: "a"}
+
+func TestCommandHookGetsTheDecision(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "env")
+	h := Hook{Name: "record", Command: []string{"/bin/sh", "-c", "env | grep ^DRWATCH_ | sort > " + out}}
+	if err := h.Run(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"DRWATCH_GEN=42", "DRWATCH_FROM=primary", "DRWATCH_TO=backup", "DRWATCH_KIND=auto_failover",
+		"DRWATCH_FORCED=false", "DRWATCH_ACTOR=drwatch", "DRWATCH_REASON=primary DOWN at quorum", "DRWATCH_PHASE=pre-failover", "DRWATCH_NODE=a"} {
+		if !strings.Contains(string(b), want+"\n") {
+			t.Errorf("env lacks %s:\n%s", want, b)
+		}
+	}
+}
+
+func TestCommandHookFailureAndTimeout(t *testing.T) {
+	err := Hook{Name: "refuse", Command: []string{"/bin/sh", "-c", "echo backup not warmed; exit 3"}}.Run(context.Background(), ev)
+	if err == nil || !strings.Contains(err.Error(), "hook refuse") || !strings.Contains(err.Error(), "backup not warmed") {
+		t.Errorf("got %v, want the hook's name and output", err)
+	}
+	start := time.Now()
+	err = Hook{Name: "slow", Command: []string{"/bin/sh", "-c", "sleep 30"}, Timeout: 200 * time.Millisecond}.Run(context.Background(), ev)
+	if err == nil || !strings.Contains(err.Error(), "timed out") {
+		t.Errorf("got %v, want a timeout", err)
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Errorf("a timed-out hook was not killed")
+	}
+}
+
+func TestWebhookIsSigned(t *testing.T) {
+	key := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(key, []byte("webhook-hmac-key\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var got Event
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.Header.Get("X-Drwatch-Signature") != Sign([]byte("webhook-hmac-key"), body) {
+			http.Error(w, "bad signature", http.StatusForbidden)
+			return
+		}
+		_ = json.Unmarshal(body, &got)
+	}))
+	defer srv.Close()
+	if err := (Hook{URL: srv.URL, SecretFile: key}).Run(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	if got != ev {
+		t.Errorf("webhook got %+v, want %+v", got, ev)
+	}
+	if err := os.WriteFile(key, []byte("another-key"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := (Hook{Name: "notify", URL: srv.URL, SecretFile: key}).Run(context.Background(), ev)
+	if err == nil || !strings.Contains(err.Error(), "403") {
+		t.Errorf("wrong key: got %v, want the 403", err)
+	}
+	if strings.Contains(err.Error(), "another-key") {
+		t.Errorf("error leaks the key: %v", err)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	c := Config{PreFailover: []Hook{{Name: "both", Command: []string{"x"}, URL: "https://x"}, {Name: "unsigned", URL: "https://x"}},
+		PostFailover: []Hook{{Name: "ftp", URL: "ftp://x", SecretFile: "k"}}}
+	err := c.Validate()
+	for _, want := range []string{"hooks.pre_failover[both]: set exactly one", "hooks.pre_failover[unsigned].secret_file", "hooks.post_failover[ftp].url"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in %v", want, err)
+		}
+	}
+}
