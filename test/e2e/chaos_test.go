@@ -126,7 +126,6 @@ func TestChaos06BINDDownWhenFlipDue(t *testing.T) {
 	}
 }
 
-
 // Scenario 7: all three watchers are restarted after a failover.
 // Invariants: every one exits 0 on SIGTERM; after the restart the active
 // site is still the backup (never silently reset), the history is the same
