@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 }
 
 // shared returns the package's stack, starting it on first use.
-func shared(t *testing.T) *openstacktest.Stack {
+func shared(t testing.TB) *openstacktest.Stack {
 	t.Helper()
 	stackOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), openstacktest.StartTimeout)
