@@ -138,6 +138,10 @@ type Stats struct {
 	LeaderAddr        string
 	Peers             []Member
 	DedupeEntries     int
+	// StorageError is set while the last write to this node's raft log or
+	// stable store failed (disk full, read-only): the node cannot persist
+	// what it is told and must not be taken as healthy.
+	StorageError string
 }
 
 // Stats returns the node's current raft state without blocking on raft.
@@ -154,6 +158,9 @@ func (n *Node) Stats() Stats {
 		LeaderID:      lid,
 		LeaderAddr:    laddr,
 		DedupeEntries: n.fsm.dedupeLen(),
+	}
+	if err, at := n.store.failure(); err != nil {
+		s.StorageError = fmt.Sprintf("%v (since %s)", err, at.UTC().Format(time.RFC3339))
 	}
 	var snapIdx uint64
 	_, _ = fmt.Sscan(n.raft.Stats()["last_snapshot_index"], &snapIdx)

@@ -42,7 +42,7 @@ type Node struct {
 
 	raft      *raft.Raft
 	fsm       *fsm
-	store     *raftboltdb.BoltStore
+	store     *trackedStore
 	transport *raft.NetworkTransport
 	mux       *mux
 	rpc       *rpcClient
@@ -130,7 +130,7 @@ func New(ctx context.Context, cfg Config, sm StateMachine) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open raft.db: %w", err)
 	}
-	n.store = store
+	n.store = &trackedStore{BoltStore: store}
 	hl := newHCLog(n.logger.With("component", "raft"), newRepeatLimiter(cfg.RefusalLogInterval))
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, cfg.SnapshotRetain, hl)
 	if err != nil {
@@ -163,7 +163,7 @@ func New(ctx context.Context, cfg Config, sm StateMachine) (*Node, error) {
 	}
 
 	n.fsm = newFSM(sm, cfg.DedupeEntries)
-	r, err := raft.NewRaft(rc, n.fsm, store, store, snaps, n.transport)
+	r, err := raft.NewRaft(rc, n.fsm, n.store, n.store, snaps, n.transport)
 	if err != nil {
 		return nil, fmt.Errorf("start raft: %w", err)
 	}

@@ -187,14 +187,18 @@ func TestChaos11DataDirFull(t *testing.T) {
 	if len(OfKind(hs[0], failover.KindManualFailover)) != 1 || Summary(hs[0]) != Summary(hs[1]) {
 		t.Errorf("healthy nodes' histories:\n%s---\n%s", Summary(hs[0]), Summary(hs[1]))
 	}
-	if st, err := w.Status(victim); err == nil {
-		lst, _ := viewVia(w, rest...)
-		t.Logf("status served by the full node: leader %q raft %s applied %d (leader applied %d) stale %.1fs warnings %v state warnings %v",
-			st.Leader, st.Raft.State, st.Raft.AppliedIndex, lst.Raft.AppliedIndex, st.StaleSeconds, st.Warnings, st.State.Warnings)
-		code, body, _ := w.get(victim, "/readyz")
-		t.Logf("readyz of the full node: %d %s", code, strings.TrimSpace(body))
-	} else {
-		t.Logf("status of the full node: %v", err)
+	// Invariant 7: the full node does not pass for healthy. Its readyz
+	// fails and its own status says it cannot write its log.
+	Eventually(t, 60*time.Second, func() bool {
+		code, body, err := w.get(victim, "/readyz")
+		return err == nil && code == 503 && strings.Contains(body, "cannot write the raft log")
+	}, "node %s's /readyz fails naming its storage", victim.ID)
+	st, err := w.Status(victim)
+	if err != nil {
+		t.Fatalf("status of the full node: %v", err)
+	}
+	if st.Raft.StorageError == "" || !strings.Contains(strings.Join(st.Warnings, "\n"), "cannot write its raft log") {
+		t.Errorf("status served by the full node: storage_error %q warnings %v; want both to say it cannot write", st.Raft.StorageError, st.Warnings)
 	}
 }
 

@@ -65,6 +65,7 @@ type RaftStatus struct {
 	LastContactSecs   float64          `json:"last_contact_seconds"` // -1: never; 0 on the leader
 	LeaderAddr        string           `json:"leader_addr"`
 	Members           []cluster.Member `json:"members"`
+	StorageError      string           `json:"storage_error,omitempty"`
 }
 
 // DNSCheck is the last read-only comparison of the desired records with what

@@ -34,7 +34,7 @@ func (n *Node) Status(ctx context.Context) api.Status {
 	s := api.Status{
 		ServedBy: n.cfg.Node.ID, ServedAt: now, Leader: st.LeaderID, State: v,
 		Raft: api.RaftStatus{State: st.State, Term: st.Term, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex,
-			LastSnapshotIndex: st.LastSnapshotIndex, LeaderAddr: st.LeaderAddr, Members: st.Peers},
+			LastSnapshotIndex: st.LastSnapshotIndex, LeaderAddr: st.LeaderAddr, Members: st.Peers, StorageError: st.StorageError},
 	}
 	s.Raft.LastContactSecs = st.LastContact.Seconds()
 	if st.LastContact < 0 {
@@ -70,6 +70,9 @@ func (n *Node) Status(ctx context.Context) api.Status {
 // be wrong, and the reader must know it.
 func (n *Node) warnings(v failover.View, st cluster.Stats, stale float64) []string {
 	var w []string
+	if st.StorageError != "" {
+		w = append(w, fmt.Sprintf("this node (%s) cannot write its raft log: %s; it cannot persist decisions and its view is falling behind — free or fix %s", n.cfg.Node.ID, st.StorageError, n.cfg.Node.DataDir))
+	}
 	interval := n.cfg.Policy.Interval.Seconds()
 	switch {
 	case st.LeaderID == "":
@@ -220,6 +223,8 @@ func (n *Node) Ready() error {
 	switch {
 	case n.stopping.Load():
 		return errors.New("shutting down")
+	case st.StorageError != "":
+		return fmt.Errorf("cannot write the raft log: %s", st.StorageError)
 	case st.LeaderID == "":
 		return errors.New("no leader")
 	case !slices.ContainsFunc(st.Peers, func(m cluster.Member) bool { return m.ID == n.cfg.Node.ID }):
