@@ -1,9 +1,14 @@
 package main
 
 import (
+	"log/slog"
+
 	"context"
 	"errors"
 	"fmt"
+	"github.com/drwatch/drwatch/cmd/drwatch/node"
+	"github.com/drwatch/drwatch/failover/remediate/octavia"
+	"github.com/drwatch/drwatch/failover/remediate/openstack"
 	"io"
 	"os"
 	"sort"
@@ -68,11 +73,12 @@ Names: ` + strings.Join(remediationNames, ", ") + `.`,
 	return c
 }
 
-var remediationNames = []string{kube.BackupWarmupName, kube.DeadNodeName, kube.DrainTrapName, kube.OrphanedPodsName}
+var remediationNames = []string{kube.BackupWarmupName, kube.DeadNodeName, kube.DrainTrapName, kube.OrphanedPodsName,
+	octavia.Name, openstack.RouteGCName, openstack.SecurityGroupsName, openstack.NeverReadyName}
 
 // remediationsFile is the part of a node's config file this command reads.
-// Until the config package embeds remediate.Config, the section is read on
-// its own and every other key is ignored.
+// The section is read on its own (every other key is ignored), so a plan can
+// be made from any copy of the file, even where its other files are absent.
 type remediationsFile struct {
 	Remediations remediate.Config `yaml:"remediations"`
 }
@@ -103,10 +109,14 @@ func loadRemediations(path string) (remediate.Config, error) {
 // every other one off.
 func enable(cfg remediate.Config, name string) (remediate.Config, error) {
 	modes := map[string]*remediate.Settings{
-		kube.DeadNodeName:     &cfg.DeadNodeOutOfService.Settings,
-		kube.DrainTrapName:    &cfg.DrainTrap.Settings,
-		kube.OrphanedPodsName: &cfg.OrphanedPods.Settings,
-		kube.BackupWarmupName: &cfg.BackupWarmup.Settings,
+		kube.DeadNodeName:            &cfg.DeadNodeOutOfService.Settings,
+		kube.DrainTrapName:           &cfg.DrainTrap.Settings,
+		kube.OrphanedPodsName:        &cfg.OrphanedPods.Settings,
+		kube.BackupWarmupName:        &cfg.BackupWarmup.Settings,
+		octavia.Name:                 &cfg.OctaviaStuckLB.Settings,
+		openstack.RouteGCName:        &cfg.OpenStack.NeutronRouteGC.Settings,
+		openstack.SecurityGroupsName: &cfg.OpenStack.SecurityGroups.Settings,
+		openstack.NeverReadyName:     &cfg.OpenStack.NeverReadyInstances.Settings,
 	}
 	if _, ok := modes[name]; !ok {
 		return cfg, usageError{fmt.Errorf("unknown remediation %q; known: %s", name, strings.Join(remediationNames, ", "))}
@@ -140,10 +150,15 @@ func (p *remediatePlanCmd) Run(ctx context.Context, w, errw io.Writer, name stri
 	if err != nil {
 		return err
 	}
-	entries, err := kube.Entries(cfg, clients, nil, func() remediate.Decision { return decision }, nil)
+	cloud, instances, err := node.CloudRemediators(cfg, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		return err
 	}
+	entries, err := kube.Entries(cfg, clients, instances, func() remediate.Decision { return decision }, nil)
+	if err != nil {
+		return err
+	}
+	entries = append(entries, cloud...)
 	if len(entries) == 0 {
 		fmt.Fprintln(w, "no remediation is enabled (every mode is off); name one to plan it anyway")
 		return nil
@@ -156,8 +171,8 @@ func (p *remediatePlanCmd) Run(ctx context.Context, w, errw io.Writer, name stri
 	}
 	planned, planErr := remediate.PlanAll(ctx, rems)
 	fmt.Fprintf(w, "decision: %s\n", source)
-	if cfg.DeadNodeOutOfService.Mode.Enabled() {
-		fmt.Fprintln(w, "note: dead-node-out-of-service has no cloud instance check here (Nova is not wired yet), so it plans no taints")
+	if cfg.DeadNodeOutOfService.Mode.Enabled() && instances == nil {
+		fmt.Fprintln(w, "note: dead-node-out-of-service has no cloud instance check (remediations.openstack is not set for its site), so it plans no taints")
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "REMEDIATION\tMODE\tTARGET\tVERB\tREASON")

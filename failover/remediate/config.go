@@ -83,7 +83,7 @@ type OpenStackAuth struct {
 	AuthURL                         string `yaml:"auth_url" doc:"Keystone v3 endpoint, for application-credential auth without clouds.yaml."`
 	ApplicationCredentialIDFile     string `yaml:"application_credential_id_file" doc:"File holding the application credential's ID (with auth_url)."`
 	ApplicationCredentialSecretFile string `yaml:"application_credential_secret_file" doc:"File holding the application credential's secret (with auth_url)."`
-	CAFile                          string `yaml:"ca_file" doc:"CA bundle for Keystone and Octavia over TLS (with auth_url; clouds.yaml has cacert)."`
+	CAFile                          string `yaml:"ca_file" doc:"CA bundle for the OpenStack APIs over TLS (with auth_url; clouds.yaml has cacert)."`
 	Region                          string `yaml:"region" doc:"Catalog region; with cloud it overrides the cloud's."`
 }
 

@@ -105,6 +105,15 @@ func (v *validator) remediations(c *Config) {
 	}{{"remediations.kubernetes.primary", c.Remediations.Kubernetes.Primary}, {"remediations.kubernetes.backup", c.Remediations.Kubernetes.Backup}} {
 		v.fileField(site.path+".kubeconfig_file", site.kc.Kubeconfig, false)
 	}
+	for _, cloud := range []struct {
+		path string
+		auth remediate.OpenStackAuth
+	}{{"remediations.octavia_stuck_lb", c.Remediations.OctaviaStuckLB.OpenStackAuth}, {"remediations.openstack", c.Remediations.OpenStack.OpenStackAuth}} {
+		v.fileField(cloud.path+".clouds_file", cloud.auth.CloudsFile, false)
+		v.fileField(cloud.path+".application_credential_id_file", cloud.auth.ApplicationCredentialIDFile, false)
+		v.fileField(cloud.path+".application_credential_secret_file", cloud.auth.ApplicationCredentialSecretFile, false)
+		v.fileField(cloud.path+".ca_file", cloud.auth.CAFile, false)
+	}
 }
 
 func unjoin(err error) []error {

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +12,7 @@ import (
 	"github.com/drwatch/drwatch/cmd/drwatch/config"
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/probes"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // Every probe of the example configs converts into a spec its prober accepts.
@@ -95,5 +98,41 @@ current-context: p
 	cfg.Remediations.BackupWarmup.Mode = "on"
 	if _, err := remediators(cfg, n); err == nil || !strings.Contains(err.Error(), "remediations.kubernetes.backup") {
 		t.Errorf("backup-warmup without a backup kubeconfig: got %v, want an error naming remediations.kubernetes.backup", err)
+	}
+}
+
+// The OpenStack repairs are built without touching the cloud: a node must
+// start while the primary's Keystone is down.
+func TestCloudRemediatorsStartWithoutTheCloud(t *testing.T) {
+	cfg, err := config.Load("../../../deploy/examples/node-a.yaml", config.Options{SkipFileChecks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, f := range []string{"id", "secret"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("x\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := &cfg.Remediations.OpenStack
+	o.AuthURL = "https://127.0.0.1:1/v3" // nothing listens: the cloud is down
+	o.ApplicationCredentialIDFile, o.ApplicationCredentialSecretFile = filepath.Join(dir, "id"), filepath.Join(dir, "secret")
+	o.RouterID, o.PodCIDR, o.InstanceNamePrefix = "r1", "198.19.0.0/16", "k-"
+	o.NeutronRouteGC.Mode = "dry-run"
+	entries, instances, err := cloudRemediators(cfg, slog.New(slog.DiscardHandler), time.Now)
+	if err != nil {
+		t.Fatalf("got %v; a down cloud must not stop the node", err)
+	}
+	if len(entries) != 1 || entries[0].Remediator.Name() != "neutron-route-gc" {
+		t.Fatalf("got %d entries", len(entries))
+	}
+	if _, err := entries[0].Remediator.Plan(context.Background()); err == nil {
+		t.Error("Plan against a down cloud: got nil error")
+	}
+	if instances == nil {
+		t.Fatal("no instance check for dead-node although the cloud is configured for its site")
+	}
+	if st, err := instances.InstanceState(context.Background(), &corev1.Node{}); st != "UNKNOWN" || err == nil {
+		t.Errorf("instance state with the cloud down: got %s %v, want UNKNOWN and an error (fail closed)", st, err)
 	}
 }

@@ -105,6 +105,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	base := log // the cluster adds the node ID itself
 	log = log.With("node", c.Node.ID)
 	reg := o.Registry
 	if reg == nil {
@@ -183,7 +184,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 		LeaderLeaseTimeout: c.Raft.LeaderLeaseTimeout, CommitTimeout: c.Raft.CommitTimeout,
 		SnapshotInterval: c.Raft.SnapshotInterval, SnapshotThreshold: c.Raft.SnapshotThreshold, TrailingLogs: c.Raft.TrailingLogs,
 		LeaderTransform: func(cmd []byte) ([]byte, error) { return failover.Stamp(cmd, n.now().UnixNano()) },
-		Logger:          log, Registerer: reg,
+		Logger:          base, Registerer: reg,
 	}, sm{m: n.machine, notify: []chan struct{}{n.changed, n.dnsChanged}})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
@@ -401,7 +402,14 @@ func remediators(c *config.Config, n *Node) ([]remediate.Entry, error) {
 		d := n.machine.Desired()
 		return remediate.Decision{Gen: d.Gen, Active: d.Active}
 	}
-	// No cloud instance check is wired yet, so dead-node never taints (it
-	// fails closed); see failover/remediate/kube.
-	return kube.Entries(r, clients, nil, decision, n.now)
+	cloud, instances, err := cloudRemediators(c, n.log, n.now)
+	if err != nil {
+		return nil, err
+	}
+	// Without a cloud instance check dead-node never taints (it fails closed).
+	entries, err := kube.Entries(r, clients, instances, decision, n.now)
+	if err != nil {
+		return nil, err
+	}
+	return append(entries, cloud...), nil
 }

@@ -1,0 +1,172 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/drwatch/drwatch/cmd/drwatch/config"
+	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/failover/remediate/kube"
+	"github.com/drwatch/drwatch/failover/remediate/octavia"
+	"github.com/drwatch/drwatch/failover/remediate/openstack"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// lazyClients authenticates with OpenStack on first use and retries on the
+// next use after a failure. In a meltdown the primary's Keystone is down;
+// drwatch must still start, and its repairs begin once the cloud answers.
+type lazyClients struct {
+	auth remediate.OpenStackAuth
+
+	mu sync.Mutex
+	c  *openstack.Clients
+}
+
+func (l *lazyClients) get(ctx context.Context) (*openstack.Clients, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.c != nil {
+		return l.c, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	c, err := openstack.NewClients(ctx, l.auth)
+	if err != nil {
+		return nil, fmt.Errorf("openstack: %w", err)
+	}
+	l.c = c
+	return c, nil
+}
+
+// lazyRemediator builds its remediator from the clients on first use.
+type lazyRemediator struct {
+	name    string
+	clients *lazyClients
+	build   func(*openstack.Clients) (remediate.Remediator, error)
+
+	mu sync.Mutex
+	r  remediate.Remediator
+}
+
+func (l *lazyRemediator) Name() string { return l.name }
+
+func (l *lazyRemediator) resolve(ctx context.Context) (remediate.Remediator, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.r != nil {
+		return l.r, nil
+	}
+	c, err := l.clients.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if l.r, err = l.build(c); err != nil {
+		return nil, err
+	}
+	return l.r, nil
+}
+
+// Plan implements remediate.Remediator.
+func (l *lazyRemediator) Plan(ctx context.Context) ([]remediate.Action, error) {
+	r, err := l.resolve(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Plan(ctx)
+}
+
+// Apply implements remediate.Remediator.
+func (l *lazyRemediator) Apply(ctx context.Context, a remediate.Action) error {
+	r, err := l.resolve(ctx)
+	if err != nil {
+		return err
+	}
+	return r.Apply(ctx, a)
+}
+
+// lazyInstances is Nova's instance check for dead-node-out-of-service; until
+// the cloud answers, every instance is UNKNOWN, so no node is tainted.
+type lazyInstances struct{ clients *lazyClients }
+
+func (l lazyInstances) InstanceState(ctx context.Context, node *corev1.Node) (kube.InstanceState, error) {
+	c, err := l.clients.get(ctx)
+	if err != nil {
+		return kube.InstanceUnknown, err
+	}
+	return openstack.NewNovaInstances(c).InstanceState(ctx, node)
+}
+
+// cloudRemediators builds the OpenStack repairs the config enables.
+func cloudRemediators(c *config.Config, log *slog.Logger, now func() time.Time) ([]remediate.Entry, kube.InstanceChecker, error) {
+	return CloudRemediators(c.Remediations, log, now)
+}
+
+// CloudRemediators builds the OpenStack repairs r enables, and the instance
+// check dead-node uses (nil when no cloud is configured). Nothing here
+// touches the cloud: clients authenticate on first use.
+func CloudRemediators(r remediate.Config, log *slog.Logger, now func() time.Time) ([]remediate.Entry, kube.InstanceChecker, error) {
+	r = r.WithDefaults()
+	var out []remediate.Entry
+	if o := r.OctaviaStuckLB; o.Mode.Enabled() {
+		lb, err := octavia.New(o, log.With("remediation", octavia.Name))
+		if err != nil {
+			return nil, nil, fmt.Errorf("remediations.octavia_stuck_lb: %w", err)
+		}
+		out = append(out, remediate.Entry{Remediator: lb, Settings: o.Settings})
+	}
+	os := r.OpenStack
+	if os.AuthURL == "" && os.Cloud == "" {
+		return out, nil, nil
+	}
+	clients := &lazyClients{auth: os.OpenStackAuth}
+	var instances kube.InstanceChecker
+	if os.Site == r.DeadNodeOutOfService.Site {
+		instances = lazyInstances{clients: clients}
+	}
+	if !os.Enabled() {
+		return out, instances, nil
+	}
+	// Entries validates the section and picks what is enabled; build it
+	// once with no clients to learn the names and settings, then defer the
+	// real construction to first use.
+	for _, name := range []string{openstack.RouteGCName, openstack.SecurityGroupsName, openstack.NeverReadyName} {
+		settings, on := cloudSettings(os, name)
+		if !on {
+			continue
+		}
+		if name == openstack.NeverReadyName {
+			return nil, nil, fmt.Errorf("remediations.openstack.never_ready_instances: no node readiness source is wired yet; leave it off")
+		}
+		name := name
+		out = append(out, remediate.Entry{Settings: settings, Remediator: &lazyRemediator{name: name, clients: clients,
+			build: func(cl *openstack.Clients) (remediate.Remediator, error) {
+				es, err := openstack.Entries(r, cl, nil, now)
+				if err != nil {
+					return nil, err
+				}
+				for _, e := range es {
+					if e.Remediator.Name() == name {
+						return e.Remediator, nil
+					}
+				}
+				return nil, fmt.Errorf("%s not built", name)
+			}}})
+	}
+	return out, instances, nil
+}
+
+func cloudSettings(o remediate.OpenStackClusterConfig, name string) (remediate.Settings, bool) {
+	var s remediate.Settings
+	switch name {
+	case openstack.RouteGCName:
+		s = o.NeutronRouteGC.Settings
+	case openstack.SecurityGroupsName:
+		s = o.SecurityGroups.Settings
+	case openstack.NeverReadyName:
+		s = o.NeverReadyInstances.Settings
+	}
+	return s, s.Mode.Enabled()
+}
