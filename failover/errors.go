@@ -32,6 +32,7 @@ const (
 	RuleNotPlannedSafe  = "not_planned_safe" // a planned switchover needs both sites UP at quorum
 	RuleFailbackManual  = "failback_manual"  // moving back to the primary is manual under this policy
 	RuleFailbackDwell   = "failback_dwell"   // the primary has not been UP long enough for auto failback
+	RuleFailbackGate    = "failback_gate"    // the primary's gate probes (its load balancers) are not UP at quorum
 )
 
 // RefusedError says which safety rule refused a command and how to override it.

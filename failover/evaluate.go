@@ -79,6 +79,45 @@ func (s *state) probeVerdict(ns *nodeState, site Site, probe string, cutoff int6
 	return ps.State
 }
 
+// gate says whether the failback gate is open at now: every gate probe UP
+// on at least quorum fresh, non-abstaining watchers. Stale or unknown counts
+// as closed (fail closed). With no gate it is always open.
+func (s *state) gate(now int64) (open bool, msg string) {
+	p := s.Policy
+	if len(p.FailbackGate) == 0 {
+		return true, ""
+	}
+	cutoff := now - int64(p.stale())
+	var passing []string
+	var why []string
+	for _, id := range p.Nodes {
+		if v := s.nodeVote(id, now); v.abstain != "" {
+			why = append(why, id+": abstains ("+v.abstain+")")
+			continue
+		}
+		ns := s.Nodes[id]
+		ok := true
+		for _, name := range p.FailbackGate {
+			if st := s.probeVerdict(ns, Primary, name, cutoff); st != Up {
+				ok = false
+				detail := string(st)
+				if ps := ns.Probes[probeKey(Primary, name)]; ps != nil && !ps.Last.OK {
+					detail += " " + strings.TrimSpace(ps.Last.Class+" "+ps.Last.Reason)
+				}
+				why = append(why, fmt.Sprintf("%s: %s %s", id, name, detail))
+			}
+		}
+		if ok {
+			passing = append(passing, id)
+		}
+	}
+	if len(passing) >= p.Quorum {
+		return true, ""
+	}
+	return false, fmt.Sprintf("failback needs the primary's %s UP at quorum: UP on %d of %d watchers (quorum %d); %s",
+		strings.Join(p.FailbackGate, ", "), len(passing), len(p.Nodes), p.Quorum, strings.Join(why, "; "))
+}
+
 // tallies counts the votes of every policy node for both sites at now.
 func (s *state) tallies(now int64) map[Site]Tally {
 	p := s.Policy
@@ -213,6 +252,10 @@ func (s *state) evaluate(index uint64, res *Result) {
 	// The backup is active: going back is a failback, never an automatic failover.
 	if p.Failback.Mode == FailbackAuto {
 		if rule, _ := s.autoBlocker(now); rule == "" && s.PrimaryUp && now-s.PrimaryUpAt >= int64(p.Failback.After) {
+			if open, msg := s.gate(now); !open {
+				s.withhold(index, RuleFailbackGate, msg, t, res)
+				return
+			}
 			reason := fmt.Sprintf("primary UP at quorum (%s) continuously since %s, failback after %s",
 				strings.Join(t[Primary].Up, ", "), fmtTime(s.PrimaryUpAt), p.Failback.After)
 			s.autoDecide(index, KindAutoFailback, Primary, reason, t, res)

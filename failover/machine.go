@@ -223,6 +223,12 @@ func (s *state) manual(index uint64, now int64, kind string, to Site, actor, rea
 	} else if t[to].Verdict != Up {
 		refusal = s.targetRefusal(to, t[to])
 	}
+	if refusal == nil && to == Primary {
+		if open, msg := s.gate(now); !open {
+			refusal = &RefusedError{Rule: RuleFailbackGate, Message: msg,
+				Override: "use --force after checking the primary's load balancers yourself"}
+		}
+	}
 	rule := ""
 	if refusal != nil {
 		if !force {

@@ -96,6 +96,12 @@ type Policy struct {
 	// Zone is the DNS zone of Records, e.g. "example.org.".
 	Zone    string   `json:"zone"`
 	Records []Record `json:"records"`
+	// FailbackGate names primary probes (usually the Octavia load balancer
+	// probes, often not critical) that must be UP at quorum before traffic
+	// may go back to the primary, by hand or automatically: after a
+	// meltdown Octavia comes back last, and a failback onto load balancers
+	// stuck in ERROR is a second outage.
+	FailbackGate []string `json:"failback_gate,omitempty"`
 }
 
 // stale is the age after which a node's report no longer counts.
@@ -209,6 +215,11 @@ func (p Policy) Validate() error {
 			bad(field+".probes", "at least one critical probe is needed to judge the site")
 		}
 	}
+	for i, name := range p.FailbackGate {
+		if _, ok := p.probe(Primary, name); !ok {
+			bad(fmt.Sprintf("failback_gate[%d]", i), "%q is not a probe of the primary site", name)
+		}
+	}
 	zone := strings.ToLower(p.Zone)
 	if zone == "" || zone == "." {
 		bad("zone", "empty zone")
@@ -311,6 +322,7 @@ func fqdn(name, zone string) string {
 func (p Policy) normalize() Policy {
 	q := p.clone()
 	slices.Sort(q.Nodes)
+	slices.Sort(q.FailbackGate)
 	if q.Failback.Mode == "" {
 		q.Failback.Mode = FailbackManual
 	}
@@ -356,6 +368,7 @@ func canonValues(typ string, vs []string) []string {
 func (p Policy) clone() Policy {
 	q := p
 	q.Nodes = slices.Clone(p.Nodes)
+	q.FailbackGate = slices.Clone(p.FailbackGate)
 	if p.Sites != nil {
 		q.Sites = make(map[Site]SitePolicy, len(p.Sites))
 		for s, sp := range p.Sites {

@@ -227,3 +227,10 @@ func TestRemediationsSection(t *testing.T) {
 		}
 	}
 }
+
+func TestFailbackGateNamesPrimaryProbes(t *testing.T) {
+	_, ps := loadString(t, strings.Replace(validYAML(t), "failback: manual }", "failback: manual, failback_gate: [ingress-lb, octavia] }", 1))
+	if ps == nil || !strings.Contains(ps.Error(), `policy.failback_gate[1]: "octavia" is not a probe of the primary site`) {
+		t.Errorf("got %v", ps)
+	}
+}

@@ -57,6 +57,7 @@ func (v *validator) config(c *Config) {
 	v.raft(c)
 	v.policy(c)
 	v.site("sites.primary", c.Sites.Primary, c.Policy)
+	v.failbackGate(c)
 	v.site("sites.backup", c.Sites.Backup, c.Policy)
 	v.dns(c)
 	v.remediations(c)
@@ -299,6 +300,18 @@ func (v *validator) policy(c *Config) {
 		}
 	default:
 		v.add("policy.failback", "%q must be manual or auto", p.Failback)
+	}
+}
+
+func (v *validator) failbackGate(c *Config) {
+	names := map[string]bool{}
+	for _, p := range c.Sites.Primary.Probes {
+		names[p.Name] = true
+	}
+	for i, g := range c.Policy.FailbackGate {
+		if !names[g] {
+			v.add(fmt.Sprintf("policy.failback_gate[%d]", i), "%q is not a probe of the primary site", g)
+		}
 	}
 }
 

@@ -20,6 +20,7 @@ func PolicyFrom(c *config.Config) failover.Policy {
 		AutoFailover: c.Policy.AutoFailover == nil || *c.Policy.AutoFailover,
 		BlockWindow:  c.Policy.BlockWindow,
 		Failback:     failover.FailbackPolicy{Mode: c.Policy.Failback, After: c.Policy.FailbackAfter},
+		FailbackGate: c.Policy.FailbackGate,
 		Sites:        map[failover.Site]failover.SitePolicy{},
 		Zone:         c.DNS.Zone,
 	}
