@@ -150,7 +150,7 @@ func (p *remediatePlanCmd) Run(ctx context.Context, w, errw io.Writer, name stri
 	if err != nil {
 		return err
 	}
-	cloud, instances, err := node.CloudRemediators(cfg, slog.New(slog.DiscardHandler), nil)
+	cloud, instances, err := node.CloudRemediators(cfg, clients, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		return err
 	}

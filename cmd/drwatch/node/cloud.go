@@ -100,14 +100,15 @@ func (l lazyInstances) InstanceState(ctx context.Context, node *corev1.Node) (ku
 }
 
 // cloudRemediators builds the OpenStack repairs the config enables.
-func cloudRemediators(c *config.Config, log *slog.Logger, now func() time.Time) ([]remediate.Entry, kube.InstanceChecker, error) {
-	return CloudRemediators(c.Remediations, log, now)
+func cloudRemediators(c *config.Config, clients kube.Clients, log *slog.Logger, now func() time.Time) ([]remediate.Entry, kube.InstanceChecker, error) {
+	return CloudRemediators(c.Remediations, clients, log, now)
 }
 
 // CloudRemediators builds the OpenStack repairs r enables, and the instance
 // check dead-node uses (nil when no cloud is configured). Nothing here
-// touches the cloud: clients authenticate on first use.
-func CloudRemediators(r remediate.Config, log *slog.Logger, now func() time.Time) ([]remediate.Entry, kube.InstanceChecker, error) {
+// touches the cloud: clients authenticate on first use. kubeClients give
+// never-ready-instances its node readiness (the site openstack.site names).
+func CloudRemediators(r remediate.Config, kubeClients kube.Clients, log *slog.Logger, now func() time.Time) ([]remediate.Entry, kube.InstanceChecker, error) {
 	r = r.WithDefaults()
 	var out []remediate.Entry
 	if o := r.OctaviaStuckLB; o.Mode.Enabled() {
@@ -137,13 +138,21 @@ func CloudRemediators(r remediate.Config, log *slog.Logger, now func() time.Time
 		if !on {
 			continue
 		}
+		var readiness openstack.NodeReadiness
 		if name == openstack.NeverReadyName {
-			return nil, nil, fmt.Errorf("remediations.openstack.never_ready_instances: no node readiness source is wired yet; leave it off")
+			kc := kubeClients.Primary
+			if os.Site == "backup" {
+				kc = kubeClients.Backup
+			}
+			if kc == nil {
+				return nil, nil, fmt.Errorf("remediations.openstack.never_ready_instances needs the %s site's kubernetes client (remediations.kubernetes.%s)", os.Site, os.Site)
+			}
+			readiness = openstack.NewKubeReadiness(kc)
 		}
 		name := name
 		out = append(out, remediate.Entry{Settings: settings, Remediator: &lazyRemediator{name: name, clients: clients,
 			build: func(cl *openstack.Clients) (remediate.Remediator, error) {
-				es, err := openstack.Entries(r, cl, nil, now)
+				es, err := openstack.Entries(r, cl, readiness, now)
 				if err != nil {
 					return nil, err
 				}

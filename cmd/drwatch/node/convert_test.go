@@ -11,6 +11,7 @@ import (
 
 	"github.com/drwatch/drwatch/cmd/drwatch/config"
 	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/failover/remediate/kube"
 	"github.com/drwatch/drwatch/probes"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -119,7 +120,7 @@ func TestCloudRemediatorsStartWithoutTheCloud(t *testing.T) {
 	o.ApplicationCredentialIDFile, o.ApplicationCredentialSecretFile = filepath.Join(dir, "id"), filepath.Join(dir, "secret")
 	o.RouterID, o.PodCIDR, o.InstanceNamePrefix = "r1", "198.19.0.0/16", "k-"
 	o.NeutronRouteGC.Mode = "dry-run"
-	entries, instances, err := cloudRemediators(cfg, slog.New(slog.DiscardHandler), time.Now)
+	entries, instances, err := cloudRemediators(cfg, kube.Clients{}, slog.New(slog.DiscardHandler), time.Now)
 	if err != nil {
 		t.Fatalf("got %v; a down cloud must not stop the node", err)
 	}

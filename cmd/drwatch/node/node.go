@@ -402,7 +402,7 @@ func remediators(c *config.Config, n *Node) ([]remediate.Entry, error) {
 		d := n.machine.Desired()
 		return remediate.Decision{Gen: d.Gen, Active: d.Active}
 	}
-	cloud, instances, err := cloudRemediators(c, n.log, n.now)
+	cloud, instances, err := cloudRemediators(c, clients, n.log, n.now)
 	if err != nil {
 		return nil, err
 	}

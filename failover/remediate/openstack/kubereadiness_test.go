@@ -1,0 +1,94 @@
+package openstack
+
+import (
+	"context"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/failover/remediate/kube"
+	"github.com/drwatch/drwatch/test/kubetest"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+var (
+	kubeOnce    sync.Once
+	kubeCluster *kubetest.Cluster
+	kubeClient  kubernetes.Interface
+	kubeErr     error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if kubeCluster != nil {
+		kubeCluster.Close()
+	}
+	os.Exit(code)
+}
+
+// realKube starts the package's kube-apiserver on first use.
+func realKube(t *testing.T) kubernetes.Interface {
+	t.Helper()
+	kubeOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		kubeCluster, kubeErr = kubetest.New(ctx, kubetest.Options{})
+		if kubeErr == nil {
+			kubeClient, kubeErr = kube.NewClient(remediate.KubeCluster{Kubeconfig: kubeCluster.Kubeconfig})
+		}
+	})
+	if kubeErr != nil {
+		t.Fatalf("kube-apiserver: %v", kubeErr)
+	}
+	return kubeClient
+}
+
+// mkNode creates a Node whose Ready condition is status, last changed
+// transitioned after the node's creation.
+func mkNode(t *testing.T, c kubernetes.Interface, name, providerID string, status corev1.ConditionStatus, transitioned time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	n, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{ProviderID: providerID}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	if status == "" {
+		return
+	}
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status,
+		LastTransitionTime: metav1.NewTime(n.CreationTimestamp.Add(transitioned)), LastHeartbeatTime: metav1.Now()}}
+	if _, err := c.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestKubeReadiness(t *testing.T) {
+	c := realKube(t)
+	mkNode(t, c, "k-ready", "openstack:///id-ready", corev1.ConditionTrue, time.Minute)
+	mkNode(t, c, "k-never", "openstack:///id-never", corev1.ConditionFalse, 10*time.Second)
+	mkNode(t, c, "k-died", "openstack:///id-died", corev1.ConditionUnknown, 3*time.Hour)
+	mkNode(t, c, "k-silent", "openstack:///id-silent", "", 0)
+	mkNode(t, c, "renamed-node", "openstack:///id-by-provider", corev1.ConditionFalse, 5*time.Second)
+	r := NewKubeReadiness(c)
+	for _, tt := range []struct {
+		inst        Instance
+		ready, seen bool
+	}{
+		{Instance{ID: "id-ready", Name: "k-ready"}, true, true},
+		{Instance{ID: "id-never", Name: "k-never"}, false, true},
+		{Instance{ID: "id-died", Name: "k-died"}, true, true}, // was Ready once: a dead node, not a never-ready one
+		{Instance{ID: "id-silent", Name: "k-silent"}, false, true},
+		{Instance{ID: "id-by-provider", Name: "k-other-name"}, false, true},
+		{Instance{ID: "id-unregistered", Name: "k-unregistered"}, false, false},
+	} {
+		ready, seen, err := r.NodeReadiness(context.Background(), tt.inst)
+		if err != nil || ready != tt.ready || seen != tt.seen {
+			t.Errorf("%s: got ready %v seen %v err %v, want %v %v", tt.inst.Name, ready, seen, err, tt.ready, tt.seen)
+		}
+	}
+}
