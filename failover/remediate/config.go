@@ -64,6 +64,9 @@ type BackupWarmupConfig struct {
 	Settings     `yaml:",inline"`
 	ReadyTimeout time.Duration `yaml:"ready_timeout" doc:"How long the DNS flip waits for the workloads to be ready before flipping anyway (default 5m)."`
 	Workloads    []Workload    `yaml:"workloads" doc:"The backup cluster's workloads and the replicas they need when the backup is active."`
+	// ScaleDownAtFailback returns the workloads to their idle replicas once
+	// traffic is back on the primary (opt-in).
+	ScaleDownAtFailback bool `yaml:"scale_down_at_failback" doc:"After a failback to the primary, scale the workloads back to idle_replicas (opt-in)."`
 }
 
 // Workload is a Deployment or StatefulSet and its replica count when active.
@@ -72,6 +75,8 @@ type Workload struct {
 	Namespace string `yaml:"namespace" doc:"Namespace."`
 	Name      string `yaml:"name" doc:"Name."`
 	Replicas  int32  `yaml:"replicas" doc:"Replicas when the backup is active (> 0)."`
+	// IdleReplicas is what scale_down_at_failback returns it to.
+	IdleReplicas int32 `yaml:"idle_replicas" doc:"Replicas while the primary is active, for scale_down_at_failback (default 0; below replicas)."`
 }
 
 // OpenStackAuth says how to reach one site's OpenStack: a clouds.yaml
@@ -203,6 +208,9 @@ func (c Config) Validate() error {
 		}
 		if w.Namespace == "" || w.Name == "" {
 			errs = append(errs, fmt.Errorf("%s: namespace and name are required", p))
+		}
+		if w.IdleReplicas < 0 || (w.Replicas > 0 && w.IdleReplicas >= w.Replicas) {
+			errs = append(errs, fmt.Errorf("%s.idle_replicas: %d must be >= 0 and below replicas", p, w.IdleReplicas))
 		}
 		if w.Replicas <= 0 {
 			errs = append(errs, fmt.Errorf("%s.replicas: %d must be > 0", p, w.Replicas))

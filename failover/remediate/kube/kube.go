@@ -94,7 +94,7 @@ func Entries(cfg remediate.Config, clients Clients, instances InstanceChecker, d
 			if decision == nil {
 				decision = func() remediate.Decision { return remediate.Decision{} }
 			}
-			return NewBackupWarmup(c, bw.Workloads, decision)
+			return NewBackupWarmup(c, bw.Workloads, decision).WithScaleDown(bw.ScaleDownAtFailback)
 		}),
 	)
 	if err != nil {

@@ -25,6 +25,7 @@ type BackupWarmup struct {
 	client    kubernetes.Interface
 	workloads []remediate.Workload
 	decision  func() remediate.Decision
+	scaleDown bool
 }
 
 var (
@@ -42,8 +43,16 @@ func NewBackupWarmup(client kubernetes.Interface, workloads []remediate.Workload
 // Name implements remediate.Remediator.
 func (b *BackupWarmup) Name() string { return BackupWarmupName }
 
+// WithScaleDown makes the remediator return the workloads to their idle
+// replicas after a failback to the primary (opt-in). It returns b.
+func (b *BackupWarmup) WithScaleDown(on bool) *BackupWarmup {
+	b.scaleDown = on
+	return b
+}
+
 type scaleData struct {
-	w remediate.Workload
+	w    remediate.Workload
+	down bool // scale to IdleReplicas (after failback) instead of up to Replicas
 }
 
 func target(w remediate.Workload) string {
@@ -68,8 +77,11 @@ func (b *BackupWarmup) scale(ctx context.Context, w remediate.Workload) (*autosc
 // workload is skipped here and reported by Ready.
 func (b *BackupWarmup) Plan(ctx context.Context) ([]remediate.Action, error) {
 	d := b.decision()
-	if d.Gen == 0 || d.Active != failover.Backup {
+	if d.Gen == 0 {
 		return nil, nil
+	}
+	if d.Active != failover.Backup {
+		return b.planScaleDown(ctx, d)
 	}
 	var out []remediate.Action
 	for _, w := range b.workloads {
@@ -93,9 +105,38 @@ func (b *BackupWarmup) Plan(ctx context.Context) ([]remediate.Action, error) {
 	return out, nil
 }
 
-// Apply raises the workload's replicas through the scale subresource,
-// carrying the resourceVersion it read. It never scales down: a workload
-// already at or above its replicas is success.
+// planScaleDown returns the workloads above their idle replicas to them,
+// once per failback decision, when scale-down is enabled.
+func (b *BackupWarmup) planScaleDown(ctx context.Context, d remediate.Decision) ([]remediate.Action, error) {
+	if !b.scaleDown {
+		return nil, nil
+	}
+	var out []remediate.Action
+	for _, w := range b.workloads {
+		sc, err := b.scale(ctx, w)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("get scale of %s: %w", target(w), err)
+		}
+		if sc.Spec.Replicas <= w.IdleReplicas {
+			continue
+		}
+		out = append(out, remediate.Action{
+			Target: target(w), Verb: "scale-down",
+			Reason: fmt.Sprintf("traffic back on the primary (gen %d): scale %s from %d to its idle %d replicas", d.Gen, target(w), sc.Spec.Replicas, w.IdleReplicas),
+			Key:    "scale-down/" + target(w) + "/gen/" + strconv.FormatUint(d.Gen, 10),
+			Data:   scaleData{w: w, down: true},
+		})
+	}
+	return out, nil
+}
+
+// Apply sets the workload's replicas through the scale subresource,
+// carrying the resourceVersion it read: up to Replicas at failover (never
+// down: a workload already at or above is success), or down to
+// IdleReplicas after a failback (a workload at or below is success).
 func (b *BackupWarmup) Apply(ctx context.Context, a remediate.Action) error {
 	data, ok := a.Data.(scaleData)
 	if !ok {
@@ -106,10 +147,16 @@ func (b *BackupWarmup) Apply(ctx context.Context, a remediate.Action) error {
 	if err != nil {
 		return fmt.Errorf("get scale of %s: %w", target(w), err)
 	}
-	if sc.Spec.Replicas >= w.Replicas {
+	want := w.Replicas
+	if data.down {
+		want = w.IdleReplicas
+		if sc.Spec.Replicas <= want {
+			return nil
+		}
+	} else if sc.Spec.Replicas >= want {
 		return nil
 	}
-	sc.Spec.Replicas = w.Replicas
+	sc.Spec.Replicas = want
 	switch w.Kind {
 	case "Deployment":
 		_, err = b.client.AppsV1().Deployments(w.Namespace).UpdateScale(ctx, w.Name, sc, metav1.UpdateOptions{})
@@ -117,7 +164,7 @@ func (b *BackupWarmup) Apply(ctx context.Context, a remediate.Action) error {
 		_, err = b.client.AppsV1().StatefulSets(w.Namespace).UpdateScale(ctx, w.Name, sc, metav1.UpdateOptions{})
 	}
 	if err != nil {
-		return fmt.Errorf("scale %s to %d: %w", target(w), w.Replicas, err)
+		return fmt.Errorf("scale %s to %d: %w", target(w), want, err)
 	}
 	return nil
 }

@@ -171,3 +171,41 @@ func TestBackupWarmup(t *testing.T) {
 		t.Fatal("decision lost")
 	}
 }
+
+// Opt-in scale-down after a failback: back to the idle replicas once per
+// failback decision, and never without the option.
+func TestBackupWarmupScaleDownAtFailback(t *testing.T) {
+	c := client(t)
+	ns := namespace(t, c)
+	ctx := context.Background()
+	three := int32(3)
+	sel, tpl := podTemplate("web")
+	if _, err := c.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: appsv1.DeploymentSpec{Replicas: &three, Selector: sel, Template: tpl}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	web := remediate.Workload{Kind: "Deployment", Namespace: ns, Name: "web", Replicas: 3, IdleReplicas: 1}
+	fc := newFakeCluster()
+	decision := func() remediate.Decision {
+		d := fc.m.Desired()
+		return remediate.Decision{Gen: d.Gen, Active: d.Active}
+	}
+	on := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 5, MaxPerHour: 10}
+	fc.failoverToBackup(t)
+	fc.propose(t, failover.Failback{Actor: "alice", Reason: "primary back", Force: true}.Command())
+
+	if got := summary(pass(t, fc, NewBackupWarmup(c, []remediate.Workload{web}, decision), on)); len(got) != 0 {
+		t.Fatalf("without the option: got %q, want nothing", got)
+	}
+	r := NewBackupWarmup(c, []remediate.Workload{web}, decision).WithScaleDown(true)
+	want := []string{"planned scale-down deployment/" + ns + "/web", "applied scale-down deployment/" + ns + "/web"}
+	if got := summary(pass(t, fc, r, on)); !eqStrings(got, want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	if s, _, _ := replicas(t, c, web); s != 1 {
+		t.Fatalf("web: got %d replicas, want idle 1", s)
+	}
+	if got := summary(pass(t, fc, r, on)); len(got) != 0 {
+		t.Fatalf("repeated pass: got %q, want nothing", got)
+	}
+}
