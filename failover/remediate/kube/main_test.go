@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"github.com/drwatch/drwatch/failover/remediate/remediatetest"
 	"os"
 	"sync"
 	"testing"
@@ -141,77 +142,18 @@ func pod(t *testing.T, c kubernetes.Interface, ns, name, nodeName string, lbls m
 	return p
 }
 
-// fakeCluster is the replicated log in one process, in front of a real
-// failover.Machine, as in the remediate package's tests.
-type fakeCluster struct {
-	mu  sync.Mutex
-	m   *failover.Machine
-	idx uint64
-}
+// The replicated log, the pass helper and the record summary are shared by
+// every remediator's tests (remediatetest).
+type fakeCluster = remediatetest.Log
 
-func (c *fakeCluster) VerifyLeader(context.Context) error { return nil }
+func newFakeCluster() *fakeCluster { return remediatetest.NewLog() }
 
-func (c *fakeCluster) Propose(_ context.Context, cmd []byte) ([]byte, uint64, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	b, err := failover.Stamp(cmd, time.Now().UnixNano())
-	if err != nil {
-		return nil, 0, err
-	}
-	c.idx++
-	return c.m.Apply(c.idx, b), c.idx, nil
-}
-
-func (c *fakeCluster) propose(t *testing.T, cmd failover.Command) {
-	t.Helper()
-	b, err := failover.Encode(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, _, _ := c.Propose(context.Background(), b)
-	if _, err := failover.DecodeResponse(resp); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func newFakeCluster() *fakeCluster { return &fakeCluster{m: failover.New()} }
-
-// failoverToBackup makes a (forced) decision for the backup and returns its gen.
-func (c *fakeCluster) failoverToBackup(t *testing.T) uint64 {
-	t.Helper()
-	refs := []failover.ProbeRef{{Name: "p", Critical: true}}
-	c.propose(t, failover.SetPolicy{Policy: failover.Policy{Nodes: []string{"a", "b", "c"}, Quorum: 2, Fall: 3, Rise: 2,
-		Interval: time.Second, Sites: map[failover.Site]failover.SitePolicy{failover.Primary: {Probes: refs}, failover.Backup: {Probes: refs}},
-		Zone:    "example.org.",
-		Records: []failover.Record{{Name: "www", Type: "A", TTL: 60, Primary: []string{"192.0.2.1"}, Backup: []string{"192.0.2.2"}}}}}.Command())
-	c.propose(t, failover.Failover{To: failover.Backup, Force: true, Actor: "alice", Reason: "drill"}.Command())
-	return c.m.Desired().Gen
-}
-
-// pass runs one Runner pass with r in the given settings and returns the
-// records it added.
 func pass(t *testing.T, c *fakeCluster, r remediate.Remediator, s remediate.Settings) []failover.RemediationRecord {
 	t.Helper()
-	before := len(c.m.Remediations())
-	run, err := remediate.NewRunner(remediate.RunnerConfig{Node: "a", Cluster: c, State: c.m,
-		Remediators: []remediate.Entry{{Remediator: r, Settings: s}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep := run.Pass(context.Background()); rep.Err != nil {
-		t.Fatalf("pass: %v", rep.Err)
-	}
-	return c.m.Remediations()[before:]
+	return remediatetest.Pass(t, c, r, s)
 }
 
-// summary renders records as "result target" lines, in order.
-func summary(recs []failover.RemediationRecord) []string {
-	out := []string{}
-	for _, r := range recs {
-		out = append(out, r.Result+" "+r.Verb+" "+r.Target)
-	}
-	return out
-}
+func summary(recs []failover.RemediationRecord) []string { return remediatetest.Summary(recs) }
 
 func eqStrings(a, b []string) bool {
 	if len(a) != len(b) {

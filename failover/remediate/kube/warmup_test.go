@@ -58,7 +58,7 @@ func TestBackupWarmup(t *testing.T) {
 	db := remediate.Workload{Kind: "StatefulSet", Namespace: ns, Name: "db", Replicas: 2}
 	fc := newFakeCluster()
 	decision := func() remediate.Decision {
-		d := fc.m.Desired()
+		d := fc.M.Desired()
 		return remediate.Decision{Gen: d.Gen, Active: d.Active}
 	}
 	r := NewBackupWarmup(c, []remediate.Workload{web, db}, decision)
@@ -78,7 +78,7 @@ func TestBackupWarmup(t *testing.T) {
 			t.Fatal("workloads changed without a failover")
 		}
 	})
-	gen := fc.failoverToBackup(t)
+	gen := fc.FailoverToBackup(t)
 	t.Run("dry-run writes nothing", func(t *testing.T) {
 		before := rvs()
 		got := summary(pass(t, fc, r, remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5}))
@@ -167,7 +167,7 @@ func TestBackupWarmup(t *testing.T) {
 			t.Fatalf("missing workload: got %v %q %v, want not ready, not found", ok, detail, err)
 		}
 	})
-	if fc.m.Desired().Active != failover.Backup {
+	if fc.M.Desired().Active != failover.Backup {
 		t.Fatal("decision lost")
 	}
 }
@@ -187,12 +187,12 @@ func TestBackupWarmupScaleDownAtFailback(t *testing.T) {
 	web := remediate.Workload{Kind: "Deployment", Namespace: ns, Name: "web", Replicas: 3, IdleReplicas: 1}
 	fc := newFakeCluster()
 	decision := func() remediate.Decision {
-		d := fc.m.Desired()
+		d := fc.M.Desired()
 		return remediate.Decision{Gen: d.Gen, Active: d.Active}
 	}
 	on := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 5, MaxPerHour: 10}
-	fc.failoverToBackup(t)
-	fc.propose(t, failover.Failback{Actor: "alice", Reason: "primary back", Force: true}.Command())
+	fc.FailoverToBackup(t)
+	fc.Step(t, failover.Failback{Actor: "alice", Reason: "primary back", Force: true}.Command())
 
 	if got := summary(pass(t, fc, NewBackupWarmup(c, []remediate.Workload{web}, decision), on)); len(got) != 0 {
 		t.Fatalf("without the option: got %q, want nothing", got)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/drwatch/drwatch/failover/remediate/remediatetest"
 	"log/slog"
 	"os"
 	"sync"
@@ -99,53 +100,18 @@ func remediator(t *testing.T, s *openstacktest.Stack, cloud string, ids []string
 	return r
 }
 
-// fakeCluster is the replicated log in one process, in front of a real
-// failover.Machine, as in the remediate package's tests.
-type fakeCluster struct {
-	mu  sync.Mutex
-	m   *failover.Machine
-	idx uint64
-}
+// The replicated log, the pass helper and the record summary are shared by
+// every remediator's tests (remediatetest).
+type fakeCluster = remediatetest.Log
 
-func newFakeCluster() *fakeCluster { return &fakeCluster{m: failover.New()} }
+func newFakeCluster() *fakeCluster { return remediatetest.NewLog() }
 
-func (c *fakeCluster) VerifyLeader(context.Context) error { return nil }
-
-func (c *fakeCluster) Propose(_ context.Context, cmd []byte) ([]byte, uint64, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	b, err := failover.Stamp(cmd, time.Now().UnixNano())
-	if err != nil {
-		return nil, 0, err
-	}
-	c.idx++
-	return c.m.Apply(c.idx, b), c.idx, nil
-}
-
-// pass runs one Runner pass with r in settings s and returns the records
-// it added.
 func pass(t *testing.T, c *fakeCluster, r remediate.Remediator, s remediate.Settings) []failover.RemediationRecord {
 	t.Helper()
-	before := len(c.m.Remediations())
-	run, err := remediate.NewRunner(remediate.RunnerConfig{Node: "a", Cluster: c, State: c.m,
-		Remediators: []remediate.Entry{{Remediator: r, Settings: s}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep := run.Pass(context.Background()); rep.Err != nil {
-		t.Fatalf("pass: %v", rep.Err)
-	}
-	return c.m.Remediations()[before:]
+	return remediatetest.Pass(t, c, r, s)
 }
 
-// summary renders records as "result verb target" lines, in order.
-func summary(recs []failover.RemediationRecord) []string {
-	out := []string{}
-	for _, r := range recs {
-		out = append(out, r.Result+" "+r.Verb+" "+r.Target)
-	}
-	return out
-}
+func summary(recs []failover.RemediationRecord) []string { return remediatetest.Summary(recs) }
 
 func eqStrings(a, b []string) bool {
 	if len(a) != len(b) {

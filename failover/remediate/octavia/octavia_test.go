@@ -268,7 +268,7 @@ func TestRunnerDryRunCapRepeat(t *testing.T) {
 	if got = summary(pass(t, c, r, on)); len(got) != 0 {
 		t.Fatalf("pass after success: got %q, want no records", got)
 	}
-	for _, rec := range c.m.Remediations() {
+	for _, rec := range c.M.Remediations() {
 		if rec.Name != Name {
 			t.Fatalf("got record name %q, want %q", rec.Name, Name)
 		}

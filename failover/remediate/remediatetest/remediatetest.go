@@ -1,0 +1,91 @@
+// Package remediatetest holds what every remediator's tests share: a
+// one-process replicated log in front of a real failover.Machine, and a
+// helper that runs one Runner pass and returns the records it added.
+package remediatetest
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/failover/remediate"
+)
+
+// Log is the replicated log in one process: every proposal is stamped with
+// the time and applied to M in order, as a one-node cluster would. It
+// satisfies remediate.Cluster.
+type Log struct {
+	mu  sync.Mutex
+	M   *failover.Machine
+	idx uint64
+}
+
+// NewLog returns an empty log.
+func NewLog() *Log { return &Log{M: failover.New()} }
+
+// VerifyLeader implements remediate.Cluster: this log always leads.
+func (c *Log) VerifyLeader(context.Context) error { return nil }
+
+// Propose implements remediate.Cluster.
+func (c *Log) Propose(_ context.Context, cmd []byte) ([]byte, uint64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, err := failover.Stamp(cmd, time.Now().UnixNano())
+	if err != nil {
+		return nil, 0, err
+	}
+	c.idx++
+	return c.M.Apply(c.idx, b), c.idx, nil
+}
+
+// Step proposes cmd and fails t if the core rejects it.
+func (c *Log) Step(t testing.TB, cmd failover.Command) {
+	t.Helper()
+	b, err := failover.Encode(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, _, _ := c.Propose(context.Background(), b)
+	if _, err := failover.DecodeResponse(resp); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// FailoverToBackup sets a small policy and makes a forced decision for the
+// backup; it returns the decision's generation.
+func (c *Log) FailoverToBackup(t testing.TB) uint64 {
+	t.Helper()
+	refs := []failover.ProbeRef{{Name: "p", Critical: true}}
+	c.Step(t, failover.SetPolicy{Policy: failover.Policy{Nodes: []string{"a", "b", "c"}, Quorum: 2, Fall: 3, Rise: 2,
+		Interval: time.Second, Sites: map[failover.Site]failover.SitePolicy{failover.Primary: {Probes: refs}, failover.Backup: {Probes: refs}},
+		Zone:    "example.org.",
+		Records: []failover.Record{{Name: "www", Type: "A", TTL: 60, Primary: []string{"192.0.2.1"}, Backup: []string{"192.0.2.2"}}}}}.Command())
+	c.Step(t, failover.Failover{To: failover.Backup, Force: true, Actor: "alice", Reason: "drill"}.Command())
+	return c.M.Desired().Gen
+}
+
+// Pass runs one Runner pass of r in settings s and returns the records it added.
+func Pass(t testing.TB, c *Log, r remediate.Remediator, s remediate.Settings) []failover.RemediationRecord {
+	t.Helper()
+	before := len(c.M.Remediations())
+	run, err := remediate.NewRunner(remediate.RunnerConfig{Node: "a", Cluster: c, State: c.M,
+		Remediators: []remediate.Entry{{Remediator: r, Settings: s}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := run.Pass(context.Background()); rep.Err != nil {
+		t.Fatalf("pass: %v", rep.Err)
+	}
+	return c.M.Remediations()[before:]
+}
+
+// Summary renders records as "result verb target" lines, in order.
+func Summary(recs []failover.RemediationRecord) []string {
+	out := []string{}
+	for _, r := range recs {
+		out = append(out, r.Result+" "+r.Verb+" "+r.Target)
+	}
+	return out
+}
