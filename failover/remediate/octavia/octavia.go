@@ -2,13 +2,10 @@ package octavia
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -16,7 +13,6 @@ import (
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
-	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 )
 
@@ -327,7 +323,7 @@ func (s *StuckLB) follow(ctx context.Context, client *gophercloud.ServiceClient,
 // client authenticates with Keystone and returns a load-balancer client;
 // done releases its connections.
 func (s *StuckLB) client(ctx context.Context) (*gophercloud.ServiceClient, func(), error) {
-	ao, eo, tlsCfg, err := authOptions(s.cfg.OpenStackAuth)
+	ao, eo, tlsCfg, err := s.cfg.OpenStackAuth.Options()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -356,73 +352,4 @@ func (s *StuckLB) client(ctx context.Context) (*gophercloud.ServiceClient, func(
 		return nil, nil, fmt.Errorf("octavia endpoint: %w", err)
 	}
 	return client, done, nil
-}
-
-// authOptions builds the Keystone credentials and catalog options, reading
-// the credential files. Errors name files, never their content.
-func authOptions(a remediate.OpenStackAuth) (gophercloud.AuthOptions, gophercloud.EndpointOpts, *tls.Config, error) {
-	var none gophercloud.AuthOptions
-	switch {
-	case a.Cloud != "":
-		opts := []clouds.ParseOption{clouds.WithCloudName(a.Cloud)}
-		if a.CloudsFile != "" {
-			if _, err := os.Stat(a.CloudsFile); err != nil {
-				return none, gophercloud.EndpointOpts{}, nil, fmt.Errorf("clouds file: %w", err)
-			}
-			opts = append(opts, clouds.WithLocations(a.CloudsFile))
-		}
-		if a.Region != "" {
-			opts = append(opts, clouds.WithRegion(a.Region))
-		}
-		ao, eo, tlsCfg, err := clouds.Parse(opts...)
-		if err != nil {
-			return none, gophercloud.EndpointOpts{}, nil, fmt.Errorf("clouds.yaml: %w", err)
-		}
-		if ao.IdentityEndpoint == "" {
-			return none, gophercloud.EndpointOpts{}, nil, fmt.Errorf("clouds.yaml: cloud %q has no auth_url", a.Cloud)
-		}
-		return ao, eo, tlsCfg, nil
-	case a.AuthURL != "":
-		id, err := readSecret(a.ApplicationCredentialIDFile)
-		if err != nil {
-			return none, gophercloud.EndpointOpts{}, nil, fmt.Errorf("application credential id: %w", err)
-		}
-		secret, err := readSecret(a.ApplicationCredentialSecretFile)
-		if err != nil {
-			return none, gophercloud.EndpointOpts{}, nil, fmt.Errorf("application credential secret: %w", err)
-		}
-		var tlsCfg *tls.Config
-		if a.CAFile != "" {
-			pem, err := os.ReadFile(a.CAFile)
-			if err != nil {
-				return none, gophercloud.EndpointOpts{}, nil, fmt.Errorf("ca file: %w", err)
-			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				return none, gophercloud.EndpointOpts{}, nil, fmt.Errorf("ca file %s: no PEM certificates", a.CAFile)
-			}
-			tlsCfg = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-		}
-		return gophercloud.AuthOptions{IdentityEndpoint: a.AuthURL, ApplicationCredentialID: id, ApplicationCredentialSecret: secret},
-			gophercloud.EndpointOpts{Region: a.Region, Availability: gophercloud.AvailabilityPublic}, tlsCfg, nil
-	}
-	return none, gophercloud.EndpointOpts{}, nil, errors.New("need cloud, or auth_url with application credential files")
-}
-
-func readSecret(path string) (string, error) {
-	if path == "" {
-		return "", errors.New("file not set")
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", err
-	}
-	v := strings.TrimSpace(string(b))
-	if v == "" {
-		return "", fmt.Errorf("%s is empty", path)
-	}
-	if strings.ContainsAny(v, "\r\n") {
-		return "", fmt.Errorf("%s has more than one line", path)
-	}
-	return v, nil
 }

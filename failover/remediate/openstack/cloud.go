@@ -2,13 +2,10 @@ package openstack
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/netip"
-	"os"
 	"regexp"
 	"sort"
 	"strings"
@@ -18,7 +15,6 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
-	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
 )
 
 // Clients are the Neutron (network v2.0) and Nova (compute v2.1) clients
@@ -33,7 +29,7 @@ type Clients struct {
 // compute endpoints. The provider re-authenticates when the token expires.
 // Errors never contain the secret.
 func NewClients(ctx context.Context, cfg remediate.OpenStackAuth) (*Clients, error) {
-	ao, eo, tlsCfg, err := authOptions(cfg)
+	ao, eo, tlsCfg, err := cfg.Options()
 	if err != nil {
 		return nil, err
 	}
@@ -56,67 +52,6 @@ func NewClients(ctx context.Context, cfg remediate.OpenStackAuth) (*Clients, err
 		return nil, fmt.Errorf("compute endpoint: %w", err)
 	}
 	return &Clients{Network: net, Compute: comp}, nil
-}
-
-// authOptions mirrors the octavia probe's credential handling.
-func authOptions(s remediate.OpenStackAuth) (gophercloud.AuthOptions, gophercloud.EndpointOpts, *tls.Config, error) {
-	var none gophercloud.AuthOptions
-	switch {
-	case s.Cloud != "" && s.AuthURL != "":
-		return none, gophercloud.EndpointOpts{}, nil, errors.New("cloud and auth_url are exclusive")
-	case s.Cloud != "":
-		opts := []clouds.ParseOption{clouds.WithCloudName(s.Cloud)}
-		if s.CloudsFile != "" {
-			opts = append(opts, clouds.WithLocations(s.CloudsFile))
-		}
-		if s.Region != "" {
-			opts = append(opts, clouds.WithRegion(s.Region))
-		}
-		ao, eo, tlsCfg, err := clouds.Parse(opts...)
-		if err != nil {
-			return none, gophercloud.EndpointOpts{}, nil, fmt.Errorf("clouds.yaml: %w", err)
-		}
-		return ao, eo, tlsCfg, nil
-	case s.AuthURL != "":
-		id, err := readSecret(s.ApplicationCredentialIDFile)
-		if err != nil {
-			return none, gophercloud.EndpointOpts{}, nil, fmt.Errorf("application credential id: %w", err)
-		}
-		secret, err := readSecret(s.ApplicationCredentialSecretFile)
-		if err != nil {
-			return none, gophercloud.EndpointOpts{}, nil, fmt.Errorf("application credential secret: %w", err)
-		}
-		var tlsCfg *tls.Config
-		if s.CAFile != "" {
-			pem, err := os.ReadFile(s.CAFile)
-			if err != nil {
-				return none, gophercloud.EndpointOpts{}, nil, fmt.Errorf("ca file: %w", err)
-			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				return none, gophercloud.EndpointOpts{}, nil, fmt.Errorf("ca file %s: no PEM certificates", s.CAFile)
-			}
-			tlsCfg = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-		}
-		return gophercloud.AuthOptions{IdentityEndpoint: s.AuthURL, ApplicationCredentialID: id, ApplicationCredentialSecret: secret},
-			gophercloud.EndpointOpts{Region: s.Region, Availability: gophercloud.AvailabilityPublic}, tlsCfg, nil
-	}
-	return none, gophercloud.EndpointOpts{}, nil, errors.New("need cloud, or auth_url with application credential files")
-}
-
-func readSecret(path string) (string, error) {
-	if path == "" {
-		return "", errors.New("file not set")
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", err
-	}
-	v := strings.TrimSpace(string(b))
-	if v == "" || strings.ContainsAny(v, "\r\n") {
-		return "", fmt.Errorf("%s must hold exactly one non-empty line", path)
-	}
-	return v, nil
 }
 
 // Instance is one Nova server of the cluster, as the remediators see it.
