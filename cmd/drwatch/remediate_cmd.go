@@ -150,15 +150,16 @@ func (p *remediatePlanCmd) Run(ctx context.Context, w, errw io.Writer, name stri
 	if err != nil {
 		return err
 	}
-	cloud, instances, err := node.CloudRemediators(cfg, clients, slog.New(slog.DiscardHandler), nil)
+	cloud, err := node.CloudRemediators(cfg, clients, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		return err
 	}
-	entries, err := kube.Entries(cfg, clients, instances, func() remediate.Decision { return decision }, nil)
+	instances := cloud.Instances
+	entries, err := kube.Entries(cfg, clients, instances, cloud.Rebooter, func() remediate.Decision { return decision }, nil)
 	if err != nil {
 		return err
 	}
-	entries = append(entries, cloud...)
+	entries = append(entries, cloud.Entries...)
 	if len(entries) == 0 {
 		fmt.Fprintln(w, "no remediation is enabled (every mode is off); name one to plan it anyway")
 		return nil

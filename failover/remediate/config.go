@@ -57,6 +57,9 @@ type OrphanedPodsConfig struct {
 	Settings `yaml:",inline"`
 	Site     string        `yaml:"site" doc:"Which site's cluster to watch: primary (default) or backup."`
 	After    time.Duration `yaml:"terminating_for" doc:"How long past its grace period a pod may stay Terminating before it is force-deleted (default 10m)."`
+	// RebootNode also cordons the node the pods were stuck on and reboots
+	// it through Nova (stale volume mounts), once per episode. Off by default.
+	RebootNode bool `yaml:"reboot_node" doc:"Also cordon the node the pods were stuck on and soft-reboot it through Nova, once per episode (off by default; needs remediations.openstack for the same site)."`
 }
 
 // BackupWarmupConfig configures backup-warmup.

@@ -87,9 +87,18 @@ func (l *lazyRemediator) Apply(ctx context.Context, a remediate.Action) error {
 	return r.Apply(ctx, a)
 }
 
-// lazyInstances is Nova's instance check for dead-node-out-of-service; until
-// the cloud answers, every instance is UNKNOWN, so no node is tainted.
+// lazyInstances is Nova's instance check for dead-node-out-of-service and its
+// node rebooter for orphaned-pods; until the cloud answers, every instance
+// is UNKNOWN, so no node is tainted, and no node is rebooted.
 type lazyInstances struct{ clients *lazyClients }
+
+func (l lazyInstances) RebootNode(ctx context.Context, node *corev1.Node) error {
+	c, err := l.clients.get(ctx)
+	if err != nil {
+		return err
+	}
+	return openstack.NewNovaInstances(c).RebootNode(ctx, node)
+}
 
 func (l lazyInstances) InstanceState(ctx context.Context, node *corev1.Node) (kube.InstanceState, error) {
 	c, err := l.clients.get(ctx)
@@ -100,35 +109,48 @@ func (l lazyInstances) InstanceState(ctx context.Context, node *corev1.Node) (ku
 }
 
 // cloudRemediators builds the OpenStack repairs the config enables.
-func cloudRemediators(c *config.Config, clients kube.Clients, log *slog.Logger, now func() time.Time) ([]remediate.Entry, kube.InstanceChecker, error) {
+func cloudRemediators(c *config.Config, clients kube.Clients, log *slog.Logger, now func() time.Time) (Cloud, error) {
 	return CloudRemediators(c.Remediations, clients, log, now)
+}
+
+// Cloud is what the OpenStack side gives the remediations.
+type Cloud struct {
+	Entries []remediate.Entry
+	// Instances is Nova's instance check for dead-node (nil: no cloud for its site).
+	Instances kube.InstanceChecker
+	// Rebooter reboots nodes for orphaned-pods (nil: no cloud for its site).
+	Rebooter kube.NodeRebooter
 }
 
 // CloudRemediators builds the OpenStack repairs r enables, and the instance
 // check dead-node uses (nil when no cloud is configured). Nothing here
 // touches the cloud: clients authenticate on first use. kubeClients give
 // never-ready-instances its node readiness (the site openstack.site names).
-func CloudRemediators(r remediate.Config, kubeClients kube.Clients, log *slog.Logger, now func() time.Time) ([]remediate.Entry, kube.InstanceChecker, error) {
+func CloudRemediators(r remediate.Config, kubeClients kube.Clients, log *slog.Logger, now func() time.Time) (Cloud, error) {
 	r = r.WithDefaults()
 	var out []remediate.Entry
 	if o := r.OctaviaStuckLB; o.Mode.Enabled() {
 		lb, err := octavia.New(o, log.With("remediation", octavia.Name))
 		if err != nil {
-			return nil, nil, fmt.Errorf("remediations.octavia_stuck_lb: %w", err)
+			return Cloud{}, fmt.Errorf("remediations.octavia_stuck_lb: %w", err)
 		}
 		out = append(out, remediate.Entry{Remediator: lb, Settings: o.Settings})
 	}
 	os := r.OpenStack
 	if os.AuthURL == "" && os.Cloud == "" {
-		return out, nil, nil
+		return Cloud{Entries: out}, nil
 	}
 	clients := &lazyClients{auth: os.OpenStackAuth}
-	var instances kube.InstanceChecker
+	res := Cloud{}
 	if os.Site == r.DeadNodeOutOfService.Site {
-		instances = lazyInstances{clients: clients}
+		res.Instances = lazyInstances{clients: clients}
+	}
+	if os.Site == r.OrphanedPods.Site {
+		res.Rebooter = lazyInstances{clients: clients}
 	}
 	if !os.Enabled() {
-		return out, instances, nil
+		res.Entries = out
+		return res, nil
 	}
 	// Entries validates the section and picks what is enabled; build it
 	// once with no clients to learn the names and settings, then defer the
@@ -145,7 +167,7 @@ func CloudRemediators(r remediate.Config, kubeClients kube.Clients, log *slog.Lo
 				kc = kubeClients.Backup
 			}
 			if kc == nil {
-				return nil, nil, fmt.Errorf("remediations.openstack.never_ready_instances needs the %s site's kubernetes client (remediations.kubernetes.%s)", os.Site, os.Site)
+				return Cloud{}, fmt.Errorf("remediations.openstack.never_ready_instances needs the %s site's kubernetes client (remediations.kubernetes.%s)", os.Site, os.Site)
 			}
 			readiness = openstack.NewKubeReadiness(kc)
 		}
@@ -164,7 +186,8 @@ func CloudRemediators(r remediate.Config, kubeClients kube.Clients, log *slog.Lo
 				return nil, fmt.Errorf("%s not built", name)
 			}}})
 	}
-	return out, instances, nil
+	res.Entries = out
+	return res, nil
 }
 
 func cloudSettings(o remediate.OpenStackClusterConfig, name string) (remediate.Settings, bool) {

@@ -120,7 +120,8 @@ func TestCloudRemediatorsStartWithoutTheCloud(t *testing.T) {
 	o.ApplicationCredentialIDFile, o.ApplicationCredentialSecretFile = filepath.Join(dir, "id"), filepath.Join(dir, "secret")
 	o.RouterID, o.PodCIDR, o.InstanceNamePrefix = "r1", "198.19.0.0/16", "k-"
 	o.NeutronRouteGC.Mode = "dry-run"
-	entries, instances, err := cloudRemediators(cfg, kube.Clients{}, slog.New(slog.DiscardHandler), time.Now)
+	cloud, err := cloudRemediators(cfg, kube.Clients{}, slog.New(slog.DiscardHandler), time.Now)
+	entries, instances := cloud.Entries, cloud.Instances
 	if err != nil {
 		t.Fatalf("got %v; a down cloud must not stop the node", err)
 	}

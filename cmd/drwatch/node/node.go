@@ -402,14 +402,14 @@ func remediators(c *config.Config, n *Node) ([]remediate.Entry, error) {
 		d := n.machine.Desired()
 		return remediate.Decision{Gen: d.Gen, Active: d.Active}
 	}
-	cloud, instances, err := cloudRemediators(c, clients, n.log, n.now)
+	cloud, err := cloudRemediators(c, clients, n.log, n.now)
 	if err != nil {
 		return nil, err
 	}
 	// Without a cloud instance check dead-node never taints (it fails closed).
-	entries, err := kube.Entries(r, clients, instances, decision, n.now)
+	entries, err := kube.Entries(r, clients, cloud.Instances, cloud.Rebooter, decision, n.now)
 	if err != nil {
 		return nil, err
 	}
-	return append(entries, cloud...), nil
+	return append(entries, cloud.Entries...), nil
 }

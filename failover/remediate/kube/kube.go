@@ -64,7 +64,10 @@ func (c Clients) site(s string) kubernetes.Interface {
 // (no cloud check yet: dead nodes are never tainted); decision feeds
 // backup-warmup; now may be nil. It fails if an enabled remediator's
 // cluster has no client.
-func Entries(cfg remediate.Config, clients Clients, instances InstanceChecker, decision func() remediate.Decision, now func() time.Time) ([]remediate.Entry, error) {
+//
+// rebooter serves orphaned_pods.reboot_node; enabling that option without
+// one is an error.
+func Entries(cfg remediate.Config, clients Clients, instances InstanceChecker, rebooter NodeRebooter, decision func() remediate.Decision, now func() time.Time) ([]remediate.Entry, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -82,13 +85,20 @@ func Entries(cfg remediate.Config, clients Clients, instances InstanceChecker, d
 		return nil
 	}
 	dn, dt, op, bw := cfg.DeadNodeOutOfService, cfg.DrainTrap, cfg.OrphanedPods, cfg.BackupWarmup
+	if op.Mode.Enabled() && op.RebootNode && rebooter == nil {
+		return nil, fmt.Errorf("remediations.orphaned_pods.reboot_node needs remediations.openstack for the %s site (Nova reboots the node)", op.Site)
+	}
 	err := errors.Join(
 		add(DeadNodeName, dn.Site, dn.Settings, func(c kubernetes.Interface) remediate.Remediator {
 			return NewDeadNode(c, instances, dn.After, now)
 		}),
 		add(DrainTrapName, dt.Site, dt.Settings, func(c kubernetes.Interface) remediate.Remediator { return NewDrainTrap(c) }),
 		add(OrphanedPodsName, op.Site, op.Settings, func(c kubernetes.Interface) remediate.Remediator {
-			return NewOrphanedPods(c, op.After, now)
+			o := NewOrphanedPods(c, op.After, now)
+			if op.RebootNode && rebooter != nil {
+				o.WithReboot(rebooter)
+			}
+			return o
 		}),
 		add(BackupWarmupName, "backup", bw.Settings, func(c kubernetes.Interface) remediate.Remediator {
 			if decision == nil {

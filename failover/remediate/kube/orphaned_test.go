@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -104,4 +105,71 @@ func TestOrphanedPods(t *testing.T) {
 			t.Fatalf("got resourceVersions %v, want unchanged %v", after, before)
 		}
 	})
+}
+
+// recordingRebooter stands in for Nova at this boundary: the Nova side is
+// tested against the OpenStack simulator in failover/remediate/openstack.
+type recordingRebooter struct {
+	mu    sync.Mutex
+	nodes []string
+}
+
+func (r *recordingRebooter) RebootNode(_ context.Context, n *corev1.Node) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.nodes = append(r.nodes, n.Name)
+	return nil
+}
+
+func (r *recordingRebooter) rebooted() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.nodes...)
+}
+
+// Opt-in: the node orphaned pods were stuck on is cordoned and rebooted,
+// once per episode; never without the option; dry-run touches nothing.
+func TestOrphanedPodsCordonAndReboot(t *testing.T) {
+	c := client(t)
+	ns := namespace(t, c)
+	node(t, c, "w1", corev1.ConditionTrue, time.Now(), false)
+	node(t, c, "w2", corev1.ConditionTrue, time.Now(), false)
+	pod(t, c, ns, "stuck", "w1", nil, true)
+	pod(t, c, ns, "fine", "w2", nil, true)
+	terminate(t, c, ns, "stuck", 30)
+	later := func() time.Time { return time.Now().Add(time.Hour) }
+	fc := newFakeCluster()
+	rb := &recordingRebooter{}
+	on := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 5, MaxPerHour: 10}
+
+	// Its own log: a repeated dry-run record with the same reason is not recorded twice.
+	if got := summary(pass(t, newFakeCluster(), NewOrphanedPods(c, 10*time.Minute, later), remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5})); !eqStrings(got, []string{"dry_run force-delete pod/" + ns + "/stuck"}) {
+		t.Fatalf("without the option: got %q, want only the pod", got)
+	}
+	r := NewOrphanedPods(c, 10*time.Minute, later).WithReboot(rb)
+	before := nodeVersions(t, c, "w1", "w2")
+	if got := summary(pass(t, fc, r, remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5})); !eqStrings(got, []string{"dry_run force-delete pod/" + ns + "/stuck", "dry_run cordon-reboot node/w1"}) {
+		t.Fatalf("dry-run: got %q", got)
+	}
+	if after := nodeVersions(t, c, "w1", "w2"); !eqMaps(before, after) || len(rb.rebooted()) != 0 {
+		t.Fatal("dry-run cordoned or rebooted")
+	}
+	want := []string{"planned force-delete pod/" + ns + "/stuck", "applied force-delete pod/" + ns + "/stuck",
+		"planned cordon-reboot node/w1", "applied cordon-reboot node/w1"}
+	if got := summary(pass(t, fc, r, on)); !eqStrings(got, want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	w1, err := c.CoreV1().Nodes().Get(context.Background(), "w1", metav1.GetOptions{})
+	if err != nil || !w1.Spec.Unschedulable {
+		t.Fatalf("w1 not cordoned: %v", err)
+	}
+	if got := rb.rebooted(); !eqStrings(got, []string{"w1"}) {
+		t.Fatalf("rebooted %q, want only w1", got)
+	}
+	if got := summary(pass(t, fc, r, on)); len(got) != 0 {
+		t.Fatalf("repeated pass: got %q, want nothing", got)
+	}
+	if len(rb.rebooted()) != 1 {
+		t.Fatal("w1 rebooted twice for one episode")
+	}
 }

@@ -67,6 +67,40 @@ func (n *NovaInstances) InstanceState(ctx context.Context, node *corev1.Node) (k
 	return stateOf(all[0].Status), nil
 }
 
+// RebootNode implements kube.NodeRebooter: a soft reboot of the node's
+// server, found by providerID (openstack:///<id>) or, without one, by its
+// exact name. Anything ambiguous is an error; nothing is rebooted then.
+func (n *NovaInstances) RebootNode(ctx context.Context, node *corev1.Node) error {
+	id := ""
+	if rest, ok := strings.CutPrefix(node.Spec.ProviderID, "openstack://"); ok {
+		id = rest[strings.LastIndex(rest, "/")+1:]
+	} else if node.Spec.ProviderID != "" {
+		return fmt.Errorf("node %s: providerID %q is not OpenStack's", node.Name, node.Spec.ProviderID)
+	} else {
+		pages, err := servers.List(n.compute, servers.ListOpts{Name: "^" + regexp.QuoteMeta(node.Name) + "$"}).AllPages(ctx)
+		if err != nil {
+			return fmt.Errorf("list servers named %s: %w", node.Name, err)
+		}
+		all, err := servers.ExtractServers(pages)
+		if err != nil {
+			return fmt.Errorf("decode servers: %w", err)
+		}
+		if len(all) != 1 {
+			return fmt.Errorf("node %s: %d servers carry its name; not rebooting", node.Name, len(all))
+		}
+		id = all[0].ID
+	}
+	if id == "" {
+		return fmt.Errorf("node %s: providerID %q has no server ID", node.Name, node.Spec.ProviderID)
+	}
+	if err := servers.Reboot(ctx, n.compute, id, servers.RebootOpts{Type: servers.SoftReboot}).ExtractErr(); err != nil {
+		return fmt.Errorf("soft reboot of server %s: %w", id, err)
+	}
+	return nil
+}
+
+var _ kube.NodeRebooter = (*NovaInstances)(nil)
+
 func stateOf(status string) kube.InstanceState {
 	switch status {
 	case "ACTIVE":

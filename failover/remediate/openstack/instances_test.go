@@ -112,3 +112,44 @@ func TestEntries(t *testing.T) {
 		}
 	})
 }
+
+func TestNovaRebootNode(t *testing.T) {
+	s, c := simClients(t)
+	node(s, "vm-a", "k-a", "ACTIVE", "10.180.0.1", t0, nil)
+	node(s, "vm-n", "k-named", "ACTIVE", "10.180.0.2", t0, nil)
+	node(s, "vm-d1", "k-dup", "ACTIVE", "10.180.0.3", t0, nil)
+	node(s, "vm-d2", "k-dup", "ACTIVE", "10.180.0.4", t0, nil)
+	ni := NewNovaInstances(c)
+	reboot := func(name, provider string) error {
+		return ni.RebootNode(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{ProviderID: provider}})
+	}
+	if err := reboot("k-a", "openstack:///vm-a"); err != nil {
+		t.Fatalf("by providerID: %v", err)
+	}
+	if err := reboot("k-named", ""); err != nil {
+		t.Fatalf("by name: %v", err)
+	}
+	reboots := func(id string) int {
+		n := 0
+		for _, a := range s.Actions(id) {
+			if a.Action == "reboot" {
+				n++
+			}
+		}
+		return n
+	}
+	for _, id := range []string{"vm-a", "vm-n"} {
+		if n := reboots(id); n != 1 {
+			t.Errorf("%s: got %d reboots, want 1", id, n)
+		}
+	}
+	if err := reboot("k-dup", ""); err == nil {
+		t.Error("two servers with the node's name: got nil error, want a refusal")
+	}
+	if err := reboot("k-aws", "aws:///eu-west-1a/i-1"); err == nil {
+		t.Error("non-OpenStack providerID: got nil error")
+	}
+	if n := reboots("vm-d1") + reboots("vm-d2"); n != 0 {
+		t.Errorf("an ambiguous name rebooted %d servers", n)
+	}
+}
