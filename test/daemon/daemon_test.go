@@ -15,7 +15,7 @@ func TestStopKillsTheGroup(t *testing.T) {
 	dir := t.TempDir()
 	log := filepath.Join(dir, "d.log")
 	pidFile := filepath.Join(dir, "child.pid")
-	p, err := Start("/bin/sh", []string{"-c", `sh -c 'trap "" TERM; echo $$ > ` + pidFile + `; while :; do sleep 1; done' & echo started; wait`}, Options{LogPath: log})
+	p, err := Start("/bin/sh", []string{"-c", `echo started; sh -c 'trap "" TERM; echo $$ > ` + pidFile + `; while :; do sleep 1; done' & wait`}, Options{LogPath: log})
 	if err != nil {
 		t.Fatal(err)
 	}
