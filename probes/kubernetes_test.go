@@ -22,6 +22,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/drwatch/drwatch/test/kubetest"
 )
 
 const kubeReadyBody = `[+]ping ok
@@ -426,7 +428,7 @@ func TestProbeKubernetesNetworkErrors(t *testing.T) {
 // TestProbeKubernetesRealAPIServer runs the prober against a real
 // kube-apiserver and etcd (test/kubetest).
 func TestProbeKubernetesRealAPIServer(t *testing.T) {
-	c := kubeShared(t)
+	c := kubetest.Shared(t)
 	probe := func(ks KubernetesSpec) Result {
 		return ProbeKubernetes(t.Context(), Spec{Name: "kube", Type: "kubernetes", Timeout: 15 * time.Second, Kubernetes: &ks}, nil)
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drwatch/drwatch/test/openstacktest"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 )
 
@@ -428,7 +429,7 @@ func TestProbeOctaviaFake(t *testing.T) {
 // Octavia (test/openstacktest). Error and degraded states are written into
 // Octavia's database, as the noop drivers never produce them.
 func TestProbeOctaviaRealStack(t *testing.T) {
-	s := octaviaShared(t)
+	s := openstacktest.Shared(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	id, err := s.CreateLB(ctx, "probe-lb")

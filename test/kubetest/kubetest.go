@@ -13,7 +13,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"github.com/drwatch/drwatch/test/daemon"
 	"io"
 	"math/big"
 	"net"
@@ -26,6 +25,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/drwatch/drwatch/test/daemon"
 )
 
 // DefaultVersion is the kube-apiserver version the harness runs. Keep it in
@@ -138,7 +139,7 @@ func New(ctx context.Context, opts Options) (_ *Cluster, err error) {
 			c.Close()
 		}
 	}()
-	ports, err := freePorts(3)
+	ports, err := daemon.FreePorts(3)
 	if err != nil {
 		return nil, err
 	}
@@ -473,26 +474,4 @@ func randomHex(n int) string {
 		panic(err) // crypto/rand never fails on Linux
 	}
 	return hex.EncodeToString(b)
-}
-
-// freePorts returns n distinct free TCP ports on 127.0.0.1. The listeners
-// are closed before returning, so another process could take a port in
-// between; on a test machine that race is rare enough.
-func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("free port: %w", err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }

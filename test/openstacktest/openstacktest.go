@@ -14,11 +14,9 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"github.com/drwatch/drwatch/test/daemon"
 	"io"
 	"log/slog"
 	"math/big"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -30,6 +28,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/drwatch/drwatch/test/daemon"
 )
 
 // ErrNoBinary means a required program is not installed. Its message names
@@ -173,7 +173,7 @@ func New(ctx context.Context, opts Options) (_ *Stack, err error) {
 			s.Close()
 		}
 	}()
-	ports, err := freePorts(6)
+	ports, err := daemon.FreePorts(6)
 	if err != nil {
 		return nil, err
 	}
@@ -1156,24 +1156,4 @@ func currentUser() string {
 		return u.Username
 	}
 	return "root"
-}
-
-// freePorts returns n distinct free TCP ports on 127.0.0.1.
-func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("free port: %w", err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }

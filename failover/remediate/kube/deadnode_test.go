@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/failover/remediate/remediatetest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -60,11 +61,11 @@ func TestDeadNode(t *testing.T) {
 	cloud := fakeInstances{"dead-shutoff": InstanceShutoff, "dead-gone": InstanceGone, "recent": InstanceShutoff,
 		"nova-unknown": InstanceUnknown, "instance-active": InstanceActive, "ready": InstanceGone}
 	r := NewDeadNode(c, cloud, 5*time.Minute, nil)
-	fc := newFakeCluster()
+	fc := remediatetest.NewLog()
 
 	t.Run("dry-run writes nothing", func(t *testing.T) {
 		before := nodeVersions(t, c, all...)
-		got := summary(pass(t, fc, r, remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5}))
+		got := remediatetest.Summary(remediatetest.Pass(t, fc, r, remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5}))
 		want := []string{"dry_run taint node/dead-gone", "dry_run taint node/dead-shutoff"}
 		if !eqStrings(got, want) {
 			t.Fatalf("got %q, want %q", got, want)
@@ -75,7 +76,7 @@ func TestDeadNode(t *testing.T) {
 	})
 	on := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 1, MaxPerHour: 10}
 	t.Run("acts within the cap", func(t *testing.T) {
-		got := summary(pass(t, fc, r, on))
+		got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on))
 		want := []string{"planned taint node/dead-gone", "applied taint node/dead-gone", "skipped_cap taint node/dead-shutoff"}
 		if !eqStrings(got, want) {
 			t.Fatalf("got %q, want %q", got, want)
@@ -86,7 +87,7 @@ func TestDeadNode(t *testing.T) {
 		if ok, _ := taintOf(t, c, "dead-shutoff"); ok {
 			t.Fatal("dead-shutoff tainted past the per-pass cap")
 		}
-		got = summary(pass(t, fc, r, on))
+		got = remediatetest.Summary(remediatetest.Pass(t, fc, r, on))
 		want = []string{"planned taint node/dead-shutoff", "applied taint node/dead-shutoff"}
 		if !eqStrings(got, want) {
 			t.Fatalf("second pass: got %q, want %q", got, want)
@@ -99,7 +100,7 @@ func TestDeadNode(t *testing.T) {
 	})
 	t.Run("repeated pass is a no-op", func(t *testing.T) {
 		before := nodeVersions(t, c, all...)
-		if got := summary(pass(t, fc, r, on)); len(got) != 0 {
+		if got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on)); len(got) != 0 {
 			t.Fatalf("got records %q, want none", got)
 		}
 		if after := nodeVersions(t, c, all...); !eqMaps(before, after) {
@@ -112,7 +113,7 @@ func TestDeadNode(t *testing.T) {
 			t.Fatal(err)
 		}
 		setReady(t, c, n, corev1.ConditionTrue, time.Now())
-		got := summary(pass(t, fc, r, on))
+		got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on))
 		want := []string{"planned untaint node/dead-gone", "applied untaint node/dead-gone"}
 		if !eqStrings(got, want) {
 			t.Fatalf("got %q, want %q", got, want)
@@ -131,7 +132,7 @@ func TestDeadNode(t *testing.T) {
 		if _, err := c.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if got := summary(pass(t, fc, r, on)); len(got) != 0 {
+		if got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on)); len(got) != 0 {
 			t.Fatalf("got records %q, want none", got)
 		}
 		if ok, _ := taintOf(t, c, "operator-tainted"); !ok {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/failover/remediate/remediatetest"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -91,7 +92,7 @@ func TestDrainTrap(t *testing.T) {
 		return p.DeletionTimestamp != nil
 	}
 	r := NewDrainTrap(c)
-	fc := newFakeCluster()
+	fc := remediatetest.NewLog()
 
 	t.Run("plan names the PDB", func(t *testing.T) {
 		acts, err := r.Plan(ctx)
@@ -109,7 +110,7 @@ func TestDrainTrap(t *testing.T) {
 	})
 	t.Run("dry-run writes nothing", func(t *testing.T) {
 		before := podVersions()
-		got := summary(pass(t, fc, r, remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5}))
+		got := remediatetest.Summary(remediatetest.Pass(t, fc, r, remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5}))
 		want := []string{"dry_run delete pod/" + ns + "/ingress-0", "dry_run delete pod/" + ns + "/ingress-1"}
 		if !eqStrings(got, want) {
 			t.Fatalf("got %q, want %q", got, want)
@@ -120,7 +121,7 @@ func TestDrainTrap(t *testing.T) {
 	})
 	on := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 1, MaxPerHour: 10}
 	t.Run("acts within the cap", func(t *testing.T) {
-		got := summary(pass(t, fc, r, on))
+		got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on))
 		want := []string{"planned delete pod/" + ns + "/ingress-0", "applied delete pod/" + ns + "/ingress-0",
 			"skipped_cap delete pod/" + ns + "/ingress-1"}
 		if !eqStrings(got, want) {
@@ -129,7 +130,7 @@ func TestDrainTrap(t *testing.T) {
 		if !terminating("ingress-0") || terminating("ingress-1") {
 			t.Fatal("want ingress-0 deleted and ingress-1 kept by the cap")
 		}
-		pass(t, fc, r, on)
+		remediatetest.Pass(t, fc, r, on)
 		if !terminating("ingress-1") {
 			t.Fatal("ingress-1 not deleted by the second pass")
 		}
@@ -141,7 +142,7 @@ func TestDrainTrap(t *testing.T) {
 	})
 	t.Run("repeated pass is a no-op", func(t *testing.T) {
 		before := podVersions()
-		if got := summary(pass(t, fc, r, on)); len(got) != 0 {
+		if got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on)); len(got) != 0 {
 			t.Fatalf("got %q, want no records", got)
 		}
 		if after := podVersions(); !eqMaps(before, after) {

@@ -3,13 +3,11 @@ package kube
 import (
 	"context"
 	"fmt"
-	"github.com/drwatch/drwatch/failover/remediate/remediatetest"
 	"os"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/test/kubetest"
 	corev1 "k8s.io/api/core/v1"
@@ -19,37 +17,29 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// One real kube-apiserver (with etcd) for the package, started on first use.
-var (
-	kubeOnce    sync.Once
-	kubeCluster *kubetest.Cluster
-	kubeClient  kubernetes.Interface
-	kubeErr     error
-)
-
+// One real kube-apiserver (with etcd) for the package (kubetest.Shared),
+// started on first use and stopped by TestMain.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if kubeCluster != nil {
-		kubeCluster.Close()
-	}
+	kubetest.CloseShared()
 	os.Exit(code)
 }
+
+var (
+	kubeOnce   sync.Once
+	kubeClient kubernetes.Interface
+	kubeErr    error
+)
 
 // client returns a client of the package's API server, with no nodes left
 // from earlier tests (nodes are cluster-scoped, and the remediators list
 // them all).
 func client(t *testing.T) kubernetes.Interface {
 	t.Helper()
-	kubeOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		kubeCluster, kubeErr = kubetest.New(ctx, kubetest.Options{})
-		if kubeErr == nil {
-			kubeClient, kubeErr = NewClient(remediate.KubeCluster{Kubeconfig: kubeCluster.Kubeconfig})
-		}
-	})
+	cluster := kubetest.Shared(t)
+	kubeOnce.Do(func() { kubeClient, kubeErr = NewClient(remediate.KubeCluster{Kubeconfig: cluster.Kubeconfig}) })
 	if kubeErr != nil {
-		t.Fatalf("kube-apiserver: %v", kubeErr)
+		t.Fatalf("kube client: %v", kubeErr)
 	}
 	deleteAllNodes(t, kubeClient)
 	t.Cleanup(func() { deleteAllNodes(t, kubeClient) })
@@ -141,19 +131,6 @@ func pod(t *testing.T, c kubernetes.Interface, ns, name, nodeName string, lbls m
 	}
 	return p
 }
-
-// The replicated log, the pass helper and the record summary are shared by
-// every remediator's tests (remediatetest).
-type fakeCluster = remediatetest.Log
-
-func newFakeCluster() *fakeCluster { return remediatetest.NewLog() }
-
-func pass(t *testing.T, c *fakeCluster, r remediate.Remediator, s remediate.Settings) []failover.RemediationRecord {
-	t.Helper()
-	return remediatetest.Pass(t, c, r, s)
-}
-
-func summary(recs []failover.RemediationRecord) []string { return remediatetest.Summary(recs) }
 
 func eqStrings(a, b []string) bool {
 	if len(a) != len(b) {

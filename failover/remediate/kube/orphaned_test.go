@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/failover/remediate/remediatetest"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,7 +52,7 @@ func TestOrphanedPods(t *testing.T) {
 	// The remediator's clock runs an hour ahead: orphan-a and orphan-b have
 	// been Terminating ~1h past their 30 s grace period.
 	r := NewOrphanedPods(c, 10*time.Minute, func() time.Time { return time.Now().Add(time.Hour) })
-	fc := newFakeCluster()
+	fc := remediatetest.NewLog()
 	all := []string{"orphan-a", "orphan-b", "within-grace", "running"}
 	podVersions := func() map[string]string {
 		return versions(t, func(n string) (metav1.Object, error) {
@@ -61,7 +62,7 @@ func TestOrphanedPods(t *testing.T) {
 
 	t.Run("dry-run writes nothing", func(t *testing.T) {
 		before := podVersions()
-		got := summary(pass(t, fc, r, remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5}))
+		got := remediatetest.Summary(remediatetest.Pass(t, fc, r, remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5}))
 		want := []string{"dry_run force-delete pod/" + ns + "/orphan-a", "dry_run force-delete pod/" + ns + "/orphan-b"}
 		if !eqStrings(got, want) {
 			t.Fatalf("got %q, want %q", got, want)
@@ -72,7 +73,7 @@ func TestOrphanedPods(t *testing.T) {
 	})
 	on := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 1, MaxPerHour: 10}
 	t.Run("acts within the cap", func(t *testing.T) {
-		got := summary(pass(t, fc, r, on))
+		got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on))
 		want := []string{"planned force-delete pod/" + ns + "/orphan-a", "applied force-delete pod/" + ns + "/orphan-a",
 			"skipped_cap force-delete pod/" + ns + "/orphan-b"}
 		if !eqStrings(got, want) {
@@ -81,7 +82,7 @@ func TestOrphanedPods(t *testing.T) {
 		if podExists(t, c, ns, "orphan-a") || !podExists(t, c, ns, "orphan-b") {
 			t.Fatal("want orphan-a gone and orphan-b kept by the cap")
 		}
-		pass(t, fc, r, on)
+		remediatetest.Pass(t, fc, r, on)
 		if podExists(t, c, ns, "orphan-b") {
 			t.Fatal("orphan-b still there after the second pass")
 		}
@@ -95,7 +96,7 @@ func TestOrphanedPods(t *testing.T) {
 		before := versions(t, func(n string) (metav1.Object, error) {
 			return c.CoreV1().Pods(ns).Get(context.Background(), n, metav1.GetOptions{})
 		}, "within-grace", "running")
-		if got := summary(pass(t, fc, r, on)); len(got) != 0 {
+		if got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on)); len(got) != 0 {
 			t.Fatalf("got %q, want no records", got)
 		}
 		after := versions(t, func(n string) (metav1.Object, error) {
@@ -138,17 +139,17 @@ func TestOrphanedPodsCordonAndReboot(t *testing.T) {
 	pod(t, c, ns, "fine", "w2", nil, true)
 	terminate(t, c, ns, "stuck", 30)
 	later := func() time.Time { return time.Now().Add(time.Hour) }
-	fc := newFakeCluster()
+	fc := remediatetest.NewLog()
 	rb := &recordingRebooter{}
 	on := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 5, MaxPerHour: 10}
 
 	// Its own log: a repeated dry-run record with the same reason is not recorded twice.
-	if got := summary(pass(t, newFakeCluster(), NewOrphanedPods(c, 10*time.Minute, later), remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5})); !eqStrings(got, []string{"dry_run force-delete pod/" + ns + "/stuck"}) {
+	if got := remediatetest.Summary(remediatetest.Pass(t, remediatetest.NewLog(), NewOrphanedPods(c, 10*time.Minute, later), remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5})); !eqStrings(got, []string{"dry_run force-delete pod/" + ns + "/stuck"}) {
 		t.Fatalf("without the option: got %q, want only the pod", got)
 	}
 	r := NewOrphanedPods(c, 10*time.Minute, later).WithReboot(rb)
 	before := nodeVersions(t, c, "w1", "w2")
-	if got := summary(pass(t, fc, r, remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5})); !eqStrings(got, []string{"dry_run force-delete pod/" + ns + "/stuck", "dry_run cordon-reboot node/w1"}) {
+	if got := remediatetest.Summary(remediatetest.Pass(t, fc, r, remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5})); !eqStrings(got, []string{"dry_run force-delete pod/" + ns + "/stuck", "dry_run cordon-reboot node/w1"}) {
 		t.Fatalf("dry-run: got %q", got)
 	}
 	if after := nodeVersions(t, c, "w1", "w2"); !eqMaps(before, after) || len(rb.rebooted()) != 0 {
@@ -156,7 +157,7 @@ func TestOrphanedPodsCordonAndReboot(t *testing.T) {
 	}
 	want := []string{"planned force-delete pod/" + ns + "/stuck", "applied force-delete pod/" + ns + "/stuck",
 		"planned cordon-reboot node/w1", "applied cordon-reboot node/w1"}
-	if got := summary(pass(t, fc, r, on)); !eqStrings(got, want) {
+	if got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on)); !eqStrings(got, want) {
 		t.Fatalf("got %q, want %q", got, want)
 	}
 	w1, err := c.CoreV1().Nodes().Get(context.Background(), "w1", metav1.GetOptions{})
@@ -166,7 +167,7 @@ func TestOrphanedPodsCordonAndReboot(t *testing.T) {
 	if got := rb.rebooted(); !eqStrings(got, []string{"w1"}) {
 		t.Fatalf("rebooted %q, want only w1", got)
 	}
-	if got := summary(pass(t, fc, r, on)); len(got) != 0 {
+	if got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on)); len(got) != 0 {
 		t.Fatalf("repeated pass: got %q, want nothing", got)
 	}
 	if len(rb.rebooted()) != 1 {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/failover/remediate/remediatetest"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,7 +57,7 @@ func TestBackupWarmup(t *testing.T) {
 	}
 	web := remediate.Workload{Kind: "Deployment", Namespace: ns, Name: "web", Replicas: 3}
 	db := remediate.Workload{Kind: "StatefulSet", Namespace: ns, Name: "db", Replicas: 2}
-	fc := newFakeCluster()
+	fc := remediatetest.NewLog()
 	decision := func() remediate.Decision {
 		d := fc.M.Desired()
 		return remediate.Decision{Gen: d.Gen, Active: d.Active}
@@ -71,7 +72,7 @@ func TestBackupWarmup(t *testing.T) {
 
 	t.Run("no failover: no action", func(t *testing.T) {
 		before := rvs()
-		if got := summary(pass(t, fc, r, on)); len(got) != 0 {
+		if got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on)); len(got) != 0 {
 			t.Fatalf("got %q with the primary active, want nothing", got)
 		}
 		if !eqMaps(before, rvs()) {
@@ -81,7 +82,7 @@ func TestBackupWarmup(t *testing.T) {
 	gen := fc.FailoverToBackup(t)
 	t.Run("dry-run writes nothing", func(t *testing.T) {
 		before := rvs()
-		got := summary(pass(t, fc, r, remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5}))
+		got := remediatetest.Summary(remediatetest.Pass(t, fc, r, remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5}))
 		want := []string{"dry_run scale deployment/" + ns + "/web", "dry_run scale statefulset/" + ns + "/db"}
 		if !eqStrings(got, want) {
 			t.Fatalf("got %q, want %q", got, want)
@@ -91,8 +92,8 @@ func TestBackupWarmup(t *testing.T) {
 		}
 	})
 	t.Run("acts within the cap, keyed by gen", func(t *testing.T) {
-		recs := pass(t, fc, r, on)
-		got := summary(recs)
+		recs := remediatetest.Pass(t, fc, r, on)
+		got := remediatetest.Summary(recs)
 		want := []string{"planned scale deployment/" + ns + "/web", "applied scale deployment/" + ns + "/web", "skipped_cap scale statefulset/" + ns + "/db"}
 		if !eqStrings(got, want) {
 			t.Fatalf("got %q, want %q", got, want)
@@ -105,14 +106,14 @@ func TestBackupWarmup(t *testing.T) {
 		if s, _, _ := replicas(t, c, web); s != 3 {
 			t.Fatalf("web: got %d replicas, want 3", s)
 		}
-		pass(t, fc, r, on)
+		remediatetest.Pass(t, fc, r, on)
 		if s, _, _ := replicas(t, c, db); s != 2 {
 			t.Fatalf("db: got %d replicas, want 2", s)
 		}
 	})
 	t.Run("repeated pass is a no-op", func(t *testing.T) {
 		before := rvs()
-		if got := summary(pass(t, fc, r, on)); len(got) != 0 {
+		if got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on)); len(got) != 0 {
 			t.Fatalf("got %q, want nothing", got)
 		}
 		if !eqMaps(before, rvs()) {
@@ -130,7 +131,7 @@ func TestBackupWarmup(t *testing.T) {
 		if _, err := c.AppsV1().Deployments(ns).UpdateScale(ctx, "web", sc, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if got := summary(pass(t, fc, r, on)); len(got) != 0 {
+		if got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on)); len(got) != 0 {
 			t.Fatalf("got %q, want nothing: the key for gen %d is applied", got, gen)
 		}
 		if s, _, _ := replicas(t, c, web); s != 1 {
@@ -185,7 +186,7 @@ func TestBackupWarmupScaleDownAtFailback(t *testing.T) {
 		t.Fatal(err)
 	}
 	web := remediate.Workload{Kind: "Deployment", Namespace: ns, Name: "web", Replicas: 3, IdleReplicas: 1}
-	fc := newFakeCluster()
+	fc := remediatetest.NewLog()
 	decision := func() remediate.Decision {
 		d := fc.M.Desired()
 		return remediate.Decision{Gen: d.Gen, Active: d.Active}
@@ -194,18 +195,18 @@ func TestBackupWarmupScaleDownAtFailback(t *testing.T) {
 	fc.FailoverToBackup(t)
 	fc.Step(t, failover.Failback{Actor: "alice", Reason: "primary back", Force: true}.Command())
 
-	if got := summary(pass(t, fc, NewBackupWarmup(c, []remediate.Workload{web}, decision), on)); len(got) != 0 {
+	if got := remediatetest.Summary(remediatetest.Pass(t, fc, NewBackupWarmup(c, []remediate.Workload{web}, decision), on)); len(got) != 0 {
 		t.Fatalf("without the option: got %q, want nothing", got)
 	}
 	r := NewBackupWarmup(c, []remediate.Workload{web}, decision).WithScaleDown(true)
 	want := []string{"planned scale-down deployment/" + ns + "/web", "applied scale-down deployment/" + ns + "/web"}
-	if got := summary(pass(t, fc, r, on)); !eqStrings(got, want) {
+	if got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on)); !eqStrings(got, want) {
 		t.Fatalf("got %q, want %q", got, want)
 	}
 	if s, _, _ := replicas(t, c, web); s != 1 {
 		t.Fatalf("web: got %d replicas, want idle 1", s)
 	}
-	if got := summary(pass(t, fc, r, on)); len(got) != 0 {
+	if got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on)); len(got) != 0 {
 		t.Fatalf("repeated pass: got %q, want nothing", got)
 	}
 }

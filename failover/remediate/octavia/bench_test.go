@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/test/openstacktest"
 )
 
 // BenchmarkFailover measures one Apply (Keystone auth, the failover call,
@@ -14,7 +15,7 @@ import (
 // (Keystone auth and one GET) of the same load balancer, in the same run.
 // Run: go test -run '^$' -bench Failover -benchtime 5x ./failover/remediate/octavia/
 func BenchmarkFailover(b *testing.B) {
-	s := shared(b)
+	s := openstacktest.Shared(b)
 	ctx := context.Background()
 	id, err := s.CreateLB(ctx, "bench-failover")
 	if err != nil {

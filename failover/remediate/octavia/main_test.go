@@ -4,47 +4,21 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/drwatch/drwatch/failover/remediate/remediatetest"
-	"log/slog"
 	"os"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/test/openstacktest"
 )
 
-// One real Keystone + Octavia stack for the package, started on first use
-// and stopped by TestMain after every test ran.
-var (
-	stackOnce sync.Once
-	stack     *openstacktest.Stack
-	stackErr  error
-)
-
+// One real Keystone + Octavia stack for the package (openstacktest.Shared),
+// started on first use and stopped by TestMain after every test ran.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if stack != nil {
-		stack.Close()
-	}
+	openstacktest.CloseShared()
 	os.Exit(code)
-}
-
-// shared returns the package's stack, starting it on first use.
-func shared(t testing.TB) *openstacktest.Stack {
-	t.Helper()
-	stackOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), openstacktest.StartTimeout)
-		defer cancel()
-		logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-		stack, stackErr = openstacktest.New(ctx, openstacktest.Options{Logger: logger})
-	})
-	if stackErr != nil {
-		t.Fatalf("openstack stack: %v", stackErr)
-	}
-	return stack
 }
 
 var lbSeq struct {
@@ -99,19 +73,6 @@ func remediator(t *testing.T, s *openstacktest.Stack, cloud string, ids []string
 	}
 	return r
 }
-
-// The replicated log, the pass helper and the record summary are shared by
-// every remediator's tests (remediatetest).
-type fakeCluster = remediatetest.Log
-
-func newFakeCluster() *fakeCluster { return remediatetest.NewLog() }
-
-func pass(t *testing.T, c *fakeCluster, r remediate.Remediator, s remediate.Settings) []failover.RemediationRecord {
-	t.Helper()
-	return remediatetest.Pass(t, c, r, s)
-}
-
-func summary(recs []failover.RemediationRecord) []string { return remediatetest.Summary(recs) }
 
 func eqStrings(a, b []string) bool {
 	if len(a) != len(b) {

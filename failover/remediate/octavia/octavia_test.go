@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/failover/remediate/remediatetest"
+	"github.com/drwatch/drwatch/test/openstacktest"
 )
 
 // TestFailoverError: a load balancer forced to ERROR in Octavia's database
@@ -19,7 +21,7 @@ import (
 // is empty and applying again is a no-op. A later ERROR episode gets a new
 // key.
 func TestFailoverError(t *testing.T) {
-	s := shared(t)
+	s := openstacktest.Shared(t)
 	id := newLB(t, s, "ERROR", "")
 	r := remediator(t, s, "admin", []string{id})
 	ctx := context.Background()
@@ -69,7 +71,7 @@ func TestFailoverError(t *testing.T) {
 // TestHealthyLookAlikes: ACTIVE in any operating status, a young PENDING_*
 // and a DELETED load balancer get no action; an old PENDING_* does.
 func TestHealthyLookAlikes(t *testing.T) {
-	s := shared(t)
+	s := openstacktest.Shared(t)
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name         string
@@ -110,7 +112,7 @@ func TestHealthyLookAlikes(t *testing.T) {
 // (ACTIVE) and Apply returns nil. Calling the failover API on a
 // PENDING_UPDATE load balancer would have failed with 409.
 func TestYoungPendingApplyWaits(t *testing.T) {
-	s := shared(t)
+	s := openstacktest.Shared(t)
 	id := newLB(t, s, "PENDING_UPDATE", "")
 	logs := &syncBuffer{}
 	r := remediator(t, s, "admin", []string{id})
@@ -145,7 +147,7 @@ func TestYoungPendingApplyWaits(t *testing.T) {
 // TestFollowError: a load balancer that goes back to ERROR while Apply
 // follows it is a failure wrapping ErrFailoverFailed.
 func TestFollowError(t *testing.T) {
-	s := shared(t)
+	s := openstacktest.Shared(t)
 	id := newLB(t, s, "PENDING_UPDATE", "")
 	logs := &syncBuffer{}
 	r := remediator(t, s, "admin", []string{id})
@@ -174,7 +176,7 @@ func TestFollowError(t *testing.T) {
 // timeout is immutable to Octavia: the failover call is refused (409) and
 // Apply says what an admin must do.
 func TestStuckPendingRefused(t *testing.T) {
-	s := shared(t)
+	s := openstacktest.Shared(t)
 	id := newLB(t, s, "PENDING_UPDATE", "")
 	r := remediator(t, s, "admin", []string{id}, WithClock(func() time.Time { return time.Now().Add(time.Hour) }))
 	err := r.Apply(context.Background(), remediate.Action{Target: "loadbalancer/" + id, Verb: "failover", Data: id})
@@ -188,7 +190,7 @@ func TestStuckPendingRefused(t *testing.T) {
 // the Runner records it as failed with the command in the detail, and the
 // load balancer stays in ERROR. No secret appears.
 func TestMemberNeedsAdmin(t *testing.T) {
-	s := shared(t)
+	s := openstacktest.Shared(t)
 	id := newLB(t, s, "ERROR", "")
 	r := remediator(t, s, "member", []string{id})
 	ctx := context.Background()
@@ -209,9 +211,9 @@ func TestMemberNeedsAdmin(t *testing.T) {
 		t.Fatalf("error %q carries the password", err)
 	}
 
-	c := newFakeCluster()
-	recs := pass(t, c, r, remediate.Settings{Mode: remediate.ModeOn})
-	got := summary(recs)
+	c := remediatetest.NewLog()
+	recs := remediatetest.Pass(t, c, r, remediate.Settings{Mode: remediate.ModeOn})
+	got := remediatetest.Summary(recs)
 	if w := []string{"planned failover loadbalancer/" + id, "failed failover loadbalancer/" + id}; !eqStrings(got, w) {
 		t.Fatalf("got records %q, want %q", got, w)
 	}
@@ -228,17 +230,17 @@ func TestMemberNeedsAdmin(t *testing.T) {
 // per-pass cap applies one failover and skips the other; the next pass
 // applies the other; a pass after success records nothing.
 func TestRunnerDryRunCapRepeat(t *testing.T) {
-	s := shared(t)
+	s := openstacktest.Shared(t)
 	a := newLB(t, s, "ERROR", "")
 	b := newLB(t, s, "ERROR", "")
 	r := remediator(t, s, "admin", []string{a, b})
-	c := newFakeCluster()
+	c := remediatetest.NewLog()
 	first, second := a, b
 	if second < first {
 		first, second = second, first
 	}
 
-	got := summary(pass(t, c, r, remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5}))
+	got := remediatetest.Summary(remediatetest.Pass(t, c, r, remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5}))
 	if w := []string{"dry_run failover loadbalancer/" + first, "dry_run failover loadbalancer/" + second}; !eqStrings(got, w) {
 		t.Fatalf("dry-run: got %q, want %q", got, w)
 	}
@@ -249,7 +251,7 @@ func TestRunnerDryRunCapRepeat(t *testing.T) {
 	}
 
 	on := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 1}
-	got = summary(pass(t, c, r, on))
+	got = remediatetest.Summary(remediatetest.Pass(t, c, r, on))
 	if w := []string{"planned failover loadbalancer/" + first, "applied failover loadbalancer/" + first,
 		"skipped_cap failover loadbalancer/" + second}; !eqStrings(got, w) {
 		t.Fatalf("capped pass: got %q, want %q", got, w)
@@ -261,11 +263,11 @@ func TestRunnerDryRunCapRepeat(t *testing.T) {
 		t.Fatalf("got %s for the capped one, want ERROR", st)
 	}
 
-	got = summary(pass(t, c, r, on))
+	got = remediatetest.Summary(remediatetest.Pass(t, c, r, on))
 	if w := []string{"planned failover loadbalancer/" + second, "applied failover loadbalancer/" + second}; !eqStrings(got, w) {
 		t.Fatalf("second pass: got %q, want %q", got, w)
 	}
-	if got = summary(pass(t, c, r, on)); len(got) != 0 {
+	if got = remediatetest.Summary(remediatetest.Pass(t, c, r, on)); len(got) != 0 {
 		t.Fatalf("pass after success: got %q, want no records", got)
 	}
 	for _, rec := range c.M.Remediations() {
@@ -277,16 +279,16 @@ func TestRunnerDryRunCapRepeat(t *testing.T) {
 
 // TestHourCap: the per-hour cap counted from the records stops a failover.
 func TestHourCap(t *testing.T) {
-	s := shared(t)
+	s := openstacktest.Shared(t)
 	id := newLB(t, s, "ERROR", "")
 	r := remediator(t, s, "member", []string{id})
-	c := newFakeCluster()
+	c := remediatetest.NewLog()
 	// The member's attempt fails (403) and counts against the hour.
 	set := remediate.Settings{Mode: remediate.ModeOn, MaxPerHour: 1}
-	if got := summary(pass(t, c, r, set)); len(got) != 2 {
+	if got := remediatetest.Summary(remediatetest.Pass(t, c, r, set)); len(got) != 2 {
 		t.Fatalf("got %q, want planned and failed", got)
 	}
-	got := summary(pass(t, c, r, set))
+	got := remediatetest.Summary(remediatetest.Pass(t, c, r, set))
 	if w := []string{"skipped_cap failover loadbalancer/" + id}; !eqStrings(got, w) {
 		t.Fatalf("got %q, want %q", got, w)
 	}
@@ -295,7 +297,7 @@ func TestHourCap(t *testing.T) {
 // TestAppCredential: the auth_url + application credential files shape
 // reads the member project's load balancers.
 func TestAppCredential(t *testing.T) {
-	s := shared(t)
+	s := openstacktest.Shared(t)
 	id := newLB(t, s, "ERROR", "")
 	dir := t.TempDir()
 	idFile, secretFile := filepath.Join(dir, "id"), filepath.Join(dir, "secret")

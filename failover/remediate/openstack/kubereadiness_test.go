@@ -3,7 +3,6 @@ package openstack
 import (
 	"context"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,36 +14,21 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-var (
-	kubeOnce    sync.Once
-	kubeCluster *kubetest.Cluster
-	kubeClient  kubernetes.Interface
-	kubeErr     error
-)
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if kubeCluster != nil {
-		kubeCluster.Close()
-	}
+	kubetest.CloseShared()
 	os.Exit(code)
 }
 
-// realKube starts the package's kube-apiserver on first use.
+// realKube returns a client of the package's kube-apiserver
+// (kubetest.Shared), started on first use.
 func realKube(t *testing.T) kubernetes.Interface {
 	t.Helper()
-	kubeOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		kubeCluster, kubeErr = kubetest.New(ctx, kubetest.Options{})
-		if kubeErr == nil {
-			kubeClient, kubeErr = kube.NewClient(remediate.KubeCluster{Kubeconfig: kubeCluster.Kubeconfig})
-		}
-	})
-	if kubeErr != nil {
-		t.Fatalf("kube-apiserver: %v", kubeErr)
+	c, err := kube.NewClient(remediate.KubeCluster{Kubeconfig: kubetest.Shared(t).Kubeconfig})
+	if err != nil {
+		t.Fatalf("kube client: %v", err)
 	}
-	return kubeClient
+	return c
 }
 
 // mkNode creates a Node whose Ready condition is status, last changed

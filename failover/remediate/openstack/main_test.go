@@ -3,7 +3,6 @@ package openstack
 import (
 	"context"
 	"errors"
-	"github.com/drwatch/drwatch/failover/remediate/remediatetest"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -11,23 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/test/openstacksim"
 )
-
-// The replicated log, the pass helper and the record summary are shared by
-// every remediator's tests (remediatetest).
-type fakeCluster = remediatetest.Log
-
-func newFakeCluster() *fakeCluster { return remediatetest.NewLog() }
-
-func pass(t *testing.T, c *fakeCluster, r remediate.Remediator, s remediate.Settings) []failover.RemediationRecord {
-	t.Helper()
-	return remediatetest.Pass(t, c, r, s)
-}
-
-func summary(recs []failover.RemediationRecord) []string { return remediatetest.Summary(recs) }
 
 func eqStrings(a, b []string) bool {
 	if len(a) != len(b) {

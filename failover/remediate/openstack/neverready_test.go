@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/failover/remediate/remediatetest"
 )
 
 // fakeReadiness answers per instance name; a missing name errors.
@@ -46,7 +47,7 @@ func TestNeverReady(t *testing.T) {
 	node(s, "vm5", "k-unknown", "ACTIVE", "10.180.0.5", long, nil)
 	rd := &fakeReadiness{ready: map[string]bool{"k-stuck": false, "k-ready": true, "k-young": false, "k-off": false}}
 	r := NewNeverReady(c, cluster, rd, 15*time.Minute, clk.Now)
-	fc := newFakeCluster()
+	fc := remediatetest.NewLog()
 	rebootCount := func(id string) int {
 		n := 0
 		for _, a := range s.Actions(id) {
@@ -59,7 +60,7 @@ func TestNeverReady(t *testing.T) {
 
 	t.Run("dry-run writes nothing", func(t *testing.T) {
 		w := s.Writes()
-		got := summary(pass(t, fc, r, remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5}))
+		got := remediatetest.Summary(remediatetest.Pass(t, fc, r, remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5}))
 		check(t, "records", got, []string{"dry_run reboot-soft server/vm1"})
 		if s.Writes() != w {
 			t.Fatalf("got %d writes after dry-run, want %d", s.Writes(), w)
@@ -67,7 +68,7 @@ func TestNeverReady(t *testing.T) {
 	})
 	on := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 5, MaxPerHour: 10}
 	t.Run("soft reboot", func(t *testing.T) {
-		got := summary(pass(t, fc, r, on))
+		got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on))
 		check(t, "records", got, []string{"planned reboot-soft server/vm1", "applied reboot-soft server/vm1"})
 		if n := rebootCount("vm1"); n != 1 {
 			t.Fatalf("got %d reboots, want 1", n)
@@ -75,7 +76,7 @@ func TestNeverReady(t *testing.T) {
 	})
 	t.Run("repeated pass waits", func(t *testing.T) {
 		w := s.Writes()
-		if got := summary(pass(t, fc, r, on)); len(got) != 0 {
+		if got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on)); len(got) != 0 {
 			t.Fatalf("got records %q, want none", got)
 		}
 		if s.Writes() != w {
@@ -84,7 +85,7 @@ func TestNeverReady(t *testing.T) {
 	})
 	t.Run("hard reboot after T", func(t *testing.T) {
 		clk.Add(16 * time.Minute)
-		got := summary(pass(t, fc, r, on))
+		got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on))
 		check(t, "records", got, []string{"planned reboot-hard server/vm1", "applied reboot-hard server/vm1"})
 		if n := rebootCount("vm1"); n != 2 {
 			t.Fatalf("got %d reboots, want 2", n)
@@ -92,11 +93,11 @@ func TestNeverReady(t *testing.T) {
 	})
 	t.Run("cap holds: a warning, then nothing", func(t *testing.T) {
 		clk.Add(16 * time.Minute)
-		got := summary(pass(t, fc, r, on))
+		got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on))
 		check(t, "records", got, []string{"planned warn server/vm1", "applied warn server/vm1"})
 		for i := 0; i < 3; i++ {
 			clk.Add(time.Hour)
-			if got := summary(pass(t, fc, r, on)); len(got) != 0 {
+			if got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on)); len(got) != 0 {
 				t.Fatalf("pass %d: got records %q, want none", i, got)
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/failover/remediate/remediatetest"
 	"github.com/drwatch/drwatch/test/openstacksim"
 )
 
@@ -32,11 +33,11 @@ func TestRouteGC(t *testing.T) {
 		{Destination: "10.0.0.0/8", NextHop: "10.180.0.1"},    // outside the pod CIDR
 	}})
 	r := NewRouteGC(c, "r1", podCIDR, cluster, 31, 3)
-	fc := newFakeCluster()
+	fc := remediatetest.NewLog()
 
 	t.Run("dry-run writes nothing", func(t *testing.T) {
 		w := s.Writes()
-		got := summary(pass(t, fc, r, remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5}))
+		got := remediatetest.Summary(remediatetest.Pass(t, fc, r, remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5}))
 		check(t, "records", got, []string{
 			"dry_run remove-route router/r1/route/198.19.1.0/24/10.180.0.3",
 			"dry_run remove-route router/r1/route/198.19.3.0/24/10.180.0.9"})
@@ -55,14 +56,14 @@ func TestRouteGC(t *testing.T) {
 	})
 	on := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 1, MaxPerHour: 10}
 	t.Run("acts within the cap", func(t *testing.T) {
-		got := summary(pass(t, fc, r, on))
+		got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on))
 		check(t, "first pass", got, []string{
 			"planned remove-route router/r1/route/198.19.1.0/24/10.180.0.3",
 			"applied remove-route router/r1/route/198.19.1.0/24/10.180.0.3",
 			"skipped_cap remove-route router/r1/route/198.19.3.0/24/10.180.0.9"})
 		check(t, "routes", routesOf(s), []string{"198.19.1.0/24>10.180.0.5", "198.19.2.0/24>10.180.0.4",
 			"198.19.3.0/24>10.180.0.9", "10.0.0.0/8>10.180.0.1"})
-		got = summary(pass(t, fc, r, on))
+		got = remediatetest.Summary(remediatetest.Pass(t, fc, r, on))
 		check(t, "second pass", got, []string{
 			"planned remove-route router/r1/route/198.19.3.0/24/10.180.0.9",
 			"applied remove-route router/r1/route/198.19.3.0/24/10.180.0.9"})
@@ -70,7 +71,7 @@ func TestRouteGC(t *testing.T) {
 	})
 	t.Run("repeated pass is a no-op", func(t *testing.T) {
 		w := s.Writes()
-		if got := summary(pass(t, fc, r, on)); len(got) != 0 {
+		if got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on)); len(got) != 0 {
 			t.Fatalf("got records %q, want none", got)
 		}
 		if s.Writes() != w {
@@ -82,7 +83,7 @@ func TestRouteGC(t *testing.T) {
 		rt.Routes = append(rt.Routes, openstacksim.Route{Destination: "198.19.3.0/24", NextHop: "10.180.0.9"})
 		rt.Revision++
 		s.PutRouter(rt)
-		got := summary(pass(t, fc, r, on))
+		got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on))
 		check(t, "records", got, []string{
 			"planned remove-route router/r1/route/198.19.3.0/24/10.180.0.9",
 			"applied remove-route router/r1/route/198.19.3.0/24/10.180.0.9"})
@@ -90,9 +91,9 @@ func TestRouteGC(t *testing.T) {
 	t.Run("warns near the limit, once", func(t *testing.T) {
 		near := NewRouteGC(c, "r1", podCIDR, cluster, 5, 2)
 		w := s.Writes()
-		got := summary(pass(t, fc, near, on))
+		got := remediatetest.Summary(remediatetest.Pass(t, fc, near, on))
 		check(t, "records", got, []string{"planned warn router/r1", "applied warn router/r1"})
-		if got := summary(pass(t, fc, near, on)); len(got) != 0 {
+		if got := remediatetest.Summary(remediatetest.Pass(t, fc, near, on)); len(got) != 0 {
 			t.Fatalf("repeated warn: got records %q, want none", got)
 		}
 		if s.Writes() != w {

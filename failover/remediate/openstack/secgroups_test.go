@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/failover/remediate/remediatetest"
 	"github.com/drwatch/drwatch/test/openstacksim"
 )
 
@@ -21,11 +22,11 @@ func TestSecurityGroups(t *testing.T) {
 	// Broken: without the group, without the pair.
 	node(s, "vm5", "k-node-5", "ACTIVE", "10.180.0.5", t0, []string{"sg-default"})
 	r := NewSecurityGroups(c, cluster, "k-nodes", podCIDR)
-	fc := newFakeCluster()
+	fc := remediatetest.NewLog()
 
 	t.Run("dry-run writes nothing", func(t *testing.T) {
 		w := s.Writes()
-		got := summary(pass(t, fc, r, remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5}))
+		got := remediatetest.Summary(remediatetest.Pass(t, fc, r, remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5}))
 		check(t, "records", got, []string{"dry_run add-security-group server/vm5", "dry_run add-address-pair port/port-vm5"})
 		if s.Writes() != w {
 			t.Fatalf("got %d writes after dry-run, want %d", s.Writes(), w)
@@ -33,7 +34,7 @@ func TestSecurityGroups(t *testing.T) {
 	})
 	on := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 1, MaxPerHour: 10}
 	t.Run("group added back within the cap", func(t *testing.T) {
-		got := summary(pass(t, fc, r, on))
+		got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on))
 		check(t, "records", got, []string{"planned add-security-group server/vm5", "applied add-security-group server/vm5",
 			"skipped_cap add-address-pair port/port-vm5"})
 		if g := s.Port("port-vm5").SecurityGroups; !slices.Contains(g, "sg-k") {
@@ -41,7 +42,7 @@ func TestSecurityGroups(t *testing.T) {
 		}
 	})
 	t.Run("pair added with the revision as CAS", func(t *testing.T) {
-		got := summary(pass(t, fc, r, on))
+		got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on))
 		check(t, "records", got, []string{"planned add-address-pair port/port-vm5", "applied add-address-pair port/port-vm5"})
 		p := s.Port("port-vm5")
 		if len(p.AllowedAddressPairs) != 1 || p.AllowedAddressPairs[0].IPAddress != "198.19.0.0/16" {
@@ -50,7 +51,7 @@ func TestSecurityGroups(t *testing.T) {
 	})
 	t.Run("repeated pass is a no-op", func(t *testing.T) {
 		w := s.Writes()
-		if got := summary(pass(t, fc, r, on)); len(got) != 0 {
+		if got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on)); len(got) != 0 {
 			t.Fatalf("got records %q, want none", got)
 		}
 		if s.Writes() != w {
@@ -76,15 +77,15 @@ func TestSecurityGroups(t *testing.T) {
 		if p := s.Port("port-vm7"); len(p.AllowedAddressPairs) != 0 {
 			t.Fatalf("got pairs %v after a refused CAS, want none", p.AllowedAddressPairs)
 		}
-		got := summary(pass(t, fc, r, on))
+		got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on))
 		check(t, "re-planned", got, []string{"planned add-address-pair port/port-vm7", "applied add-address-pair port/port-vm7"})
 	})
 	t.Run("one pass with both actions: the group bumps the revision", func(t *testing.T) {
 		node(s, "vm8", "k-node-8", "ACTIVE", "10.180.0.8", t0, []string{"sg-default"})
-		got := summary(pass(t, fc, r, remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 5, MaxPerHour: 10}))
+		got := remediatetest.Summary(remediatetest.Pass(t, fc, r, remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 5, MaxPerHour: 10}))
 		check(t, "records", got, []string{"planned add-security-group server/vm8", "applied add-security-group server/vm8",
 			"planned add-address-pair port/port-vm8", "failed add-address-pair port/port-vm8"})
-		got = summary(pass(t, fc, r, remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 5, MaxPerHour: 10}))
+		got = remediatetest.Summary(remediatetest.Pass(t, fc, r, remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 5, MaxPerHour: 10}))
 		check(t, "next pass", got, []string{"planned add-address-pair port/port-vm8", "applied add-address-pair port/port-vm8"})
 	})
 }
