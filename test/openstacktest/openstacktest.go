@@ -952,7 +952,9 @@ func (s *Stack) WaitLB(ctx context.Context, id, want string) error {
 
 // SetLBStatus writes a load balancer's provisioning and operating status
 // straight into Octavia's database, as a broken amphora or a failed update
-// would leave them. Empty leaves that column alone.
+// would leave them. Empty leaves that column alone. Like every status write
+// through Octavia's ORM (oslo.db's TimestampMixin), it also sets updated_at,
+// which has one-second resolution.
 func (s *Stack) SetLBStatus(ctx context.Context, id, provisioning, operating string) error {
 	var sets []string
 	for col, v := range map[string]string{"provisioning_status": provisioning, "operating_status": operating} {
@@ -967,6 +969,7 @@ func (s *Stack) SetLBStatus(ctx context.Context, id, provisioning, operating str
 	if len(sets) == 0 || !isUUIDish(id) {
 		return fmt.Errorf("set lb status %q: nothing to do or bad id", id)
 	}
+	sets = append(sets, "updated_at=UTC_TIMESTAMP()")
 	return s.mysql(ctx, "octavia", fmt.Sprintf("UPDATE load_balancer SET %s WHERE id='%s'", strings.Join(sets, ", "), id))
 }
 

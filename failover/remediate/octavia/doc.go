@@ -11,6 +11,14 @@
 // default policy: a 403 becomes a *NeedsAdminError carrying the exact command
 // an admin must run, which the Runner records as the failure's detail.
 //
+// One stuck episode is keyed by the load balancer's ID and updated_at, so it
+// is failed over once. Octavia stores updated_at with one-second
+// resolution: a new ERROR written within the same second as the previous
+// one's status change shares its key and is skipped as done until
+// updated_at moves again. With real amphorae a failover flow takes far
+// longer than a second, so this is a limit on paper rather than in the
+// field; the octavia probe still reports the load balancer.
+//
 // Every Plan and Apply authenticates afresh with Keystone: nothing cached can
 // hide a dead or restored control plane.
 package octavia

@@ -55,7 +55,21 @@ func TestFailoverError(t *testing.T) {
 		t.Fatalf("repeated apply: got %v, want nil (no-op)", err)
 	}
 
-	// A second episode: the failover changed updated_at, so the key is new.
+	// A second episode: a new ERROR sets a new updated_at, so the key is
+	// new. updated_at has one-second resolution (see the package doc), so
+	// the second ERROR is written once the clock is past the first one's
+	// second.
+	first, err := time.Parse(time.RFC3339Nano, strings.TrimPrefix(a.Key, id+"@"))
+	if err != nil {
+		t.Fatalf("key %q: %v", a.Key, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !time.Now().UTC().After(first.Add(time.Second)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("clock %v is not past the first episode's updated_at %v", time.Now().UTC(), first)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	if err := s.SetLBStatus(ctx, id, "ERROR", ""); err != nil {
 		t.Fatal(err)
 	}
