@@ -10,10 +10,10 @@ import (
 
 // Member is one server in the raft configuration.
 type Member struct {
-	ID       string
-	Addr     string
-	Suffrage string // "voter", "nonvoter" or "staging"
-	Leader   bool
+	ID       string `json:"id"`
+	Addr     string `json:"addr"`
+	Suffrage string `json:"suffrage"` // "voter", "nonvoter" or "staging"
+	Leader   bool   `json:"leader"`
 }
 
 func suffrage(s raft.ServerSuffrage) string {

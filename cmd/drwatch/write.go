@@ -248,6 +248,6 @@ func printDryRun(out io.Writer, name string, dr api.DryRun) {
 		if i < len(dr.From) && len(dr.From[i].Values) > 0 {
 			from = strings.Join(dr.From[i].Values, " ")
 		}
-		fmt.Fprintf(out, "  %s %s ttl=%s: %s -> %s\n", to.Name, to.Type, to.TTL, from, strings.Join(to.Values, " "))
+		fmt.Fprintf(out, "  %s %s ttl=%ds: %s -> %s\n", to.Name, to.Type, to.TTL, from, strings.Join(to.Values, " "))
 	}
 }

@@ -347,6 +347,24 @@ func toProvider(in []failover.RRset, zone string) []dnsprovider.RRset {
 // ToProvider is toProvider for other packages (the CLI's dry run, dns check).
 func ToProvider(in []failover.RRset, zone string) []dnsprovider.RRset { return toProvider(in, zone) }
 
+// FromProvider is ToProvider's inverse: absolute names and TTLs in whole
+// seconds, the shape the API shows beside the decision core's records.
+func FromProvider(in []dnsprovider.RRset, zone string) []failover.RRset {
+	if in == nil {
+		return nil
+	}
+	out := make([]failover.RRset, len(in))
+	for i, s := range in {
+		out[i] = failover.RRset{
+			Name:   dnsprovider.AbsoluteName(s.Name, zone),
+			Type:   s.Type,
+			TTL:    int(s.TTL / time.Second),
+			Values: slices.Clone(s.Values),
+		}
+	}
+	return out
+}
+
 // sameRecords compares by value (order-insensitive, TTL ignored), as the
 // compare-and-swap prerequisites do.
 func sameRecords(actual, want []dnsprovider.RRset) bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -319,5 +320,24 @@ func TestDriftAfterVerifiedIsReportedNotReverted(t *testing.T) {
 	}
 	if !strings.Contains(describe(rep.Actual), "192.0.2.77") {
 		t.Errorf("report does not show the drifted value: %s", describe(rep.Actual))
+	}
+}
+
+// TestProviderRoundTrip: FromProvider undoes ToProvider, apex included, so
+// the API shows the provider's records as the decision core names them.
+func TestProviderRoundTrip(t *testing.T) {
+	in := []failover.RRset{
+		{Name: "example.org.", Type: "A", TTL: 60, Values: []string{"192.0.2.1"}},
+		{Name: "lms.example.org.", Type: "AAAA", TTL: 300, Values: []string{"2001:db8::1", "2001:db8::2"}},
+	}
+	prov := ToProvider(in, "example.org.")
+	if prov[0].Name != "@" || prov[1].Name != "lms" || prov[1].TTL != 5*time.Minute {
+		t.Fatalf("ToProvider: got %+v, want @ and lms with TTL 5m", prov)
+	}
+	if got := FromProvider(prov, "example.org"); !reflect.DeepEqual(got, in) {
+		t.Fatalf("FromProvider: got %+v, want %+v", got, in)
+	}
+	if got := FromProvider(nil, "example.org."); got != nil {
+		t.Fatalf("FromProvider(nil): got %+v, want nil", got)
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/drwatch/drwatch/cluster"
-	"github.com/drwatch/drwatch/dnsprovider"
 	"github.com/drwatch/drwatch/failover"
 )
 
@@ -26,7 +25,6 @@ var docTypes = []struct {
 	{"Member", reflect.TypeFor[cluster.Member]()},
 	{"DNSCheck", reflect.TypeFor[DNSCheck]()},
 	{"ServerCheck", reflect.TypeFor[ServerCheck]()},
-	{"ProviderRRset", reflect.TypeFor[dnsprovider.RRset]()},
 	{"ReconcileStatus", reflect.TypeFor[ReconcileStatus]()},
 	{"View", reflect.TypeFor[failover.View]()},
 	{"Policy", reflect.TypeFor[failover.Policy]()},

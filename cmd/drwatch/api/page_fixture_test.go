@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/cluster"
-	"github.com/drwatch/drwatch/dnsprovider"
 	"github.com/drwatch/drwatch/failover"
 )
 
@@ -111,10 +110,10 @@ func fxFailedOver() Status {
 		Warnings: []string{},
 		State:    v,
 		DNS: DNSCheck{At: fxNow.Add(-3 * time.Second), Gen: 4200, Match: true,
-			Desired: []dnsprovider.RRset{{Name: "lms.example.org.", Type: "A", TTL: time.Minute, Values: []string{"198.51.100.10"}}},
+			Desired: []failover.RRset{{Name: "lms.example.org.", Type: "A", TTL: 60, Values: []string{"198.51.100.10"}}},
 			Servers: []ServerCheck{
-				{Server: "127.0.0.1:5301", NS: "ns1.example.net.", Matched: true, Got: []dnsprovider.RRset{{Name: "lms.example.org.", Type: "A", TTL: time.Minute, Values: []string{"198.51.100.10"}}}},
-				{Server: "127.0.0.1:5302", NS: "ns2.example.net.", Matched: true, Got: []dnsprovider.RRset{{Name: "lms.example.org.", Type: "A", TTL: time.Minute, Values: []string{"198.51.100.10"}}}},
+				{Server: "127.0.0.1:5301", NS: "ns1.example.net.", Matched: true, Got: []failover.RRset{{Name: "lms.example.org.", Type: "A", TTL: 60, Values: []string{"198.51.100.10"}}}},
+				{Server: "127.0.0.1:5302", NS: "ns2.example.net.", Matched: true, Got: []failover.RRset{{Name: "lms.example.org.", Type: "A", TTL: 60, Values: []string{"198.51.100.10"}}}},
 			}},
 	}
 }
@@ -135,7 +134,7 @@ func fxPending() Status {
 	v.Desired = failover.Desired{Gen: 3, Active: failover.Primary, Done: true, Fence: "gen=3",
 		Records: []failover.RRset{{Name: "lms.example.org.", Type: "A", TTL: 60, Values: []string{"203.0.113.10"}}}}
 	st.DNS.Gen = 3
-	for _, rs := range [][]dnsprovider.RRset{st.DNS.Desired, st.DNS.Servers[0].Got, st.DNS.Servers[1].Got} {
+	for _, rs := range [][]failover.RRset{st.DNS.Desired, st.DNS.Servers[0].Got, st.DNS.Servers[1].Got} {
 		rs[0].Values = []string{"203.0.113.10"}
 	}
 	return st

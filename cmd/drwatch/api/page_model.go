@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/drwatch/drwatch/dnsprovider"
 	"github.com/drwatch/drwatch/failover"
 )
 
@@ -599,7 +598,7 @@ func dnsOf(st *Status, now time.Time) dnsModel {
 		}
 	} else {
 		for _, r := range st.State.Desired.Records {
-			d.Desired = append(d.Desired, fmt.Sprintf("%s %d %s %s", r.Name, r.TTL, r.Type, strings.Join(r.Values, " ")))
+			d.Desired = append(d.Desired, rrsetLine(r))
 		}
 	}
 	for _, s := range st.DNS.Servers {
@@ -620,8 +619,8 @@ func dnsOf(st *Status, now time.Time) dnsModel {
 	return d
 }
 
-func rrsetLine(r dnsprovider.RRset) string {
-	return fmt.Sprintf("%s %d %s %s", r.Name, int64(r.TTL/time.Second), r.Type, strings.Join(r.Values, " "))
+func rrsetLine(r failover.RRset) string {
+	return fmt.Sprintf("%s %d %s %s", r.Name, r.TTL, r.Type, strings.Join(r.Values, " "))
 }
 
 func raftOf(st *Status) raftModel {

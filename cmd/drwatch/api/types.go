@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/cluster"
-	"github.com/drwatch/drwatch/dnsprovider"
 	"github.com/drwatch/drwatch/failover"
 )
 
@@ -71,21 +70,21 @@ type RaftStatus struct {
 // DNSCheck is the last read-only comparison of the desired records with what
 // each authoritative server answers. Every node runs it.
 type DNSCheck struct {
-	At      time.Time           `json:"at"`
-	Gen     uint64              `json:"gen"`
-	Desired []dnsprovider.RRset `json:"desired"`
-	Servers []ServerCheck       `json:"servers"`
-	Match   bool                `json:"match"`
-	Error   string              `json:"error,omitempty"`
+	At      time.Time        `json:"at"`
+	Gen     uint64           `json:"gen"`
+	Desired []failover.RRset `json:"desired"`
+	Servers []ServerCheck    `json:"servers"`
+	Match   bool             `json:"match"`
+	Error   string           `json:"error,omitempty"`
 }
 
 // ServerCheck is one authoritative server's answer.
 type ServerCheck struct {
-	Server  string              `json:"server"`
-	NS      string              `json:"ns,omitempty"`
-	Matched bool                `json:"matched"`
-	Got     []dnsprovider.RRset `json:"got"`
-	Error   string              `json:"error,omitempty"`
+	Server  string           `json:"server"`
+	NS      string           `json:"ns,omitempty"`
+	Matched bool             `json:"matched"`
+	Got     []failover.RRset `json:"got"`
+	Error   string           `json:"error,omitempty"`
 }
 
 // ReconcileStatus is the leader's last reconciler pass.
@@ -100,12 +99,12 @@ type ReconcileStatus struct {
 
 // DryRun is what a write would do.
 type DryRun struct {
-	Result  failover.Result     `json:"result"`
-	Error   *ErrorDetail        `json:"error,omitempty"`
-	From    []dnsprovider.RRset `json:"from"` // the records DNS should hold now
-	To      []dnsprovider.RRset `json:"to"`   // the records after the command
-	Checks  []Check             `json:"checks"`
-	Changes bool                `json:"changes"`
+	Result  failover.Result  `json:"result"`
+	Error   *ErrorDetail     `json:"error,omitempty"`
+	From    []failover.RRset `json:"from"` // the records DNS should hold now
+	To      []failover.RRset `json:"to"`   // the records after the command
+	Checks  []Check          `json:"checks"`
+	Changes bool             `json:"changes"`
 }
 
 // Check is one safety rule and whether it passes now.

@@ -48,9 +48,10 @@ func (n *Node) Status(ctx context.Context) api.Status {
 	rec := n.lastRec
 	leading := n.reconciler != nil
 	n.mu.Unlock()
-	s.DNS = api.DNSCheck{At: chk.At, Gen: chk.Gen, Desired: chk.Desired, Match: chk.Match, Error: chk.Err}
+	zone := n.dns.Zone()
+	s.DNS = api.DNSCheck{At: chk.At, Gen: chk.Gen, Desired: reconcile.FromProvider(chk.Desired, zone), Match: chk.Match, Error: chk.Err}
 	for _, sr := range chk.Servers {
-		sc := api.ServerCheck{Server: sr.Server, NS: sr.NS, Matched: sr.Matched, Got: sr.Got}
+		sc := api.ServerCheck{Server: sr.Server, NS: sr.NS, Matched: sr.Matched, Got: reconcile.FromProvider(sr.Got, zone)}
 		if sr.Err != nil {
 			sc.Error = sr.Err.Error()
 		}
@@ -163,11 +164,10 @@ func (n *Node) DryRun(c failover.Command) (api.DryRun, error) {
 	if err != nil {
 		return api.DryRun{}, err
 	}
-	zone := n.dns.Zone()
-	out := api.DryRun{From: reconcile.ToProvider(v.Desired.Records, zone)}
+	out := api.DryRun{From: v.Desired.Records}
 	res, stepErr := scratch.Step(v.Index+1, cmd)
 	out.Result = res
-	out.To = reconcile.ToProvider(scratch.Desired().Records, zone)
+	out.To = scratch.Desired().Records
 	out.Changes = res.Gen != 0
 	var ref *failover.RefusedError
 	if errors.As(stepErr, &ref) {
