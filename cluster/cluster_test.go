@@ -163,3 +163,27 @@ func TestLeaderTransformErrorIsNotRetried(t *testing.T) {
 		t.Fatalf("propose retried until the deadline: %v", err)
 	}
 }
+
+// TestProposeWithoutQuorumGivesUpNotSent: a node left alone knows no
+// leader; Propose gives up after NoLeaderWait, long before its caller's
+// deadline, and says that nothing was sent (so another node may be asked).
+func TestProposeWithoutQuorumGivesUpNotSent(t *testing.T) {
+	tc := newCluster(t, 3, nil)
+	l := tc.leader(electionBound(testConfig()))
+	f := tc.follower(l)
+	for _, nd := range tc.nodes {
+		if nd != f {
+			tc.stop(nd)
+		}
+	}
+	eventually(t, long, "the survivor to know no leader", func() bool { id, _ := f.node.Leader(); return id == "" })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*long)
+	defer cancel()
+	_, _, err := f.node.Propose(ctx, []byte("lonely"))
+	if ctx.Err() != nil {
+		t.Fatalf("Propose returned at its caller's deadline (%v), want it to give up after NoLeaderWait", err)
+	}
+	if !errors.Is(err, ErrNoLeader) || !errors.Is(err, ErrNotSent) {
+		t.Fatalf("got %v, want ErrNoLeader and ErrNotSent", err)
+	}
+}

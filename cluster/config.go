@@ -48,6 +48,12 @@ type Config struct {
 	TransportTimeout time.Duration
 	// HandshakeTimeout bounds an inbound TLS handshake. Default 10s.
 	HandshakeTimeout time.Duration
+	// NoLeaderWait is how long Propose waits for a leader to become known
+	// before it gives up with ErrNoLeader, when it has sent nothing yet:
+	// a node cut off from the quorum answers in bounded time instead of at
+	// its caller's deadline. Default 2×(HeartbeatTimeout+ElectionTimeout),
+	// longer than raft's randomised failure detection plus one election.
+	NoLeaderWait time.Duration
 
 	SnapshotInterval  time.Duration // default 2m: how often to check SnapshotThreshold
 	SnapshotThreshold uint64        // default 1024 entries since the last snapshot
@@ -102,6 +108,7 @@ func (c Config) withDefaults() Config {
 	set(&c.CommitTimeout, DefaultCommitTimeout)
 	set(&c.TransportTimeout, DefaultTransportTimeout)
 	set(&c.HandshakeTimeout, DefaultHandshakeTimeout)
+	set(&c.NoLeaderWait, 2*(c.HeartbeatTimeout+c.ElectionTimeout))
 	set(&c.SnapshotInterval, DefaultSnapshotInterval)
 	set(&c.RefusalLogInterval, DefaultRefusalLogInterval)
 	if c.SnapshotThreshold == 0 {

@@ -76,14 +76,7 @@ func (n *Node) RemoveServer(ctx context.Context, id string, force bool) error {
 }
 
 func (n *Node) leaderOp(ctx context.Context, what string, req rpcRequest, local func(context.Context) error) error {
-	err := n.retry(ctx, func(ctx context.Context) error {
-		if n.IsLeader() {
-			return local(ctx)
-		}
-		id, addr := n.Leader()
-		if id == "" {
-			return ErrNoLeader
-		}
+	err := n.toLeader(ctx, local, func(ctx context.Context, id, addr string) error {
 		_, err := n.forward(ctx, id, addr, req)
 		return err
 	})

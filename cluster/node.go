@@ -23,6 +23,10 @@ var (
 	ErrNotLeader = errors.New("not the leader")
 	// ErrNoLeader: no leader is known (election running, or no quorum).
 	ErrNoLeader = errors.New("no leader")
+	// ErrNotSent joins a Propose error when no attempt reached a leader:
+	// the command was certainly not committed, so a client may submit it
+	// again through another node.
+	ErrNotSent = errors.New("nothing was sent to a leader")
 	// ErrNeedsConfirmation: the membership change removes the leader or
 	// leaves fewer than three voters; repeat it with force.
 	ErrNeedsConfirmation = errors.New("membership change needs confirmation")
@@ -277,7 +281,10 @@ func newKey() []byte {
 // moves, until ctx ends, always with the same idempotency key, so the
 // command is applied at most once even when an attempt failed after it was
 // committed. Errors: ErrShutdown; a LeaderTransform error; ctx's error
-// joined with the last attempt's (ErrNoLeader when no quorum).
+// joined with the last attempt's (ErrNoLeader when no quorum). When this
+// node has known no leader for NoLeaderWait since the call began and has
+// sent nothing, Propose gives up early with ErrNoLeader. Every error after
+// which the command was certainly not committed also matches ErrNotSent.
 func (n *Node) Propose(ctx context.Context, cmd []byte) (resp []byte, index uint64, err error) {
 	return n.proposeKey(ctx, newKey(), cmd)
 }
@@ -285,28 +292,58 @@ func (n *Node) Propose(ctx context.Context, cmd []byte) (resp []byte, index uint
 func (n *Node) proposeKey(ctx context.Context, key, cmd []byte) ([]byte, uint64, error) {
 	var resp []byte
 	var idx uint64
-	err := n.retry(ctx, func(ctx context.Context) error {
-		id, addr := n.Leader()
-		if n.IsLeader() || id == n.id {
+	err := n.toLeader(ctx,
+		func(ctx context.Context) error {
 			var err error
 			resp, idx, err = n.applyLocal(ctx, key, cmd)
 			return err
-		}
-		if id == "" {
-			return ErrNoLeader
-		}
-		r, err := n.forward(ctx, id, addr, rpcRequest{Op: opPropose, Key: key, Cmd: cmd})
-		if err != nil {
-			return err
-		}
-		resp, idx = r.Resp, r.Index
-		return nil
-	})
+		},
+		func(ctx context.Context, id, addr string) error {
+			r, err := n.forward(ctx, id, addr, rpcRequest{Op: opPropose, Key: key, Cmd: cmd})
+			if err != nil {
+				return err
+			}
+			resp, idx = r.Resp, r.Index
+			return nil
+		})
 	if err != nil {
 		return nil, 0, fmt.Errorf("propose: %w", err)
 	}
 	return resp, idx, nil
 }
+
+// toLeader runs an operation where the leader is, with retry: local on the
+// leader, forward to it elsewhere. With no leader known for NoLeaderWait
+// and nothing sent yet, it gives up with ErrNoLeader. Its error matches
+// ErrNotSent when no attempt can have reached a leader.
+func (n *Node) toLeader(ctx context.Context, local func(context.Context) error, forward func(ctx context.Context, id, addr string) error) error {
+	start := time.Now()
+	sent := false // conservatively: set before any attempt that may reach a leader
+	err := n.retry(ctx, func(ctx context.Context) error {
+		id, addr := n.Leader()
+		if n.IsLeader() || id == n.id {
+			sent = true
+			return local(ctx)
+		}
+		if id == "" {
+			if !sent && time.Since(start) >= n.cfg.NoLeaderWait {
+				return giveUp{fmt.Errorf("%w for %s", ErrNoLeader, n.cfg.NoLeaderWait)}
+			}
+			return ErrNoLeader
+		}
+		sent = true
+		return forward(ctx, id, addr)
+	})
+	if err != nil && !sent {
+		err = errors.Join(err, ErrNotSent)
+	}
+	return err
+}
+
+// giveUp ends retry with the error it wraps, even a retryable one.
+type giveUp struct{ error }
+
+func (g giveUp) Unwrap() error { return g.error }
 
 // forward sends req to the leader id at addr. One attempt lasts at most
 // TransportTimeout, and is abandoned as soon as this node learns of another
@@ -362,6 +399,10 @@ func (n *Node) retry(ctx context.Context, op func(ctx context.Context) error) er
 		}
 		changed := n.leaderCh.wait()
 		err := op(ctx)
+		var g giveUp
+		if errors.As(err, &g) {
+			return g.error
+		}
 		if err == nil || !retryable(err) {
 			return err
 		}

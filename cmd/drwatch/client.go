@@ -176,7 +176,8 @@ func firstNonEmpty(s ...string) string {
 }
 
 // do calls path on the first endpoint that answers. A reply, even an error
-// reply, ends the search; only transport failures move to the next node.
+// reply, ends the search; only transport failures and no_leader (this node
+// knows no leader and committed nothing) move to the next node.
 func (c *client) do(ctx context.Context, method, path string, body, out any) error {
 	var payload []byte
 	if body != nil {
@@ -186,13 +187,25 @@ func (c *client) do(ctx context.Context, method, path string, body, out any) err
 		}
 	}
 	var errs []error
+	var noLeader *apiError
 	for _, ep := range c.endpoints {
 		err := c.once(ctx, ep, method, path, payload, out)
 		var ae *apiError
+		if errors.As(err, &ae) && ae.Code == api.CodeNoLeader && ctx.Err() == nil {
+			noLeader = ae
+			ae.Message = ep + ": " + ae.Message
+			continue
+		}
 		if err == nil || errors.As(err, &ae) || ctx.Err() != nil {
 			return err
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", ep, err))
+	}
+	if noLeader != nil {
+		if len(errs) > 0 {
+			noLeader.Message += "; the other nodes did not answer: " + errors.Join(errs...).Error()
+		}
+		return noLeader // exit 3, as a refusal: no node could commit it
 	}
 	return fmt.Errorf("no node answered: %w", errors.Join(errs...))
 }

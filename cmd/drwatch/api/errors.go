@@ -16,7 +16,8 @@ const (
 	CodeTooLarge     Code = "too_large"
 	CodeMethod       Code = "method_not_allowed"
 	CodeRefused      Code = "refused"     // a safety rule refused the command; see Rule
-	CodeNoLeader     Code = "no_leader"   // no quorum or no leader: nothing can be committed now
+	CodeNoLeader     Code = "no_leader"   // this node knows no leader; nothing was committed, another node may do it
+	CodeTimeout      Code = "timeout"     // the leader did not confirm in time; the write may still be committed
 	CodeUnavailable  Code = "unavailable" // retry later
 	CodeInternal     Code = "internal"
 )
@@ -42,6 +43,7 @@ var codeStatus = map[Code]int{
 	CodeMethod:       http.StatusMethodNotAllowed,
 	CodeRefused:      http.StatusConflict,
 	CodeNoLeader:     http.StatusServiceUnavailable,
+	CodeTimeout:      http.StatusGatewayTimeout,
 	CodeUnavailable:  http.StatusServiceUnavailable,
 	CodeInternal:     http.StatusInternalServerError,
 }

@@ -247,9 +247,11 @@ func writeSubmitError(w http.ResponseWriter, err error) {
 		writeError(w, ErrorDetail{Code: CodeRefused, Rule: "needs_confirmation", Message: err.Error(), Override: "confirm explicitly (--confirm)"})
 	case errors.Is(err, failover.ErrBadCommand):
 		writeError(w, ErrorDetail{Code: CodeBadRequest, Message: err.Error()})
+	case errors.Is(err, cluster.ErrNotSent) && (errors.Is(err, cluster.ErrNoLeader) || errors.Is(err, cluster.ErrNotLeader) || errors.Is(err, context.DeadlineExceeded)):
+		writeError(w, ErrorDetail{Code: CodeNoLeader, Message: "this watcher knows no leader, so nothing was committed (is a quorum of watchers up and reachable from it?): " + err.Error(),
+			Rule: "no_quorum", Override: "ask another watcher; with no quorum anywhere, only 'drwatch dns set --no-quorum' writes DNS"})
 	case errors.Is(err, cluster.ErrNoLeader), errors.Is(err, cluster.ErrNotLeader), errors.Is(err, context.DeadlineExceeded):
-		writeError(w, ErrorDetail{Code: CodeNoLeader, Message: "no leader could commit it (is a quorum of watchers up?): " + err.Error(),
-			Rule: "no_quorum", Override: "with no quorum, only 'drwatch dns set --no-quorum' writes DNS"})
+		writeError(w, ErrorDetail{Code: CodeTimeout, Message: "the leader did not confirm it in time, so it may still be committed: check 'drwatch history' before you repeat it: " + err.Error()})
 	case errors.Is(err, failover.ErrNoPolicy), errors.Is(err, cluster.ErrShutdown):
 		writeError(w, ErrorDetail{Code: CodeUnavailable, Message: err.Error()})
 	default:
