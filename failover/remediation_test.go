@@ -113,6 +113,27 @@ func TestRemediationBounded(t *testing.T) {
 	}
 }
 
+// TestViewRemediationsTail: the view carries the newest records, oldest
+// first, so the status page can show dry-run plans that never reach the
+// history; an empty machine shows an empty list, not null.
+func TestViewRemediationsTail(t *testing.T) {
+	m := New()
+	if v := m.View(); v.Remediations == nil || len(v.Remediations) != 0 {
+		t.Fatalf("empty machine: got %#v, want an empty list", v.Remediations)
+	}
+	n := viewRemediationsTail + 5
+	for i := range n {
+		c := remediationCmd(RemediationDryRun, "k"+strconv.Itoa(i))
+		if _, err := m.Step(uint64(i+1), c.Command()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rs := m.View().Remediations
+	if len(rs) != viewRemediationsTail || rs[0].Key != "k5" || rs[len(rs)-1].Key != "k"+strconv.Itoa(n-1) {
+		t.Fatalf("got %d records from %s to %s, want %d from k5 to k%d", len(rs), rs[0].Key, rs[len(rs)-1].Key, viewRemediationsTail, n-1)
+	}
+}
+
 func TestRemediationEncodeStampSnapshot(t *testing.T) {
 	c := remediationCmd(RemediationApplied, "k").Command()
 	b, err := Encode(c)

@@ -45,10 +45,17 @@ type View struct {
 	Desired  Desired  `json:"desired"`
 	// History is the tail of the history, oldest first.
 	History []Entry `json:"history"`
+	// Remediations is the tail of the remediation records, oldest first:
+	// what the repairs did, and in dry-run mode what they would have done.
+	Remediations []RemediationRecord `json:"remediations"`
 }
 
-// viewHistoryTail is how many history entries View carries.
-const viewHistoryTail = 20
+// viewHistoryTail is how many history entries View carries;
+// viewRemediationsTail how many remediation records.
+const (
+	viewHistoryTail      = 20
+	viewRemediationsTail = 20
+)
 
 // Pending estimates how soon the active site would be DOWN at quorum if
 // the current failures persist.
@@ -133,6 +140,10 @@ func (m *Machine) View() View {
 	v.History = make([]Entry, len(tail))
 	for i, e := range tail {
 		v.History[i] = e.clone()
+	}
+	v.Remediations = slices.Clone(s.Remediations[max(0, len(s.Remediations)-viewRemediationsTail):])
+	if v.Remediations == nil {
+		v.Remediations = []RemediationRecord{}
 	}
 	p := s.Policy
 	if p == nil {

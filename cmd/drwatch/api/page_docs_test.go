@@ -41,6 +41,7 @@ var docTypes = []struct {
 	{"Desired", reflect.TypeFor[failover.Desired]()},
 	{"RRset", reflect.TypeFor[failover.RRset]()},
 	{"Entry", reflect.TypeFor[failover.Entry]()},
+	{"RemediationRecord", reflect.TypeFor[failover.RemediationRecord]()},
 	{"NodeEvidence", reflect.TypeFor[failover.NodeEvidence]()},
 	{"ProbeFailure", reflect.TypeFor[failover.ProbeFailure]()},
 	{"Timings", reflect.TypeFor[failover.Timings]()},

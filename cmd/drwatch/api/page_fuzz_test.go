@@ -41,6 +41,8 @@ func fuzzStatus(s string) Status {
 	st.DNS.Servers[0].Error = m
 	st.DNS.Servers[1].Got[0].Values = []string{m}
 	st.Raft.Members[1].Addr = m
+	v.Remediations[0].Target, v.Remediations[0].Reason = m, m
+	v.Remediations[1].Name, v.Remediations[1].Detail = m, m
 	return st
 }
 

@@ -54,7 +54,17 @@ type pageModel struct {
 	Nodes   []nodeRow
 	DNS     dnsModel
 	Raft    raftModel
+	Repairs []repairRow
 	History []incidentModel
+}
+
+// repairRow is one remediation record, as the Repairs section shows it.
+type repairRow struct {
+	At, AtRel      string
+	Name           string
+	Action         string // "failover loadbalancer/…"
+	Result, Class  string
+	Reason, Detail string
 }
 
 type siteModel struct {
@@ -303,6 +313,7 @@ func buildPage(st Status, now time.Time, nonce string) pageModel {
 	m.DNS = dnsOf(&st, now)
 	m.Raft = raftOf(&st)
 	m.History = incidents(v.History, now)
+	m.Repairs = repairs(v.Remediations, now)
 	return m
 }
 
@@ -660,6 +671,35 @@ var kindTitle = map[string]string{
 }
 
 // incidents renders the history tail newest first.
+// repairs lists the remediation records newest first. Dry-run records
+// appear only here: they never enter the history.
+func repairs(rs []failover.RemediationRecord, now time.Time) []repairRow {
+	out := make([]repairRow, 0, len(rs))
+	for i := len(rs) - 1; i >= 0; i-- {
+		r := rs[i]
+		row := repairRow{Name: r.Name, Action: r.Verb + " " + r.Target, Reason: r.Reason, Detail: r.Detail}
+		if r.At > 0 {
+			row.At, row.AtRel = absTime(time.Unix(0, r.At)), ago(now, time.Unix(0, r.At))
+		}
+		switch r.Result {
+		case failover.RemediationApplied:
+			row.Result, row.Class = "applied", "ok"
+		case failover.RemediationFailed:
+			row.Result, row.Class = "failed", "down"
+		case failover.RemediationSkippedCap:
+			row.Result, row.Class = "skipped: cap reached", "warn"
+		case failover.RemediationDryRun:
+			row.Result, row.Class = "dry run: not applied", "manual"
+		case failover.RemediationPlanned:
+			row.Result, row.Class = "planned", "minor"
+		default:
+			row.Result, row.Class = r.Result, "unknown"
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
 func incidents(h []failover.Entry, now time.Time) []incidentModel {
 	out := make([]incidentModel, 0, len(h))
 	openedOne := false

@@ -220,6 +220,21 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
 {{- end}}
 </tbody></table></div>
 </section>
+<section aria-label="repairs" id="repairs">
+<h2>Repairs (newest first)</h2>
+{{- if .Repairs}}
+<div class="scroll"><table>
+<thead><tr><th>when</th><th>repair</th><th>action</th><th>result</th><th>why</th></tr></thead>
+<tbody>
+{{- range .Repairs}}
+<tr class="repair"><td{{if .At}} title="{{.At}}"{{end}}>{{.AtRel}}</td><td>{{.Name}}</td><td class="mono">{{.Action}}</td><td><span class="pill {{.Class}}">{{.Result}}</span></td><td>{{.Reason}}{{if .Detail}}<div class="small muted">{{.Detail}}</div>{{end}}</td></tr>
+{{- end}}
+</tbody></table></div>
+<p class="small muted">The leader's repairs, from the replicated records. A dry run shows what a repair would do; it is never in the history below.</p>
+{{- else}}
+<p class="muted">No repair has planned anything yet. Repairs run on the leader; each is off, dry-run or on.</p>
+{{- end}}
+</section>
 <section aria-label="history" id="history">
 <h2>History (newest first)</h2>
 {{- range .History}}

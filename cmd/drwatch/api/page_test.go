@@ -242,6 +242,38 @@ func TestPageHistoryNewestFirst(t *testing.T) {
 	}
 }
 
+// TestPageRepairs: the Repairs section lists the remediation records
+// newest first, a dry run included (it is never in the history), with the
+// failure's detail; with no records it says so.
+func TestPageRepairs(t *testing.T) {
+	_, body := pageGet(t, pageServer(t, fxFailedOver(), nil), "/")
+	rows := regexp.MustCompile(`(?s)<tr class="repair">(.*?)</tr>`).FindAllSubmatch(body, -1)
+	if len(rows) != 2 {
+		t.Fatalf("got %d repair rows, want 2", len(rows))
+	}
+	first, second := text(rows[0][1]), text(rows[1][1])
+	for _, want := range []string{"7m 0s ago", "dead-node-out-of-service", "taint node/worker-3", "failed", "NotReady for 6m", `nodes "worker-3" is forbidden`} {
+		if !strings.Contains(first, want) {
+			t.Errorf("newest repair row %q lacks %q", first, want)
+		}
+	}
+	for _, want := range []string{"8m 0s ago", "octavia-stuck-lb", "failover loadbalancer/5f0c", "dry run: not applied", "provisioning_status ERROR"} {
+		if !strings.Contains(second, want) {
+			t.Errorf("older repair row %q lacks %q", second, want)
+		}
+	}
+	if !strings.Contains(string(rows[0][1]), `class="pill down"`) {
+		t.Errorf("a failed repair is not marked down: %s", rows[0][1])
+	}
+
+	st := fxFailedOver()
+	st.State.Remediations = []failover.RemediationRecord{}
+	_, body = pageGet(t, pageServer(t, st, nil), "/")
+	if !strings.Contains(text(body), "No repair has planned anything yet.") {
+		t.Errorf("no records: the Repairs section does not say so")
+	}
+}
+
 func TestPagePartial(t *testing.T) {
 	srv := pageServer(t, fxFailedOver(), nil)
 	_, full := pageGet(t, srv, "/")
