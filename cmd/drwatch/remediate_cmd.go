@@ -1,32 +1,91 @@
 package main
 
 import (
-	"log/slog"
-
 	"context"
 	"errors"
 	"fmt"
-	"github.com/drwatch/drwatch/cmd/drwatch/node"
-	"github.com/drwatch/drwatch/failover/remediate/octavia"
-	"github.com/drwatch/drwatch/failover/remediate/openstack"
 	"io"
+	"log/slog"
+	"net/http"
 	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/drwatch/drwatch/cmd/drwatch/api"
+	"github.com/drwatch/drwatch/cmd/drwatch/node"
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/kube"
+	"github.com/drwatch/drwatch/failover/remediate/octavia"
+	"github.com/drwatch/drwatch/failover/remediate/openstack"
 	"github.com/goccy/go-yaml"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
 )
 
 func newRemediateCmd() *cobra.Command {
-	c := &cobra.Command{Use: "remediate", Short: "Show what the remediations would do"}
-	c.AddCommand(newRemediatePlanCmd())
+	c := &cobra.Command{Use: "remediate", Short: "Show what the remediations would do, and what they did"}
+	c.AddCommand(newRemediatePlanCmd(), newRemediateRecordsCmd())
 	return c
+}
+
+// remediateRecordsCmd is `drwatch remediate records`.
+type remediateRecordsCmd struct {
+	flags  clientFlags
+	output string
+}
+
+func newRemediateRecordsCmd() *cobra.Command {
+	r := &remediateRecordsCmd{}
+	c := &cobra.Command{
+		Use:   "records [-o table|json|yaml]",
+		Short: "The last 20 remediation records, newest first: applied, failed, capped and dry runs",
+		Long: `Print the remediation records the leader's runner replicated, newest first,
+as the status page's Repairs section shows them. Dry runs are here and not in
+'drwatch history'.`,
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := outputFormat(r.output).check(); err != nil {
+				return err
+			}
+			return r.Run(c.Context(), stdout(c))
+		},
+	}
+	r.flags.register(c)
+	c.Flags().StringVarP(&r.output, "output", "o", "table", "table, json or yaml")
+	return c
+}
+
+// Run prints the records.
+func (r *remediateRecordsCmd) Run(ctx context.Context, w io.Writer) error {
+	cl, err := r.flags.client(false)
+	if err != nil {
+		return err
+	}
+	var st api.Status
+	if err := cl.do(ctx, http.MethodGet, "/api/v1/status", nil, &st); err != nil {
+		return cliErr(err)
+	}
+	recs := make([]failover.RemediationRecord, 0, len(st.State.Remediations))
+	for i := len(st.State.Remediations) - 1; i >= 0; i-- {
+		recs = append(recs, st.State.Remediations[i])
+	}
+	if r.output != "table" {
+		return structured(w, outputFormat(r.output), struct {
+			Remediations []failover.RemediationRecord `json:"remediations"`
+		}{recs})
+	}
+	if len(recs) == 0 {
+		_, err := fmt.Fprintln(w, "no remediation records yet")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "INDEX\tAT\tREMEDIATION\tVERB\tTARGET\tRESULT\tREASON\tDETAIL")
+	for _, rec := range recs {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", rec.Index, unixTime(rec.At), rec.Name, rec.Verb, rec.Target, rec.Result, orDash(rec.Reason), orDash(rec.Detail))
+	}
+	return tw.Flush()
 }
 
 // remediatePlanCmd is `drwatch remediate plan [NAME]`.

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/drwatch/drwatch/cmd/drwatch/api"
+	"github.com/drwatch/drwatch/failover"
+)
+
+// TestRemediateRecords: `drwatch remediate records` lists the status's
+// remediation records newest first, dry runs included, as a table and as
+// JSON, and says so when there are none.
+func TestRemediateRecords(t *testing.T) {
+	var st api.Status
+	st.State.Remediations = []failover.RemediationRecord{
+		{Index: 10, Remediation: failover.Remediation{At: 1795261920000000000, Name: "octavia-stuck-lb", Target: "loadbalancer/5f0c",
+			Verb: "failover", Result: failover.RemediationDryRun, Reason: "provisioning_status ERROR", Key: "k1"}},
+		{Index: 11, Remediation: failover.Remediation{At: 1795261980000000000, Name: "dead-node-out-of-service", Target: "node/w3",
+			Verb: "taint", Result: failover.RemediationFailed, Reason: "NotReady for 6m", Detail: "forbidden", Key: "k2"}},
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v1/status" {
+			http.NotFound(w, r)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(st)
+	}))
+	defer srv.Close()
+
+	out, stderr, code := run(t, "remediate", "records", "--endpoint", srv.URL)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "INDEX") {
+		t.Fatalf("got %d lines, want a header and two records:\n%s", len(lines), out)
+	}
+	for i, want := range [][]string{
+		{"11", "dead-node-out-of-service", "taint", "node/w3", "failed", "NotReady for 6m", "forbidden"},
+		{"10", "octavia-stuck-lb", "failover", "loadbalancer/5f0c", "dry_run", "provisioning_status ERROR"},
+	} {
+		for _, w := range want {
+			if !strings.Contains(lines[i+1], w) {
+				t.Errorf("row %d %q lacks %q", i+1, lines[i+1], w)
+			}
+		}
+	}
+
+	out, stderr, code = run(t, "remediate", "records", "--endpoint", srv.URL, "-o", "json")
+	if code != 0 {
+		t.Fatalf("json: exit %d: %s", code, stderr)
+	}
+	var got struct {
+		Remediations []failover.RemediationRecord `json:"remediations"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got.Remediations) != 2 || got.Remediations[0].Index != 11 {
+		t.Fatalf("json: got %+v (%v), want two records, index 11 first", got, err)
+	}
+
+	st.State.Remediations = nil
+	out, _, code = run(t, "remediate", "records", "--endpoint", srv.URL)
+	if code != 0 || !strings.Contains(out, "no remediation records yet") {
+		t.Fatalf("none: exit %d, output %q", code, out)
+	}
+}
