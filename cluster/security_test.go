@@ -170,7 +170,7 @@ func TestTLSVersionAndClientCert(t *testing.T) {
 		name string
 		cfg  *tls.Config
 	}{
-		{"tls 1.2", &tls.Config{InsecureSkipVerify: true, MaxVersion: tls.VersionTLS12, Certificates: []tls.Certificate{nd.creds.cert}}},
+		{"tls 1.2", &tls.Config{InsecureSkipVerify: true, MaxVersion: tls.VersionTLS12, Certificates: []tls.Certificate{*nd.creds.Certificate()}}},
 		{"no client cert", &tls.Config{InsecureSkipVerify: true}},
 	}
 	for _, tt := range tests {

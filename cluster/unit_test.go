@@ -190,8 +190,8 @@ func TestCerts(t *testing.T) {
 	if c.NodeID() != "node-1" {
 		t.Fatalf("NodeID: got %q, want node-1", c.NodeID())
 	}
-	if !c.leaf.NotAfter.After(time.Now()) || len(c.leaf.IPAddresses) != 1 || !slices.Contains(c.leaf.DNSNames, "localhost") {
-		t.Fatalf("leaf: got NotAfter %v IPs %v DNS %v", c.leaf.NotAfter, c.leaf.IPAddresses, c.leaf.DNSNames)
+	if !c.state().leaf.NotAfter.After(time.Now()) || len(c.state().leaf.IPAddresses) != 1 || !slices.Contains(c.state().leaf.DNSNames, "localhost") {
+		t.Fatalf("leaf: got NotAfter %v IPs %v DNS %v", c.state().leaf.NotAfter, c.state().leaf.IPAddresses, c.state().leaf.DNSNames)
 	}
 	if got := IdentityURI("node-1").String(); got != "drwatch://node/node-1" {
 		t.Fatalf("IdentityURI: got %q, want drwatch://node/node-1", got)

@@ -66,12 +66,7 @@ func (s *serveCmd) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	tlsCfg, err := api.ServerTLS(cfg.TLS.CAFile, cfg.TLS.CertFile, cfg.TLS.KeyFile)
-	if err != nil {
-		_ = n.Shutdown(context.Background())
-		return err
-	}
-	srv, errc, err := api.Listen(cfg.Node.APIAddr, tlsCfg, n, api.Options{Tokens: tokens, MaxBodyBytes: cfg.API.MaxBodyBytes, Logger: log})
+	srv, errc, err := api.Listen(cfg.Node.APIAddr, api.ServerTLS(n.Credentials()), n, api.Options{Tokens: tokens, MaxBodyBytes: cfg.API.MaxBodyBytes, Logger: log})
 	if err != nil {
 		_ = n.Shutdown(context.Background())
 		return err

@@ -2,14 +2,14 @@ package api
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"time"
+
+	"github.com/drwatch/drwatch/cluster"
 )
 
 // Listen starts the HTTPS API, status page and metrics of one node on addr.
@@ -37,21 +37,21 @@ func Listen(addr string, tlsCfg *tls.Config, b Backend, o Options) (*http.Server
 	return srv, errc, nil
 }
 
-// ServerTLS serves the node's certificate. Client certificates from the
-// cluster CA are accepted but not required: reads are open (the status page
-// holds no secret) and writes need a bearer token.
-func ServerTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
-	if err != nil {
-		return nil, fmt.Errorf("tls.cert_file/key_file: %w", err)
+// ServerTLS serves the node's certificate as creds hold it at each
+// handshake, so a reloaded certificate or CA bundle serves every new
+// connection without a restart. Client certificates from the cluster CA are
+// accepted but not required: reads are open (the status page holds no
+// secret) and writes need a bearer token.
+func ServerTLS(creds *cluster.Credentials) *tls.Config {
+	return &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			return &tls.Config{
+				MinVersion:   tls.VersionTLS12,
+				Certificates: []tls.Certificate{*creds.Certificate()},
+				ClientCAs:    creds.Roots(),
+				ClientAuth:   tls.VerifyClientCertIfGiven,
+			}, nil
+		},
 	}
-	caPEM, err := os.ReadFile(caFile)
-	if err != nil {
-		return nil, fmt.Errorf("tls.ca_file: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(caPEM) {
-		return nil, fmt.Errorf("tls.ca_file %s: no certificate", caFile)
-	}
-	return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}, ClientCAs: pool, ClientAuth: tls.VerifyClientCertIfGiven}, nil
 }

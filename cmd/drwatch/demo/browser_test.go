@@ -18,11 +18,7 @@ import (
 func TestStatusPageThroughAnOutage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	d, err := Start(ctx, Options{Dir: t.TempDir(), Interval: 2 * time.Second, Fall: 6})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := startDemo(t, ctx, Options{Dir: t.TempDir(), Interval: 2 * time.Second, Fall: 6})
 	eventually(t, 90*time.Second, func() bool {
 		v := d.View()
 		return d.Leader() != nil && len(v.Sites[failover.Primary].Up) == 3 && len(v.Sites[failover.Backup].Up) == 3

@@ -2,8 +2,10 @@ package demo
 
 import (
 	"context"
+	"crypto"
 	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -53,6 +55,9 @@ type Options struct {
 	// PreFailoverHook, when set, is a command (argv) every watcher runs as
 	// its pre-failover hook.
 	PreFailoverHook []string
+	// CredentialsReloadEvery is how often the watchers look at their TLS
+	// files (default node.CredentialsReloadEvery).
+	CredentialsReloadEvery time.Duration
 }
 
 // Demo is a running demo cluster.
@@ -72,6 +77,9 @@ type Demo struct {
 	interval time.Duration
 	fall     int
 	preHook  []string
+	reload   time.Duration
+	ca       *x509.Certificate // the demo CA, to renew certificates in tests
+	caKey    crypto.Signer
 	log      *slog.Logger
 	cfgs     []*config.Config
 	tmp      bool
@@ -89,7 +97,7 @@ func Start(ctx context.Context, o Options) (d *Demo, err error) {
 	if o.Fall <= 0 {
 		o.Fall = 3
 	}
-	d = &Demo{Dir: o.Dir, Sites: map[string]*Site{}, out: o.Out, start: time.Now(), interval: o.Interval, fall: o.Fall, preHook: o.PreFailoverHook}
+	d = &Demo{Dir: o.Dir, Sites: map[string]*Site{}, out: o.Out, start: time.Now(), interval: o.Interval, fall: o.Fall, preHook: o.PreFailoverHook, reload: o.CredentialsReloadEvery}
 	if d.out == nil {
 		d.out = io.Discard
 	}
@@ -129,6 +137,7 @@ func Start(ctx context.Context, o Options) (d *Demo, err error) {
 	if err != nil {
 		return nil, err
 	}
+	d.ca, d.caKey = ca, caKey
 	d.CAFile = d.path("ca.crt")
 	siteCert, siteKey, err := cluster.IssueNodeCert(ca, caKey, "sites", []string{"lms." + strings.TrimSuffix(Zone, "."), "studio." + strings.TrimSuffix(Zone, "."), "127.0.0.1", "localhost"}, 24*time.Hour)
 	if err != nil {
@@ -317,21 +326,18 @@ func (d *Demo) startControl() error {
 // StartNode starts watcher i (again) from its config and data directory.
 func (d *Demo) StartNode(ctx context.Context, i int) error {
 	cfg := d.cfgs[i]
-	n, err := node.Start(ctx, node.Options{Config: cfg, Logger: d.log})
+	n, err := node.Start(ctx, node.Options{Config: cfg, Logger: d.log, CredentialsReloadEvery: d.reload})
 	if err != nil {
 		return err
 	}
 	tokens, err := api.LoadTokens(cfg.API.TokensFile)
 	if err == nil {
-		var tlsCfg *tls.Config
-		if tlsCfg, err = api.ServerTLS(cfg.TLS.CAFile, cfg.TLS.CertFile, cfg.TLS.KeyFile); err == nil {
-			var srv *http.Server
-			if srv, _, err = api.Listen(cfg.Node.APIAddr, tlsCfg, n, api.Options{Tokens: tokens, Logger: d.log}); err == nil {
-				d.mu.Lock()
-				d.Nodes[i], d.servers[i] = n, srv
-				d.mu.Unlock()
-				return nil
-			}
+		var srv *http.Server
+		if srv, _, err = api.Listen(cfg.Node.APIAddr, api.ServerTLS(n.Credentials()), n, api.Options{Tokens: tokens, Logger: d.log}); err == nil {
+			d.mu.Lock()
+			d.Nodes[i], d.servers[i] = n, srv
+			d.mu.Unlock()
+			return nil
 		}
 	}
 	_ = n.Shutdown(context.WithoutCancel(ctx))

@@ -33,11 +33,7 @@ func TestOutageScenario(t *testing.T) {
 	var out syncBuffer
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	d, err := Start(ctx, Options{Dir: t.TempDir(), Out: &out, LogLevel: slog.LevelDebug, Interval: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := startDemo(t, ctx, Options{Dir: t.TempDir(), Out: &out, LogLevel: slog.LevelDebug, Interval: 2 * time.Second})
 	if got, err := d.Resolve("lms.demo.test"); err != nil || len(got) != 1 || got[0] != PrimaryIP {
 		t.Fatalf("before: lms.demo.test -> %v %v, want %s", got, err, PrimaryIP)
 	}
@@ -92,4 +88,21 @@ func eventually(t *testing.T, d time.Duration, cond func() bool, format string, 
 		case <-tick.C:
 		}
 	}
+}
+
+// startDemo starts a demo for one test: closed at the end, and the
+// watchers' log tail printed if the test failed.
+func startDemo(t *testing.T, ctx context.Context, o Options) *Demo {
+	t.Helper()
+	d, err := Start(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("watchers' log (tail):\n%s", d.LogTail(60))
+		}
+		d.Close()
+	})
+	return d
 }

@@ -18,17 +18,8 @@ func TestPreFailoverHookHoldsBackAutomaticFlip(t *testing.T) {
 	flag := filepath.Join(dir, "backup-db-promoted")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	d, err := Start(ctx, Options{Dir: dir, Interval: 2 * time.Second,
+	d := startDemo(t, ctx, Options{Dir: dir, Interval: 2 * time.Second,
 		PreFailoverHook: []string{"/bin/sh", "-c", "test -e " + flag + " || { echo backup database not promoted; exit 1; }"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("watchers' log (tail):\n%s", d.LogTail(60))
-		}
-	})
 	eventually(t, 90*time.Second, func() bool {
 		v := d.View()
 		return d.Leader() != nil && v.Sites[failover.Backup].Verdict == failover.Up

@@ -84,8 +84,8 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		return 0
 	}
 	gauge(descBuild, 1, BuildInfo.Version, BuildInfo.Commit, BuildInfo.Date)
-	if !m.n.certNotAfter.IsZero() {
-		gauge(descCertExp, float64(m.n.certNotAfter.Unix()))
+	if m.n.creds != nil {
+		gauge(descCertExp, float64(m.n.creds.NotAfter().Unix()))
 	}
 	if v.Policy != nil {
 		gauge(descQuorum, float64(v.Policy.Quorum))

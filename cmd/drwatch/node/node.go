@@ -31,8 +31,11 @@ type Options struct {
 	DNS dnsprovider.Provider
 	// Verifier replaces the verifier built from the config.
 	Verifier reconcile.Verifier
-	// Credentials replace those loaded from the tls section (the demo).
+	// Credentials replace those loaded from the tls section.
 	Credentials *cluster.Credentials
+	// CredentialsReloadEvery is how often the TLS files are looked at
+	// (tests). Default CredentialsReloadEvery.
+	CredentialsReloadEvery time.Duration
 	// Now is the clock the leader stamps commands with (tests). Default time.Now.
 	Now func() time.Time
 }
@@ -68,11 +71,11 @@ type Node struct {
 		at  time.Time
 		err error
 	}
-	started      time.Time
-	certNotAfter time.Time // this node's own certificate, for drwatch_tls_cert_expiry_timestamp_seconds
-	stopping     atomic.Bool
-	lastRound    atomic.Int64 // unix ns when the scheduler last delivered a round
-	lastSeq      uint64
+	started   time.Time
+	creds     *cluster.Credentials // this node's TLS identity; reloaded by credsLoop
+	stopping  atomic.Bool
+	lastRound atomic.Int64 // unix ns when the scheduler last delivered a round
+	lastSeq   uint64
 }
 
 // sm adapts the decision core to cluster.StateMachine and signals changes.
@@ -133,7 +136,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 			return nil, fmt.Errorf("tls: %w", err)
 		}
 	}
-	n.certNotAfter = creds.NotAfter()
+	n.creds = creds
 	if creds.NodeID() != c.Node.ID {
 		return nil, fmt.Errorf("tls.cert_file: certificate is for node %q, config says node.id %q", creds.NodeID(), c.Node.ID)
 	}
@@ -200,8 +203,43 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	n.goFunc(func() { n.reportLoop(probeCtx) })
 	n.goFunc(func() { n.dnsCheckLoop(probeCtx) })
 	n.goFunc(func() { n.cluster.RunWhileLeader(probeCtx, n.lead) })
+	reloadEvery := o.CredentialsReloadEvery
+	if reloadEvery <= 0 {
+		reloadEvery = CredentialsReloadEvery
+	}
+	n.goFunc(func() { n.credsLoop(probeCtx, reloadEvery) })
 	log.Info("watcher started", "raft_addr", c.Node.RaftAddr, "policy", n.hash[:12])
 	return n, nil
+}
+
+// CredentialsReloadEvery is how often a node looks at its TLS files
+// (tls.ca_file, cert_file, key_file) and takes changed ones into use.
+const CredentialsReloadEvery = 30 * time.Second
+
+// Credentials is this node's TLS identity, kept current by the node: the
+// HTTP API serves from it too.
+func (n *Node) Credentials() *cluster.Credentials { return n.creds }
+
+// credsLoop reloads the TLS files when they change, so a renewed
+// certificate or a CA bundle for a rotation is used by every new connection
+// (Raft, cluster RPC, HTTP API) without a restart.
+func (n *Node) credsLoop(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		changed, err := n.creds.Reload()
+		switch {
+		case err != nil:
+			n.log.Error("tls files changed but were not taken into use", "ca_file", n.cfg.TLS.CAFile, "cert_file", n.cfg.TLS.CertFile, "err", err)
+		case changed:
+			n.log.Info("tls files reloaded", "cert_file", n.cfg.TLS.CertFile, "not_after", n.creds.NotAfter().UTC().Format(time.RFC3339))
+		}
+	}
 }
 
 func (n *Node) goFunc(f func()) {
