@@ -22,9 +22,14 @@ import (
 // DNS SAN) keeps identity apart from where the node lives: addresses change
 // with re-IPs and NAT, the ID does not, and a DNS name could collide with a
 // real host name the certificate also covers.
+//
+// A client certificate (a person's or a tool's, for the HTTPS API) names
+// its holder with drwatch://client/<name> instead and is valid for client
+// authentication only, so it can never pass as a watcher.
 const (
-	IdentityScheme = "drwatch"
-	IdentityHost   = "node"
+	IdentityScheme     = "drwatch"
+	IdentityHost       = "node"
+	ClientIdentityHost = "client"
 )
 
 // ErrBadNodeID reports a node ID that cannot be an identity.
@@ -50,21 +55,36 @@ func ValidNodeID(id string) error {
 	return nil
 }
 
+// ClientIdentityURI is the URI SAN naming API client name.
+func ClientIdentityURI(name string) *url.URL {
+	return &url.URL{Scheme: IdentityScheme, Host: ClientIdentityHost, Path: "/" + name}
+}
+
 // NodeIDFromCert returns the node ID in cert's drwatch://node/<id> URI SAN.
 // A certificate with none, or more than one, has no identity.
 func NodeIDFromCert(cert *x509.Certificate) (string, error) {
+	return identityFromCert(cert, IdentityHost)
+}
+
+// ClientNameFromCert returns the name in cert's drwatch://client/<name>
+// URI SAN, for a certificate issued with IssueClientCert.
+func ClientNameFromCert(cert *x509.Certificate) (string, error) {
+	return identityFromCert(cert, ClientIdentityHost)
+}
+
+func identityFromCert(cert *x509.Certificate, host string) (string, error) {
 	var ids []string
 	for _, u := range cert.URIs {
-		if u.Scheme == IdentityScheme && u.Host == IdentityHost {
+		if u.Scheme == IdentityScheme && u.Host == host {
 			ids = append(ids, strings.TrimPrefix(u.Path, "/"))
 		}
 	}
 	switch len(ids) {
 	case 0:
-		return "", errors.New("certificate has no drwatch://node/<id> URI SAN")
+		return "", fmt.Errorf("certificate has no drwatch://%s/<id> URI SAN", host)
 	case 1:
 	default:
-		return "", fmt.Errorf("certificate has %d drwatch node identities, want 1", len(ids))
+		return "", fmt.Errorf("certificate has %d drwatch %s identities, want 1", len(ids), host)
 	}
 	if err := ValidNodeID(ids[0]); err != nil {
 		return "", err
@@ -111,26 +131,9 @@ func IssueNodeCert(ca *x509.Certificate, caKey crypto.Signer, nodeID string, hos
 	if err := ValidNodeID(nodeID); err != nil {
 		return nil, nil, err
 	}
-	if ca == nil || caKey == nil {
-		return nil, nil, errors.New("issue node cert: nil ca or key")
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, fmt.Errorf("generate node key: %w", err)
-	}
-	serial, err := newSerial()
-	if err != nil {
-		return nil, nil, err
-	}
-	now := time.Now()
 	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: nodeID, Organization: []string{"drwatch"}},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(ttl),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		URIs:         []*url.URL{IdentityURI(nodeID)},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		URIs:        []*url.URL{IdentityURI(nodeID)},
 	}
 	for _, h := range hosts {
 		if ip := net.ParseIP(h); ip != nil {
@@ -139,9 +142,43 @@ func IssueNodeCert(ca *x509.Certificate, caKey crypto.Signer, nodeID string, hos
 			tmpl.DNSNames = append(tmpl.DNSNames, h)
 		}
 	}
+	return issue(ca, caKey, "node", nodeID, tmpl, ttl)
+}
+
+// IssueClientCert issues an API client certificate for name (a person or
+// a tool), signed by ca: client authentication only, identity URI SAN
+// drwatch://client/<name>, no host names. The watchers refuse it as a peer.
+func IssueClientCert(ca *x509.Certificate, caKey crypto.Signer, name string, ttl time.Duration) (certPEM, keyPEM []byte, err error) {
+	if err := ValidNodeID(name); err != nil {
+		return nil, nil, err
+	}
+	tmpl := &x509.Certificate{
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		URIs:        []*url.URL{ClientIdentityURI(name)},
+	}
+	return issue(ca, caKey, "client", name, tmpl, ttl)
+}
+
+// issue completes tmpl (serial, subject, validity from one hour ago for
+// ttl, key usage) and signs a fresh ECDSA P-256 key with ca.
+func issue(ca *x509.Certificate, caKey crypto.Signer, kind, name string, tmpl *x509.Certificate, ttl time.Duration) (certPEM, keyPEM []byte, err error) {
+	if ca == nil || caKey == nil {
+		return nil, nil, fmt.Errorf("issue %s cert: nil ca or key", kind)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("generate %s key: %w", kind, err)
+	}
+	if tmpl.SerialNumber, err = newSerial(); err != nil {
+		return nil, nil, err
+	}
+	now := time.Now()
+	tmpl.Subject = pkix.Name{CommonName: name, Organization: []string{"drwatch"}}
+	tmpl.NotBefore, tmpl.NotAfter = now.Add(-time.Hour), now.Add(ttl)
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 	if err != nil {
-		return nil, nil, fmt.Errorf("create node certificate %s: %w", nodeID, err)
+		return nil, nil, fmt.Errorf("create %s certificate %s: %w", kind, name, err)
 	}
 	return encodePair(der, key)
 }

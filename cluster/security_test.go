@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -204,3 +205,41 @@ func TestSelfIdentityMustMatch(t *testing.T) {
 }
 
 var _ = slices.Equal[[]string]
+
+// TestClientCertIsNotAPeer: an API client certificate from the cluster CA
+// opens no watcher's Raft port, even for a watcher that would allow any
+// identity: it names a client, not a node.
+func TestClientCertIsNotAPeer(t *testing.T) {
+	ca := newTestCA(t, "ca")
+	watcher := ca.creds(t, "a")
+	cert, key, err := ParseCA(ca.certPEM, ca.keyP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, kp, err := IssueClientCert(cert, key, "alice", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(cp, kp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name, err := ClientNameFromCert(pair.Leaf); err != nil || name != "alice" {
+		t.Fatalf("client name: got %q, %v, want alice", name, err)
+	}
+	if id, err := NodeIDFromCert(pair.Leaf); err == nil {
+		t.Fatalf("a client certificate has node identity %q", id)
+	}
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	srv := tls.Server(a, watcher.serverTLS(func(string) bool { return true }))
+	cl := tls.Client(b, &tls.Config{MinVersion: tls.VersionTLS13, InsecureSkipVerify: true, Certificates: []tls.Certificate{pair}})
+	done := make(chan error, 1)
+	go func() { done <- srv.Handshake() }()
+	_ = cl.Handshake()
+	_ = b.Close()
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "no drwatch://node/<id> URI SAN") {
+		t.Fatalf("watcher handshake with a client certificate: got %v, want a refusal naming the missing node identity", err)
+	}
+}

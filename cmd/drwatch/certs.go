@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
@@ -22,10 +23,13 @@ import (
 // planned event; a node certificate cannot be revoked (there is no CRL), so a
 // stolen node key is useful for at most a year, and a yearly rotation is
 // frequent enough to stay a practised routine.
+// A client certificate belongs to a person or a tool, changes hands more
+// easily and is as unrevocable, so it lives a quarter of that.
 const (
-	defaultCADays   = 5 * 365
-	defaultNodeDays = 365
-	day             = 24 * time.Hour
+	defaultCADays     = 5 * 365
+	defaultNodeDays   = 365
+	defaultClientDays = 90
+	day               = 24 * time.Hour
 )
 
 // File names inside --dir. Node files carry the node ID so that one
@@ -38,6 +42,9 @@ const (
 
 func nodeCertFile(id string) string { return "node-" + id + ".crt" }
 func nodeKeyFile(id string) string  { return "node-" + id + ".key" }
+
+func clientCertFile(name string) string { return "client-" + name + ".crt" }
+func clientKeyFile(name string) string  { return "client-" + name + ".key" }
 
 // configNodeID is node.id's rule in cmd/drwatch/config (validate.go idRE),
 // stricter than cluster.ValidNodeID; the two must stay in step.
@@ -54,12 +61,13 @@ type certsInit struct {
 	force bool
 }
 
-// certsIssue is `drwatch certs issue NODE`.
+// certsIssue is `drwatch certs issue NODE` (or NAME with --client).
 type certsIssue struct {
-	dir   string
-	hosts []string
-	days  int
-	force bool
+	dir    string
+	hosts  []string
+	days   int
+	force  bool
+	client bool
 }
 
 func newCertsCmd() *cobra.Command {
@@ -94,15 +102,30 @@ needed only to issue and rotate certificates.`,
 
 	is := &certsIssue{}
 	issueCmd := &cobra.Command{
-		Use:   "issue NODE --dir DIR --host ADDR [--host NAME ...]",
-		Short: "Issue node NODE's certificate (node-NODE.crt, node-NODE.key) from the CA in DIR",
+		Use:   "issue NODE --dir DIR --host ADDR [--host NAME ...] | issue NAME --client --dir DIR",
+		Short: "Issue node NODE's certificate (node-NODE.crt/.key), or with --client an API client's (client-NAME.crt/.key)",
 		Long: `Issue the certificate of watcher NODE, signed by DIR/ca.crt and DIR/ca.key.
 Give every address and host name the node's API is reached by with --host
 (the IP of node.api_addr at least): the CLI and browsers check them. Raft does
-not: it checks the identity drwatch://node/NODE instead.`,
+not: it checks the identity drwatch://node/NODE instead.
+
+With --client, issue an HTTPS API client certificate for NAME (a person or a
+tool such as Prometheus) instead: identity drwatch://client/NAME, client
+authentication only, 90 days unless --days. Watchers never accept it as a
+peer. It is needed where api.client_certs is required; the CLI presents it
+with --cert-file and --key-file.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usageError{errors.New("issue takes one node ID")}
+				return usageError{errors.New("issue takes one node ID (or one client name with --client)")}
+			}
+			if is.client {
+				if len(is.hosts) > 0 {
+					return usageError{errors.New("--host does not apply to a client certificate")}
+				}
+				if !c.Flags().Changed("days") {
+					is.days = defaultClientDays
+				}
+				return is.RunClient(stdout(c), args[0])
 			}
 			return is.Run(stdout(c), args[0])
 		},
@@ -111,6 +134,7 @@ not: it checks the identity drwatch://node/NODE instead.`,
 	issueCmd.Flags().StringArrayVar(&is.hosts, "host", nil, "IP address or DNS name the node is reached by (repeatable, at least one)")
 	issueCmd.Flags().IntVar(&is.days, "days", defaultNodeDays, "validity in days (at most the CA's remaining life)")
 	issueCmd.Flags().BoolVar(&is.force, "force", false, "overwrite the node's existing certificate and key (rotation)")
+	issueCmd.Flags().BoolVar(&is.client, "client", false, "issue an API client certificate for NAME instead of a node certificate")
 
 	c.AddCommand(initCmd, issueCmd)
 	return c
@@ -186,25 +210,9 @@ func (is *certsIssue) Run(out io.Writer, id string) error {
 	if len(hosts) == 0 {
 		return usageError{errors.New("at least one --host is required: the address in node.api_addr, so the CLI can verify the API")}
 	}
-	caPEM, err := os.ReadFile(filepath.Join(is.dir, caCertFile))
-	if err != nil {
-		return fmt.Errorf("read ca certificate (run 'drwatch certs init --dir %s' first): %w", is.dir, err)
-	}
-	caKeyPEM, err := os.ReadFile(filepath.Join(is.dir, caKeyFile))
-	if err != nil {
-		return fmt.Errorf("read ca key: %w", err)
-	}
-	ca, caKey, err := cluster.ParseCA(caPEM, caKeyPEM)
+	caPEM, ca, caKey, ttl, err := is.loadCA()
 	if err != nil {
 		return err
-	}
-	ttl := time.Duration(is.days) * day
-	if now := time.Now(); now.Add(ttl).After(ca.NotAfter) {
-		// A node certificate is not valid past its CA anyway; refusing
-		// makes the operator notice that the CA needs rotating soon.
-		left := int(ca.NotAfter.Sub(now) / day)
-		return usageError{fmt.Errorf("--days %d outlives the CA, which expires %s (%d days left): pass a smaller --days or rotate the CA (docs/operations.md)",
-			is.days, ca.NotAfter.UTC().Format(time.DateOnly), left)}
 	}
 	crt, key := filepath.Join(is.dir, nodeCertFile(id)), filepath.Join(is.dir, nodeKeyFile(id))
 	if !is.force {
@@ -234,6 +242,75 @@ func (is *certsIssue) Run(out io.Writer, id string) error {
 	fmt.Fprintf(out, "wrote %s and %s (mode 0600)\n", crt, key)
 	fmt.Fprintf(out, "identity %s, SANs %s, valid until %s\n", cluster.IdentityURI(id),
 		strings.Join(hosts, " "), leaf.NotAfter.UTC().Format(time.RFC3339))
+	return nil
+}
+
+// loadCA reads DIR's CA and checks that --days does not outlive it.
+func (is *certsIssue) loadCA() (caPEM []byte, ca *x509.Certificate, caKey crypto.Signer, ttl time.Duration, err error) {
+	if caPEM, err = os.ReadFile(filepath.Join(is.dir, caCertFile)); err != nil {
+		return nil, nil, nil, 0, fmt.Errorf("read ca certificate (run 'drwatch certs init --dir %s' first): %w", is.dir, err)
+	}
+	caKeyPEM, err := os.ReadFile(filepath.Join(is.dir, caKeyFile))
+	if err != nil {
+		return nil, nil, nil, 0, fmt.Errorf("read ca key: %w", err)
+	}
+	if ca, caKey, err = cluster.ParseCA(caPEM, caKeyPEM); err != nil {
+		return nil, nil, nil, 0, err
+	}
+	ttl = time.Duration(is.days) * day
+	if now := time.Now(); now.Add(ttl).After(ca.NotAfter) {
+		// A certificate is not valid past its CA anyway; refusing makes
+		// the operator notice that the CA needs rotating soon.
+		left := int(ca.NotAfter.Sub(now) / day)
+		return nil, nil, nil, 0, usageError{fmt.Errorf("--days %d outlives the CA, which expires %s (%d days left): pass a smaller --days or rotate the CA (docs/operations.md)",
+			is.days, ca.NotAfter.UTC().Format(time.DateOnly), left)}
+	}
+	return caPEM, ca, caKey, ttl, nil
+}
+
+// RunClient issues API client name's certificate.
+func (is *certsIssue) RunClient(out io.Writer, name string) error {
+	if is.dir == "" {
+		return usageError{errors.New("--dir is required")}
+	}
+	if err := cluster.ValidNodeID(name); err != nil {
+		return usageError{fmt.Errorf("client name: %w", err)}
+	}
+	if is.days < 1 {
+		return usageError{fmt.Errorf("--days %d must be at least 1", is.days)}
+	}
+	caPEM, ca, caKey, ttl, err := is.loadCA()
+	if err != nil {
+		return err
+	}
+	crt, key := filepath.Join(is.dir, clientCertFile(name)), filepath.Join(is.dir, clientKeyFile(name))
+	if !is.force {
+		if err := refuseExisting(crt, key); err != nil {
+			return err
+		}
+	}
+	certPEM, keyPEM, err := cluster.IssueClientCert(ca, caKey, name, ttl)
+	if err != nil {
+		return err
+	}
+	leaf, err := parseCertPEM(certPEM)
+	if err != nil {
+		return err
+	}
+	// Check what was issued the way the API will.
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(caPEM)
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		return fmt.Errorf("issued certificate does not verify: %w", err)
+	}
+	if err := writeFile(key, keyPEM, 0o600, is.force); err != nil {
+		return err
+	}
+	if err := writeFile(crt, certPEM, 0o600, is.force); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "wrote %s and %s (mode 0600)\n", crt, key)
+	fmt.Fprintf(out, "identity %s, client authentication only, valid until %s\n", cluster.ClientIdentityURI(name), leaf.NotAfter.UTC().Format(time.RFC3339))
 	return nil
 }
 

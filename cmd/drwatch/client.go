@@ -27,6 +27,8 @@ type clientFlags struct {
 	endpoints []string
 	config    string
 	caFile    string
+	certFile  string
+	keyFile   string
 	tokenFile string
 	timeout   time.Duration
 }
@@ -36,6 +38,8 @@ func (f *clientFlags) register(c *cobra.Command) {
 	fs.StringSliceVar(&f.endpoints, "endpoint", nil, "API URL of any node, e.g. https://10.1.0.5:7480 (repeatable; env DRWATCH_ENDPOINT, comma-separated)")
 	fs.StringVarP(&f.config, "config", "c", "", "a node's config file: the peers' api_addr and the CA are taken from it (env DRWATCH_CONFIG)")
 	fs.StringVar(&f.caFile, "ca-file", "", "CA bundle to verify the API (env DRWATCH_CA_FILE)")
+	fs.StringVar(&f.certFile, "cert-file", "", "client certificate to present, from 'drwatch certs issue NAME --client' (env DRWATCH_CERT_FILE; needed where api.client_certs is required)")
+	fs.StringVar(&f.keyFile, "key-file", "", "the client certificate's key (env DRWATCH_KEY_FILE)")
 	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the bearer token for writes (env DRWATCH_TOKEN_FILE, or the token itself in DRWATCH_TOKEN)")
 	fs.DurationVar(&f.timeout, "timeout", 20*time.Second, "timeout of each API call")
 }
@@ -92,6 +96,8 @@ func (f *clientFlags) client(needToken bool) (*client, error) {
 		cfgPath = os.Getenv("DRWATCH_CONFIG")
 	}
 	caFile := firstNonEmpty(f.caFile, os.Getenv("DRWATCH_CA_FILE"))
+	certFile := firstNonEmpty(f.certFile, os.Getenv("DRWATCH_CERT_FILE"))
+	keyFile := firstNonEmpty(f.keyFile, os.Getenv("DRWATCH_KEY_FILE"))
 	if cfgPath != "" {
 		cfg, err := config.Load(cfgPath, config.Options{SkipFileChecks: true})
 		if err != nil {
@@ -108,6 +114,10 @@ func (f *clientFlags) client(needToken bool) (*client, error) {
 		}
 		if caFile == "" {
 			caFile = cfg.TLS.CAFile
+		}
+		if certFile == "" && keyFile == "" && cfg.API.ClientCerts == "required" {
+			// On a watcher, its own pair is a client certificate too.
+			certFile, keyFile = cfg.TLS.CertFile, cfg.TLS.KeyFile
 		}
 	}
 	if len(eps) == 0 {
@@ -131,6 +141,16 @@ func (f *clientFlags) client(needToken bool) (*client, error) {
 			return nil, fmt.Errorf("ca file %s: no certificate", caFile)
 		}
 		tlsCfg.RootCAs = pool
+	}
+	if (certFile == "") != (keyFile == "") {
+		return nil, usageError{errors.New("--cert-file and --key-file go together (or DRWATCH_CERT_FILE and DRWATCH_KEY_FILE)")}
+	}
+	if certFile != "" {
+		pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("client certificate %s: %w", certFile, err)
+		}
+		tlsCfg.Certificates = []tls.Certificate{pair}
 	}
 	c := &client{endpoints: eps, timeout: f.timeout,
 		http: &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg, Proxy: nil,

@@ -66,7 +66,7 @@ func (s *serveCmd) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	srv, errc, err := api.Listen(cfg.Node.APIAddr, api.ServerTLS(n.Credentials()), n, api.Options{Tokens: tokens, MaxBodyBytes: cfg.API.MaxBodyBytes, Logger: log})
+	srv, errc, err := api.Listen(cfg.Node.APIAddr, api.ServerTLS(n.Credentials(), cfg.API.ClientCerts == "required"), n, api.Options{Tokens: tokens, MaxBodyBytes: cfg.API.MaxBodyBytes, Logger: log})
 	if err != nil {
 		_ = n.Shutdown(context.Background())
 		return err

@@ -39,10 +39,16 @@ func Listen(addr string, tlsCfg *tls.Config, b Backend, o Options) (*http.Server
 
 // ServerTLS serves the node's certificate as creds hold it at each
 // handshake, so a reloaded certificate or CA bundle serves every new
-// connection without a restart. Client certificates from the cluster CA are
-// accepted but not required: reads are open (the status page holds no
-// secret) and writes need a bearer token.
-func ServerTLS(creds *cluster.Credentials) *tls.Config {
+// connection without a restart. Client certificates from the cluster CA
+// (a client's from 'drwatch certs issue NAME --client', or a watcher's) are
+// accepted; with requireClientCert (api.client_certs: required) a
+// connection without one is refused during the handshake. Either way writes
+// also need a bearer token.
+func ServerTLS(creds *cluster.Credentials, requireClientCert bool) *tls.Config {
+	auth := tls.VerifyClientCertIfGiven
+	if requireClientCert {
+		auth = tls.RequireAndVerifyClientCert
+	}
 	return &tls.Config{
 		MinVersion: tls.VersionTLS12,
 		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
@@ -50,8 +56,24 @@ func ServerTLS(creds *cluster.Credentials) *tls.Config {
 				MinVersion:   tls.VersionTLS12,
 				Certificates: []tls.Certificate{*creds.Certificate()},
 				ClientCAs:    creds.Roots(),
-				ClientAuth:   tls.VerifyClientCertIfGiven,
+				ClientAuth:   auth,
 			}, nil
 		},
 	}
+}
+
+// clientIdentity names the verified client certificate of r, if any:
+// "client/alice" or "node/b"; empty without one.
+func clientIdentity(r *http.Request) string {
+	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 {
+		return ""
+	}
+	leaf := r.TLS.VerifiedChains[0][0]
+	if name, err := cluster.ClientNameFromCert(leaf); err == nil {
+		return cluster.ClientIdentityHost + "/" + name
+	}
+	if id, err := cluster.NodeIDFromCert(leaf); err == nil {
+		return cluster.IdentityHost + "/" + id
+	}
+	return ""
 }

@@ -3,6 +3,7 @@ package api
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -49,7 +50,7 @@ func TestServerTLSServesReloadedCertificate(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
-	srv.TLS = ServerTLS(creds)
+	srv.TLS = ServerTLS(creds, false)
 	srv.StartTLS()
 	defer srv.Close()
 
@@ -74,5 +75,93 @@ func TestServerTLSServesReloadedCertificate(t *testing.T) {
 	}
 	if got := served(); !got.Equal(creds.NotAfter()) || got.Before(time.Now().Add(24*time.Hour)) {
 		t.Fatalf("served NotAfter %v after the reload, want the renewed %v", got, creds.NotAfter())
+	}
+}
+
+// TestServerTLSRequiredClientCert: with api.client_certs: required a
+// connection without a client certificate is refused in the handshake; a
+// client certificate from the cluster CA gets through, and the handler
+// sees whose it is. Optional mode lets the anonymous reader in.
+func TestServerTLSRequiredClientCert(t *testing.T) {
+	caPEM, caKeyPEM, err := cluster.NewCA("api-test", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, caKey, err := cluster.ParseCA(caPEM, caKeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	np, nk, err := cluster.IssueNodeCert(ca, caKey, "a", []string{"127.0.0.1"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds, err := cluster.CredentialsFromPEM(caPEM, np, nk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, ck, err := cluster.IssueClientCert(ca, caKey, "alice", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice, err := tls.X509KeyPair(cp, ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherPEM, otherKeyPEM, err := cluster.NewCA("other", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, otherKey, err := cluster.ParseCA(otherPEM, otherKeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mp, mk, err := cluster.IssueClientCert(other, otherKey, "mallory", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mallory, err := tls.X509KeyPair(mp, mk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	// get presents cert whatever CAs the server asks for (a Go client
+	// would otherwise keep a certificate from another CA to itself).
+	get := func(url string, cert ...tls.Certificate) (string, error) {
+		present := func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			if len(cert) == 0 {
+				return &tls.Certificate{}, nil
+			}
+			return &cert[0], nil
+		}
+		c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, GetClientCertificate: present}, DisableKeepAlives: true}}
+		resp, err := c.Get(url)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return string(b), err
+	}
+	for _, required := range []bool{false, true} {
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.WriteString(w, "identity="+clientIdentity(r))
+		}))
+		srv.TLS = ServerTLS(creds, required)
+		srv.StartTLS()
+		body, err := get(srv.URL)
+		if required && err == nil {
+			t.Errorf("required: a client without a certificate got %q, want the handshake refused", body)
+		}
+		if !required && (err != nil || body != "identity=") {
+			t.Errorf("optional: anonymous reader got %q, %v, want an anonymous answer", body, err)
+		}
+		if body, err := get(srv.URL, alice); err != nil || body != "identity=client/alice" {
+			t.Errorf("required=%v: alice got %q, %v, want identity=client/alice", required, body, err)
+		}
+		if body, err := get(srv.URL, mallory); err == nil {
+			t.Errorf("required=%v: a certificate from another CA got %q, want the handshake refused", required, body)
+		}
+		srv.Close()
 	}
 }

@@ -228,11 +228,11 @@ func (s *Server) write(build cmdBuilder) http.HandlerFunc {
 		defer cancel()
 		res, index, err := s.backend.Submit(ctx, cmd)
 		if err != nil {
-			s.log.Info("write refused", "actor", actor, "type", cmd.Type, "err", err)
+			s.log.Info("write refused", "actor", actor, "client_cert", clientIdentity(r), "type", cmd.Type, "err", err)
 			writeSubmitError(w, err)
 			return
 		}
-		s.log.Info("write committed", "actor", actor, "type", cmd.Type, "index", index, "gen", res.Gen, "reason", req.Reason)
+		s.log.Info("write committed", "actor", actor, "client_cert", clientIdentity(r), "type", cmd.Type, "index", index, "gen", res.Gen, "reason", req.Reason)
 		writeJSON(w, http.StatusOK, WriteResponse{Index: index, Result: res, Actor: actor})
 	}
 }
@@ -330,7 +330,7 @@ func (s *Server) removeMember(w http.ResponseWriter, r *http.Request) {
 		writeSubmitError(w, err)
 		return
 	}
-	s.log.Info("member removed", "actor", actor, "member", req.ID, "reason", req.Reason)
+	s.log.Info("member removed", "actor", actor, "client_cert", clientIdentity(r), "member", req.ID, "reason", req.Reason)
 	writeJSON(w, http.StatusOK, struct {
 		Removed string `json:"removed"`
 		Actor   string `json:"actor"`
@@ -360,7 +360,7 @@ func (s *Server) addMember(w http.ResponseWriter, r *http.Request) {
 		writeSubmitError(w, err)
 		return
 	}
-	s.log.Info("member added", "actor", actor, "member", req.ID, "raft_addr", req.RaftAddr, "reason", req.Reason)
+	s.log.Info("member added", "actor", actor, "client_cert", clientIdentity(r), "member", req.ID, "raft_addr", req.RaftAddr, "reason", req.Reason)
 	writeJSON(w, http.StatusOK, struct {
 		Added string `json:"added"`
 		Actor string `json:"actor"`

@@ -84,6 +84,7 @@ func TestRules(t *testing.T) {
 		{"even peers", "  - { id: c, raft_addr: 10.3.0.5:7400, api_addr: 10.3.0.5:7480 }\n", "", "peers", "use an odd number", 3},
 		{"failback auto without dwell", "failback: manual", "failback: auto", "policy.failback_after", "required > 0", 8},
 		{"bad provider", "provider: rfc2136", "provider: bind", "dns.provider", "must be one of", 21},
+		{"bad client_certs", "api: { tokens_file: /etc/drwatch/tokens }", "api: { tokens_file: /etc/drwatch/tokens, client_certs: always }", "api.client_certs", "must be optional or required", 7},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

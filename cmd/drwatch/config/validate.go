@@ -242,6 +242,9 @@ func (v *validator) api(c *Config) {
 	if c.API.MaxBodyBytes < 1024 || c.API.MaxBodyBytes > 16<<20 {
 		v.add("api.max_body_bytes", "%d must be between 1024 and %d", c.API.MaxBodyBytes, 16<<20)
 	}
+	if c.API.ClientCerts != "optional" && c.API.ClientCerts != "required" {
+		v.add("api.client_certs", "%q must be optional or required", c.API.ClientCerts)
+	}
 }
 
 func (v *validator) positive(path string, d time.Duration) bool {

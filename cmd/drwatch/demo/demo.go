@@ -333,7 +333,7 @@ func (d *Demo) StartNode(ctx context.Context, i int) error {
 	tokens, err := api.LoadTokens(cfg.API.TokensFile)
 	if err == nil {
 		var srv *http.Server
-		if srv, _, err = api.Listen(cfg.Node.APIAddr, api.ServerTLS(n.Credentials()), n, api.Options{Tokens: tokens, Logger: d.log}); err == nil {
+		if srv, _, err = api.Listen(cfg.Node.APIAddr, api.ServerTLS(n.Credentials(), cfg.API.ClientCerts == "required"), n, api.Options{Tokens: tokens, Logger: d.log}); err == nil {
 			d.mu.Lock()
 			d.Nodes[i], d.servers[i] = n, srv
 			d.mu.Unlock()
