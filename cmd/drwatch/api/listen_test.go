@@ -1,6 +1,7 @@
 package api
 
 import (
+	"crypto"
 	"crypto/tls"
 	"crypto/x509"
 	"io"
@@ -18,24 +19,14 @@ import (
 // reloaded, the next connection to the API gets the new certificate; no
 // restart.
 func TestServerTLSServesReloadedCertificate(t *testing.T) {
-	caPEM, caKeyPEM, err := cluster.NewCA("api-test", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, caKey, err := cluster.ParseCA(caPEM, caKeyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pki := newTestPKI(t, "api-test")
 	dir := t.TempDir()
 	caFile, certFile, keyFile := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "a.crt"), filepath.Join(dir, "a.key")
 	stamp := time.Now().Add(-time.Hour)
 	write := func(ttl time.Duration) {
-		cp, kp, err := cluster.IssueNodeCert(ca, caKey, "a", []string{"127.0.0.1"}, ttl)
-		if err != nil {
-			t.Fatal(err)
-		}
+		cp, kp := pki.node("a", ttl)
 		stamp = stamp.Add(time.Minute)
-		for path, b := range map[string][]byte{caFile: caPEM, certFile: cp, keyFile: kp} {
+		for path, b := range map[string][]byte{caFile: pki.pem, certFile: cp, keyFile: kp} {
 			if err := os.WriteFile(path, b, 0o600); err != nil {
 				t.Fatal(err)
 			}
@@ -54,9 +45,7 @@ func TestServerTLSServesReloadedCertificate(t *testing.T) {
 	srv.StartTLS()
 	defer srv.Close()
 
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(caPEM)
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, DisableKeepAlives: true}}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pki.roots}, DisableKeepAlives: true}}
 	served := func() time.Time {
 		t.Helper()
 		resp, err := client.Get(srv.URL)
@@ -83,48 +72,13 @@ func TestServerTLSServesReloadedCertificate(t *testing.T) {
 // client certificate from the cluster CA gets through, and the handler
 // sees whose it is. Optional mode lets the anonymous reader in.
 func TestServerTLSRequiredClientCert(t *testing.T) {
-	caPEM, caKeyPEM, err := cluster.NewCA("api-test", time.Hour)
+	pki := newTestPKI(t, "api-test")
+	np, nk := pki.node("a", time.Hour)
+	creds, err := cluster.CredentialsFromPEM(pki.pem, np, nk)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ca, caKey, err := cluster.ParseCA(caPEM, caKeyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	np, nk, err := cluster.IssueNodeCert(ca, caKey, "a", []string{"127.0.0.1"}, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	creds, err := cluster.CredentialsFromPEM(caPEM, np, nk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp, ck, err := cluster.IssueClientCert(ca, caKey, "alice", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	alice, err := tls.X509KeyPair(cp, ck)
-	if err != nil {
-		t.Fatal(err)
-	}
-	otherPEM, otherKeyPEM, err := cluster.NewCA("other", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, otherKey, err := cluster.ParseCA(otherPEM, otherKeyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mp, mk, err := cluster.IssueClientCert(other, otherKey, "mallory", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mallory, err := tls.X509KeyPair(mp, mk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(caPEM)
+	alice, mallory := pki.client("alice"), newTestPKI(t, "other").client("mallory")
 	// get presents cert whatever CAs the server asks for (a Go client
 	// would otherwise keep a certificate from another CA to itself).
 	get := func(url string, cert ...tls.Certificate) (string, error) {
@@ -134,7 +88,7 @@ func TestServerTLSRequiredClientCert(t *testing.T) {
 			}
 			return &cert[0], nil
 		}
-		c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, GetClientCertificate: present}, DisableKeepAlives: true}}
+		c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pki.roots, GetClientCertificate: present}, DisableKeepAlives: true}}
 		resp, err := c.Get(url)
 		if err != nil {
 			return "", err
@@ -164,4 +118,52 @@ func TestServerTLSRequiredClientCert(t *testing.T) {
 		}
 		srv.Close()
 	}
+}
+
+// testPKI is a CA for one test, issuing what the API meets.
+type testPKI struct {
+	t     *testing.T
+	pem   []byte
+	cert  *x509.Certificate
+	key   crypto.Signer
+	roots *x509.CertPool
+}
+
+func newTestPKI(t *testing.T, name string) *testPKI {
+	t.Helper()
+	caPEM, caKeyPEM, err := cluster.NewCA(name, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, key, err := cluster.ParseCA(caPEM, caKeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(cert)
+	return &testPKI{t: t, pem: caPEM, cert: cert, key: key, roots: roots}
+}
+
+// node returns watcher id's PEM pair.
+func (p *testPKI) node(id string, ttl time.Duration) (certPEM, keyPEM []byte) {
+	p.t.Helper()
+	cp, kp, err := cluster.IssueNodeCert(p.cert, p.key, id, []string{"127.0.0.1"}, ttl)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return cp, kp
+}
+
+// client returns API client name's key pair.
+func (p *testPKI) client(name string) tls.Certificate {
+	p.t.Helper()
+	cp, kp, err := cluster.IssueClientCert(p.cert, p.key, name, time.Hour)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(cp, kp)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return pair
 }
