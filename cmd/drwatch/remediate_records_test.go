@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drwatch/drwatch/cmd/drwatch/api"
 	"github.com/drwatch/drwatch/failover"
@@ -59,6 +60,12 @@ func TestRemediateRecords(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got.Remediations) != 2 || got.Remediations[0].Index != 11 {
 		t.Fatalf("json: got %+v (%v), want two records, index 11 first", got, err)
+	}
+
+	st.ServedAt = time.Unix(0, 1795262040000000000)
+	out, stderr, code = run(t, "status", "--endpoint", srv.URL)
+	if want := "repairs:     last failed taint node/w3 (dead-node-out-of-service, 1m0s ago); 'drwatch remediate records' lists 2"; code != 0 || !strings.Contains(out, want) {
+		t.Errorf("status: exit %d (%s), want a line %q in:\n%s", code, stderr, want, out)
 	}
 
 	st.State.Remediations = nil

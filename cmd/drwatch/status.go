@@ -107,6 +107,11 @@ func printStatus(w io.Writer, st api.Status) {
 	if v.WithheldReason != "" {
 		fmt.Fprintf(w, "withheld:    %s\n", v.WithheldReason)
 	}
+	if n := len(v.Remediations); n > 0 {
+		r := v.Remediations[n-1]
+		fmt.Fprintf(w, "repairs:     last %s %s %s (%s, %s); 'drwatch remediate records' lists %d\n",
+			r.Result, r.Verb, r.Target, r.Name, ago(r.At, now), n)
+	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SITE\tVERDICT\tUP\tDOWN\tABSTAIN\tQUORUM")
