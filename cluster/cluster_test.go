@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/drwatch/drwatch/test/poll"
 	"slices"
 	"sync"
 	"testing"
@@ -176,7 +177,7 @@ func TestProposeWithoutQuorumGivesUpNotSent(t *testing.T) {
 			tc.stop(nd)
 		}
 	}
-	eventually(t, long, "the survivor to know no leader", func() bool { id, _ := f.node.Leader(); return id == "" })
+	poll.For(t, long, "the survivor to know no leader", func() bool { id, _ := f.node.Leader(); return id == "" })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*long)
 	defer cancel()
 	_, _, err := f.node.Propose(ctx, []byte("lonely"))

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drwatch/drwatch/test/poll"
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -340,7 +341,7 @@ func (tc *tcluster) running() []*tnode {
 func (tc *tcluster) leader(d time.Duration) *tnode {
 	tc.t.Helper()
 	var l *tnode
-	eventually(tc.t, d, "a leader all running nodes agree on", func() bool {
+	poll.For(tc.t, d, "a leader all running nodes agree on", func() bool {
 		l = nil
 		var id string
 		for _, nd := range tc.running() {
@@ -404,20 +405,9 @@ func (tc *tcluster) propose(nd *tnode, cmd string) ([]byte, uint64) {
 func (tc *tcluster) converged(d time.Duration, want []string) {
 	tc.t.Helper()
 	for _, nd := range tc.running() {
-		eventually(tc.t, d, fmt.Sprintf("node %s to hold %d items", nd.id, len(want)), func() bool {
+		poll.For(tc.t, d, fmt.Sprintf("node %s to hold %d items", nd.id, len(want)), func() bool {
 			return slices.Equal(nd.sm.list(), want)
 		})
-	}
-}
-
-func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond) // polling interval, not synchronisation
 	}
 }
 

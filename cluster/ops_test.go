@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/test/faultproxy"
+	"github.com/drwatch/drwatch/test/poll"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -41,7 +42,7 @@ func TestSnapshotTruncationAndInstall(t *testing.T) {
 		tc.propose(l, s)
 	}
 	// The leader snapshots and truncates its log past what lagger has.
-	eventually(t, long, "leader snapshot and truncation", func() bool {
+	poll.For(t, long, "leader snapshot and truncation", func() bool {
 		st := l.node.Stats()
 		return st.LastSnapshotIndex > 16 && firstIndex(t, l) > 16
 	})
@@ -170,7 +171,7 @@ func TestPartitionedNodeConverges(t *testing.T) {
 		want = append(want, s)
 	}
 	for _, nd := range majority {
-		eventually(t, long, "majority to apply", func() bool { return slices.Equal(nd.sm.list(), want) })
+		poll.For(t, long, "majority to apply", func() bool { return slices.Equal(nd.sm.list(), want) })
 	}
 	if got := c.sm.list(); len(got) != 1 {
 		t.Fatalf("partitioned c: got %v, want only [p0]", got)
@@ -216,7 +217,7 @@ func TestMembershipChanges(t *testing.T) {
 	if err := f.node.RemoveServer(ctx, other.id, true); err != nil {
 		t.Fatalf("forced remove via follower: %v", err)
 	}
-	eventually(t, long, "two members", func() bool {
+	poll.For(t, long, "two members", func() bool {
 		m, err := l.node.Members(ctx)
 		return err == nil && len(m) == 2
 	})

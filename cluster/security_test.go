@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"crypto/tls"
+	"github.com/drwatch/drwatch/test/poll"
 	"log/slog"
 	"net"
 	"slices"
@@ -62,7 +63,7 @@ func TestPeerRefused(t *testing.T) {
 			}
 			tc.converged(long, want)
 			// Let the leader fail to reach the rogue several times.
-			eventually(t, long, "repeated outbound refusals", func() bool {
+			poll.For(t, long, "repeated outbound refusals", func() bool {
 				return counterValue(t, l.node.metrics.refused) >= 3
 			})
 			if got := l.logs.count("peer refused", map[string]string{"direction": "outbound", "remote": cslot.addr}); got != 1 {
@@ -71,7 +72,7 @@ func TestPeerRefused(t *testing.T) {
 			if tt.inbound {
 				// The rogue campaigns (pre-vote) every election timeout and
 				// is refused by a and b, or refuses them first.
-				eventually(t, long, "the rogue's connections to be refused", func() bool {
+				poll.For(t, long, "the rogue's connections to be refused", func() bool {
 					n := 0
 					for _, nd := range tc.running() {
 						n += nd.logs.count("peer refused", map[string]string{"direction": "inbound", "peer": tt.inboundPeer})

@@ -15,6 +15,7 @@ import (
 	"github.com/drwatch/drwatch/cmd/drwatch/api"
 	"github.com/drwatch/drwatch/cmd/drwatch/demo"
 	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/test/poll"
 )
 
 // run executes the drwatch CLI in-process and returns stdout, stderr and the exit code.
@@ -36,21 +37,6 @@ func run(t *testing.T, args ...string) (string, string, int) {
 		}
 	}
 	return out.String(), errb.String(), exitCode(err)
-}
-
-func eventually(t *testing.T, d time.Duration, cond func() bool, format string, args ...any) {
-	t.Helper()
-	tick := time.NewTicker(25 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			t.Fatalf("timed out after %s waiting until "+format, append([]any{d}, args...)...)
-		case <-tick.C:
-		}
-	}
 }
 
 func TestConfigValidateExitCodes(t *testing.T) {
@@ -84,7 +70,7 @@ func TestCLIAgainstCluster(t *testing.T) {
 			t.Logf("watchers' log (tail):\n%s", d.LogTail(80))
 		}
 	})
-	eventually(t, 60*time.Second, func() bool {
+	poll.Until(t, 60*time.Second, func() bool {
 		v := d.View()
 		return d.Leader() != nil && v.Sites[failover.Primary].Verdict == failover.Up && v.Sites[failover.Backup].Verdict == failover.Up
 	}, "both sites are UP at quorum")
@@ -113,7 +99,7 @@ func TestCLIAgainstCluster(t *testing.T) {
 		}
 		// A follower's replica may trail the leader's by a heartbeat: poll its view.
 		var table string
-		eventually(t, 30*time.Second, func() bool {
+		poll.Until(t, 30*time.Second, func() bool {
 			table, _, _ = run(t, append([]string{"status"}, conn...)...)
 			return strings.Contains(table, "primary  UP")
 		}, "the follower's table shows primary UP")
@@ -217,7 +203,7 @@ func TestCLIAgainstCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer d.Sites["backup"].SetUp(true)
-		eventually(t, 60*time.Second, func() bool { return d.View().Sites[failover.Backup].Verdict != failover.Up }, "backup is no longer UP at quorum")
+		poll.Until(t, 60*time.Second, func() bool { return d.View().Sites[failover.Backup].Verdict != failover.Up }, "backup is no longer UP at quorum")
 		_, stderr, code := run(t, append([]string{"failover", "--to", "backup", "--reason", "drill", "--yes"}, auth...)...)
 		if code != 3 || !strings.Contains(stderr, "target_unhealthy") || !strings.Contains(stderr, "--force") {
 			t.Errorf("got exit %d, stderr %q; want 3 naming target_unhealthy and --force", code, stderr)
@@ -225,7 +211,7 @@ func TestCLIAgainstCluster(t *testing.T) {
 	})
 
 	t.Run("paused: an outage causes no flip; resume flips", func(t *testing.T) {
-		eventually(t, 60*time.Second, func() bool { return d.View().Sites[failover.Backup].Verdict == failover.Up }, "backup UP again")
+		poll.Until(t, 60*time.Second, func() bool { return d.View().Sites[failover.Backup].Verdict == failover.Up }, "backup UP again")
 		if _, stderr, code := run(t, append([]string{"pause", "--reason", "maintenance", "--yes"}, auth...)...); code != 0 {
 			t.Fatalf("pause: exit %d %s", code, stderr)
 		}
@@ -233,14 +219,14 @@ func TestCLIAgainstCluster(t *testing.T) {
 		if err := d.Sites["primary"].SetUp(false); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 60*time.Second, func() bool { return d.View().Sites[failover.Primary].Verdict == failover.Down }, "primary DOWN at quorum")
+		poll.Until(t, 60*time.Second, func() bool { return d.View().Sites[failover.Primary].Verdict == failover.Down }, "primary DOWN at quorum")
 		if v := d.View(); v.Desired.Gen != gen || v.Active != failover.Primary {
 			t.Fatalf("paused cluster flipped: gen %d active %s", v.Desired.Gen, v.Active)
 		}
 		if _, stderr, code := run(t, append([]string{"resume", "--reason", "done", "--yes"}, auth...)...); code != 0 {
 			t.Fatalf("resume: exit %d %s", code, stderr)
 		}
-		eventually(t, 60*time.Second, func() bool { v := d.View(); return v.Active == failover.Backup && v.Desired.Done }, "the flip after resume is verified")
+		poll.Until(t, 60*time.Second, func() bool { v := d.View(); return v.Active == failover.Backup && v.Desired.Done }, "the flip after resume is verified")
 	})
 
 	t.Run("explain names the evidence", func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/drwatch/drwatch/cmd/drwatch/demo"
 	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/test/poll"
 )
 
 // The break-glass path: refused while there is a leader; with two of three
@@ -26,7 +27,7 @@ func TestDNSCheckAndBreakGlass(t *testing.T) {
 			t.Logf("watchers' log (tail):\n%s", d.LogTail(80))
 		}
 	})
-	eventually(t, 60*time.Second, func() bool {
+	poll.Until(t, 60*time.Second, func() bool {
 		v := d.View()
 		return d.Leader() != nil && v.Policy != nil && v.Sites[failover.Backup].Verdict == failover.Up
 	}, "the policy is replicated and the backup is UP")
@@ -47,7 +48,7 @@ func TestDNSCheckAndBreakGlass(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 30*time.Second, func() bool {
+	poll.Until(t, 30*time.Second, func() bool {
 		_, _, code := run(t, append([]string{"dns", "set", "--site", "backup", "--no-quorum", "--reason", "region down, no quorum", "--yes", "--actor", "alice"}, cfg...)...)
 		return code == 0
 	}, "the break-glass write succeeds once no leader is left")
@@ -61,7 +62,7 @@ func TestDNSCheckAndBreakGlass(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 60*time.Second, func() bool {
+	poll.Until(t, 60*time.Second, func() bool {
 		v := d.View()
 		return d.Leader() != nil && v.Active == failover.Backup && v.Desired.Done
 	}, "the leader records the break-glass write and settles on backup")

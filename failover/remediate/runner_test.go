@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/test/poll"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -387,17 +388,7 @@ func label(m *dto.Metric, name string) string {
 
 func eventually(t *testing.T, d time.Duration, cond func() bool, what string) {
 	t.Helper()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			t.Fatalf("gave up after %s waiting for %s", d, what)
-		case <-tick.C:
-		}
-	}
+	poll.For(t, d, what, cond)
 }
 
 func TestRunnerRunStopsWithContext(t *testing.T) {

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"github.com/drwatch/drwatch/test/poll"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,7 +21,7 @@ func TestStopKillsTheGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	var child int
-	if !poll(10*time.Second, func() bool {
+	if !poll.WithinEvery(10*time.Second, 10*time.Millisecond, func() bool {
 		if b, err := os.ReadFile(pidFile); err == nil {
 			child, _ = parseInt(strings.TrimSpace(string(b)))
 		}
@@ -33,7 +34,7 @@ func TestStopKillsTheGroup(t *testing.T) {
 		t.Error("Exited is false after Stop")
 	}
 	// The kernel reaps the killed child asynchronously.
-	if !poll(5*time.Second, func() bool { return syscall.Kill(child, 0) != nil }) {
+	if !poll.WithinEvery(5*time.Second, 10*time.Millisecond, func() bool { return syscall.Kill(child, 0) != nil }) {
 		t.Errorf("child %d survived Stop", child)
 	}
 	if got := Tail(log, 1); got != "started" {
@@ -50,20 +51,4 @@ func parseInt(s string) (int, bool) {
 		n = n*10 + int(c-'0')
 	}
 	return n, s != ""
-}
-
-// poll checks cond every 10 ms until it holds or d passes.
-func poll(d time.Duration, cond func() bool) bool {
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			return cond()
-		case <-tick.C:
-		}
-	}
-	return true
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/drwatch/drwatch/test/caddytest"
 	"github.com/drwatch/drwatch/test/dnsservers"
 	"github.com/drwatch/drwatch/test/faultproxy"
+	"github.com/drwatch/drwatch/test/poll"
 	"github.com/miekg/dns"
 	"golang.org/x/sys/unix"
 )
@@ -1000,25 +1001,12 @@ func (w *World) closeBIND() {
 // Eventually polls cond every 50ms until it holds or d passes, then fails t.
 func Eventually(t testing.TB, d time.Duration, cond func() bool, format string, args ...any) {
 	t.Helper()
-	if !Within(d, cond) {
-		t.Fatalf("timed out after %s waiting until "+format, append([]any{d}, args...)...)
-	}
+	poll.UntilEvery(t, d, 50*time.Millisecond, cond, format, args...)
 }
 
 // Within polls cond every 50ms for up to d and reports whether it held.
 func Within(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		<-tick.C
-	}
+	return poll.WithinEvery(d, 50*time.Millisecond, cond)
 }
 
 // LogLines returns the lines of n's log that contain substr.

@@ -3,6 +3,7 @@ package faultproxy
 import (
 	"bufio"
 	"errors"
+	"github.com/drwatch/drwatch/test/poll"
 	"io"
 	"net"
 	"sync"
@@ -105,17 +106,6 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond) // polling interval, not synchronisation
-	}
-}
-
 const long = 10 * time.Second
 
 // quiet is how long a blackholed read is given to (wrongly) produce data.
@@ -181,7 +171,7 @@ func TestReset(t *testing.T) {
 		}
 		nc.Close()
 	}
-	eventually(t, long, "reset conns to be gone", func() bool { return p.Stats().Active == 0 })
+	poll.For(t, long, "reset conns to be gone", func() bool { return p.Stats().Active == 0 })
 	if d := p.Stats().Dropped; d != 1 {
 		t.Fatalf("dropped: got %d, want 1", d)
 	}
@@ -298,7 +288,7 @@ func TestCloseEndsConnections(t *testing.T) {
 	}
 	p.SetMode(Blackhole)
 	held := dial(t, p.Addr())
-	eventually(t, long, "held conn accepted", func() bool { return p.Stats().Accepted == 2 })
+	poll.For(t, long, "held conn accepted", func() bool { return p.Stats().Accepted == 2 })
 	if err := p.Close(); err != nil {
 		t.Fatalf("close: %v", err)
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/drwatch/drwatch/cluster"
 	"github.com/drwatch/drwatch/test/dnsservers"
+	"github.com/drwatch/drwatch/test/poll"
 )
 
 const (
@@ -124,19 +125,10 @@ func TestParseBlocks(t *testing.T) {
 	}
 }
 
+// eventually checks every half second: each check runs the CLI.
 func eventually(t *testing.T, d time.Duration, cond func() bool, format string, args ...any) {
 	t.Helper()
-	tick := time.NewTicker(500 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			t.Fatalf("timed out after %s waiting until "+format, append([]any{d}, args...)...)
-		case <-tick.C:
-		}
-	}
+	poll.UntilEvery(t, d, 500*time.Millisecond, cond, format, args...)
 }
 
 // freePorts returns n distinct TCP ports free on 127.0.0.1, below the
@@ -356,7 +348,7 @@ func (s *shell) startDaemons(b block) {
 
 // pollConditions are what a quickstart-poll block waits for in the output
 // of `drwatch status`, by the block's argument.
-var pollWant = map[string]string{"": "a leader and both sites UP", "no-leader": "no leader", "backup-active": "a leader and the backup active"}
+var pollWant = map[string]string{"": "a leader and both sites UP", "no-leader": "no leader", "backup-active": "a leader, the backup active and the primary UP"}
 
 var pollConditions = map[string]func(out string) bool{
 	// A leader is named and both sites are UP at quorum.
@@ -365,10 +357,13 @@ var pollConditions = map[string]func(out string) bool{
 			regexp.MustCompile(`(?m)^primary\s+UP\s`).MatchString(out) &&
 			regexp.MustCompile(`(?m)^backup\s+UP\s`).MatchString(out)
 	},
-	// A leader is named and the backup is the active site.
+	// A leader is named, the backup is the active site, and the primary
+	// is UP at quorum again (what a failback needs: the restarted watchers
+	// have reported).
 	"backup-active": func(out string) bool {
 		return regexp.MustCompile(`(?m)^leader:\s+[a-z0-9][a-z0-9-]* \(term`).MatchString(out) &&
-			regexp.MustCompile(`(?m)^active site: backup `).MatchString(out)
+			regexp.MustCompile(`(?m)^active site: backup `).MatchString(out) &&
+			regexp.MustCompile(`(?m)^primary\s+UP\s`).MatchString(out)
 	},
 	// The watcher serving the status knows of no leader.
 	"no-leader": func(out string) bool {

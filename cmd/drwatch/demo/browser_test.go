@@ -10,6 +10,7 @@ import (
 	"github.com/drwatch/drwatch/cmd/drwatch/api"
 	"github.com/drwatch/drwatch/cmd/drwatch/api/apitest"
 	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/test/poll"
 )
 
 // The status page as a person sees it, in real headless Chromium, on a live
@@ -19,7 +20,7 @@ func TestStatusPageThroughAnOutage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	d := startDemo(t, ctx, Options{Dir: t.TempDir(), Interval: 2 * time.Second, Fall: 6})
-	eventually(t, 90*time.Second, func() bool {
+	poll.Until(t, 90*time.Second, func() bool {
 		v := d.View()
 		return d.Leader() != nil && len(v.Sites[failover.Primary].Up) == 3 && len(v.Sites[failover.Backup].Up) == 3
 	}, "all three watchers see both sites UP")
@@ -53,7 +54,7 @@ func TestStatusPageThroughAnOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	sawCountdown := false
-	eventually(t, 2*time.Minute, func() bool {
+	poll.Until(t, 2*time.Minute, func() bool {
 		dom = browse("")
 		if strings.Contains(dom, "automatic failover to backup in") {
 			sawCountdown = true
@@ -64,8 +65,8 @@ func TestStatusPageThroughAnOutage(t *testing.T) {
 	if !sawCountdown {
 		t.Fatalf("the flip happened before the page ever showed the countdown (fall 6 × 2 s should leave it on screen)")
 	}
-	eventually(t, 2*time.Minute, func() bool { v := d.View(); return v.Active == failover.Backup && v.Desired.Done }, "the flip is verified")
-	eventually(t, time.Minute, func() bool {
+	poll.Until(t, 2*time.Minute, func() bool { v := d.View(); return v.Active == failover.Backup && v.Desired.Done }, "the flip is verified")
+	poll.Until(t, time.Minute, func() bool {
 		dom = browse("")
 		return strings.Contains(dom, "Automatic failover") && strings.Contains(dom, api.TallyText(failover.Primary, d.View().Sites[failover.Primary], 3))
 	}, "the page shows the flip and the history entry")

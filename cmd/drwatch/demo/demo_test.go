@@ -3,6 +3,7 @@ package demo
 import (
 	"bytes"
 	"context"
+	"github.com/drwatch/drwatch/test/poll"
 	"log/slog"
 	"strings"
 	"sync"
@@ -39,7 +40,7 @@ func TestOutageScenario(t *testing.T) {
 	}
 	// Before the outage every probe, critical or not, works: a config error
 	// in a non-critical probe would otherwise hide behind the verdicts.
-	eventually(t, 60*time.Second, func() bool {
+	poll.Until(t, 60*time.Second, func() bool {
 		v := d.View()
 		if len(v.Nodes) != 3 {
 			return false
@@ -67,25 +68,9 @@ func TestOutageScenario(t *testing.T) {
 	// Every replica holds the same decision.
 	want := d.View().Desired
 	for _, n := range d.Nodes {
-		eventually(t, 10*time.Second, func() bool { return n.Machine().Desired().Gen == want.Gen }, "node %s applies gen %d", n.ID(), want.Gen)
+		poll.Until(t, 10*time.Second, func() bool { return n.Machine().Desired().Gen == want.Gen }, "node %s applies gen %d", n.ID(), want.Gen)
 		if got := n.Machine().Desired(); got.Active != want.Active {
 			t.Errorf("node %s desired %s, want %s", n.ID(), got.Active, want.Active)
-		}
-	}
-}
-
-// eventually polls cond until it holds or d passes.
-func eventually(t *testing.T, d time.Duration, cond func() bool, format string, args ...any) {
-	t.Helper()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			t.Fatalf("timed out after %s waiting until "+format, append([]any{d}, args...)...)
-		case <-tick.C:
 		}
 	}
 }

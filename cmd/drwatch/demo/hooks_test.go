@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/test/poll"
 )
 
 // A failing pre-failover hook holds back an automatic flip on a live
@@ -20,7 +21,7 @@ func TestPreFailoverHookHoldsBackAutomaticFlip(t *testing.T) {
 	defer cancel()
 	d := startDemo(t, ctx, Options{Dir: dir, Interval: 2 * time.Second,
 		PreFailoverHook: []string{"/bin/sh", "-c", "test -e " + flag + " || { echo backup database not promoted; exit 1; }"}})
-	eventually(t, 90*time.Second, func() bool {
+	poll.Until(t, 90*time.Second, func() bool {
 		v := d.View()
 		return d.Leader() != nil && v.Sites[failover.Backup].Verdict == failover.Up
 	}, "the backup is UP at quorum")
@@ -28,7 +29,7 @@ func TestPreFailoverHookHoldsBackAutomaticFlip(t *testing.T) {
 		t.Fatal(err)
 	}
 	var gen uint64
-	eventually(t, 90*time.Second, func() bool {
+	poll.Until(t, 90*time.Second, func() bool {
 		for _, e := range d.View().History {
 			if e.Kind == failover.KindAction && e.Outcome == failover.OutcomeFailed && strings.Contains(e.Detail, "backup database not promoted") {
 				gen = e.Gen
@@ -43,7 +44,7 @@ func TestPreFailoverHookHoldsBackAutomaticFlip(t *testing.T) {
 	if err := os.WriteFile(flag, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 90*time.Second, func() bool { v := d.View(); return v.Desired.Gen == gen && v.Desired.Done }, "the flip lands once the hook passes")
+	poll.Until(t, 90*time.Second, func() bool { v := d.View(); return v.Desired.Gen == gen && v.Desired.Done }, "the flip lands once the hook passes")
 	if got, _ := d.Resolve("lms.demo.test"); len(got) != 1 || got[0] != BackupIP {
 		t.Errorf("after the hook passed: lms -> %v, want %s", got, BackupIP)
 	}

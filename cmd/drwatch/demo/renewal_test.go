@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/cluster"
+	"github.com/drwatch/drwatch/test/poll"
 )
 
 // TestCertificateRenewalWithoutRestart: the leader's certificate is renewed
@@ -25,7 +26,7 @@ func TestCertificateRenewalWithoutRestart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	d := startDemo(t, ctx, Options{Dir: t.TempDir(), Interval: 2 * time.Second, CredentialsReloadEvery: 100 * time.Millisecond})
-	eventually(t, 60*time.Second, func() bool { return d.Leader() != nil }, "a leader is elected")
+	poll.Until(t, 60*time.Second, func() bool { return d.Leader() != nil }, "a leader is elected")
 	li := -1
 	for i, n := range d.Nodes {
 		if n == d.Leader() {
@@ -75,7 +76,7 @@ func TestCertificateRenewalWithoutRestart(t *testing.T) {
 		}
 	}
 	var renewed time.Time
-	eventually(t, 30*time.Second, func() bool {
+	poll.Until(t, 30*time.Second, func() bool {
 		na, _, err := get("/livez")
 		renewed = na
 		return err == nil && na.After(before.Add(24*time.Hour))
@@ -95,7 +96,7 @@ func TestCertificateRenewalWithoutRestart(t *testing.T) {
 	if err := d.StartNode(ctx, fi); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, func() bool {
+	poll.Until(t, 60*time.Second, func() bool {
 		f := d.Nodes[fi]
 		if f == nil {
 			return false

@@ -103,19 +103,3 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.b.String()
 }
-
-// eventually polls cond until it returns true or d passes.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("got no %s within %v", what, d)
-		}
-		select {
-		case <-t.Context().Done():
-			t.Fatalf("test ended waiting for %s", what)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}

@@ -13,6 +13,7 @@ import (
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/remediatetest"
 	"github.com/drwatch/drwatch/test/openstacktest"
+	"github.com/drwatch/drwatch/test/poll"
 )
 
 // TestFailoverError: a load balancer forced to ERROR in Octavia's database
@@ -137,7 +138,7 @@ func TestYoungPendingApplyWaits(t *testing.T) {
 	go func() {
 		done <- r.Apply(ctx, remediate.Action{Target: "loadbalancer/" + id, Verb: "failover", Data: id})
 	}()
-	eventually(t, time.Minute, "apply following the busy load balancer", func() bool {
+	poll.For(t, time.Minute, "apply following the busy load balancer", func() bool {
 		return strings.Contains(logs.String(), "load balancer busy, following it")
 	})
 	select {
@@ -170,7 +171,7 @@ func TestFollowError(t *testing.T) {
 	go func() {
 		done <- r.Apply(context.Background(), remediate.Action{Target: "loadbalancer/" + id, Verb: "failover", Data: id})
 	}()
-	eventually(t, time.Minute, "apply following the busy load balancer", func() bool {
+	poll.For(t, time.Minute, "apply following the busy load balancer", func() bool {
 		return strings.Contains(logs.String(), "load balancer busy, following it")
 	})
 	if err := s.SetLBStatus(context.Background(), id, "ERROR", ""); err != nil {
