@@ -6,6 +6,7 @@ import (
 	"errors"
 	"github.com/drwatch/drwatch/test/poll"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -186,5 +187,8 @@ func TestProposeWithoutQuorumGivesUpNotSent(t *testing.T) {
 	}
 	if !errors.Is(err, ErrNoLeader) || !errors.Is(err, ErrNotSent) {
 		t.Fatalf("got %v, want ErrNoLeader and ErrNotSent", err)
+	}
+	if strings.Contains(err.Error(), "\n") {
+		t.Fatalf("error %q spans lines; it is shown as one status warning", err)
 	}
 }

@@ -23,7 +23,7 @@ var (
 	ErrNotLeader = errors.New("not the leader")
 	// ErrNoLeader: no leader is known (election running, or no quorum).
 	ErrNoLeader = errors.New("no leader")
-	// ErrNotSent joins a Propose error when no attempt reached a leader:
+	// ErrNotSent is wrapped into a Propose error when no attempt reached a leader:
 	// the command was certainly not committed, so a client may submit it
 	// again through another node.
 	ErrNotSent = errors.New("nothing was sent to a leader")
@@ -281,7 +281,7 @@ func newKey() []byte {
 // moves, until ctx ends, always with the same idempotency key, so the
 // command is applied at most once even when an attempt failed after it was
 // committed. Errors: ErrShutdown; a LeaderTransform error; ctx's error
-// joined with the last attempt's (ErrNoLeader when no quorum). When this
+// wrapping the last attempt's (ErrNoLeader when no quorum). When this
 // node has known no leader for NoLeaderWait since the call began and has
 // sent nothing, Propose gives up early with ErrNoLeader. Every error after
 // which the command was certainly not committed also matches ErrNotSent.
@@ -335,7 +335,7 @@ func (n *Node) toLeader(ctx context.Context, local func(context.Context) error, 
 		return forward(ctx, id, addr)
 	})
 	if err != nil && !sent {
-		err = errors.Join(err, ErrNotSent)
+		err = fmt.Errorf("%w (%w)", err, ErrNotSent) // one line: it ends up in status warnings
 	}
 	return err
 }
@@ -407,13 +407,13 @@ func (n *Node) retry(ctx context.Context, op func(ctx context.Context) error) er
 			return err
 		}
 		if ctx.Err() != nil {
-			return errors.Join(ctx.Err(), err)
+			return fmt.Errorf("%w: %w", ctx.Err(), err)
 		}
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return errors.Join(ctx.Err(), err)
+			return fmt.Errorf("%w: %w", ctx.Err(), err)
 		case <-n.life.Done():
 			t.Stop()
 			return ErrShutdown
