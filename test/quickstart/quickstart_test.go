@@ -348,7 +348,7 @@ func (s *shell) startDaemons(b block) {
 
 // pollConditions are what a quickstart-poll block waits for in the output
 // of `drwatch status`, by the block's argument.
-var pollWant = map[string]string{"": "a leader and both sites UP", "no-leader": "no leader", "backup-active": "a leader, the backup active and the primary UP"}
+var pollWant = map[string]string{"": "a leader and both sites UP", "no-leader": "no leader", "backup-active": "a leader, the backup active and verified, and the primary UP"}
 
 var pollConditions = map[string]func(out string) bool{
 	// A leader is named and both sites are UP at quorum.
@@ -357,12 +357,14 @@ var pollConditions = map[string]func(out string) bool{
 			regexp.MustCompile(`(?m)^primary\s+UP\s`).MatchString(out) &&
 			regexp.MustCompile(`(?m)^backup\s+UP\s`).MatchString(out)
 	},
-	// A leader is named, the backup is the active site, and the primary
-	// is UP at quorum again (what a failback needs: the restarted watchers
-	// have reported).
+	// A leader is named, the backup is the active site and the leader has
+	// verified it in DNS (the history's break_glass row then says
+	// verified), and the primary is UP at quorum again (what a failback
+	// needs: the restarted watchers have reported).
 	"backup-active": func(out string) bool {
 		return regexp.MustCompile(`(?m)^leader:\s+[a-z0-9][a-z0-9-]* \(term`).MatchString(out) &&
 			regexp.MustCompile(`(?m)^active site: backup `).MatchString(out) &&
+			regexp.MustCompile(`(?m)^desired:\s+gen \d+, backup, verified=true`).MatchString(out) &&
 			regexp.MustCompile(`(?m)^primary\s+UP\s`).MatchString(out)
 	},
 	// The watcher serving the status knows of no leader.
