@@ -65,6 +65,11 @@ type OctaviaSpec struct {
 	// healthy; empty means just ONLINE. Add DEGRADED to tolerate a pool
 	// member down.
 	HealthyOperatingStatuses []string
+	// RequireActive fails the probe while provisioning_status is anything
+	// but ACTIVE, PENDING_* included: for a failback gate, a load balancer
+	// in the middle of a failover or an update is not ready yet. Without
+	// it PENDING_CREATE and PENDING_UPDATE pass when traffic flows.
+	RequireActive bool
 
 	// CheckVIP also opens a TCP connection to the VIP on VIPPort.
 	CheckVIP bool
@@ -231,7 +236,7 @@ func octaviaProbe(ctx context.Context, spec Spec) Result {
 		return res
 	}
 
-	res = octaviaJudge(tree.Loadbalancer, o.HealthyOperatingStatuses)
+	res = octaviaJudge(tree.Loadbalancer, o.HealthyOperatingStatuses, o.RequireActive)
 	res.Detail["vip_address"] = lb.VipAddress
 	res.Phases = phases
 	if !res.OK || !o.CheckVIP {
@@ -317,7 +322,7 @@ func octaviaLooksLikeID(s string) bool {
 // The verdict rests on the load balancer's own statuses, which Octavia
 // aggregates from its listeners, pools and members; those are listed in
 // Detail to say why.
-func octaviaJudge(lb *loadbalancers.LoadBalancer, healthyStatuses []string) Result {
+func octaviaJudge(lb *loadbalancers.LoadBalancer, healthyStatuses []string, requireActive bool) Result {
 	healthy := healthyStatuses
 	if len(healthy) == 0 {
 		healthy = []string{"ONLINE"}
@@ -402,7 +407,10 @@ func octaviaJudge(lb *loadbalancers.LoadBalancer, healthyStatuses []string) Resu
 	}
 	// PENDING_CREATE and PENDING_UPDATE are normal transients; the operating
 	// status says whether traffic flows meanwhile, and a stuck PENDING_* is
-	// for the decision core to notice over time.
+	// for the decision core to notice over time, unless ACTIVE is required.
+	if requireActive && lb.ProvisioningStatus != "ACTIVE" {
+		return Result{Class: ClassLBDegraded, Phase: "status", Reason: fmt.Sprintf("load balancer %s: provisioning_status %s, want ACTIVE (require_active)", name, lb.ProvisioningStatus), Detail: detail}
+	}
 	if !isHealthy(lb.OperatingStatus) {
 		reason := fmt.Sprintf("load balancer %s: operating_status %s, want %s", name, lb.OperatingStatus, strings.Join(healthy, " or "))
 		if len(badPools) > 0 {

@@ -71,7 +71,7 @@ func TestOctaviaJudge(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := octaviaJudge(octaviaLoadTree(t, tt.fixture), tt.healthy)
+			res := octaviaJudge(octaviaLoadTree(t, tt.fixture), tt.healthy, false)
 			if res.Class != tt.wantClass || res.OK != (tt.wantClass == ClassNone) {
 				t.Fatalf("got ok=%v class=%q reason=%q, want class %q", res.OK, res.Class, res.Reason, tt.wantClass)
 			}
@@ -99,7 +99,7 @@ func TestOctaviaJudgeBounded(t *testing.T) {
 		pool.Members = append(pool.Members, m)
 	}
 	lb.Listeners[0].Pools[0] = pool
-	res := octaviaJudge(lb, nil)
+	res := octaviaJudge(lb, nil, false)
 	if got, want := res.Detail["unhealthy_members"], "m00(ERROR),m01(ERROR),m02(ERROR),(+47 more)"; got != want {
 		t.Errorf("got unhealthy_members %q, want %q", got, want)
 	}
@@ -465,6 +465,9 @@ func TestProbeOctaviaRealStack(t *testing.T) {
 		{"operating degraded", "ACTIVE", "DEGRADED", appcred, ClassLBDegraded},
 		{"operating degraded allowed", "ACTIVE", "DEGRADED", with(appcred, func(o *OctaviaSpec) { o.HealthyOperatingStatuses = []string{"ONLINE", "DEGRADED"} }), ClassNone},
 		{"operating error", "ACTIVE", "ERROR", with(appcred, func(o *OctaviaSpec) { o.HealthyOperatingStatuses = []string{"ONLINE", "DEGRADED"} }), ClassLBDegraded},
+		{"pending update while traffic flows", "PENDING_UPDATE", "ONLINE", appcred, ClassNone},
+		{"pending update, require_active", "PENDING_UPDATE", "ONLINE", with(appcred, func(o *OctaviaSpec) { o.RequireActive = true }), ClassLBDegraded},
+		{"active online, require_active", "ACTIVE", "ONLINE", with(appcred, func(o *OctaviaSpec) { o.RequireActive = true }), ClassNone},
 		{"wrong secret", "ACTIVE", "ONLINE", with(appcred, func(o *OctaviaSpec) { o.ApplicationCredentialSecretFile = badSecret }), ClassAuth},
 		{"unknown load balancer", "ACTIVE", "ONLINE", with(appcred, func(o *OctaviaSpec) { o.LoadBalancer = "no-such-lb" }), ClassLBError},
 	}

@@ -130,6 +130,7 @@ type Probe struct {
 	ApplicationCredentialSecretFile string   `yaml:"application_credential_secret_file" types:"octavia" doc:"octavia: file holding the application credential secret."`
 	LoadBalancer                    string   `yaml:"loadbalancer" types:"octavia" doc:"octavia: load balancer name or ID."`
 	HealthyOperatingStatuses        []string `yaml:"healthy_operating_statuses" types:"octavia" default:"[ONLINE]" doc:"octavia: operating statuses that count as up."`
+	RequireActive                   bool     `yaml:"require_active" types:"octavia" default:"false" doc:"octavia: fail while provisioning_status is not ACTIVE, PENDING_* included (for policy.failback_gate probes: a load balancer mid-failover is not ready)."`
 	CheckVIP                        bool     `yaml:"check_vip" types:"octavia" doc:"octavia: also connect to the VIP."`
 	VIPPort                         int      `yaml:"vip_port" types:"octavia" default:"443" doc:"octavia: the VIP port for check_vip."`
 }

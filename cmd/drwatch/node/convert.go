@@ -66,7 +66,7 @@ func probeSpecs(in []config.Probe) []probes.Spec {
 			s.Octavia = &probes.OctaviaSpec{Cloud: p.Cloud, CloudsFile: p.CloudsFile, AuthURL: p.AuthURL, Region: p.Region,
 				ApplicationCredentialIDFile: p.ApplicationCredentialIDFile, ApplicationCredentialSecretFile: p.ApplicationCredentialSecretFile,
 				CAFile: p.CAFile, LoadBalancer: p.LoadBalancer, HealthyOperatingStatuses: p.HealthyOperatingStatuses,
-				CheckVIP: p.CheckVIP}
+				RequireActive: p.RequireActive, CheckVIP: p.CheckVIP}
 			if p.CheckVIP {
 				// vip_port has a default; the prober rejects a port without the check.
 				s.Octavia.VIPPort = p.VIPPort
