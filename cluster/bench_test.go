@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"github.com/drwatch/drwatch/test/poll"
 	"os"
 	"path/filepath"
 	"slices"
@@ -165,18 +166,11 @@ func BenchmarkDiskGrowth(b *testing.B) {
 		// Let every node snapshot and truncate before measuring.
 		settle := func() {
 			idx := l.node.Stats().LastIndex
-			deadline := time.Now().Add(30 * time.Second)
 			for _, nd := range tc.nodes {
-				for {
+				poll.Until(b, 30*time.Second, func() bool {
 					st := nd.node.Stats()
-					if st.AppliedIndex >= idx && int64(idx)-int64(st.LastSnapshotIndex) <= DefaultSnapshotThreshold+16 {
-						break
-					}
-					if time.Now().After(deadline) {
-						b.Fatalf("node %s did not settle: %+v", nd.id, nd.node.Stats())
-					}
-					time.Sleep(20 * time.Millisecond) // polling interval
-				}
+					return st.AppliedIndex >= idx && int64(idx)-int64(st.LastSnapshotIndex) <= DefaultSnapshotThreshold+16
+				}, "node %s applies index %d and snapshots near it", nd.id, idx)
 			}
 		}
 		start := time.Now()

@@ -304,13 +304,11 @@ func (tc *tcluster) startWith(nd *tnode, ln net.Listener) {
 func listenEventually(t testing.TB, addr string) (net.Listener, error) {
 	var ln net.Listener
 	var err error
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if ln, err = net.Listen("tcp", addr); err == nil || time.Now().After(deadline) {
-			return ln, err
-		}
-		time.Sleep(20 * time.Millisecond) // polling interval
-	}
+	poll.WithinEvery(10*time.Second, 20*time.Millisecond, func() bool {
+		ln, err = net.Listen("tcp", addr)
+		return err == nil
+	})
+	return ln, err
 }
 
 func (tc *tcluster) stop(nd *tnode) {

@@ -23,19 +23,6 @@ import (
 	"github.com/drwatch/drwatch/test/caddytest"
 )
 
-// hpEventually polls cond until it holds or d passes.
-func hpEventually(t testing.TB, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %s", d)
-		}
-		// Polling with a deadline, not synchronising on time.
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // hpPKI is a throwaway CA for Go TLS servers in tests.
 type hpPKI struct {
 	cert   *x509.Certificate

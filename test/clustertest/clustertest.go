@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/cluster"
+	"github.com/drwatch/drwatch/test/poll"
 )
 
 // Options adjust the nodes New starts.
@@ -115,14 +116,11 @@ func (c *Cluster) Start(m *Member) {
 		m.SM = &List{}
 	}
 	var err error
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		// The port was just released; rebinding can race a TIME_WAIT.
-		if m.Node, err = cluster.New(context.Background(), m.Config, m.SM); err == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond) // polling interval
-	}
+	// The port was just released; rebinding can race a TIME_WAIT.
+	poll.WithinEvery(10*time.Second, 20*time.Millisecond, func() bool {
+		m.Node, err = cluster.New(context.Background(), m.Config, m.SM)
+		return err == nil
+	})
 	if err != nil {
 		c.t.Fatalf("start %s: %v", m.ID, err)
 	}
@@ -143,33 +141,32 @@ func (c *Cluster) Stop(m *Member) {
 // and returns it.
 func (c *Cluster) Leader(d time.Duration) *Member {
 	c.t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		var leader *Member
-		agreed := ""
-		ok := true
-		for _, m := range c.Members {
-			if m.Node == nil {
-				continue
-			}
-			id, _ := m.Node.Leader()
-			if id == "" || (agreed != "" && id != agreed) {
-				ok = false
-				break
-			}
-			agreed = id
-			if m.ID == id && m.Node.IsLeader() {
-				leader = m
-			}
+	var leader *Member
+	poll.Until(c.t, d, func() bool {
+		leader = c.agreedLeader()
+		return leader != nil
+	}, "every running member agrees on one leader")
+	return leader
+}
+
+// agreedLeader is the leader every running member names, or nil.
+func (c *Cluster) agreedLeader() *Member {
+	var leader *Member
+	agreed := ""
+	for _, m := range c.Members {
+		if m.Node == nil {
+			continue
 		}
-		if ok && leader != nil {
-			return leader
+		id, _ := m.Node.Leader()
+		if id == "" || (agreed != "" && id != agreed) {
+			return nil
 		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("no agreed leader after %s", d)
+		agreed = id
+		if m.ID == id && m.Node.IsLeader() {
+			leader = m
 		}
-		time.Sleep(10 * time.Millisecond) // polling interval
 	}
+	return leader
 }
 
 // Follower returns a running member other than leader.

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/drwatch/drwatch/test/poll"
 	"github.com/miekg/dns"
 )
 
@@ -124,26 +125,32 @@ func start(name, dir string, bin string, args ...string) (*Server, error) {
 
 // waitSOA polls until the server answers the zone's SOA or the process dies.
 func (s *Server) waitSOA(d time.Duration) error {
-	deadline := time.Now().Add(d)
 	c := &dns.Client{Net: "tcp", Timeout: 500 * time.Millisecond}
-	for {
+	var answered bool
+	var err, exited error
+	poll.WithinEvery(d, 50*time.Millisecond, func() bool {
 		m := new(dns.Msg)
 		m.SetQuestion(Zone, dns.TypeSOA)
-		r, _, err := c.Exchange(m, s.Addr)
-		if err == nil && r.Rcode == dns.RcodeSuccess && len(r.Answer) > 0 {
-			return nil
+		var r *dns.Msg
+		r, _, err = c.Exchange(m, s.Addr)
+		if answered = err == nil && r.Rcode == dns.RcodeSuccess && len(r.Answer) > 0; answered {
+			return true
 		}
 		select {
-		case err := <-s.done:
-			s.done <- err
-			return fmt.Errorf("%s exited: %v\n%s", s.Name, err, s.Log())
+		case exited = <-s.done:
+			s.done <- exited
+			return true
 		default:
+			return false
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s did not answer SOA on %s within %s: %v\n%s", s.Name, s.Addr, d, err, s.Log())
-		}
-		time.Sleep(50 * time.Millisecond)
+	})
+	switch {
+	case answered:
+		return nil
+	case exited != nil || len(s.done) > 0:
+		return fmt.Errorf("%s exited: %v\n%s", s.Name, exited, s.Log())
 	}
+	return fmt.Errorf("%s did not answer SOA on %s within %s: %v\n%s", s.Name, s.Addr, d, err, s.Log())
 }
 
 const zoneFile = `$TTL 5

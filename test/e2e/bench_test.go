@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/test/poll"
 )
 
 // trial is one measured failover.
@@ -54,7 +55,7 @@ func BenchmarkFailoverOverFloor(b *testing.B) {
 		if err := primary.Caddy.Stop(); err != nil {
 			b.Fatal(err)
 		}
-		if !withinEvery(60*time.Second, 10*time.Millisecond, func() bool { return w.Answer() == BackupIP }) {
+		if !poll.WithinEvery(60*time.Second, 10*time.Millisecond, func() bool { return w.Answer() == BackupIP }) {
 			b.Fatalf("trial %d: BIND never answered the backup", i)
 		}
 		tr.AtBIND = time.Now().UnixNano()
@@ -105,19 +106,6 @@ func resetToPrimary(b *testing.B, w *World) {
 		st, ok := w.LeaderView()
 		return ok && !st.State.Blocked && st.State.Active == failover.Primary && st.State.Desired.Done
 	}, "back on the primary, not blocked")
-}
-
-func withinEvery(d, every time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(every) // a polling period, not synchronisation
-	}
 }
 
 func ms(ns int64) string { return time.Duration(ns).Round(time.Millisecond).String() }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/test/dnsservers"
+	"github.com/drwatch/drwatch/test/poll"
 	"github.com/miekg/dns"
 )
 
@@ -263,7 +264,7 @@ func BenchmarkPeerPowerDNS(b *testing.B) {
 		kill := time.Now()
 		primary.kill()
 		var dwAt, pdAt time.Duration
-		if !withinEvery(60*time.Second, 10*time.Millisecond, func() bool {
+		if !poll.WithinEvery(60*time.Second, 10*time.Millisecond, func() bool {
 			if pdAt == 0 && answerAt(pdns) == BackupIP {
 				pdAt = time.Since(kill)
 			}

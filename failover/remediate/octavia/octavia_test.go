@@ -64,13 +64,8 @@ func TestFailoverError(t *testing.T) {
 	if err != nil {
 		t.Fatalf("key %q: %v", a.Key, err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !time.Now().UTC().After(first.Add(time.Second)) {
-		if time.Now().After(deadline) {
-			t.Fatalf("clock %v is not past the first episode's updated_at %v", time.Now().UTC(), first)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	poll.Until(t, 10*time.Second, func() bool { return time.Now().After(first.Add(time.Second)) },
+		"the clock is past the first episode's updated_at %v", first)
 	if err := s.SetLBStatus(ctx, id, "ERROR", ""); err != nil {
 		t.Fatal(err)
 	}
