@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/drwatch/drwatch/test/daemon"
 	"io"
 	"net"
 	"net/http"
@@ -16,7 +17,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -66,8 +66,7 @@ type Caddy struct {
 	bin        string
 	ownDir     bool
 	mu         sync.Mutex
-	cmd        *exec.Cmd
-	exited     chan struct{}
+	proc       *daemon.Process // nil while stopped
 	closed     bool
 }
 
@@ -176,31 +175,19 @@ func (c *Caddy) Start() error {
 	if c.closed {
 		return errors.New("caddy closed")
 	}
-	if c.cmd != nil {
+	if c.proc != nil {
 		return nil
 	}
-	logf, err := os.OpenFile(filepath.Join(c.Dir, "caddy.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	proc, err := daemon.Start(c.bin, []string{"run", "--adapter", "caddyfile", "--config", filepath.Join(c.Dir, "Caddyfile")}, daemon.Options{
+		LogPath: filepath.Join(c.Dir, "caddy.log"),
+		// HOME and XDG_* keep autosave.json and any default storage out of the real home.
+		Env: []string{"HOME=" + c.Dir, "XDG_DATA_HOME=" + filepath.Join(c.Dir, "data"), "XDG_CONFIG_HOME=" + filepath.Join(c.Dir, "config")},
+	})
 	if err != nil {
-		return fmt.Errorf("open log: %w", err)
+		return fmt.Errorf("caddy: %w", err)
 	}
-	cmd := exec.Command(c.bin, "run", "--adapter", "caddyfile", "--config", filepath.Join(c.Dir, "Caddyfile"))
-	// HOME and XDG_* keep autosave.json and any default storage out of the real home.
-	cmd.Env = append(os.Environ(), "HOME="+c.Dir, "XDG_DATA_HOME="+filepath.Join(c.Dir, "data"),
-		"XDG_CONFIG_HOME="+filepath.Join(c.Dir, "config"))
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return fmt.Errorf("start caddy: %w", err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		logf.Close()
-		close(exited)
-	}()
-	c.cmd, c.exited = cmd, exited
-	if err := c.waitReady(exited); err != nil {
+	c.proc = proc
+	if err := c.waitReady(proc.Done()); err != nil {
 		c.killLocked()
 		return err
 	}
@@ -276,20 +263,18 @@ func (c *Caddy) Stop() error {
 }
 
 func (c *Caddy) killLocked() {
-	if c.cmd == nil {
+	if c.proc == nil {
 		return
 	}
-	// Only our own process group: Setpgid made caddy its leader.
-	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
-	<-c.exited
-	c.cmd, c.exited = nil, nil
+	c.proc.Kill() // our own process group only: caddy leads it
+	c.proc = nil
 }
 
 // Running reports whether the process is up.
 func (c *Caddy) Running() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.cmd != nil
+	return c.proc != nil
 }
 
 // Close stops Caddy for good and removes Dir when New made it. Idempotent.

@@ -87,6 +87,13 @@ func (p *Process) Stop(grace time.Duration) {
 	<-p.done
 }
 
+// Kill sends KILL to the process group at once, as a crash would, and
+// waits for the reaping.
+func (p *Process) Kill() {
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
+}
+
 // Tail returns the last n lines of a log file, for error messages.
 func Tail(path string, n int) string {
 	b, err := os.ReadFile(path)

@@ -1,13 +1,14 @@
 package daemon
 
 import (
-	"github.com/drwatch/drwatch/test/poll"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/drwatch/drwatch/test/poll"
 )
 
 // Stop reaches the whole process group: a child that ignores TERM and
@@ -39,6 +40,25 @@ func TestStopKillsTheGroup(t *testing.T) {
 	}
 	if got := Tail(log, 1); got != "started" {
 		t.Errorf("Tail: got %q, want started", got)
+	}
+}
+
+// Kill is a crash: the daemon gets no TERM to clean up on. A daemon that
+// would write "clean exit" on TERM never writes it.
+func TestKillIsACrash(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "d.log")
+	p, err := Start("/bin/sh", []string{"-c", `trap 'echo clean exit; exit 0' TERM; echo started; while :; do sleep 1; done`}, Options{LogPath: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll.UntilEvery(t, 10*time.Second, 10*time.Millisecond, func() bool { return Tail(log, 1) == "started" }, "the daemon has started")
+	p.Kill()
+	if !p.Exited() {
+		t.Error("Exited is false after Kill")
+	}
+	if got := Tail(log, 1); got != "started" {
+		t.Errorf("last log line after Kill: got %q, want started (no TERM handler ran)", got)
 	}
 }
 

@@ -14,9 +14,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/drwatch/drwatch/test/daemon"
 	"github.com/drwatch/drwatch/test/poll"
 	"github.com/miekg/dns"
 )
@@ -42,22 +42,15 @@ type Server struct {
 	// Dir is the server's temp dir (logs, config).
 	Dir string
 
-	cmd  *exec.Cmd
-	done chan error
+	proc *daemon.Process
 }
 
-// Close kills the server's process group and waits for it.
+// Close stops the server's process group and waits for it.
 func (s *Server) Close() error {
-	if s == nil || s.cmd == nil || s.cmd.Process == nil {
+	if s == nil || s.proc == nil {
 		return nil
 	}
-	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-		<-s.done
-	}
+	s.proc.Stop(10 * time.Second)
 	return nil
 }
 
@@ -106,49 +99,31 @@ func newSecret() string {
 }
 
 func start(name, dir string, bin string, args ...string) (*Server, error) {
-	logf, err := os.Create(filepath.Join(dir, "server.log"))
+	proc, err := daemon.Start(bin, args, daemon.Options{LogPath: filepath.Join(dir, "server.log"), Dir: dir})
 	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	s := &Server{Name: name, Dir: dir, cmd: cmd, done: make(chan error, 1)}
-	go func() { s.done <- cmd.Wait(); logf.Close() }()
-	return s, nil
+	return &Server{Name: name, Dir: dir, proc: proc}, nil
 }
 
 // waitSOA polls until the server answers the zone's SOA or the process dies.
 func (s *Server) waitSOA(d time.Duration) error {
 	c := &dns.Client{Net: "tcp", Timeout: 500 * time.Millisecond}
 	var answered bool
-	var err, exited error
+	var err error
 	poll.WithinEvery(d, 50*time.Millisecond, func() bool {
 		m := new(dns.Msg)
 		m.SetQuestion(Zone, dns.TypeSOA)
 		var r *dns.Msg
 		r, _, err = c.Exchange(m, s.Addr)
-		if answered = err == nil && r.Rcode == dns.RcodeSuccess && len(r.Answer) > 0; answered {
-			return true
-		}
-		select {
-		case exited = <-s.done:
-			s.done <- exited
-			return true
-		default:
-			return false
-		}
+		answered = err == nil && r.Rcode == dns.RcodeSuccess && len(r.Answer) > 0
+		return answered || s.proc.Exited()
 	})
 	switch {
 	case answered:
 		return nil
-	case exited != nil || len(s.done) > 0:
-		return fmt.Errorf("%s exited: %v\n%s", s.Name, exited, s.Log())
+	case s.proc.Exited():
+		return fmt.Errorf("%s exited\n%s", s.Name, s.Log())
 	}
 	return fmt.Errorf("%s did not answer SOA on %s within %s: %v\n%s", s.Name, s.Addr, d, err, s.Log())
 }
@@ -361,9 +336,8 @@ func (s *Server) createPDNSZone(d time.Duration) error {
 			return fmt.Errorf("pdns create zone: http %d\n%s", resp.StatusCode, s.Log())
 		}
 		select {
-		case err := <-s.done:
-			s.done <- err
-			return fmt.Errorf("pdns_server exited: %v\n%s", err, s.Log())
+		case <-s.proc.Done():
+			return fmt.Errorf("pdns_server exited\n%s", s.Log())
 		case <-ctx.Done():
 			return fmt.Errorf("pdns api did not come up: %v\n%s", err, s.Log())
 		case <-time.After(50 * time.Millisecond):
