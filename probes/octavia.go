@@ -159,7 +159,7 @@ func octaviaProbe(ctx context.Context, spec Spec) Result {
 	if err := o.Validate(); err != nil {
 		return octaviaFail(ClassConfig, "config", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
-	ao, eo, tlsCfg, err := octaviaAuthOptions(o)
+	ao, eo, tlsCfg, err := o.credentials().AuthOptions()
 	if err != nil {
 		return octaviaFail(ClassConfig, "config", err.Error())
 	}
@@ -271,7 +271,7 @@ func octaviaProbe(ctx context.Context, spec Spec) Result {
 // octaviaFind resolves the load balancer by ID or by name. found is false
 // when res is the probe's failure.
 func octaviaFind(ctx context.Context, client *gophercloud.ServiceClient, ref string) (lb *loadbalancers.LoadBalancer, res Result, found bool) {
-	if octaviaLooksLikeID(ref) {
+	if LooksLikeOpenStackID(ref) {
 		lb, err := loadbalancers.Get(ctx, client, ref).Extract()
 		if err == nil {
 			return lb, Result{}, true
@@ -298,7 +298,10 @@ func octaviaFind(ctx context.Context, client *gophercloud.ServiceClient, ref str
 	return nil, octaviaFail(ClassConfig, "config", fmt.Sprintf("load balancer name %q is ambiguous (%d matches): use the ID", ref, len(all))), false
 }
 
-func octaviaLooksLikeID(s string) bool {
+// LooksLikeOpenStackID reports whether s has the shape of an OpenStack
+// resource ID (a UUID in its 36-character form), so a reference can be
+// looked up by ID rather than by name.
+func LooksLikeOpenStackID(s string) bool {
 	if len(s) != 36 {
 		return false
 	}
@@ -434,69 +437,86 @@ func octaviaLabel(name, id, status string) string {
 	return name + "(" + status + ")"
 }
 
-// octaviaAuthOptions builds the Keystone credentials and catalog options
-// from the spec, reading the credential files.
-func octaviaAuthOptions(s *OctaviaSpec) (gophercloud.AuthOptions, gophercloud.EndpointOpts, *tls.Config, error) {
+// OpenStackCredentials say where Keystone credentials come from: a
+// clouds.yaml entry (Cloud, CloudsFile), or AuthURL with an application
+// credential kept in two files. The octavia probe and the OpenStack
+// remediators share them.
+type OpenStackCredentials struct {
+	Cloud, CloudsFile                                            string
+	AuthURL                                                      string
+	ApplicationCredentialIDFile, ApplicationCredentialSecretFile string
+	CAFile                                                       string // with AuthURL; clouds.yaml has its own cacert
+	Region                                                       string
+}
+
+// credentials are the spec's Keystone credentials.
+func (o *OctaviaSpec) credentials() OpenStackCredentials {
+	return OpenStackCredentials{Cloud: o.Cloud, CloudsFile: o.CloudsFile, AuthURL: o.AuthURL,
+		ApplicationCredentialIDFile: o.ApplicationCredentialIDFile, ApplicationCredentialSecretFile: o.ApplicationCredentialSecretFile,
+		CAFile: o.CAFile, Region: o.Region}
+}
+
+// AuthOptions builds gophercloud's Keystone credentials, catalog options
+// and TLS settings. It reads the files on every call, so a rotated secret
+// is picked up, and never puts a secret in an error.
+func (c OpenStackCredentials) AuthOptions() (gophercloud.AuthOptions, gophercloud.EndpointOpts, *tls.Config, error) {
+	var none gophercloud.AuthOptions
 	switch {
-	case s.Cloud != "" && s.AuthURL != "":
-		return gophercloud.AuthOptions{}, gophercloud.EndpointOpts{}, nil, errors.New("cloud and auth_url are exclusive")
-	case s.Cloud != "":
-		opts := []clouds.ParseOption{clouds.WithCloudName(s.Cloud)}
-		if s.CloudsFile != "" {
-			if _, err := os.Stat(s.CloudsFile); err != nil {
-				return gophercloud.AuthOptions{}, gophercloud.EndpointOpts{}, nil, fmt.Errorf("clouds file: %w", err)
+	case c.Cloud != "" && c.AuthURL != "":
+		return none, gophercloud.EndpointOpts{}, nil, errors.New("cloud and auth_url are exclusive")
+	case c.Cloud != "":
+		opts := []clouds.ParseOption{clouds.WithCloudName(c.Cloud)}
+		if c.CloudsFile != "" {
+			if _, err := os.Stat(c.CloudsFile); err != nil {
+				return none, gophercloud.EndpointOpts{}, nil, fmt.Errorf("clouds file: %w", err)
 			}
-			opts = append(opts, clouds.WithLocations(s.CloudsFile))
+			opts = append(opts, clouds.WithLocations(c.CloudsFile))
 		}
-		if s.Region != "" {
-			opts = append(opts, clouds.WithRegion(s.Region))
+		if c.Region != "" {
+			opts = append(opts, clouds.WithRegion(c.Region))
 		}
 		ao, eo, tlsCfg, err := clouds.Parse(opts...)
 		if err != nil {
 			// clouds.Parse errors name files and clouds, not secrets.
-			return gophercloud.AuthOptions{}, gophercloud.EndpointOpts{}, nil, fmt.Errorf("clouds.yaml: %w", err)
+			return none, gophercloud.EndpointOpts{}, nil, fmt.Errorf("clouds.yaml: %w", err)
 		}
 		if ao.IdentityEndpoint == "" {
-			return gophercloud.AuthOptions{}, gophercloud.EndpointOpts{}, nil, fmt.Errorf("clouds.yaml: cloud %q has no auth_url", s.Cloud)
+			return none, gophercloud.EndpointOpts{}, nil, fmt.Errorf("clouds.yaml: cloud %q has no auth_url", c.Cloud)
 		}
 		return ao, eo, tlsCfg, nil
-	case s.AuthURL != "":
-		if s.ApplicationCredentialIDFile == "" || s.ApplicationCredentialSecretFile == "" {
-			return gophercloud.AuthOptions{}, gophercloud.EndpointOpts{}, nil, errors.New("auth_url needs application_credential_id_file and application_credential_secret_file")
+	case c.AuthURL != "":
+		if c.ApplicationCredentialIDFile == "" || c.ApplicationCredentialSecretFile == "" {
+			return none, gophercloud.EndpointOpts{}, nil, errors.New("auth_url needs application_credential_id_file and application_credential_secret_file")
 		}
-		id, err := octaviaReadSecret(s.ApplicationCredentialIDFile)
+		id, err := readCredentialFile(c.ApplicationCredentialIDFile)
 		if err != nil {
-			return gophercloud.AuthOptions{}, gophercloud.EndpointOpts{}, nil, fmt.Errorf("application credential id: %w", err)
+			return none, gophercloud.EndpointOpts{}, nil, fmt.Errorf("application credential id: %w", err)
 		}
-		secret, err := octaviaReadSecret(s.ApplicationCredentialSecretFile)
+		secret, err := readCredentialFile(c.ApplicationCredentialSecretFile)
 		if err != nil {
-			return gophercloud.AuthOptions{}, gophercloud.EndpointOpts{}, nil, fmt.Errorf("application credential secret: %w", err)
+			return none, gophercloud.EndpointOpts{}, nil, fmt.Errorf("application credential secret: %w", err)
 		}
 		var tlsCfg *tls.Config
-		if s.CAFile != "" {
-			pem, err := os.ReadFile(s.CAFile)
+		if c.CAFile != "" {
+			pem, err := os.ReadFile(c.CAFile)
 			if err != nil {
-				return gophercloud.AuthOptions{}, gophercloud.EndpointOpts{}, nil, fmt.Errorf("ca file: %w", err)
+				return none, gophercloud.EndpointOpts{}, nil, fmt.Errorf("ca file: %w", err)
 			}
 			pool := x509.NewCertPool()
 			if !pool.AppendCertsFromPEM(pem) {
-				return gophercloud.AuthOptions{}, gophercloud.EndpointOpts{}, nil, fmt.Errorf("ca file %s: no PEM certificates", s.CAFile)
+				return none, gophercloud.EndpointOpts{}, nil, fmt.Errorf("ca file %s: no PEM certificates", c.CAFile)
 			}
 			tlsCfg = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 		}
-		ao := gophercloud.AuthOptions{
-			IdentityEndpoint:            s.AuthURL,
-			ApplicationCredentialID:     id,
-			ApplicationCredentialSecret: secret,
-		}
-		return ao, gophercloud.EndpointOpts{Region: s.Region, Availability: gophercloud.AvailabilityPublic}, tlsCfg, nil
+		ao := gophercloud.AuthOptions{IdentityEndpoint: c.AuthURL, ApplicationCredentialID: id, ApplicationCredentialSecret: secret}
+		return ao, gophercloud.EndpointOpts{Region: c.Region, Availability: gophercloud.AvailabilityPublic}, tlsCfg, nil
 	}
-	return gophercloud.AuthOptions{}, gophercloud.EndpointOpts{}, nil, errors.New("need cloud, or auth_url with application credential files")
+	return none, gophercloud.EndpointOpts{}, nil, errors.New("need cloud, or auth_url with application credential files")
 }
 
-// octaviaReadSecret reads a one-line credential file. Errors name the file,
-// never its content.
-func octaviaReadSecret(path string) (string, error) {
+// readCredentialFile reads a one-line credential file. Errors name the
+// file, never its content.
+func readCredentialFile(path string) (string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return "", err

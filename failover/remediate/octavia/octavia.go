@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/probes"
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
@@ -187,7 +188,7 @@ func (s *StuckLB) watched(ctx context.Context, client *gophercloud.ServiceClient
 
 // find resolves ref by ID, then by name. A missing load balancer is nil.
 func find(ctx context.Context, client *gophercloud.ServiceClient, ref string) (*loadbalancers.LoadBalancer, error) {
-	if looksLikeID(ref) {
+	if probes.LooksLikeOpenStackID(ref) {
 		lb, err := loadbalancers.Get(ctx, client, ref).Extract()
 		if err == nil {
 			return lb, nil
@@ -211,25 +212,6 @@ func find(ctx context.Context, client *gophercloud.ServiceClient, ref string) (*
 		return &all[0], nil
 	}
 	return nil, fmt.Errorf("load balancer name %q is ambiguous (%d matches): use the ID", ref, len(all))
-}
-
-func looksLikeID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i, r := range s {
-		switch i {
-		case 8, 13, 18, 23:
-			if r != '-' {
-				return false
-			}
-		default:
-			if (r < '0' || r > '9') && (r < 'a' || r > 'f') && (r < 'A' || r > 'F') {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // Apply fails the load balancer over and follows it until ACTIVE, for at
