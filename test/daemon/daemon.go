@@ -9,9 +9,12 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/drwatch/drwatch/test/poll"
 )
 
 // Options configure Start.
@@ -73,7 +76,9 @@ func (p *Process) Exited() bool {
 }
 
 // Stop sends TERM to the process group, waits up to grace, then KILLs the
-// group (children may linger after a clean exit) and waits for the reaping.
+// group (children may linger after a clean exit) and waits until no process
+// of the group runs: a worker still dying would hold the listening socket,
+// and a client would see its connection reset instead of refused.
 func (p *Process) Stop(grace time.Duration) {
 	pgid := p.cmd.Process.Pid
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
@@ -83,15 +88,45 @@ func (p *Process) Stop(grace time.Duration) {
 	case <-p.done:
 	case <-t.C:
 	}
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	<-p.done
+	p.Kill()
 }
 
 // Kill sends KILL to the process group at once, as a crash would, and
-// waits for the reaping.
+// waits until no process of the group runs (zombies aside: they hold no
+// socket).
 func (p *Process) Kill() {
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	pgid := p.cmd.Process.Pid
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	<-p.done
+	poll.WithinEvery(10*time.Second, 5*time.Millisecond, func() bool { return !groupRunning(pgid) })
+}
+
+// groupRunning reports whether a process of group pgid is alive and not a
+// zombie, from /proc/<pid>/stat ("pid (comm) state ppid pgrp ...").
+func groupRunning(pgid int) bool {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // gone meanwhile
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:]) // state ppid pgrp ...
+		if len(f) >= 3 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" && f[0] != "X" {
+			return true
+		}
+	}
+	return false
 }
 
 // Tail returns the last n lines of a log file, for error messages.

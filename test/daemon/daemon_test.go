@@ -30,9 +30,16 @@ func TestStopKillsTheGroup(t *testing.T) {
 	}) {
 		t.Fatal("child never started")
 	}
+	pgid := p.Pid()
+	if !groupRunning(pgid) {
+		t.Fatal("groupRunning sees no process of a running group")
+	}
 	p.Stop(200 * time.Millisecond)
 	if !p.Exited() {
 		t.Error("Exited is false after Stop")
+	}
+	if groupRunning(pgid) {
+		t.Error("a process of the group still runs after Stop returned")
 	}
 	// The kernel reaps the killed child asynchronously.
 	if !poll.WithinEvery(5*time.Second, 10*time.Millisecond, func() bool { return syscall.Kill(child, 0) != nil }) {
