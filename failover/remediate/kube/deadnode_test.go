@@ -3,6 +3,8 @@ package kube
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -63,22 +65,13 @@ func TestDeadNode(t *testing.T) {
 	r := NewDeadNode(c, cloud, 5*time.Minute, nil)
 	fc := remediatetest.NewLog()
 
-	t.Run("dry-run writes nothing", func(t *testing.T) {
-		before := nodeVersions(t, c, all...)
-		got := remediatetest.Summary(remediatetest.Pass(t, fc, r, remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5}))
-		want := []string{"dry_run taint node/dead-gone", "dry_run taint node/dead-shutoff"}
-		if !eqStrings(got, want) {
-			t.Fatalf("got %q, want %q", got, want)
-		}
-		if after := nodeVersions(t, c, all...); !eqMaps(before, after) {
-			t.Fatalf("got resourceVersions %v after dry-run, want unchanged %v", after, before)
-		}
-	})
+	dryRunWritesNothing(t, fc, r, []string{"dry_run taint node/dead-gone", "dry_run taint node/dead-shutoff"},
+		func() map[string]string { return nodeVersions(t, c, all...) })
 	on := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 1, MaxPerHour: 10}
 	t.Run("acts within the cap", func(t *testing.T) {
 		got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on))
 		want := []string{"planned taint node/dead-gone", "applied taint node/dead-gone", "skipped_cap taint node/dead-shutoff"}
-		if !eqStrings(got, want) {
+		if !slices.Equal(got, want) {
 			t.Fatalf("got %q, want %q", got, want)
 		}
 		if ok, v := taintOf(t, c, "dead-gone"); !ok || v != "nodeshutdown:NoExecute" {
@@ -89,7 +82,7 @@ func TestDeadNode(t *testing.T) {
 		}
 		got = remediatetest.Summary(remediatetest.Pass(t, fc, r, on))
 		want = []string{"planned taint node/dead-shutoff", "applied taint node/dead-shutoff"}
-		if !eqStrings(got, want) {
+		if !slices.Equal(got, want) {
 			t.Fatalf("second pass: got %q, want %q", got, want)
 		}
 		for _, n := range all[2:] {
@@ -103,7 +96,7 @@ func TestDeadNode(t *testing.T) {
 		if got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on)); len(got) != 0 {
 			t.Fatalf("got records %q, want none", got)
 		}
-		if after := nodeVersions(t, c, all...); !eqMaps(before, after) {
+		if after := nodeVersions(t, c, all...); !maps.Equal(before, after) {
 			t.Fatalf("got resourceVersions %v, want unchanged %v", after, before)
 		}
 	})
@@ -115,7 +108,7 @@ func TestDeadNode(t *testing.T) {
 		setReady(t, c, n, corev1.ConditionTrue, time.Now())
 		got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on))
 		want := []string{"planned untaint node/dead-gone", "applied untaint node/dead-gone"}
-		if !eqStrings(got, want) {
+		if !slices.Equal(got, want) {
 			t.Fatalf("got %q, want %q", got, want)
 		}
 		if ok, _ := taintOf(t, c, "dead-gone"); ok {

@@ -2,6 +2,8 @@ package kube
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -108,23 +110,13 @@ func TestDrainTrap(t *testing.T) {
 			}
 		}
 	})
-	t.Run("dry-run writes nothing", func(t *testing.T) {
-		before := podVersions()
-		got := remediatetest.Summary(remediatetest.Pass(t, fc, r, remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5}))
-		want := []string{"dry_run delete pod/" + ns + "/ingress-0", "dry_run delete pod/" + ns + "/ingress-1"}
-		if !eqStrings(got, want) {
-			t.Fatalf("got %q, want %q", got, want)
-		}
-		if after := podVersions(); !eqMaps(before, after) {
-			t.Fatalf("got resourceVersions %v, want unchanged %v", after, before)
-		}
-	})
+	dryRunWritesNothing(t, fc, r, []string{"dry_run delete pod/" + ns + "/ingress-0", "dry_run delete pod/" + ns + "/ingress-1"}, podVersions)
 	on := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 1, MaxPerHour: 10}
 	t.Run("acts within the cap", func(t *testing.T) {
 		got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on))
 		want := []string{"planned delete pod/" + ns + "/ingress-0", "applied delete pod/" + ns + "/ingress-0",
 			"skipped_cap delete pod/" + ns + "/ingress-1"}
-		if !eqStrings(got, want) {
+		if !slices.Equal(got, want) {
 			t.Fatalf("got %q, want %q", got, want)
 		}
 		if !terminating("ingress-0") || terminating("ingress-1") {
@@ -145,7 +137,7 @@ func TestDrainTrap(t *testing.T) {
 		if got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on)); len(got) != 0 {
 			t.Fatalf("got %q, want no records", got)
 		}
-		if after := podVersions(); !eqMaps(before, after) {
+		if after := podVersions(); !maps.Equal(before, after) {
 			t.Fatalf("got resourceVersions %v, want unchanged %v", after, before)
 		}
 	})

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -48,7 +49,7 @@ func TestEntries(t *testing.T) {
 					t.Fatalf("%s: got max_per_pass %d, want the default", e.Remediator.Name(), e.Settings.MaxPerPass)
 				}
 			}
-			if !eqStrings(names, tt.wantNames) {
+			if !slices.Equal(names, tt.wantNames) {
 				t.Fatalf("got %v, want %v", names, tt.wantNames)
 			}
 		})

@@ -3,12 +3,15 @@ package kube
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/failover/remediate/remediatetest"
 	"github.com/drwatch/drwatch/test/kubetest"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -132,18 +135,6 @@ func pod(t *testing.T, c kubernetes.Interface, ns, name, nodeName string, lbls m
 	return p
 }
 
-func eqStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // versions returns the resourceVersion of each named object, read by get.
 func versions(t *testing.T, get func(name string) (metav1.Object, error), names ...string) map[string]string {
 	t.Helper()
@@ -158,14 +149,18 @@ func versions(t *testing.T, get func(name string) (metav1.Object, error), names 
 	return out
 }
 
-func eqMaps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
+// dryRunWritesNothing is every remediator's dry-run subtest: one pass in
+// dry-run mode records exactly want, and the objects' resourceVersions
+// (read by rvs) do not move.
+func dryRunWritesNothing(t *testing.T, fc *remediatetest.Log, r remediate.Remediator, want []string, rvs func() map[string]string) {
+	t.Run("dry-run writes nothing", func(t *testing.T) {
+		before := rvs()
+		got := remediatetest.Summary(remediatetest.Pass(t, fc, r, remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5}))
+		if !slices.Equal(got, want) {
+			t.Fatalf("got %q, want %q", got, want)
 		}
-	}
-	return true
+		if after := rvs(); !maps.Equal(before, after) {
+			t.Fatalf("got resourceVersions %v after dry-run, want unchanged %v", after, before)
+		}
+	})
 }

@@ -2,6 +2,8 @@ package kube
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -60,23 +62,13 @@ func TestOrphanedPods(t *testing.T) {
 		}, all...)
 	}
 
-	t.Run("dry-run writes nothing", func(t *testing.T) {
-		before := podVersions()
-		got := remediatetest.Summary(remediatetest.Pass(t, fc, r, remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5}))
-		want := []string{"dry_run force-delete pod/" + ns + "/orphan-a", "dry_run force-delete pod/" + ns + "/orphan-b"}
-		if !eqStrings(got, want) {
-			t.Fatalf("got %q, want %q", got, want)
-		}
-		if after := podVersions(); !eqMaps(before, after) {
-			t.Fatalf("got resourceVersions %v, want unchanged %v", after, before)
-		}
-	})
+	dryRunWritesNothing(t, fc, r, []string{"dry_run force-delete pod/" + ns + "/orphan-a", "dry_run force-delete pod/" + ns + "/orphan-b"}, podVersions)
 	on := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 1, MaxPerHour: 10}
 	t.Run("acts within the cap", func(t *testing.T) {
 		got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on))
 		want := []string{"planned force-delete pod/" + ns + "/orphan-a", "applied force-delete pod/" + ns + "/orphan-a",
 			"skipped_cap force-delete pod/" + ns + "/orphan-b"}
-		if !eqStrings(got, want) {
+		if !slices.Equal(got, want) {
 			t.Fatalf("got %q, want %q", got, want)
 		}
 		if podExists(t, c, ns, "orphan-a") || !podExists(t, c, ns, "orphan-b") {
@@ -102,7 +94,7 @@ func TestOrphanedPods(t *testing.T) {
 		after := versions(t, func(n string) (metav1.Object, error) {
 			return c.CoreV1().Pods(ns).Get(context.Background(), n, metav1.GetOptions{})
 		}, "within-grace", "running")
-		if !eqMaps(before, after) {
+		if !maps.Equal(before, after) {
 			t.Fatalf("got resourceVersions %v, want unchanged %v", after, before)
 		}
 	})
@@ -144,27 +136,27 @@ func TestOrphanedPodsCordonAndReboot(t *testing.T) {
 	on := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 5, MaxPerHour: 10}
 
 	// Its own log: a repeated dry-run record with the same reason is not recorded twice.
-	if got := remediatetest.Summary(remediatetest.Pass(t, remediatetest.NewLog(), NewOrphanedPods(c, 10*time.Minute, later), remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5})); !eqStrings(got, []string{"dry_run force-delete pod/" + ns + "/stuck"}) {
+	if got := remediatetest.Summary(remediatetest.Pass(t, remediatetest.NewLog(), NewOrphanedPods(c, 10*time.Minute, later), remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5})); !slices.Equal(got, []string{"dry_run force-delete pod/" + ns + "/stuck"}) {
 		t.Fatalf("without the option: got %q, want only the pod", got)
 	}
 	r := NewOrphanedPods(c, 10*time.Minute, later).WithReboot(rb)
 	before := nodeVersions(t, c, "w1", "w2")
-	if got := remediatetest.Summary(remediatetest.Pass(t, fc, r, remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5})); !eqStrings(got, []string{"dry_run force-delete pod/" + ns + "/stuck", "dry_run cordon-reboot node/w1"}) {
+	if got := remediatetest.Summary(remediatetest.Pass(t, fc, r, remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5})); !slices.Equal(got, []string{"dry_run force-delete pod/" + ns + "/stuck", "dry_run cordon-reboot node/w1"}) {
 		t.Fatalf("dry-run: got %q", got)
 	}
-	if after := nodeVersions(t, c, "w1", "w2"); !eqMaps(before, after) || len(rb.rebooted()) != 0 {
+	if after := nodeVersions(t, c, "w1", "w2"); !maps.Equal(before, after) || len(rb.rebooted()) != 0 {
 		t.Fatal("dry-run cordoned or rebooted")
 	}
 	want := []string{"planned force-delete pod/" + ns + "/stuck", "applied force-delete pod/" + ns + "/stuck",
 		"planned cordon-reboot node/w1", "applied cordon-reboot node/w1"}
-	if got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on)); !eqStrings(got, want) {
+	if got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on)); !slices.Equal(got, want) {
 		t.Fatalf("got %q, want %q", got, want)
 	}
 	w1, err := c.CoreV1().Nodes().Get(context.Background(), "w1", metav1.GetOptions{})
 	if err != nil || !w1.Spec.Unschedulable {
 		t.Fatalf("w1 not cordoned: %v", err)
 	}
-	if got := rb.rebooted(); !eqStrings(got, []string{"w1"}) {
+	if got := rb.rebooted(); !slices.Equal(got, []string{"w1"}) {
 		t.Fatalf("rebooted %q, want only w1", got)
 	}
 	if got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on)); len(got) != 0 {

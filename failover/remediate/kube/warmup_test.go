@@ -2,6 +2,8 @@ package kube
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -75,27 +77,17 @@ func TestBackupWarmup(t *testing.T) {
 		if got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on)); len(got) != 0 {
 			t.Fatalf("got %q with the primary active, want nothing", got)
 		}
-		if !eqMaps(before, rvs()) {
+		if !maps.Equal(before, rvs()) {
 			t.Fatal("workloads changed without a failover")
 		}
 	})
 	gen := fc.FailoverToBackup(t)
-	t.Run("dry-run writes nothing", func(t *testing.T) {
-		before := rvs()
-		got := remediatetest.Summary(remediatetest.Pass(t, fc, r, remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5}))
-		want := []string{"dry_run scale deployment/" + ns + "/web", "dry_run scale statefulset/" + ns + "/db"}
-		if !eqStrings(got, want) {
-			t.Fatalf("got %q, want %q", got, want)
-		}
-		if !eqMaps(before, rvs()) {
-			t.Fatal("dry-run changed a workload")
-		}
-	})
+	dryRunWritesNothing(t, fc, r, []string{"dry_run scale deployment/" + ns + "/web", "dry_run scale statefulset/" + ns + "/db"}, rvs)
 	t.Run("acts within the cap, keyed by gen", func(t *testing.T) {
 		recs := remediatetest.Pass(t, fc, r, on)
 		got := remediatetest.Summary(recs)
 		want := []string{"planned scale deployment/" + ns + "/web", "applied scale deployment/" + ns + "/web", "skipped_cap scale statefulset/" + ns + "/db"}
-		if !eqStrings(got, want) {
+		if !slices.Equal(got, want) {
 			t.Fatalf("got %q, want %q", got, want)
 		}
 		for _, rec := range recs {
@@ -116,7 +108,7 @@ func TestBackupWarmup(t *testing.T) {
 		if got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on)); len(got) != 0 {
 			t.Fatalf("got %q, want nothing", got)
 		}
-		if !eqMaps(before, rvs()) {
+		if !maps.Equal(before, rvs()) {
 			t.Fatal("repeated pass changed a workload")
 		}
 	})
@@ -200,7 +192,7 @@ func TestBackupWarmupScaleDownAtFailback(t *testing.T) {
 	}
 	r := NewBackupWarmup(c, []remediate.Workload{web}, decision).WithScaleDown(true)
 	want := []string{"planned scale-down deployment/" + ns + "/web", "applied scale-down deployment/" + ns + "/web"}
-	if got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on)); !eqStrings(got, want) {
+	if got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on)); !slices.Equal(got, want) {
 		t.Fatalf("got %q, want %q", got, want)
 	}
 	if s, _, _ := replicas(t, c, web); s != 1 {

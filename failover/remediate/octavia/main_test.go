@@ -74,18 +74,6 @@ func remediator(t *testing.T, s *openstacktest.Stack, cloud string, ids []string
 	return r
 }
 
-func eqStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // syncBuffer is a bytes.Buffer safe for a logger and a test to share.
 type syncBuffer struct {
 	mu sync.Mutex

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -224,7 +225,7 @@ func TestMemberNeedsAdmin(t *testing.T) {
 	c := remediatetest.NewLog()
 	recs := remediatetest.Pass(t, c, r, remediate.Settings{Mode: remediate.ModeOn})
 	got := remediatetest.Summary(recs)
-	if w := []string{"planned failover loadbalancer/" + id, "failed failover loadbalancer/" + id}; !eqStrings(got, w) {
+	if w := []string{"planned failover loadbalancer/" + id, "failed failover loadbalancer/" + id}; !slices.Equal(got, w) {
 		t.Fatalf("got records %q, want %q", got, w)
 	}
 	if d := recs[1].Detail; !strings.Contains(d, want) {
@@ -251,7 +252,7 @@ func TestRunnerDryRunCapRepeat(t *testing.T) {
 	}
 
 	got := remediatetest.Summary(remediatetest.Pass(t, c, r, remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5}))
-	if w := []string{"dry_run failover loadbalancer/" + first, "dry_run failover loadbalancer/" + second}; !eqStrings(got, w) {
+	if w := []string{"dry_run failover loadbalancer/" + first, "dry_run failover loadbalancer/" + second}; !slices.Equal(got, w) {
 		t.Fatalf("dry-run: got %q, want %q", got, w)
 	}
 	for _, id := range []string{a, b} {
@@ -263,7 +264,7 @@ func TestRunnerDryRunCapRepeat(t *testing.T) {
 	on := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 1}
 	got = remediatetest.Summary(remediatetest.Pass(t, c, r, on))
 	if w := []string{"planned failover loadbalancer/" + first, "applied failover loadbalancer/" + first,
-		"skipped_cap failover loadbalancer/" + second}; !eqStrings(got, w) {
+		"skipped_cap failover loadbalancer/" + second}; !slices.Equal(got, w) {
 		t.Fatalf("capped pass: got %q, want %q", got, w)
 	}
 	if st := provisioning(t, s, first); st != "ACTIVE" {
@@ -274,7 +275,7 @@ func TestRunnerDryRunCapRepeat(t *testing.T) {
 	}
 
 	got = remediatetest.Summary(remediatetest.Pass(t, c, r, on))
-	if w := []string{"planned failover loadbalancer/" + second, "applied failover loadbalancer/" + second}; !eqStrings(got, w) {
+	if w := []string{"planned failover loadbalancer/" + second, "applied failover loadbalancer/" + second}; !slices.Equal(got, w) {
 		t.Fatalf("second pass: got %q, want %q", got, w)
 	}
 	if got = remediatetest.Summary(remediatetest.Pass(t, c, r, on)); len(got) != 0 {
@@ -299,7 +300,7 @@ func TestHourCap(t *testing.T) {
 		t.Fatalf("got %q, want planned and failed", got)
 	}
 	got := remediatetest.Summary(remediatetest.Pass(t, c, r, set))
-	if w := []string{"skipped_cap failover loadbalancer/" + id}; !eqStrings(got, w) {
+	if w := []string{"skipped_cap failover loadbalancer/" + id}; !slices.Equal(got, w) {
 		t.Fatalf("got %q, want %q", got, w)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -14,21 +15,9 @@ import (
 	"github.com/drwatch/drwatch/test/openstacksim"
 )
 
-func eqStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 func check(t *testing.T, what string, got, want []string) {
 	t.Helper()
-	if !eqStrings(got, want) {
+	if !slices.Equal(got, want) {
 		t.Fatalf("%s: got %q, want %q", what, got, want)
 	}
 }
