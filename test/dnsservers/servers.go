@@ -170,10 +170,16 @@ zone "example.test" {
 	if err := os.WriteFile(filepath.Join(dir, "named.conf"), []byte(conf), 0o600); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "example.test.db"), []byte(zoneFile), 0o644); err != nil {
+	return startWithZoneFile(dir, "example.test.db", port, secret, "named", named, "-g", "-c", filepath.Join(dir, "named.conf"))
+}
+
+// startWithZoneFile writes Zone's file as zoneName in dir, starts the
+// server and waits until it answers the SOA on port.
+func startWithZoneFile(dir, zoneName string, port int, secret, name, bin string, args ...string) (*Server, error) {
+	if err := os.WriteFile(filepath.Join(dir, zoneName), []byte(zoneFile), 0o644); err != nil {
 		return nil, err
 	}
-	s, err := start("named", dir, named, "-g", "-c", filepath.Join(dir, "named.conf"))
+	s, err := start(name, dir, bin, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -229,19 +235,7 @@ zone:
 	if err := os.WriteFile(filepath.Join(dir, "knot.conf"), []byte(conf), 0o600); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "example.test.zone"), []byte(zoneFile), 0o644); err != nil {
-		return nil, err
-	}
-	s, err := start("knotd", dir, knotd, "-c", filepath.Join(dir, "knot.conf"), "-s", filepath.Join(dir, "knot.sock"))
-	if err != nil {
-		return nil, err
-	}
-	s.Addr, s.Secret = fmt.Sprintf("127.0.0.1:%d", port), secret
-	if err := s.waitSOA(20 * time.Second); err != nil {
-		s.Close()
-		return nil, err
-	}
-	return s, nil
+	return startWithZoneFile(dir, "example.test.zone", port, secret, "knotd", knotd, "-c", filepath.Join(dir, "knot.conf"), "-s", filepath.Join(dir, "knot.sock"))
 }
 
 // StartPowerDNS starts pdns_server (gsqlite3) with the HTTP API and creates
