@@ -234,12 +234,7 @@ func (s *state) evaluate(index uint64, res *Result) {
 			s.Withheld = withheld{}
 			return
 		}
-		rule, msg := s.autoBlocker(now)
-		if rule == "" && t[b].Verdict != Up {
-			r := s.targetRefusal(b, t[b])
-			rule, msg = r.Rule, r.Message
-		}
-		if rule != "" {
+		if rule, msg := s.downRule(now, t); rule != "" {
 			s.withhold(index, rule, msg, t, res)
 			return
 		}
@@ -266,21 +261,33 @@ func (s *state) evaluate(index uint64, res *Result) {
 		s.Withheld = withheld{}
 		return
 	}
-	rule, msg := s.autoBlocker(now)
-	switch {
-	case rule != "":
-	case p.Failback.Mode != FailbackAuto:
-		rule = RuleFailbackManual
-		msg = "backup is DOWN at quorum but failback is manual: check the primary and run a failback"
-	case t[Primary].Verdict != Up:
-		r := s.targetRefusal(Primary, t[Primary])
-		rule, msg = r.Rule, r.Message
-	default:
-		rule = RuleFailbackDwell
-		msg = fmt.Sprintf("backup is DOWN at quorum; primary UP for %s of the %s auto failback needs",
+	rule, msg := s.downRule(now, t)
+	s.withhold(index, rule, msg, t, res)
+}
+
+// downRule names the rule that withholds the automatic move away from the
+// active site once it is DOWN at quorum, and says why; "" when an automatic
+// failover would go ahead. Moving away from the backup is a failback, which
+// a DOWN backup never triggers by itself, so there a rule always holds.
+// evaluate acts on it; View's countdown announces it in advance.
+func (s *state) downRule(now int64, t map[Site]Tally) (rule, msg string) {
+	p := s.Policy
+	target := s.Active.Other()
+	if rule, msg := s.autoBlocker(now); rule != "" {
+		return rule, msg
+	}
+	if s.Active == Backup && p.Failback.Mode != FailbackAuto {
+		return RuleFailbackManual, "backup is DOWN at quorum but failback is manual: check the primary and run a failback"
+	}
+	if t[target].Verdict != Up {
+		r := s.targetRefusal(target, t[target])
+		return r.Rule, r.Message
+	}
+	if s.Active == Backup {
+		return RuleFailbackDwell, fmt.Sprintf("backup is DOWN at quorum; primary UP for %s of the %s auto failback needs",
 			time.Duration(now-s.PrimaryUpAt), p.Failback.After)
 	}
-	s.withhold(index, rule, msg, t, res)
+	return "", ""
 }
 
 // autoBlocker names the rule, if any, that stops every automatic decision now.
