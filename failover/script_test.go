@@ -564,8 +564,17 @@ func renderStatus(v View) string {
 		fmt.Fprintf(&b, " blocked-until=%s", rel(v.BlockedUntil))
 	}
 	b.WriteString("\n")
-	if v.Pending != nil {
-		fmt.Fprintf(&b, "pending: %s leaning=%s rounds=%d in=%s then=%s\n", v.Pending.Site, list(v.Pending.Leaning), v.Pending.Rounds, v.Pending.In, v.Pending.Then)
+	if p := v.Pending; p != nil {
+		fmt.Fprintf(&b, "pending: %s leaning=%s up=%s undecided=%s quorum=%d", p.Site, list(p.Leaning), list(p.Up), list(p.Undecided), p.Quorum)
+		switch {
+		case p.Then == nil:
+			fmt.Fprintf(&b, " no countdown (rounds=%d in=%s)", p.Rounds, p.In)
+		case p.Then.Rule != "":
+			fmt.Fprintf(&b, " rounds=%d in=%s then=%s withheld by %s", p.Rounds, p.In, p.Then.Action, p.Then.Rule)
+		default:
+			fmt.Fprintf(&b, " rounds=%d in=%s then=%s", p.Rounds, p.In, p.Then.Action)
+		}
+		b.WriteString("\n")
 	}
 	if v.FailbackIn != 0 {
 		fmt.Fprintf(&b, "failback in %s\n", v.FailbackIn)

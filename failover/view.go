@@ -3,7 +3,6 @@ package failover
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 )
@@ -32,7 +31,8 @@ type View struct {
 	PolicyHash string  `json:"policy_hash"`
 	// Sites holds each site's quorum verdict and tally.
 	Sites map[Site]Tally `json:"sites"`
-	// Pending estimates an automatic flip in progress; nil when none leans that way.
+	// Pending says how close the active site is to DOWN at quorum; nil when
+	// no watcher fails it.
 	Pending        *Pending `json:"pending,omitempty"`
 	WithheldRule   string   `json:"withheld_rule,omitempty"`
 	WithheldReason string   `json:"withheld_reason,omitempty"`
@@ -57,18 +57,41 @@ const (
 	viewRemediationsTail = 20
 )
 
-// Pending estimates how soon the active site would be DOWN at quorum if
-// the current failures persist.
+// Pending says how close the active site is to DOWN at quorum, counting only
+// the watchers that are failing it (DESIGN §4 invariant 7). It is present
+// while at least one fresh watcher fails a critical probe of the active site
+// and the site is not yet DOWN at quorum.
 type Pending struct {
 	Site Site `json:"site"`
-	// Leaning are the fresh nodes with failing critical probes on Site.
+	// Leaning are the fresh watchers with failing critical probes on Site.
 	Leaning []string `json:"leaning"`
-	// Rounds is how many more failing rounds until quorum votes DOWN; -1 if
-	// too few fresh nodes could ever reach quorum.
-	Rounds int           `json:"rounds"`
-	In     time.Duration `json:"in"`
-	// Then says what would happen at that point ("auto_failover", or the rule that would withhold it).
-	Then string `json:"then"`
+	// Up are the other watchers, those that see Site UP.
+	Up []string `json:"up"`
+	// Undecided are the rest: stale, abstaining, or with no verdict yet.
+	Undecided []string `json:"undecided"`
+	// Quorum is how many DOWN votes mark Site DOWN.
+	Quorum int `json:"quorum"`
+	// Rounds is how many more failing rounds the leaning watchers need until
+	// Quorum of them vote DOWN, and In that many intervals. There is a
+	// countdown only when at least Quorum watchers lean: otherwise Rounds and
+	// In are 0 and Then is nil.
+	Rounds int           `json:"rounds,omitempty"`
+	In     time.Duration `json:"in,omitempty"`
+	// Then is what happens when the countdown ends.
+	Then *PendingThen `json:"then,omitempty"`
+}
+
+// Countdown reports whether enough watchers lean for a countdown to run.
+func (p *Pending) Countdown() bool { return p.Then != nil }
+
+// PendingThen is what happens when the active site is DOWN at quorum.
+type PendingThen struct {
+	// Action is the automatic decision due then: KindAutoFailover while the
+	// primary is active, KindAutoFailback while the backup is.
+	Action string `json:"action"`
+	// Rule is the safety rule (a Rule* constant) that would withhold Action;
+	// "" when Action would go ahead.
+	Rule string `json:"rule,omitempty"`
 }
 
 // NodeView is one watcher as the status page shows it.
@@ -235,70 +258,75 @@ func (s *state) nodeView(id string, now, cutoff int64) NodeView {
 	return nv
 }
 
-// pending estimates how many rounds until the active site is DOWN at
-// quorum, if its failing probes keep failing: per fresh node the rounds
-// left are fall minus the consecutive failures of its closest critical
-// probe (0 when it already votes DOWN); the quorum-th smallest decides.
+// pending counts how many rounds until the active site is DOWN at quorum,
+// if its failing probes keep failing. Only leaning watchers count: per
+// leaning watcher the rounds left are fall minus the consecutive failures of
+// its closest critical probe (0 when it already votes DOWN), and the
+// quorum-th smallest decides. A healthy watcher is never about to vote DOWN,
+// so with fewer than quorum leaning there is no countdown.
 func (s *state) pending(now, cutoff int64, t map[Site]Tally) *Pending {
 	p := s.Policy
 	a := s.Active
 	if t[a].Verdict == Down {
 		return nil
 	}
-	var leaning []string
+	pd := &Pending{Site: a, Leaning: []string{}, Up: []string{}, Undecided: []string{}, Quorum: p.Quorum}
 	var rems []int
 	for _, id := range p.Nodes {
 		vt := s.nodeVote(id, now)
-		if vt.abstain != "" {
-			continue
-		}
-		ns := s.Nodes[id]
-		rem := p.Fall
-		lean := false
-		for _, ref := range p.Sites[a].Probes {
-			if !ref.Critical {
+		if vt.abstain == "" {
+			if rem, lean := s.roundsToDown(id, a, cutoff); lean {
+				pd.Leaning = append(pd.Leaning, id)
+				rems = append(rems, rem)
 				continue
 			}
-			ps := ns.Probes[probeKey(a, ref.Name)]
-			if ps == nil || ps.LastAt < cutoff {
-				continue
-			}
-			switch {
-			case ps.State == Down:
-				rem, lean = 0, true
-			case ps.Fails > 0:
-				rem, lean = min(rem, max(p.Fall-ps.Fails, 1)), true
-			}
 		}
-		if lean {
-			leaning = append(leaning, id)
+		if vt.v[siteIdx(a)] == Up {
+			pd.Up = append(pd.Up, id)
+		} else {
+			pd.Undecided = append(pd.Undecided, id)
 		}
-		rems = append(rems, rem)
 	}
-	if len(leaning) == 0 {
+	if len(pd.Leaning) == 0 {
 		return nil
 	}
-	pd := &Pending{Site: a, Leaning: leaning, Rounds: -1}
-	if len(rems) >= p.Quorum {
-		sort.Ints(rems)
-		pd.Rounds = rems[p.Quorum-1]
-		pd.In = time.Duration(pd.Rounds) * p.Interval
+	if len(rems) < p.Quorum {
+		return pd
 	}
-	switch rule, _ := s.autoBlocker(now); {
-	case pd.Rounds < 0:
-		pd.Then = RuleNoQuorum
-	case rule != "":
-		pd.Then = "withheld: " + rule
-	case a == Backup && p.Failback.Mode != FailbackAuto:
-		pd.Then = "withheld: " + RuleFailbackManual
-	case a == Backup:
-		pd.Then = KindAutoFailback + " once the primary has been UP for " + p.Failback.After.String()
-	case t[a.Other()].Verdict != Up:
-		pd.Then = "withheld: " + s.targetRefusal(a.Other(), t[a.Other()]).Rule
-	default:
-		pd.Then = KindAutoFailover
+	slices.Sort(rems)
+	pd.Rounds = rems[p.Quorum-1]
+	pd.In = time.Duration(pd.Rounds) * p.Interval
+	rule, _ := s.downRule(now, t)
+	pd.Then = &PendingThen{Action: KindAutoFailover, Rule: rule}
+	if a == Backup {
+		pd.Then.Action = KindAutoFailback
 	}
 	return pd
+}
+
+// roundsToDown says whether node id fails a fresh critical probe of site
+// (it leans) and, if so, how many more failing rounds until it votes the
+// site DOWN: 0 when it already does.
+func (s *state) roundsToDown(id string, site Site, cutoff int64) (rounds int, lean bool) {
+	p := s.Policy
+	ns := s.Nodes[id]
+	rounds = p.Fall
+	for _, ref := range p.Sites[site].Probes {
+		if !ref.Critical {
+			continue
+		}
+		ps := ns.Probes[probeKey(site, ref.Name)]
+		if ps == nil || ps.LastAt < cutoff {
+			continue
+		}
+		switch {
+		case ps.State == Down:
+			rounds, lean = 0, true
+		case ps.Fails > 0:
+			rounds, lean = min(rounds, max(p.Fall-ps.Fails, 1)), true
+		}
+	}
+	return rounds, lean
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -101,8 +101,7 @@ func printStatus(w io.Writer, st api.Status) {
 	fmt.Fprintf(w, "leader:      %s (term %d); served by %s, data %.1fs old\n", orDash(st.Leader), st.Raft.Term, st.ServedBy, st.StaleSeconds)
 	fmt.Fprintf(w, "desired:     gen %d, %s, verified=%v; dns matches desired: %v\n", v.Desired.Gen, v.Desired.Active, v.Desired.Done, st.DNS.Match)
 	if v.Pending != nil {
-		fmt.Fprintf(w, "pending:     %s leaning DOWN (%s): automatic failover in about %s if this persists (%s)\n",
-			v.Pending.Site, join(v.Pending.Leaning), v.Pending.In.Round(time.Second), v.Pending.Then)
+		fmt.Fprintf(w, "pending:     %s\n", api.PendingText(v.Pending, v.Policy))
 	}
 	if v.WithheldReason != "" {
 		fmt.Fprintf(w, "withheld:    %s\n", v.WithheldReason)

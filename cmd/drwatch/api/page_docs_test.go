@@ -34,6 +34,7 @@ var docTypes = []struct {
 	{"Record", reflect.TypeFor[failover.Record]()},
 	{"Tally", reflect.TypeFor[failover.Tally]()},
 	{"Pending", reflect.TypeFor[failover.Pending]()},
+	{"PendingThen", reflect.TypeFor[failover.PendingThen]()},
 	{"NodeView", reflect.TypeFor[failover.NodeView]()},
 	{"ProbeView", reflect.TypeFor[failover.ProbeView]()},
 	{"ProbeResult", reflect.TypeFor[failover.ProbeResult]()},

@@ -136,7 +136,8 @@ func fxPending() Status {
 		failover.Primary: {Verdict: failover.Up, Up: []string{"c"}, Unknown: []string{"a", "b"}, Quorum: 2},
 		failover.Backup:  {Verdict: failover.Up, Up: []string{"a", "b", "c"}, Quorum: 2},
 	}
-	v.Pending = &failover.Pending{Site: failover.Primary, Leaning: []string{"a", "b"}, Rounds: 2, In: 4 * time.Second, Then: failover.KindAutoFailover}
+	v.Pending = &failover.Pending{Site: failover.Primary, Leaning: []string{"a", "b"}, Up: []string{"c"}, Undecided: []string{}, Quorum: 2,
+		Rounds: 2, In: 4 * time.Second, Then: &failover.PendingThen{Action: failover.KindAutoFailover}}
 	v.History = v.History[:3]
 	v.LastDecision = "gen 3: policy -> primary at 2026-11-19T12:00:00Z by alice: initial policy"
 	v.Desired = failover.Desired{Gen: 3, Active: failover.Primary, Done: true, Fence: "gen=3",

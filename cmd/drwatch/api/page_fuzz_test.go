@@ -34,7 +34,8 @@ func fuzzStatus(s string) Status {
 	v.History[3].Reason, v.History[3].Actor = m, m
 	v.History[3].Evidence[0].Failing[0].Reason = m
 	v.History[1].Reason = m
-	v.Pending = &failover.Pending{Site: failover.Primary, Leaning: []string{m}, Rounds: 1, Then: "withheld: " + m}
+	v.Pending = &failover.Pending{Site: failover.Primary, Leaning: []string{m, m}, Up: []string{m}, Quorum: 2, Rounds: 1,
+		Then: &failover.PendingThen{Action: m, Rule: m}}
 	st.Warnings = []string{m}
 	st.ServedBy = m
 	st.DNS.Error = m

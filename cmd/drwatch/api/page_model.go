@@ -418,32 +418,58 @@ func verdictClass(v failover.Verdict) string {
 	return "unknown"
 }
 
-// PendingText says what happens if the current failures persist: the
-// countdown to an automatic flip, or what would withhold it.
+// PendingText says how close the active site is to DOWN at quorum: with
+// fewer failing watchers than the quorum, who fails and who does not; with
+// enough, the countdown to the automatic flip or the rule that would
+// withhold it.
 func PendingText(p *failover.Pending, pol *failover.Policy) string {
-	who := strings.Join(p.Leaning, ", ")
-	rounds := ""
-	if p.Rounds > 0 {
-		rounds = fmt.Sprintf(" (%d more failing round", p.Rounds)
-		if p.Rounds > 1 {
-			rounds += "s"
+	if !p.Countdown() {
+		total := len(p.Leaning) + len(p.Up) + len(p.Undecided)
+		needs := "a flip needs"
+		if p.Site == failover.Backup {
+			needs = "a DOWN verdict needs"
 		}
-		rounds += ")"
+		s := fmt.Sprintf("%d of %d watchers (%s) see %s failing; %s %d", len(p.Leaning), total, strings.Join(p.Leaning, ", "), p.Site, needs, p.Quorum)
+		switch len(p.Up) {
+		case 0:
+		case 1:
+			s += "; " + p.Up[0] + " sees it UP"
+		default:
+			s += "; " + andList(p.Up) + " see it UP"
+		}
+		if len(p.Undecided) > 0 {
+			s += "; no UP or DOWN vote from " + andList(p.Undecided)
+		}
+		return s
 	}
+	who := strings.Join(p.Leaning, ", ")
+	rounds := fmt.Sprintf(" (%d more failing round", p.Rounds)
+	if p.Rounds != 1 {
+		rounds += "s"
+	}
+	rounds += ")"
 	in := fmt.Sprintf("about %d s", int64(math.Ceil(p.In.Seconds())))
-	other := p.Site.Other()
-	switch {
-	case p.Rounds < 0 || p.Then == failover.RuleNoQuorum:
-		return fmt.Sprintf("%s is failing for %s, but too few watchers have fresh data to reach quorum: no automatic failover will happen", p.Site, who)
-	case p.Then == failover.KindAutoFailover:
-		return fmt.Sprintf("automatic failover to %s in %s if this persists%s: %s see %s failing", other, in, rounds, who, p.Site)
-	case strings.HasPrefix(p.Then, "withheld: "):
-		rule := strings.TrimPrefix(p.Then, "withheld: ")
-		return fmt.Sprintf("%s would be DOWN at quorum in %s if this persists%s, but the automatic failover would be withheld: %s (%s)",
-			p.Site, in, rounds, rule, ruleText(rule, pol))
-	default:
-		return fmt.Sprintf("%s would be DOWN at quorum in %s if this persists%s; then: %s", p.Site, in, rounds, p.Then)
+	action := "failover"
+	if p.Then.Action == failover.KindAutoFailback {
+		action = "failback"
 	}
+	switch {
+	case p.Then.Rule != "":
+		return fmt.Sprintf("%s would be DOWN at quorum in %s if this persists%s, but the automatic %s would be withheld: %s (%s)",
+			p.Site, in, rounds, action, p.Then.Rule, ruleText(p.Then.Rule, pol))
+	case p.Then.Action == failover.KindAutoFailover:
+		return fmt.Sprintf("automatic failover to %s in %s if this persists%s: %s see %s failing", p.Site.Other(), in, rounds, who, p.Site)
+	default:
+		return fmt.Sprintf("%s would be DOWN at quorum in %s if this persists%s; then: %s", p.Site, in, rounds, p.Then.Action)
+	}
+}
+
+// andList joins names as prose: "a", "a and b", "a, b and c".
+func andList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 func ruleText(rule string, pol *failover.Policy) string {
@@ -471,7 +497,7 @@ func ruleText(rule string, pol *failover.Policy) string {
 
 func pendingOf(p *failover.Pending, pol *failover.Policy) *pendingModel {
 	pm := &pendingModel{Text: PendingText(p, pol), Class: "warn"}
-	if p.Then == failover.KindAutoFailover {
+	if p.Countdown() && p.Then.Action == failover.KindAutoFailover && p.Then.Rule == "" {
 		pm.Class = "down"
 	}
 	return pm

@@ -87,16 +87,29 @@ func TestPendingText(t *testing.T) {
 		p    failover.Pending
 		want string
 	}{
-		{"countdown", failover.Pending{Site: failover.Primary, Leaning: []string{"a", "b"}, Rounds: 2, In: 4 * time.Second, Then: failover.KindAutoFailover},
+		{"one of three failing", failover.Pending{Site: failover.Primary, Leaning: []string{"c"}, Up: []string{"a", "b"}, Undecided: []string{}, Quorum: 2},
+			"1 of 3 watchers (c) see primary failing; a flip needs 2; a and b see it UP"},
+		{"one failing, one stale", failover.Pending{Site: failover.Primary, Leaning: []string{"a"}, Up: []string{"b"}, Undecided: []string{"c"}, Quorum: 2},
+			"1 of 3 watchers (a) see primary failing; a flip needs 2; b sees it UP; no UP or DOWN vote from c"},
+		{"two of five failing, quorum 3", failover.Pending{Site: failover.Primary, Leaning: []string{"a", "b"}, Up: []string{"c", "d", "e"}, Quorum: 3},
+			"2 of 5 watchers (a, b) see primary failing; a flip needs 3; c, d and e see it UP"},
+		{"backup failing alone", failover.Pending{Site: failover.Backup, Leaning: []string{"b"}, Up: []string{"a", "c"}, Quorum: 2},
+			"1 of 3 watchers (b) see backup failing; a DOWN verdict needs 2; a and c see it UP"},
+		{"countdown", failover.Pending{Site: failover.Primary, Leaning: []string{"a", "b"}, Up: []string{"c"}, Quorum: 2, Rounds: 2, In: 4 * time.Second,
+			Then: &failover.PendingThen{Action: failover.KindAutoFailover}},
 			"automatic failover to backup in about 4 s if this persists (2 more failing rounds): a, b see primary failing"},
-		{"one round", failover.Pending{Site: failover.Primary, Leaning: []string{"a"}, Rounds: 1, In: 2 * time.Second, Then: failover.KindAutoFailover},
-			"automatic failover to backup in about 2 s if this persists (1 more failing round): a see primary failing"},
-		{"withheld", failover.Pending{Site: failover.Primary, Leaning: []string{"a", "b"}, Rounds: 1, In: 2 * time.Second, Then: "withheld: " + failover.RuleTargetUnhealthy},
+		{"one round", failover.Pending{Site: failover.Primary, Leaning: []string{"a", "c"}, Up: []string{"b"}, Quorum: 2, Rounds: 1, In: 2 * time.Second,
+			Then: &failover.PendingThen{Action: failover.KindAutoFailover}},
+			"automatic failover to backup in about 2 s if this persists (1 more failing round): a, c see primary failing"},
+		{"withheld", failover.Pending{Site: failover.Primary, Leaning: []string{"a", "b"}, Up: []string{"c"}, Quorum: 2, Rounds: 1, In: 2 * time.Second,
+			Then: &failover.PendingThen{Action: failover.KindAutoFailover, Rule: failover.RuleTargetUnhealthy}},
 			"primary would be DOWN at quorum in about 2 s if this persists (1 more failing round), but the automatic failover would be withheld: target_unhealthy (the other site is not UP at quorum)"},
-		{"paused", failover.Pending{Site: failover.Primary, Leaning: []string{"a"}, Rounds: 3, In: 6 * time.Second, Then: "withheld: " + failover.RulePaused},
+		{"paused", failover.Pending{Site: failover.Primary, Leaning: []string{"a", "b"}, Up: []string{"c"}, Quorum: 2, Rounds: 3, In: 6 * time.Second,
+			Then: &failover.PendingThen{Action: failover.KindAutoFailover, Rule: failover.RulePaused}},
 			"primary would be DOWN at quorum in about 6 s if this persists (3 more failing rounds), but the automatic failover would be withheld: paused (automatic decisions are paused)"},
-		{"no quorum", failover.Pending{Site: failover.Primary, Leaning: []string{"a"}, Rounds: -1, Then: failover.RuleNoQuorum},
-			"primary is failing for a, but too few watchers have fresh data to reach quorum: no automatic failover will happen"},
+		{"failback withheld", failover.Pending{Site: failover.Backup, Leaning: []string{"a", "b"}, Up: []string{"c"}, Quorum: 2, Rounds: 2, In: 4 * time.Second,
+			Then: &failover.PendingThen{Action: failover.KindAutoFailback, Rule: failover.RuleFailbackManual}},
+			"backup would be DOWN at quorum in about 4 s if this persists (2 more failing rounds), but the automatic failback would be withheld: failback_manual (failback to the primary is manual under this policy)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := PendingText(&tt.p, pol); got != tt.want {
@@ -110,6 +123,25 @@ func TestPendingText(t *testing.T) {
 	}
 	if !strings.Contains(string(body), `id="pending"`) {
 		t.Errorf("page with Pending: no #pending block")
+	}
+}
+
+// With fewer failing watchers than the quorum the page says so plainly and
+// shows no countdown (DESIGN §4 invariant 7).
+func TestPageNoCountdownBelowQuorum(t *testing.T) {
+	st := fxPending()
+	st.State.Pending = &failover.Pending{Site: failover.Primary, Leaning: []string{"c"}, Up: []string{"a", "b"}, Undecided: []string{}, Quorum: 2}
+	_, body := pageGet(t, pageServer(t, st, nil), "/")
+	if want := "1 of 3 watchers (c) see primary failing; a flip needs 2; a and b see it UP"; !strings.Contains(text(body), want) {
+		t.Errorf("page: missing %q\n%s", want, text(body))
+	}
+	for _, countdown := range []string{"automatic failover to backup in", "would be DOWN at quorum in", "more failing round"} {
+		if strings.Contains(text(body), countdown) {
+			t.Errorf("page: got countdown %q with one failing watcher of quorum 2", countdown)
+		}
+	}
+	if !strings.Contains(string(body), `class="note warn" id="pending"`) {
+		t.Errorf("page: the pending block is not a plain warning")
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drwatch/drwatch/cmd/drwatch/api"
 	"github.com/drwatch/drwatch/failover"
 )
 
@@ -60,7 +61,7 @@ func (d *Demo) Outage(ctx context.Context) error {
 		return err
 	}
 	if v.Pending != nil {
-		d.say("pending: watchers %s see failing probes; automatic failover in about %s if this persists", strings.Join(v.Pending.Leaning, ","), v.Pending.In.Round(time.Second))
+		d.say("pending: %s", api.PendingText(v.Pending, v.Policy))
 	}
 	if v, err = d.waitFor(ctx, "the quorum votes primary DOWN", func(v failover.View) bool { return v.Sites[failover.Primary].Verdict == failover.Down }); err != nil {
 		return err
