@@ -5,6 +5,12 @@
 // the file, line and column and a field path that names list items by their
 // name rather than only their index (sites.primary.probes[lms].timeout).
 //
+// Any file is survivable: nesting depth ([MaxDepth]) and the size of the
+// document once aliases and merge keys are expanded ([MaxValues]) are bounded
+// before decoding, a value of the wrong type is reported and replaced by null
+// so that it hides no other problem, and a panic in the YAML library becomes
+// a problem instead of a crash.
+//
 // Defaults live in one place: the `default:"..."` struct tags of the types in
 // types.go. [Defaults] documents them and docs/configuration.md is generated
 // from the same tags (a test keeps the two in step).

@@ -13,6 +13,7 @@ import (
 func WriteReference(w io.Writer) error {
 	var b strings.Builder
 	b.WriteString(referenceHeader)
+	fmt.Fprintf(&b, referenceLimits, MaxFileSize>>20, MaxDepth, MaxValues)
 	t := reflect.TypeOf(Config{})
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
@@ -106,6 +107,16 @@ A key written in the file is never defaulted, even when its value is zero.
 secret; ` + "`_env`" + ` names an environment variable. A key such as ` + "`secret:`" + ` or ` + "`token:`" + `,
 or a ` + "`_file`" + ` value that looks like a pasted secret, is an error, and no error message ever
 quotes a secret.
+`
+
+// referenceLimits takes MaxFileSize in MiB, MaxDepth and MaxValues.
+const referenceLimits = `
+**Limits.** The file may be at most %d MiB. Collections may nest at most %d levels. Anchors,
+aliases and merge keys (` + "`<<`" + `) are allowed, but once every alias and merge key is expanded
+the document may hold at most %d values, and an alias may not sit inside its own anchor.
+A file over a limit gets one problem with its line and column and is refused before it is
+decoded, so a hostile file costs little time and memory. A bare ` + "`!!seq`" + ` or ` + "`!!map`" + ` tag
+with no value (` + "`peers: !!seq`" + `) is an error: write ` + "`[]`" + ` or ` + "`{}`" + `.
 `
 
 const referenceRules = `

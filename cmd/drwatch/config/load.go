@@ -13,7 +13,9 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/lexer"
 	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/token"
 )
 
 // MaxFileSize bounds the configuration file; anything larger is refused
@@ -72,19 +74,51 @@ func (l *limitReader) Read(p []byte) (int, error) {
 }
 
 // Parse decodes and validates data as if read from the file name. On failure
-// the error is a [Problems] listing every problem found.
+// the error is a [Problems] listing every problem found. It never panics:
+// nesting and alias expansion are bounded before decoding, and a panic left
+// in the YAML library becomes a "could not parse" problem.
 func Parse(name string, data []byte, opts Options) (*Config, error) {
-	file, err := parser.ParseBytes(data, 0)
+	return parseSafely(name, func() (*Config, error) { return parse(name, data, opts) })
+}
+
+// parseSafely is the safety net for bugs in the YAML library: the known
+// crashers get specific problems before they reach it, and FuzzParse fails
+// on this message so that new ones are found and fixed the same way.
+func parseSafely(name string, parse func() (*Config, error)) (cfg *Config, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			cfg, err = nil, Problems{{File: name, Msg: fmt.Sprintf("could not parse: %v", r)}}
+		}
+	}()
+	return parse()
+}
+
+func parse(name string, data []byte, opts Options) (*Config, error) {
+	tokens := lexer.Tokenize(string(data))
+	if p := checkTokens(tokens); p != nil {
+		p.File = name
+		return nil, Problems{*p}
+	}
+	file, err := parser.Parse(tokens, 0)
 	if err != nil {
 		return nil, Problems{syntaxProblem(name, err)}
 	}
 	if len(file.Docs) != 1 || file.Docs[0].Body == nil {
 		return nil, Problems{{File: name, Msg: "want exactly one YAML document"}}
 	}
-	w := &walker{file: name, pos: map[string]pos{}}
-	w.walk(file.Docs[0].Body, reflect.TypeOf(Config{}), "")
+	body := file.Docs[0].Body
+	aliases, p := checkExpansion(body)
+	if p != nil {
+		p.File = name
+		return nil, Problems{*p}
+	}
+	w := &walker{file: name, pos: map[string]pos{}, bad: map[string]bool{}, aliases: aliases}
+	// The walker replaces each value of the wrong type by null, so that the
+	// decoder below sees only well-typed values and every other field is
+	// still decoded and validated.
+	w.walk(body, reflect.TypeOf(Config{}), "")
 	var cfg Config
-	if err := yaml.NodeToValue(file.Docs[0].Body, &cfg); err != nil {
+	if err := yaml.NodeToValue(body, &cfg); err != nil {
 		if len(w.problems) > 0 {
 			// The walker already named the bad values.
 			return nil, w.problems.sorted()
@@ -92,12 +126,20 @@ func Parse(name string, data []byte, opts Options) (*Config, error) {
 		return nil, Problems{decodeProblem(name, err)}
 	}
 	// Unknown keys were ignored by this lenient decode; the rules are still
-	// checked so that the user sees every problem in one run.
-	present := func(p string) bool { _, ok := w.pos[p]; return ok }
+	// checked so that the user sees every problem in one run. A value the
+	// walker refused counts as absent, so it gets its default, and the rules
+	// say nothing more about it.
+	present := func(p string) bool { _, ok := w.pos[p]; return ok && !w.bad[p] }
 	applyDefaults(reflect.ValueOf(&cfg).Elem(), "", present)
 	v := &validator{file: name, pos: w.pos, opts: opts}
 	v.config(&cfg)
-	if all := append(w.problems, v.problems...); len(all) > 0 {
+	all := w.problems
+	for _, p := range v.problems {
+		if !w.refused(p.Path) {
+			all = append(all, p)
+		}
+	}
+	if len(all) > 0 {
 		return nil, all.sorted()
 	}
 	return &cfg, nil
@@ -137,6 +179,53 @@ type walker struct {
 	file     string
 	pos      map[string]pos
 	problems Problems
+	bad      map[string]bool // paths whose value was refused and replaced by null
+	aliases  map[*ast.AliasNode]ast.Node
+}
+
+// refused reports whether path, or a value it lies inside, was refused.
+func (w *walker) refused(path string) bool {
+	for p := path; p != ""; {
+		if w.bad[p] {
+			return true
+		}
+		i := strings.LastIndexAny(p, ".[")
+		if i < 0 {
+			return false
+		}
+		p = p[:i]
+	}
+	return false
+}
+
+// nullFor is the null that replaces a refused value n.
+func nullFor(n ast.Node) ast.Node {
+	p := token.Position{}
+	if n != nil && n.GetToken() != nil && n.GetToken().Position != nil {
+		p = *n.GetToken().Position
+	}
+	return ast.Null(token.New("null", "null", &p))
+}
+
+// emptyTag returns the tag of a value written as a bare tag (`peers: !!seq`).
+// The decoder crashes on an empty !!seq or !!map (goccy/go-yaml issues 735,
+// 909), and no field of ours wants an empty tagged value.
+func emptyTag(n ast.Node) *ast.TagNode {
+	for {
+		switch t := n.(type) {
+		case *ast.TagNode:
+			if _, null := t.Value.(*ast.NullNode); t.Value == nil || null {
+				if v := t.Start.Value; v != "!!null" && v != "!!str" {
+					return t
+				}
+			}
+			n = t.Value
+		case *ast.AnchorNode:
+			n = t.Value
+		default:
+			return nil
+		}
+	}
 }
 
 func (w *walker) add(n ast.Node, path, msg string) {
@@ -176,13 +265,25 @@ func joinPath(parent, key string) string {
 
 var durationType = reflect.TypeOf(time.Duration(0))
 
-func (w *walker) walk(n ast.Node, t reflect.Type, path string) {
+// walk checks n against t and reports false when n itself has the wrong
+// type; the caller then replaces n by null so that the decoder skips it.
+// Problems inside n are reported and replaced further down.
+func (w *walker) walk(n ast.Node, t reflect.Type, path string) bool {
+	if tag := emptyTag(n); tag != nil {
+		w.add(tag, path, fmt.Sprintf("tag %s has no value", tag.Start.Value))
+		return false
+	}
 	n = unwrap(n)
-	if _, ok := n.(*ast.AliasNode); ok {
-		return // resolved and type-checked by the decoder
+	if a, ok := n.(*ast.AliasNode); ok {
+		target, ok := w.aliases[a]
+		if !ok {
+			return true // an unknown anchor: the decoder names it
+		}
+		// checkExpansion has bounded what following aliases costs.
+		return w.walk(target, t, path)
 	}
 	if _, ok := n.(*ast.NullNode); ok {
-		return // an empty value leaves the default in place
+		return true // an empty value leaves the default in place
 	}
 	if path != "" {
 		if _, seen := w.pos[path]; !seen {
@@ -194,66 +295,75 @@ func (w *walker) walk(n ast.Node, t reflect.Type, path string) {
 	}
 	switch {
 	case t == durationType:
-		w.scalar(n, path, func(s string) string {
+		return w.scalar(n, path, func(s string) string {
 			if _, err := time.ParseDuration(s); err != nil {
 				return fmt.Sprintf("%q is not a duration (use units, e.g. 2s, 1500ms, 1h)", s)
 			}
 			return ""
 		})
 	case t.Kind() == reflect.Struct:
-		w.structure(n, t, path)
+		return w.structure(n, t, path)
 	case t.Kind() == reflect.Slice:
 		seq, ok := n.(*ast.SequenceNode)
 		if !ok {
 			w.add(n, path, "want a list")
-			return
+			return false
 		}
 		labels := newLabeler()
 		for i, item := range seq.Values {
-			w.walk(item, t.Elem(), path+"["+labels.next(itemLabel(item), i)+"]")
+			ip := path + "[" + labels.next(itemLabel(item), i) + "]"
+			if !w.walk(item, t.Elem(), ip) {
+				w.bad[ip] = true
+				seq.Values[i] = nullFor(item)
+			}
 		}
 	case t.Kind() == reflect.Map:
 		values, ok := mappingValues(n)
 		if !ok {
 			w.add(n, path, "want a mapping")
-			return
+			return false
 		}
 		for _, mv := range values {
-			w.walk(mv.Value, t.Elem(), joinPath(path, keyString(mv.Key)))
+			kp := joinPath(path, keyString(mv.Key))
+			if !w.walk(mv.Value, t.Elem(), kp) {
+				w.bad[kp] = true
+				mv.Value = nullFor(mv.Value)
+			}
 		}
 	case t.Kind() == reflect.String:
-		w.scalar(n, path, func(string) string { return "" })
+		return w.scalar(n, path, func(string) string { return "" })
 	case t.Kind() == reflect.Bool:
-		w.scalar(n, path, func(s string) string {
+		return w.scalar(n, path, func(s string) string {
 			if _, err := strconv.ParseBool(s); err != nil {
 				return fmt.Sprintf("%q is not true or false", s)
 			}
 			return ""
 		})
 	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Int64:
-		w.scalar(n, path, func(s string) string {
+		return w.scalar(n, path, func(s string) string {
 			if _, err := strconv.ParseInt(s, 10, 64); err != nil {
 				return fmt.Sprintf("%q is not a whole number", s)
 			}
 			return ""
 		})
 	case t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uint64:
-		w.scalar(n, path, func(s string) string {
+		return w.scalar(n, path, func(s string) string {
 			if _, err := strconv.ParseUint(s, 10, 64); err != nil {
 				return fmt.Sprintf("%q is not a non-negative whole number", s)
 			}
 			return ""
 		})
 	}
+	return true
 }
 
 // scalar checks a leaf. The message never quotes the value of a field that
 // could hold a secret.
-func (w *walker) scalar(n ast.Node, path string, check func(string) string) {
+func (w *walker) scalar(n ast.Node, path string, check func(string) string) bool {
 	switch n.(type) {
 	case *ast.MappingNode, *ast.MappingValueNode, *ast.SequenceNode:
 		w.add(n, path, "want a single value, not a list or mapping")
-		return
+		return false
 	}
 	s := scalarText(n)
 	if msg := check(s); msg != "" {
@@ -261,7 +371,9 @@ func (w *walker) scalar(n ast.Node, path string, check func(string) string) {
 			msg = "invalid value"
 		}
 		w.add(n, path, msg)
+		return false
 	}
+	return true
 }
 
 func scalarText(n ast.Node) string {
@@ -295,22 +407,24 @@ func itemLabel(item ast.Node) string {
 	return ""
 }
 
-func (w *walker) structure(n ast.Node, t reflect.Type, path string) {
+func (w *walker) structure(n ast.Node, t reflect.Type, path string) bool {
 	values, ok := mappingValues(n)
 	if !ok {
 		w.add(n, path, "want a mapping")
-		return
+		return false
 	}
 	fields := yamlFields(t)
 	seen := map[string]bool{}
+	kept := values[:0:0]
 	for _, mv := range values {
 		key := keyString(mv.Key)
 		kp := joinPath(path, key)
 		if seen[key] {
 			w.add(mv.Key, kp, "duplicate key")
-			continue
+			continue // dropped below, so that the decoder does not stop at it
 		}
 		seen[key] = true
+		kept = append(kept, mv)
 		f, ok := fields[key]
 		if !ok {
 			if alt := secretAlternative(key, fields); alt != "" {
@@ -321,13 +435,20 @@ func (w *walker) structure(n ast.Node, t reflect.Type, path string) {
 			continue
 		}
 		w.pos[kp] = tokenPos(mv.Key)
-		w.walk(mv.Value, f.Type, kp)
+		if !w.walk(mv.Value, f.Type, kp) {
+			w.bad[kp] = true
+			mv.Value = nullFor(mv.Value)
+		}
 		if strings.HasSuffix(key, "_file") {
 			if s := scalarText(unwrap(mv.Value)); looksLikeInlineSecret(s) {
 				w.add(mv.Value, kp, "this looks like the secret itself, not a path to a file holding it")
 			}
 		}
 	}
+	if m, ok := n.(*ast.MappingNode); ok {
+		m.Values = kept
+	}
+	return true
 }
 
 // yamlFields maps yaml key to struct field, flattening `yaml:",inline"`
