@@ -7,8 +7,9 @@ DATE      ?= $(shell git log -1 --format=%cI 2>/dev/null || echo unknown)
 LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 BIN       := bin/drwatch
 TEST_TIMEOUT ?= 20m
+FUZZ_TIME ?= 10m
 
-.PHONY: all build test test-unit bench demo lint install-test-deps fuzz chaos clean
+.PHONY: all build test test-unit bench demo lint install-test-deps fuzz fuzz-long chaos clean
 
 all: build
 
@@ -45,6 +46,10 @@ install-test-deps:
 ## fuzz: a short run of every fuzz target (seed corpora live in each package's testdata/fuzz).
 fuzz:
 	@bash test/deps/fuzz.sh
+
+## fuzz-long: every fuzz target for FUZZ_TIME each (default 10m); hours in all, for a release or a night.
+fuzz-long:
+	@FUZZTIME=$(FUZZ_TIME) bash test/deps/fuzz.sh
 
 ## chaos: more randomized chaos schedules (E2E_CHAOS_N, E2E_CHAOS_SEED, E2E_CHAOS_STEPS); make test runs one.
 chaos: install-test-deps
