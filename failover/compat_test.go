@@ -1,0 +1,63 @@
+package failover
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestOldLogReplaysUnchanged replays a command log exactly as leaders wrote
+// it before manual moves acknowledged a standing block (testdata/compat),
+// and requires the responses, the desired state, the block and the history
+// that those leaders' replicas computed. The golden file was written by
+// that binary and is never rewritten: if this test fails, the change breaks
+// the replay of existing Raft logs, and the fix is in the code, not here.
+func TestOldLogReplaysUnchanged(t *testing.T) {
+	for _, name := range []string{"manual_moves_v1"} {
+		t.Run(name, func(t *testing.T) {
+			log, err := os.ReadFile("testdata/compat/" + name + ".jsonl")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := os.ReadFile("testdata/compat/" + name + ".golden")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := replayForCompat(t, log)
+			if got != string(want) {
+				t.Errorf("replay of %s.jsonl differs from what the old binary computed\ngot:\n%s\nwant:\n%s", name, got, want)
+			}
+		})
+	}
+}
+
+// replayForCompat applies each line of log and renders what must not
+// change: every response, then the desired state, the block and the
+// history (without timings, which later versions may add to).
+func replayForCompat(t *testing.T, log []byte) string {
+	t.Helper()
+	m := New()
+	var b strings.Builder
+	sc := bufio.NewScanner(bytes.NewReader(log))
+	sc.Buffer(make([]byte, MaxCommandSize), MaxCommandSize)
+	i := uint64(0)
+	for sc.Scan() {
+		i++
+		fmt.Fprintf(&b, "%d %s\n", i, m.Apply(i, sc.Bytes()))
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	v := m.View()
+	d := v.Desired
+	fmt.Fprintf(&b, "desired gen=%d active=%s done=%v fence=%s\n", d.Gen, d.Active, d.Done, d.Fence)
+	fmt.Fprintf(&b, "blocked=%v until=%d withheld=%q\n", v.Blocked, v.BlockedUntil, v.WithheldRule)
+	for _, e := range m.History() {
+		fmt.Fprintf(&b, "#%d gen=%d %s %s->%s actor=%s rule=%s forced=%v outcome=%s reason=%q detail=%q\n",
+			e.Index, e.Gen, e.Kind, e.From, e.To, e.Actor, e.Rule, e.Forced, e.Outcome, e.Reason, e.Detail)
+	}
+	return b.String()
+}
