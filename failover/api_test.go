@@ -87,6 +87,39 @@ func TestEncodeDecodeStamp(t *testing.T) {
 	}
 }
 
+// TestStampMarksManualMovesAsAcknowledging: the leader's Stamp is what puts
+// the acknowledge-the-block rule into the log, on manual moves only, so
+// entries written before it keep their meaning on replay.
+func TestStampMarksManualMovesAsAcknowledging(t *testing.T) {
+	for _, c := range sampleCommands() {
+		t.Run(string(c.Type), func(t *testing.T) {
+			b, err := Stamp(mustEncode(c), 777)
+			if err != nil {
+				t.Fatalf("Stamp: %v", err)
+			}
+			d, err := Decode(b)
+			if err != nil {
+				t.Fatalf("Decode: %v", err)
+			}
+			switch c.Type {
+			case CmdFailover:
+				if !d.Failover.AckBlock {
+					t.Errorf("got a stamped failover without ack_block, want it set: %s", b)
+				}
+			case CmdFailback:
+				if !d.Failback.AckBlock {
+					t.Errorf("got a stamped failback without ack_block, want it set: %s", b)
+				}
+			default:
+				d.setAt(c.at())
+				if want := mustEncode(c); !bytes.Equal(mustEncode(d), want) {
+					t.Errorf("got %s after Stamp, want only At changed from %s", mustEncode(d), want)
+				}
+			}
+		})
+	}
+}
+
 // TestErrorsAcrossTheWire: each failure comes back from Apply's bytes as an
 // error that still matches its sentinel (a follower forwarding to the
 // leader relies on it).

@@ -90,6 +90,8 @@ type Failover struct {
 	Actor   string `json:"actor,omitempty"`
 	Force   bool   `json:"force,omitempty"`
 	Planned bool   `json:"planned,omitempty"`
+	// AckBlock: see Failback.AckBlock.
+	AckBlock bool `json:"ack_block,omitempty"`
 }
 
 // Failback asks to make the primary active again.
@@ -98,6 +100,12 @@ type Failback struct {
 	Reason string `json:"reason,omitempty"`
 	Actor  string `json:"actor,omitempty"`
 	Force  bool   `json:"force,omitempty"`
+	// AckBlock makes the move, once applied, acknowledge a standing block on
+	// automatic flips as Ack does, so a manual move re-arms automatic
+	// failover. Stamp sets it: it is false in entries that leaders wrote
+	// before this rule, and those replay as they were applied then, with
+	// the block left standing.
+	AckBlock bool `json:"ack_block,omitempty"`
 }
 
 // Pause stops automatic decisions until Until (unix ns), or until Resume when Until is 0.
@@ -332,11 +340,23 @@ func Decode(b []byte) (Command, error) {
 // Stamp sets At on the encoded command b and re-encodes it. Only the Raft
 // leader calls it, right before proposing, so that the only clock in the log
 // is the leader's.
+//
+// Stamp also marks manual moves with AckBlock. The leader, not the API that
+// built the command, writes the rule into the log: followers are upgraded
+// before the leader, so an old leader keeps proposing entries that old
+// followers can decode, with the old meaning, and every replica, old or
+// new, applies them alike.
 func Stamp(b []byte, at int64) ([]byte, error) {
 	c, err := Decode(b)
 	if err != nil {
 		return nil, fmt.Errorf("stamp: %w", err)
 	}
 	c.setAt(at)
+	switch c.Type {
+	case CmdFailover:
+		c.Failover.AckBlock = true
+	case CmdFailback:
+		c.Failback.AckBlock = true
+	}
 	return Encode(c)
 }

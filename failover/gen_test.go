@@ -45,6 +45,9 @@ type cmdGen struct {
 	seq               map[string]uint64
 	gens              []uint64 // decision generations seen, newest last
 	allowPolicyChange bool
+	// moves counts manual moves; every fourth is logged as before moves
+	// acknowledged blocks (a counter, so the random stream stays as it was).
+	moves int
 }
 
 func newCmdGen(r chooser, allowPolicyChange bool) *cmdGen {
@@ -117,6 +120,11 @@ func (g *cmdGen) pickGen() uint64 {
 
 func (g *cmdGen) site() Site { return sites[g.r.IntN(2)] }
 
+func (g *cmdGen) ackBlock() bool {
+	g.moves++
+	return g.moves%4 != 0
+}
+
 // next returns the next encoded command.
 func (g *cmdGen) next() []byte {
 	r := g.r
@@ -144,9 +152,10 @@ func (g *cmdGen) next() []byte {
 	case k < 74:
 		return mustEncode(Tick{At: at}.Command())
 	case k < 77:
-		return mustEncode(Failover{At: at, To: g.site(), Actor: "alice", Reason: "fuzz", Force: r.IntN(3) == 0, Planned: r.IntN(4) == 0}.Command())
+		return mustEncode(Failover{At: at, To: g.site(), Actor: "alice", Reason: "fuzz", Force: r.IntN(3) == 0, Planned: r.IntN(4) == 0,
+			AckBlock: g.ackBlock()}.Command())
 	case k < 79:
-		return mustEncode(Failback{At: at, Actor: "alice", Force: r.IntN(3) == 0}.Command())
+		return mustEncode(Failback{At: at, Actor: "alice", Force: r.IntN(3) == 0, AckBlock: g.ackBlock()}.Command())
 	case k < 81:
 		var until int64
 		if r.IntN(2) == 0 {

@@ -56,16 +56,8 @@ func (m *Machine) Step(index uint64, c Command) (Result, error) {
 	case CmdTick:
 		s.Now = now
 		s.evaluate(index, &res)
-	case CmdFailover:
-		f := c.Failover
-		kind := KindManualFailover
-		if f.Planned {
-			kind = KindSwitchover
-		}
-		err = s.manual(index, now, kind, f.To, f.Actor, f.Reason, f.Force, f.Planned, &res)
-	case CmdFailback:
-		f := c.Failback
-		err = s.manual(index, now, KindManualFailback, Primary, f.Actor, f.Reason, f.Force, false, &res)
+	case CmdFailover, CmdFailback:
+		err = s.manual(index, now, c.move(), &res)
 	case CmdPause:
 		err = s.pause(index, now, c.Pause, &res)
 	case CmdResume:
@@ -195,7 +187,33 @@ func (ps *probeState) record(r ProbeResult, now, cutoff int64, fall, rise int) {
 	ps.Ring = ring
 }
 
-func (s *state) manual(index uint64, now int64, kind string, to Site, actor, reason string, force, planned bool, res *Result) error {
+// move is a manual failover, failback or switchover, as its command asks.
+type move struct {
+	kind          string
+	to            Site
+	actor, reason string
+	force         bool
+	planned       bool
+	ackBlock      bool
+}
+
+// move returns the manual move a failover or failback command asks for. c
+// must have passed check and be one of those two types.
+func (c *Command) move() move {
+	if c.Type == CmdFailback {
+		f := c.Failback
+		return move{kind: KindManualFailback, to: Primary, actor: f.Actor, reason: f.Reason, force: f.Force, ackBlock: f.AckBlock}
+	}
+	f := c.Failover
+	kind := KindManualFailover
+	if f.Planned {
+		kind = KindSwitchover
+	}
+	return move{kind: kind, to: f.To, actor: f.Actor, reason: f.Reason, force: f.Force, planned: f.Planned, ackBlock: f.AckBlock}
+}
+
+func (s *state) manual(index uint64, now int64, mv move, res *Result) error {
+	kind, to, force, planned := mv.kind, mv.to, mv.force, mv.planned
 	p := s.Policy
 	if p == nil {
 		return fmt.Errorf("%s: %w", kind, ErrNoPolicy)
@@ -237,13 +255,24 @@ func (s *state) manual(index uint64, now int64, kind string, to Site, actor, rea
 		rule = refusal.Rule
 	}
 	s.Now = now
-	why := reason
+	why := mv.reason
 	if force && rule != "" {
-		why = fmt.Sprintf("%s (forced past %s: %s)", reason, rule, refusal.Message)
+		why = fmt.Sprintf("%s (forced past %s: %s)", mv.reason, rule, refusal.Message)
 	}
-	e := s.decide(index, kind, to, actor, why, force, rule, t)
+	e := s.decide(index, kind, to, mv.actor, why, force, rule, t)
 	res.Gen, res.Kind, res.From, res.To = e.Gen, e.Kind, e.From, e.To
 	res.Message = oneLine(e)
+	// An operator who moves traffic by hand has seen the last automatic
+	// flip: leaving the block would silently disarm automatic failover for
+	// the rest of the window. Entries without AckBlock were applied before
+	// this rule and keep the block, so old logs replay as they were.
+	if mv.ackBlock && s.BlockedUntil > now {
+		s.appendHistory(Entry{Index: index, At: now, Kind: KindAck, Actor: mv.actor,
+			Reason: fmt.Sprintf("block acknowledged by %s, gen %d", kind, index),
+			Detail: "block until " + fmtTime(s.BlockedUntil) + " lifted"})
+		s.BlockedUntil = 0
+		res.Message += "; block on automatic flips lifted"
+	}
 	return nil
 }
 

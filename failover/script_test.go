@@ -19,6 +19,10 @@ import (
 // is a block of command lines, a "----" line and the expected output, ended
 // by a blank line. `go test ./failover -run TestScripts -rewrite` rewrites the
 // expectations; read the diff before committing it.
+//
+// failover and failback build the command as a current leader logs it
+// (AckBlock set); the argument legacy builds it as leaders logged it before
+// manual moves acknowledged a standing block.
 var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testdata/*.txt")
 
 // base is t=0 of every script: times in scripts are offsets from it.
@@ -255,9 +259,10 @@ func (h *harness) run(line string) string {
 		return h.cmd("tick", Tick{At: h.at(a, "at")}.Command())
 	case "failover":
 		return h.cmd("failover", Failover{At: h.at(a, "at"), To: Site(a.str("to", "backup")), Actor: a.str("actor", "alice"),
-			Reason: a.str("reason", ""), Force: a.bool("force"), Planned: a.bool("planned")}.Command())
+			Reason: a.str("reason", ""), Force: a.bool("force"), Planned: a.bool("planned"), AckBlock: !a.bool("legacy")}.Command())
 	case "failback":
-		return h.cmd("failback", Failback{At: h.at(a, "at"), Actor: a.str("actor", "alice"), Reason: a.str("reason", ""), Force: a.bool("force")}.Command())
+		return h.cmd("failback", Failback{At: h.at(a, "at"), Actor: a.str("actor", "alice"), Reason: a.str("reason", ""), Force: a.bool("force"),
+			AckBlock: !a.bool("legacy")}.Command())
 	case "pause":
 		var until int64
 		if _, ok := a.kv["until"]; ok {

@@ -347,10 +347,14 @@ func (m *Machine) Explain(gen uint64) (string, error) {
 	if gen == 0 {
 		gen = s.Desired.Gen
 	}
-	var e *Entry
+	var e, ack *Entry
 	for i := len(s.History) - 1; i >= 0; i-- {
 		if h := &s.History[i]; h.decision() && h.Gen == gen {
 			e = h
+			// A manual move that acknowledged a block recorded it right after itself.
+			if i+1 < len(s.History) && s.History[i+1].Kind == KindAck && s.History[i+1].Index == h.Index {
+				ack = &s.History[i+1]
+			}
 			break
 		}
 	}
@@ -381,6 +385,9 @@ func (m *Machine) Explain(gen uint64) (string, error) {
 	}
 	if e.Reason != "" {
 		fmt.Fprintf(&b, "Why: %s.\n", strings.TrimSuffix(e.Reason, "."))
+	}
+	if ack != nil {
+		fmt.Fprintf(&b, "It acknowledged the standing block on automatic flips (%s): automatic flips are armed again.\n", ack.Detail)
 	}
 	if len(e.Tallies) > 0 {
 		b.WriteString("Quorum at that moment:\n")
