@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 )
@@ -43,7 +44,12 @@ func (m *Machine) Step(index uint64, c Command) (Result, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s := &m.st
+	return m.st.step(index, c, nil)
+}
+
+// step applies c; when checked is not nil it receives the safety rules the
+// command faced, in the order they were checked.
+func (s *state) step(index uint64, c Command, checked *[]Check) (Result, error) {
 	if index == 0 || index <= s.LastIndex {
 		return Result{}, fmt.Errorf("log index %d not after %d: %w", index, s.LastIndex, ErrBadCommand)
 	}
@@ -57,7 +63,7 @@ func (m *Machine) Step(index uint64, c Command) (Result, error) {
 		s.Now = now
 		s.evaluate(index, &res)
 	case CmdFailover, CmdFailback:
-		err = s.manual(index, now, c.move(), &res)
+		err = s.manual(index, now, c.move(), &res, checked)
 	case CmdPause:
 		err = s.pause(index, now, c.Pause, &res)
 	case CmdResume:
@@ -212,8 +218,8 @@ func (c *Command) move() move {
 	return move{kind: kind, to: f.To, actor: f.Actor, reason: f.Reason, force: f.Force, planned: f.Planned, ackBlock: f.AckBlock}
 }
 
-func (s *state) manual(index uint64, now int64, mv move, res *Result) error {
-	kind, to, force, planned := mv.kind, mv.to, mv.force, mv.planned
+func (s *state) manual(index uint64, now int64, mv move, res *Result, checked *[]Check) error {
+	kind, to, force := mv.kind, mv.to, mv.force
 	p := s.Policy
 	if p == nil {
 		return fmt.Errorf("%s: %w", kind, ErrNoPolicy)
@@ -228,25 +234,14 @@ func (s *state) manual(index uint64, now int64, mv move, res *Result) error {
 		return nil
 	}
 	t := s.tallies(now)
-	var refusal *RefusedError
-	if planned {
-		if t[Primary].Verdict != Up || t[Backup].Verdict != Up {
-			refusal = &RefusedError{
-				Rule: RuleNotPlannedSafe,
-				Message: fmt.Sprintf("a planned switchover needs both sites UP at quorum; primary is %s, backup is %s",
-					describeTally(t[Primary]), describeTally(t[Backup])),
-				Override: "use --force, or an unplanned failover",
-			}
-		}
-	} else if t[to].Verdict != Up {
-		refusal = s.targetRefusal(to, t[to])
-	}
-	if refusal == nil && to == Primary {
-		if open, msg := s.gate(now); !open {
-			refusal = &RefusedError{Rule: RuleFailbackGate, Message: msg,
-				Override: "use --force after checking the primary's load balancers yourself"}
+	checks := s.moveChecks(now, mv, t)
+	if checked != nil {
+		for _, c := range checks {
+			c.Overridden = !c.OK && force
+			*checked = append(*checked, c.Check)
 		}
 	}
+	refusal := firstFailed(checks)
 	rule := ""
 	if refusal != nil {
 		if !force {
@@ -271,27 +266,90 @@ func (s *state) manual(index uint64, now int64, mv move, res *Result) error {
 			Reason: fmt.Sprintf("block acknowledged by %s, gen %d", kind, index),
 			Detail: "block until " + fmtTime(s.BlockedUntil) + " lifted"})
 		s.BlockedUntil = 0
-		res.Message += "; block on automatic flips lifted"
+		res.Message += "; the block on automatic flips is acknowledged and lifted"
+	}
+	return nil
+}
+
+// Check is one safety rule a command faces and whether it holds. A dry
+// run lists them; the first that fails refuses the command unless forced.
+type Check struct {
+	Rule string `json:"rule"`
+	OK   bool   `json:"ok"`
+	// Detail is the evidence in words; for a failing rule, the refusal's message.
+	Detail string `json:"detail"`
+	// Overridden is set when the rule fails but --force moves past it (recorded as forced).
+	Overridden bool `json:"overridden,omitempty"`
+}
+
+// check is a Check with the way to override it when it fails.
+type check struct {
+	Check
+	override string
+}
+
+// moveChecks are the safety rules a manual move faces at now, in the order
+// that decides which one a refusal names. Pause and the block stop
+// automatic decisions only, so they are not among them.
+func (s *state) moveChecks(now int64, mv move, t map[Site]Tally) []check {
+	var out []check
+	if mv.planned {
+		c := check{Check: Check{Rule: RuleNotPlannedSafe, OK: t[Primary].Verdict == Up && t[Backup].Verdict == Up}}
+		c.Detail = fmt.Sprintf("a planned switchover needs both sites UP at quorum; primary is %s, backup is %s",
+			describeTally(t[Primary]), describeTally(t[Backup]))
+		if !c.OK {
+			c.override = "use --force, or an unplanned failover"
+		}
+		out = append(out, c)
+	} else {
+		out = append(out, s.targetChecks(mv.to, t[mv.to])...)
+	}
+	if mv.to == Primary && len(s.Policy.FailbackGate) > 0 {
+		open, msg := s.gate(now)
+		c := check{Check: Check{Rule: RuleFailbackGate, OK: open, Detail: msg}}
+		if open {
+			c.Detail = fmt.Sprintf("the primary's %s UP at quorum", strings.Join(s.Policy.FailbackGate, ", "))
+		} else {
+			c.override = "use --force after checking the primary's load balancers yourself"
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// targetChecks are the rules on the site a move goes to: enough fresh nodes
+// to judge it (no_quorum), and UP at quorum (target_unhealthy).
+func (s *state) targetChecks(target Site, t Tally) []check {
+	fresh := len(t.Up) + len(t.Down) + len(t.Unknown)
+	q := check{Check: Check{Rule: RuleNoQuorum, OK: fresh >= t.Quorum,
+		Detail: fmt.Sprintf("%d of %d nodes have fresh data (quorum %d) to judge %s", fresh, len(s.Policy.Nodes), t.Quorum, target)}}
+	if !q.OK {
+		q.Detail = fmt.Sprintf("only %d of %d nodes have fresh data (quorum %d), so %s cannot be judged",
+			fresh, len(s.Policy.Nodes), t.Quorum, target)
+		q.override = "use --force if you have checked " + string(target) + " yourself"
+	}
+	h := check{Check: Check{Rule: RuleTargetUnhealthy, OK: t.Verdict == Up,
+		Detail: fmt.Sprintf("%s is UP at quorum: %s", target, describeTally(t))}}
+	if !h.OK {
+		h.Detail = fmt.Sprintf("%s is not UP at quorum: %s", target, describeTally(t))
+		h.override = "use --force to move to an unhealthy site"
+	}
+	return []check{q, h}
+}
+
+// firstFailed is the refusal of the first failing check, nil when all hold.
+func firstFailed(cs []check) *RefusedError {
+	for _, c := range cs {
+		if !c.OK {
+			return &RefusedError{Rule: c.Rule, Message: c.Detail, Override: c.override}
+		}
 	}
 	return nil
 }
 
 // targetRefusal explains why target (not UP at quorum) is refused.
 func (s *state) targetRefusal(target Site, t Tally) *RefusedError {
-	fresh := len(t.Up) + len(t.Down) + len(t.Unknown)
-	if fresh < t.Quorum {
-		return &RefusedError{
-			Rule: RuleNoQuorum,
-			Message: fmt.Sprintf("only %d of %d nodes have fresh data (quorum %d), so %s cannot be judged",
-				fresh, len(s.Policy.Nodes), t.Quorum, target),
-			Override: "use --force if you have checked " + string(target) + " yourself",
-		}
-	}
-	return &RefusedError{
-		Rule:     RuleTargetUnhealthy,
-		Message:  fmt.Sprintf("%s is not UP at quorum: %s", target, describeTally(t)),
-		Override: "use --force to move to an unhealthy site",
-	}
+	return firstFailed(s.targetChecks(target, t))
 }
 
 func (s *state) pause(index uint64, now int64, c *Pause, res *Result) error {
@@ -544,6 +602,43 @@ func (s *state) appendHistory(e Entry) {
 		s.History = s.History[:n]
 	}
 	s.History = append(s.History, e)
+}
+
+// DryRun is what a command would do if it were the next log entry.
+type DryRun struct {
+	Result Result
+	// Err is what Step would return; a refusal is a *RefusedError.
+	Err error
+	// Checks are the safety rules the command faces, in the order Step
+	// checks them; none for a command that faces none (a move to the site
+	// already active, pause, ack, ...).
+	Checks []Check
+	// Before and After are the desired state now and after the command.
+	Before, After Desired
+}
+
+// DryRun steps c as the next log entry on a copy of the state, through the
+// same code as Step, and reports what Step would return, the rules it
+// checked and the desired state after it. The machine does not change.
+func (m *Machine) DryRun(c Command) DryRun {
+	if err := c.check(); err != nil {
+		return DryRun{Err: err}
+	}
+	m.mu.RLock()
+	snap, err := json.Marshal(m.st)
+	m.mu.RUnlock()
+	if err != nil {
+		return DryRun{Err: fmt.Errorf("dry run: copy state: %w", err)}
+	}
+	// A deep copy: the snapshot encoding round-trips the state exactly.
+	var s state
+	if err := json.Unmarshal(snap, &s); err != nil {
+		return DryRun{Err: fmt.Errorf("dry run: copy state: %w", err)}
+	}
+	d := DryRun{Before: s.Desired.clone()}
+	d.Result, d.Err = s.step(s.LastIndex+1, c, &d.Checks)
+	d.After = s.Desired
+	return d
 }
 
 // Desired returns the DNS state the reconciler must bring about.

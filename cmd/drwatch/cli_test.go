@@ -166,7 +166,7 @@ func TestCLIAgainstCluster(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, stderr)
 		}
-		if !strings.Contains(out, demo.PrimaryIP+" -> "+demo.BackupIP) || !strings.Contains(out, "target_healthy") {
+		if !strings.Contains(out, demo.PrimaryIP+" -> "+demo.BackupIP) || !strings.Contains(out, "[PASS] target_unhealthy") {
 			t.Errorf("dry run output:\n%s", out)
 		}
 		if d.View().Active != failover.Primary {
@@ -234,6 +234,60 @@ func TestCLIAgainstCluster(t *testing.T) {
 		out, stderr, code := run(t, append([]string{"explain", itoa(gen)}, conn...)...)
 		if code != 0 || !strings.Contains(out, "primary") {
 			t.Errorf("explain %d: exit %d %s\n%s", gen, code, stderr, out)
+		}
+	})
+
+	t.Run("a dry run lists the rules the real command checks and exits like it", func(t *testing.T) {
+		// The automatic flip after resume blocks further automatic flips.
+		if err := d.Sites["primary"].SetUp(true); err != nil {
+			t.Fatal(err)
+		}
+		// The dry run reads the follower's replica, so wait until it, too, sees that.
+		poll.Until(t, 60*time.Second, func() bool {
+			out, _, code := run(t, append([]string{"status", "-o", "json"}, conn...)...)
+			var st api.Status
+			if code != 0 || json.Unmarshal([]byte(out), &st) != nil {
+				return false
+			}
+			v := st.State
+			return v.Blocked && v.Active == failover.Backup && v.Sites[failover.Primary].Verdict == failover.Up
+		}, "blocked on the backup, with the primary UP at quorum again, as the follower sees it")
+		out, stderr, dryCode := run(t, append([]string{"failback", "--reason", "primary fixed", "--dry-run"}, auth...)...)
+		for _, notARule := range []string{"not_blocked", "not_paused", "FAIL"} {
+			if strings.Contains(out, notARule) {
+				t.Errorf("dry run of a failback the block does not stop lists %q:\n%s", notARule, out)
+			}
+		}
+		for _, rule := range []string{"[PASS] leader", "[PASS] no_quorum", "[PASS] target_unhealthy", "acknowledged"} {
+			if !strings.Contains(out, rule) {
+				t.Errorf("dry run lacks %q:\n%s", rule, out)
+			}
+		}
+		_, stderr2, code := run(t, append([]string{"failback", "--reason", "primary fixed", "--yes"}, auth...)...)
+		if code != 0 || dryCode != code {
+			t.Fatalf("got exit %d from the dry run (%s) and %d from the failback (%s), want both 0", dryCode, stderr, code, stderr2)
+		}
+		// The failback acknowledged the block: automatic failover is armed again.
+		poll.Until(t, 30*time.Second, func() bool { v := d.View(); return v.Active == failover.Primary && !v.Blocked }, "primary active, not blocked")
+		hist, _, _ := run(t, append([]string{"history", "-o", "json"}, conn...)...)
+		if !strings.Contains(hist, "block acknowledged by manual_failback") {
+			t.Errorf("history does not record the acknowledgement:\n%s", hist)
+		}
+
+		// Refused: the dry run names the rule and exits 3, as the real command does.
+		if err := d.Sites["backup"].SetUp(false); err != nil {
+			t.Fatal(err)
+		}
+		defer d.Sites["backup"].SetUp(true)
+		poll.Until(t, 60*time.Second, func() bool {
+			out, _, code := run(t, append([]string{"status", "-o", "json"}, conn...)...)
+			var st api.Status
+			return code == 0 && json.Unmarshal([]byte(out), &st) == nil && st.State.Sites[failover.Backup].Verdict == failover.Down
+		}, "backup DOWN at quorum, as the follower sees it")
+		out, _, dryCode = run(t, append([]string{"failover", "--to", "backup", "--reason", "drill", "--dry-run"}, auth...)...)
+		_, stderr, code = run(t, append([]string{"failover", "--to", "backup", "--reason", "drill", "--yes"}, auth...)...)
+		if dryCode != 3 || code != 3 || !strings.Contains(out, "[FAIL] target_unhealthy") || !strings.Contains(out, "(rule target_unhealthy)") || !strings.Contains(stderr, "target_unhealthy") {
+			t.Errorf("refused failover: got dry-run exit %d and exit %d; want 3 and 3 naming target_unhealthy; dry run:\n%s\nstderr: %s", dryCode, code, out, stderr)
 		}
 	})
 

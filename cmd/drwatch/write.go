@@ -218,13 +218,17 @@ func (w *writeCmd) follow(ctx context.Context, cl *client, out io.Writer, gen ui
 
 func printDryRun(out io.Writer, name string, dr api.DryRun) {
 	fmt.Fprintf(out, "dry run of %s: nothing was changed\n\n", name)
-	fmt.Fprintln(out, "checks:")
+	fmt.Fprintln(out, "checks (the rules this command faces):")
 	for _, c := range dr.Checks {
-		mark := "ok  "
+		mark := "PASS"
 		if !c.OK {
 			mark = "FAIL"
 		}
-		fmt.Fprintf(out, "  [%s] %-16s %s\n", mark, c.Rule, c.Detail)
+		fmt.Fprintf(out, "  [%s] %-16s %s", mark, c.Rule, c.Detail)
+		if c.Overridden {
+			fmt.Fprint(out, " (overridden by --force, recorded as forced)")
+		}
+		fmt.Fprintln(out)
 	}
 	fmt.Fprintln(out)
 	if dr.Error != nil {
@@ -242,6 +246,7 @@ func printDryRun(out io.Writer, name string, dr api.DryRun) {
 		fmt.Fprintf(out, "no record would change: %s\n", dr.Result.Message)
 		return
 	}
+	fmt.Fprintln(out, "would decide (the gen is the log index it commits at):", dr.Result.Message)
 	fmt.Fprintln(out, "record changes (one atomic, fenced update):")
 	for i, to := range dr.To {
 		from := "(absent)"

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/drwatch/drwatch/cluster"
+	"github.com/drwatch/drwatch/failover"
 )
 
 // TestSubmitErrorCodes: a write that certainly reached no leader is
@@ -40,6 +42,57 @@ func TestSubmitErrorCodes(t *testing.T) {
 			}
 			if rec.Code == http.StatusGatewayTimeout && body.Error.Message == "" {
 				t.Fatal("a timeout must say what to check")
+			}
+		})
+	}
+}
+
+// failingBackend fails every write, dry run or not, with err.
+type failingBackend struct {
+	pageBackend
+	err error
+}
+
+func (b *failingBackend) Submit(context.Context, failover.Command) (failover.Result, uint64, error) {
+	return failover.Result{}, 0, b.err
+}
+
+func (b *failingBackend) DryRun(failover.Command) (DryRun, error) { return DryRun{}, b.err }
+
+// TestDryRunFailsAsTheWriteWould: a dry run that cannot be answered (no
+// leader, no policy, ...) answers with the write's status and code, so the
+// CLI asks another node or exits exactly as the real command would.
+func TestDryRunFailsAsTheWriteWould(t *testing.T) {
+	tokens, err := ParseTokens([]byte("alice:0123456789abcdef0123\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{"no leader", fmt.Errorf("dry run: %w (%w)", cluster.ErrNoLeader, cluster.ErrNotSent)},
+		{"no policy", fmt.Errorf("failback: %w", failover.ErrNoPolicy)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(NewServer(&failingBackend{err: tc.err}, Options{Tokens: tokens}))
+			defer srv.Close()
+			post := func(body string) (int, ErrorBody) {
+				req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/v1/failback", strings.NewReader(body))
+				req.Header.Set("Authorization", "Bearer 0123456789abcdef0123")
+				resp, err := srv.Client().Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				var eb ErrorBody
+				_ = json.NewDecoder(resp.Body).Decode(&eb)
+				return resp.StatusCode, eb
+			}
+			dryStatus, dry := post(`{"reason":"x","dry_run":true}`)
+			status, real := post(`{"reason":"x"}`)
+			if dryStatus != status || dry.Error.Code != real.Error.Code || dry.Error.Rule != real.Error.Rule || real.Error.Code == "" {
+				t.Errorf("got dry run %d %+v, write %d %+v; want the same", dryStatus, dry.Error, status, real.Error)
 			}
 		})
 	}

@@ -218,7 +218,8 @@ func (s *Server) write(build cmdBuilder) http.HandlerFunc {
 		if req.DryRun {
 			dr, err := s.backend.DryRun(cmd)
 			if err != nil {
-				writeError(w, ErrorDetail{Code: CodeInternal, Message: err.Error()})
+				// As the write would fail: same code, same exit status.
+				writeSubmitError(w, err)
 				return
 			}
 			writeJSON(w, http.StatusOK, dr)

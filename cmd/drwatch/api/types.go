@@ -97,22 +97,22 @@ type ReconcileStatus struct {
 	Error  string    `json:"error,omitempty"`
 }
 
-// DryRun is what a write would do.
+// DryRun is what a write would do. Errors other than a refusal are
+// returned as the write would return them.
 type DryRun struct {
-	Result  failover.Result  `json:"result"`
-	Error   *ErrorDetail     `json:"error,omitempty"`
-	From    []failover.RRset `json:"from"` // the records DNS should hold now
-	To      []failover.RRset `json:"to"`   // the records after the command
-	Checks  []Check          `json:"checks"`
-	Changes bool             `json:"changes"`
+	Result failover.Result `json:"result"`
+	// Error is set when a safety rule would refuse the command.
+	Error *ErrorDetail     `json:"error,omitempty"`
+	From  []failover.RRset `json:"from"` // the records DNS should hold now
+	To    []failover.RRset `json:"to"`   // the records after the command
+	// Checks are exactly the rules the write faces, in the order it checks them.
+	Checks  []Check `json:"checks"`
+	Changes bool    `json:"changes"`
 }
 
-// Check is one safety rule and whether it passes now.
-type Check struct {
-	Rule   string `json:"rule"`
-	OK     bool   `json:"ok"`
-	Detail string `json:"detail"`
-}
+// Check is one safety rule and whether it holds now; the decision core
+// computes them (failover.Machine.DryRun).
+type Check = failover.Check
 
 // WriteRequest is the body of every write. Fields a command does not use are ignored.
 type WriteRequest struct {

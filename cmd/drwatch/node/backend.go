@@ -141,80 +141,38 @@ func (n *Node) Submit(ctx context.Context, c failover.Command) (failover.Result,
 	return res, index, nil
 }
 
-// DryRun implements api.Backend: the command is stepped on a scratch copy
-// of the local replica, exactly as the leader would apply it.
+// DryRun implements api.Backend: the command is stamped as the leader would
+// and stepped on a copy of the local replica by the decision core, through
+// the same code as the real command, which also says which safety rules it
+// faces. The one rule outside the core is the cluster's: with no leader the
+// dry run fails as the write would, so the caller asks another node.
 func (n *Node) DryRun(c failover.Command) (api.DryRun, error) {
-	snap, err := n.machine.Snapshot()
-	if err != nil {
-		return api.DryRun{}, err
+	st := n.cluster.Stats()
+	if st.LeaderID == "" {
+		return api.DryRun{}, fmt.Errorf("dry run: %w (%w)", cluster.ErrNoLeader, cluster.ErrNotSent)
 	}
-	scratch := failover.New()
-	if err := scratch.Restore(snap); err != nil {
-		return api.DryRun{}, err
-	}
-	v := n.machine.View()
 	b, err := failover.Encode(c)
 	if err != nil {
 		return api.DryRun{}, err
 	}
-	if b, err = failover.Stamp(b, max(n.now().UnixNano(), v.Now)); err != nil {
+	if b, err = failover.Stamp(b, n.now().UnixNano()); err != nil {
 		return api.DryRun{}, err
 	}
 	cmd, err := failover.Decode(b)
 	if err != nil {
 		return api.DryRun{}, err
 	}
-	out := api.DryRun{From: v.Desired.Records}
-	res, stepErr := scratch.Step(v.Index+1, cmd)
-	out.Result = res
-	out.To = scratch.Desired().Records
-	out.Changes = res.Gen != 0
+	d := n.machine.DryRun(cmd)
 	var ref *failover.RefusedError
-	if errors.As(stepErr, &ref) {
+	out := api.DryRun{Result: d.Result, From: d.Before.Records, To: d.After.Records, Changes: d.Result.Gen != 0}
+	switch {
+	case errors.As(d.Err, &ref):
 		out.Error = &api.ErrorDetail{Code: api.CodeRefused, Message: ref.Message, Rule: ref.Rule, Override: ref.Override}
-	} else if stepErr != nil {
-		out.Error = &api.ErrorDetail{Code: api.CodeBadRequest, Message: stepErr.Error()}
+	case d.Err != nil:
+		return api.DryRun{}, d.Err
 	}
-	out.Checks = n.checks(v, cmd)
+	out.Checks = append([]api.Check{{Rule: "leader", OK: true, Detail: "a leader can commit the command (leader: " + st.LeaderID + ")"}}, d.Checks...)
 	return out, nil
-}
-
-// checks lists the safety rules relevant to a manual write and whether each
-// holds now.
-func (n *Node) checks(v failover.View, c failover.Command) []api.Check {
-	st := n.cluster.Stats()
-	tally := func(s failover.Site) string {
-		t := v.Sites[s]
-		return fmt.Sprintf("%d of %d watchers see %s UP, %d DOWN, quorum %d", len(t.Up), len(v.Nodes), s, len(t.Down), t.Quorum)
-	}
-	out := []api.Check{{Rule: "leader", OK: st.LeaderID != "", Detail: "a leader can commit the command (leader: " + orNone(st.LeaderID) + ")"}}
-	var target failover.Site
-	switch c.Type {
-	case failover.CmdFailover:
-		target = c.Failover.To
-		if c.Failover.Planned {
-			both := v.Sites[failover.Primary].Verdict == failover.Up && v.Sites[failover.Backup].Verdict == failover.Up
-			out = append(out, api.Check{Rule: "both_sites_up", OK: both, Detail: "switchover needs both sites UP at quorum"})
-		}
-	case failover.CmdFailback:
-		target = failover.Primary
-	}
-	if target != "" {
-		out = append(out,
-			api.Check{Rule: "already_active", OK: v.Active != target, Detail: fmt.Sprintf("active site is %s", v.Active)},
-			api.Check{Rule: "target_healthy", OK: v.Sites[target].Verdict == failover.Up, Detail: tally(target)})
-	}
-	out = append(out,
-		api.Check{Rule: "not_paused", OK: !v.Paused, Detail: "pause stops automatic decisions only; manual commands still work"},
-		api.Check{Rule: "not_blocked", OK: !v.Blocked, Detail: "the block after an automatic flip stops automatic flips only"})
-	return out
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "none"
-	}
-	return s
 }
 
 // Ready implements api.Backend.
