@@ -13,7 +13,7 @@ const (
 	exitOK      = 0
 	exitFailed  = 1 // the command ran and failed
 	exitUsage   = 2 // bad flags or arguments
-	exitRefused = 3 // refused by a safety rule (no quorum, paused, blocked, target unhealthy)
+	exitRefused = 3 // refused by a safety rule (no quorum, target unhealthy, failback gate, ...)
 )
 
 // usageError marks an error as the caller's mistake (exit 2).

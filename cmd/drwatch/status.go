@@ -94,7 +94,7 @@ func printStatus(w io.Writer, st api.Status) {
 		}
 	}
 	if v.Blocked {
-		mode += "; automatic flips blocked until " + unixTime(v.BlockedUntil) + " or 'drwatch ack'"
+		mode += "; automatic flips blocked until " + unixTime(v.BlockedUntil) + " or 'drwatch ack' (or a manual move)"
 	}
 	fmt.Fprintf(w, "mode:        %s\n", mode)
 	fmt.Fprintf(w, "last:        %s\n", v.LastDecision)

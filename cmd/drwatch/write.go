@@ -68,7 +68,9 @@ func newFailoverCmd() *cobra.Command {
 	c, w := newWriteCmd("failover", "Move traffic to a site now (default: the backup)",
 		`Move traffic to --to (default backup). Refused (exit 3) when the target is not
 UP at quorum, unless --force, which is recorded as forced. Pause and the
-block after an automatic flip do not stop a manual failover.`)
+block after an automatic flip do not stop a manual failover; an applied
+failover, failback or switchover acknowledges the block, re-arming
+automatic failover.`)
 	c.Flags().StringVar(&w.req.To, "to", "backup", "primary or backup")
 	w.addMoveFlags(c)
 	return c
@@ -102,7 +104,9 @@ func newResumeCmd() *cobra.Command {
 }
 
 func newAckCmd() *cobra.Command {
-	c, _ := newWriteCmd("ack", "Acknowledge an automatic flip, lifting the block on further automatic flips", "")
+	c, _ := newWriteCmd("ack", "Acknowledge an automatic flip, lifting the block on further automatic flips",
+		`Lift the block on automatic flips that an automatic flip set. A manual
+failover, failback or switchover does the same when it is applied.`)
 	return c
 }
 

@@ -350,7 +350,7 @@ func mode(v *failover.View, now time.Time) (label, class, detail string) {
 		if v.Mode == "auto" {
 			label, class = "blocked until "+absTime(bu), "warn"
 			detail = "an automatic flip happened: further automatic flips wait " + strings.TrimPrefix(until(now, bu), "in ") +
-				" or until someone runs drwatch ack; manual commands still work"
+				" or until someone runs drwatch ack; manual commands still work and acknowledge it"
 		} else {
 			detail += "; automatic flips also blocked until " + absTime(bu)
 		}

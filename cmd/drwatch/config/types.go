@@ -73,7 +73,7 @@ type Policy struct {
 	Quorum        int           `yaml:"quorum" default:"majority of peers" doc:"Watchers that must agree before a site is DOWN or UP; a majority of the peers."`
 	StaleAfter    time.Duration `yaml:"stale_after" default:"3 × interval" doc:"A watcher whose last report is older abstains."`
 	AutoFailover  *bool         `yaml:"auto_failover" default:"true" doc:"Fail over automatically when the quorum sees the active site DOWN and the other UP."`
-	BlockWindow   time.Duration `yaml:"block_window" default:"1h" doc:"After an automatic flip, further automatic flips wait for 'drwatch ack' or this window."`
+	BlockWindow   time.Duration `yaml:"block_window" default:"1h" doc:"After an automatic flip, further automatic flips wait for 'drwatch ack', a manual move, or this window."`
 	Failback      string        `yaml:"failback" default:"manual" doc:"'manual', or 'auto' to return to the primary after failback_after of quorum UP."`
 	FailbackAfter time.Duration `yaml:"failback_after" doc:"With failback: auto, how long the primary must be UP at quorum without a break."`
 	FailbackGate  []string      `yaml:"failback_gate" doc:"Primary probes (typically its Octavia load balancers, often not critical) that must be UP at quorum before any failback; refused with exit 3 otherwise, unless --force."`
