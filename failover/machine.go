@@ -254,18 +254,23 @@ func (s *state) manual(index uint64, now int64, mv move, res *Result, checked *[
 	if force && rule != "" {
 		why = fmt.Sprintf("%s (forced past %s: %s)", mv.reason, rule, refusal.Message)
 	}
-	e := s.decide(index, kind, to, mv.actor, why, force, rule, t)
-	res.Gen, res.Kind, res.From, res.To = e.Gen, e.Kind, e.From, e.To
-	res.Message = oneLine(e)
 	// An operator who moves traffic by hand has seen the last automatic
 	// flip: leaving the block would silently disarm automatic failover for
 	// the rest of the window. Entries without AckBlock were applied before
-	// this rule and keep the block, so old logs replay as they were.
-	if mv.ackBlock && s.BlockedUntil > now {
+	// this rule and keep the block, so old logs replay as they were. The
+	// ack entry goes right before the decision, as when an ack lets an
+	// automatic flip through: the last entry of an index is its decision.
+	acked := mv.ackBlock && s.BlockedUntil > now
+	if acked {
 		s.appendHistory(Entry{Index: index, At: now, Kind: KindAck, Actor: mv.actor,
 			Reason: fmt.Sprintf("block acknowledged by %s, gen %d", kind, index),
 			Detail: "block until " + fmtTime(s.BlockedUntil) + " lifted"})
 		s.BlockedUntil = 0
+	}
+	e := s.decide(index, kind, to, mv.actor, why, force, rule, t)
+	res.Gen, res.Kind, res.From, res.To = e.Gen, e.Kind, e.From, e.To
+	res.Message = oneLine(e)
+	if acked {
 		res.Message += "; the block on automatic flips is acknowledged and lifted"
 	}
 	return nil

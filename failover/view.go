@@ -351,9 +351,9 @@ func (m *Machine) Explain(gen uint64) (string, error) {
 	for i := len(s.History) - 1; i >= 0; i-- {
 		if h := &s.History[i]; h.decision() && h.Gen == gen {
 			e = h
-			// A manual move that acknowledged a block recorded it right after itself.
-			if i+1 < len(s.History) && s.History[i+1].Kind == KindAck && s.History[i+1].Index == h.Index {
-				ack = &s.History[i+1]
+			// A manual move that acknowledged a block recorded it right before itself.
+			if i > 0 && s.History[i-1].Kind == KindAck && s.History[i-1].Index == h.Index {
+				ack = &s.History[i-1]
 			}
 			break
 		}
