@@ -274,6 +274,30 @@ func TestPageHistoryNewestFirst(t *testing.T) {
 	}
 }
 
+// TestPageShowsTheAckOfAManualMove: a manual failback that acknowledged
+// the block shows its ack entry (as the decision core records it) beside
+// the decision.
+func TestPageShowsTheAckOfAManualMove(t *testing.T) {
+	st := fxFailedOver()
+	at := fxAt(9 * time.Minute)
+	st.State.History = append(st.State.History,
+		failover.Entry{Index: 5000, At: at, Kind: failover.KindAck, Actor: "alice",
+			Reason: "block acknowledged by manual_failback, gen 5000", Detail: "block until 2026-11-21T12:50:00Z lifted"},
+		failover.Entry{Index: 5000, Gen: 5000, At: at, Kind: failover.KindManualFailback, From: failover.Backup, To: failover.Primary,
+			Actor: "alice", Reason: "primary fixed", Timings: failover.Timings{DecidedAt: at}})
+	_, body := pageGet(t, pageServer(t, st, nil), "/")
+	tx := text(body)
+	for _, want := range []string{
+		"gen 5000 · Manual failback backup → primary",
+		"Acknowledged by alice: block acknowledged by manual_failback, gen 5000",
+		"block until 2026-11-21T12:50:00Z lifted",
+	} {
+		if !strings.Contains(tx, want) {
+			t.Errorf("history: missing %q\n%s", want, tx)
+		}
+	}
+}
+
 // TestPageRepairs: the Repairs section lists the remediation records
 // newest first, a dry run included (it is never in the history), with the
 // failure's detail; with no records it says so.
