@@ -53,15 +53,22 @@ type Command struct {
 
 // ProbeResult is one probe's outcome in one round, as a watcher saw it.
 // CertExpiry is unix seconds, 0 when the probe saw no certificate.
+//
+// CompletedAt is the watcher's own clock when the probe finished, unix
+// nanoseconds, 0 when the watcher did not say (older versions). It is
+// evidence only: it feeds the decision's Timings (FirstFailureAt,
+// DetectedAt) and never a rule. Staleness, windows and dwell run on the
+// leader's At, so a watcher with a wrong clock cannot change a decision.
 type ProbeResult struct {
-	Site       Site   `json:"site"`
-	Probe      string `json:"probe"`
-	OK         bool   `json:"ok"`
-	Class      string `json:"class,omitempty"`
-	Phase      string `json:"phase,omitempty"`
-	Reason     string `json:"reason,omitempty"`
-	LatencyMS  int64  `json:"latency_ms,omitempty"`
-	CertExpiry int64  `json:"cert_expiry,omitempty"`
+	Site        Site   `json:"site"`
+	Probe       string `json:"probe"`
+	OK          bool   `json:"ok"`
+	Class       string `json:"class,omitempty"`
+	Phase       string `json:"phase,omitempty"`
+	Reason      string `json:"reason,omitempty"`
+	LatencyMS   int64  `json:"latency_ms,omitempty"`
+	CertExpiry  int64  `json:"cert_expiry,omitempty"`
+	CompletedAt int64  `json:"completed_at,omitempty"`
 }
 
 // Observe is one probe round from one watcher, covering both sites. Seq is
@@ -138,15 +145,18 @@ const (
 	OutcomeConflict = "conflict"
 )
 
-// ActionResult reports what the reconciler did for decision Gen.
+// ActionResult reports what the reconciler did for decision Gen. Servers
+// are the times each authoritative server was first seen serving the new
+// records (with OutcomeVerified; empty from older versions).
 type ActionResult struct {
-	At         int64  `json:"at"`
-	Gen        uint64 `json:"gen"`
-	Outcome    string `json:"outcome"`
-	Detail     string `json:"detail,omitempty"`
-	Actor      string `json:"actor,omitempty"`
-	WrittenAt  int64  `json:"written_at,omitempty"`
-	VerifiedAt int64  `json:"verified_at,omitempty"`
+	At         int64                `json:"at"`
+	Gen        uint64               `json:"gen"`
+	Outcome    string               `json:"outcome"`
+	Detail     string               `json:"detail,omitempty"`
+	Actor      string               `json:"actor,omitempty"`
+	WrittenAt  int64                `json:"written_at,omitempty"`
+	VerifiedAt int64                `json:"verified_at,omitempty"`
+	Servers    []ServerVerification `json:"servers,omitempty"`
 }
 
 // SetPolicy replaces the replicated policy.

@@ -3,6 +3,7 @@ package failover
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 )
@@ -190,6 +191,62 @@ func (s *state) evidence(now int64) []NodeEvidence {
 	return out
 }
 
+// detection returns the evidence times of site being DOWN at quorum, on
+// the watchers' clocks: the first failure of a critical probe of the site
+// on any watcher that does not abstain, and the completion of the probe that
+// gave the quorum-th DOWN voter its fall-th failure (a voter's own time is
+// its earliest DOWN critical probe's). When a DOWN voter did not stamp its
+// results, the detection time is the leader-stamped DownSince, as in logs
+// written before watchers stamped them. Both are 0 when the site is not DOWN
+// at quorum. They are evidence only: no rule reads them.
+func (s *state) detection(site Site, now int64) Timings {
+	since, down := s.DownSince[site]
+	if !down {
+		return Timings{}
+	}
+	p := s.Policy
+	cutoff := now - int64(p.stale())
+	var first int64
+	var fell []int64
+	stamped := true
+	for _, id := range p.Nodes {
+		v := s.nodeVote(id, now)
+		if v.abstain != "" {
+			continue
+		}
+		ns := s.Nodes[id]
+		var nodeFell int64
+		nodeStamped := true
+		for _, ref := range p.Sites[site].Probes {
+			ps := ns.Probes[probeKey(site, ref.Name)]
+			if !ref.Critical || ps == nil || ps.LastAt < cutoff || (ps.State != Down && ps.Fails == 0) {
+				continue
+			}
+			if ps.FirstFailAt != 0 && (first == 0 || ps.FirstFailAt < first) {
+				first = ps.FirstFailAt
+			}
+			if ps.State == Down {
+				switch {
+				case ps.FellAt == 0:
+					nodeStamped = false
+				case nodeFell == 0 || ps.FellAt < nodeFell:
+					nodeFell = ps.FellAt
+				}
+			}
+		}
+		if v.v[siteIdx(site)] == Down {
+			stamped = stamped && nodeStamped
+			fell = append(fell, nodeFell)
+		}
+	}
+	t := Timings{FirstFailureAt: first, DetectedAt: since}
+	if stamped && len(fell) >= p.Quorum {
+		slices.Sort(fell)
+		t.DetectedAt = fell[p.Quorum-1]
+	}
+	return t
+}
+
 // evaluate makes the automatic decisions the policy allows at s.Now. It runs
 // after every Observe, Tick, SetPolicy, Resume and Ack.
 func (s *state) evaluate(index uint64, res *Result) {
@@ -323,7 +380,7 @@ func (s *state) withhold(index uint64, rule, msg string, t map[Site]Tally, res *
 	s.appendHistory(Entry{
 		Index: index, At: s.Now, Kind: KindWithheld, From: a, To: a.Other(), Actor: SystemActor,
 		Reason: msg, Rule: rule, Evidence: s.evidence(s.Now), Tallies: cloneTallies(t),
-		Timings: Timings{DetectedAt: s.DownSince[a]},
+		Timings: s.detection(a, s.Now),
 	})
 	res.Withheld = rule + ": " + msg
 }

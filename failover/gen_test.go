@@ -168,7 +168,11 @@ func (g *cmdGen) next() []byte {
 		return mustEncode(Ack{At: at, Actor: "bob"}.Command())
 	case k < 92:
 		outcomes := []string{OutcomeWritten, OutcomeVerified, OutcomeFailed, OutcomeConflict, "bogus"}
-		return mustEncode(ActionResult{At: at, Gen: g.pickGen(), Outcome: outcomes[r.IntN(len(outcomes))], Actor: "a", Detail: []string{"", "SERVFAIL"}[r.IntN(2)]}.Command())
+		ar := ActionResult{At: at, Gen: g.pickGen(), Outcome: outcomes[r.IntN(len(outcomes))], Actor: "a", Detail: []string{"", "SERVFAIL"}[r.IntN(2)]}
+		if r.IntN(2) == 0 {
+			ar.Servers = []ServerVerification{{Server: "ns2:53", VerifiedAt: at - 1}, {Server: "ns1:53", VerifiedAt: at - 2}}
+		}
+		return mustEncode(ar.Command())
 	case k < 93:
 		return mustEncode(BreakGlass{At: at, Site: g.site(), Actor: "carol", WrittenAt: at}.Command())
 	case k < 94 && g.allowPolicyChange:
@@ -213,6 +217,10 @@ func (g *cmdGen) observe(at int64) []byte {
 				ok = !ok // noise
 			}
 			res := ProbeResult{Site: s, Probe: p.Name, OK: ok, LatencyMS: int64(r.IntN(500))}
+			if r.IntN(5) != 0 {
+				// the watcher's own clock: usually a little before the stamp, sometimes skewed
+				res.CompletedAt = at - int64(time.Duration(r.IntN(3000)-500)*time.Millisecond)
+			}
 			if !ok {
 				res.Class, res.Phase, res.Reason = "connect", "tcp connect", "connection refused"
 			}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -159,6 +160,7 @@ func (s *state) observe(index uint64, now int64, o *Observe, res *Result) error 
 func (ps *probeState) record(r ProbeResult, now, cutoff int64, fall, rise int) {
 	if ps.LastAt < cutoff {
 		ps.State, ps.OKs, ps.Fails, ps.FailSince = Unknown, 0, 0, 0
+		ps.FirstFailAt, ps.FellAt = 0, 0
 	}
 	ps.LastAt = now
 	ps.Last = r
@@ -176,14 +178,23 @@ func (ps *probeState) record(r ProbeResult, now, cutoff int64, fall, rise int) {
 				ps.State = Up
 			}
 		}
+		if ps.State != Down {
+			ps.FirstFailAt, ps.FellAt = 0, 0
+		}
 	} else {
 		if ps.Fails == 0 {
 			ps.FailSince = now
+			if ps.State != Down {
+				// A new failure episode; a failure after a single success
+				// while DOWN continues the old one.
+				ps.FirstFailAt = r.CompletedAt
+			}
 		}
 		ps.Fails++
 		ps.OKs = 0
 		if ps.State != Down && ps.Fails >= fall {
 			ps.State = Down
+			ps.FellAt = r.CompletedAt
 		}
 	}
 	ring := ps.Ring + string(c)
@@ -449,6 +460,12 @@ func (s *state) actionResult(index uint64, now int64, c *ActionResult, res *Resu
 	case OutcomeVerified:
 		setOnce(&e.Timings.WrittenAt, orNow(c.WrittenAt, now))
 		setOnce(&e.Timings.VerifiedAt, orNow(c.VerifiedAt, now))
+		if len(e.Timings.Servers) == 0 && len(c.Servers) > 0 {
+			// The first verification is the one that counts, like VerifiedAt.
+			e.Timings.Servers = slices.Clone(c.Servers)
+			slices.SortFunc(e.Timings.Servers, func(a, b ServerVerification) int { return strings.Compare(a.Server, b.Server) })
+			changed = true
+		}
 	}
 	prev := e.Outcome
 	// A late "written" must not hide an earlier "verified".
@@ -582,8 +599,9 @@ func (s *state) decide(index uint64, kind string, to Site, actor, reason string,
 		Index: index, Gen: index, At: s.Now, Kind: kind, From: from, To: to,
 		Actor: actor, Reason: reason, Rule: rule, Forced: forced,
 		Evidence: s.evidence(s.Now), Tallies: cloneTallies(t),
-		Timings: Timings{DetectedAt: s.DownSince[from], DecidedAt: s.Now},
+		Timings: s.detection(from, s.Now),
 	}
+	e.Timings.DecidedAt = s.Now
 	s.Active, s.ActiveSince = to, s.Now
 	s.Desired = Desired{Gen: index, Active: to, Records: s.Policy.rrsets(to), Fence: fence(index)}
 	s.Withheld = withheld{}

@@ -244,11 +244,15 @@ func (h *harness) run(line string) string {
 		for i := range n {
 			h.now = from + int64(i)*int64(every)
 			for _, k := range a.keys {
-				if slices.Contains([]string{"n", "at", "from", "every"}, k) {
+				if slices.Contains([]string{"n", "at", "from", "every", "lag"}, k) {
 					continue
 				}
 				pri, bak, _ := strings.Cut(a.kv[k], "/")
-				o := h.observe(args{kv: map[string]string{}}, k, pri, bak) // at h.now
+				oa := args{kv: map[string]string{}}
+				if lag, ok := a.kv["lag"]; ok {
+					oa.kv["lag"] = lag
+				}
+				o := h.observe(oa, k, pri, bak) // at h.now
 				if s := h.cmd("observe "+k, o.Command()); s != "" {
 					out = append(out, s)
 				}
@@ -281,8 +285,20 @@ func (h *harness) run(line string) string {
 		if _, ok := a.kv["verified"]; ok {
 			v = h.at(a, "verified")
 		}
+		// servers=ns1:53@4200ms,ns2:53@4300ms: per-server verification times
+		var servers []ServerVerification
+		if sv := a.str("servers", ""); sv != "" {
+			for _, x := range strings.Split(sv, ",") {
+				name, at, _ := strings.Cut(x, "@")
+				d, err := time.ParseDuration(at)
+				if err != nil {
+					t.Fatalf("servers=%q: %v", sv, err)
+				}
+				servers = append(servers, ServerVerification{Server: name, VerifiedAt: base + int64(d)})
+			}
+		}
 		return h.cmd("action", ActionResult{At: h.at(a, "at"), Gen: uint64(a.int(t, "gen", 0)), Outcome: a.str("outcome", ""),
-			Detail: a.str("detail", ""), Actor: a.str("actor", "a"), WrittenAt: w, VerifiedAt: v}.Command())
+			Detail: a.str("detail", ""), Actor: a.str("actor", "a"), WrittenAt: w, VerifiedAt: v, Servers: servers}.Command())
 	case "breakglass":
 		var w int64
 		if _, ok := a.kv["written"]; ok {
@@ -400,6 +416,12 @@ func (h *harness) observe(a args, node, pri, bak string) Observe {
 		sp, st, _ := strings.Cut(x, ":")
 		site, name, _ := strings.Cut(sp, "/")
 		o.Results = append(o.Results, result(Site(site), name, st == "up"))
+	}
+	if _, ok := a.kv["lag"]; ok {
+		// The watcher completed its probes lag before the leader stamped the round.
+		for i := range o.Results {
+			o.Results[i].CompletedAt = o.At - int64(a.dur(t, "lag", 0))
+		}
 	}
 	return o
 }
@@ -543,8 +565,14 @@ func renderEntry(e Entry) string {
 	if e.Outcome != "" {
 		s += " outcome=" + e.Outcome
 	}
-	if tm := e.Timings; tm != (Timings{}) {
+	if tm := e.Timings; !tm.IsZero() {
+		if tm.FirstFailureAt != 0 {
+			s += " first-failure=" + rel(tm.FirstFailureAt)
+		}
 		s += fmt.Sprintf(" detected=%s decided=%s written=%s verified=%s", rel(tm.DetectedAt), rel(tm.DecidedAt), rel(tm.WrittenAt), rel(tm.VerifiedAt))
+		for _, sv := range tm.Servers {
+			s += fmt.Sprintf(" %s=%s", sv.Server, rel(sv.VerifiedAt))
+		}
 	}
 	if t, ok := e.Tallies[e.From]; ok && e.Kind != KindPolicy {
 		s += fmt.Sprintf(" %s-down=%s %s-up=%s", e.From, list(t.Down), e.To, list(e.Tallies[e.To].Up))

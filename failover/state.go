@@ -1,8 +1,10 @@
 package failover
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
+	"time"
 )
 
 // Verdict is a node's or the quorum's judgement of a site.
@@ -137,13 +139,91 @@ func (e NodeEvidence) clone() NodeEvidence {
 	return e
 }
 
-// Timings follow a decision from detection to verified DNS. Unix nanoseconds; 0 = not yet.
+// Timings follow a decision from the first failed probe to verified DNS.
+// Unix nanoseconds; 0 = not yet, or unknown.
+//
+// FirstFailureAt and DetectedAt are evidence times on the watchers' clocks
+// (ProbeResult.CompletedAt), the rest are the leader's. So the gaps between
+// them include any clock skew between watchers and leader.
 type Timings struct {
-	// DetectedAt is when the quorum-th DOWN vote on the site being left appeared.
+	// FirstFailureAt is when the first failed critical probe of the site
+	// being left completed, on any watcher that does not abstain. 0 when
+	// no watcher stamped its results.
+	FirstFailureAt int64 `json:"first_failure_at,omitempty"`
+	// DetectedAt is when the probe completed that gave the quorum-th
+	// watcher its fall-th failure: the earliest the decision could have
+	// been made. When a DOWN voter did not stamp its results (older
+	// versions), it is the leader-stamped time the quorum first saw the
+	// site DOWN.
 	DetectedAt int64 `json:"detected_at,omitempty"`
-	DecidedAt  int64 `json:"decided_at,omitempty"`
+	// DecidedAt is the leader's stamp of the command that made the decision.
+	DecidedAt int64 `json:"decided_at,omitempty"`
+	// WrittenAt and VerifiedAt are the reconciler's: the DNS write, and
+	// every authoritative server serving the new records.
 	WrittenAt  int64 `json:"written_at,omitempty"`
 	VerifiedAt int64 `json:"verified_at,omitempty"`
+	// Servers are the per-server verification times, sorted by server.
+	Servers []ServerVerification `json:"servers,omitempty"`
+}
+
+// ServerVerification is when one authoritative server was first seen
+// serving a decision's records (reconciler's clock, unix nanoseconds).
+type ServerVerification struct {
+	Server     string `json:"server"`
+	VerifiedAt int64  `json:"verified_at"`
+}
+
+// TimingStep is one step of a decision's timeline, as explain and the
+// status page show it.
+type TimingStep struct {
+	// Label is "first failure", "detected", "decided", "DNS written",
+	// "verified", or the server's name for a per-server verification.
+	Label string
+	At    int64
+	// Gap is the time since the step before (for a server: since the DNS
+	// write, or the decision when the write time is unknown); 0 for the
+	// first step. It is negative when clocks disagree.
+	Gap time.Duration
+	// Server is true for a per-server verification step.
+	Server bool
+}
+
+// Steps lists the known times in causal order with the gaps between them.
+// Unknown (0) times are left out.
+func (t Timings) Steps() []TimingStep {
+	var out []TimingStep
+	var prev int64
+	add := func(label string, at int64) {
+		if at == 0 {
+			return
+		}
+		st := TimingStep{Label: label, At: at}
+		if prev != 0 {
+			st.Gap = time.Duration(at - prev)
+		}
+		prev = at
+		out = append(out, st)
+	}
+	add("first failure", t.FirstFailureAt)
+	add("detected", t.DetectedAt)
+	add("decided", t.DecidedAt)
+	add("DNS written", t.WrittenAt)
+	from := cmp.Or(t.WrittenAt, t.DecidedAt)
+	for _, sv := range t.Servers {
+		st := TimingStep{Label: sv.Server, At: sv.VerifiedAt, Server: true}
+		if from != 0 {
+			st.Gap = time.Duration(sv.VerifiedAt - from)
+		}
+		out = append(out, st)
+	}
+	add("verified", t.VerifiedAt)
+	return out
+}
+
+// IsZero reports whether no time is known.
+func (t Timings) IsZero() bool {
+	return t.FirstFailureAt == 0 && t.DetectedAt == 0 && t.DecidedAt == 0 && t.WrittenAt == 0 &&
+		t.VerifiedAt == 0 && len(t.Servers) == 0
 }
 
 // Entry is one line of the audit history.
@@ -174,6 +254,7 @@ func (e *Entry) decision() bool {
 }
 
 func (e Entry) clone() Entry {
+	e.Timings.Servers = slices.Clone(e.Timings.Servers)
 	if e.Evidence != nil {
 		ev := make([]NodeEvidence, len(e.Evidence))
 		for i, x := range e.Evidence {
@@ -201,6 +282,12 @@ type probeState struct {
 	Last      ProbeResult `json:"last"`
 	// Ring holds the last ringSize results, oldest first: '+' ok, '-' failed.
 	Ring string `json:"ring"`
+	// FirstFailAt is the watcher's completion time of the first failure
+	// since the probe was last UP or UNKNOWN (kept through single successes
+	// while DOWN), and FellAt that of the failure that made it DOWN. Both
+	// are evidence for Timings only; 0 = not failing, or not stamped.
+	FirstFailAt int64 `json:"first_fail_at,omitempty"`
+	FellAt      int64 `json:"fell_at,omitempty"`
 }
 
 // nodeState is what the machine knows of one watcher.
