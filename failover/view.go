@@ -421,30 +421,7 @@ func (m *Machine) Explain(gen uint64) (string, error) {
 			}
 		}
 	}
-	tm := e.Timings
-	b.WriteString("Timeline:")
-	if tm.DetectedAt != 0 {
-		fmt.Fprintf(&b, " detected %s;", fmtTime(tm.DetectedAt))
-	}
-	fmt.Fprintf(&b, " decided %s;", fmtTime(tm.DecidedAt))
-	if tm.WrittenAt != 0 {
-		fmt.Fprintf(&b, " DNS written %s", fmtTime(tm.WrittenAt))
-		if tm.DecidedAt != 0 && tm.WrittenAt >= tm.DecidedAt {
-			fmt.Fprintf(&b, " (+%s)", time.Duration(tm.WrittenAt-tm.DecidedAt))
-		}
-		b.WriteString(";")
-	} else {
-		b.WriteString(" DNS not yet written;")
-	}
-	if tm.VerifiedAt != 0 {
-		fmt.Fprintf(&b, " verified %s", fmtTime(tm.VerifiedAt))
-		if tm.DecidedAt != 0 && tm.VerifiedAt >= tm.DecidedAt {
-			fmt.Fprintf(&b, " (+%s)", time.Duration(tm.VerifiedAt-tm.DecidedAt))
-		}
-		b.WriteString(".\n")
-	} else {
-		b.WriteString(" not yet verified.\n")
-	}
+	writeTimeline(&b, e.Timings)
 	if e.Outcome != "" {
 		fmt.Fprintf(&b, "Last DNS outcome: %s", e.Outcome)
 		if e.Detail != "" {
@@ -456,6 +433,41 @@ func (m *Machine) Explain(gen uint64) (string, error) {
 		fmt.Fprintf(&b, "Superseded by gen %d.\n", s.Desired.Gen)
 	}
 	return b.String(), nil
+}
+
+// writeTimeline prints the decision's timing chain, one step a line with
+// the gap from the step before, and the time from detection to verified
+// DNS: what drwatch adds over the floor that fall and interval set.
+func writeTimeline(b *strings.Builder, tm Timings) {
+	b.WriteString("Timeline (gap from the step before; first failure and detected are on the watchers' clocks):\n")
+	for i, st := range tm.Steps() {
+		if st.Server {
+			fmt.Fprintf(b, "    %s served it at %s, %s after the write\n", st.Label, fmtTime(st.At), signedDur(st.Gap))
+			continue
+		}
+		gap := ""
+		if i > 0 {
+			gap = signedDur(st.Gap)
+		}
+		line := fmt.Sprintf("  %-14s %-32s %s", st.Label, fmtTime(st.At), gap)
+		b.WriteString(strings.TrimRight(line, " ") + "\n")
+	}
+	switch {
+	case tm.WrittenAt == 0:
+		b.WriteString("  DNS not yet written; not yet verified.\n")
+	case tm.VerifiedAt == 0:
+		b.WriteString("  not yet verified.\n")
+	case tm.DetectedAt != 0:
+		fmt.Fprintf(b, "  From detection to verified DNS: %s.\n", time.Duration(tm.VerifiedAt-tm.DetectedAt))
+	}
+}
+
+// signedDur renders a gap with its sign: a negative one means clocks disagree.
+func signedDur(d time.Duration) string {
+	if d < 0 {
+		return d.String()
+	}
+	return "+" + d.String()
 }
 
 func joinNonEmpty(xs ...string) string {
