@@ -26,8 +26,11 @@ type NamedResult struct {
 	Critical bool
 	// Scheduled is when the probe was due: the round's tick plus the
 	// probe's fixed jitter. Started is when the prober was called.
+	// Completed is when its result was in (or it was abandoned): the
+	// evidence of when the site was seen failing. Zero when not run.
 	Scheduled time.Time
 	Started   time.Time
+	Completed time.Time
 	Result
 }
 
@@ -436,10 +439,12 @@ func (s *Scheduler) runProbe(ctx context.Context, p *schedProbe, scheduled time.
 	} else {
 		res = s.call(ctx, p)
 	}
+	completed := time.Now()
 	if res.Duration == 0 {
-		res.Duration = time.Since(started)
+		res.Duration = completed.Sub(started)
 	}
 	nr := s.named(p, scheduled, started, res)
+	nr.Completed = completed
 	if ctx.Err() == nil {
 		s.opts.Metrics.observe(nr)
 	}

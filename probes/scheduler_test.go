@@ -88,6 +88,45 @@ func TestSchedulerRoundsOnTicks(t *testing.T) {
 	})
 }
 
+// TestSchedulerStampsCompletion: each result carries the watcher's clock
+// when that probe finished (the decision core's evidence of when a failure
+// happened), not the round's start or end; an abandoned prober's result
+// completes when it is abandoned.
+func TestSchedulerStampsCompletion(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		takes := func(d time.Duration) ProbeFunc {
+			return func(context.Context, Spec, *slog.Logger) Result {
+				time.Sleep(d)
+				return Result{OK: true}
+			}
+		}
+		probers := map[string]ProbeFunc{
+			"fast": takes(100 * time.Millisecond),
+			"slow": takes(300 * time.Millisecond),
+			"hangs": func(context.Context, Spec, *slog.Logger) Result {
+				<-release
+				return Result{OK: true}
+			},
+		}
+		var sites []SiteSpec
+		for _, typ := range []string{"fast", "slow", "hangs"} {
+			sites = append(sites, SiteSpec{Site: typ, Probes: []Spec{{Name: "x", Type: typ, Timeout: 400 * time.Millisecond}}})
+		}
+		s := schedNew(t, sites, SchedulerOptions{Grace: 100 * time.Millisecond, Probers: probers})
+		start := time.Now()
+		r := s.RunOnce(context.Background())
+		want := map[string]time.Duration{"fast": 100 * time.Millisecond, "slow": 300 * time.Millisecond, "hangs": 500 * time.Millisecond}
+		for _, nr := range r.Results {
+			if got := nr.Completed.Sub(start); got != want[nr.Site] {
+				t.Errorf("%s: got completed at +%s, want +%s", nr.Site, got, want[nr.Site])
+			}
+		}
+		close(release)
+		synctest.Wait()
+	})
+}
+
 func TestSchedulerConcurrencyBound(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var inFlight, peak atomic.Int64

@@ -278,15 +278,7 @@ func (n *Node) report(ctx context.Context, r probes.Round) {
 		// new cluster); a report now would only be rejected.
 		return
 	}
-	obs := failover.Observe{Node: n.cfg.Node.ID, Seq: r.Seq, PolicyHash: n.hash}
-	for _, res := range r.Results {
-		pr := failover.ProbeResult{Site: failover.Site(res.Site), Probe: res.Probe, OK: res.OK,
-			Class: string(res.Class), Phase: res.Phase, Reason: res.Reason, LatencyMS: res.Duration.Milliseconds()}
-		if !res.CertExpiry.IsZero() {
-			pr.CertExpiry = res.CertExpiry.Unix()
-		}
-		obs.Results = append(obs.Results, pr)
-	}
+	obs := Observation(n.cfg.Node.ID, n.hash, r)
 	b, err := failover.Encode(obs.Command())
 	if err == nil {
 		// A report older than one interval is worth little; do not queue it.
