@@ -261,7 +261,9 @@ func (r *Reconciler) pass(ctx context.Context, rep *Report) (Result, error) {
 
 	rep.Action = "verify"
 	detail := "provider read matches"
+	var servers []failover.ServerVerification
 	if r.cfg.Verifier != nil {
+		vstart := r.cfg.Now()
 		v, err := r.cfg.Verifier.Verify(ctx, withFence(want, cas, isCAS, d.Gen))
 		rep.Verified = v
 		if err != nil {
@@ -271,6 +273,7 @@ func (r *Reconciler) pass(ctx context.Context, rep *Report) (Result, error) {
 			return Result{}, fmt.Errorf("verify gen %d: %w", d.Gen, err)
 		}
 		detail = describeVerification(v)
+		servers = serverTimes(v, vstart)
 	}
 	if r.cfg.AfterVerified != nil {
 		if note := r.cfg.AfterVerified(ctx, dec); note != "" {
@@ -279,7 +282,8 @@ func (r *Reconciler) pass(ctx context.Context, rep *Report) (Result, error) {
 	}
 	verifiedAt := r.cfg.Now()
 	if err := r.propose(ctx, failover.ActionResult{Gen: d.Gen, Outcome: failover.OutcomeVerified,
-		Actor: r.cfg.Node, WrittenAt: unixOrZero(writtenAt), VerifiedAt: verifiedAt.UnixNano(), Detail: detail}); err != nil {
+		Actor: r.cfg.Node, WrittenAt: unixOrZero(writtenAt), VerifiedAt: verifiedAt.UnixNano(), Detail: detail,
+		Servers: servers}); err != nil {
 		return Result{}, err
 	}
 	r.log.Info("dns flip verified", "gen", d.Gen, "site", d.Active, "detail", detail)
@@ -388,6 +392,16 @@ func describe(sets []dnsprovider.RRset) string {
 		parts[i] = s.String()
 	}
 	return strings.Join(parts, ", ")
+}
+
+// serverTimes is when each server was first seen serving the records, on
+// the reconciler's clock: the verification's start plus its propagation time.
+func serverTimes(v *dnsprovider.Verification, start time.Time) []failover.ServerVerification {
+	out := make([]failover.ServerVerification, 0, len(v.Servers))
+	for _, s := range v.Servers {
+		out = append(out, failover.ServerVerification{Server: s.Server, VerifiedAt: start.Add(s.After).UnixNano()})
+	}
+	return out
 }
 
 func describeVerification(v *dnsprovider.Verification) string {

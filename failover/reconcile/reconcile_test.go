@@ -192,6 +192,28 @@ func TestFlipWritesOnceAndVerifies(t *testing.T) {
 	}
 }
 
+// The verified report names each authoritative server with the time it was
+// first seen serving the new records, between the write and the verification.
+func TestVerifiedReportTimesEachServer(t *testing.T) {
+	f := newFixture(t)
+	gen := f.failoverTo(t, failover.Backup)
+	if _, err := f.rec.Pass(context.Background()); err != nil {
+		t.Fatalf("pass: %v", err)
+	}
+	var tm failover.Timings
+	for _, e := range f.cluster.m.History() {
+		if e.Gen == gen && e.Kind == failover.KindManualFailover {
+			tm = e.Timings
+		}
+	}
+	if len(tm.Servers) != 1 || tm.Servers[0].Server != f.dns.Addr() {
+		t.Fatalf("got servers %+v, want one for %s", tm.Servers, f.dns.Addr())
+	}
+	if at := tm.Servers[0].VerifiedAt; at < tm.WrittenAt || at > tm.VerifiedAt {
+		t.Fatalf("got %s verified at %d, want between written %d and verified %d", f.dns.Addr(), at, tm.WrittenAt, tm.VerifiedAt)
+	}
+}
+
 func TestDeposedLeaderDoesNotWrite(t *testing.T) {
 	f := newFixture(t)
 	f.failoverTo(t, failover.Backup)
