@@ -46,6 +46,7 @@ var docTypes = []struct {
 	{"NodeEvidence", reflect.TypeFor[failover.NodeEvidence]()},
 	{"ProbeFailure", reflect.TypeFor[failover.ProbeFailure]()},
 	{"Timings", reflect.TypeFor[failover.Timings]()},
+	{"ServerVerification", reflect.TypeFor[failover.ServerVerification]()},
 	{"Summary", reflect.TypeFor[Summary]()},
 	{"SummaryPage", reflect.TypeFor[SummaryPage]()},
 	{"SummaryStatus", reflect.TypeFor[SummaryStatus]()},

@@ -795,28 +795,35 @@ func incidents(h []failover.Entry, now time.Time) []incidentModel {
 	return out
 }
 
+// timings is the decision's chain from the first failed probe to verified
+// DNS, each step with the gap from the one before (a server's from the
+// DNS write), so the cost of probe → report → commit → write shows.
 func timings(t failover.Timings) []timingStep {
 	var out []timingStep
-	step := func(label string, at int64) {
-		if at == 0 {
-			return
-		}
-		ts := timingStep{Label: label, At: absTime(time.Unix(0, at))}
-		if t.DecidedAt != 0 && at != t.DecidedAt {
-			d := time.Duration(at - t.DecidedAt)
-			if d >= 0 {
-				ts.Delta = "+" + roundDur(d)
-			} else {
-				ts.Delta = "−" + roundDur(-d)
-			}
+	for i, st := range t.Steps() {
+		ts := timingStep{Label: st.Label, At: absTime(time.Unix(0, st.At))}
+		if i > 0 {
+			ts.Delta = gapDur(st.Gap)
 		}
 		out = append(out, ts)
 	}
-	step("detected", t.DetectedAt)
-	step("decided", t.DecidedAt)
-	step("DNS written", t.WrittenAt)
-	step("verified", t.VerifiedAt)
 	return out
+}
+
+// gapDur renders a timeline gap with its sign, to 10ms under 10s: the
+// steps of a flip are seconds apart and roundDur's whole seconds hide them.
+func gapDur(d time.Duration) string {
+	sign := "+"
+	if d < 0 {
+		sign, d = "−", -d
+	}
+	switch {
+	case d < time.Second:
+		return sign + roundDur(d)
+	case d < 10*time.Second:
+		return sign + d.Round(10*time.Millisecond).String()
+	}
+	return sign + roundDur(d)
 }
 
 func joinNonEmpty(sep string, xs ...string) string {

@@ -2,7 +2,9 @@ package api
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/drwatch/drwatch/failover"
@@ -248,6 +250,19 @@ func summaryIncidents(v *failover.View) []SummaryIncident {
 			continue
 		}
 		t := e.Timings
+		if t.DetectedAt != 0 && t.DetectedAt < e.At {
+			// The incident began when the watchers' evidence did, not when
+			// the decision was committed.
+			d := time.Unix(0, t.DetectedAt).UTC()
+			body := fmt.Sprintf("watchers saw %s DOWN at quorum, %s before the decision", e.From,
+				strings.TrimPrefix(gapDur(time.Duration(e.At-t.DetectedAt)), "+"))
+			if t.FirstFailureAt != 0 && t.FirstFailureAt <= t.DetectedAt {
+				body += "; first failed probe " + strings.TrimPrefix(gapDur(time.Duration(t.DetectedAt-t.FirstFailureAt)), "+") + " earlier"
+			}
+			in.IncidentUpdates = slices.Insert(in.IncidentUpdates, 0,
+				IncidentEvent{ID: in.ID + "-detected", Status: "investigating", Body: body, CreatedAt: d})
+			in.CreatedAt = d
+		}
 		switch e.Outcome {
 		case failover.OutcomeVerified:
 			in.Status = "resolved"

@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,11 +58,18 @@ func TestSummaryJSONSchema(t *testing.T) {
 		t.Fatalf("incidents: got %d, want 1 (the automatic failover; pause, resume, policy and action entries are not incidents)", len(doc.Incidents))
 	}
 	in := doc.Incidents[0]
-	if in.ID != "gen-4200" || in.Status != "resolved" || in.Impact != "major" || in.ResolvedAt == nil || len(in.IncidentUpdates) != 3 {
-		t.Errorf("incident: got %+v, want gen-4200 resolved major with 3 updates", in)
+	if in.ID != "gen-4200" || in.Status != "resolved" || in.Impact != "major" || in.ResolvedAt == nil || len(in.IncidentUpdates) != 4 {
+		t.Fatalf("incident: got %+v, want gen-4200 resolved major with 4 updates (detected, decided, written, verified)", in)
 	}
-	if len(in.IncidentUpdates) == 3 && in.IncidentUpdates[0].Status != "resolved" {
+	if in.IncidentUpdates[0].Status != "resolved" {
 		t.Errorf("incident updates: newest first, got first %+v", in.IncidentUpdates[0])
+	}
+	// The incident began when the watchers' evidence did, not at the commit.
+	detected := time.Unix(0, fxAt(10*time.Minute+1500*time.Millisecond)).UTC()
+	if first := in.IncidentUpdates[3]; in.CreatedAt == nil || !in.CreatedAt.Equal(detected) || first.Status != "investigating" ||
+		!strings.Contains(first.Body, "primary DOWN") || !strings.Contains(first.Body, "first failed probe 1.7s earlier") {
+		t.Errorf("incident start: got created %v, first update %+v; want created %v, investigating: primary DOWN, first failed probe 1.7s earlier",
+			in.CreatedAt, first, detected)
 	}
 }
 
