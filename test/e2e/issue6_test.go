@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -51,6 +52,18 @@ func TestAutoFailoverWhenPrimaryCaddyDies(t *testing.T) {
 	checkFence(t, w, d.Gen)
 	if s := mustSerial(t, w); s != serial0+1 {
 		t.Errorf("BIND serial: got %d, want %d (exactly one write)", s, serial0+1)
+	}
+	// The timeline starts when the watchers' probes failed, not when the
+	// leader committed the decision.
+	tm := d.Timings
+	if tm.FirstFailureAt < killed.UnixNano() || tm.FirstFailureAt > tm.DetectedAt || tm.DetectedAt >= tm.DecidedAt || len(tm.Servers) == 0 {
+		t.Errorf("timings: got kill %d, first failure %d, detected %d, decided %d, servers %v; want kill <= first failure <= detected < decided, with per-server times",
+			killed.UnixNano(), tm.FirstFailureAt, tm.DetectedAt, tm.DecidedAt, tm.Servers)
+	}
+	out, stderr, code := w.CLI(w.Follower(), "explain", strconv.FormatUint(d.Gen, 10))
+	decided := regexp.MustCompile(`(?m)^\s+decided\s+\S+\s+(\S+)$`).FindStringSubmatch(out)
+	if code != 0 || !strings.Contains(out, "first failure") || decided == nil || !strings.HasPrefix(decided[1], "+") || decided[1] == "+0s" {
+		t.Errorf("explain %d: exit %d, want the chain from the first failure with a gap before the decision:\n%s\n%s", d.Gen, code, out, stderr)
 	}
 }
 
