@@ -805,6 +805,9 @@ func timings(t failover.Timings) []timingStep {
 		if i > 0 {
 			ts.Delta = gapDur(st.Gap)
 		}
+		if st.Server {
+			ts.Label, ts.Delta = "served by "+st.Label, ts.Delta+" after the write"
+		}
 		out = append(out, ts)
 	}
 	return out

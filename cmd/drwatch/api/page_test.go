@@ -262,8 +262,8 @@ func TestPageHistoryNewestFirst(t *testing.T) {
 		"10m 0s ago · 2026-11-21 11:50:00 UTC · by drwatch",
 		// the chain from the first failed probe, each step with the gap from the one before
 		"first failure 2026-11-21 11:49:56 UTC detected 2026-11-21 11:49:58 UTC +1.7s decided 2026-11-21 11:50:00 UTC +1.5s " +
-			"DNS written 2026-11-21 11:50:00 UTC +120ms ns1.example.net:53 2026-11-21 11:50:00 UTC +380ms " +
-			"ns2.example.net:53 2026-11-21 11:50:00 UTC +730ms verified 2026-11-21 11:50:00 UTC +780ms",
+			"DNS written 2026-11-21 11:50:00 UTC +120ms served by ns1.example.net:53 2026-11-21 11:50:00 UTC +380ms after the write " +
+			"served by ns2.example.net:53 2026-11-21 11:50:00 UTC +730ms after the write verified 2026-11-21 11:50:00 UTC +780ms",
 		"a DOWN UP primary/lms DOWN, 3 failures: timeout · connect: i/o timeout",
 		"5h 0m ago · Paused by bob: maintenance of the primary",
 		"DNS outcome: verified",
