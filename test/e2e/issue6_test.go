@@ -53,18 +53,62 @@ func TestAutoFailoverWhenPrimaryCaddyDies(t *testing.T) {
 	if s := mustSerial(t, w); s != serial0+1 {
 		t.Errorf("BIND serial: got %d, want %d (exactly one write)", s, serial0+1)
 	}
-	// The timeline starts when the watchers' probes failed, not when the
-	// leader committed the decision.
+	checkTimeline(t, w, w.Follower(), d, killed)
+}
+
+// checkTimeline requires the decision's timeline to start when the
+// watchers' probes failed, not when the leader committed it: kill <= first
+// failure <= detected < decided, with per-server verification times, and
+// explain (asked of n) printing the chain with a gap before the decision.
+func checkTimeline(t *testing.T, w *World, n *Node, d failover.Entry, killed time.Time) {
+	t.Helper()
 	tm := d.Timings
 	if tm.FirstFailureAt < killed.UnixNano() || tm.FirstFailureAt > tm.DetectedAt || tm.DetectedAt >= tm.DecidedAt || len(tm.Servers) == 0 {
 		t.Errorf("timings: got kill %d, first failure %d, detected %d, decided %d, servers %v; want kill <= first failure <= detected < decided, with per-server times",
 			killed.UnixNano(), tm.FirstFailureAt, tm.DetectedAt, tm.DecidedAt, tm.Servers)
 	}
-	out, stderr, code := w.CLI(w.Follower(), "explain", strconv.FormatUint(d.Gen, 10))
+	out, stderr, code := w.CLI(n, "explain", strconv.FormatUint(d.Gen, 10))
 	decided := regexp.MustCompile(`(?m)^\s+decided\s+\S+\s+(\S+)$`).FindStringSubmatch(out)
 	if code != 0 || !strings.Contains(out, "first failure") || decided == nil || !strings.HasPrefix(decided[1], "+") || decided[1] == "+0s" {
 		t.Errorf("explain %d: exit %d, want the chain from the first failure with a gap before the decision:\n%s\n%s", d.Gen, code, out, stderr)
 	}
+	t.Logf("gen %d: first failure +%s, detected +%s, decided +%s after the kill", d.Gen,
+		time.Duration(tm.FirstFailureAt-killed.UnixNano()).Round(time.Millisecond),
+		time.Duration(tm.DetectedAt-killed.UnixNano()).Round(time.Millisecond),
+		time.Duration(tm.DecidedAt-killed.UnixNano()).Round(time.Millisecond))
+}
+
+// The leader freezes when the primary's Caddy dies: the two other watchers
+// elect a new leader, and the automatic failover waits for it. The
+// decision's timeline still starts at the watchers' failed probes, before
+// the new leader committed it.
+func TestDetectedBeforeADecisionThatWaitedForALeader(t *testing.T) {
+	w := Start(t, Options{})
+	old := w.Leader()
+	rest := others(w, old)
+	killed := time.Now()
+	if err := w.Sites[failover.Primary].Caddy.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = old.Thaw() })
+	var d failover.Entry
+	Eventually(t, 60*time.Second, func() bool {
+		st, ok := viewVia(w, rest...)
+		if !ok || !st.State.Desired.Done || st.State.Desired.Active != failover.Backup {
+			return false
+		}
+		for _, e := range st.State.History {
+			if e.Index == st.State.Desired.Gen && e.Kind == failover.KindAutoFailover {
+				d = e
+				return true
+			}
+		}
+		return false
+	}, "a new leader among %s and %s fails over and verifies", rest[0].ID, rest[1].ID)
+	checkTimeline(t, w, rest[0], d, killed)
 }
 
 // Issue 6 (2) and (4): a manual failover and failback with --wait through a
