@@ -11,8 +11,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/drwatch/drwatch/cmd/drwatch/api"
@@ -30,7 +32,11 @@ type clientFlags struct {
 	certFile  string
 	keyFile   string
 	tokenFile string
-	timeout   time.Duration
+	// timeout bounds one call to the cluster as a whole, every endpoint
+	// tried included; dialTimeout bounds each endpoint's connect and TLS
+	// handshake, so a frozen node costs that much and no more.
+	timeout     time.Duration
+	dialTimeout time.Duration
 }
 
 func (f *clientFlags) register(c *cobra.Command) {
@@ -41,8 +47,15 @@ func (f *clientFlags) register(c *cobra.Command) {
 	fs.StringVar(&f.certFile, "cert-file", "", "client certificate to present, from 'drwatch certs issue NAME --client' (env DRWATCH_CERT_FILE; needed where api.client_certs is required)")
 	fs.StringVar(&f.keyFile, "key-file", "", "the client certificate's key (env DRWATCH_KEY_FILE)")
 	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the bearer token for writes (env DRWATCH_TOKEN_FILE, or the token itself in DRWATCH_TOKEN)")
-	fs.DurationVar(&f.timeout, "timeout", 20*time.Second, "timeout of each API call")
+	fs.DurationVar(&f.timeout, "timeout", 20*time.Second, "time limit of each call to the cluster, every endpoint tried included")
+	fs.DurationVar(&f.dialTimeout, "dial-timeout", defaultDialTimeout, "time each endpoint has to accept the connection and finish the TLS handshake before the next one is tried")
 }
+
+// defaultDialTimeout is --dial-timeout's default, as etcdctl's: long enough
+// for a TLS handshake across regions, short enough that a frozen node (its
+// kernel still completes TCP connects) delays a command by seconds, not by
+// the whole --timeout.
+const defaultDialTimeout = 2 * time.Second
 
 // client talks to any node of the cluster: it tries each endpoint in turn
 // until one answers (any node serves reads and forwards writes).
@@ -50,7 +63,7 @@ type client struct {
 	endpoints []string
 	http      *http.Client
 	token     string
-	timeout   time.Duration
+	timeout   time.Duration // one call, all endpoints
 }
 
 // apiError is an error reply from a node.
@@ -152,9 +165,20 @@ func (f *clientFlags) client(needToken bool) (*client, error) {
 		}
 		tlsCfg.Certificates = []tls.Certificate{pair}
 	}
+	dial := f.dialTimeout
+	switch {
+	case dial < 0:
+		return nil, usageError{fmt.Errorf("--dial-timeout %s must be > 0", dial)}
+	case dial == 0:
+		dial = defaultDialTimeout
+	}
+	if f.timeout <= 0 {
+		return nil, usageError{fmt.Errorf("--timeout %s must be > 0", f.timeout)}
+	}
+	d := endpointDialer{budget: dial, tls: tlsCfg}
 	c := &client{endpoints: eps, timeout: f.timeout,
-		http: &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg, Proxy: nil,
-			DialContext: (&net.Dialer{Timeout: 5 * time.Second}).DialContext}}}
+		http: &http.Client{Transport: &http.Transport{Proxy: nil,
+			DialContext: d.dial, DialTLSContext: d.dialTLS}}}
 	if needToken {
 		tok, err := readToken(firstNonEmpty(f.tokenFile, os.Getenv("DRWATCH_TOKEN_FILE")))
 		if err != nil {
@@ -163,6 +187,49 @@ func (f *clientFlags) client(needToken bool) (*client, error) {
 		c.token = tok
 	}
 	return c, nil
+}
+
+// endpointDialer connects to one endpoint within budget, TLS handshake
+// included: a stopped process keeps its listening socket, so the kernel
+// completes the TCP connect and only the handshake hangs.
+type endpointDialer struct {
+	budget time.Duration
+	tls    *tls.Config
+}
+
+func (d endpointDialer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, d.budget)
+	defer cancel()
+	conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+	return conn, d.explain(ctx, err)
+}
+
+func (d endpointDialer) dialTLS(ctx context.Context, network, addr string) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, d.budget)
+	defer cancel()
+	raw, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, d.explain(ctx, err)
+	}
+	cfg := d.tls.Clone()
+	if cfg.ServerName == "" {
+		host, _, _ := net.SplitHostPort(addr)
+		cfg.ServerName = host
+	}
+	tc := tls.Client(raw, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		_ = raw.Close()
+		return nil, fmt.Errorf("tls handshake: %w", d.explain(ctx, err))
+	}
+	return tc, nil
+}
+
+// explain names the dial budget when it, not the caller, ended the dial.
+func (d endpointDialer) explain(ctx context.Context, err error) error {
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("no answer within --dial-timeout %s: %w", d.budget, err)
+	}
+	return err
 }
 
 func readToken(file string) (string, error) {
@@ -195,9 +262,13 @@ func firstNonEmpty(s ...string) string {
 	return ""
 }
 
-// do calls path on the first endpoint that answers. A reply, even an error
-// reply, ends the search; only transport failures and no_leader (this node
-// knows no leader and committed nothing) move to the next node.
+// do calls path on the first endpoint that answers, all within c.timeout.
+// A reply, even an error reply, ends the search. The next node is asked
+// only when the request cannot have been applied: no_leader (this node
+// knows no leader and committed nothing), or no connection to this node
+// (nothing was sent). A read is also asked again after any transport
+// failure, but a write that was sent is never sent again: the node may
+// have committed it, and a second node would commit it a second time.
 func (c *client) do(ctx context.Context, method, path string, body, out any) error {
 	var payload []byte
 	if body != nil {
@@ -206,20 +277,33 @@ func (c *client) do(ctx context.Context, method, path string, body, out any) err
 			return err
 		}
 	}
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	write := method != http.MethodGet
 	var errs []error
 	var noLeader *apiError
 	for _, ep := range c.endpoints {
-		err := c.once(ctx, ep, method, path, payload, out)
+		sent, err := c.once(ctx, ep, method, path, payload, out)
 		var ae *apiError
 		if errors.As(err, &ae) && ae.Code == api.CodeNoLeader && ctx.Err() == nil {
 			noLeader = ae
 			ae.Message = ep + ": " + ae.Message
 			continue
 		}
-		if err == nil || errors.As(err, &ae) || ctx.Err() != nil {
+		if err == nil || errors.As(err, &ae) {
 			return err
 		}
+		if ctx.Err() != nil && parent.Err() == nil {
+			err = fmt.Errorf("no reply within --timeout %s: %w", c.timeout, err)
+		}
+		if write && sent {
+			return fmt.Errorf("%s: %w; the write may have been committed: check 'drwatch history' before repeating it", ep, err)
+		}
 		errs = append(errs, fmt.Errorf("%s: %w", ep, err))
+		if ctx.Err() != nil {
+			break
+		}
 	}
 	if noLeader != nil {
 		if len(errs) > 0 {
@@ -230,16 +314,21 @@ func (c *client) do(ctx context.Context, method, path string, body, out any) err
 	return fmt.Errorf("no node answered: %w", errors.Join(errs...))
 }
 
-func (c *client) once(ctx context.Context, ep, method, path string, payload []byte, out any) error {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
+// once calls one endpoint. sent is false when no connection to it was made,
+// so nothing of the request can have reached it.
+func (c *client) once(ctx context.Context, ep, method, path string, payload []byte, out any) (sent bool, err error) {
+	var connected atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn: func(httptrace.GotConnInfo) { connected.Store(true) },
+	})
+	defer func() { sent = connected.Load() }()
 	var rd io.Reader
 	if payload != nil {
 		rd = bytes.NewReader(payload)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, ep+path, rd)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if payload != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -249,28 +338,28 @@ func (c *client) once(ctx context.Context, ep, method, path string, payload []by
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
 	if err != nil {
-		return err
+		return true, err
 	}
 	if resp.StatusCode >= 300 {
 		var eb api.ErrorBody
 		if json.Unmarshal(b, &eb) == nil && eb.Error.Code != "" {
-			return &apiError{Status: resp.StatusCode, ErrorDetail: eb.Error}
+			return true, &apiError{Status: resp.StatusCode, ErrorDetail: eb.Error}
 		}
-		return &apiError{Status: resp.StatusCode, ErrorDetail: api.ErrorDetail{Code: api.CodeInternal,
+		return true, &apiError{Status: resp.StatusCode, ErrorDetail: api.ErrorDetail{Code: api.CodeInternal,
 			Message: fmt.Sprintf("http %d from %s", resp.StatusCode, ep)}}
 	}
 	if out == nil {
-		return nil
+		return true, nil
 	}
 	if err := json.Unmarshal(b, out); err != nil {
-		return fmt.Errorf("reply from %s: %w", ep, err)
+		return true, fmt.Errorf("reply from %s: %w", ep, err)
 	}
-	return nil
+	return true, nil
 }
 
 func (c *client) status(ctx context.Context) (api.Status, error) {

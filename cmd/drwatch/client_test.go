@@ -2,9 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/pem"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,18 +17,14 @@ import (
 	"github.com/drwatch/drwatch/cmd/drwatch/api"
 )
 
-// replier answers every request with status and body, and counts them.
+// replier is a node that answers every request with status and body, and
+// counts them.
 func replier(t *testing.T, status int, body string) (*httptest.Server, *atomic.Int32) {
 	t.Helper()
-	var n atomic.Int32
-	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_, _ = w.Write([]byte(body))
-	}))
+	h, n := counting(status, body)
+	s := httptest.NewServer(h)
 	t.Cleanup(s.Close)
-	return s, &n
+	return s, n
 }
 
 const (
@@ -86,6 +86,147 @@ func TestClientMovesOnFromNoLeader(t *testing.T) {
 		}
 		if exitCode(cliErr(err)) != 3 {
 			t.Fatalf("no leader: got exit %d, want 3", exitCode(cliErr(err)))
+		}
+	})
+}
+
+// frozenEndpoint is a node whose process is stopped (SIGSTOP): its
+// listening socket stays in the kernel, so TCP connects succeed from the
+// backlog, but nothing ever accepts, and the TLS handshake never completes.
+func frozenEndpoint(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	return "https://" + ln.Addr().String()
+}
+
+// tlsReplier is replier over TLS; it returns the server and a CA file
+// that trusts it.
+func tlsReplier(t *testing.T, h http.HandlerFunc) (*httptest.Server, string) {
+	t.Helper()
+	s := httptest.NewTLSServer(h)
+	t.Cleanup(s.Close)
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw})
+	if err := os.WriteFile(ca, pemBytes, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return s, ca
+}
+
+// counting answers every request with status and body, and counts them.
+func counting(status int, body string) (http.HandlerFunc, *atomic.Int32) {
+	var n atomic.Int32
+	return func(w http.ResponseWriter, _ *http.Request) {
+		n.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(body))
+	}, &n
+}
+
+// TestClientSkipsFrozenNodeAfterDialTimeout: a frozen node costs the CLI
+// its dial budget (connect and TLS handshake), not the whole --timeout, and
+// since nothing reached it, a write goes to the next node, exactly once.
+func TestClientSkipsFrozenNodeAfterDialTimeout(t *testing.T) {
+	const timeout, dial = 10 * time.Second, 200 * time.Millisecond
+	for _, method := range []string{http.MethodGet, http.MethodPost} {
+		t.Run(method, func(t *testing.T) {
+			h, hits := counting(http.StatusOK, okBody)
+			good, ca := tlsReplier(t, h)
+			c, err := (&clientFlags{endpoints: []string{frozenEndpoint(t), good.URL}, caFile: ca,
+				timeout: timeout, dialTimeout: dial}).client(false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			var out api.WriteResponse
+			err = c.do(context.Background(), method, "/api/v1/pause", api.WriteRequest{}, &out)
+			took := time.Since(start)
+			if err != nil || out.Index != 7 || hits.Load() != 1 {
+				t.Fatalf("got %v, index %d, %d calls to the live node; want its reply after exactly 1 call", err, out.Index, hits.Load())
+			}
+			if took > timeout/4 {
+				t.Fatalf("took %s with a frozen first node, want about the dial timeout %s, far below --timeout %s", took, dial, timeout)
+			}
+		})
+	}
+}
+
+// TestClientTimeoutBoundsWholeCall: --timeout is the budget of the call
+// across every endpoint, not of each endpoint in turn.
+func TestClientTimeoutBoundsWholeCall(t *testing.T) {
+	const timeout = 1 * time.Second
+	eps := []string{frozenEndpoint(t), frozenEndpoint(t), frozenEndpoint(t)}
+	c, err := (&clientFlags{endpoints: eps, timeout: timeout, dialTimeout: time.Minute}).client(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err = c.do(context.Background(), http.MethodGet, "/api/v1/status", nil, nil)
+	took := time.Since(start)
+	if err == nil {
+		t.Fatal("got a reply from three frozen nodes")
+	}
+	if took > 2*timeout {
+		t.Fatalf("took %s for three frozen nodes, want at most about --timeout %s", took, timeout)
+	}
+}
+
+// TestClientNeverResendsASentWrite: once a write reached a node, a node
+// that then stops answering may have committed it, so the CLI reports that
+// and does not send it to another node. A read is safe to repeat.
+func TestClientNeverResendsASentWrite(t *testing.T) {
+	var stuck atomic.Int32
+	thaw := make(chan struct{})
+	hang, ca := tlsReplier(t, func(w http.ResponseWriter, r *http.Request) {
+		stuck.Add(1)
+		select { // frozen after it read the request
+		case <-r.Context().Done():
+		case <-thaw:
+		}
+	})
+	t.Cleanup(func() { close(thaw) }) // before the server's Close, which waits for handlers
+	t.Run("write", func(t *testing.T) {
+		good, hits := replier(t, http.StatusOK, okBody)
+		c, err := (&clientFlags{endpoints: []string{hang.URL, good.URL}, caFile: ca,
+			timeout: 500 * time.Millisecond, dialTimeout: time.Second}).client(false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = c.do(context.Background(), http.MethodPost, "/api/v1/pause", api.WriteRequest{}, nil)
+		if err == nil || hits.Load() != 0 {
+			t.Fatalf("got %v with %d calls to the next node, want an error and none", err, hits.Load())
+		}
+		if !strings.Contains(err.Error(), "may have been committed") || !strings.Contains(err.Error(), hang.URL) {
+			t.Fatalf("error %q: want it to name %s and say the write may have been committed", err, hang.URL)
+		}
+		if exitCode(cliErr(err)) != 1 {
+			t.Fatalf("got exit %d, want 1", exitCode(cliErr(err)))
+		}
+		if stuck.Load() != 1 {
+			t.Fatalf("the frozen node got %d calls, want 1", stuck.Load())
+		}
+	})
+	t.Run("read", func(t *testing.T) {
+		// A node that closes the connection after reading the request.
+		cut, caCut := tlsReplier(t, func(w http.ResponseWriter, r *http.Request) {
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				_ = conn.Close()
+			}
+		})
+		good, hits := replier(t, http.StatusOK, okBody)
+		c, err := (&clientFlags{endpoints: []string{cut.URL, good.URL}, caFile: caCut,
+			timeout: 10 * time.Second, dialTimeout: time.Second}).client(false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.do(context.Background(), http.MethodGet, "/api/v1/status", nil, nil); err != nil || hits.Load() != 1 {
+			t.Fatalf("got %v after %d calls to the next node, want its reply after 1", err, hits.Load())
 		}
 	})
 }
