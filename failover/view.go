@@ -57,6 +57,18 @@ const (
 	viewRemediationsTail = 20
 )
 
+// SiteVerdict is the quorum verdict on site as a reader should see it:
+// "waiting for the first reports" until a watcher has reported, when an
+// empty or NO_QUORUM verdict would say nothing true about the site.
+func (v View) SiteVerdict(site Site) string {
+	for _, n := range v.Nodes {
+		if n.Reported {
+			return string(v.Sites[site].Verdict)
+		}
+	}
+	return "waiting for the first reports"
+}
+
 // Pending says how close the active site is to DOWN at quorum, counting only
 // the watchers that are failing it (DESIGN §4 invariant 7). It is present
 // while at least one fresh watcher fails a critical probe of the active site

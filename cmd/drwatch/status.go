@@ -116,7 +116,7 @@ func printStatus(w io.Writer, st api.Status) {
 	fmt.Fprintln(tw, "SITE\tVERDICT\tUP\tDOWN\tABSTAIN\tQUORUM")
 	for _, site := range []failover.Site{failover.Primary, failover.Backup} {
 		t := v.Sites[site]
-		fmt.Fprintf(tw, "%s\t%s\t%d (%s)\t%d (%s)\t%s\t%d\n", site, t.Verdict, len(t.Up), join(t.Up), len(t.Down), join(t.Down), join(t.Abstain), t.Quorum)
+		fmt.Fprintf(tw, "%s\t%s\t%d (%s)\t%d (%s)\t%s\t%d\n", site, v.SiteVerdict(site), len(t.Up), join(t.Up), len(t.Down), join(t.Down), join(t.Abstain), t.Quorum)
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(w)

@@ -121,9 +121,7 @@ Ctrl-C stops everything.
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
 	for {
-		v := d.View()
-		line := fmt.Sprintf("active %s, gen %d verified=%v; primary %s, backup %s; lms.demo.test -> %s",
-			v.Active, v.Desired.Gen, v.Desired.Done, v.Sites[failover.Primary].Verdict, v.Sites[failover.Backup].Verdict, d.answer("lms.demo.test"))
+		line := statusLine(d.View(), d.answer("lms.demo.test"))
 		if line != last {
 			d.say("%s", line)
 			last = line
@@ -134,6 +132,12 @@ Ctrl-C stops everything.
 		case <-t.C:
 		}
 	}
+}
+
+// statusLine is the interactive demo's one-line status.
+func statusLine(v failover.View, answer string) string {
+	return fmt.Sprintf("active %s, gen %d verified=%v; primary %s, backup %s; lms.demo.test -> %s",
+		v.Active, v.Desired.Gen, v.Desired.Done, v.SiteVerdict(failover.Primary), v.SiteVerdict(failover.Backup), answer)
 }
 
 func host(addr string) string { h, _, _ := strings.Cut(addr, ":"); return h }
