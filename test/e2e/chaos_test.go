@@ -11,9 +11,9 @@ import (
 	"github.com/drwatch/drwatch/test/faultproxy"
 )
 
-// Chaos scenarios of issue 9. Scenario 1 is TestAutoFailoverWhenPrimaryCaddyDies,
+// The chaos scenarios. Scenario 1 is TestAutoFailoverWhenPrimaryCaddyDies,
 // 4 is TestLeaderKilledBetweenWriteAndResult and 10 is TestPausedOutageThenResume
-// (issue6_test.go).
+// (failover_e2e_test.go).
 
 // Scenario 2: the primary is blackholed (every probe times out).
 // Invariant: BIND answers the backup within (fall+1)×interval+1s plus one

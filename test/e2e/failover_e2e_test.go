@@ -11,7 +11,7 @@ import (
 	"github.com/drwatch/drwatch/test/faultproxy"
 )
 
-// Issue 6 (1) and chaos scenario 1: the primary's Caddy is killed. The
+// Chaos scenario 1: the primary's Caddy is killed. The
 // watchers flip DNS on their own, BIND answers the backup within
 // (fall+1)×interval+1s of the kill, and every node's history carries the
 // automatic decision with the DOWN voters as evidence, verified once.
@@ -111,7 +111,7 @@ func TestDetectedBeforeADecisionThatWaitedForALeader(t *testing.T) {
 	checkTimeline(t, w, rest[0], d, killed)
 }
 
-// Issue 6 (2) and (4): a manual failover and failback with --wait through a
+// A manual failover and failback with --wait through a
 // follower's API; writes without a token or with a wrong one get 401 and
 // commit nothing; a good token's actor is recorded.
 func TestManualFailoverThroughFollower(t *testing.T) {
@@ -185,7 +185,7 @@ func TestManualFailoverThroughFollower(t *testing.T) {
 	})
 }
 
-// Issue 6 (3) and chaos scenario 10: paused, an outage of the primary is
+// Chaos scenario 10: paused, an outage of the primary is
 // seen at quorum but causes no flip; resume lets the flip happen.
 func TestPausedOutageThenResume(t *testing.T) {
 	w := Start(t, Options{})
@@ -230,7 +230,7 @@ func TestPausedOutageThenResume(t *testing.T) {
 	}
 }
 
-// Issue 6 (5) and chaos scenario 4: the leader is killed after its DNS
+// Chaos scenario 4: the leader is killed after its DNS
 // write reached BIND but before it learned the outcome, so before it could
 // propose the ActionResult. The UPDATE's replies are delayed by the fault
 // proxy on the reconciler's path to BIND. The new leader must finish the
@@ -329,7 +329,7 @@ func checkFence(t *testing.T, w *World, gen uint64) {
 	}
 }
 
-// Issue 6 (daemon): SIGTERM on the leader hands leadership over and exits
+// SIGTERM on the leader hands leadership over and exits
 // 0; the survivors keep a leader and serve reads.
 func TestGracefulStopHandsOver(t *testing.T) {
 	w := Start(t, Options{})
