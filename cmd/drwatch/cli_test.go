@@ -235,6 +235,12 @@ func TestCLIAgainstCluster(t *testing.T) {
 		if code != 0 || !strings.Contains(out, "primary") {
 			t.Errorf("explain %d: exit %d %s\n%s", gen, code, stderr, out)
 		}
+		// The story may have moved on (verified since), not the decision.
+		latest, stderr, code := run(t, append([]string{"explain"}, conn...)...)
+		first := func(s string) string { l, _, _ := strings.Cut(s, "\n"); return l }
+		if code != 0 || first(latest) != first(out) {
+			t.Errorf("explain with no generation: exit %d %s\n%s\nwant the latest decision's (gen %d):\n%s", code, stderr, latest, gen, out)
+		}
 	})
 
 	t.Run("a dry run lists the rules the real command checks and exits like it", func(t *testing.T) {

@@ -68,21 +68,26 @@ func (h *historyCmd) Run(ctx context.Context, w io.Writer) error {
 	return tw.Flush()
 }
 
-// explainCmd is `drwatch explain GEN`.
+// explainCmd is `drwatch explain [GEN]`.
 type explainCmd struct{ flags clientFlags }
 
 func newExplainCmd() *cobra.Command {
 	e := &explainCmd{}
 	c := &cobra.Command{
-		Use:   "explain GEN",
-		Short: "The evidence behind a decision, in words",
+		Use:   "explain [GEN]",
+		Short: "The evidence behind a decision, in words (default: the latest)",
 		RunE: func(c *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageError{errors.New("explain takes one generation number")}
-			}
-			gen, err := strconv.ParseUint(args[0], 10, 64)
-			if err != nil || gen == 0 {
-				return usageError{fmt.Errorf("generation %q is not a positive integer", args[0])}
+			var gen uint64 // 0: the latest decision
+			switch len(args) {
+			case 0:
+			case 1:
+				var err error
+				gen, err = strconv.ParseUint(args[0], 10, 64)
+				if err != nil || gen == 0 {
+					return usageError{fmt.Errorf("generation %q is not a positive integer", args[0])}
+				}
+			default:
+				return usageError{errors.New("explain takes at most one generation number")}
 			}
 			return e.Run(c.Context(), stdout(c), gen)
 		},
@@ -91,11 +96,20 @@ func newExplainCmd() *cobra.Command {
 	return c
 }
 
-// Run prints the explanation of gen.
+// Run prints the explanation of gen, or of the latest decision when gen is 0.
 func (e *explainCmd) Run(ctx context.Context, w io.Writer, gen uint64) error {
 	cl, err := e.flags.client(false)
 	if err != nil {
 		return err
+	}
+	if gen == 0 {
+		st, err := cl.status(ctx)
+		if err != nil {
+			return cliErr(err)
+		}
+		if gen = st.State.Desired.Gen; gen == 0 {
+			return errors.New("no decision yet: drwatch has not changed the records")
+		}
 	}
 	var out struct {
 		Explanation string `json:"explanation"`
