@@ -85,7 +85,20 @@ func slogLevel(level hclog.Level) slog.Level {
 	}
 }
 
+// raftLevels re-grades raft messages whose level says "a human must act"
+// for what is a normal, self-healing state change.
+var raftLevels = map[string]hclog.Level{
+	// A leader learns that a peer has a newer term: it was deposed, and it
+	// steps down. Every leadership transfer (a graceful shutdown hands
+	// leadership over) ends with it, and after a partition heals it is
+	// the cluster recovering.
+	"peer has newer term, stopping replication": hclog.Warn,
+}
+
 func (h *hclogAdapter) Log(level hclog.Level, msg string, args ...any) {
+	if l, ok := raftLevels[msg]; ok {
+		level = l
+	}
 	lv := slogLevel(level)
 	ctx := context.Background()
 	if !h.l.Enabled(ctx, lv) {
