@@ -125,6 +125,19 @@ func (s *logSink) count(msg string, match map[string]string) int {
 	return n
 }
 
+// atLeast returns the records at level or above.
+func (s *logSink) atLeast(level slog.Level) []logRecord {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []logRecord
+	for _, r := range s.records {
+		if r.level >= level {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 func (s *logSink) dump(t testing.TB, id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

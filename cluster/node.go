@@ -570,10 +570,34 @@ func (n *Node) Shutdown(ctx context.Context) error {
 				n.logger.Info("leadership transferred before shutdown")
 			}
 		}
+		// Close nothing under raft while it works: first the peers'
+		// streams end cleanly, then raft stops (its replication
+		// goroutines included), and only then do closeAll's sockets
+		// close. Each wait is bounded: a read raft cannot leave (a
+		// snapshot being installed) ends only when closeAll closes it.
+		dctx, cancel := context.WithTimeout(ctx, drainWait)
+		defer cancel()
+		if n.mux != nil {
+			n.mux.drainInbound(dctx)
+		}
+		stopped := make(chan struct{})
+		if n.raft != nil && n.spawn(func() {
+			_ = n.raft.Shutdown().Error() // closeAll reports its error
+			close(stopped)
+		}) {
+			select {
+			case <-stopped:
+			case <-dctx.Done():
+			}
+		}
 		n.shutdownErr = n.closeAll()
 	})
 	return n.shutdownErr
 }
+
+// drainWait bounds how long Shutdown waits for raft to end the peers'
+// streams and stop before closeAll closes the sockets under it.
+const drainWait = 2 * time.Second
 
 // kill stops the node without handing over leadership, as a crash would
 // (tests).

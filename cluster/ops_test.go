@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"os"
 	"slices"
@@ -442,3 +443,26 @@ func TestMetrics(t *testing.T) {
 }
 
 var _ = strings.Contains
+
+// TestGracefulShutdownLogsNoError: a leader that hands over and stops
+// logs nothing at ERROR. Its peers keep sending to it until it is gone; the
+// streams it closes on the way out end as the peer closing them would,
+// not as raft's "failed to decode incoming command" errors.
+func TestGracefulShutdownLogsNoError(t *testing.T) {
+	tc := newCluster(t, 3, nil)
+	l := tc.leader(electionBound(testConfig()))
+	tc.propose(l, "before")
+	ctx, cancel := context.WithTimeout(context.Background(), long)
+	defer cancel()
+	if err := l.node.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	l.node = nil
+	// By the time the survivors commit, every stream of the stopped node
+	// has ended.
+	tc.propose(tc.leader(long), "after")
+	tc.converged(long, []string{"before", "after"})
+	for _, r := range l.logs.atLeast(slog.LevelError) {
+		t.Errorf("graceful shutdown of %s logged at %s: %s %v", l.id, r.level, r.msg, r.attrs)
+	}
+}

@@ -5,9 +5,11 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -46,11 +48,12 @@ type mux struct {
 	raftConns chan net.Conn
 	pending   chan struct{} // semaphore of handshakes in flight
 
-	mu     sync.Mutex
-	conns  map[net.Conn]struct{} // every conn in or out, closed at shutdown
-	closed bool
-	done   chan struct{}
-	wg     sync.WaitGroup
+	mu       sync.Mutex
+	conns    map[net.Conn]struct{} // every conn in or out, closed at shutdown
+	closed   bool
+	draining bool // inbound raft streams are refused (drainInbound)
+	done     chan struct{}
+	wg       sync.WaitGroup
 }
 
 func (m *mux) start() {
@@ -150,7 +153,7 @@ func (m *mux) handshake(raw net.Conn) {
 		// connections it accepted; the wrapper keeps it on our list so
 		// shutdown can.
 		m.untrack(raw)
-		c, ok := m.wrap(tc)
+		c, ok := m.wrap(tc, true)
 		if !ok {
 			return
 		}
@@ -228,7 +231,7 @@ func (m *mux) dial(ctx context.Context, addr, expectedID string, proto byte) (ne
 		return nil, fmt.Errorf("announce protocol to %s: %w", addr, err)
 	}
 	_ = tc.SetWriteDeadline(time.Time{})
-	c, ok := m.wrap(tc)
+	c, ok := m.wrap(tc, false)
 	if !ok {
 		return nil, ErrShutdown
 	}
@@ -242,23 +245,80 @@ func (m *mux) dial(ctx context.Context, addr, expectedID string, proto byte) (ne
 // sockets nobody closes.
 type trackedConn struct {
 	net.Conn
-	m    *mux
-	once sync.Once
+	m        *mux
+	once     sync.Once
+	inbound  bool          // a raft stream a peer opened to us
+	closed   chan struct{} // closed by Close
+	draining atomic.Bool
 }
 
 func (c *trackedConn) Close() error {
-	c.once.Do(func() { c.m.untrack(c) })
+	c.once.Do(func() {
+		c.m.untrack(c)
+		close(c.closed)
+	})
 	return c.Conn.Close()
 }
 
-// wrap tracks c; false (and c closed) once the mux is shut down.
-func (m *mux) wrap(c net.Conn) (net.Conn, bool) {
-	t := &trackedConn{Conn: c, m: m}
-	if !m.track(t) {
+// Read ends a drained stream with io.EOF: raft's NetworkTransport takes
+// that as the peer closing the stream, and logs any other read error at
+// ERROR ("failed to decode incoming command").
+func (c *trackedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err != nil && c.draining.Load() {
+		return n, io.EOF
+	}
+	return n, err
+}
+
+// drain makes the stream end at its next read, waking a read that waits
+// for the peer's next command. Writes still work, so a command raft is
+// answering gets its reply.
+func (c *trackedConn) drain() {
+	c.draining.Store(true)
+	_ = c.Conn.SetReadDeadline(time.Now())
+}
+
+// wrap tracks c; false (and c closed) once the mux is shut down, or, for
+// an inbound stream, draining.
+func (m *mux) wrap(c net.Conn, inbound bool) (net.Conn, bool) {
+	t := &trackedConn{Conn: c, m: m, inbound: inbound, closed: make(chan struct{})}
+	m.mu.Lock()
+	refuse := inbound && m.draining
+	m.mu.Unlock()
+	if refuse || !m.track(t) {
 		_ = c.Close()
 		return nil, false
 	}
 	return t, true
+}
+
+// drainInbound is the first step of a graceful stop: every raft stream a
+// peer opened ends at its next read, as if the peer had closed it, and new
+// ones are refused. It returns once raft has closed them all, or when ctx
+// ends. Closing them under raft instead (mux.close) fails its reads with
+// "use of closed network connection", and a command caught between read
+// and reply fails with "transport shutdown"; raft logs both at ERROR.
+func (m *mux) drainInbound(ctx context.Context) {
+	m.mu.Lock()
+	m.draining = true
+	var streams []*trackedConn
+	for c := range m.conns {
+		if t, ok := c.(*trackedConn); ok && t.inbound {
+			streams = append(streams, t)
+		}
+	}
+	m.mu.Unlock()
+	for _, t := range streams {
+		t.drain()
+	}
+	for _, t := range streams {
+		select {
+		case <-t.closed:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // close stops accepting, closes every connection it still owns and waits
