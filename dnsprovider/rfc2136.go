@@ -240,8 +240,7 @@ func (p *RFC2136) Swap(ctx context.Context, expected, desired []RRset, fenceOld,
 		}
 		n++
 	}
-	fenceTTL := 60 * time.Second
-	if err := p.addReplace(m, RRset{Name: p.fence, Type: "TXT", TTL: fenceTTL, Values: []string{FenceText(fenceNew)}}); err != nil {
+	if err := p.addReplace(m, RRset{Name: p.fence, Type: "TXT", TTL: FenceTTL, Values: []string{FenceText(fenceNew)}}); err != nil {
 		return fmt.Errorf("rfc2136 swap: %w", err)
 	}
 	err := p.send(ctx, m)

@@ -102,6 +102,9 @@ type CompareAndSwapper interface {
 	Swap(ctx context.Context, expected, desired []RRset, fenceOld, fenceNew uint64) error
 }
 
+// FenceTTL is the TTL Swap writes the fence TXT record with.
+const FenceTTL = 60 * time.Second
+
 // FenceText is the fence TXT record's text for a generation.
 func FenceText(gen uint64) string { return fmt.Sprintf("gen=%d", gen) }
 
@@ -282,6 +285,12 @@ func sameValues(a, b RRset) bool {
 	ca, cb := canonicalSet(a), canonicalSet(b)
 	return slices.Equal(ca, cb)
 }
+
+// Equal reports whether s and o hold the same records with the same TTL in
+// whole seconds (values compared canonically and in any order; an absent
+// RRset equals an absent one whatever its TTL). A TTL difference is a
+// difference: resolvers would cache the answer for the wrong time.
+func (s RRset) Equal(o RRset) bool { return sameRRset(s, o) }
 
 // sameRRset reports whether two RRsets are equal including TTL (an absent
 // RRset equals an absent one whatever its TTL).

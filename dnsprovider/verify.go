@@ -72,7 +72,8 @@ type ServerResult struct {
 	Server string
 	// NS is the name server's name when found through the NS set.
 	NS string
-	// Matched is true when the server served every desired RRset.
+	// Matched is true when the server served every desired RRset, TTL
+	// included.
 	Matched bool
 	// After is the time from the start of verification to the first
 	// matching answer (the propagation time), or to the give-up.
@@ -169,7 +170,8 @@ func (v *Verifier) Servers(ctx context.Context) ([]ServerResult, error) {
 	return slices.CompactFunc(out, func(a, b ServerResult) bool { return a.Server == b.Server }), nil
 }
 
-// Check asks every authoritative server once (for `drwatch dns check`).
+// Check asks every authoritative server once (for `drwatch dns check` and
+// the status), comparing as Verify does: a TTL difference is drift.
 // It returns an error only when the server list cannot be found; per-server
 // disagreement is in the result (Verification.Err).
 func (v *Verifier) Check(ctx context.Context, desired []RRset) (*Verification, error) {
@@ -177,7 +179,7 @@ func (v *Verifier) Check(ctx context.Context, desired []RRset) (*Verification, e
 }
 
 // Verify polls every authoritative server until each serves the desired
-// RRsets (values compared, TTL ignored) or the timeout ends, and reports the
+// RRsets (values and TTL, as RRset.Equal) or the timeout ends, and reports the
 // propagation time per server. It returns an error only when the server list
 // cannot be found; laggards are named by Verification.Err. It writes nothing.
 func (v *Verifier) Verify(ctx context.Context, desired []RRset) (*Verification, error) {
@@ -237,7 +239,7 @@ func (v *Verifier) pollOne(ctx context.Context, start time.Time, r *ServerResult
 			r.Got = got
 			r.Matched = true
 			for i := range desired {
-				if !sameValues(got[i], desired[i]) {
+				if !sameRRset(got[i], desired[i]) {
 					r.Matched = false
 				}
 			}

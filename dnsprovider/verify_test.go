@@ -84,3 +84,32 @@ func TestSwapTooLarge(t *testing.T) {
 		t.Fatalf("Swap of 1500 rrsets: got %v, want ErrTooLarge (terminal)", err)
 	}
 }
+
+// TestCheckCountsTTL: a server that serves the desired values with another
+// TTL does not match; resolvers would cache the answer for the wrong time.
+func TestCheckCountsTTL(t *testing.T) {
+	srv, err := dnstest.Start("127.0.0.1:0", testZone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	if err := srv.Seed("lms 60 IN A 203.0.113.10"); err != nil {
+		t.Fatal(err)
+	}
+	v, err := dnsprovider.NewVerifier(testZone, dnsprovider.VerifyConfig{Servers: []string{srv.Addr()}, Timeout: time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		ttl  time.Duration
+		want bool
+	}{{5 * time.Second, false}, {time.Minute, true}} {
+		res, err := v.Check(context.Background(), []dnsprovider.RRset{{Name: "lms", Type: "A", TTL: tc.ttl, Values: []string{"203.0.113.10"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.OK() != tc.want {
+			t.Errorf("desired ttl %s against served 60s: got match %v, want %v", tc.ttl, res.OK(), tc.want)
+		}
+	}
+}

@@ -326,11 +326,7 @@ func withFence(want []dnsprovider.RRset, cas dnsprovider.CompareAndSwapper, isCA
 		return want
 	}
 	out := slices.Clone(want)
-	ttl := time.Minute
-	if len(want) > 0 {
-		ttl = want[0].TTL
-	}
-	return append(out, dnsprovider.RRset{Name: cas.FenceName(), Type: "TXT", TTL: ttl, Values: []string{dnsprovider.FenceText(gen)}})
+	return append(out, dnsprovider.RRset{Name: cas.FenceName(), Type: "TXT", TTL: dnsprovider.FenceTTL, Values: []string{dnsprovider.FenceText(gen)}})
 }
 
 // ToProvider converts the decision core's RRsets (absolute names) into the
@@ -369,21 +365,11 @@ func FromProvider(in []dnsprovider.RRset, zone string) []failover.RRset {
 	return out
 }
 
-// sameRecords compares by value (order-insensitive, TTL ignored), as the
-// compare-and-swap prerequisites do.
+// sameRecords reports whether DNS holds want, TTL included (RRset.Equal):
+// a TTL that differs is drift to report and, for an unfinished decision,
+// to write.
 func sameRecords(actual, want []dnsprovider.RRset) bool {
-	if len(actual) != len(want) {
-		return false
-	}
-	for i := range want {
-		a, w := slices.Clone(actual[i].Values), slices.Clone(want[i].Values)
-		slices.Sort(a)
-		slices.Sort(w)
-		if !slices.Equal(a, w) {
-			return false
-		}
-	}
-	return true
+	return slices.EqualFunc(actual, want, dnsprovider.RRset.Equal)
 }
 
 func describe(sets []dnsprovider.RRset) string {

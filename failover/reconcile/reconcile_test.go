@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"sync"
@@ -72,6 +73,13 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
+	return newFixtureTTL(t, 60)
+}
+
+// newFixtureTTL is newFixture with the policy's records at ttl seconds
+// (the zone is seeded with 60).
+func newFixtureTTL(t *testing.T, ttl int) *fixture {
+	t.Helper()
 	srv, err := dnstest.Start("127.0.0.1:0", zone, dnstest.Key{Name: "drwatch.", Algorithm: "hmac-sha256", Secret: secret})
 	if err != nil {
 		t.Fatal(err)
@@ -102,8 +110,8 @@ func newFixture(t *testing.T) *fixture {
 		},
 		Zone: zone,
 		Records: []failover.Record{
-			{Name: "lms", Type: "A", TTL: 60, Primary: []string{"192.0.2.1"}, Backup: []string{"198.51.100.1"}},
-			{Name: "studio", Type: "A", TTL: 60, Primary: []string{"192.0.2.1"}, Backup: []string{"198.51.100.1"}},
+			{Name: "lms", Type: "A", TTL: ttl, Primary: []string{"192.0.2.1"}, Backup: []string{"198.51.100.1"}},
+			{Name: "studio", Type: "A", TTL: ttl, Primary: []string{"192.0.2.1"}, Backup: []string{"198.51.100.1"}},
 		},
 	}}.Command())
 	rec, err := New(Config{Node: "a", State: fc.m, Cluster: fc, DNS: prov, Verifier: ver, Interval: time.Second})
@@ -136,24 +144,30 @@ type fixedState failover.Desired
 func (s fixedState) Desired() failover.Desired { return failover.Desired(s) }
 
 // Before any decision (generation 0) the operator's DNS is left alone, even
-// when it differs from what the policy would publish.
+// when it differs from what the policy would publish, by value or only by
+// TTL; the difference is reported.
 func TestNoWriteBeforeFirstDecision(t *testing.T) {
-	f := newFixture(t)
-	state := fixedState{Gen: 0, Active: failover.Primary, Records: []failover.RRset{
+	for _, want := range []failover.RRset{
 		{Name: "lms.example.test.", Type: "A", TTL: 60, Values: []string{"203.0.113.200"}},
-	}}
-	rec, err := New(Config{Node: "a", State: state, Cluster: f.cluster, DNS: f.prov, Interval: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := rec.Pass(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if n := f.updates(); n != 0 {
-		t.Fatalf("got %d dns updates before any decision, want 0", n)
-	}
-	if rep := rec.Last(); rep.Action != "observe" || rep.Match {
-		t.Errorf("got action %q match %v, want observe and a reported mismatch", rep.Action, rep.Match)
+		{Name: "lms.example.test.", Type: "A", TTL: 5, Values: []string{"192.0.2.1"}}, // served: 60 A 192.0.2.1
+	} {
+		t.Run(fmt.Sprintf("ttl %d %v", want.TTL, want.Values), func(t *testing.T) {
+			f := newFixture(t)
+			state := fixedState{Gen: 0, Active: failover.Primary, Records: []failover.RRset{want}}
+			rec, err := New(Config{Node: "a", State: state, Cluster: f.cluster, DNS: f.prov, Interval: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := rec.Pass(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if n := f.updates(); n != 0 {
+				t.Fatalf("got %d dns updates before any decision, want 0", n)
+			}
+			if rep := rec.Last(); rep.Action != "observe" || rep.Match {
+				t.Errorf("got action %q match %v, want observe and a reported mismatch", rep.Action, rep.Match)
+			}
+		})
 	}
 }
 
@@ -321,27 +335,34 @@ func TestLostRaceIsAConflictAndKeepsTheNewerWrite(t *testing.T) {
 }
 
 func TestDriftAfterVerifiedIsReportedNotReverted(t *testing.T) {
-	f := newFixture(t)
-	f.failoverTo(t, failover.Backup)
-	if _, err := f.rec.Pass(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.prov.SetRecords(context.Background(), []dnsprovider.RRset{{Name: "lms", Type: "A", TTL: time.Minute, Values: []string{"192.0.2.77"}}}); err != nil {
-		t.Fatal(err)
-	}
-	before := f.updates()
-	if _, err := f.rec.Pass(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	rep := f.rec.Last()
-	if rep.Match || rep.Action != "none" {
-		t.Errorf("got match %v action %q, want drift reported (false, none)", rep.Match, rep.Action)
-	}
-	if f.updates() != before {
-		t.Error("drift was silently reverted")
-	}
-	if !strings.Contains(describe(rep.Actual), "192.0.2.77") {
-		t.Errorf("report does not show the drifted value: %s", describe(rep.Actual))
+	for _, drift := range []dnsprovider.RRset{
+		{Name: "lms", Type: "A", TTL: time.Minute, Values: []string{"192.0.2.77"}},
+		{Name: "lms", Type: "A", TTL: time.Hour, Values: []string{"198.51.100.1"}}, // the decision's value, another TTL
+	} {
+		t.Run(drift.String(), func(t *testing.T) {
+			f := newFixture(t)
+			f.failoverTo(t, failover.Backup)
+			if _, err := f.rec.Pass(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.prov.SetRecords(context.Background(), []dnsprovider.RRset{drift}); err != nil {
+				t.Fatal(err)
+			}
+			before := f.updates()
+			if _, err := f.rec.Pass(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			rep := f.rec.Last()
+			if rep.Match || rep.Action != "none" {
+				t.Errorf("got match %v action %q, want drift reported (false, none)", rep.Match, rep.Action)
+			}
+			if f.updates() != before {
+				t.Error("drift was silently reverted")
+			}
+			if !strings.Contains(describe(rep.Actual), drift.String()) {
+				t.Errorf("report does not show the drifted record %s: %s", drift, describe(rep.Actual))
+			}
+		})
 	}
 }
 
@@ -361,5 +382,26 @@ func TestProviderRoundTrip(t *testing.T) {
 	}
 	if got := FromProvider(nil, "example.org."); got != nil {
 		t.Fatalf("FromProvider(nil): got %+v, want nil", got)
+	}
+}
+
+// TestFlipVerifiesWithShortTTL: a flip to records with a 5 s TTL is
+// written with that TTL and verified, the fence with the TTL the swap
+// gives it.
+func TestFlipVerifiesWithShortTTL(t *testing.T) {
+	f := newFixtureTTL(t, 5)
+	gen := f.failoverTo(t, failover.Backup)
+	if _, err := f.rec.Pass(context.Background()); err != nil {
+		t.Fatalf("got %v, want the flip written and verified", err)
+	}
+	if d := f.cluster.m.Desired(); d.Gen != gen || !d.Done {
+		t.Fatalf("got desired gen %d done=%v, want gen %d verified", d.Gen, d.Done, gen)
+	}
+	got, err := f.prov.GetRecords(context.Background(), []dnsprovider.RRsetID{{Name: "lms", Type: "A"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0].TTL != 5*time.Second {
+		t.Errorf("served ttl: got %s, want 5s", got[0].TTL)
 	}
 }

@@ -180,7 +180,9 @@ func Start(ctx context.Context, o Options) (d *Demo, err error) {
 	if d.DNS, err = dnstest.Start("127.0.0.1:0", Zone, dnstest.Key{Name: "drwatch.", Algorithm: "hmac-sha256", Secret: tsig}); err != nil {
 		return nil, err
 	}
-	if err := d.DNS.Seed("lms 60 IN A "+PrimaryIP, "studio 60 IN A "+PrimaryIP); err != nil {
+	// The configured ttl (5, in the config below): DNS matches the records
+	// before the first decision, as a zone set up for drwatch would.
+	if err := d.DNS.Seed("lms 5 IN A "+PrimaryIP, "studio 5 IN A "+PrimaryIP); err != nil {
 		return nil, err
 	}
 
