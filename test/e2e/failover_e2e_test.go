@@ -341,6 +341,9 @@ func TestGracefulStopHandsOver(t *testing.T) {
 	if l := LogLines(leader, "stopped"); len(l) == 0 {
 		t.Errorf("leader %s did not log its orderly stop", leader.ID)
 	}
+	if l := LogLines(leader, "level=ERROR"); len(l) > 0 {
+		t.Errorf("leader %s logged errors while it handed over and stopped:\n%s", leader.ID, strings.Join(l, "\n"))
+	}
 	Eventually(t, 30*time.Second, func() bool {
 		st, ok := w.LeaderView()
 		return ok && st.Leader != leader.ID
@@ -350,5 +353,56 @@ func TestGracefulStopHandsOver(t *testing.T) {
 		if err != nil || c != 0 {
 			t.Errorf("SIGTERM on %s: exit %d (%v), want 0", n.ID, c, err)
 		}
+	}
+}
+
+// A frozen watcher (SIGSTOP: its kernel still completes TCP connects, the
+// TLS handshake hangs) listed first costs the CLI its --dial-timeout, not
+// --timeout: status answers from the next watcher, and a write, never sent
+// to the frozen one, is committed exactly once.
+func TestCLISkipsFrozenWatcher(t *testing.T) {
+	w := Start(t, Options{})
+	frozen := w.Follower()
+	if frozen == nil {
+		t.Fatal("no follower")
+	}
+	var live *Node
+	for _, n := range w.Running() {
+		if n != frozen {
+			live = n
+		}
+	}
+	if err := frozen.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = frozen.Thaw() })
+	conn := []string{"--endpoint", frozen.URL() + "," + live.URL(), "--ca-file", w.CAFile, "--token-file", w.TokenFile,
+		"--timeout", "20s", "--dial-timeout", "1s"}
+	for _, args := range [][]string{
+		{"status"},
+		{"pause", "--reason", "frozen watcher", "--yes"},
+	} {
+		start := time.Now()
+		out, stderr, code := w.Run(append(args, conn...)...)
+		took := time.Since(start)
+		if code != 0 {
+			t.Fatalf("%s with %s frozen: exit %d\n%s%s", args[0], frozen.ID, code, out, stderr)
+		}
+		if took > 10*time.Second {
+			t.Errorf("%s with %s frozen took %s, want about --dial-timeout 1s, far below --timeout 20s", args[0], frozen.ID, took)
+		}
+	}
+	h, err := w.History(live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range h {
+		if e.Kind == failover.KindPause && e.Reason == "frozen watcher" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("pause entries in the history: got %d, want 1", n)
 	}
 }
