@@ -250,3 +250,42 @@ func TestFailbackGateNamesPrimaryProbes(t *testing.T) {
 		t.Errorf("got %v", ps)
 	}
 }
+
+// A provider's section takes only the fields that provider uses: a PowerDNS
+// url or server_id under a hosted provider would be silently ignored, so it
+// is an unknown key.
+func TestProviderSectionTakesOnlyItsOwnFields(t *testing.T) {
+	const rfc2136 = `provider: rfc2136
+  rfc2136: { server: "ns1.example.net:53", key_name: drwatch., key_file: /etc/drwatch/tsig.key, algorithm: hmac-sha256 }`
+	tests := []struct {
+		name, section, wantPath string // wantPath "": accepted
+	}{
+		{"powerdns url", "provider: powerdns\n  powerdns: { url: \"http://127.0.0.1:8081\", server_id: localhost, api_token_env: PDNS_KEY }", ""},
+		{"cloudflare token", "provider: cloudflare\n  cloudflare: { api_token_env: CF_TOKEN }", ""},
+		{"cloudflare url", "provider: cloudflare\n  cloudflare: { url: \"https://api.cloudflare.com\", api_token_env: CF_TOKEN }", "dns.cloudflare.url"},
+		{"digitalocean server_id", "provider: digitalocean\n  digitalocean: { server_id: localhost, api_token_env: DO_TOKEN }", "dns.digitalocean.server_id"},
+		{"hetzner url", "provider: hetzner\n  hetzner: { url: \"https://dns.hetzner.com\", api_token_env: H_TOKEN }", "dns.hetzner.url"},
+		{"desec server_id", "provider: desec\n  desec: { server_id: x, api_token_env: DESEC_TOKEN }", "dns.desec.server_id"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			y := validYAML(t)
+			if !strings.Contains(y, rfc2136) {
+				t.Fatalf("test bug: the rfc2136 section is not in valid.yaml")
+			}
+			_, ps := loadString(t, strings.Replace(y, rfc2136, tt.section, 1))
+			if tt.wantPath == "" {
+				if ps != nil {
+					t.Fatalf("got problems:\n%v\nwant none", ps)
+				}
+				return
+			}
+			for _, p := range ps {
+				if p.Path == tt.wantPath && strings.Contains(p.Msg, "unknown key") {
+					return
+				}
+			}
+			t.Errorf("got problems:\n%v\nwant %s: unknown key", ps, tt.wantPath)
+		})
+	}
+}

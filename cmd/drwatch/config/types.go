@@ -143,11 +143,11 @@ type DNS struct {
 	Records      []Record   `yaml:"records" doc:"The records to flip. Each has targets for both sites."`
 	Verify       Verify     `yaml:"verify" doc:"Checking the flip at every authoritative server."`
 	RFC2136      *RFC2136   `yaml:"rfc2136" doc:"provider rfc2136: dynamic update with TSIG (compare-and-swap)."`
-	PowerDNS     *TokenAPI  `yaml:"powerdns" doc:"provider powerdns: the HTTP API (no compare-and-swap)."`
-	Cloudflare   *TokenAPI  `yaml:"cloudflare" doc:"provider cloudflare (no compare-and-swap)."`
-	DigitalOcean *TokenAPI  `yaml:"digitalocean" doc:"provider digitalocean (no compare-and-swap)."`
-	Hetzner      *TokenAPI  `yaml:"hetzner" doc:"provider hetzner (no compare-and-swap)."`
-	DeSEC        *TokenAPI  `yaml:"desec" doc:"provider desec (no compare-and-swap)."`
+	PowerDNS     *PowerDNS  `yaml:"powerdns" doc:"provider powerdns: the HTTP API (no compare-and-swap)."`
+	Cloudflare   *APIToken  `yaml:"cloudflare" doc:"provider cloudflare (no compare-and-swap)."`
+	DigitalOcean *APIToken  `yaml:"digitalocean" doc:"provider digitalocean (no compare-and-swap)."`
+	Hetzner      *APIToken  `yaml:"hetzner" doc:"provider hetzner (no compare-and-swap)."`
+	DeSEC        *APIToken  `yaml:"desec" doc:"provider desec (no compare-and-swap)."`
 	Route53      *Route53   `yaml:"route53" doc:"provider route53 (no compare-and-swap)."`
 	Designate    *Designate `yaml:"designate" doc:"provider designate: OpenStack DNS in a region other than the primary."`
 }
@@ -175,10 +175,17 @@ type RFC2136 struct {
 	Algorithm string `yaml:"algorithm" default:"hmac-sha256" doc:"hmac-sha256 or hmac-sha512."`
 }
 
-// TokenAPI is a provider reached with a URL and an API token.
-type TokenAPI struct {
-	URL          string `yaml:"url" doc:"API base URL (powerdns)."`
-	ServerID     string `yaml:"server_id" default:"localhost" doc:"PowerDNS server ID."`
+// PowerDNS is the PowerDNS authoritative server's HTTP API.
+type PowerDNS struct {
+	URL          string `yaml:"url" doc:"Base URL of the HTTP API (http://host:8081)."`
+	ServerID     string `yaml:"server_id" default:"localhost" doc:"Server ID in the API's paths."`
+	APITokenFile string `yaml:"api_token_file" doc:"File holding the API key."`
+	APITokenEnv  string `yaml:"api_token_env" doc:"Environment variable holding the API key."`
+}
+
+// APIToken is a hosted provider reached with an API token alone: its API's
+// address is fixed, so there is nothing else to set.
+type APIToken struct {
 	APITokenFile string `yaml:"api_token_file" doc:"File holding the API token."`
 	APITokenEnv  string `yaml:"api_token_env" doc:"Environment variable holding the API token."`
 }

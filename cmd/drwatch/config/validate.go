@@ -610,20 +610,25 @@ func (v *validator) providerSection(d DNS) {
 		if r.Algorithm != "hmac-sha256" && r.Algorithm != "hmac-sha512" {
 			v.add(base+".algorithm", "%q must be hmac-sha256 or hmac-sha512", r.Algorithm)
 		}
-	case "powerdns", "cloudflare", "digitalocean", "hetzner", "desec":
-		t := map[string]*TokenAPI{"powerdns": d.PowerDNS, "cloudflare": d.Cloudflare, "digitalocean": d.DigitalOcean, "hetzner": d.Hetzner, "desec": d.DeSEC}[d.Provider]
+	case "powerdns":
+		t := d.PowerDNS
+		if t == nil {
+			v.add(base, "required for provider powerdns")
+			return
+		}
+		if v.required(base+".url", t.URL) {
+			if u, err := url.Parse(t.URL); err != nil || u.Host == "" {
+				v.add(base+".url", "%q is not a URL", t.URL)
+			}
+		}
+		v.tokenSource(base, t.APITokenFile, t.APITokenEnv)
+	case "cloudflare", "digitalocean", "hetzner", "desec":
+		t := map[string]*APIToken{"cloudflare": d.Cloudflare, "digitalocean": d.DigitalOcean, "hetzner": d.Hetzner, "desec": d.DeSEC}[d.Provider]
 		if t == nil {
 			v.add(base, "required for provider %s", d.Provider)
 			return
 		}
-		if d.Provider == "powerdns" {
-			if v.required(base+".url", t.URL) {
-				if u, err := url.Parse(t.URL); err != nil || u.Host == "" {
-					v.add(base+".url", "%q is not a URL", t.URL)
-				}
-			}
-		}
-		v.tokenSource(base, t)
+		v.tokenSource(base, t.APITokenFile, t.APITokenEnv)
 	case "route53":
 		r := d.Route53
 		if r == nil {
@@ -657,16 +662,16 @@ func (v *validator) providerSection(d DNS) {
 	}
 }
 
-func (v *validator) tokenSource(base string, t *TokenAPI) {
+func (v *validator) tokenSource(base, file, env string) {
 	switch {
-	case t.APITokenFile != "" && t.APITokenEnv != "":
+	case file != "" && env != "":
 		v.add(base+".api_token_file", "set api_token_file or api_token_env, not both")
-	case t.APITokenFile != "":
-		v.fileField(base+".api_token_file", t.APITokenFile, true)
-	case t.APITokenEnv != "":
+	case file != "":
+		v.fileField(base+".api_token_file", file, true)
+	case env != "":
 		if !v.opts.SkipFileChecks {
-			if _, ok := os.LookupEnv(t.APITokenEnv); !ok {
-				v.add(base+".api_token_env", "environment variable %s is not set", t.APITokenEnv)
+			if _, ok := os.LookupEnv(env); !ok {
+				v.add(base+".api_token_env", "environment variable %s is not set", env)
 			}
 		}
 	default:
