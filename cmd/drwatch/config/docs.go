@@ -30,11 +30,15 @@ func WriteReference(w io.Writer) error {
 func yamlName(f reflect.StructField) string { return strings.Split(f.Tag.Get("yaml"), ",")[0] }
 
 func writeFields(b *strings.Builder, t reflect.Type, path string) {
+	// A list of mappings is written path[].field; an optional mapping (a
+	// pointer) is written path.field, as it appears in the file.
+	list := false
 	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+		list = list || t.Kind() == reflect.Slice
 		t = t.Elem()
-		if t.Kind() == reflect.Struct && !strings.HasSuffix(path, "[]") {
-			path += "[]"
-		}
+	}
+	if list && t.Kind() == reflect.Struct && !strings.HasSuffix(path, "[]") {
+		path += "[]"
 	}
 	if t.Kind() != reflect.Struct || t == durationType {
 		return
