@@ -113,6 +113,7 @@ func TestParseTSIGKey(t *testing.T) {
 		{"tsig_keygen", "key \"ddns-key\" {\n\talgorithm hmac-sha256;\n\tsecret \"" + testSecret + "\";\n};\n", "", "", "ddns-key.", dns.HmacSHA256, false},
 		{"sha512_quoted_alg", `key "k2." { algorithm "hmac-sha512"; secret "` + testSecret + `"; };`, "k2", "hmac-sha512", "k2.", dns.HmacSHA512, false},
 		{"bare_secret", testSecret + "\n", "drwatch", "", "drwatch.", dns.HmacSHA256, false},
+		{"name_dot_optional", `key "drwatch" { algorithm hmac-sha256; secret "` + testSecret + `"; };`, "drwatch.", "", "drwatch.", dns.HmacSHA256, false},
 		{"bare_secret_sha512", testSecret, "drwatch.", "HMAC-SHA512", "drwatch.", dns.HmacSHA512, false},
 		{"bare_needs_name", testSecret, "", "", "", "", true},
 		{"name_mismatch", `key "a" { algorithm hmac-sha256; secret "` + testSecret + `"; };`, "b", "", "", "", true},

@@ -92,3 +92,12 @@ func TestReferenceProviderRowsComeFromOwnStruct(t *testing.T) {
 		})
 	}
 }
+
+// The TSIG key is matched by name as DNS names are: with or without the
+// trailing dot, so the reference says the dot is optional.
+func TestReferenceSaysKeyNameDotIsOptional(t *testing.T) {
+	f, _ := reflect.TypeOf(RFC2136{}).FieldByName("KeyName")
+	if doc := f.Tag.Get("doc"); !strings.Contains(doc, "trailing dot is optional") {
+		t.Errorf("dns.rfc2136.key_name: got doc %q, want it to say the trailing dot is optional", doc)
+	}
+}

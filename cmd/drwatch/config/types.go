@@ -170,7 +170,7 @@ type Verify struct {
 // RFC2136 is dynamic update with TSIG.
 type RFC2136 struct {
 	Server    string `yaml:"server" doc:"host:port of the primary authoritative server."`
-	KeyName   string `yaml:"key_name" doc:"TSIG key name."`
+	KeyName   string `yaml:"key_name" doc:"TSIG key name, as in the key file; the trailing dot is optional (drwatch and drwatch. name the same key)."`
 	KeyFile   string `yaml:"key_file" doc:"File holding the TSIG secret (BIND key clause or bare base64)."`
 	Algorithm string `yaml:"algorithm" default:"hmac-sha256" doc:"hmac-sha256 or hmac-sha512."`
 }
