@@ -238,9 +238,25 @@ func readToken(file string) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("token file: %w", err)
 		}
-		tok := strings.TrimSpace(string(b))
-		if i := strings.IndexByte(tok, ':'); i >= 0 && !strings.Contains(tok, "\n") {
-			tok = tok[i+1:] // an "actor:token" line from the tokens file
+		// One line: the bare token, or the user's own "actor:token" line
+		// copied from the watchers' tokens file. Never guess among several:
+		// the whole file would go out as the token.
+		var lines []string
+		for _, l := range strings.Split(string(b), "\n") {
+			if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+				lines = append(lines, l)
+			}
+		}
+		switch len(lines) {
+		case 0:
+			return "", fmt.Errorf("token file %s is empty", file)
+		case 1:
+		default:
+			return "", fmt.Errorf("token file %s: want one line, the token or actor:token; got %d", file, len(lines))
+		}
+		tok := lines[0]
+		if _, t, ok := strings.Cut(tok, ":"); ok {
+			tok = strings.TrimSpace(t)
 		}
 		if tok == "" {
 			return "", fmt.Errorf("token file %s is empty", file)

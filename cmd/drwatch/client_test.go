@@ -230,3 +230,35 @@ func TestClientNeverResendsASentWrite(t *testing.T) {
 		}
 	})
 }
+
+// The CLI's token file holds the bare token or the user's own actor:token
+// line copied from the watchers' tokens file; comment and blank lines are
+// ignored, and anything else is refused rather than sent as a token.
+func TestTokenFileTakesBareTokenOrActorLine(t *testing.T) {
+	const tok = "0123456789abcdef0123"
+	tests := []struct {
+		name, file, want string
+		wantErr          bool
+	}{
+		{"bare token", tok + "\n", tok, false},
+		{"bare token without newline", tok, tok, false},
+		{"actor:token line", "alice:" + tok + "\n", tok, false},
+		{"comment and blank lines", "# alice's token\n\nalice:" + tok + "\n", tok, false},
+		{"token holding a colon, given with its actor", "alice:" + tok + ":x\n", tok + ":x", false},
+		{"empty", "\n", "", true},
+		{"only comments", "# nothing\n", "", true},
+		{"two token lines", "alice:" + tok + "\nbob:" + tok + "x\n", "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "token")
+			if err := os.WriteFile(path, []byte(tt.file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			got, err := readToken(path)
+			if (err != nil) != tt.wantErr || got != tt.want {
+				t.Errorf("readToken(%q): got %q, %v; want %q, error=%v", tt.file, got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}
