@@ -39,3 +39,19 @@ func TestParseTokens(t *testing.T) {
 		}
 	}
 }
+
+// The watchers' tokens file binds every token to an actor, so a line holding
+// only a token is refused, naming the line, whatever its length.
+func TestTokensFileRejectsBareTokenLine(t *testing.T) {
+	const bare = "0123456789abcdef0123456789abcdef"
+	for _, file := range []string{bare + "\n", "# operators\nalice:fedcba9876543210fedc\n" + bare + "\n"} {
+		_, err := ParseTokens([]byte(file))
+		if err == nil {
+			t.Errorf("%q: got nil error, want a bare token line refused", file)
+			continue
+		}
+		if !strings.Contains(err.Error(), "want actor:token") || strings.Contains(err.Error(), bare) {
+			t.Errorf("%q: got %v, want the line number and 'want actor:token', without the token", file, err)
+		}
+	}
+}
