@@ -23,6 +23,7 @@ import (
 	"github.com/drwatch/drwatch/cluster"
 	"github.com/drwatch/drwatch/test/dnsservers"
 	"github.com/drwatch/drwatch/test/poll"
+	"github.com/miekg/dns"
 )
 
 const (
@@ -402,6 +403,9 @@ func TestQuickStart(t *testing.T) {
 	}
 	siteHost := "lms." + strings.TrimSuffix(dnsservers.Zone, ".")
 	primaryIP, backupIP := "127.0.0.2", "127.0.0.3"
+	// The operator's zone already has the record, at the primary ("the
+	// record's value today" in the variable block).
+	seedRecord(t, bind, fmt.Sprintf("%s. 30 IN A %s", siteHost, primaryIP))
 	httpsPort, siteCA := startSites(t, tmp, siteHost, primaryIP, backupIP)
 	t0 := time.Now()
 	bin := buildBinary(t, mkdir(t, tmp, "bin"))
@@ -503,6 +507,13 @@ func TestQuickStart(t *testing.T) {
 				return err == nil && pollConditions[b.arg](out)
 			}, "%s:%d shows %s; last output:\n%s\n%s", docPath, b.line, pollWant[b.arg], last, s)
 			t.Logf("%s:%d (%s until ready):\n%s", docPath, b.line, time.Since(t0).Round(time.Millisecond), last.s)
+			if len(polls) == 0 {
+				// Before the first decision the leader writes nothing, as
+				// step 4 says: not even the fencing record.
+				if got := lookup(t, bind.Addr, "_drwatch."+dnsservers.Zone, dns.TypeTXT); len(got) != 0 {
+					t.Errorf("fencing record before any decision: got %v, want none (nothing written before a decision)", got)
+				}
+			}
 			polls = append(polls, last.s)
 		}
 	}
@@ -512,9 +523,10 @@ func TestQuickStart(t *testing.T) {
 		}
 	}
 
-	// Before the first decision the leader writes nothing, as step 4 says.
-	if !strings.Contains(polls[0], "desired:     gen 0, primary") || !strings.Contains(polls[0], "dns matches desired: false") {
-		t.Errorf("first status: got\n%s\nwant gen 0 and 'dns matches desired: false' (nothing written before a decision)", polls[0])
+	// Before the first decision nothing is verified, and DNS already
+	// matches: the record points at the primary, as step 4 says.
+	if !strings.Contains(polls[0], "desired:     gen 0, primary, verified=false; dns matches desired: true") {
+		t.Errorf("first status: got\n%s\nwant 'gen 0, primary, verified=false; dns matches desired: true' (the zone at the primary, nothing written before a decision)", polls[0])
 	}
 	// What the operator should have seen: the drill verified at the
 	// server, the record at the backup then back at the primary; the
@@ -568,3 +580,38 @@ func (s *shell) String() string { return s.logs() }
 type lazy struct{ s string }
 
 func (l *lazy) String() string { return l.s }
+
+// seedRecord adds rr to the zone with a TSIG-signed dynamic update, as the
+// operator's zone held it before drwatch.
+func seedRecord(t *testing.T, s *dnsservers.Server, rr string) {
+	t.Helper()
+	r, err := dns.NewRR(rr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := new(dns.Msg)
+	m.SetUpdate(dnsservers.Zone)
+	m.Insert([]dns.RR{r})
+	m.SetTsig(dnsservers.KeySHA256, dns.HmacSHA256, 300, time.Now().Unix())
+	c := &dns.Client{Net: "tcp", Timeout: 5 * time.Second, TsigSecret: map[string]string{dnsservers.KeySHA256: s.Secret}}
+	resp, _, err := c.Exchange(m, s.Addr)
+	if err != nil || resp.Rcode != dns.RcodeSuccess {
+		t.Fatalf("seed %s: got %v, rcode %v; want NOERROR", rr, err, resp)
+	}
+}
+
+// lookup returns the answers addr serves for name and qtype.
+func lookup(t *testing.T, addr, name string, qtype uint16) []string {
+	t.Helper()
+	m := new(dns.Msg)
+	m.SetQuestion(name, qtype)
+	resp, _, err := (&dns.Client{Net: "tcp", Timeout: 5 * time.Second}).Exchange(m, addr)
+	if err != nil {
+		t.Fatalf("query %s: %v", name, err)
+	}
+	var out []string
+	for _, rr := range resp.Answer {
+		out = append(out, rr.String())
+	}
+	return out
+}
