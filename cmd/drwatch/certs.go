@@ -114,10 +114,8 @@ tool such as Prometheus) instead: identity drwatch://client/NAME, client
 authentication only, 90 days unless --days. Watchers never accept it as a
 peer. It is needed where api.client_certs is required; the CLI presents it
 with --cert-file and --key-file.`,
+		Args: oneArg("issue takes one node ID (or one client name with --client)"),
 		RunE: func(c *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageError{errors.New("issue takes one node ID (or one client name with --client)")}
-			}
 			if is.client {
 				if len(is.hosts) > 0 {
 					return usageError{errors.New("--host does not apply to a client certificate")}

@@ -76,18 +76,20 @@ func newExplainCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "explain [GEN]",
 		Short: "The evidence behind a decision, in words (default: the latest)",
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usageError{errors.New("explain takes at most one generation number")}
+			}
+			return nil
+		},
 		RunE: func(c *cobra.Command, args []string) error {
 			var gen uint64 // 0: the latest decision
-			switch len(args) {
-			case 0:
-			case 1:
+			if len(args) == 1 {
 				var err error
 				gen, err = strconv.ParseUint(args[0], 10, 64)
 				if err != nil || gen == 0 {
 					return usageError{fmt.Errorf("generation %q is not a positive integer", args[0])}
 				}
-			default:
-				return usageError{errors.New("explain takes at most one generation number")}
 			}
 			return e.Run(c.Context(), stdout(c), gen)
 		},

@@ -37,10 +37,8 @@ func newMembersCmd() *cobra.Command {
 	remove := &cobra.Command{
 		Use:   "remove ID",
 		Short: "Remove a voter (removing the leader or going below three voters needs --confirm)",
+		Args:  oneArg("remove takes one node ID"),
 		RunE: func(c *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageError{errors.New("remove takes one node ID")}
-			}
 			ctx, stop := signal.NotifyContext(c.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			cl, err := flags.client(true)
@@ -64,8 +62,9 @@ func newMembersCmd() *cobra.Command {
 	add := &cobra.Command{
 		Use:   "add ID --raft-addr HOST:PORT",
 		Short: "Add a voter (a new or replaced watcher; start it with the same peers first)",
+		Args:  oneArg("add takes one node ID and --raft-addr HOST:PORT"),
 		RunE: func(c *cobra.Command, args []string) error {
-			if len(args) != 1 || raftAddr == "" {
+			if raftAddr == "" {
 				return usageError{errors.New("add takes one node ID and --raft-addr HOST:PORT")}
 			}
 			cl, err := flags.client(true)

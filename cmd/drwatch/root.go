@@ -78,6 +78,18 @@ agrees through Raft whether the primary is down, and flips DNS to the backup.`,
 // stdout returns the command's output writer (tests capture it).
 func stdout(c *cobra.Command) io.Writer { return c.OutOrStdout() }
 
+// oneArg is cobra.ExactArgs(1) with a usage error: msg says what the one
+// argument is. Counting in Args, not in RunE, lets cobra (and the test of
+// the documented command lines) reject a wrong count without running.
+func oneArg(msg string) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if len(args) != 1 {
+			return usageError{errors.New(msg)}
+		}
+		return nil
+	}
+}
+
 // noArgs is cobra.NoArgs with a usage error.
 func noArgs(c *cobra.Command, args []string) error {
 	if len(args) > 0 {
