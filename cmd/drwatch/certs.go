@@ -82,9 +82,8 @@ RPC and the HTTPS API. Keys are ECDSA P-256, written with mode 0600.
 
 Keep ca.key offline (on the operator's workstation, not on a watcher): it is
 needed only to issue and rotate certificates.`,
-		Args: noArgs,
-		RunE: func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
+	asGroup(c)
 
 	in := &certsInit{}
 	initCmd := &cobra.Command{

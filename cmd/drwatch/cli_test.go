@@ -336,3 +336,19 @@ func TestCLIAgainstCluster(t *testing.T) {
 }
 
 func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
+
+// A mistyped subcommand under a group is a usage error (exit 2), as at the
+// top level: a script must not take "drwatch dns chek" for success.
+func TestUnknownSubcommandIsUsageError(t *testing.T) {
+	for _, args := range [][]string{{"no-such-command"}, {"config", "valdiate"}, {"dns", "chek"}, {"members", "lsit"}, {"remediate", "plna"}, {"certs", "isue"}} {
+		_, stderr, code := run(t, args...)
+		if code != 2 || !strings.Contains(stderr, args[len(args)-1]) {
+			t.Errorf("drwatch %s: got exit %d, stderr %q; want exit 2 naming %q", strings.Join(args, " "), code, stderr, args[len(args)-1])
+		}
+	}
+	for _, args := range [][]string{{"dns"}, {"members"}} {
+		if out, _, code := run(t, args...); code != 0 || !strings.Contains(out, "Available Commands") {
+			t.Errorf("drwatch %s: got exit %d, output %q; want its help and exit 0", strings.Join(args, " "), code, out)
+		}
+	}
+}

@@ -9,7 +9,7 @@ import (
 )
 
 func newConfigCmd() *cobra.Command {
-	c := &cobra.Command{Use: "config", Short: "Work with configuration files"}
+	c := asGroup(&cobra.Command{Use: "config", Short: "Work with configuration files"})
 	c.AddCommand(newConfigValidateCmd(), &cobra.Command{
 		Use:   "docs",
 		Short: "Print the configuration reference (docs/configuration.md) in Markdown",

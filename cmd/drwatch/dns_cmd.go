@@ -23,7 +23,7 @@ import (
 )
 
 func newDNSCmd() *cobra.Command {
-	c := &cobra.Command{Use: "dns", Short: "Check the DNS records, or write them without quorum (break glass)"}
+	c := asGroup(&cobra.Command{Use: "dns", Short: "Check the DNS records, or write them without quorum (break glass)"})
 	c.AddCommand(newDNSCheckCmd(), newDNSSetCmd())
 	return c
 }

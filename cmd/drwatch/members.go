@@ -17,7 +17,7 @@ import (
 
 func newMembersCmd() *cobra.Command {
 	var flags clientFlags
-	c := &cobra.Command{Use: "members", Short: "List, add or remove the Raft voters"}
+	c := asGroup(&cobra.Command{Use: "members", Short: "List, add or remove the Raft voters"})
 	flags.register(c)
 	var output string
 	list := &cobra.Command{

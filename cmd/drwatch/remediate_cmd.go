@@ -25,7 +25,7 @@ import (
 )
 
 func newRemediateCmd() *cobra.Command {
-	c := &cobra.Command{Use: "remediate", Short: "Show what the remediations would do, and what they did"}
+	c := asGroup(&cobra.Command{Use: "remediate", Short: "Show what the remediations would do, and what they did"})
 	c.AddCommand(newRemediatePlanCmd(), newRemediateRecordsCmd())
 	return c
 }

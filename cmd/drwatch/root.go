@@ -58,14 +58,8 @@ func newRootCmd() *cobra.Command {
 agrees through Raft whether the primary is down, and flips DNS to the backup.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Args: func(c *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usageError{fmt.Errorf("unknown command %q; see 'drwatch --help'", args[0])}
-			}
-			return nil
-		},
-		RunE: func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
+	asGroup(root)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%w\nsee '%s --help'", err, c.CommandPath())}
 	})
@@ -77,6 +71,21 @@ agrees through Raft whether the primary is down, and flips DNS to the backup.`,
 
 // stdout returns the command's output writer (tests capture it).
 func stdout(c *cobra.Command) io.Writer { return c.OutOrStdout() }
+
+// asGroup makes c, a command that holds subcommands, print its help when
+// called alone and refuse an unknown subcommand with a usage error. Cobra
+// would print the help and exit 0 for both, so a mistyped subcommand in a
+// script would pass for success.
+func asGroup(c *cobra.Command) *cobra.Command {
+	c.Args = func(c *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return usageError{fmt.Errorf("unknown command %q; see '%s --help'", args[0], c.CommandPath())}
+		}
+		return nil
+	}
+	c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+	return c
+}
 
 // oneArg is cobra.ExactArgs(1) with a usage error: msg says what the one
 // argument is. Counting in Args, not in RunE, lets cobra (and the test of
