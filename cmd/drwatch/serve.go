@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -18,7 +19,8 @@ import (
 
 // serveCmd is `drwatch serve`.
 type serveCmd struct {
-	file string
+	file   string
+	stderr io.Writer // where config problems go
 }
 
 func newServeCmd() *cobra.Command {
@@ -37,6 +39,7 @@ leadership to a peer, flushes and exits 0.`,
 			}
 			ctx, stop := signal.NotifyContext(c.Context(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
+			s.stderr = c.ErrOrStderr()
 			return s.Run(ctx)
 		},
 	}
@@ -51,7 +54,7 @@ func (s *serveCmd) Run(ctx context.Context) error {
 		var ps config.Problems
 		if errors.As(err, &ps) {
 			for _, p := range ps {
-				fmt.Fprintln(os.Stderr, p.String())
+				fmt.Fprintln(s.stderr, p.String())
 			}
 			return silentError{exitFailed}
 		}

@@ -109,8 +109,9 @@ A key written in the file is never defaulted, even when its value is zero.
 
 **Secrets are never written inline.** A field ending in ` + "`_file`" + ` names a file holding the
 secret; ` + "`_env`" + ` names an environment variable. A key such as ` + "`secret:`" + ` or ` + "`token:`" + `,
-or a ` + "`_file`" + ` value that looks like a pasted secret, is an error, and no error message ever
-quotes a secret.
+or a ` + "`_file`" + ` value that looks like a pasted secret, is an error. No error message ever
+quotes a secret, nor the value of a ` + "`_file`" + ` or ` + "`_env`" + ` field, which may be a secret pasted
+where the path belongs: ` + "`api.tokens_file: no such file (value not shown: it may be a secret)`" + `.
 `
 
 // referenceLimits takes MaxFileSize in MiB, MaxDepth and MaxValues.

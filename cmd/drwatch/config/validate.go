@@ -1,9 +1,11 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/hooks"
+	"io/fs"
 	"net"
 	"net/netip"
 	"net/url"
@@ -11,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -153,8 +156,9 @@ func (v *validator) hostPort(path, val string) {
 	}
 }
 
-// fileField checks a path to a file. It never quotes the file's contents and
-// never says more about a secret file than that it is unusable.
+// fileField checks a path to a file. Its value may be a secret pasted where
+// the path belongs, so no message quotes it: they name the field and the
+// problem only, and never the file's contents either.
 func (v *validator) fileField(path, val string, required bool) {
 	if val == "" {
 		if required {
@@ -168,17 +172,31 @@ func (v *validator) fileField(path, val string, required bool) {
 	st, err := os.Stat(val)
 	switch {
 	case err != nil:
-		v.add(path, "cannot use %s: %v", val, unwrapPathErr(err))
+		v.add(path, "%s (%s)", fileProblem(err), valueNotShown)
 	case st.IsDir():
-		v.add(path, "%s is a directory, want a file", val)
+		v.add(path, "is a directory, want a file (%s)", valueNotShown)
 	}
 }
 
-func unwrapPathErr(err error) error {
-	if pe, ok := err.(*os.PathError); ok {
-		return pe.Err
+// valueNotShown ends a message about a field whose value is withheld.
+const valueNotShown = "value not shown: it may be a secret"
+
+// fileProblem says what is wrong with a file from the kind of err alone: an
+// *fs.PathError would print the path, which may be a pasted secret.
+func fileProblem(err error) string {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "no such file"
+	case errors.Is(err, fs.ErrPermission):
+		return "permission denied"
+	case errors.Is(err, syscall.ENOTDIR):
+		return "a parent is not a directory"
+	case errors.Is(err, syscall.ENAMETOOLONG):
+		return "name too long"
+	case errors.Is(err, syscall.ELOOP):
+		return "too many symbolic links"
 	}
-	return err
+	return "cannot use the file"
 }
 
 func (v *validator) node(c *Config) {
@@ -671,7 +689,7 @@ func (v *validator) tokenSource(base, file, env string) {
 	case env != "":
 		if !v.opts.SkipFileChecks {
 			if _, ok := os.LookupEnv(env); !ok {
-				v.add(base+".api_token_env", "environment variable %s is not set", env)
+				v.add(base+".api_token_env", "no such environment variable (%s)", valueNotShown)
 			}
 		}
 	default:

@@ -1,0 +1,229 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/drwatch/drwatch/cmd/drwatch/config"
+)
+
+// secretConfigs are valid configurations in which every secret-bearing
+// field is a ${Type.key} placeholder. Between them they hold every such
+// field of the config structs (checked by reflection below).
+var secretConfigs = map[string]string{
+	"rfc2136": `
+node: { id: a, data_dir: /var/lib/drwatch, raft_addr: 10.1.0.5:7400, api_addr: 10.1.0.5:7480 }
+tls: { ca_file: ${TLS.ca_file}, cert_file: ${TLS.cert_file}, key_file: ${TLS.key_file} }
+peers:
+  - { id: a, raft_addr: 10.1.0.5:7400, api_addr: 10.1.0.5:7480 }
+  - { id: b, raft_addr: 10.2.0.5:7400, api_addr: 10.2.0.5:7480 }
+  - { id: c, raft_addr: 10.3.0.5:7400, api_addr: 10.3.0.5:7480 }
+api: { tokens_file: ${API.tokens_file} }
+policy: { interval: 2s, timeout: 1500ms, fall: 3, rise: 5, quorum: 2 }
+sites:
+  primary:
+    probes:
+      - { name: kube-token, type: kubernetes, server: "https://203.0.113.20:6443", ca_file: ${Probe.ca_file}, token_file: ${Probe.token_file} }
+      - { name: lb-appcred, type: octavia, auth_url: "https://keystone.example.org:5000/v3", loadbalancer: ingress,
+          application_credential_id_file: ${Probe.application_credential_id_file},
+          application_credential_secret_file: ${Probe.application_credential_secret_file} }
+  backup:
+    probes:
+      - { name: kube-cert, type: kubernetes, server: "https://198.51.100.20:6443",
+          client_cert_file: ${Probe.client_cert_file}, client_key_file: ${Probe.client_key_file} }
+      - { name: kube-kubeconfig, type: kubernetes, kubeconfig: ${Probe.kubeconfig} }
+      - { name: lb-cloud, type: octavia, cloud: region2, clouds_file: ${Probe.clouds_file}, loadbalancer: ingress }
+dns:
+  provider: rfc2136
+  rfc2136: { server: "ns1.example.net:53", key_name: drwatch., key_file: ${RFC2136.key_file} }
+  zone: example.org.
+  records:
+    - { name: lms, type: A, ttl: 60, primary: [203.0.113.10], backup: [198.51.100.10] }
+remediations:
+  kubernetes:
+    primary: { kubeconfig_file: ${KubeCluster.kubeconfig_file} }
+    backup: { kubeconfig_file: ${KubeCluster.kubeconfig_file} }
+  octavia_stuck_lb: { auth_url: "https://keystone.example.org:5000/v3",
+    application_credential_id_file: ${OpenStackAuth.application_credential_id_file},
+    application_credential_secret_file: ${OpenStackAuth.application_credential_secret_file},
+    ca_file: ${OpenStackAuth.ca_file} }
+  openstack: { cloud: region1, clouds_file: ${OpenStackAuth.clouds_file} }
+hooks:
+  pre_failover:
+    - { name: notify, url: "https://hooks.example.org/drwatch", secret_file: ${Hook.secret_file} }
+`,
+	"powerdns": `dns:
+  provider: powerdns
+  powerdns: { url: "https://pdns.example.net:8081", api_token_file: ${TokenAPI.api_token_file} }
+`,
+	"cloudflare": `dns:
+  provider: cloudflare
+  cloudflare: { api_token_env: ${TokenAPI.api_token_env} }
+`,
+	"route53": `dns:
+  provider: route53
+  route53: { region: eu-west-1, access_key_id_file: ${Route53.access_key_id_file}, secret_access_key_file: ${Route53.secret_access_key_file} }
+`,
+	"designate-appcred": `dns:
+  provider: designate
+  designate: { auth_url: "https://keystone.example.org:5000/v3", region: r2, application_credential_id: abc,
+    application_credential_secret_file: ${Designate.application_credential_secret_file} }
+`,
+	"designate-password": `dns:
+  provider: designate
+  designate: { auth_url: "https://keystone.example.org:5000/v3", region: r2, username: drwatch, project_name: dns,
+    password_file: ${Designate.password_file} }
+`,
+}
+
+// secretConfigText returns the named configuration; the DNS-only ones
+// replace the dns section of the rfc2136 one.
+func secretConfigText(name string) string {
+	base := secretConfigs["rfc2136"]
+	if name == "rfc2136" {
+		return base
+	}
+	start := strings.Index(base, "\ndns:\n")
+	end := strings.Index(base, "\nremediations:\n")
+	records := "  zone: example.org.\n  records:\n    - { name: lms, type: A, ttl: 60, primary: [203.0.113.10], backup: [198.51.100.10] }\n"
+	return base[:start+1] + secretConfigs[name] + records + base[end+1:]
+}
+
+// secretBearingFields lists, as Type.key, every field of the configuration
+// whose value names where a secret is kept: *_file, *_env and kubeconfig.
+func secretBearingFields(t reflect.Type, seen map[reflect.Type]bool, out map[string]bool) {
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+		secretBearingFields(t.Elem(), seen, out)
+		return
+	case reflect.Struct:
+	default:
+		return
+	}
+	if seen[t] {
+		return
+	}
+	seen[t] = true
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		key := strings.Split(f.Tag.Get("yaml"), ",")[0]
+		if f.Type.Kind() == reflect.String && (strings.HasSuffix(key, "_file") || strings.HasSuffix(key, "_env") || key == "kubeconfig") {
+			out[t.Name()+"."+key] = true
+		}
+		secretBearingFields(f.Type, seen, out)
+	}
+}
+
+// secretForms is every spelling of s that would leak it.
+func secretForms(s string) []string {
+	b := []byte(s)
+	return []string{s, base64.StdEncoding.EncodeToString(b), base64.RawStdEncoding.EncodeToString(b),
+		base64.URLEncoding.EncodeToString(b), base64.RawURLEncoding.EncodeToString(b),
+		hex.EncodeToString(b), strings.ToUpper(hex.EncodeToString(b)), url.QueryEscape(s), url.PathEscape(s)}
+}
+
+// A secret pasted into any secret-bearing field (instead of the path or
+// variable name that belongs there) appears in no output of validate or
+// serve, in any encoding; the error names the field instead.
+func TestSecretInFileFieldIsNeverPrinted(t *testing.T) {
+	placeholder := regexp.MustCompile(`\$\{([A-Za-z0-9]+\.[a-z_]+)\}`)
+	covered := map[string][]string{}
+	for name := range secretConfigs {
+		for _, m := range placeholder.FindAllStringSubmatch(secretConfigs[name], -1) {
+			if !slices.Contains(covered[m[1]], name) {
+				covered[m[1]] = append(covered[m[1]], name)
+			}
+		}
+	}
+	want := map[string]bool{}
+	secretBearingFields(reflect.TypeOf(config.Config{}), map[reflect.Type]bool{}, want)
+	for f := range want {
+		if len(covered[f]) == 0 {
+			t.Errorf("secret-bearing field %s is in no test configuration: add it to secretConfigs", f)
+		}
+	}
+	for f := range covered {
+		if !want[f] {
+			t.Errorf("placeholder %s names no secret-bearing field of the config structs", f)
+		}
+	}
+
+	dir := t.TempDir()
+	t.Setenv("DRWATCH_TEST_API_TOKEN", "x")
+	expand := func(text, target, secret string) string {
+		return os.Expand(text, func(f string) string {
+			switch {
+			case f == target:
+				return secret
+			case strings.HasSuffix(f, "_env"):
+				return "DRWATCH_TEST_API_TOKEN"
+			}
+			p := filepath.Join(dir, strings.ReplaceAll(f, ".", "_"))
+			if err := os.WriteFile(p, []byte("x\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		})
+	}
+	write := func(text string) string {
+		f, err := os.CreateTemp(dir, "drwatch-*.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteString(text); err != nil {
+			t.Fatal(err)
+		}
+		return f.Name()
+	}
+	for name := range secretConfigs {
+		if _, stderr, code := run(t, "config", "validate", "-c", write(expand(secretConfigText(name), "", ""))); code != 0 {
+			t.Fatalf("test bug: configuration %s without a secret: got exit %d, want 0:\n%s", name, code, stderr)
+		}
+	}
+
+	shapes := map[string]func(raw []byte) string{
+		"token": func(raw []byte) string { return "alice:" + base64.RawURLEncoding.EncodeToString(raw) },
+		"jwt": func(raw []byte) string {
+			return "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJkcndhdGNoIn0." + base64.RawURLEncoding.EncodeToString(raw)
+		},
+		"base64": func(raw []byte) string { return base64.StdEncoding.EncodeToString(raw) },
+		"hex":    func(raw []byte) string { return hex.EncodeToString(raw) },
+	}
+	for field, names := range covered {
+		for shape, mk := range shapes {
+			raw := make([]byte, 24)
+			if _, err := rand.Read(raw); err != nil {
+				t.Fatal(err)
+			}
+			secret := mk(raw)
+			cfg := write(expand(secretConfigText(names[0]), field, secret))
+			key := field[strings.Index(field, ".")+1:]
+			for _, args := range [][]string{{"config", "validate", "-c", cfg}, {"serve", "-c", cfg}} {
+				out, stderr, code := run(t, args...)
+				if code == 0 {
+					t.Errorf("%s with a %s in %s: got exit 0, want a refusal", args[0], shape, field)
+				}
+				all := out + stderr
+				for _, form := range secretForms(secret) {
+					if strings.Contains(all, form) {
+						t.Errorf("%s with a %s in %s: output holds the secret (as %q):\n%s", args[0], shape, field, form, all)
+						break
+					}
+				}
+				if !strings.Contains(all, key+": ") {
+					t.Errorf("%s with a %s in %s: output does not name the field:\n%s", args[0], shape, field, all)
+				}
+			}
+		}
+	}
+}
