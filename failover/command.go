@@ -310,9 +310,13 @@ func (c *Command) setAt(at int64) {
 	}
 }
 
-// Encode returns the JSON encoding of c after checking its envelope.
+// Encode returns the JSON encoding of c after checking its envelope and
+// the free text a person wrote into it (see CheckText).
 func Encode(c Command) ([]byte, error) {
 	if err := c.check(); err != nil {
+		return nil, fmt.Errorf("encode command: %w", err)
+	}
+	if err := c.checkText(); err != nil {
 		return nil, fmt.Errorf("encode command: %w", err)
 	}
 	b, err := json.Marshal(c)

@@ -126,8 +126,11 @@ func (r *Reconciler) recordBreakGlass(ctx context.Context) (bool, error) {
 		}
 	}
 	if !recorded {
-		reason := strings.TrimSpace(m.Reason + " " + breakGlassTag(m.ID))
-		if err := r.proposeCmd(ctx, failover.BreakGlass{Site: m.Site, Actor: m.Actor, Reason: reason, WrittenAt: m.At.UnixNano()}.Command()); err != nil {
+		// The marker was written by a CLI that may predate the text rule:
+		// escape rather than refuse, so the write is still recorded.
+		reason := failover.EscapeText(strings.TrimSpace(m.Reason + " " + breakGlassTag(m.ID)))
+		actor := failover.EscapeText(m.Actor)
+		if err := r.proposeCmd(ctx, failover.BreakGlass{Site: m.Site, Actor: actor, Reason: reason, WrittenAt: m.At.UnixNano()}.Command()); err != nil {
 			return false, fmt.Errorf("record break-glass write: %w", err)
 		}
 		r.log.Warn("break-glass dns write recorded", "site", m.Site, "actor", m.Actor, "at", m.At)

@@ -124,3 +124,24 @@ func FuzzParseBreakGlassMarker(f *testing.F) {
 		}
 	})
 }
+
+// A marker written by a CLI older than the text rule, with control
+// characters in its reason and actor, is still recorded: escaped, not refused.
+func TestBreakGlassWithControlCharactersIsRecordedEscaped(t *testing.T) {
+	f := newFixture(t)
+	m := BreakGlassMarker{ID: "ctl", Site: failover.Backup, Actor: "eve\x1b[2J", At: time.Unix(1_800_000_000, 0), Reason: "down\n12 forged\x00"}
+	breakGlassWrite(t, f, m, "198.51.100.1")
+	if _, err := f.rec.Pass(context.Background()); err != nil {
+		t.Fatalf("pass: %v", err)
+	}
+	for _, e := range f.cluster.m.History() {
+		if e.Kind != failover.KindBreakGlass {
+			continue
+		}
+		if e.Actor != `eve\x1b[2J` || !strings.HasPrefix(e.Reason, `down\n12 forged\x00 `) {
+			t.Errorf("got actor %q reason %q, want them escaped", e.Actor, e.Reason)
+		}
+		return
+	}
+	t.Error("got no break_glass entry, want the write recorded")
+}
