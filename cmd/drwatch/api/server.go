@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -164,10 +165,18 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) (string, bool
 
 // decode reads one JSON object, bounded in size, rejecting unknown fields.
 func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	body := http.MaxBytesReader(w, r.Body, s.maxBody)
-	dec := json.NewDecoder(body)
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
+	if err == nil && !utf8.Valid(body) {
+		// encoding/json would silently turn invalid bytes into U+FFFD.
+		writeError(w, ErrorDetail{Code: CodeBadRequest, Message: invalidUTF8Field(body) + ": is not valid UTF-8"})
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err == nil {
+		err = dec.Decode(v)
+	}
+	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			writeError(w, ErrorDetail{Code: CodeTooLarge, Message: fmt.Sprintf("request body is larger than %d bytes", s.maxBody)})
@@ -202,6 +211,9 @@ func (s *Server) write(build cmdBuilder) http.HandlerFunc {
 			return
 		}
 		req.Reason = strings.TrimSpace(req.Reason)
+		if !checkText(w, req) {
+			return
+		}
 		switch {
 		case req.Reason == "":
 			writeError(w, ErrorDetail{Code: CodeBadRequest, Message: "reason is required: it is recorded in the history"})
@@ -318,7 +330,7 @@ func (s *Server) removeMember(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req WriteRequest
-	if !s.decode(w, r, &req) {
+	if !s.decode(w, r, &req) || !checkText(w, req) {
 		return
 	}
 	if req.ID == "" {
@@ -344,7 +356,7 @@ func (s *Server) addMember(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req WriteRequest
-	if !s.decode(w, r, &req) {
+	if !s.decode(w, r, &req) || !checkText(w, req) {
 		return
 	}
 	if req.ID == "" || req.RaftAddr == "" {
