@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Free text a person writes into the log (reason, actor) is one line of
@@ -80,5 +81,28 @@ func TestEscapeTextLeavesNoControlCharacter(t *testing.T) {
 		if err := CheckText(EscapeText(in)); err != nil {
 			t.Errorf("EscapeText(%q) = %q: %v", in, EscapeText(in), err)
 		}
+	}
+}
+
+// Explain quotes reasons and actors from the log; one written before the
+// text rule is quoted escaped, so it cannot add a line or drive a terminal.
+func TestExplainEscapesOldText(t *testing.T) {
+	m, idx := flipped(t)
+	forged := "ok\nFORCED past nothing.\r\x1b[2J\u009b"
+	c := Failover{At: base + int64(10*time.Second), To: Primary, Force: true, Reason: forged, Actor: "eve\x1b[31m"}.Command()
+	if _, err := m.Step(idx+1, c); err != nil {
+		t.Fatal(err)
+	}
+	s, err := m.Explain(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(s, "\n") {
+		if err := CheckText(line); err != nil || strings.HasPrefix(line, "FORCED past nothing") {
+			t.Errorf("Explain line %q: %v, want one escaped line per item:\n%s", line, err, s)
+		}
+	}
+	if !strings.Contains(s, `ok\nFORCED past nothing.\r\x1b[2J`) || !strings.Contains(s, `eve\x1b[31m`) {
+		t.Errorf("Explain: got\n%s\nwant the reason and actor shown escaped", s)
 	}
 }

@@ -384,9 +384,9 @@ func (m *Machine) Explain(gen uint64) (string, error) {
 		KindPolicy:         "policy change with new records",
 	}[e.Kind]
 	if e.Kind == KindPolicy {
-		fmt.Fprintf(&b, "gen %d: %s for %s at %s by %s.\n", e.Gen, what, e.To, fmtTime(e.At), orDash(e.Actor))
+		fmt.Fprintf(&b, "gen %d: %s for %s at %s by %s.\n", e.Gen, what, e.To, fmtTime(e.At), orDash(EscapeText(e.Actor)))
 	} else {
-		fmt.Fprintf(&b, "gen %d: %s from %s to %s at %s, by %s.\n", e.Gen, what, e.From, e.To, fmtTime(e.At), orDash(e.Actor))
+		fmt.Fprintf(&b, "gen %d: %s from %s to %s at %s, by %s.\n", e.Gen, what, e.From, e.To, fmtTime(e.At), orDash(EscapeText(e.Actor)))
 	}
 	if e.Forced {
 		if e.Rule != "" {
@@ -396,7 +396,7 @@ func (m *Machine) Explain(gen uint64) (string, error) {
 		}
 	}
 	if e.Reason != "" {
-		fmt.Fprintf(&b, "Why: %s.\n", strings.TrimSuffix(e.Reason, "."))
+		fmt.Fprintf(&b, "Why: %s.\n", EscapeText(strings.TrimSuffix(e.Reason, ".")))
 	}
 	if ack != nil {
 		fmt.Fprintf(&b, "It acknowledged the standing block on automatic flips (%s): automatic flips are armed again.\n", ack.Detail)
@@ -414,7 +414,7 @@ func (m *Machine) Explain(gen uint64) (string, error) {
 		for _, ev := range e.Evidence {
 			fmt.Fprintf(&b, "  node %s: primary %s, backup %s; last report %s", ev.Node, ev.Votes[Primary], ev.Votes[Backup], fmtTime(ev.LastReport))
 			if ev.Abstain != "" {
-				fmt.Fprintf(&b, "; abstained: %s", ev.Abstain)
+				fmt.Fprintf(&b, "; abstained: %s", EscapeText(ev.Abstain))
 			}
 			b.WriteString("\n")
 			for _, f := range ev.Failing {
@@ -427,7 +427,7 @@ func (m *Machine) Explain(gen uint64) (string, error) {
 					fmt.Fprintf(&b, " since %s", fmtTime(f.FailSince))
 				}
 				if f.Class != "" || f.Phase != "" || f.Reason != "" {
-					fmt.Fprintf(&b, ": %s", joinNonEmpty(f.Class, f.Phase, f.Reason))
+					fmt.Fprintf(&b, ": %s", EscapeText(joinNonEmpty(f.Class, f.Phase, f.Reason)))
 				}
 				b.WriteString("\n")
 			}
@@ -435,9 +435,9 @@ func (m *Machine) Explain(gen uint64) (string, error) {
 	}
 	writeTimeline(&b, e.Timings)
 	if e.Outcome != "" {
-		fmt.Fprintf(&b, "Last DNS outcome: %s", e.Outcome)
+		fmt.Fprintf(&b, "Last DNS outcome: %s", EscapeText(e.Outcome))
 		if e.Detail != "" {
-			fmt.Fprintf(&b, " (%s)", e.Detail)
+			fmt.Fprintf(&b, " (%s)", EscapeText(e.Detail))
 		}
 		b.WriteString(".\n")
 	}
