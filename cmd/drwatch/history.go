@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/drwatch/drwatch/failover"
@@ -63,7 +64,8 @@ func (h *historyCmd) Run(ctx context.Context, w io.Writer) error {
 		if e.Forced {
 			kind += " (forced)"
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Index, e.Gen, unixTime(e.At), kind, move, orDash(e.Actor), orDash(e.Outcome), orDash(e.Reason))
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Index, e.Gen, unixTime(e.At), logText(kind), logText(move),
+			orDash(logText(e.Actor)), orDash(logText(e.Outcome)), orDash(logText(e.Reason)))
 	}
 	return tw.Flush()
 }
@@ -119,6 +121,11 @@ func (e *explainCmd) Run(ctx context.Context, w io.Writer, gen uint64) error {
 	if err := cl.do(ctx, http.MethodGet, "/api/v1/explain/"+strconv.FormatUint(gen, 10), nil, &out); err != nil {
 		return cliErr(err)
 	}
-	_, err = fmt.Fprintln(w, out.Explanation)
-	return err
+	// The explanation is lines of text quoting reasons from the log.
+	for _, line := range strings.Split(out.Explanation, "\n") {
+		if _, err := fmt.Fprintln(w, logText(line)); err != nil {
+			return err
+		}
+	}
+	return nil
 }

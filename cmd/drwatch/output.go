@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drwatch/drwatch/failover"
 	"github.com/goccy/go-yaml"
 )
 
@@ -37,6 +38,12 @@ func structured(w io.Writer, format outputFormat, v any) error {
 	_, err = w.Write(b)
 	return err
 }
+
+// logText is text that came from the replicated log or a remote error
+// (reasons, actors, details) made safe to print: every control character
+// becomes a visible escape, so an entry older than the API's text rule can
+// neither forge a table row nor drive the operator's terminal.
+func logText(s string) string { return failover.EscapeText(s) }
 
 func unixTime(ns int64) string {
 	if ns == 0 {

@@ -80,7 +80,7 @@ func printStatus(w io.Writer, st api.Status) {
 	v := st.State
 	now := st.ServedAt
 	for _, warn := range st.Warnings {
-		fmt.Fprintf(w, "WARNING: %s\n", warn)
+		fmt.Fprintf(w, "WARNING: %s\n", logText(warn))
 	}
 	fmt.Fprintf(w, "active site: %s (since %s, %s)\n", v.Active, unixTime(v.ActiveSince), ago(v.ActiveSince, now))
 	mode := v.Mode
@@ -90,26 +90,26 @@ func printStatus(w io.Writer, st api.Status) {
 			mode += " until " + unixTime(v.PausedUntil)
 		}
 		if v.PauseReason != "" {
-			mode += " (" + v.PauseReason + ", by " + v.PausedBy + ")"
+			mode += " (" + logText(v.PauseReason) + ", by " + logText(v.PausedBy) + ")"
 		}
 	}
 	if v.Blocked {
 		mode += "; automatic flips blocked until " + unixTime(v.BlockedUntil) + " or 'drwatch ack' (or a manual move)"
 	}
 	fmt.Fprintf(w, "mode:        %s\n", mode)
-	fmt.Fprintf(w, "last:        %s\n", v.LastDecision)
+	fmt.Fprintf(w, "last:        %s\n", logText(v.LastDecision))
 	fmt.Fprintf(w, "leader:      %s (term %d); served by %s, data %.1fs old\n", orDash(st.Leader), st.Raft.Term, st.ServedBy, st.StaleSeconds)
 	fmt.Fprintf(w, "desired:     gen %d, %s, verified=%v; dns matches desired: %v\n", v.Desired.Gen, v.Desired.Active, v.Desired.Done, st.DNS.Match)
 	if v.Pending != nil {
 		fmt.Fprintf(w, "pending:     %s\n", api.PendingText(v.Pending, v.Policy))
 	}
 	if v.WithheldReason != "" {
-		fmt.Fprintf(w, "withheld:    %s\n", v.WithheldReason)
+		fmt.Fprintf(w, "withheld:    %s\n", logText(v.WithheldReason))
 	}
 	if n := len(v.Remediations); n > 0 {
 		r := v.Remediations[n-1]
 		fmt.Fprintf(w, "repairs:     last %s %s %s (%s, %s); 'drwatch remediate records' lists %d\n",
-			r.Result, r.Verb, r.Target, r.Name, ago(r.At, now), n)
+			logText(r.Result), logText(r.Verb), logText(r.Target), logText(r.Name), ago(r.At, now), n)
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -128,7 +128,7 @@ func printStatus(w io.Writer, st api.Status) {
 		var failing []string
 		for _, p := range nv.Probes {
 			if !p.Last.OK && p.LastAt != 0 {
-				failing = append(failing, fmt.Sprintf("%s/%s: %s", p.Site, p.Probe, firstNonEmpty(p.Last.Reason, p.Last.Class)))
+				failing = append(failing, logText(fmt.Sprintf("%s/%s: %s", p.Site, p.Probe, firstNonEmpty(p.Last.Reason, p.Last.Class))))
 			}
 		}
 		last := ago(nv.LastAt, now)
@@ -136,9 +136,9 @@ func printStatus(w io.Writer, st api.Status) {
 			last += " (stale)"
 		}
 		if nv.Abstain != "" {
-			last += " abstains: " + nv.Abstain
+			last += " abstains: " + logText(nv.Abstain)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", nv.Node, last, nv.Verdicts[failover.Primary], nv.Verdicts[failover.Backup], join(failing))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", logText(nv.Node), last, nv.Verdicts[failover.Primary], nv.Verdicts[failover.Backup], join(failing))
 	}
 	_ = tw.Flush()
 }
