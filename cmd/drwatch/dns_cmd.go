@@ -186,6 +186,11 @@ over it.`,
 			if strings.TrimSpace(d.reason) == "" {
 				return usageError{errors.New("--reason is required: it is recorded in the history")}
 			}
+			for _, f := range []struct{ name, v string }{{"reason", d.reason}, {"actor", d.actor}} {
+				if err := failover.CheckText(f.v); err != nil {
+					return usageError{fmt.Errorf("--%s: %w", f.name, err)}
+				}
+			}
 			d.confirm = newConfirmer(c.InOrStdin(), c.ErrOrStderr())
 			ctx, stop := signal.NotifyContext(c.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()

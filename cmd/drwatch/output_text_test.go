@@ -75,3 +75,19 @@ func TestLogTextIsPrintedEscaped(t *testing.T) {
 		t.Errorf("history: got %d lines, want a header and two rows:\n%s", len(lines), out)
 	}
 }
+
+// The break-glass reason and actor end up in the history when quorum
+// returns: dns set refuses control characters in them before writing.
+func TestDNSSetRefusesControlCharactersInText(t *testing.T) {
+	for _, flags := range [][]string{{"--reason", "down\x1b[2J", "--actor", "alice"}, {"--reason", "down", "--actor", "eve\nforged"}} {
+		args := append([]string{"dns", "set", "--site", "backup", "--no-quorum", "--yes", "--config", "/nonexistent/drwatch.yaml"}, flags...)
+		_, stderr, code := run(t, args...)
+		field := strings.TrimPrefix(flags[0], "--")
+		if flags[1] == "down" {
+			field = "actor"
+		}
+		if code != exitUsage || !strings.Contains(stderr, "--"+field+": ") {
+			t.Errorf("dns set %q: got exit %d %q, want a usage error naming --%s", flags, code, stderr, field)
+		}
+	}
+}
