@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -147,7 +148,7 @@ func (f *clientFlags) client(needToken bool) (*client, error) {
 	if caFile != "" {
 		pem, err := os.ReadFile(caFile)
 		if err != nil {
-			return nil, fmt.Errorf("ca file: %w", err)
+			return nil, config.FileError("ca file", err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
@@ -160,7 +161,11 @@ func (f *clientFlags) client(needToken bool) (*client, error) {
 	}
 	if certFile != "" {
 		pair, err := tls.LoadX509KeyPair(certFile, keyFile)
-		if err != nil {
+		var pe *fs.PathError
+		switch {
+		case errors.As(err, &pe):
+			return nil, config.FileError("client certificate or key file", err)
+		case err != nil:
 			return nil, fmt.Errorf("client certificate %s: %w", certFile, err)
 		}
 		tlsCfg.Certificates = []tls.Certificate{pair}
@@ -236,7 +241,7 @@ func readToken(file string) (string, error) {
 	if file != "" {
 		b, err := os.ReadFile(file)
 		if err != nil {
-			return "", fmt.Errorf("token file: %w", err)
+			return "", config.FileError("token file", err)
 		}
 		// One line: the bare token, or the user's own "actor:token" line
 		// copied from the watchers' tokens file. Never guess among several:

@@ -227,3 +227,51 @@ func TestSecretInFileFieldIsNeverPrinted(t *testing.T) {
 		}
 	}
 }
+
+// The CLI's own file flags, and the tls files of a --config it reads
+// without checking them, are not quoted either when a secret was pasted
+// into them.
+func TestSecretInClientFileFlagIsNeverPrinted(t *testing.T) {
+	raw := make([]byte, 24)
+	if _, err := rand.Read(raw); err != nil {
+		t.Fatal(err)
+	}
+	secret := "alice:" + base64.RawURLEncoding.EncodeToString(raw)
+	dir := t.TempDir()
+	cfgText := strings.NewReplacer("tls: { ca_file: /etc/drwatch/ca.crt", "tls: { ca_file: \""+secret+"\"").Replace(validExampleConfig(t))
+	cfg := filepath.Join(dir, "drwatch.yaml")
+	if err := os.WriteFile(cfg, []byte(cfgText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ep := []string{"--endpoint", "https://127.0.0.1:1"}
+	for name, args := range map[string][]string{
+		"--ca-file":    append([]string{"status", "--ca-file", secret}, ep...),
+		"--cert-file":  append([]string{"status", "--cert-file", secret, "--key-file", secret + "k"}, ep...),
+		"--token-file": append([]string{"resume", "--reason", "r", "--yes", "--token-file", secret}, ep...),
+		"--config":     {"status", "--config", cfg},
+	} {
+		out, stderr, code := run(t, args...)
+		if code == 0 {
+			t.Errorf("%s: got exit 0, want a failure", name)
+		}
+		for _, form := range secretForms(secret) {
+			if strings.Contains(out+stderr, form) {
+				t.Errorf("%s with a secret: output holds it (as %q):\n%s%s", name, form, out, stderr)
+				break
+			}
+		}
+	}
+}
+
+// validExampleConfig is config/testdata/valid.yaml.
+func validExampleConfig(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("config/testdata/valid.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "tls: { ca_file: /etc/drwatch/ca.crt") {
+		t.Fatal("test bug: valid.yaml changed shape")
+	}
+	return string(b)
+}
