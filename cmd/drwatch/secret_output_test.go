@@ -63,11 +63,19 @@ hooks:
 `,
 	"powerdns": `dns:
   provider: powerdns
-  powerdns: { url: "https://pdns.example.net:8081", api_token_file: ${TokenAPI.api_token_file} }
+  powerdns: { url: "https://pdns.example.net:8081", api_token_file: ${PowerDNS.api_token_file} }
 `,
 	"cloudflare": `dns:
   provider: cloudflare
-  cloudflare: { api_token_env: ${TokenAPI.api_token_env} }
+  cloudflare: { api_token_env: ${APIToken.api_token_env} }
+`,
+	"powerdns-env": `dns:
+  provider: powerdns
+  powerdns: { url: "https://pdns.example.net:8081", api_token_env: ${PowerDNS.api_token_env} }
+`,
+	"hetzner": `dns:
+  provider: hetzner
+  hetzner: { api_token_file: ${APIToken.api_token_file} }
 `,
 	"route53": `dns:
   provider: route53
