@@ -117,7 +117,20 @@ func (h *hclogAdapter) Log(level hclog.Level, msg string, args ...any) {
 	}
 	// raft's messages start upper-case sometimes; our convention is lower-case.
 	msg = strings.ToLower(msg[:min(1, len(msg))]) + msg[min(1, len(msg)):]
-	h.l.Log(ctx, lv, msg, append(append([]any(nil), h.implied...), args...)...)
+	h.l.Log(ctx, lv, msg, render(append(append([]any(nil), h.implied...), args...))...)
+}
+
+// render formats the values raft wraps in hclog.Fmt, which slog would
+// otherwise print as a slice with the bare format string in it.
+func render(args []any) []any {
+	for i, a := range args {
+		if f, ok := a.(hclog.Format); ok && len(f) > 0 {
+			if format, ok := f[0].(string); ok {
+				args[i] = fmt.Sprintf(format, f[1:]...)
+			}
+		}
+	}
+	return args
 }
 
 func (h *hclogAdapter) Trace(msg string, args ...any) { h.Log(hclog.Trace, msg, args...) }
