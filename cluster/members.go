@@ -69,7 +69,7 @@ func (n *Node) AddVoter(ctx context.Context, id, addr string) error {
 // RemoveServer removes id from the configuration. Removing the leader, or
 // leaving fewer than three voters, returns ErrNeedsConfirmation unless
 // force is true. Called on a follower it is forwarded to the leader.
-// Removing a server that is not a member is a no-op.
+// Removing a server that is not a member returns ErrNotMember.
 func (n *Node) RemoveServer(ctx context.Context, id string, force bool) error {
 	return n.leaderOp(ctx, "remove server", rpcRequest{Op: opRemove, ID: id, Force: force},
 		func(ctx context.Context) error { return n.removeLocal(ctx, id, force) })
@@ -104,7 +104,7 @@ func (n *Node) removeLocal(ctx context.Context, id string, force bool) error {
 		}
 	}
 	if !found {
-		return nil
+		return fmt.Errorf("%s: %w", id, ErrNotMember)
 	}
 	if !force {
 		if id == n.id {

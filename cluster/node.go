@@ -30,6 +30,9 @@ var (
 	// ErrNeedsConfirmation: the membership change removes the leader or
 	// leaves fewer than three voters; repeat it with force.
 	ErrNeedsConfirmation = errors.New("membership change needs confirmation")
+	// ErrNotMember: the server to remove is not in the configuration. A
+	// retried removal that did commit the first time sees it too.
+	ErrNotMember = errors.New("not a member")
 	// ErrShutdown: the node is shut down.
 	ErrShutdown = errors.New("cluster node shut down")
 	// ErrLeadershipLost: the leader lost leadership before the command

@@ -222,8 +222,8 @@ func TestMembershipChanges(t *testing.T) {
 		m, err := l.node.Members(ctx)
 		return err == nil && len(m) == 2
 	})
-	if err := f.node.RemoveServer(ctx, other.id, false); err != nil {
-		t.Fatalf("removing a non-member: got %v, want nil (idempotent)", err)
+	if err := f.node.RemoveServer(ctx, other.id, false); !errors.Is(err, ErrNotMember) {
+		t.Fatalf("removing a non-member via follower: got %v, want ErrNotMember", err)
 	}
 	tc.propose(l, "two")
 	if err := f.node.AddVoter(ctx, other.id, other.addr); err != nil {

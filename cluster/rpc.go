@@ -56,6 +56,7 @@ var errorCodes = []struct {
 	{"shutdown", ErrShutdown},
 	{"leadership_lost", ErrLeadershipLost},
 	{"bad_node_id", ErrBadNodeID},
+	{"not_member", ErrNotMember},
 }
 
 func encodeError(err error) rpcResponse {
