@@ -58,22 +58,49 @@ func NewServer(b Backend, o Options) *Server {
 	m.HandleFunc("GET /livez", s.livez)
 	m.HandleFunc("GET /readyz", s.readyz)
 	m.Handle("GET /metrics", b.Metrics())
-	m.HandleFunc("GET /api/v1/status", s.status)
-	m.HandleFunc("GET /api/v1/history", s.history)
-	m.HandleFunc("GET /api/v1/explain/{gen}", s.explain)
-	m.HandleFunc("GET /api/v1/members", s.members)
-	m.HandleFunc("POST /api/v1/failover", s.write(s.failoverCmd))
-	m.HandleFunc("POST /api/v1/failback", s.write(s.failbackCmd))
-	m.HandleFunc("POST /api/v1/switchover", s.write(s.switchoverCmd))
-	m.HandleFunc("POST /api/v1/pause", s.write(s.pauseCmd))
-	m.HandleFunc("POST /api/v1/resume", s.write(s.resumeCmd))
-	m.HandleFunc("POST /api/v1/ack", s.write(s.ackCmd))
-	m.HandleFunc("POST /api/v1/members/remove", s.removeMember)
-	m.HandleFunc("POST /api/v1/members/add", s.addMember)
+	allow := map[string][]string{}
+	route := func(method, path string, h http.HandlerFunc) {
+		m.HandleFunc(method+" "+path, h)
+		allow[path] = append(allow[path], method)
+	}
+	route(http.MethodGet, "/api/v1/status", s.status)
+	route(http.MethodGet, "/api/v1/history", s.history)
+	route(http.MethodGet, "/api/v1/explain/{gen}", s.explain)
+	route(http.MethodGet, "/api/v1/members", s.members)
+	route(http.MethodPost, "/api/v1/failover", s.write(s.failoverCmd))
+	route(http.MethodPost, "/api/v1/failback", s.write(s.failbackCmd))
+	route(http.MethodPost, "/api/v1/switchover", s.write(s.switchoverCmd))
+	route(http.MethodPost, "/api/v1/pause", s.write(s.pauseCmd))
+	route(http.MethodPost, "/api/v1/resume", s.write(s.resumeCmd))
+	route(http.MethodPost, "/api/v1/ack", s.write(s.ackCmd))
+	route(http.MethodPost, "/api/v1/members/remove", s.removeMember)
+	route(http.MethodPost, "/api/v1/members/add", s.addMember)
+	// A known path asked with another method is 405, not the catch-all's
+	// 404: the method-less pattern is less specific than the routes above.
+	for path, methods := range allow {
+		m.HandleFunc(path, methodNotAllowed(methods))
+	}
 	m.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, ErrorDetail{Code: CodeNotFound, Message: "no such endpoint: " + r.Method + " " + r.URL.Path})
 	})
 	return s
+}
+
+// methodNotAllowed answers 405 naming the methods the path serves (GET
+// serves HEAD too, as net/http does).
+func methodNotAllowed(methods []string) http.HandlerFunc {
+	var list []string
+	for _, m := range methods {
+		list = append(list, m)
+		if m == http.MethodGet {
+			list = append(list, http.MethodHead)
+		}
+	}
+	allow := strings.Join(list, ", ")
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		writeError(w, ErrorDetail{Code: CodeMethod, Message: r.Method + " " + r.URL.Path + ": method not allowed; use " + allow})
+	}
 }
 
 // Handle adds a route (the status page and badges register here).
@@ -110,7 +137,11 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, s.backend.Status(r.Context()))
+	st := s.backend.Status(r.Context())
+	if st.Warnings == nil {
+		st.Warnings = []string{} // documented as an array; clients iterate it
+	}
+	writeJSON(w, http.StatusOK, st)
 }
 
 func (s *Server) history(w http.ResponseWriter, _ *http.Request) {
@@ -149,13 +180,14 @@ func (s *Server) members(w http.ResponseWriter, r *http.Request) {
 
 // authorize returns the actor behind the request's bearer token.
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request) (string, bool) {
-	h := r.Header.Get("Authorization")
-	tok, ok := strings.CutPrefix(h, "Bearer ")
-	if !ok || tok == "" {
+	// The scheme is case-insensitive (RFC 9110 section 11.1).
+	scheme, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	tok = strings.TrimSpace(tok)
+	if !strings.EqualFold(scheme, "Bearer") || tok == "" {
 		writeError(w, ErrorDetail{Code: CodeUnauthorized, Message: "writes need an Authorization: Bearer token"})
 		return "", false
 	}
-	actor, ok := s.tokens.Actor(strings.TrimSpace(tok))
+	actor, ok := s.tokens.Actor(tok)
 	if !ok {
 		writeError(w, ErrorDetail{Code: CodeUnauthorized, Message: "token not recognised"})
 		return "", false
@@ -258,11 +290,13 @@ func writeSubmitError(w http.ResponseWriter, err error) {
 		writeError(w, ErrorDetail{Code: CodeRefused, Message: ref.Message, Rule: ref.Rule, Override: ref.Override})
 	case errors.Is(err, cluster.ErrNeedsConfirmation):
 		writeError(w, ErrorDetail{Code: CodeRefused, Rule: "needs_confirmation", Message: err.Error(), Override: "confirm explicitly (--confirm)"})
-	case errors.Is(err, failover.ErrBadCommand):
+	case errors.Is(err, failover.ErrBadCommand), errors.Is(err, cluster.ErrBadNodeID):
 		writeError(w, ErrorDetail{Code: CodeBadRequest, Message: err.Error()})
 	case errors.Is(err, cluster.ErrNotSent) && (errors.Is(err, cluster.ErrNoLeader) || errors.Is(err, cluster.ErrNotLeader) || errors.Is(err, context.DeadlineExceeded)):
 		writeError(w, ErrorDetail{Code: CodeNoLeader, Message: "this watcher knows no leader, so nothing was committed (is a quorum of watchers up and reachable from it?): " + err.Error(),
 			Rule: "no_quorum", Override: "ask another watcher; with no quorum anywhere, only 'drwatch dns set --no-quorum' writes DNS"})
+	case errors.Is(err, cluster.ErrNotMember):
+		writeError(w, ErrorDetail{Code: CodeNotFound, Message: err.Error()})
 	case errors.Is(err, cluster.ErrNoLeader), errors.Is(err, cluster.ErrNotLeader), errors.Is(err, context.DeadlineExceeded):
 		writeError(w, ErrorDetail{Code: CodeTimeout, Message: "the leader did not confirm it in time, so it may still be committed: check 'drwatch history' before you repeat it: " + err.Error()})
 	case errors.Is(err, failover.ErrNoPolicy), errors.Is(err, cluster.ErrShutdown):

@@ -64,18 +64,7 @@ func TestWritesRefuseControlCharactersNamingTheField(t *testing.T) {
 		}
 		// json.Marshal would replace an invalid byte; put it in afterwards.
 		buf = bytes.ReplaceAll(buf, []byte(invalidByte), []byte{0xff})
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/api/v1/"+path, bytes.NewReader(buf))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Bearer s3cr3t-token-for-alice")
-		resp, err := srv.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var eb ErrorBody
-		_ = json.NewDecoder(resp.Body).Decode(&eb)
+		resp, eb := do(t, srv, http.MethodPost, "/api/v1/"+path, "Bearer s3cr3t-token-for-alice", string(buf))
 		return resp.StatusCode, eb
 	}
 	bad := map[string]string{
