@@ -243,8 +243,8 @@ func readToken(file string) (string, error) {
 		if err != nil {
 			return "", config.FileError("token file", err)
 		}
-		// One line: the bare token, or the user's own "actor:token" line
-		// copied from the watchers' tokens file. Never guess among several:
+		// One line: the bare token, or the user's own "actor:token[:role]"
+		// line copied from the watchers' tokens file. Never guess among several:
 		// the whole file would go out as the token.
 		var lines []string
 		for _, l := range strings.Split(string(b), "\n") {
@@ -260,8 +260,8 @@ func readToken(file string) (string, error) {
 			return "", fmt.Errorf("token file %s: want one line, the token or actor:token; got %d", file, len(lines))
 		}
 		tok := lines[0]
-		if _, t, ok := strings.Cut(tok, ":"); ok {
-			tok = strings.TrimSpace(t)
+		if strings.Contains(tok, ":") {
+			tok = api.LineToken(tok)
 		}
 		if tok == "" {
 			return "", fmt.Errorf("token file %s is empty", file)

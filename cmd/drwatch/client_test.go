@@ -245,6 +245,8 @@ func TestTokenFileTakesBareTokenOrActorLine(t *testing.T) {
 		{"actor:token line", "alice:" + tok + "\n", tok, false},
 		{"comment and blank lines", "# alice's token\n\nalice:" + tok + "\n", tok, false},
 		{"token holding a colon, given with its actor", "alice:" + tok + ":x\n", tok + ":x", false},
+		{"actor:token:role line", "alice:" + tok + ":operate\n", tok, false},
+		{"token holding a colon, with a role", "alice:" + tok + ":x:read\n", tok + ":x", false},
 		{"empty", "\n", "", true},
 		{"only comments", "# nothing\n", "", true},
 		{"two token lines", "alice:" + tok + "\nbob:" + tok + "x\n", "", true},

@@ -12,6 +12,7 @@ type Code string
 const (
 	CodeBadRequest   Code = "bad_request"
 	CodeUnauthorized Code = "unauthorized"
+	CodeForbidden    Code = "forbidden" // the token's role does not allow the write; the message names the role it needs
 	CodeNotFound     Code = "not_found"
 	CodeTooLarge     Code = "too_large"
 	CodeMethod       Code = "method_not_allowed"
@@ -38,6 +39,7 @@ type ErrorDetail struct {
 var codeStatus = map[Code]int{
 	CodeBadRequest:   http.StatusBadRequest,
 	CodeUnauthorized: http.StatusUnauthorized,
+	CodeForbidden:    http.StatusForbidden,
 	CodeNotFound:     http.StatusNotFound,
 	CodeTooLarge:     http.StatusRequestEntityTooLarge,
 	CodeMethod:       http.StatusMethodNotAllowed,

@@ -67,12 +67,12 @@ func NewServer(b Backend, o Options) *Server {
 	route(http.MethodGet, "/api/v1/history", s.history)
 	route(http.MethodGet, "/api/v1/explain/{gen}", s.explain)
 	route(http.MethodGet, "/api/v1/members", s.members)
-	route(http.MethodPost, "/api/v1/failover", s.write(s.failoverCmd))
-	route(http.MethodPost, "/api/v1/failback", s.write(s.failbackCmd))
-	route(http.MethodPost, "/api/v1/switchover", s.write(s.switchoverCmd))
-	route(http.MethodPost, "/api/v1/pause", s.write(s.pauseCmd))
-	route(http.MethodPost, "/api/v1/resume", s.write(s.resumeCmd))
-	route(http.MethodPost, "/api/v1/ack", s.write(s.ackCmd))
+	route(http.MethodPost, "/api/v1/failover", s.write(RoleOperate, s.failoverCmd))
+	route(http.MethodPost, "/api/v1/failback", s.write(RoleOperate, s.failbackCmd))
+	route(http.MethodPost, "/api/v1/switchover", s.write(RoleOperate, s.switchoverCmd))
+	route(http.MethodPost, "/api/v1/pause", s.write(RoleOperate, s.pauseCmd))
+	route(http.MethodPost, "/api/v1/resume", s.write(RoleOperate, s.resumeCmd))
+	route(http.MethodPost, "/api/v1/ack", s.write(RoleOperate, s.ackCmd))
 	route(http.MethodPost, "/api/v1/members/remove", s.removeMember)
 	route(http.MethodPost, "/api/v1/members/add", s.addMember)
 	// A known path asked with another method is 405, not the catch-all's
@@ -178,8 +178,9 @@ func (s *Server) members(w http.ResponseWriter, r *http.Request) {
 	}{ms})
 }
 
-// authorize returns the actor behind the request's bearer token.
-func (s *Server) authorize(w http.ResponseWriter, r *http.Request) (string, bool) {
+// authorize returns the actor behind the request's bearer token, if its
+// role allows what needs requires.
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request, needs Role) (string, bool) {
 	// The scheme is case-insensitive (RFC 9110 section 11.1).
 	scheme, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 	tok = strings.TrimSpace(tok)
@@ -187,9 +188,13 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) (string, bool
 		writeError(w, ErrorDetail{Code: CodeUnauthorized, Message: "writes need an Authorization: Bearer token"})
 		return "", false
 	}
-	actor, ok := s.tokens.Actor(tok)
+	actor, role, ok := s.tokens.Lookup(tok)
 	if !ok {
 		writeError(w, ErrorDetail{Code: CodeUnauthorized, Message: "token not recognised"})
+		return "", false
+	}
+	if !role.Allows(needs) {
+		writeError(w, ErrorDetail{Code: CodeForbidden, Message: fmt.Sprintf("%s %s needs role %s; the token of %s has role %s", r.Method, r.URL.Path, needs, actor, role)})
 		return "", false
 	}
 	return actor, true
@@ -232,9 +237,9 @@ type cmdBuilder func(req WriteRequest, actor string) (failover.Command, error)
 
 // write handles a command endpoint: authenticate, decode, build, then
 // either dry-run or submit.
-func (s *Server) write(build cmdBuilder) http.HandlerFunc {
+func (s *Server) write(needs Role, build cmdBuilder) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		actor, ok := s.authorize(w, r)
+		actor, ok := s.authorize(w, r, needs)
 		if !ok {
 			return
 		}
@@ -359,7 +364,7 @@ func (s *Server) ackCmd(req WriteRequest, actor string) (failover.Command, error
 }
 
 func (s *Server) removeMember(w http.ResponseWriter, r *http.Request) {
-	actor, ok := s.authorize(w, r)
+	actor, ok := s.authorize(w, r, RoleAdmin)
 	if !ok {
 		return
 	}
@@ -385,7 +390,7 @@ func (s *Server) removeMember(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) addMember(w http.ResponseWriter, r *http.Request) {
-	actor, ok := s.authorize(w, r)
+	actor, ok := s.authorize(w, r, RoleAdmin)
 	if !ok {
 		return
 	}

@@ -142,3 +142,55 @@ func TestStatusWarningsIsNeverNull(t *testing.T) {
 		t.Errorf("got warnings %s, want []", got)
 	}
 }
+
+// Each role writes only what it is granted: read nothing, operate the
+// decision commands, admin also the membership. A refusal is 403 and names
+// the role the write needs; nothing reaches the cluster.
+func TestTokenRolesLimitWrites(t *testing.T) {
+	b := &acceptingBackend{}
+	srv := apiServer(t, b, "reader:read-token-0123456789:read\noperator:operate-token-0123456789:operate\n"+
+		"admin:admin-token-0123456789:admin\nlegacy:legacy-token-0123456789\n")
+	ops := map[string]string{
+		"failover":   `{"to":"backup","reason":"x"}`,
+		"failback":   `{"reason":"x"}`,
+		"switchover": `{"to":"backup","reason":"x"}`,
+		"pause":      `{"until":"30m","reason":"x"}`,
+		"resume":     `{"reason":"x"}`,
+		"ack":        `{"reason":"x"}`,
+	}
+	members := map[string]string{
+		"members/add":    `{"id":"d","raft_addr":"10.4.0.5:7400","reason":"x"}`,
+		"members/remove": `{"id":"d","reason":"x"}`,
+	}
+	check := func(token, path, body string, want int, needs Role) {
+		t.Helper()
+		before := b.writes
+		resp, eb := do(t, srv, http.MethodPost, "/api/v1/"+path, "Bearer "+token, body)
+		if resp.StatusCode != want {
+			t.Errorf("%s with %s: got %d %+v, want %d", path, token, resp.StatusCode, eb.Error, want)
+		}
+		if want != http.StatusForbidden {
+			return
+		}
+		if eb.Error.Code != CodeForbidden || !strings.Contains(eb.Error.Message, "needs role "+string(needs)) {
+			t.Errorf("%s with %s: got %+v, want %s naming role %s", path, token, eb.Error, CodeForbidden, needs)
+		}
+		if b.writes != before {
+			t.Errorf("%s with %s: a refused write reached the cluster", path, token)
+		}
+	}
+	for path, body := range ops {
+		check("read-token-0123456789", path, body, http.StatusForbidden, RoleOperate)
+		check("operate-token-0123456789", path, body, http.StatusOK, "")
+		check("admin-token-0123456789", path, body, http.StatusOK, "")
+		check("legacy-token-0123456789", path, body, http.StatusOK, "")
+		// A dry run is refused too: it shows what the token cannot do anyway.
+		check("read-token-0123456789", path, strings.Replace(body, `"reason"`, `"dry_run":true,"reason"`, 1), http.StatusForbidden, RoleOperate)
+	}
+	for path, body := range members {
+		check("read-token-0123456789", path, body, http.StatusForbidden, RoleAdmin)
+		check("operate-token-0123456789", path, body, http.StatusForbidden, RoleAdmin)
+		check("admin-token-0123456789", path, body, http.StatusOK, "")
+		check("legacy-token-0123456789", path, body, http.StatusOK, "")
+	}
+}

@@ -55,3 +55,42 @@ func TestTokensFileRejectsBareTokenLine(t *testing.T) {
 		}
 	}
 }
+
+// A line may end in a role; without one the token keeps full power, as
+// every tokens file written before roles existed means.
+func TestParseTokensRoles(t *testing.T) {
+	tk, err := ParseTokens([]byte("old:0123456789abcdef0000\nr:0123456789abcdef0001:read\no:0123456789abcdef0002:operate\na:0123456789abcdef0003:admin\nsp: 0123456789abcdef0004 : operate \n" +
+		"colon:0123456789abcdef:root\ncolon-role:0123456789abcdef:x:read\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		tok, actor string
+		role       Role
+	}{
+		{"0123456789abcdef0000", "old", RoleAdmin},
+		{"0123456789abcdef0001", "r", RoleRead},
+		{"0123456789abcdef0002", "o", RoleOperate},
+		{"0123456789abcdef0003", "a", RoleAdmin},
+		{"0123456789abcdef0004", "sp", RoleOperate},
+		// A token always could hold ':'; text after it that is no role is token.
+		{"0123456789abcdef:root", "colon", RoleAdmin},
+		{"0123456789abcdef:x", "colon-role", RoleRead},
+	} {
+		actor, role, ok := tk.Lookup(tt.tok)
+		if !ok || actor != tt.actor || role != tt.role {
+			t.Errorf("Lookup(%q): got %q %v %v, want %q %v true", tt.tok, actor, role, ok, tt.actor, tt.role)
+		}
+	}
+	const secret = "s3cr3t-but-long-enough"
+	for _, bad := range []string{"alice:" + secret + ":\n", "alice:" + secret + ":Read\n", "alice:" + secret + ": OPERATE\n"} {
+		_, err := ParseTokens([]byte(bad))
+		if err == nil || !strings.Contains(err.Error(), "line 1") || !strings.Contains(err.Error(), "read, operate or admin") {
+			t.Errorf("%q: got %v, want line 1 refused naming the roles", bad, err)
+			continue
+		}
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("%q: error leaks the token: %v", bad, err)
+		}
+	}
+}

@@ -48,7 +48,7 @@ type Peer struct {
 
 // API configures the HTTP API.
 type API struct {
-	TokensFile   string `yaml:"tokens_file" doc:"Bearer tokens for write calls, one 'actor:token' per line ('#' comments allowed); a line with a bare token is an error. Required: without it no write is accepted."`
+	TokensFile   string `yaml:"tokens_file" doc:"Bearer tokens for write calls, one 'actor:token' or 'actor:token:role' per line ('#' comments allowed), role read, operate or admin (no role: admin, full power as before roles); a line with a bare token is an error. Required: without it no write is accepted."`
 	MaxBodyBytes int64  `yaml:"max_body_bytes" default:"65536" doc:"Largest request body accepted."`
 	ClientCerts  string `yaml:"client_certs" default:"optional" doc:"optional: anyone who reaches the port may read (writes still need a token); required: every connection must present a client certificate from the cluster CA (drwatch certs issue NAME --client), reads and probes of /livez, /readyz and /metrics included."`
 }
