@@ -372,6 +372,10 @@ func (s *state) pause(index uint64, now int64, c *Pause, res *Result) error {
 	if c.Until != 0 && c.Until <= now {
 		return fmt.Errorf("pause until %s: already past (now %s): %w", fmtTime(c.Until), fmtTime(now), ErrBadCommand)
 	}
+	if p := s.Policy; p != nil && p.MaxPause > 0 && c.Until != 0 && c.Until-now > int64(p.MaxPause) {
+		return fmt.Errorf("pause until %s: %s from now, longer than policy.max_pause %s (pause until resume instead, and resume by hand): %w",
+			fmtTime(c.Until), time.Duration(c.Until-now).Round(time.Second), p.MaxPause, ErrBadCommand)
+	}
 	s.Now = now
 	if s.Paused && s.PausedUntil == c.Until {
 		res.Noop = "already_paused"

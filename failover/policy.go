@@ -102,7 +102,18 @@ type Policy struct {
 	// meltdown Octavia comes back last, and a failback onto load balancers
 	// stuck in ERROR is a second outage.
 	FailbackGate []string `json:"failback_gate,omitempty"`
+	// MaxPause bounds how far ahead a pause may end (a pause until resume
+	// is not bounded). 0, as in every policy written before it existed,
+	// bounds nothing, so old logs replay unchanged.
+	MaxPause time.Duration `json:"max_pause,omitempty"`
 }
+
+// Upper bounds of the policy's durations. They keep every time sum far from
+// int64 overflow and catch unit mistakes; the config validates against them.
+const (
+	MaxInterval = time.Hour
+	MaxWindow   = 366 * 24 * time.Hour
+)
 
 // stale is the age after which a node's report no longer counts.
 func (p *Policy) stale() time.Duration {
@@ -156,19 +167,20 @@ func (p Policy) Validate() error {
 	if p.Rise < 1 {
 		bad("rise", "%d must be >= 1", p.Rise)
 	}
-	// Upper bounds keep every time sum far from int64 overflow and catch unit mistakes.
-	const maxInterval, maxWindow = time.Hour, 366 * 24 * time.Hour
-	if p.Interval <= 0 || p.Interval > maxInterval {
-		bad("interval", "%s must be > 0 and <= %s", p.Interval, maxInterval)
+	if p.Interval <= 0 || p.Interval > MaxInterval {
+		bad("interval", "%s must be > 0 and <= %s", p.Interval, MaxInterval)
 	}
-	if p.StaleAfter < 0 || p.StaleAfter > maxWindow || (p.StaleAfter > 0 && p.StaleAfter < p.Interval) {
-		bad("stale_after", "%s must be 0 (3 intervals) or between interval %s and %s", p.StaleAfter, p.Interval, maxWindow)
+	if p.StaleAfter < 0 || p.StaleAfter > MaxWindow || (p.StaleAfter > 0 && p.StaleAfter < p.Interval) {
+		bad("stale_after", "%s must be 0 (3 intervals) or between interval %s and %s", p.StaleAfter, p.Interval, MaxWindow)
 	}
-	if p.BlockWindow < 0 || p.BlockWindow > maxWindow {
-		bad("block_window", "%s must be between 0 and %s", p.BlockWindow, maxWindow)
+	if p.BlockWindow < 0 || p.BlockWindow > MaxWindow {
+		bad("block_window", "%s must be between 0 and %s", p.BlockWindow, MaxWindow)
 	}
-	if p.Failback.After > maxWindow {
-		bad("failback.after", "%s must be <= %s", p.Failback.After, maxWindow)
+	if p.MaxPause < 0 || p.MaxPause > MaxWindow {
+		bad("max_pause", "%s must be between 0 (no bound) and %s", p.MaxPause, MaxWindow)
+	}
+	if p.Failback.After > MaxWindow {
+		bad("failback.after", "%s must be <= %s", p.Failback.After, MaxWindow)
 	}
 	switch p.Failback.Mode {
 	case "", FailbackManual:

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func loadString(t *testing.T, yaml string) (*Config, Problems) {
@@ -37,6 +38,9 @@ func TestValidConfig(t *testing.T) {
 	}
 	if c.Policy.Quorum != 2 || c.Policy.StaleAfter != 3*c.Policy.Interval {
 		t.Errorf("got quorum %d stale_after %s, want 2 and 3×interval", c.Policy.Quorum, c.Policy.StaleAfter)
+	}
+	if c.Policy.MaxPause != 24*time.Hour {
+		t.Errorf("got max_pause %s, want the default 24h", c.Policy.MaxPause)
 	}
 	p := c.Sites.Primary.Probes[0]
 	if p.Timeout != c.Policy.Timeout || len(p.ExpectStatus) != 1 || p.ExpectStatus[0] != 200 {
@@ -84,6 +88,13 @@ func TestRules(t *testing.T) {
 		{"even peers", "  - { id: c, raft_addr: 10.3.0.5:7400, api_addr: 10.3.0.5:7480 }\n", "", "peers", "use an odd number", 3},
 		{"failback auto without dwell", "failback: manual", "failback: auto", "policy.failback_after", "required > 0", 8},
 		{"bad provider", "provider: rfc2136", "provider: bind", "dns.provider", "must be one of", 21},
+		{"interval above an hour", "interval: 2s", "interval: 2h", "policy.interval", "must be ≤ 1h0m0s", 8},
+		{"block_window above a year", "block_window: 1h", "block_window: 100000h", "policy.block_window", "must be ≤ 8784h0m0s", 8},
+		{"stale_after above a year", "block_window: 1h", "block_window: 1h, stale_after: 100000h", "policy.stale_after", "must be ≤ 8784h0m0s", 8},
+		{"failback_after above a year", "failback: manual", "failback: auto, failback_after: 100000h", "policy.failback_after", "must be ≤ 8784h0m0s", 8},
+		{"max_pause above a year", "block_window: 1h", "block_window: 1h, max_pause: 100000h", "policy.max_pause", "must be ≤ 8784h0m0s", 8},
+		{"max_pause zero", "block_window: 1h", "block_window: 1h, max_pause: 0s", "policy.max_pause", "must be > 0", 8},
+		{"heartbeat_timeout above a minute", "api: { tokens_file", "raft: { heartbeat_timeout: 1h, leader_lease_timeout: 1s }\napi: { tokens_file", "raft.heartbeat_timeout", "must be ≤ 1m0s", 7},
 		{"bad client_certs", "api: { tokens_file: /etc/drwatch/tokens }", "api: { tokens_file: /etc/drwatch/tokens, client_certs: always }", "api.client_certs", "must be optional or required", 7},
 	}
 	for _, tt := range tests {

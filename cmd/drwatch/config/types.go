@@ -76,6 +76,7 @@ type Policy struct {
 	BlockWindow   time.Duration `yaml:"block_window" default:"1h" doc:"After an automatic flip, further automatic flips wait for 'drwatch ack', a manual move, or this window."`
 	Failback      string        `yaml:"failback" default:"manual" doc:"'manual', or 'auto' to return to the primary after failback_after of quorum UP."`
 	FailbackAfter time.Duration `yaml:"failback_after" doc:"With failback: auto, how long the primary must be UP at quorum without a break."`
+	MaxPause      time.Duration `yaml:"max_pause" default:"24h" doc:"Longest 'drwatch pause --until' accepted; a longer one is refused (a pause until 'drwatch resume' is not bounded). At most a year."`
 	FailbackGate  []string      `yaml:"failback_gate" doc:"Primary probes (typically its Octavia load balancers, often not critical) that must be UP at quorum before any failback; refused with exit 3 otherwise, unless --force."`
 }
 

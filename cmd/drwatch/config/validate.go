@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/hooks"
 	"io/fs"
@@ -273,12 +274,32 @@ func (v *validator) positive(path string, d time.Duration) bool {
 	return true
 }
 
+// atMost reports whether d is at most limit; upper bounds catch unit
+// mistakes (2h for 2s) and keep time sums far from overflow.
+func (v *validator) atMost(path string, d, limit time.Duration) bool {
+	if d > limit {
+		v.add(path, "%s must be ≤ %s", d, limit)
+		return false
+	}
+	return true
+}
+
+// Upper bounds of the Raft timings: beyond them a cluster takes minutes to
+// notice a dead leader or hours to compact its log.
+const (
+	maxRaftTimeout      = time.Minute
+	maxCommitTimeout    = 10 * time.Second
+	maxSnapshotInterval = 24 * time.Hour
+	maxDNSVerifyTimeout = 10 * time.Minute
+	maxCertMinValidity  = failover.MaxWindow
+)
+
 func (v *validator) raft(c *Config) {
 	r := c.Raft
-	v.positive("raft.heartbeat_timeout", r.HeartbeatTimeout)
-	v.positive("raft.election_timeout", r.ElectionTimeout)
-	v.positive("raft.commit_timeout", r.CommitTimeout)
-	v.positive("raft.snapshot_interval", r.SnapshotInterval)
+	_ = v.positive("raft.heartbeat_timeout", r.HeartbeatTimeout) && v.atMost("raft.heartbeat_timeout", r.HeartbeatTimeout, maxRaftTimeout)
+	_ = v.positive("raft.election_timeout", r.ElectionTimeout) && v.atMost("raft.election_timeout", r.ElectionTimeout, maxRaftTimeout)
+	_ = v.positive("raft.commit_timeout", r.CommitTimeout) && v.atMost("raft.commit_timeout", r.CommitTimeout, maxCommitTimeout)
+	_ = v.positive("raft.snapshot_interval", r.SnapshotInterval) && v.atMost("raft.snapshot_interval", r.SnapshotInterval, maxSnapshotInterval)
 	if v.positive("raft.leader_lease_timeout", r.LeaderLeaseTimeout) && r.LeaderLeaseTimeout > r.HeartbeatTimeout {
 		v.add("raft.leader_lease_timeout", "%s must not exceed heartbeat_timeout (%s)", r.LeaderLeaseTimeout, r.HeartbeatTimeout)
 	}
@@ -289,7 +310,7 @@ func (v *validator) raft(c *Config) {
 
 func (v *validator) policy(c *Config) {
 	p := c.Policy
-	okInterval := v.positive("policy.interval", p.Interval)
+	okInterval := v.positive("policy.interval", p.Interval) && v.atMost("policy.interval", p.Interval, failover.MaxInterval)
 	if v.positive("policy.timeout", p.Timeout) && okInterval && p.Timeout >= p.Interval {
 		v.add("policy.timeout", "%s must be < interval (%s)", p.Timeout, p.Interval)
 	}
@@ -307,9 +328,13 @@ func (v *validator) policy(c *Config) {
 	if okInterval && p.StaleAfter <= p.Interval {
 		v.add("policy.stale_after", "%s must be > interval (%s)", p.StaleAfter, p.Interval)
 	}
+	v.atMost("policy.stale_after", p.StaleAfter, failover.MaxWindow)
 	if p.BlockWindow < 0 {
 		v.add("policy.block_window", "%s must be ≥ 0", p.BlockWindow)
 	}
+	v.atMost("policy.block_window", p.BlockWindow, failover.MaxWindow)
+	v.atMost("policy.failback_after", p.FailbackAfter, failover.MaxWindow)
+	_ = v.positive("policy.max_pause", p.MaxPause) && v.atMost("policy.max_pause", p.MaxPause, failover.MaxWindow)
 	switch p.Failback {
 	case "manual":
 		if p.FailbackAfter != 0 {
@@ -382,6 +407,7 @@ func (v *validator) site(path string, s Site, pol Policy) {
 		case "octavia":
 			v.octaviaProbe(pp, p)
 		}
+		v.atMost(pp+".cert_min_validity", p.CertMinValidity, maxCertMinValidity)
 		if p.CertMinValidity < 0 {
 			v.add(pp+".cert_min_validity", "%s must be ≥ 0", p.CertMinValidity)
 		}
@@ -571,7 +597,7 @@ func (v *validator) dns(c *Config) {
 	for i, s := range d.Verify.Servers {
 		v.hostPort(fmt.Sprintf("dns.verify.servers[%d]", i), s)
 	}
-	v.positive("dns.verify.timeout", d.Verify.Timeout)
+	_ = v.positive("dns.verify.timeout", d.Verify.Timeout) && v.atMost("dns.verify.timeout", d.Verify.Timeout, maxDNSVerifyTimeout)
 	if d.Fence == "" || strings.HasSuffix(d.Fence, ".") {
 		v.add("dns.fence", "%q must be a name relative to the zone", d.Fence)
 	}

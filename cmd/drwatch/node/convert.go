@@ -21,6 +21,7 @@ func PolicyFrom(c *config.Config) failover.Policy {
 		BlockWindow:  c.Policy.BlockWindow,
 		Failback:     failover.FailbackPolicy{Mode: c.Policy.Failback, After: c.Policy.FailbackAfter},
 		FailbackGate: c.Policy.FailbackGate,
+		MaxPause:     c.Policy.MaxPause,
 		Sites:        map[failover.Site]failover.SitePolicy{},
 		Zone:         c.DNS.Zone,
 	}
