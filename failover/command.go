@@ -30,6 +30,7 @@ const (
 	CmdSetPolicy    CommandType = "set_policy"
 	CmdBreakGlass   CommandType = "break_glass"
 	CmdRemediation  CommandType = "remediation"
+	CmdMembership   CommandType = "membership"
 )
 
 // Command is one entry of the replicated log: a version, a type tag and
@@ -49,6 +50,7 @@ type Command struct {
 	SetPolicy    *SetPolicy    `json:"set_policy,omitempty"`
 	BreakGlass   *BreakGlass   `json:"break_glass,omitempty"`
 	Remediation  *Remediation  `json:"remediation,omitempty"`
+	Membership   *Membership   `json:"membership,omitempty"`
 }
 
 // ProbeResult is one probe's outcome in one round, as a watcher saw it.
@@ -231,6 +233,7 @@ func (c *Command) check() error {
 		{CmdSetPolicy, c.SetPolicy != nil},
 		{CmdBreakGlass, c.BreakGlass != nil},
 		{CmdRemediation, c.Remediation != nil},
+		{CmdMembership, c.Membership != nil},
 	}
 	known, n, match := false, 0, false
 	for _, p := range payloads {
@@ -278,6 +281,8 @@ func (c *Command) at() int64 {
 		return c.BreakGlass.At
 	case CmdRemediation:
 		return c.Remediation.At
+	case CmdMembership:
+		return c.Membership.At
 	}
 	return 0
 }
@@ -307,6 +312,8 @@ func (c *Command) setAt(at int64) {
 		c.BreakGlass.At = at
 	case CmdRemediation:
 		c.Remediation.At = at
+	case CmdMembership:
+		c.Membership.At = at
 	}
 }
 

@@ -79,6 +79,8 @@ func (s *state) step(index uint64, c Command, checked *[]Check) (Result, error) 
 		err = s.breakGlass(index, now, c.BreakGlass, &res)
 	case CmdRemediation:
 		err = s.remediation(index, now, c.Remediation, &res)
+	case CmdMembership:
+		err = s.membership(index, now, c.Membership, &res)
 	}
 	if err != nil {
 		return Result{}, err

@@ -34,6 +34,8 @@ const (
 	KindPolicy         = "policy"
 	KindBreakGlass     = "break_glass"
 	KindAction         = "action"
+	KindMemberAdd      = "member_add"
+	KindMemberRemove   = "member_remove"
 )
 
 // SystemActor is the actor recorded for automatic decisions.

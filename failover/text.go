@@ -69,6 +69,8 @@ func (c *Command) checkText() error {
 		reason, actor = c.BreakGlass.Reason, c.BreakGlass.Actor
 	case CmdSetPolicy:
 		actor = c.SetPolicy.Actor
+	case CmdMembership:
+		reason, actor = c.Membership.Reason, c.Membership.Actor
 	default:
 		return nil
 	}

@@ -309,10 +309,24 @@ func TestCLIAgainstCluster(t *testing.T) {
 			t.Fatalf("members list: %v %s", err, out)
 		}
 		m := ml.Members[2]
-		if _, stderr, code := run(t, append([]string{"members", "add", m.ID, "--raft-addr", m.Addr}, auth...)...); code != 0 {
+		if _, stderr, code := run(t, append([]string{"members", "add", m.ID, "--raft-addr", m.Addr}, auth...)...); code != 2 || !strings.Contains(stderr, "--reason is required") {
+			t.Errorf("members add without --reason: exit %d %q, want 2 naming --reason", code, stderr)
+		}
+		if _, stderr, code := run(t, append([]string{"members", "add", m.ID, "--raft-addr", m.Addr, "--reason", "re-address drill"}, auth...)...); code != 0 {
 			t.Errorf("re-adding %s at its address: exit %d %s", m.ID, code, stderr)
 		}
-		_, stderr, code = run(t, append([]string{"members", "remove", m.ID, "--yes"}, auth...)...)
+		out, _, _ = run(t, append([]string{"history", "-o", "json"}, conn...)...)
+		var hist struct{ History []failover.Entry }
+		recorded := false
+		if err := json.Unmarshal([]byte(out), &hist); err == nil {
+			for _, e := range hist.History {
+				recorded = recorded || e.Kind == failover.KindMemberAdd && e.Reason == "re-address drill" && e.Actor != "" && strings.HasPrefix(e.Detail, m.ID+" at ")
+			}
+		}
+		if !recorded {
+			t.Errorf("history after members add: want a %s entry with actor and reason, got:\n%s", failover.KindMemberAdd, out)
+		}
+		_, stderr, code = run(t, append([]string{"members", "remove", m.ID, "--yes", "--reason", "retire"}, auth...)...)
 		if code != 3 || !strings.Contains(stderr, "needs_confirmation") {
 			t.Errorf("remove below three voters without --confirm: exit %d %q, want 3 needs_confirmation", code, stderr)
 		}

@@ -39,6 +39,9 @@ func newMembersCmd() *cobra.Command {
 		Short: "Remove a voter (removing the leader or going below three voters needs --confirm)",
 		Args:  oneArg("remove takes one node ID"),
 		RunE: func(c *cobra.Command, args []string) error {
+			if err := requireReason(reason); err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(c.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			cl, err := flags.client(true)
@@ -67,6 +70,9 @@ func newMembersCmd() *cobra.Command {
 			if raftAddr == "" {
 				return usageError{errors.New("add takes one node ID and --raft-addr HOST:PORT")}
 			}
+			if err := requireReason(addReason); err != nil {
+				return err
+			}
 			cl, err := flags.client(true)
 			if err != nil {
 				return err
@@ -80,10 +86,10 @@ func newMembersCmd() *cobra.Command {
 		},
 	}
 	add.Flags().StringVar(&raftAddr, "raft-addr", "", "host:port the other watchers dial (required)")
-	add.Flags().StringVar(&addReason, "reason", "", "why (logged)")
+	add.Flags().StringVar(&addReason, "reason", "", "why (required; recorded in the history with your actor)")
 	remove.Flags().BoolVar(&confirm, "confirm", false, "confirm removing the leader or going below three voters")
 	remove.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
-	remove.Flags().StringVar(&reason, "reason", "", "why (logged)")
+	remove.Flags().StringVar(&reason, "reason", "", "why (required; recorded in the history with your actor)")
 	c.AddCommand(list, add, remove)
 	return c
 }

@@ -28,6 +28,14 @@ type writeCmd struct {
 	confirm confirmer
 }
 
+// requireReason refuses a write without a reason before it is sent.
+func requireReason(reason string) error {
+	if strings.TrimSpace(reason) == "" {
+		return usageError{errors.New("--reason is required: it is recorded in the history")}
+	}
+	return nil
+}
+
 func newWriteCmd(name, short, long string) (*cobra.Command, *writeCmd) {
 	w := &writeCmd{name: name, path: "/api/v1/" + name}
 	c := &cobra.Command{
@@ -36,8 +44,8 @@ func newWriteCmd(name, short, long string) (*cobra.Command, *writeCmd) {
 		Long:  long,
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if strings.TrimSpace(w.req.Reason) == "" {
-				return usageError{errors.New("--reason is required: it is recorded in the history")}
+			if err := requireReason(w.req.Reason); err != nil {
+				return err
 			}
 			if w.output != "" {
 				if err := outputFormat(w.output).check(); err != nil {

@@ -175,11 +175,11 @@ func (b *pageBackend) Explain(uint64) (string, error) { return "", errors.New("n
 func (b *pageBackend) Members(context.Context) ([]cluster.Member, error) {
 	return b.st.Raft.Members, nil
 }
-func (b *pageBackend) RemoveMember(context.Context, string, bool) error {
+func (b *pageBackend) RemoveMember(context.Context, string, bool, string, string) error {
 	return errors.New("read-only")
 }
 func (b *pageBackend) Alive() error { return nil }
-func (b *pageBackend) AddMember(context.Context, string, string) error {
+func (b *pageBackend) AddMember(context.Context, string, string, string, string) error {
 	return errors.New("read-only")
 }
 func (b *pageBackend) Submit(context.Context, failover.Command) (failover.Result, uint64, error) {

@@ -694,6 +694,8 @@ var kindTitle = map[string]string{
 	failover.KindPolicy:         "Policy set",
 	failover.KindBreakGlass:     "Break-glass DNS write (no quorum)",
 	failover.KindAction:         "DNS outcome",
+	failover.KindMemberAdd:      "Watcher added",
+	failover.KindMemberRemove:   "Watcher removed",
 }
 
 // incidents renders the history tail newest first.

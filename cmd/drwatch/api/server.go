@@ -233,6 +233,24 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	return true
 }
 
+// checkReason trims the reason and checks it and the other text fields of
+// req; it answers 400 and returns false when one is wrong.
+func checkReason(w http.ResponseWriter, req *WriteRequest) bool {
+	req.Reason = strings.TrimSpace(req.Reason)
+	if !checkText(w, *req) {
+		return false
+	}
+	switch {
+	case req.Reason == "":
+		writeError(w, ErrorDetail{Code: CodeBadRequest, Message: "reason is required: it is recorded in the history"})
+		return false
+	case len(req.Reason) > MaxReasonLen || !utf8.ValidString(req.Reason):
+		writeError(w, ErrorDetail{Code: CodeBadRequest, Message: fmt.Sprintf("reason must be valid UTF-8 of at most %d bytes", MaxReasonLen)})
+		return false
+	}
+	return true
+}
+
 type cmdBuilder func(req WriteRequest, actor string) (failover.Command, error)
 
 // write handles a command endpoint: authenticate, decode, build, then
@@ -247,16 +265,7 @@ func (s *Server) write(needs Role, build cmdBuilder) http.HandlerFunc {
 		if !s.decode(w, r, &req) {
 			return
 		}
-		req.Reason = strings.TrimSpace(req.Reason)
-		if !checkText(w, req) {
-			return
-		}
-		switch {
-		case req.Reason == "":
-			writeError(w, ErrorDetail{Code: CodeBadRequest, Message: "reason is required: it is recorded in the history"})
-			return
-		case len(req.Reason) > MaxReasonLen || !utf8.ValidString(req.Reason):
-			writeError(w, ErrorDetail{Code: CodeBadRequest, Message: fmt.Sprintf("reason must be valid UTF-8 of at most %d bytes", MaxReasonLen)})
+		if !checkReason(w, &req) {
 			return
 		}
 		cmd, err := build(req, actor)
@@ -369,7 +378,7 @@ func (s *Server) removeMember(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req WriteRequest
-	if !s.decode(w, r, &req) || !checkText(w, req) {
+	if !s.decode(w, r, &req) || !checkReason(w, &req) {
 		return
 	}
 	if req.ID == "" {
@@ -378,7 +387,7 @@ func (s *Server) removeMember(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
 	defer cancel()
-	if err := s.backend.RemoveMember(ctx, req.ID, req.Confirm); err != nil {
+	if err := s.backend.RemoveMember(ctx, req.ID, req.Confirm, actor, req.Reason); err != nil {
 		writeSubmitError(w, err)
 		return
 	}
@@ -395,7 +404,7 @@ func (s *Server) addMember(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req WriteRequest
-	if !s.decode(w, r, &req) || !checkText(w, req) {
+	if !s.decode(w, r, &req) || !checkReason(w, &req) {
 		return
 	}
 	if req.ID == "" || req.RaftAddr == "" {
@@ -408,7 +417,7 @@ func (s *Server) addMember(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
 	defer cancel()
-	if err := s.backend.AddMember(ctx, req.ID, req.RaftAddr); err != nil {
+	if err := s.backend.AddMember(ctx, req.ID, req.RaftAddr, actor, req.Reason); err != nil {
 		writeSubmitError(w, err)
 		return
 	}

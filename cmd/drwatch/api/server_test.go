@@ -14,14 +14,23 @@ import (
 
 const aliceToken = "s3cr3t-token-for-alice"
 
-// membersBackend answers membership changes with fixed errors.
+// membersBackend answers membership changes with fixed errors and keeps
+// the actor and reason of the last one.
 type membersBackend struct {
 	acceptingBackend
 	addErr, removeErr error
+	actor, reason     string
 }
 
-func (b *membersBackend) AddMember(context.Context, string, string) error  { return b.addErr }
-func (b *membersBackend) RemoveMember(context.Context, string, bool) error { return b.removeErr }
+func (b *membersBackend) AddMember(_ context.Context, _, _, actor, reason string) error {
+	b.actor, b.reason = actor, reason
+	return b.addErr
+}
+
+func (b *membersBackend) RemoveMember(_ context.Context, _ string, _ bool, actor, reason string) error {
+	b.actor, b.reason = actor, reason
+	return b.removeErr
+}
 
 func apiServer(t *testing.T, b Backend, tokensFile string) *httptest.Server {
 	t.Helper()
@@ -192,5 +201,31 @@ func TestTokenRolesLimitWrites(t *testing.T) {
 		check("operate-token-0123456789", path, body, http.StatusForbidden, RoleAdmin)
 		check("admin-token-0123456789", path, body, http.StatusOK, "")
 		check("legacy-token-0123456789", path, body, http.StatusOK, "")
+	}
+}
+
+// A membership change needs a reason, bounded like every other write's, and
+// hands the actor and reason on to be recorded in the log.
+func TestMembershipChangesNeedAReasonAndRecordTheActor(t *testing.T) {
+	for path, body := range map[string]string{
+		"/api/v1/members/add":    `{"id":"d","raft_addr":"10.4.0.5:7400"`,
+		"/api/v1/members/remove": `{"id":"d"`,
+	} {
+		b := &membersBackend{}
+		srv := apiServer(t, b, "alice:"+aliceToken+"\n")
+		for name, reason := range map[string]string{"no reason": "", "blank reason": `,"reason":"  "`,
+			"long reason": `,"reason":"` + strings.Repeat("x", MaxReasonLen+1) + `"`} {
+			resp, eb := do(t, srv, http.MethodPost, path, "Bearer "+aliceToken, body+reason+"}")
+			if resp.StatusCode != http.StatusBadRequest || eb.Error.Code != CodeBadRequest || !strings.Contains(eb.Error.Message, "reason") {
+				t.Errorf("%s with %s: got %d %+v, want 400 naming the reason", path, name, resp.StatusCode, eb.Error)
+			}
+		}
+		if b.actor != "" {
+			t.Errorf("%s: a refused change reached the backend", path)
+		}
+		resp, eb := do(t, srv, http.MethodPost, path, "Bearer "+aliceToken, body+`,"reason":" site retired "}`)
+		if resp.StatusCode != http.StatusOK || b.actor != "alice" || b.reason != "site retired" {
+			t.Errorf("%s: got %d %+v, backend saw actor %q reason %q; want 200, alice, %q", path, resp.StatusCode, eb.Error, b.actor, b.reason, "site retired")
+		}
 	}
 }

@@ -26,11 +26,11 @@ func (b *acceptingBackend) Submit(context.Context, failover.Command) (failover.R
 	return failover.Result{}, 7, nil
 }
 func (b *acceptingBackend) DryRun(failover.Command) (DryRun, error) { b.writes++; return DryRun{}, nil }
-func (b *acceptingBackend) AddMember(context.Context, string, string) error {
+func (b *acceptingBackend) AddMember(context.Context, string, string, string, string) error {
 	b.writes++
 	return nil
 }
-func (b *acceptingBackend) RemoveMember(context.Context, string, bool) error {
+func (b *acceptingBackend) RemoveMember(context.Context, string, bool, string, string) error {
 	b.writes++
 	return nil
 }

@@ -20,10 +20,13 @@ type Backend interface {
 	Explain(gen uint64) (string, error)
 	// Members lists the Raft configuration.
 	Members(ctx context.Context) ([]cluster.Member, error)
-	// RemoveMember removes a voter; force confirms removing the leader or going below three voters.
-	RemoveMember(ctx context.Context, id string, force bool) error
-	// AddMember adds (or re-addresses) a voter; idempotent for a voter already at that address.
-	AddMember(ctx context.Context, id, raftAddr string) error
+	// RemoveMember removes a voter; force confirms removing the leader or
+	// going below three voters. The change is recorded in the log with
+	// actor and reason (failover.Membership).
+	RemoveMember(ctx context.Context, id string, force bool, actor, reason string) error
+	// AddMember adds (or re-addresses) a voter; idempotent for a voter
+	// already at that address. Recorded like RemoveMember.
+	AddMember(ctx context.Context, id, raftAddr, actor, reason string) error
 	// Submit proposes a command and returns the decision core's result.
 	Submit(ctx context.Context, c failover.Command) (failover.Result, uint64, error)
 	// DryRun applies c to a scratch copy of the local replica and reports

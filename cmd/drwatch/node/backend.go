@@ -113,13 +113,29 @@ func (n *Node) Explain(gen uint64) (string, error) { return n.machine.Explain(ge
 func (n *Node) Members(ctx context.Context) ([]cluster.Member, error) { return n.cluster.Members(ctx) }
 
 // RemoveMember implements api.Backend.
-func (n *Node) RemoveMember(ctx context.Context, id string, force bool) error {
-	return n.cluster.RemoveServer(ctx, id, force)
+func (n *Node) RemoveMember(ctx context.Context, id string, force bool, actor, reason string) error {
+	if err := n.cluster.RemoveServer(ctx, id, force); err != nil {
+		return err
+	}
+	return n.recordMembership(ctx, failover.Membership{Op: failover.MemberRemove, ID: id, Actor: actor, Reason: reason})
 }
 
 // AddMember implements api.Backend.
-func (n *Node) AddMember(ctx context.Context, id, raftAddr string) error {
-	return n.cluster.AddVoter(ctx, id, raftAddr)
+func (n *Node) AddMember(ctx context.Context, id, raftAddr, actor, reason string) error {
+	if err := n.cluster.AddVoter(ctx, id, raftAddr); err != nil {
+		return err
+	}
+	return n.recordMembership(ctx, failover.Membership{Op: failover.MemberAdd, ID: id, Addr: raftAddr, Actor: actor, Reason: reason})
+}
+
+// recordMembership commits the record of a membership change the cluster
+// has made. Its failure must not read as "nothing was committed": the
+// change stands, so the sentinels of the propose error are dropped.
+func (n *Node) recordMembership(ctx context.Context, m failover.Membership) error {
+	if _, _, err := n.Submit(ctx, m.Command()); err != nil {
+		return fmt.Errorf("member %s %s done, but its history record was not committed: %v", m.Op, m.ID, err)
+	}
+	return nil
 }
 
 // Submit implements api.Backend.
