@@ -487,3 +487,20 @@ func TestRoundDur(t *testing.T) {
 		}
 	}
 }
+
+// A membership change shows in the page's history with its actor, reason
+// and the node it changed.
+func TestPageShowsMembershipChanges(t *testing.T) {
+	st := fxFailedOver()
+	at := fxAt(9 * time.Minute)
+	st.State.History = append(st.State.History,
+		failover.Entry{Index: 5001, At: at, Kind: failover.KindMemberAdd, Actor: "alice", Reason: "new site", Detail: "d at 10.4.0.5:7400"},
+		failover.Entry{Index: 5002, At: at, Kind: failover.KindMemberRemove, Actor: "bob", Reason: "site retired", Detail: "c"})
+	_, body := pageGet(t, pageServer(t, st, nil), "/")
+	tx := text(body)
+	for _, want := range []string{"Watcher added by alice: new site", "d at 10.4.0.5:7400", "Watcher removed by bob: site retired"} {
+		if !strings.Contains(tx, want) {
+			t.Errorf("history: missing %q\n%s", want, tx)
+		}
+	}
+}
