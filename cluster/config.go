@@ -46,7 +46,8 @@ type Config struct {
 	CommitTimeout      time.Duration // default 50ms
 	// TransportTimeout is the I/O deadline of one raft RPC. Default 10s.
 	TransportTimeout time.Duration
-	// HandshakeTimeout bounds an inbound TLS handshake. Default 10s.
+	// HandshakeTimeout bounds an inbound TLS handshake and the protocol byte
+	// that follows it. Default 5s.
 	HandshakeTimeout time.Duration
 	// NoLeaderWait is how long Propose waits for a leader to become known
 	// before it gives up with ErrNoLeader, when it has sent nothing yet:
@@ -87,7 +88,7 @@ const (
 	DefaultLeaderLeaseTimeout = 1 * time.Second
 	DefaultCommitTimeout      = 50 * time.Millisecond
 	DefaultTransportTimeout   = 10 * time.Second
-	DefaultHandshakeTimeout   = 10 * time.Second
+	DefaultHandshakeTimeout   = 5 * time.Second
 	DefaultSnapshotInterval   = 2 * time.Minute
 	DefaultSnapshotThreshold  = 1024
 	DefaultTrailingLogs       = 2048

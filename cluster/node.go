@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -47,13 +50,20 @@ type Node struct {
 	id     string
 	logger *slog.Logger
 
-	raft      *raft.Raft
+	raft *raft.Raft
+	// started is raft once New has started it. The transport reads the
+	// configuration (servers) from its own goroutines, which run before
+	// New assigns n.raft.
+	started   atomic.Pointer[raft.Raft]
 	fsm       *fsm
 	store     *trackedStore
 	transport *raft.NetworkTransport
 	mux       *mux
 	rpc       *rpcClient
-	metrics   *metrics
+	// namedPeerIPs are the addresses the static peers given by host name
+	// resolved to at start-up; peers given by IP need no lookup.
+	namedPeerIPs []netip.Addr
+	metrics      *metrics
 
 	lead     *leadership
 	leaderCh *broadcast // fires whenever the known leader changes
@@ -113,6 +123,7 @@ func New(ctx context.Context, cfg Config, sm StateMachine) (*Node, error) {
 		advertise = ln.Addr().String()
 	}
 
+	n.namedPeerIPs = n.resolvePeers(ctx)
 	n.metrics = newMetrics(n)
 	n.mux = &mux{
 		ln:               ln,
@@ -120,6 +131,7 @@ func New(ctx context.Context, cfg Config, sm StateMachine) (*Node, error) {
 		creds:            cfg.TLS,
 		allowed:          n.isMember,
 		expected:         n.idAt,
+		isPeerIP:         n.isPeerIP,
 		dialer:           cfg.Dial,
 		handshakeTimeout: cfg.HandshakeTimeout,
 		onRPC:            n.serveRPC,
@@ -175,6 +187,7 @@ func New(ctx context.Context, cfg Config, sm StateMachine) (*Node, error) {
 		return nil, fmt.Errorf("start raft: %w", err)
 	}
 	n.raft = r
+	n.started.Store(r)
 
 	n.spawn(func() { n.watchLeadership(notify) })
 	n.spawn(n.watchObservations)
@@ -227,6 +240,51 @@ func (n *Node) isMember(id string) bool {
 	return false
 }
 
+// isPeerIP reports whether ip is the address of a static peer or of a
+// server in the latest raft configuration: connections from it get the
+// reserved handshake slots. Only the IP counts, as source ports are
+// ephemeral.
+func (n *Node) isPeerIP(ip netip.Addr) bool {
+	if slices.Contains(n.namedPeerIPs, ip) {
+		return true
+	}
+	for _, p := range n.cfg.Peers {
+		if a, ok := hostIP(p.RaftAddr); ok && a == ip {
+			return true
+		}
+	}
+	for _, s := range n.servers() {
+		if a, ok := hostIP(string(s.Address)); ok && a == ip {
+			return true
+		}
+	}
+	return false
+}
+
+// resolvePeers looks up the static peers given by host name, once, so
+// that admission never waits on DNS. A peer that does not resolve gets no
+// reserved slots until the next start; it still competes for the shared
+// ones.
+func (n *Node) resolvePeers(ctx context.Context) []netip.Addr {
+	var out []netip.Addr
+	for _, p := range n.cfg.Peers {
+		if _, ok := hostIP(p.RaftAddr); ok || p.ID == n.id {
+			continue
+		}
+		lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		ips, err := net.DefaultResolver.LookupNetIP(lctx, "ip", hostOf(p.RaftAddr))
+		cancel()
+		if err != nil {
+			n.logger.Warn("peer address not resolved, no reserved handshake slots", "peer", p.ID, "err", err)
+			continue
+		}
+		for _, ip := range ips {
+			out = append(out, ip.Unmap())
+		}
+	}
+	return out
+}
+
 // idAt is the node ID the configuration places at addr ("" if none). The
 // raft configuration wins over the static list: it is newer.
 func (n *Node) idAt(addr string) string {
@@ -244,10 +302,11 @@ func (n *Node) idAt(addr string) string {
 }
 
 func (n *Node) servers() []raft.Server {
-	if n.raft == nil {
+	r := n.started.Load()
+	if r == nil {
 		return nil
 	}
-	f := n.raft.GetConfiguration() // answered from memory, never blocks
+	f := r.GetConfiguration() // answered from memory, never blocks
 	if f.Error() != nil {
 		return nil
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,11 +25,6 @@ const (
 	protoRPC  byte = 'F'
 )
 
-// maxPendingHandshakes bounds the handshakes in flight; connections past it
-// are closed at once, so a flood of slow clients costs a bounded number of
-// goroutines and never blocks Accept.
-const maxPendingHandshakes = 128
-
 // mux owns the listener. A goroutine accepts raw TCP connections and hands
 // each to its own handshake goroutine; only verified connections come out,
 // raft's through raftConns and RPC connections to onRPC.
@@ -38,6 +34,7 @@ type mux struct {
 	creds            *Credentials
 	allowed          func(id string) bool
 	expected         func(addr string) string
+	isPeerIP         func(ip netip.Addr) bool // reserved handshake slots (admission.go)
 	dialer           func(ctx context.Context, addr string) (net.Conn, error)
 	handshakeTimeout time.Duration
 	onRPC            func(conn net.Conn, peer string)
@@ -46,7 +43,7 @@ type mux struct {
 	refusedTotal     prometheus.Counter
 
 	raftConns chan net.Conn
-	pending   chan struct{} // semaphore of handshakes in flight
+	slots     *handshakeSlots // handshakes in flight, by source
 
 	mu       sync.Mutex
 	conns    map[net.Conn]struct{} // every conn in or out, closed at shutdown
@@ -58,7 +55,7 @@ type mux struct {
 
 func (m *mux) start() {
 	m.raftConns = make(chan net.Conn)
-	m.pending = make(chan struct{}, maxPendingHandshakes)
+	m.slots = newHandshakeSlots()
 	m.conns = make(map[net.Conn]struct{})
 	m.done = make(chan struct{})
 	m.wg.Add(1)
@@ -91,21 +88,21 @@ func (m *mux) acceptLoop() {
 			continue
 		}
 		delay = 0
-		select {
-		case m.pending <- struct{}{}:
-		default:
+		src := sourceIP(c)
+		release, ok := m.slots.take(src, m.isPeerIP(src))
+		if !ok {
 			_ = c.Close() // shed load rather than stall Accept
 			continue
 		}
 		if !m.track(c) {
-			<-m.pending
+			release()
 			_ = c.Close()
 			return
 		}
 		m.wg.Add(1)
 		go func() {
 			defer m.wg.Done()
-			m.handshake(c)
+			m.handshake(c, release)
 		}()
 	}
 }
@@ -127,8 +124,9 @@ func (m *mux) untrack(c net.Conn) {
 	m.mu.Unlock()
 }
 
-func (m *mux) handshake(raw net.Conn) {
-	release := func() { <-m.pending }
+// handshake verifies raw and reads its protocol byte within the handshake
+// timeout, then gives its admission slot back with release.
+func (m *mux) handshake(raw net.Conn, release func()) {
 	_ = raw.SetDeadline(time.Now().Add(m.handshakeTimeout))
 	tc := tls.Server(raw, m.creds.serverTLS(m.allowed))
 	ctx, cancel := context.WithTimeout(context.Background(), m.handshakeTimeout)

@@ -1,0 +1,322 @@
+package cluster
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/drwatch/drwatch/test/poll"
+)
+
+// flood holds n unauthenticated connections to addr, each from one of
+// many loopback source addresses in 127.1.0.0/16 (never the peers'
+// 127.0.0.1), and redials the ones the server closes, so the pressure
+// outlasts the handshake timeout. With hello set each connection sends a
+// real ClientHello and then stalls: a handshake the server has begun and
+// the client never finishes.
+type flood struct {
+	addr  string
+	n     int
+	hello []byte
+
+	mu    sync.Mutex
+	conns map[net.Conn]struct{} // open from our side
+	next  int                   // source address index, round robin
+	ended bool                  // close has run: open nothing more
+	dials int                   // connections opened so far
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+func startFlood(t testing.TB, addr string, n int, hello []byte) *flood {
+	f := &flood{addr: addr, n: n, hello: hello, conns: map[net.Conn]struct{}{}, stop: make(chan struct{})}
+	f.wg.Add(1)
+	go f.run()
+	t.Cleanup(f.close)
+	return f
+}
+
+// floodSources is how many loopback addresses one flood dials from: two
+// connections each at n = 1000.
+const floodSources = 500
+
+func (f *flood) source() *net.TCPAddr {
+	f.mu.Lock()
+	i := f.next
+	f.next = (f.next + 1) % floodSources
+	f.mu.Unlock()
+	return &net.TCPAddr{IP: net.IPv4(127, 1, byte(i/250), byte(i%250+1))}
+}
+
+// run tops the flood up to n open connections every few milliseconds, at
+// most refillBurst at a time, so shed connections cost the server churn
+// but the test does not spin.
+func (f *flood) run() {
+	defer f.wg.Done()
+	const refillBurst = 250
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		missing := min(f.n-f.open(), refillBurst)
+		for range missing {
+			d := net.Dialer{LocalAddr: f.source(), Timeout: time.Second}
+			c, err := d.Dial("tcp", f.addr)
+			if err != nil {
+				break // the target is down or its backlog full: next tick
+			}
+			if f.hello != nil {
+				_, _ = c.Write(f.hello)
+			}
+			f.mu.Lock()
+			if f.ended {
+				f.mu.Unlock()
+				_ = c.Close()
+				return
+			}
+			f.conns[c] = struct{}{}
+			f.dials++
+			f.mu.Unlock()
+			f.wg.Add(1)
+			go func() {
+				defer f.wg.Done()
+				_, _ = io.Copy(io.Discard, c) // returns when the server closes it, or at close
+				_ = c.Close()
+				f.mu.Lock()
+				delete(f.conns, c)
+				f.mu.Unlock()
+			}()
+		}
+		select {
+		case <-f.stop:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// dialed counts the connections opened so far; the server may have shed
+// many of them already.
+func (f *flood) dialed() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.dials
+}
+
+func (f *flood) open() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.conns)
+}
+
+func (f *flood) close() {
+	select {
+	case <-f.stop:
+		return
+	default:
+	}
+	close(f.stop)
+	f.mu.Lock()
+	f.ended = true
+	for c := range f.conns {
+		_ = c.Close()
+	}
+	f.mu.Unlock()
+	f.wg.Wait()
+}
+
+// clientHello returns the first record a TLS client sends: a complete
+// ClientHello, which starts a handshake the server must answer.
+func clientHello(t testing.TB) []byte {
+	t.Helper()
+	a, b := net.Pipe()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = tls.Client(a, &tls.Config{InsecureSkipVerify: true}).Handshake()
+	}()
+	hdr := make([]byte, 5)
+	if _, err := io.ReadFull(b, hdr); err != nil {
+		t.Fatal(err)
+	}
+	body := make([]byte, int(hdr[3])<<8|int(hdr[4]))
+	if _, err := io.ReadFull(b, body); err != nil {
+		t.Fatal(err)
+	}
+	_ = a.Close()
+	_ = b.Close()
+	wg.Wait()
+	return append(hdr, body...)
+}
+
+// raiseFileLimit lifts the soft RLIMIT_NOFILE to the hard limit: three
+// floods of 1,000 connections need both ends' descriptors in this process.
+func raiseFileLimit(t testing.TB, need uint64) {
+	t.Helper()
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	if lim.Cur < lim.Max {
+		lim.Cur = lim.Max
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if lim.Cur < need {
+		t.Skipf("open file limit %d, need %d", lim.Cur, need)
+	}
+}
+
+// shedsStrangers reports whether the node at addr turns away a new
+// connection from a loopback address outside the flood's: closed at once
+// means every slot for strangers is taken.
+func shedsStrangers(addr string) bool {
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 2, 0, 1)}, Timeout: time.Second}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	_ = c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+	_, err = c.Read(make([]byte, 1))
+	return errors.Is(err, io.EOF)
+}
+
+// TestHandshakeFloodDoesNotLockOutPeers floods every node's raft port with
+// 1,000 unauthenticated connections from hundreds of loopback addresses
+// until no stranger gets a handshake slot, then checks that a peer still
+// connects, that a follower restarted into the flood rejoins within 2 s,
+// and that the cluster still elects a leader when the old one dies.
+func TestHandshakeFloodDoesNotLockOutPeers(t *testing.T) {
+	const perNode = 1000
+	raiseFileLimit(t, 4*3*perNode)
+	tests := []struct {
+		name  string
+		hello bool
+	}{
+		{"idle tcp", false},
+		{"half-finished tls", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var hello []byte
+			if tt.hello {
+				hello = clientHello(t)
+			}
+			tc := newCluster(t, 3, nil)
+			l := tc.leader(electionBound(testConfig()))
+			tc.propose(l, "before")
+			tc.converged(long, []string{"before"})
+
+			floods := map[string]*flood{}
+			for _, nd := range tc.nodes {
+				floods[nd.id] = startFlood(t, nd.addr, perNode, hello)
+			}
+			for _, nd := range tc.nodes {
+				poll.For(t, long, "flood of "+nd.id+" to open its connections", func() bool { return floods[nd.id].dialed() >= perNode })
+				poll.For(t, long, nd.id+" to shed strangers", func() bool { return shedsStrangers(nd.addr) })
+			}
+
+			// A fresh connection from a peer to the leader, as a restarted
+			// peer or a forwarded proposal opens.
+			f := tc.follower(l)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			c, err := f.node.mux.dial(ctx, l.addr, l.id, protoRPC)
+			cancel()
+			if err != nil {
+				t.Fatalf("peer %s dials leader %s through the flood: %v", f.id, l.id, err)
+			}
+			_ = c.Close()
+
+			// Restart a follower into the flood: the leader must dial it
+			// afresh.
+			tc.stop(f)
+			tc.propose(l, "while down")
+			ln, err := listenEventually(t, f.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := floods[f.id].dialed()
+			poll.For(t, long, "flood of the restarted node's port", func() bool { return floods[f.id].dialed() >= before+perNode })
+			tc.startWith(f, ln)
+			started := time.Now()
+			rejoined := func() bool {
+				lid, _ := f.node.Leader()
+				return lid == l.id && slices.Contains(f.sm.list(), "while down")
+			}
+			if !poll.Within(2*time.Second, rejoined) {
+				t.Fatalf("restarted follower %s: not rejoined %v after start, want within 2s", f.id, time.Since(started))
+			}
+			t.Logf("restarted follower %s rejoined in %v", f.id, time.Since(started))
+
+			// Kill the leader once the restarted node sheds strangers too:
+			// the two others must reach each other through the flood.
+			poll.For(t, long, f.id+" to shed strangers", func() bool { return shedsStrangers(f.addr) })
+			tc.stop(l)
+			killed := time.Now()
+			nl := tc.leader(electionBound(testConfig()))
+			t.Logf("new leader %s elected in %v", nl.id, time.Since(killed))
+			tc.propose(nl, "after")
+			tc.converged(long, []string{"before", "while down", "after"})
+		})
+	}
+}
+
+// TestHandshakeSlotsPerSource checks that one address that is not a peer
+// holds at most maxPendingPerSource unfinished handshakes, and that
+// another address still gets one.
+func TestHandshakeSlotsPerSource(t *testing.T) {
+	tc := newCluster(t, 1, nil)
+	nd := tc.nodes[0]
+	held := func(src net.IP, n int) int {
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				_ = c.Close()
+			}
+		}()
+		for range n {
+			d := net.Dialer{LocalAddr: &net.TCPAddr{IP: src}, Timeout: time.Second}
+			c, err := d.Dial("tcp", nd.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			conns = append(conns, c)
+		}
+		// Shed connections are closed at once; admitted ones wait for a
+		// ClientHello until the handshake timeout, well past this read.
+		// Read them all at once: a read past its deadline reports the
+		// timeout even when the close has arrived.
+		deadline := time.Now().Add(500 * time.Millisecond)
+		var open atomic.Int32
+		var wg sync.WaitGroup
+		for _, c := range conns {
+			_ = c.SetReadDeadline(deadline)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := c.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+					open.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		return int(open.Load())
+	}
+	if first := held(net.IPv4(127, 3, 0, 1), 2*maxPendingPerSource); first != maxPendingPerSource {
+		t.Errorf("%d idle connections from one stranger: got %d held, want %d", 2*maxPendingPerSource, first, maxPendingPerSource)
+	}
+	if got := held(net.IPv4(127, 3, 0, 2), 1); got != 1 {
+		t.Errorf("a second stranger: got %d held, want 1", got)
+	}
+}
