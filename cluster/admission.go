@@ -6,8 +6,8 @@ import (
 	"sync"
 )
 
-// Limits on connections that have not finished the handshake (and sent
-// their protocol byte). Anyone who can reach the port can open them, so
+// Limits on connections to the raft port that have not finished the
+// handshake (and sent their protocol byte). Anyone who can reach the port can open them, so
 // they are budgeted by source address; see DESIGN.md, "Admission".
 const (
 	// maxPendingHandshakes is shared by every source that is not a peer.
@@ -24,30 +24,41 @@ const (
 	reservedPerPeer = 16
 )
 
-// handshakeSlots admits connections by source address. The zero value is
-// not usable; see newHandshakeSlots. Safe for concurrent use.
-type handshakeSlots struct {
+// HandshakeSlots admits connections that have not finished their
+// handshake, by source address: a shared budget with a cap per source, and
+// a budget reserved per peer address outside it. The raft port uses it
+// with the limits above, the HTTPS API with its own. The zero value is not
+// usable; see NewHandshakeSlots. Safe for concurrent use.
+type HandshakeSlots struct {
+	maxShared, maxPerSource, reservedPerPeer int
+
 	mu       sync.Mutex
 	shared   int                // shared slots taken
 	bySource map[netip.Addr]int // shared slots taken, per source
 	reserved map[netip.Addr]int // reserved slots taken, per peer address
 }
 
-func newHandshakeSlots() *handshakeSlots {
-	return &handshakeSlots{bySource: map[netip.Addr]int{}, reserved: map[netip.Addr]int{}}
+// NewHandshakeSlots returns slots for maxShared connections from sources
+// that are not peers, at most maxPerSource from one address, plus
+// reservedPerPeer for each peer address.
+func NewHandshakeSlots(maxShared, maxPerSource, reservedPerPeer int) *HandshakeSlots {
+	return &HandshakeSlots{
+		maxShared: maxShared, maxPerSource: maxPerSource, reservedPerPeer: reservedPerPeer,
+		bySource: map[netip.Addr]int{}, reserved: map[netip.Addr]int{},
+	}
 }
 
-// take admits a connection from src, a peer's address or not. It returns
+// Take admits a connection from src, a peer's address or not. It returns
 // the function that gives the slot back (call it exactly once), or false
 // when the connection must be shed.
-func (s *handshakeSlots) take(src netip.Addr, peer bool) (release func(), ok bool) {
+func (s *HandshakeSlots) Take(src netip.Addr, peer bool) (release func(), ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if peer && s.reserved[src] < reservedPerPeer {
+	if peer && s.reserved[src] < s.reservedPerPeer {
 		s.reserved[src]++
 		return func() { s.give(s.reserved, src, nil) }, true
 	}
-	if s.shared >= maxPendingHandshakes || (!peer && s.bySource[src] >= maxPendingPerSource) {
+	if s.shared >= s.maxShared || (!peer && s.bySource[src] >= s.maxPerSource) {
 		return nil, false
 	}
 	s.shared++
@@ -55,7 +66,7 @@ func (s *handshakeSlots) take(src netip.Addr, peer bool) (release func(), ok boo
 	return func() { s.give(s.bySource, src, &s.shared) }, true
 }
 
-func (s *handshakeSlots) give(m map[netip.Addr]int, src netip.Addr, total *int) {
+func (s *HandshakeSlots) give(m map[netip.Addr]int, src netip.Addr, total *int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if m[src]--; m[src] <= 0 {
@@ -66,9 +77,9 @@ func (s *handshakeSlots) give(m map[netip.Addr]int, src netip.Addr, total *int) 
 	}
 }
 
-// sourceIP is the remote IP of c, IPv4-mapped addresses unmapped; the
+// SourceIP is the remote IP of c, IPv4-mapped addresses unmapped; the
 // zero Addr if c is not TCP.
-func sourceIP(c net.Conn) netip.Addr {
+func SourceIP(c net.Conn) netip.Addr {
 	a, ok := c.RemoteAddr().(*net.TCPAddr)
 	if !ok {
 		return netip.Addr{}

@@ -8,11 +8,11 @@ import (
 	"net"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/drwatch/drwatch/test/idleconn"
 	"github.com/drwatch/drwatch/test/poll"
 )
 
@@ -278,40 +278,12 @@ func TestHandshakeFloodDoesNotLockOutPeers(t *testing.T) {
 func TestHandshakeSlotsPerSource(t *testing.T) {
 	tc := newCluster(t, 1, nil)
 	nd := tc.nodes[0]
+	// Admitted connections wait for a ClientHello until the handshake
+	// timeout (2 s), well past Held's half second.
 	held := func(src net.IP, n int) int {
-		var conns []net.Conn
-		defer func() {
-			for _, c := range conns {
-				_ = c.Close()
-			}
-		}()
-		for range n {
-			d := net.Dialer{LocalAddr: &net.TCPAddr{IP: src}, Timeout: time.Second}
-			c, err := d.Dial("tcp", nd.addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			conns = append(conns, c)
-		}
-		// Shed connections are closed at once; admitted ones wait for a
-		// ClientHello until the handshake timeout, well past this read.
-		// Read them all at once: a read past its deadline reports the
-		// timeout even when the close has arrived.
-		deadline := time.Now().Add(500 * time.Millisecond)
-		var open atomic.Int32
-		var wg sync.WaitGroup
-		for _, c := range conns {
-			_ = c.SetReadDeadline(deadline)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if _, err := c.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
-					open.Add(1)
-				}
-			}()
-		}
-		wg.Wait()
-		return int(open.Load())
+		h, closeAll := idleconn.Held(t, nd.addr, src, n)
+		closeAll()
+		return h
 	}
 	if first := held(net.IPv4(127, 3, 0, 1), 2*maxPendingPerSource); first != maxPendingPerSource {
 		t.Errorf("%d idle connections from one stranger: got %d held, want %d", 2*maxPendingPerSource, first, maxPendingPerSource)

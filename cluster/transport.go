@@ -43,7 +43,7 @@ type mux struct {
 	refusedTotal     prometheus.Counter
 
 	raftConns chan net.Conn
-	slots     *handshakeSlots // handshakes in flight, by source
+	slots     *HandshakeSlots // handshakes in flight, by source
 
 	mu       sync.Mutex
 	conns    map[net.Conn]struct{} // every conn in or out, closed at shutdown
@@ -55,7 +55,7 @@ type mux struct {
 
 func (m *mux) start() {
 	m.raftConns = make(chan net.Conn)
-	m.slots = newHandshakeSlots()
+	m.slots = NewHandshakeSlots(maxPendingHandshakes, maxPendingPerSource, reservedPerPeer)
 	m.conns = make(map[net.Conn]struct{})
 	m.done = make(chan struct{})
 	m.wg.Add(1)
@@ -88,8 +88,8 @@ func (m *mux) acceptLoop() {
 			continue
 		}
 		delay = 0
-		src := sourceIP(c)
-		release, ok := m.slots.take(src, m.isPeerIP(src))
+		src := SourceIP(c)
+		release, ok := m.slots.Take(src, m.isPeerIP(src))
 		if !ok {
 			_ = c.Close() // shed load rather than stall Accept
 			continue

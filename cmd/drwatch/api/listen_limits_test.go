@@ -1,0 +1,103 @@
+package api
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/drwatch/drwatch/cluster"
+	"github.com/drwatch/drwatch/test/idleconn"
+	"github.com/drwatch/drwatch/test/poll"
+)
+
+// startAPI serves the API on a loopback port and returns its address.
+func startAPI(t *testing.T) (addr string, client *http.Client) {
+	t.Helper()
+	pki := newTestPKI(t, "api-test")
+	np, nk := pki.node("a", time.Hour)
+	creds, err := cluster.CredentialsFromPEM(pki.pem, np, nk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Listen does not say which port it bound: reserve one first.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr = ln.Addr().String()
+	_ = ln.Close()
+	srv, _, err := Listen(addr, ServerTLS(creds, false), &pageBackend{st: fxFailedOver()}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		_ = srv.Close()
+	})
+	client = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pki.roots}, DisableKeepAlives: true}}
+	return addr, client
+}
+
+// TestAPIListenerLimitsIdleConnectionsPerSource: one address holds at most
+// apiMaxPendingPerSource connections that have not sent a request, and
+// meanwhile another client is served.
+func TestAPIListenerLimitsIdleConnectionsPerSource(t *testing.T) {
+	addr, client := startAPI(t)
+	held, closeAll := idleconn.Held(t, addr, net.IPv4(127, 4, 0, 1), 2*apiMaxPendingPerSource)
+	defer closeAll()
+	if held != apiMaxPendingPerSource {
+		t.Errorf("%d idle connections from one address: got %d held, want %d", 2*apiMaxPendingPerSource, held, apiMaxPendingPerSource)
+	}
+	resp, err := client.Get("https://" + addr + "/livez")
+	if err != nil {
+		t.Fatalf("a client while one address is at its limit: %v", err)
+	}
+	resp.Body.Close()
+	// A connection that has sent its request no longer counts: the same
+	// address gets new slots once its idle ones are gone.
+	closeAll()
+	if !poll.Within(5*time.Second, func() bool {
+		n, c := idleconn.Held(t, addr, net.IPv4(127, 4, 0, 1), apiMaxPendingPerSource)
+		c()
+		return n == apiMaxPendingPerSource
+	}) {
+		t.Errorf("after closing its idle connections: the address not admitted again within 5s")
+	}
+}
+
+// TestAPIServesDuringIdleFlood holds 1,000 idle connections from 500
+// loopback addresses and checks the API still answers a client.
+func TestAPIServesDuringIdleFlood(t *testing.T) {
+	addr, client := startAPI(t)
+	var closers []func()
+	defer func() {
+		for _, c := range closers {
+			c()
+		}
+	}()
+	for i := range 500 {
+		src := net.IPv4(127, 5, byte(i/250), byte(i%250+1))
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: src}, Timeout: time.Second}
+		for range 2 {
+			c, err := d.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			closers = append(closers, func() { _ = c.Close() })
+		}
+	}
+	start := time.Now()
+	resp, err := client.Get("https://" + addr + "/livez")
+	if err != nil {
+		t.Fatalf("a client during a flood of 1,000 idle connections: %v", err)
+	}
+	resp.Body.Close()
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("a client during the flood: served in %v, want within 2s", d)
+	}
+}
