@@ -248,8 +248,8 @@ func TestHandshakeFloodDoesNotLockOutPeers(t *testing.T) {
 			}
 			before := floods[f.id].dialed()
 			poll.For(t, long, "flood of the restarted node's port", func() bool { return floods[f.id].dialed() >= before+perNode })
+			started := time.Now() // New starts raft: the leader may reach f before it returns
 			tc.startWith(f, ln)
-			started := time.Now()
 			rejoined := func() bool {
 				lid, _ := f.node.Leader()
 				return lid == l.id && slices.Contains(f.sm.list(), "while down")
