@@ -173,7 +173,7 @@ func raiseFileLimit(t testing.TB, need uint64) {
 		}
 	}
 	if lim.Cur < need {
-		t.Skipf("open file limit %d, need %d", lim.Cur, need)
+		t.Fatalf("open file limit %d (hard), need %d for the flood: raise it (ulimit -Hn, or LimitNOFILE in the CI unit)", lim.Cur, need)
 	}
 }
 
