@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/drwatch/drwatch/cluster"
@@ -63,10 +62,6 @@ func (b *failingBackend) DryRun(failover.Command) (DryRun, error) { return DryRu
 // leader, no policy, ...) answers with the write's status and code, so the
 // CLI asks another node or exits exactly as the real command would.
 func TestDryRunFailsAsTheWriteWould(t *testing.T) {
-	tokens, err := ParseTokens([]byte("alice:0123456789abcdef0123\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, tc := range []struct {
 		name string
 		err  error
@@ -75,18 +70,9 @@ func TestDryRunFailsAsTheWriteWould(t *testing.T) {
 		{"no policy", fmt.Errorf("failback: %w", failover.ErrNoPolicy)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := httptest.NewServer(NewServer(&failingBackend{err: tc.err}, Options{Tokens: tokens}))
-			defer srv.Close()
+			srv := apiServer(t, &failingBackend{err: tc.err}, "alice:0123456789abcdef0123\n")
 			post := func(body string) (int, ErrorBody) {
-				req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/v1/failback", strings.NewReader(body))
-				req.Header.Set("Authorization", "Bearer 0123456789abcdef0123")
-				resp, err := srv.Client().Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer resp.Body.Close()
-				var eb ErrorBody
-				_ = json.NewDecoder(resp.Body).Decode(&eb)
+				resp, eb := do(t, srv, http.MethodPost, "/api/v1/failback", "Bearer 0123456789abcdef0123", body)
 				return resp.StatusCode, eb
 			}
 			dryStatus, dry := post(`{"reason":"x","dry_run":true}`)
