@@ -121,6 +121,8 @@ func TestParseTSIGKey(t *testing.T) {
 		{"md5_unsupported", `key "a" { algorithm hmac-md5; secret "` + testSecret + `"; };`, "", "", "", "", true},
 		{"not_base64", "not base64 !!", "a", "", "", "", true},
 		{"empty", "", "a", "", "", "", true},
+		{"secret_pasted_as_name", testSecret, testSecret, "", "", "", true},
+		{"clause_named_by_its_secret", `key "` + testSecret + `" { algorithm hmac-sha256; secret "` + testSecret + `"; };`, "", "", "", "", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -65,7 +65,12 @@ func FuzzParseTSIGKey(f *testing.F) {
 		if k.Name == "" || (k.Algorithm != tsig.HMACSHA256 && k.Algorithm != tsig.HMACSHA512) || k.Secret() == "" {
 			t.Fatalf("parsed key unusable: %v", k)
 		}
-		if strings.Contains(k.String(), k.Secret()) {
+		// String shows the name and the algorithm's fixed name, nothing else;
+		// a short secret can spell part of "hmac-sha256" by chance, so the
+		// algorithm is taken out before looking for the secret. The name is
+		// not: NewKey refuses a name that holds the secret.
+		shown := strings.Replace(k.String(), strings.TrimSuffix(k.Algorithm, "."), "", 1)
+		if strings.Contains(strings.ToLower(shown), strings.ToLower(k.Secret())) {
 			t.Fatalf("String() shows the secret")
 		}
 	})

@@ -55,7 +55,15 @@ func NewKey(name, algorithm, secretB64 string) (Key, error) {
 	if strings.TrimSpace(name) == "" {
 		return Key{}, fmt.Errorf("%w: empty key name", ErrKeyFile)
 	}
-	return Key{Name: dns.CanonicalName(strings.TrimSpace(name)), Algorithm: alg, secret: raw}, nil
+	k := Key{Name: dns.CanonicalName(strings.TrimSpace(name)), Algorithm: alg, secret: raw}
+	// The name is shown in logs and errors (String); a name that holds the
+	// secret means the secret was pasted into the key name, and showing the
+	// name would show the secret (DESIGN §4 invariant 8). Compared without
+	// case, since DNS names are case-folded.
+	if strings.Contains(strings.ToLower(k.Name), strings.ToLower(k.Secret())) {
+		return Key{}, fmt.Errorf("%w: the key name holds the key's secret (value not shown): name the key, and keep the secret in the key file", ErrKeyFile)
+	}
+	return k, nil
 }
 
 // Secret returns the base64 secret, for handing to external tools (nsupdate)
