@@ -183,8 +183,8 @@ over it.`,
 			if d.site != "primary" && d.site != "backup" {
 				return usageError{fmt.Errorf("--site must be primary or backup, got %q", d.site)}
 			}
-			if strings.TrimSpace(d.reason) == "" {
-				return usageError{errors.New("--reason is required: it is recorded in the history")}
+			if err := requireReason(d.reason); err != nil {
+				return err
 			}
 			for _, f := range []struct{ name, v string }{{"reason", d.reason}, {"actor", d.actor}} {
 				if err := failover.CheckText(f.v); err != nil {
