@@ -9,14 +9,15 @@ import (
 	"testing"
 )
 
-// TestOldLogReplaysUnchanged replays a command log exactly as leaders wrote
-// it before manual moves acknowledged a standing block (testdata/compat),
-// and requires the responses, the desired state, the block and the history
-// that those leaders' replicas computed. The golden file was written by
-// that binary and is never rewritten: if this test fails, the change breaks
+// TestOldLogReplaysUnchanged replays command logs exactly as leaders wrote
+// them (testdata/compat): manual_moves_v1 from before manual moves
+// acknowledged a standing block, remediations_v1 from before failures could
+// be marked needs_admin. It requires the responses, the desired state, the
+// block and the history that those leaders' replicas computed. Each golden
+// file was written by the binary of its time and is never rewritten: if this test fails, the change breaks
 // the replay of existing Raft logs, and the fix is in the code, not here.
 func TestOldLogReplaysUnchanged(t *testing.T) {
-	for _, name := range []string{"manual_moves_v1"} {
+	for _, name := range []string{"manual_moves_v1", "remediations_v1"} {
 		t.Run(name, func(t *testing.T) {
 			log, err := os.ReadFile("testdata/compat/" + name + ".jsonl")
 			if err != nil {

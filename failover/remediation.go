@@ -56,6 +56,12 @@ type Remediation struct {
 	Detail string `json:"detail,omitempty"`
 	Key    string `json:"key"`
 	Actor  string `json:"actor,omitempty"`
+	// NeedsAdmin marks a failed action that will not succeed by retrying (the
+	// API refused it for good: 403, or 409 on a state that does not change by
+	// itself). The runner parks its target until the plan for it changes.
+	// Only with Result failed; false (and absent in older logs) is an
+	// ordinary failure.
+	NeedsAdmin bool `json:"needs_admin,omitempty"`
 }
 
 // RemediationRecord is a Remediation as the machine stored it, with the log
@@ -104,6 +110,9 @@ func (c *Remediation) check(desiredGen uint64) error {
 	if !validRemediationResult(c.Result) {
 		return fmt.Errorf("remediation result %q (want planned, applied, failed, skipped_cap or dry_run): %w", c.Result, ErrBadCommand)
 	}
+	if c.NeedsAdmin && c.Result != RemediationFailed {
+		return fmt.Errorf("remediation: needs_admin with result %q (only with failed): %w", c.Result, ErrBadCommand)
+	}
 	if c.Gen > desiredGen {
 		return fmt.Errorf("remediation for gen %d (latest %d): %w", c.Gen, desiredGen, ErrUnknownGen)
 	}
@@ -126,7 +135,7 @@ func (s *state) remediation(index uint64, now int64, c *Remediation, res *Result
 		if r.Key != c.Key {
 			continue
 		}
-		if r.Result == c.Result && r.Gen == c.Gen && r.Reason == c.Reason && r.Detail == c.Detail {
+		if r.Result == c.Result && r.Gen == c.Gen && r.Reason == c.Reason && r.Detail == c.Detail && r.NeedsAdmin == c.NeedsAdmin {
 			res.Noop = "duplicate"
 			res.Message = fmt.Sprintf("%s %s of %s already recorded as %s", c.Name, c.Verb, c.Target, c.Result)
 			return nil
@@ -146,6 +155,9 @@ func (s *state) remediation(index uint64, now int64, c *Remediation, res *Result
 		detail := c.Verb + " " + c.Target
 		if c.Detail != "" {
 			detail += ": " + c.Detail
+		}
+		if c.NeedsAdmin {
+			detail += ": needs admin"
 		}
 		s.appendHistory(Entry{Index: index, Gen: c.Gen, At: now, Kind: KindRemediation, Actor: c.Name,
 			Reason: c.Reason, Outcome: c.Result, Detail: detail})

@@ -29,6 +29,8 @@ func TestRemediationStep(t *testing.T) {
 		{"no verb", func(r *Remediation) { r.Verb = "" }, ErrBadCommand},
 		{"reason too long", func(r *Remediation) { r.Reason = long }, ErrBadCommand},
 		{"gen from the future", func(r *Remediation) { r.Gen = 7 }, ErrUnknownGen},
+		{"needs admin on a failure", func(r *Remediation) { r.Result, r.NeedsAdmin = RemediationFailed, true }, nil},
+		{"needs admin on a success", func(r *Remediation) { r.Result, r.NeedsAdmin = RemediationApplied, true }, ErrBadCommand},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -168,5 +170,43 @@ func TestRemediationEncodeStampSnapshot(t *testing.T) {
 	}
 	if got := m2.Remediations(); len(got) != 1 || got[0].Key != "k" {
 		t.Fatalf("got %+v after restore, want the record", got)
+	}
+}
+
+// TestRemediationNeedsAdmin: a failure marked needs_admin is stored with
+// the mark, says so in the history, and is not a duplicate of the same
+// failure without it.
+func TestRemediationNeedsAdmin(t *testing.T) {
+	m := New()
+	plain := remediationCmd(RemediationFailed, "a")
+	parked := plain
+	parked.NeedsAdmin = true
+	for i, c := range []Remediation{plain, parked} {
+		res, err := m.Step(uint64(i+1), c.Command())
+		if err != nil || res.Noop != "" {
+			t.Fatalf("step %d: got noop %q, err %v, want a new record", i, res.Noop, err)
+		}
+	}
+	rs := m.Remediations()
+	if len(rs) != 2 || rs[0].NeedsAdmin || !rs[1].NeedsAdmin {
+		t.Fatalf("got records %+v, want a plain failure then one that needs an admin", rs)
+	}
+	h := m.History()
+	if got := h[len(h)-1]; got.Outcome != RemediationFailed || got.Detail != "force-delete ns/pod: needs admin" {
+		t.Fatalf("got history entry %+v, want a failure whose detail says it needs an admin", got)
+	}
+	b, err := Encode(parked.Command())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte(`"needs_admin":true`)) {
+		t.Fatalf("got encoding %s, want needs_admin", b)
+	}
+	b, err = Encode(plain.Command())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(b, []byte("needs_admin")) {
+		t.Fatalf("got encoding %s, want no needs_admin when unset (old records unchanged)", b)
 	}
 }
