@@ -191,6 +191,7 @@ func (c Config) Validate() error {
 		if s.MaxPerPass < 0 || s.MaxPerHour < 0 {
 			errs = append(errs, fmt.Errorf("remediations.%s: caps must be >= 0", path))
 		}
+		errs = append(errs, s.validateBrake("remediations."+path)...)
 	}
 	site := func(path, s string) {
 		if s != "" && s != "primary" && s != "backup" {
@@ -320,6 +321,7 @@ func (o OpenStackClusterConfig) validate(path string) []error {
 		if s.s.MaxPerPass < 0 || s.s.MaxPerHour < 0 {
 			errs = append(errs, fmt.Errorf("%s.%s: caps must be >= 0", path, s.name))
 		}
+		errs = append(errs, s.s.validateBrake(path+"."+s.name)...)
 	}
 	errs = append(errs, o.OpenStackAuth.validate(path, o.Enabled())...)
 	if o.Site != "" && o.Site != "primary" && o.Site != "backup" {

@@ -6,8 +6,19 @@
 // everything the remediators share, so that no remediator can get it wrong:
 //
 //   - modes: each remediator is off (the default), dry-run or on;
-//   - caps: at most MaxPerPass actions per pass and MaxPerHour per hour; an
-//     action a cap stops is recorded as skipped_cap, never silently dropped;
+//   - caps: at most MaxPerPass actions per pass and MaxPerHour per hour (a
+//     target that failed counts once in the hour however often it failed);
+//     an action a cap stops is recorded as skipped_cap, never silently
+//     dropped;
+//   - fairness: targets least recently attempted go first; a failed target
+//     waits out an exponential backoff; one whose failure wraps
+//     [ErrNeedsAdmin] is recorded as needing an admin and parked until its
+//     plan changes;
+//   - the disruption brake: a remediator that is a [Census] acts on none of
+//     its targets while more than brake_share of its population (and at
+//     least [BrakeMinAffected] members) qualifies at once; every action is
+//     recorded as skipped_cap with the reason and
+//     drwatch_remediation_brake_engaged{remediation} is 1;
 //   - leadership: it calls VerifyLeader right before every Apply;
 //   - audit: every action (planned, applied, failed, skipped_cap, dry_run)
 //     is proposed to the replicated log as a failover.Remediation with the
@@ -17,8 +28,9 @@
 //     and an action whose Key the replicated records show as applied is never
 //     applied again, so a new leader does not redo its predecessor's work.
 //
-// The hourly count comes from the replicated records, not from memory, so a
-// leader change neither resets nor doubles it.
+// The hourly count, the backoffs and the parked targets come from the
+// replicated records, not from memory, so a leader change neither resets
+// nor doubles them.
 //
 // The Kubernetes remediators live in package kube.
 package remediate

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/drwatch/drwatch/failover"
@@ -57,15 +58,20 @@ type Remediator interface {
 	// config, records and metric labels.
 	Name() string
 	// Plan reads the actual world and returns the actions due now, in a
-	// deterministic order. It never writes. It is idempotent: with the world
+	// deterministic order. The Runner takes targets least recently attempted
+	// first and uses plan order only among equals, so an action that must
+	// wait for another (a delete after a reboot) is not planned until it
+	// may run. It never writes. It is idempotent: with the world
 	// unchanged it returns the same actions. An error means the world could
 	// not be read; the Runner records nothing and retries next pass.
 	Plan(ctx context.Context) ([]Action, error)
 	// Apply performs one action returned by Plan. It is idempotent: when the
 	// effect is already there (taint present, pod gone) it returns nil. It
 	// rechecks the precondition it can check cheaply and returns an error
-	// wrapping ErrPrecondition when the world moved on since Plan; any other
-	// error is a failure the Runner records as failed.
+	// wrapping ErrPrecondition when the world moved on since Plan, and one
+	// wrapping ErrNeedsAdmin when retrying cannot help; any error is a
+	// failure the Runner records as failed (and backs off from, or parks the
+	// target for ErrNeedsAdmin).
 	Apply(ctx context.Context, a Action) error
 }
 
@@ -73,6 +79,39 @@ type Remediator interface {
 // Runner records it as failed with the reason, and the next Plan decides
 // afresh.
 var ErrPrecondition = errors.New("precondition no longer holds")
+
+// ErrNeedsAdmin means an action failed for good: retrying cannot help until
+// a human acts or the target's state changes by itself (the API refused the
+// credentials' right to act, 403, or refused a state that will not change on
+// its own, 409 on a load balancer stuck PENDING_*). A remediator's Apply
+// wraps it; the Runner records the failure as needing an admin and parks the
+// target until Plan gives it a new Key or Reason.
+var ErrNeedsAdmin = errors.New("needs an admin")
+
+// Census is implemented by remediators whose actions each concern one
+// member of a population (the cluster's nodes, the watched load
+// balancers). The Runner uses it for the disruption brake: when more than
+// the brake share of the population qualifies at once, the trouble is
+// likely in the infrastructure or in drwatch's view of it, not in the
+// members, and acting on them all would make it worse (as
+// kube-controller-manager stops evicting in a zone past
+// unhealthy-zone-threshold).
+type Census interface {
+	// Census counts the population and how many distinct members acts (just
+	// returned by Plan) would change. Actions that only undo an earlier
+	// repair or only warn need not count. It never writes, and is called
+	// once per pass after Plan. An error means the population could not be
+	// counted: the Runner acts on none of acts.
+	Census(ctx context.Context, acts []Action) (Population, error)
+}
+
+// Population is what Census counted.
+type Population struct {
+	// Total is the population's size, Affected how many of it acts concern.
+	Total, Affected int
+	// Unit names the members in records: "nodes", "load balancers".
+	Unit string
+}
 
 // Decision is the failover decision a remediator may act on: the current
 // generation and the site it makes active.
@@ -86,15 +125,26 @@ type Settings struct {
 	Mode Mode `yaml:"mode" doc:"off (the default), dry-run (record what would be done, write nothing) or on."`
 	// MaxPerPass bounds the actions applied in one pass; 0 means the default 1.
 	MaxPerPass int `yaml:"max_per_pass" doc:"Most actions applied in one pass (default 1); the rest are recorded as skipped_cap."`
-	// MaxPerHour bounds applied and failed actions in any hour, counted from
-	// the replicated records; 0 means the default 10.
-	MaxPerHour int `yaml:"max_per_hour" doc:"Most actions applied or failed in the last hour, counted from the replicated history (default 10)."`
+	// MaxPerHour bounds the actions applied in any hour, counted from the
+	// replicated records, plus each target that failed in it, counted once
+	// however often it failed (so one failing target cannot use up the cap);
+	// 0 means the default 10.
+	MaxPerHour int `yaml:"max_per_hour" doc:"Most actions applied in the last hour, plus one per target that failed in it (however often), counted from the replicated history (default 10)."`
+	// BrakeShare is the disruption brake; 0 means DefaultBrakeShare.
+	BrakeShare float64 `yaml:"brake_share" doc:"Disruption brake: act on nothing when more than this share of the population (the cluster's nodes for dead_node_out_of_service, orphaned_pods and never_ready_instances; the watched load balancers for octavia_stuck_lb), and at least 3 members, qualify at once (default 0.5; 1 turns the brake off; ignored by the other remediations)."`
 }
 
 // Defaults for Settings.
 const (
 	DefaultMaxPerPass = 1
 	DefaultMaxPerHour = 10
+	// DefaultBrakeShare: act on nothing when more than half the population
+	// qualifies at once.
+	DefaultBrakeShare = 0.5
+	// BrakeMinAffected is the fewest qualifying members that engage the
+	// brake, so that a small cluster with one or two bad nodes is still
+	// repaired (kube-controller-manager likewise needs more than two).
+	BrakeMinAffected = 3
 )
 
 func (s Settings) withDefaults() Settings {
@@ -107,7 +157,19 @@ func (s Settings) withDefaults() Settings {
 	if s.MaxPerHour <= 0 {
 		s.MaxPerHour = DefaultMaxPerHour
 	}
+	if s.BrakeShare <= 0 {
+		s.BrakeShare = DefaultBrakeShare
+	}
 	return s
+}
+
+// validateBrake checks BrakeShare of the remediator at path; 0 is the
+// default.
+func (s Settings) validateBrake(path string) []error {
+	if s.BrakeShare < 0 || s.BrakeShare > 1 || math.IsNaN(s.BrakeShare) {
+		return []error{fmt.Errorf("%s.brake_share: %v must be > 0 and <= 1 (0 or unset: %v)", path, s.BrakeShare, DefaultBrakeShare)}
+	}
+	return nil
 }
 
 // Planned is one action with the remediator that planned it, for

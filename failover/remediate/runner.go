@@ -1,10 +1,12 @@
 package remediate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -50,6 +52,9 @@ type RunnerConfig struct {
 	Logger     *slog.Logger
 	// Now is the clock for the hourly window (tests); default time.Now.
 	Now func() time.Time
+	// BackoffBase and BackoffMax bound the wait before a failed target is
+	// tried again (defaults DefaultBackoffBase, DefaultBackoffMax).
+	BackoffBase, BackoffMax time.Duration
 }
 
 // Runner runs the remediators' passes on the leader. Run it only while
@@ -58,6 +63,7 @@ type Runner struct {
 	cfg     RunnerConfig
 	log     *slog.Logger
 	actions *prometheus.CounterVec
+	brake   *prometheus.GaugeVec
 
 	mu   sync.Mutex
 	last PassReport
@@ -68,13 +74,25 @@ type PassReport struct {
 	At  time.Time
 	Gen uint64
 	// Counts per remediation and result ("applied", "skipped_cap", ...,
-	// and "done" for actions skipped because their Key was already applied).
+	// "done" for actions skipped because their Key was already applied,
+	// "backoff" for targets waiting out a backoff, and "needs_admin" for
+	// parked ones).
 	Counts map[string]map[string]int
 	Err    error
 }
 
 // MetricActions is the name of the actions counter.
 const MetricActions = "drwatch_remediation_actions_total"
+
+// Defaults for RunnerConfig's backoff: a failed target waits 1m, 2m, 4m...
+// up to 30m before it is tried again.
+const (
+	DefaultBackoffBase = time.Minute
+	DefaultBackoffMax  = 30 * time.Minute
+)
+
+// MetricBrake is the name of the disruption brake gauge.
+const MetricBrake = "drwatch_remediation_brake_engaged"
 
 // NewRunner checks cfg, registers the metric and returns a Runner.
 func NewRunner(cfg RunnerConfig) (*Runner, error) {
@@ -102,32 +120,56 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.BackoffBase <= 0 {
+		cfg.BackoffBase = DefaultBackoffBase
+	}
+	if cfg.BackoffMax < cfg.BackoffBase {
+		cfg.BackoffMax = max(DefaultBackoffMax, cfg.BackoffBase)
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &Runner{cfg: cfg, log: log}
-	r.actions = prometheus.NewCounterVec(prometheus.CounterOpts{
+	actions, err := register(cfg.Registerer, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: MetricActions,
 		Help: "Remediation actions recorded in the replicated history, by remediation and result.",
-	}, []string{"remediation", "result"})
-	if cfg.Registerer != nil {
-		if err := cfg.Registerer.Register(r.actions); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if !errors.As(err, &are) {
-				return nil, fmt.Errorf("remediate: register metric: %w", err)
-			}
-			// A new Runner after a leader change reuses the counter.
-			r.actions = are.ExistingCollector.(*prometheus.CounterVec)
-		}
+	}, []string{"remediation", "result"}))
+	if err != nil {
+		return nil, err
 	}
+	brake, err := register(cfg.Registerer, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: MetricBrake,
+		Help: "1 while a remediation's disruption brake holds: more than its brake_share of nodes or load balancers qualify at once, and it acts on none.",
+	}, []string{"remediation"}))
+	if err != nil {
+		return nil, err
+	}
+	r := &Runner{cfg: cfg, log: log, actions: actions, brake: brake}
 	for _, e := range cfg.Remediators {
 		for _, res := range []string{failover.RemediationPlanned, failover.RemediationApplied, failover.RemediationFailed,
 			failover.RemediationSkippedCap, failover.RemediationDryRun} {
 			r.actions.WithLabelValues(e.Remediator.Name(), res)
 		}
+		r.brake.WithLabelValues(e.Remediator.Name())
 	}
 	return r, nil
+}
+
+// register registers c with reg (nil: none) and returns it, or the
+// collector already registered under its name: a new Runner after a leader
+// change reuses the metrics.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	if reg == nil {
+		return c, nil
+	}
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if !errors.As(err, &are) {
+			return c, fmt.Errorf("remediate: register metric: %w", err)
+		}
+		return are.ExistingCollector.(C), nil
+	}
+	return c, nil
 }
 
 // Last returns the latest pass's report.
@@ -142,6 +184,13 @@ func (r *Runner) Last() PassReport {
 func (r *Runner) Run(ctx context.Context) {
 	t := time.NewTicker(r.cfg.Interval)
 	defer t.Stop()
+	// A node that no longer runs passes holds no brake; the next leader's
+	// Runner reports its own.
+	defer func() {
+		for _, e := range r.cfg.Remediators {
+			r.brake.WithLabelValues(e.Remediator.Name()).Set(0)
+		}
+	}()
 	for {
 		if rep := r.Pass(ctx); rep.Err != nil && ctx.Err() == nil {
 			r.log.Warn("remediation pass failed", "gen", rep.Gen, "err", rep.Err)
@@ -160,11 +209,16 @@ type errStop struct{ err error }
 func (e errStop) Error() string { return e.err.Error() }
 func (e errStop) Unwrap() error { return e.err }
 
-// Pass runs each enabled remediator once: Plan, then for each action in
-// order record it and, within the caps and in mode on, verify leadership,
-// Apply and record the outcome. A remediator whose Plan fails is skipped;
-// a failed proposal or lost leadership ends the pass, since nothing may be
-// applied that cannot be recorded.
+// Pass runs each enabled remediator once: Plan, then (for a Census) the
+// disruption brake, then for each action, least recently attempted target
+// first, record it and, within the caps and in mode on, verify leadership,
+// Apply and record the outcome. A target that failed waits out its backoff
+// (BackoffBase doubled per consecutive failure, at most BackoffMax); one
+// whose failure wraps ErrNeedsAdmin is parked until Plan gives it a new Key
+// or Reason. Both are read from the replicated records, so a new leader
+// honours them. A remediator whose Plan or Census fails is skipped; a failed
+// proposal or lost leadership ends the pass, since nothing may be applied
+// that cannot be recorded.
 func (r *Runner) Pass(ctx context.Context) PassReport {
 	now := r.cfg.Now()
 	gen := r.cfg.State.Desired().Gen
@@ -203,37 +257,54 @@ func (r *Runner) runOne(ctx context.Context, e Entry, gen uint64, now time.Time,
 	if err != nil {
 		return fmt.Errorf("plan: %w", err)
 	}
+	var brake string
+	if c, ok := e.Remediator.(Census); ok && len(acts) > 0 {
+		pop, err := c.Census(ctx, acts)
+		if err != nil {
+			// Fail closed: without the population the brake cannot be judged.
+			return fmt.Errorf("census: %w", err)
+		}
+		brake = brakeReason(pop, set.BrakeShare)
+	}
+	engaged := 0.0
+	if brake != "" {
+		engaged = 1
+		r.log.Error("remediation disruption brake engaged: acting on none", "remediation", name, "reason", brake)
+	}
+	r.brake.WithLabelValues(name).Set(engaged)
 	// Read the records after Plan: the applied keys and the hourly count
 	// must be as fresh as possible.
-	applied := map[string]bool{}
-	hour := 0
-	cutoff := now.Add(-time.Hour).UnixNano()
-	for _, rec := range r.cfg.State.Remediations() {
-		if rec.Name != name {
-			continue
-		}
-		if rec.Result == failover.RemediationApplied {
-			applied[rec.Key] = true
-		}
-		if (rec.Result == failover.RemediationApplied || rec.Result == failover.RemediationFailed) && rec.At >= cutoff {
-			hour++
-		}
-	}
+	hist := readHistory(r.cfg.State.Remediations(), name, now)
+	order := fairOrder(acts, hist)
 	pass := 0
-	for _, a := range acts {
+	for _, a := range order {
 		key := name + "/" + a.Key
-		if applied[key] {
+		if hist.applied[key] {
 			// Invariant 6: a previous leader (or pass) applied it already.
 			count("done")
+			continue
+		}
+		if last, ok := hist.outcome[key]; ok && last.NeedsAdmin && last.Reason == truncate(a.Reason, 1024) {
+			// Parked: the record says why; only a new plan for the target
+			// (another key or reason) is tried.
+			count("needs_admin")
+			continue
+		}
+		t := hist.targets[a.Target]
+		if set.Mode == ModeOn && t.failures > 0 && now.Before(t.lastFailure.Add(r.backoff(t.failures))) {
+			count("backoff")
 			continue
 		}
 		rec := failover.Remediation{Name: name, Gen: gen, Target: a.Target, Verb: a.Verb,
 			Reason: a.Reason, Key: key, Actor: r.cfg.Node}
 		switch {
+		case brake != "":
+			rec.Result = failover.RemediationSkippedCap
+			rec.Detail = brake
 		case pass >= set.MaxPerPass:
 			rec.Result = failover.RemediationSkippedCap
 			rec.Detail = fmt.Sprintf("per-pass cap %d reached", set.MaxPerPass)
-		case set.Mode == ModeOn && hour >= set.MaxPerHour:
+		case set.Mode == ModeOn && hist.hour >= set.MaxPerHour:
 			rec.Result = failover.RemediationSkippedCap
 			rec.Detail = fmt.Sprintf("per-hour cap %d reached", set.MaxPerHour)
 		case set.Mode == ModeDryRun:
@@ -246,7 +317,7 @@ func (r *Runner) runOne(ctx context.Context, e Entry, gen uint64, now time.Time,
 			return err
 		}
 		if rec.Result != failover.RemediationPlanned {
-			if rec.Result == failover.RemediationSkippedCap {
+			if rec.Result == failover.RemediationSkippedCap && brake == "" {
 				r.log.Warn("remediation cap reached", "remediation", name, "target", a.Target, "reason", rec.Detail)
 			}
 			continue
@@ -255,20 +326,122 @@ func (r *Runner) runOne(ctx context.Context, e Entry, gen uint64, now time.Time,
 			return errStop{fmt.Errorf("verify leader before %s %s: %w", a.Verb, a.Target, err)}
 		}
 		pass++
-		hour++
 		aerr := e.Remediator.Apply(ctx, a)
 		rec.Result, rec.Detail = failover.RemediationApplied, ""
-		if aerr != nil {
-			rec.Result, rec.Detail = failover.RemediationFailed, truncate(aerr.Error(), 1024)
-			r.log.Error("remediation failed", "remediation", name, "target", a.Target, "gen", gen, "err", aerr)
-		} else {
+		switch {
+		case aerr == nil:
+			hist.hour++
 			r.log.Info("remediation applied", "remediation", name, "target", a.Target, "verb", a.Verb, "gen", gen, "reason", a.Reason)
+		default:
+			rec.Result, rec.Detail = failover.RemediationFailed, truncate(aerr.Error(), 1024)
+			rec.NeedsAdmin = errors.Is(aerr, ErrNeedsAdmin)
+			if !hist.failedTargets[a.Target] {
+				hist.failedTargets[a.Target] = true
+				hist.hour++
+			}
+			r.log.Error("remediation failed", "remediation", name, "target", a.Target, "gen", gen, "needs_admin", rec.NeedsAdmin, "err", aerr)
 		}
 		if err := r.record(ctx, rec, count); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// brakeReason says why the disruption brake holds for pop, or "" when it
+// does not: more than share of the population, and at least
+// BrakeMinAffected members, qualify at once.
+func brakeReason(pop Population, share float64) string {
+	if pop.Affected < BrakeMinAffected || float64(pop.Affected) <= share*float64(pop.Total) {
+		return ""
+	}
+	unit := pop.Unit
+	if unit == "" {
+		unit = "members"
+	}
+	return fmt.Sprintf("disruption brake: %d of %d %s qualify at once, more than %g%%: likely an outage or a wrong view of it, not %d broken %s",
+		pop.Affected, pop.Total, unit, share*100, pop.Affected, unit)
+}
+
+// targetHistory is what the records say about one target of a remediator.
+type targetHistory struct {
+	// failures counts the failures since its last success (failures that
+	// need an admin excepted: they park the target instead); lastFailure is
+	// the latest one's time.
+	failures    int
+	lastFailure time.Time
+	// lastAttempt is when an action on it was last planned or tried.
+	lastAttempt int64
+}
+
+// history is what the runner reads from one remediator's records.
+type history struct {
+	// applied holds the keys recorded as applied.
+	applied map[string]bool
+	// outcome holds each key's latest applied or failed record.
+	outcome map[string]failover.Remediation
+	targets map[string]targetHistory
+	// hour is the hourly cap's count: every action applied in the last hour,
+	// plus each target that failed in it, once however often it failed.
+	hour          int
+	failedTargets map[string]bool
+}
+
+func readHistory(recs []failover.RemediationRecord, name string, now time.Time) *history {
+	h := &history{applied: map[string]bool{}, outcome: map[string]failover.Remediation{},
+		targets: map[string]targetHistory{}, failedTargets: map[string]bool{}}
+	cutoff := now.Add(-time.Hour).UnixNano()
+	for _, rec := range recs {
+		if rec.Name != name {
+			continue
+		}
+		t := h.targets[rec.Target]
+		switch rec.Result {
+		case failover.RemediationPlanned:
+			t.lastAttempt = rec.At
+		case failover.RemediationApplied:
+			h.applied[rec.Key] = true
+			h.outcome[rec.Key] = rec.Remediation
+			t.failures, t.lastAttempt = 0, rec.At
+			if rec.At >= cutoff {
+				h.hour++
+			}
+		case failover.RemediationFailed:
+			h.outcome[rec.Key] = rec.Remediation
+			t.lastAttempt = rec.At
+			if !rec.NeedsAdmin {
+				t.failures++
+				t.lastFailure = time.Unix(0, rec.At)
+			}
+			if rec.At >= cutoff && !h.failedTargets[rec.Target] {
+				h.failedTargets[rec.Target] = true
+				h.hour++
+			}
+		}
+		h.targets[rec.Target] = t
+	}
+	return h
+}
+
+// fairOrder returns acts with the least recently attempted targets first,
+// in plan order among equals, so that neither a target that keeps failing
+// nor one whose work recurs can hold the head of every pass.
+func fairOrder(acts []Action, h *history) []Action {
+	out := slices.Clone(acts)
+	slices.SortStableFunc(out, func(a, b Action) int {
+		return cmp.Compare(h.targets[a.Target].lastAttempt, h.targets[b.Target].lastAttempt)
+	})
+	return out
+}
+
+// backoff is the wait after the nth consecutive failure of a target:
+// BackoffBase doubled each time, at most BackoffMax.
+func (r *Runner) backoff(n int) time.Duration {
+	d := r.cfg.BackoffBase
+	for i := 1; i < n && d < r.cfg.BackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, r.cfg.BackoffMax)
 }
 
 // record proposes rec and counts it when the machine recorded it (a

@@ -55,8 +55,12 @@ type fakeRemediator struct {
 	actions []Action
 	planErr error
 	failOn  string
+	// errs makes Apply of a target fail with the error.
+	errs    map[string]error
 	plans   int
 	applied []string
+	// tried lists every Apply call's target, failed or not.
+	tried []string
 }
 
 func (f *fakeRemediator) Name() string { return f.name }
@@ -65,6 +69,10 @@ func (f *fakeRemediator) Plan(context.Context) ([]Action, error) {
 	return f.actions, f.planErr
 }
 func (f *fakeRemediator) Apply(_ context.Context, a Action) error {
+	f.tried = append(f.tried, a.Target)
+	if err := f.errs[a.Target]; err != nil {
+		return err
+	}
 	if a.Target == f.failOn {
 		return fmt.Errorf("apply %s: %w", a.Target, ErrPrecondition)
 	}
@@ -411,5 +419,289 @@ func TestRunnerRunStopsWithContext(t *testing.T) {
 	<-done
 	if last := r.Last(); last.Counts["fake"]["dry_run"] != 1 || last.Err != nil {
 		t.Fatalf("got last report %+v, want one dry run", last)
+	}
+}
+
+// triedCount counts the Apply calls on target.
+func triedCount(f *fakeRemediator, target string) int {
+	n := 0
+	for _, t := range f.tried {
+		if t == target {
+			n++
+		}
+	}
+	return n
+}
+
+// TestRunnerBacksOffPerTarget: a target whose action keeps failing is
+// retried after 1, 2, 4, 8... minutes (capped), not on every pass, while
+// another target's actions still run on the next pass.
+func TestRunnerBacksOffPerTarget(t *testing.T) {
+	clk := &clock{t: time.Unix(100000, 0)}
+	c := newFakeCluster(clk.Now)
+	f := &fakeRemediator{name: "fake", actions: actions(1, "x"), errs: map[string]error{"x0": errors.New("octavia: 503")}}
+	r, err := NewRunner(RunnerConfig{Node: "a", Cluster: c, State: c.m, Now: clk.Now,
+		BackoffBase: time.Minute, BackoffMax: 8 * time.Minute,
+		Remediators: []Entry{{f, Settings{Mode: ModeOn, MaxPerPass: 5, MaxPerHour: 100}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := clk.Now()
+	var at []time.Duration
+	for range 60 { // 30 minutes of 30 s passes
+		n := len(f.tried)
+		r.Pass(context.Background())
+		if len(f.tried) > n {
+			at = append(at, clk.Now().Sub(start))
+		}
+		clk.Add(30 * time.Second)
+	}
+	want := []time.Duration{0, time.Minute, 3 * time.Minute, 7 * time.Minute, 15 * time.Minute, 23 * time.Minute}
+	if fmt.Sprint(at) != fmt.Sprint(want) {
+		t.Fatalf("got attempts at %v, want %v (backoff 1m doubling, capped at 8m)", at, want)
+	}
+	// A success resets the backoff: the next failure waits 1m again.
+	f.errs = nil
+	clk.Add(8 * time.Minute)
+	r.Pass(context.Background())
+	if len(f.applied) != 1 {
+		t.Fatalf("got %d applies after the backoff, want 1", len(f.applied))
+	}
+}
+
+// TestRunnerFailingTargetCannotStarveOthers: with one action per pass and
+// a target at the head of the plan that always fails, the other targets are
+// applied on the following passes, and the failing target's repeated
+// failures count once toward the hourly cap.
+func TestRunnerFailingTargetCannotStarveOthers(t *testing.T) {
+	clk := &clock{t: time.Unix(100000, 0)}
+	c := newFakeCluster(clk.Now)
+	f := &fakeRemediator{name: "fake", actions: actions(4, "x"), errs: map[string]error{"x0": fmt.Errorf("apply: %w", ErrPrecondition)}}
+	r := newRunner(t, c, clk, nil, Entry{f, Settings{Mode: ModeOn, MaxPerPass: 1, MaxPerHour: 5}})
+	for range 40 { // 20 minutes of 30 s passes
+		r.Pass(context.Background())
+		clk.Add(30 * time.Second)
+	}
+	if fmt.Sprint(f.applied) != "[x1 x2 x3]" {
+		t.Fatalf("got applies %v, want x1, x2 and x3 despite x0 failing at the head of the plan", f.applied)
+	}
+	if n := triedCount(f, "x0"); n < 2 || n > 5 {
+		t.Fatalf("got %d attempts on x0 in 20 minutes, want 2 to 5 (backed off)", n)
+	}
+	for _, rec := range c.m.Remediations() {
+		if strings.Contains(rec.Detail, "per-hour cap") {
+			t.Fatalf("got record %+v, want none held by the hourly cap of 5: x0's failures count once", rec)
+		}
+	}
+}
+
+// TestRunnerLeastRecentlyAttemptedFirst: when a target's work recurs (a new
+// key on every pass), a target never attempted goes before it, so plan
+// order cannot starve the targets at its tail.
+func TestRunnerLeastRecentlyAttemptedFirst(t *testing.T) {
+	clk := &clock{t: time.Unix(100000, 0)}
+	c := newFakeCluster(clk.Now)
+	f := &fakeRemediator{name: "fake"}
+	r := newRunner(t, c, clk, nil, Entry{f, Settings{Mode: ModeOn, MaxPerPass: 1, MaxPerHour: 100}})
+	for i := range 3 {
+		f.actions = []Action{
+			{Target: "x0", Verb: "fix", Reason: "flapping", Key: fmt.Sprintf("fix/x0/%d", i)},
+			{Target: "x1", Verb: "fix", Reason: "broken", Key: "fix/x1"},
+			{Target: "x2", Verb: "fix", Reason: "broken", Key: "fix/x2"},
+		}
+		r.Pass(context.Background())
+		clk.Add(30 * time.Second)
+	}
+	if fmt.Sprint(f.applied) != "[x0 x1 x2]" {
+		t.Fatalf("got applies %v, want x0, x1, x2 (least recently attempted first)", f.applied)
+	}
+}
+
+// TestRunnerParksNeedsAdmin: an Apply error wrapping ErrNeedsAdmin is
+// recorded as a failure that needs an admin, and the target is not tried
+// again, whatever the backoff, until its plan (key or reason) changes.
+func TestRunnerParksNeedsAdmin(t *testing.T) {
+	clk := &clock{t: time.Unix(100000, 0)}
+	c := newFakeCluster(clk.Now)
+	refused := fmt.Errorf("octavia refused the failover (403): %w", ErrNeedsAdmin)
+	f := &fakeRemediator{name: "fake", actions: actions(2, "x"), errs: map[string]error{"x0": refused}}
+	r := newRunner(t, c, clk, nil, Entry{f, Settings{Mode: ModeOn, MaxPerPass: 5, MaxPerHour: 100}})
+	var rep PassReport
+	for range 6 * 60 / 5 { // six hours of passes every 5 minutes
+		rep = r.Pass(context.Background())
+		clk.Add(5 * time.Minute)
+	}
+	if n := triedCount(f, "x0"); n != 1 {
+		t.Fatalf("got %d attempts on x0, want 1: it needs an admin", n)
+	}
+	if rep.Counts["fake"]["needs_admin"] != 1 {
+		t.Fatalf("got counts %v, want needs_admin=1 in the last pass", rep.Counts)
+	}
+	var parked []failover.RemediationRecord
+	for _, rec := range c.m.Remediations() {
+		if rec.NeedsAdmin {
+			parked = append(parked, rec)
+		}
+	}
+	if len(parked) != 1 || parked[0].Target != "x0" || parked[0].Result != failover.RemediationFailed || !strings.Contains(parked[0].Detail, "403") {
+		t.Fatalf("got needs-admin records %+v, want one failure of x0 with the error", parked)
+	}
+	// Its state changes (a new reason): it is tried again.
+	f.actions[0].Reason = "broken differently"
+	f.errs = nil
+	r.Pass(context.Background())
+	if triedCount(f, "x0") != 2 {
+		t.Fatalf("got %d attempts on x0 after its state changed, want 2", triedCount(f, "x0"))
+	}
+}
+
+// censusRemediator is a fakeRemediator with a population: every planned
+// target is one member.
+type censusRemediator struct {
+	*fakeRemediator
+	total int
+	err   error
+}
+
+func (c *censusRemediator) Census(_ context.Context, acts []Action) (Population, error) {
+	seen := map[string]bool{}
+	for _, a := range acts {
+		seen[a.Target] = true
+	}
+	return Population{Total: c.total, Affected: len(seen), Unit: "nodes"}, c.err
+}
+
+// TestRunnerDisruptionBrake: when more than the brake share of the
+// population qualifies at once (and at least BrakeMinAffected members),
+// nothing is applied, every action is recorded as skipped with the reason,
+// and the brake gauge is 1 until the share falls again.
+func TestRunnerDisruptionBrake(t *testing.T) {
+	tests := []struct {
+		name      string
+		total     int
+		qualify   int
+		share     float64
+		censusErr error
+		wantApply int
+		wantBrake float64
+	}{
+		{"majority down", 10, 6, 0, nil, 0, 1},
+		{"half down", 10, 5, 0, nil, 5, 0},
+		{"share set lower", 10, 4, 0.3, nil, 0, 1},
+		{"share one never brakes", 10, 10, 1, nil, 10, 0},
+		{"small cluster acts", 2, 2, 0, nil, 2, 0},
+		{"three of four", 4, 3, 0, nil, 0, 1},
+		{"census fails closed", 10, 1, 0, errors.New("list nodes: 503"), 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := &clock{t: time.Unix(100000, 0)}
+			c := newFakeCluster(clk.Now)
+			f := &censusRemediator{fakeRemediator: &fakeRemediator{name: "fake", actions: actions(tt.qualify, "node")}, total: tt.total, err: tt.censusErr}
+			reg := prometheus.NewRegistry()
+			r := newRunner(t, c, clk, reg, Entry{f, Settings{Mode: ModeOn, MaxPerPass: 20, MaxPerHour: 100, BrakeShare: tt.share}})
+			rep := r.Pass(context.Background())
+			if len(f.applied) != tt.wantApply {
+				t.Fatalf("%d of %d qualify: got %d applies, want %d", tt.qualify, tt.total, len(f.applied), tt.wantApply)
+			}
+			if (tt.censusErr != nil) != (rep.Err != nil) {
+				t.Fatalf("got pass error %v, want one only when the census fails", rep.Err)
+			}
+			if got := gauge(t, reg, MetricBrake, "fake"); got != tt.wantBrake {
+				t.Fatalf("got %s %v, want %v", MetricBrake, got, tt.wantBrake)
+			}
+			if tt.wantBrake == 1 {
+				recs := c.m.Remediations()
+				if len(recs) != tt.qualify {
+					t.Fatalf("got %d records, want one skipped record per action", len(recs))
+				}
+				for _, rec := range recs {
+					if rec.Result != failover.RemediationSkippedCap || !strings.Contains(rec.Detail, fmt.Sprintf("disruption brake: %d of %d nodes qualify", tt.qualify, tt.total)) {
+						t.Fatalf("got record %+v, want skipped_cap naming the disruption brake", rec)
+					}
+				}
+				// The disruption ends: the brake releases.
+				f.actions = f.actions[:1]
+				r.Pass(context.Background())
+				if len(f.applied) != 1 || gauge(t, reg, MetricBrake, "fake") != 0 {
+					t.Fatalf("after the disruption: got %d applies and brake %v, want 1 and 0", len(f.applied), gauge(t, reg, MetricBrake, "fake"))
+				}
+			}
+		})
+	}
+}
+
+// gauge reads the gauge name{remediation=rem} from reg (-1: no such series).
+func gauge(t *testing.T, reg *prometheus.Registry, name, rem string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if label(m, "remediation") == rem {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return -1
+}
+
+func TestConfigValidateBrakeShare(t *testing.T) {
+	for _, tt := range []struct {
+		share float64
+		ok    bool
+	}{{0, true}, {0.3, true}, {1, true}, {-0.1, false}, {1.5, false}} {
+		var c Config
+		c.OctaviaStuckLB.BrakeShare = tt.share
+		c.OpenStack.NeverReadyInstances.BrakeShare = tt.share
+		err := c.Validate()
+		if tt.ok != (err == nil) {
+			t.Fatalf("brake_share %v: got %v, want ok=%v", tt.share, err, tt.ok)
+		}
+		if !tt.ok {
+			for _, want := range []string{"remediations.octavia_stuck_lb.brake_share", "remediations.openstack.never_ready_instances.brake_share"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Fatalf("brake_share %v: got %v, want a problem naming %s", tt.share, err, want)
+				}
+			}
+		}
+	}
+	if got := (Config{}).WithDefaults().DeadNodeOutOfService.BrakeShare; got != DefaultBrakeShare {
+		t.Fatalf("got default brake share %v, want %v", got, DefaultBrakeShare)
+	}
+}
+
+// TestRunnerBrakeGaugeClearedWhenRunStops: a node that stops running passes
+// (it lost the leadership) does not keep reporting an engaged brake; the
+// new leader's Runner reports its own.
+func TestRunnerBrakeGaugeClearedWhenRunStops(t *testing.T) {
+	clk := &clock{t: time.Unix(100000, 0)}
+	c := newFakeCluster(clk.Now)
+	f := &censusRemediator{fakeRemediator: &fakeRemediator{name: "fake", actions: actions(6, "node")}, total: 10}
+	reg := prometheus.NewRegistry()
+	r, err := NewRunner(RunnerConfig{Cluster: c, State: c.m, Interval: time.Hour, Now: clk.Now, Registerer: reg,
+		Remediators: []Entry{{f, Settings{Mode: ModeOn}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.Run(ctx)
+	}()
+	eventually(t, 10*time.Second, func() bool { return r.Last().Counts["fake"]["skipped_cap"] == 6 }, "the first pass to hold the brake")
+	if got := gauge(t, reg, MetricBrake, "fake"); got != 1 {
+		t.Fatalf("got brake %v while running, want 1", got)
+	}
+	cancel()
+	<-done
+	if got := gauge(t, reg, MetricBrake, "fake"); got != 0 {
+		t.Fatalf("got brake %v after Run returned, want 0", got)
 	}
 }
