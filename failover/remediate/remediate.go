@@ -85,7 +85,7 @@ var ErrPrecondition = errors.New("precondition no longer holds")
 // credentials' right to act, 403, or refused a state that will not change on
 // its own, 409 on a load balancer stuck PENDING_*). A remediator's Apply
 // wraps it; the Runner records the failure as needing an admin and parks the
-// target until Plan gives it a new Key or Reason.
+// target until Plan gives it a new Key.
 var ErrNeedsAdmin = errors.New("needs an admin")
 
 // Census is implemented by remediators whose actions each concern one

@@ -214,8 +214,8 @@ func (e errStop) Unwrap() error { return e.err }
 // first, record it and, within the caps and in mode on, verify leadership,
 // Apply and record the outcome. A target that failed waits out its backoff
 // (BackoffBase doubled per consecutive failure, at most BackoffMax); one
-// whose failure wraps ErrNeedsAdmin is parked until Plan gives it a new Key
-// or Reason. Both are read from the replicated records, so a new leader
+// whose failure wraps ErrNeedsAdmin is parked until Plan gives it a new
+// Key. Both are read from the replicated records, so a new leader
 // honours them. A remediator whose Plan or Census fails is skipped; a failed
 // proposal or lost leadership ends the pass, since nothing may be applied
 // that cannot be recorded.
@@ -284,9 +284,10 @@ func (r *Runner) runOne(ctx context.Context, e Entry, gen uint64, now time.Time,
 			count("done")
 			continue
 		}
-		if last, ok := hist.outcome[key]; ok && last.NeedsAdmin && last.Reason == truncate(a.Reason, 1024) {
-			// Parked: the record says why; only a new plan for the target
-			// (another key or reason) is tried.
+		if last, ok := hist.outcome[key]; ok && last.NeedsAdmin {
+			// Parked: the record says why. The Key is new once the target's
+			// state changes (the Remediator contract), and only then is it
+			// tried again; the Reason may carry an age that grows every pass.
 			count("needs_admin")
 			continue
 		}

@@ -519,7 +519,7 @@ func TestRunnerLeastRecentlyAttemptedFirst(t *testing.T) {
 
 // TestRunnerParksNeedsAdmin: an Apply error wrapping ErrNeedsAdmin is
 // recorded as a failure that needs an admin, and the target is not tried
-// again, whatever the backoff, until its plan (key or reason) changes.
+// again, whatever the backoff, until its plan gives it a new key.
 func TestRunnerParksNeedsAdmin(t *testing.T) {
 	clk := &clock{t: time.Unix(100000, 0)}
 	c := newFakeCluster(clk.Now)
@@ -546,8 +546,14 @@ func TestRunnerParksNeedsAdmin(t *testing.T) {
 	if len(parked) != 1 || parked[0].Target != "x0" || parked[0].Result != failover.RemediationFailed || !strings.Contains(parked[0].Detail, "403") {
 		t.Fatalf("got needs-admin records %+v, want one failure of x0 with the error", parked)
 	}
-	// Its state changes (a new reason): it is tried again.
-	f.actions[0].Reason = "broken differently"
+	// A new reason alone (an age that grows) does not unpark it.
+	f.actions[0].Reason = "broken for longer"
+	r.Pass(context.Background())
+	if n := triedCount(f, "x0"); n != 1 {
+		t.Fatalf("got %d attempts on x0 after a new reason, want 1", n)
+	}
+	// Its state changes (a new key): it is tried again.
+	f.actions[0].Key = "fix/x0/episode-2"
 	f.errs = nil
 	r.Pass(context.Background())
 	if triedCount(f, "x0") != 2 {
