@@ -129,9 +129,12 @@ func (a OpenStackAuth) validate(path string, required bool) []error {
 
 // OctaviaStuckLBConfig configures octavia-stuck-lb.
 type OctaviaStuckLBConfig struct {
-	Settings        `yaml:",inline"`
-	OpenStackAuth   `yaml:",inline"`
-	LoadBalancers   []string      `yaml:"load_balancers" doc:"Load balancers to watch, by ID or unique name; empty watches every load balancer the credentials can list."`
+	Settings      `yaml:",inline"`
+	OpenStackAuth `yaml:",inline"`
+	// ProjectID is the only project whose load balancers are watched: admin
+	// credentials list and may fail over every project's.
+	ProjectID       string        `yaml:"project_id" doc:"ID of the project whose load balancers are watched; empty means the credentials' own project. Load balancers of any other project are never listed, counted or failed over, even with admin credentials."`
+	LoadBalancers   []string      `yaml:"load_balancers" doc:"Load balancers of the project to watch, by ID or unique name; empty watches every load balancer of the project."`
 	PendingTimeout  time.Duration `yaml:"pending_timeout" doc:"How long a load balancer may stay PENDING_* (since its updated_at) before it is failed over (default 10m)."`
 	FailoverTimeout time.Duration `yaml:"failover_timeout" doc:"How long one failover is followed until the load balancer is ACTIVE before it counts as failed (default 5m)."`
 }

@@ -823,7 +823,13 @@ func (s *Stack) Token(ctx context.Context, c Credentials) (string, error) {
 // CreateLB creates a load balancer named name in the Member project (amphora
 // provider, noop drivers) and waits until it is ACTIVE. It returns its ID.
 func (s *Stack) CreateLB(ctx context.Context, name string) (string, error) {
-	tok, err := s.Token(ctx, s.Member)
+	return s.CreateLBAs(ctx, s.Member, name)
+}
+
+// CreateLBAs is CreateLB in the project of c (s.Admin: another tenant than
+// the Member's).
+func (s *Stack) CreateLBAs(ctx context.Context, c Credentials, name string) (string, error) {
+	tok, err := s.Token(ctx, c)
 	if err != nil {
 		return "", err
 	}

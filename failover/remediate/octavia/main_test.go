@@ -59,11 +59,13 @@ func provisioning(t *testing.T, s *openstacktest.Stack, id string) string {
 }
 
 // remediator returns an octavia-stuck-lb remediator with the clouds.yaml
-// entry cloud ("admin" or "member") watching ids.
+// entry cloud ("admin" or "member") watching ids of the member project,
+// which owns the cluster's load balancers.
 func remediator(t *testing.T, s *openstacktest.Stack, cloud string, ids []string, opts ...Option) *StuckLB {
 	t.Helper()
 	cfg := remediate.OctaviaStuckLBConfig{
 		OpenStackAuth:   remediate.OpenStackAuth{Cloud: cloud, CloudsFile: s.CloudsFile},
+		ProjectID:       s.Member.ProjectID,
 		LoadBalancers:   ids,
 		FailoverTimeout: 2 * time.Minute,
 	}

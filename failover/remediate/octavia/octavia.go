@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/drwatch/drwatch/probes"
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
+	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 )
 
@@ -36,6 +38,9 @@ type NeedsAdminError struct {
 func (e *NeedsAdminError) Error() string {
 	return fmt.Sprintf("octavia refused the failover of load balancer %s (403, admin-only by default policy): an admin must run: %s", e.LB, e.Command)
 }
+
+// Unwrap makes it a remediate.ErrNeedsAdmin: retrying cannot help.
+func (e *NeedsAdminError) Unwrap() error { return remediate.ErrNeedsAdmin }
 
 // ErrFailoverFailed means the load balancer went back to ERROR (or was
 // deleted) while a failover was followed.
@@ -89,17 +94,19 @@ func (s *StuckLB) Name() string { return Name }
 // target names a load balancer in records.
 func target(id string) string { return "loadbalancer/" + id }
 
-// Plan lists the watched load balancers and returns a failover for each one
-// in ERROR, or PENDING_* for longer than the pending timeout, sorted by ID.
-// A watched name or ID that is missing is not an error (a deleted load
-// balancer needs no failover); an ambiguous name is. It never writes.
+// Plan lists the watched load balancers of the project and returns a
+// failover for each one in ERROR, or PENDING_* for longer than the pending
+// timeout, sorted by ID. A watched name or ID that is missing, or belongs to
+// another project, is not an error (a deleted load balancer needs no
+// failover; another tenant's is none of ours); an ambiguous name is. It
+// never writes.
 func (s *StuckLB) Plan(ctx context.Context) ([]remediate.Action, error) {
-	client, done, err := s.client(ctx)
+	client, project, done, err := s.client(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	lbs, err := s.watched(ctx, client)
+	lbs, err := s.watched(ctx, client, project)
 	if err != nil {
 		return nil, err
 	}
@@ -156,11 +163,13 @@ func (s *StuckLB) stuck(lb loadbalancers.LoadBalancer, now time.Time) (string, b
 	return "", false
 }
 
-// watched returns the configured load balancers, or every one the
-// credentials can list.
-func (s *StuckLB) watched(ctx context.Context, client *gophercloud.ServiceClient) ([]loadbalancers.LoadBalancer, error) {
+// watched returns the configured load balancers, or every one of the
+// project. Admin credentials list every project's load balancers when not
+// told otherwise, so the list asks for the project and each answer is
+// checked against it too.
+func (s *StuckLB) watched(ctx context.Context, client *gophercloud.ServiceClient, project string) ([]loadbalancers.LoadBalancer, error) {
 	if len(s.cfg.LoadBalancers) == 0 {
-		pages, err := loadbalancers.List(client, loadbalancers.ListOpts{}).AllPages(ctx)
+		pages, err := loadbalancers.List(client, loadbalancers.ListOpts{ProjectID: project}).AllPages(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("list load balancers: %w", err)
 		}
@@ -168,16 +177,16 @@ func (s *StuckLB) watched(ctx context.Context, client *gophercloud.ServiceClient
 		if err != nil {
 			return nil, fmt.Errorf("decode load balancers: %w", err)
 		}
-		return all, nil
+		return slices.DeleteFunc(all, func(lb loadbalancers.LoadBalancer) bool { return !s.ours(lb, project) }), nil
 	}
 	var out []loadbalancers.LoadBalancer
 	seen := map[string]bool{}
 	for _, ref := range s.cfg.LoadBalancers {
-		lb, err := find(ctx, client, ref)
+		lb, err := find(ctx, client, ref, project)
 		if err != nil {
 			return nil, err
 		}
-		if lb == nil || seen[lb.ID] {
+		if lb == nil || seen[lb.ID] || !s.ours(*lb, project) {
 			continue
 		}
 		seen[lb.ID] = true
@@ -186,8 +195,19 @@ func (s *StuckLB) watched(ctx context.Context, client *gophercloud.ServiceClient
 	return out, nil
 }
 
-// find resolves ref by ID, then by name. A missing load balancer is nil.
-func find(ctx context.Context, client *gophercloud.ServiceClient, ref string) (*loadbalancers.LoadBalancer, error) {
+// ours reports whether lb belongs to project, and logs one that does not:
+// a watched ID of another project is a configuration mistake.
+func (s *StuckLB) ours(lb loadbalancers.LoadBalancer, project string) bool {
+	if lb.ProjectID == project {
+		return true
+	}
+	s.log.Warn("load balancer of another project ignored", "lb", lb.ID, "project", lb.ProjectID, "want_project", project)
+	return false
+}
+
+// find resolves ref by ID, then by name within project. A missing load
+// balancer is nil.
+func find(ctx context.Context, client *gophercloud.ServiceClient, ref, project string) (*loadbalancers.LoadBalancer, error) {
 	if probes.LooksLikeOpenStackID(ref) {
 		lb, err := loadbalancers.Get(ctx, client, ref).Extract()
 		if err == nil {
@@ -197,7 +217,7 @@ func find(ctx context.Context, client *gophercloud.ServiceClient, ref string) (*
 			return nil, fmt.Errorf("get load balancer %s: %w", ref, err)
 		}
 	}
-	pages, err := loadbalancers.List(client, loadbalancers.ListOpts{Name: ref}).AllPages(ctx)
+	pages, err := loadbalancers.List(client, loadbalancers.ListOpts{Name: ref, ProjectID: project}).AllPages(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("find load balancer %q: %w", ref, err)
 	}
@@ -218,8 +238,10 @@ func find(ctx context.Context, client *gophercloud.ServiceClient, ref string) (*
 // most the failover timeout. It is idempotent: an ACTIVE load balancer is
 // left alone (success), one PENDING_* (a failover or update in progress,
 // younger than the pending timeout) is followed without a new call, and a
-// deleted one wraps remediate.ErrPrecondition. A 403 is a
-// *NeedsAdminError; going back to ERROR wraps ErrFailoverFailed.
+// deleted one, or one of another project, wraps remediate.ErrPrecondition.
+// A 403 is a *NeedsAdminError, and a 409 on a load balancer stuck PENDING_*
+// also wraps remediate.ErrNeedsAdmin: neither changes by retrying. Going
+// back to ERROR wraps ErrFailoverFailed.
 func (s *StuckLB) Apply(ctx context.Context, a remediate.Action) error {
 	id, ok := a.Data.(string)
 	if !ok || id == "" {
@@ -227,7 +249,7 @@ func (s *StuckLB) Apply(ctx context.Context, a remediate.Action) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.FailoverTimeout)
 	defer cancel()
-	client, done, err := s.client(ctx)
+	client, project, done, err := s.client(ctx)
 	if err != nil {
 		return err
 	}
@@ -238,6 +260,9 @@ func (s *StuckLB) Apply(ctx context.Context, a remediate.Action) error {
 	}
 	if err != nil {
 		return fmt.Errorf("get load balancer %s: %w", id, err)
+	}
+	if lb.ProjectID != project {
+		return fmt.Errorf("load balancer %s belongs to project %s, not %s: %w", id, lb.ProjectID, project, remediate.ErrPrecondition)
 	}
 	switch st := lb.ProvisioningStatus; {
 	case st == "ACTIVE":
@@ -259,8 +284,8 @@ func (s *StuckLB) Apply(ctx context.Context, a remediate.Action) error {
 	case gophercloud.ResponseCodeIs(err, http.StatusConflict) && strings.HasPrefix(lb.ProvisioningStatus, "PENDING_"):
 		// Octavia refuses to fail over an immutable (PENDING_*) load
 		// balancer; only an admin resetting its status in the database helps.
-		return fmt.Errorf("octavia refused the failover of load balancer %s stuck %s (409 immutable): an admin must reset its provisioning_status, then run: openstack loadbalancer failover %s: %w",
-			id, lb.ProvisioningStatus, id, ErrFailoverFailed)
+		return fmt.Errorf("octavia refused the failover of load balancer %s stuck %s (409 immutable): an admin must reset its provisioning_status, then run: openstack loadbalancer failover %s: %w: %w",
+			id, lb.ProvisioningStatus, id, ErrFailoverFailed, remediate.ErrNeedsAdmin)
 	case gophercloud.ResponseCodeIs(err, http.StatusConflict):
 		// Immutable: something else moved it to PENDING_* since our read.
 		s.log.Info("load balancer busy at failover, following it", "lb", id)
@@ -302,12 +327,13 @@ func (s *StuckLB) follow(ctx context.Context, client *gophercloud.ServiceClient,
 	}
 }
 
-// client authenticates with Keystone and returns a load-balancer client;
-// done releases its connections.
-func (s *StuckLB) client(ctx context.Context) (*gophercloud.ServiceClient, func(), error) {
+// client authenticates with Keystone and returns a load-balancer client
+// and the project whose load balancers are ours (project_id, or the
+// token's project); done releases its connections.
+func (s *StuckLB) client(ctx context.Context) (_ *gophercloud.ServiceClient, project string, done func(), _ error) {
 	ao, eo, tlsCfg, err := s.cfg.OpenStackAuth.Options()
 	if err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
 	}
 	// No keep-alive: nothing is shared between calls, and uwsgi's
 	// http-socket (a common way to serve Keystone) resets reused
@@ -318,20 +344,45 @@ func (s *StuckLB) client(ctx context.Context) (*gophercloud.ServiceClient, func(
 		DisableKeepAlives:   true,
 		TLSHandshakeTimeout: 10 * time.Second,
 	}
-	done := transport.CloseIdleConnections
+	done = transport.CloseIdleConnections
 	provider, err := openstack.NewClient(ao.IdentityEndpoint)
 	if err != nil {
-		return nil, nil, fmt.Errorf("auth url: %w", err)
+		return nil, "", nil, fmt.Errorf("auth url: %w", err)
 	}
 	provider.HTTPClient = http.Client{Transport: transport, Timeout: time.Minute}
 	if err := openstack.Authenticate(ctx, provider, ao); err != nil {
 		done()
-		return nil, nil, fmt.Errorf("keystone: %w", err)
+		return nil, "", nil, fmt.Errorf("keystone: %w", err)
+	}
+	project = s.cfg.ProjectID
+	if project == "" {
+		if project, err = tokenProject(provider); err != nil {
+			done()
+			return nil, "", nil, err
+		}
 	}
 	client, err := openstack.NewLoadBalancerV2(provider, eo)
 	if err != nil {
 		done()
-		return nil, nil, fmt.Errorf("octavia endpoint: %w", err)
+		return nil, "", nil, fmt.Errorf("octavia endpoint: %w", err)
 	}
-	return client, done, nil
+	return client, project, done, nil
+}
+
+// tokenProject is the project the credentials' token is scoped to. A token
+// without one (domain or system scope) is refused: with it, nothing would
+// limit which project's load balancers are ours.
+func tokenProject(provider *gophercloud.ProviderClient) (string, error) {
+	res, ok := provider.GetAuthResult().(tokens.CreateResult)
+	if !ok {
+		return "", errors.New("keystone: no v3 token to read the project from: set project_id")
+	}
+	p, err := res.ExtractProject()
+	if err != nil {
+		return "", fmt.Errorf("keystone token project: %w", err)
+	}
+	if p == nil || p.ID == "" {
+		return "", errors.New("keystone: the credentials are not scoped to a project: set project_id")
+	}
+	return p.ID, nil
 }

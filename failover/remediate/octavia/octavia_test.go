@@ -185,7 +185,7 @@ func TestFollowError(t *testing.T) {
 
 // TestStuckPendingRefused: a PENDING_* load balancer older than the
 // timeout is immutable to Octavia: the failover call is refused (409) and
-// Apply says what an admin must do.
+// Apply says what an admin must do, as a failure that needs an admin.
 func TestStuckPendingRefused(t *testing.T) {
 	s := openstacktest.Shared(t)
 	id := newLB(t, s, "PENDING_UPDATE", "")
@@ -194,12 +194,16 @@ func TestStuckPendingRefused(t *testing.T) {
 	if !errors.Is(err, ErrFailoverFailed) || !strings.Contains(err.Error(), "openstack loadbalancer failover "+id) {
 		t.Fatalf("got %v, want ErrFailoverFailed naming the admin's command", err)
 	}
+	if !errors.Is(err, remediate.ErrNeedsAdmin) {
+		t.Fatalf("got %v, want it to wrap remediate.ErrNeedsAdmin (retrying cannot help)", err)
+	}
 }
 
 // TestMemberNeedsAdmin: with member credentials the failover call is
 // refused (403) and Apply returns a *NeedsAdminError naming the command;
-// the Runner records it as failed with the command in the detail, and the
-// load balancer stays in ERROR. No secret appears.
+// the Runner records it as failed, needing an admin, with the command in
+// the detail, and does not try it again on the next pass; the load balancer
+// stays in ERROR. No secret appears.
 func TestMemberNeedsAdmin(t *testing.T) {
 	s := openstacktest.Shared(t)
 	id := newLB(t, s, "ERROR", "")
@@ -211,8 +215,8 @@ func TestMemberNeedsAdmin(t *testing.T) {
 	}
 	err = r.Apply(ctx, acts[0])
 	var na *NeedsAdminError
-	if !errors.As(err, &na) {
-		t.Fatalf("got %v, want *NeedsAdminError", err)
+	if !errors.As(err, &na) || !errors.Is(err, remediate.ErrNeedsAdmin) {
+		t.Fatalf("got %v, want *NeedsAdminError wrapping remediate.ErrNeedsAdmin", err)
 	}
 	want := "openstack loadbalancer failover " + id
 	if na.LB != id || na.Command != want || !strings.Contains(err.Error(), want) {
@@ -228,8 +232,11 @@ func TestMemberNeedsAdmin(t *testing.T) {
 	if w := []string{"planned failover loadbalancer/" + id, "failed failover loadbalancer/" + id}; !slices.Equal(got, w) {
 		t.Fatalf("got records %q, want %q", got, w)
 	}
-	if d := recs[1].Detail; !strings.Contains(d, want) {
-		t.Fatalf("got detail %q, want it to contain %q", d, want)
+	if d := recs[1].Detail; !strings.Contains(d, want) || !recs[1].NeedsAdmin {
+		t.Fatalf("got detail %q, needs admin %v, want it to contain %q and need an admin", d, recs[1].NeedsAdmin, want)
+	}
+	if got := remediatetest.Summary(remediatetest.Pass(t, c, r, remediate.Settings{Mode: remediate.ModeOn})); len(got) != 0 {
+		t.Fatalf("next pass: got records %q, want none (parked until an admin acts)", got)
 	}
 	if got := provisioning(t, s, id); got != "ERROR" {
 		t.Fatalf("got provisioning_status %s, want ERROR (nothing written)", got)
@@ -288,20 +295,26 @@ func TestRunnerDryRunCapRepeat(t *testing.T) {
 	}
 }
 
-// TestHourCap: the per-hour cap counted from the records stops a failover.
+// TestHourCap: the per-hour cap counted from the records stops a failover:
+// with a cap of 1, the first pass fails one load balancer over and the
+// next pass skips the other one.
 func TestHourCap(t *testing.T) {
 	s := openstacktest.Shared(t)
-	id := newLB(t, s, "ERROR", "")
-	r := remediator(t, s, "member", []string{id})
+	a, b := newLB(t, s, "ERROR", ""), newLB(t, s, "ERROR", "")
+	first, second := min(a, b), max(a, b)
+	r := remediator(t, s, "admin", []string{a, b})
 	c := remediatetest.NewLog()
-	// The member's attempt fails (403) and counts against the hour.
-	set := remediate.Settings{Mode: remediate.ModeOn, MaxPerHour: 1}
-	if got := remediatetest.Summary(remediatetest.Pass(t, c, r, set)); len(got) != 2 {
-		t.Fatalf("got %q, want planned and failed", got)
+	set := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 1, MaxPerHour: 1}
+	remediatetest.Pass(t, c, r, set)
+	if st := provisioning(t, s, first); st != "ACTIVE" {
+		t.Fatalf("got %s for the first, want ACTIVE", st)
 	}
 	got := remediatetest.Summary(remediatetest.Pass(t, c, r, set))
-	if w := []string{"skipped_cap failover loadbalancer/" + id}; !slices.Equal(got, w) {
+	if w := []string{"skipped_cap failover loadbalancer/" + second}; !slices.Equal(got, w) {
 		t.Fatalf("got %q, want %q", got, w)
+	}
+	if st := provisioning(t, s, second); st != "ERROR" {
+		t.Fatalf("got %s for the second, want ERROR (held by the cap)", st)
 	}
 }
 
