@@ -90,6 +90,8 @@ func typeName(t reflect.Type) string {
 		return "mapping"
 	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64:
 		return "integer"
+	case t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64:
+		return "number"
 	}
 	return t.Kind().String()
 }
