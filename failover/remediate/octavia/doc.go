@@ -3,13 +3,20 @@
 // left in provisioning_status ERROR, or stuck PENDING_*, which tenants
 // cannot fix on their own.
 //
+// The remediator acts on one project: project_id, or the project the
+// credentials are scoped to. Admin credentials list (and may fail over)
+// every project's load balancers, so the list asks for the project and every
+// load balancer is checked against it, in Plan, Census and Apply.
+//
 // Plan lists the watched load balancers and proposes a "failover" for each
 // one in ERROR, or PENDING_* for longer than the pending timeout (measured
 // from the API's updated_at). Apply calls the Octavia failover API
 // (PUT /v2/lbaas/loadbalancers/{id}/failover) and follows the load balancer
 // until it is ACTIVE again. The failover API is admin-only under Octavia's
 // default policy: a 403 becomes a *NeedsAdminError carrying the exact command
-// an admin must run, which the Runner records as the failure's detail.
+// an admin must run, which the Runner records as the failure's detail. It,
+// and a 409 on a load balancer stuck PENDING_*, wrap remediate.ErrNeedsAdmin,
+// so the Runner parks the load balancer until its state changes.
 //
 // One stuck episode is keyed by the load balancer's ID and updated_at, so it
 // is failed over once. Octavia stores updated_at with one-second
