@@ -83,7 +83,12 @@ func (r *remediateRecordsCmd) Run(ctx context.Context, w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "INDEX\tAT\tREMEDIATION\tVERB\tTARGET\tRESULT\tREASON\tDETAIL")
 	for _, rec := range recs {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", rec.Index, unixTime(rec.At), logText(rec.Name), logText(rec.Verb), logText(rec.Target), logText(rec.Result),
+		result := logText(rec.Result)
+		if rec.NeedsAdmin {
+			// Parked: the runner will not retry it until its state changes.
+			result += " (needs admin)"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", rec.Index, unixTime(rec.At), logText(rec.Name), logText(rec.Verb), logText(rec.Target), result,
 			orDash(logText(rec.Reason)), orDash(logText(rec.Detail)))
 	}
 	return tw.Flush()

@@ -74,3 +74,21 @@ func TestRemediateRecords(t *testing.T) {
 		t.Fatalf("none: exit %d, output %q", code, out)
 	}
 }
+
+// TestRemediateRecordsNeedsAdmin: a failure that needs an admin says so in
+// the table, not only in the JSON.
+func TestRemediateRecordsNeedsAdmin(t *testing.T) {
+	var st api.Status
+	st.State.Remediations = []failover.RemediationRecord{
+		{Index: 12, Remediation: failover.Remediation{At: 1795261980000000000, Name: "octavia-stuck-lb", Target: "loadbalancer/5f0c",
+			Verb: "failover", Result: failover.RemediationFailed, Reason: "provisioning_status ERROR", Detail: "403", Key: "k3", NeedsAdmin: true}},
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode(st)
+	}))
+	defer srv.Close()
+	out, stderr, code := run(t, "remediate", "records", "--endpoint", srv.URL)
+	if code != 0 || !strings.Contains(out, "failed (needs admin)") {
+		t.Fatalf("exit %d (%s): got\n%s\nwant the result failed (needs admin)", code, stderr, out)
+	}
+}

@@ -723,6 +723,10 @@ func repairs(rs []failover.RemediationRecord, now time.Time) []repairRow {
 		default:
 			row.Result, row.Class = r.Result, "unknown"
 		}
+		if r.NeedsAdmin {
+			// Parked: the runner will not retry it until its state changes.
+			row.Result += ": needs an admin, not retried"
+		}
 		out = append(out, row)
 	}
 	return out

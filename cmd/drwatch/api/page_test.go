@@ -325,7 +325,16 @@ func TestPageRepairs(t *testing.T) {
 		t.Errorf("a failed repair is not marked down: %s", rows[0][1])
 	}
 
+	// A failure that needs an admin says it will not be retried.
 	st := fxFailedOver()
+	st.State.Remediations[len(st.State.Remediations)-1].NeedsAdmin = true
+	_, body = pageGet(t, pageServer(t, st, nil), "/")
+	rows = regexp.MustCompile(`(?s)<tr class="repair">(.*?)</tr>`).FindAllSubmatch(body, -1)
+	if len(rows) != 2 || !strings.Contains(text(rows[0][1]), "failed: needs an admin, not retried") {
+		t.Errorf("needs admin: got rows %q, want the newest to say it needs an admin", rows)
+	}
+
+	st = fxFailedOver()
 	st.State.Remediations = []failover.RemediationRecord{}
 	_, body = pageGet(t, pageServer(t, st, nil), "/")
 	if !strings.Contains(text(body), "No repair has planned anything yet.") {
