@@ -62,6 +62,11 @@ type Remediation struct {
 	// Only with Result failed; false (and absent in older logs) is an
 	// ordinary failure.
 	NeedsAdmin bool `json:"needs_admin,omitempty"`
+	// Precondition marks a failed action whose precondition no longer held
+	// (the world moved on since Plan): nothing was done, and the runner lets
+	// the next Plan decide afresh, without a backoff. Only with Result
+	// failed; false (and absent in older logs) is an ordinary failure.
+	Precondition bool `json:"precondition,omitempty"`
 }
 
 // RemediationRecord is a Remediation as the machine stored it, with the log
@@ -110,8 +115,8 @@ func (c *Remediation) check(desiredGen uint64) error {
 	if !validRemediationResult(c.Result) {
 		return fmt.Errorf("remediation result %q (want planned, applied, failed, skipped_cap or dry_run): %w", c.Result, ErrBadCommand)
 	}
-	if c.NeedsAdmin && c.Result != RemediationFailed {
-		return fmt.Errorf("remediation: needs_admin with result %q (only with failed): %w", c.Result, ErrBadCommand)
+	if (c.NeedsAdmin || c.Precondition) && c.Result != RemediationFailed {
+		return fmt.Errorf("remediation: needs_admin or precondition with result %q (only with failed): %w", c.Result, ErrBadCommand)
 	}
 	if c.Gen > desiredGen {
 		return fmt.Errorf("remediation for gen %d (latest %d): %w", c.Gen, desiredGen, ErrUnknownGen)
@@ -135,7 +140,8 @@ func (s *state) remediation(index uint64, now int64, c *Remediation, res *Result
 		if r.Key != c.Key {
 			continue
 		}
-		if r.Result == c.Result && r.Gen == c.Gen && r.Reason == c.Reason && r.Detail == c.Detail && r.NeedsAdmin == c.NeedsAdmin {
+		if r.Result == c.Result && r.Gen == c.Gen && r.Reason == c.Reason && r.Detail == c.Detail &&
+			r.NeedsAdmin == c.NeedsAdmin && r.Precondition == c.Precondition {
 			res.Noop = "duplicate"
 			res.Message = fmt.Sprintf("%s %s of %s already recorded as %s", c.Name, c.Verb, c.Target, c.Result)
 			return nil

@@ -31,6 +31,8 @@ func TestRemediationStep(t *testing.T) {
 		{"gen from the future", func(r *Remediation) { r.Gen = 7 }, ErrUnknownGen},
 		{"needs admin on a failure", func(r *Remediation) { r.Result, r.NeedsAdmin = RemediationFailed, true }, nil},
 		{"needs admin on a success", func(r *Remediation) { r.Result, r.NeedsAdmin = RemediationApplied, true }, ErrBadCommand},
+		{"precondition on a failure", func(r *Remediation) { r.Result, r.Precondition = RemediationFailed, true }, nil},
+		{"precondition on a skip", func(r *Remediation) { r.Result, r.Precondition = RemediationSkippedCap, true }, ErrBadCommand},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

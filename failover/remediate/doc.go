@@ -11,7 +11,8 @@
 //     an action a cap stops is recorded as skipped_cap, never silently
 //     dropped;
 //   - fairness: targets least recently attempted go first; a failed target
-//     waits out an exponential backoff; one whose failure wraps
+//     waits out an exponential backoff (not after [ErrPrecondition]: the
+//     next Plan decides afresh); one whose failure wraps
 //     [ErrNeedsAdmin] is recorded as needing an admin and parked until its
 //     plan changes;
 //   - the disruption brake: a remediator that is a [Census] acts on none of

@@ -70,8 +70,8 @@ type Remediator interface {
 	// rechecks the precondition it can check cheaply and returns an error
 	// wrapping ErrPrecondition when the world moved on since Plan, and one
 	// wrapping ErrNeedsAdmin when retrying cannot help; any error is a
-	// failure the Runner records as failed (and backs off from, or parks the
-	// target for ErrNeedsAdmin).
+	// failure the Runner records as failed (and backs off from, except for
+	// ErrPrecondition, or parks the target for ErrNeedsAdmin).
 	Apply(ctx context.Context, a Action) error
 }
 

@@ -216,7 +216,8 @@ func (e errStop) Unwrap() error { return e.err }
 // (BackoffBase doubled per consecutive failure, at most BackoffMax); one
 // whose failure wraps ErrNeedsAdmin is parked until Plan gives it a new
 // Key. Both are read from the replicated records, so a new leader
-// honours them. A remediator whose Plan or Census fails is skipped; a failed
+// honours them. A failure wrapping ErrPrecondition is not backed off: the
+// next Plan decides afresh. A remediator whose Plan or Census fails is skipped; a failed
 // proposal or lost leadership ends the pass, since nothing may be applied
 // that cannot be recorded.
 func (r *Runner) Pass(ctx context.Context) PassReport {
@@ -336,6 +337,7 @@ func (r *Runner) runOne(ctx context.Context, e Entry, gen uint64, now time.Time,
 		default:
 			rec.Result, rec.Detail = failover.RemediationFailed, truncate(aerr.Error(), 1024)
 			rec.NeedsAdmin = errors.Is(aerr, ErrNeedsAdmin)
+			rec.Precondition = !rec.NeedsAdmin && errors.Is(aerr, ErrPrecondition)
 			if !hist.failedTargets[a.Target] {
 				hist.failedTargets[a.Target] = true
 				hist.hour++
@@ -366,9 +368,10 @@ func brakeReason(pop Population, share float64) string {
 
 // targetHistory is what the records say about one target of a remediator.
 type targetHistory struct {
-	// failures counts the failures since its last success (failures that
-	// need an admin excepted: they park the target instead); lastFailure is
-	// the latest one's time.
+	// failures counts the failures since its last success, except those
+	// that need an admin (they park the target instead) and those whose
+	// precondition no longer held (nothing was done; the next Plan decides
+	// afresh); lastFailure is the latest one's time.
 	failures    int
 	lastFailure time.Time
 	// lastAttempt is when an action on it was last planned or tried.
@@ -410,7 +413,7 @@ func readHistory(recs []failover.RemediationRecord, name string, now time.Time) 
 		case failover.RemediationFailed:
 			h.outcome[rec.Key] = rec.Remediation
 			t.lastAttempt = rec.At
-			if !rec.NeedsAdmin {
+			if !rec.NeedsAdmin && !rec.Precondition {
 				t.failures++
 				t.lastFailure = time.Unix(0, rec.At)
 			}

@@ -476,7 +476,7 @@ func TestRunnerBacksOffPerTarget(t *testing.T) {
 func TestRunnerFailingTargetCannotStarveOthers(t *testing.T) {
 	clk := &clock{t: time.Unix(100000, 0)}
 	c := newFakeCluster(clk.Now)
-	f := &fakeRemediator{name: "fake", actions: actions(4, "x"), errs: map[string]error{"x0": fmt.Errorf("apply: %w", ErrPrecondition)}}
+	f := &fakeRemediator{name: "fake", actions: actions(4, "x"), errs: map[string]error{"x0": errors.New("octavia: 503")}}
 	r := newRunner(t, c, clk, nil, Entry{f, Settings{Mode: ModeOn, MaxPerPass: 1, MaxPerHour: 5}})
 	for range 40 { // 20 minutes of 30 s passes
 		r.Pass(context.Background())
@@ -709,5 +709,32 @@ func TestRunnerBrakeGaugeClearedWhenRunStops(t *testing.T) {
 	<-done
 	if got := gauge(t, reg, MetricBrake, "fake"); got != 0 {
 		t.Fatalf("got brake %v after Run returned, want 0", got)
+	}
+}
+
+// TestRunnerPreconditionNotBackedOff: a failure wrapping ErrPrecondition
+// (the world moved on since Plan, nothing was done) is recorded as such and
+// the next pass plans and tries afresh, without a backoff.
+func TestRunnerPreconditionNotBackedOff(t *testing.T) {
+	clk := &clock{t: time.Unix(100000, 0)}
+	c := newFakeCluster(clk.Now)
+	f := &fakeRemediator{name: "fake", actions: actions(1, "x"), errs: map[string]error{"x0": fmt.Errorf("port revision 412: %w", ErrPrecondition)}}
+	r := newRunner(t, c, clk, nil, Entry{f, Settings{Mode: ModeOn, MaxPerPass: 5, MaxPerHour: 100}})
+	r.Pass(context.Background())
+	f.errs = nil
+	f.actions[0].Key = "fix/x0/rev2"
+	clk.Add(time.Second)
+	r.Pass(context.Background())
+	if fmt.Sprint(f.tried) != "[x0 x0]" || len(f.applied) != 1 {
+		t.Fatalf("got tries %v and %d applies, want x0 tried again at once and applied", f.tried, len(f.applied))
+	}
+	var pre int
+	for _, rec := range c.m.Remediations() {
+		if rec.Precondition {
+			pre++
+		}
+	}
+	if pre != 1 {
+		t.Fatalf("got %d records marked precondition, want 1", pre)
 	}
 }
