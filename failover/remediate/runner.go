@@ -12,6 +12,7 @@ import (
 
 	"github.com/drwatch/drwatch/failover"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // Cluster is the slice of the cluster node the Runner needs; *cluster.Node
@@ -270,7 +271,13 @@ func (r *Runner) runOne(ctx context.Context, e Entry, gen uint64, now time.Time,
 	engaged := 0.0
 	if brake != "" {
 		engaged = 1
+	}
+	// Log the changes only: the gauge and the records say it every pass.
+	switch g := r.brake.WithLabelValues(name); {
+	case brake != "" && gaugeValue(g) == 0:
 		r.log.Error("remediation disruption brake engaged: acting on none", "remediation", name, "reason", brake)
+	case brake == "" && gaugeValue(g) == 1:
+		r.log.Info("remediation disruption brake released", "remediation", name)
 	}
 	r.brake.WithLabelValues(name).Set(engaged)
 	// Read the records after Plan: the applied keys and the hourly count
@@ -362,8 +369,17 @@ func brakeReason(pop Population, share float64) string {
 	if unit == "" {
 		unit = "members"
 	}
-	return fmt.Sprintf("disruption brake: %d of %d %s qualify at once, more than %g%%: likely an outage or a wrong view of it, not %d broken %s",
+	return fmt.Sprintf("disruption brake: %d of %d %s qualify at once, more than %.4g%%: likely an outage or a wrong view of it, not %d broken %s",
 		pop.Affected, pop.Total, unit, share*100, pop.Affected, unit)
+}
+
+// gaugeValue reads g's current value.
+func gaugeValue(g prometheus.Gauge) float64 {
+	var m dto.Metric
+	if err := g.Write(&m); err != nil {
+		return 0
+	}
+	return m.GetGauge().GetValue()
 }
 
 // targetHistory is what the records say about one target of a remediator.

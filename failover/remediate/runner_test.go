@@ -594,6 +594,7 @@ func TestRunnerDisruptionBrake(t *testing.T) {
 		{"majority down", 10, 6, 0, nil, 0, 1},
 		{"half down", 10, 5, 0, nil, 5, 0},
 		{"share set lower", 10, 4, 0.3, nil, 0, 1},
+		{"share 0.55", 20, 12, 0.55, nil, 0, 1},
 		{"share one never brakes", 10, 10, 1, nil, 10, 0},
 		{"small cluster acts", 2, 2, 0, nil, 2, 0},
 		{"three of four", 4, 3, 0, nil, 0, 1},
@@ -622,7 +623,9 @@ func TestRunnerDisruptionBrake(t *testing.T) {
 					t.Fatalf("got %d records, want one skipped record per action", len(recs))
 				}
 				for _, rec := range recs {
-					if rec.Result != failover.RemediationSkippedCap || !strings.Contains(rec.Detail, fmt.Sprintf("disruption brake: %d of %d nodes qualify", tt.qualify, tt.total)) {
+					share := map[float64]string{0: "50%", 0.3: "30%", 0.55: "55%"}[tt.share]
+					if rec.Result != failover.RemediationSkippedCap ||
+						!strings.Contains(rec.Detail, fmt.Sprintf("disruption brake: %d of %d nodes qualify at once, more than %s:", tt.qualify, tt.total, share)) {
 						t.Fatalf("got record %+v, want skipped_cap naming the disruption brake", rec)
 					}
 				}
