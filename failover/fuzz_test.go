@@ -69,6 +69,10 @@ func sampleCommands() []Command {
 		BreakGlass{At: 10, Site: Backup, Reason: "no quorum", Actor: "carol", WrittenAt: 9}.Command(),
 		Remediation{At: 11, Name: "orphaned-pods", Gen: 3, Target: "pod/lms/web-0", Verb: "force-delete",
 			Result: RemediationApplied, Reason: "terminating for 20m", Key: "orphaned-pods/uid-1", Actor: "a"}.Command(),
+		Remediation{At: 11, Name: "octavia-stuck-lb", Target: "loadbalancer/5f0c", Verb: "failover", Result: RemediationFailed,
+			Detail: "403", Key: "octavia-stuck-lb/5f0c@t", Actor: "a", NeedsAdmin: true}.Command(),
+		Remediation{At: 11, Name: "security-groups", Target: "port/p", Verb: "add-address-pair", Result: RemediationFailed,
+			Detail: "412", Key: "security-groups/p/rev3", Actor: "a", Precondition: true}.Command(),
 		Membership{At: 12, Op: MemberAdd, ID: "d", Addr: "10.4.0.5:7400", Reason: "new site", Actor: "alice"}.Command(),
 	}
 }
