@@ -30,8 +30,17 @@
 //     addSecurityGroup (applied to every port of the server; 404 for an
 //     unknown group), GET .../os-instance-actions (create and reboot
 //     actions). 404 itemNotFound bodies in Nova's shape.
+//   - Nova server lists page like Nova: at most max_limit servers
+//     (SetMaxLimit, default 1000), limit and marker, a servers_links "next"
+//     link when a page is full; SetPageFault fails the pages after the
+//     first with 500. Servers in a down cell (SetCellDown) are listed as
+//     Nova's down-cell support does: a minimal record with status UNKNOWN
+//     from microversion 2.69 on and only for a list with no filter, paging
+//     or sorting parameter; skipped silently otherwise.
 //
-// Not covered: pagination (everything fits in one page), microversions,
+// Not covered: Neutron pagination (everything fits in one page), other
+// microversion differences than the down-cell records, GET of a down-cell
+// server,
 // policy and roles (every token may do everything), token expiry and
 // revocation, any other resource or attribute, and asynchrony (a reboot is
 // complete, ACTIVE, when the 202 returns; Neutron's agents, the ASR and DVS

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -97,13 +98,19 @@ type Sim struct {
 	actions   map[string][]InstanceAction
 	writes    int
 	replaces  int
+	// maxLimit is Nova's [api]max_limit, the most servers one list page
+	// holds; downCell marks servers whose cell is down; pageFault fails
+	// server list requests that carry a marker.
+	maxLimit  int
+	downCell  map[string]bool
+	pageFault bool
 }
 
 // Start serves a new empty simulator on 127.0.0.1 until Close.
 func Start() *Sim {
 	s := &Sim{Now: time.Now, maxRoutes: 31, tokens: map[string]bool{}, routers: map[string]*Router{},
 		ports: map[string]*Port{}, groups: map[string]*SecurityGroup{}, servers: map[string]*Server{},
-		actions: map[string][]InstanceAction{}}
+		actions: map[string][]InstanceAction{}, maxLimit: 1000, downCell: map[string]bool{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	return s
 }
@@ -117,6 +124,28 @@ func (s *Sim) AuthURL() string { return s.srv.URL + "/identity/v3/" }
 
 // SetMaxRoutes sets Neutron's max_routes (default 31).
 func (s *Sim) SetMaxRoutes(n int) { s.mu.Lock(); s.maxRoutes = n; s.mu.Unlock() }
+
+// SetMaxLimit sets Nova's [api]max_limit (default 1000): a server list
+// returns at most n servers and, when it returns exactly n, a
+// servers_links "next" link carrying limit and marker, as Nova does.
+func (s *Sim) SetMaxLimit(n int) { s.mu.Lock(); s.maxLimit = n; s.mu.Unlock() }
+
+// SetCellDown puts server id in a cell that is down (or back up). Nova then
+// lists it as its down-cell API does: from microversion 2.69 on, and only
+// for a list with no filter, paging or sorting parameter, as a minimal
+// record (id, status UNKNOWN, tenant_id, created, links); otherwise it is
+// skipped without a word (list_records_by_skipping_down_cells, default
+// true). GET /servers/{id} of such a server is not modelled.
+func (s *Sim) SetCellDown(id string, down bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.downCell[id] = down
+}
+
+// SetPageFault makes every server list request that carries a marker (a
+// page after the first) fail with 500, as an API worker dying in the middle
+// of a paged listing would.
+func (s *Sim) SetPageFault(on bool) { s.mu.Lock(); s.pageFault = on; s.mu.Unlock() }
 
 // Writes counts the requests that changed state.
 func (s *Sim) Writes() int { s.mu.Lock(); defer s.mu.Unlock(); return s.writes }
@@ -577,6 +606,25 @@ func (s *Sim) serverJSON(v *Server) map[string]any {
 		"OS-SRV-USG:launched_at": launched, "OS-SRV-USG:terminated_at": nil}
 }
 
+// novaMicroversion is the minor version of the compute microversion the
+// request asks for (X-OpenStack-Nova-API-Version or OpenStack-API-Version:
+// compute 2.N); 1 without one.
+func novaMicroversion(r *http.Request) int {
+	v := r.Header.Get("X-OpenStack-Nova-API-Version")
+	if h, ok := strings.CutPrefix(r.Header.Get("OpenStack-API-Version"), "compute "); ok {
+		v = h
+	}
+	if v == "latest" {
+		return 1 << 30
+	}
+	minor, ok := strings.CutPrefix(strings.TrimSpace(v), "2.")
+	n, err := strconv.Atoi(minor)
+	if !ok || err != nil {
+		return 1
+	}
+	return n
+}
+
 // nova serves /v2.1/<parts...>.
 func (s *Sim) nova(w http.ResponseWriter, r *http.Request, parts []string) {
 	s.mu.Lock()
@@ -599,15 +647,72 @@ func (s *Sim) nova(w http.ResponseWriter, r *http.Request, parts []string) {
 				return
 			}
 		}
+		marker := q.Get("marker")
+		if marker != "" && s.pageFault {
+			novaErr(w, 500, "Unexpected API Error. Please report this at http://bugs.launchpad.net/nova/ and attach the Nova API log if possible.")
+			return
+		}
+		limit := s.maxLimit
+		if l := q.Get("limit"); l != "" {
+			n, err := strconv.Atoi(l)
+			if err != nil || n < 0 {
+				novaErr(w, 400, "limit param must be an integer")
+				return
+			}
+			limit = min(n, s.maxLimit)
+		}
+		// nova/api/openstack/compute/servers.py _is_cell_down_supported:
+		// minimal records for down cells only from 2.69 on, and only
+		// without filters, paging or sorting (all_tenants aside).
+		plain := true
+		for k := range q {
+			if k != "all_tenants" {
+				plain = false
+			}
+		}
+		cellDownSupport := plain && novaMicroversion(r) >= 69
 		out := []map[string]any{}
-		for _, id := range sortedKeys(s.servers) {
+		ids := sortedKeys(s.servers)
+		if marker != "" {
+			i := slices.Index(ids, marker)
+			if i < 0 {
+				novaErr(w, 400, fmt.Sprintf("marker [%s] not found", marker))
+				return
+			}
+			ids = ids[i+1:]
+		}
+		last := ""
+		for _, id := range ids {
+			if len(out) == limit {
+				break
+			}
 			v := s.servers[id]
+			if s.downCell[id] {
+				if cellDownSupport {
+					out = append(out, map[string]any{"id": v.ID, "status": "UNKNOWN", "tenant_id": "p1",
+						"created": novaTime(v.Created), "links": []any{}})
+					last = id
+				}
+				continue
+			}
 			if (re != nil && !re.MatchString(v.Name)) || !match(q, "status", v.Status) {
 				continue
 			}
 			out = append(out, s.serverJSON(v))
+			last = id
 		}
-		writeJSON(w, 200, map[string]any{"servers": out})
+		body := map[string]any{"servers": out}
+		if len(out) == limit && last != "" {
+			next := url.Values{}
+			for k, vs := range q {
+				next[k] = vs
+			}
+			next.Set("limit", strconv.Itoa(limit))
+			next.Set("marker", last)
+			body["servers_links"] = []map[string]any{{"rel": "next",
+				"href": s.srv.URL + "/compute/v2.1/" + strings.Join(parts, "/") + "?" + next.Encode()}}
+		}
+		writeJSON(w, 200, body)
 		return
 	}
 	v, ok := s.servers[parts[1]]

@@ -3,6 +3,7 @@ package openstacksim
 import (
 	"context"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/extraroutes"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"github.com/gophercloud/gophercloud/v2/pagination"
 )
 
 func clients(t *testing.T, s *Sim) (network, compute *gophercloud.ServiceClient) {
@@ -163,5 +165,61 @@ func TestNova(t *testing.T) {
 	}
 	if err := secgroups.AddServer(ctx, comp, "vm1", "nope").ExtractErr(); !gophercloud.ResponseCodeIs(err, 404) {
 		t.Fatalf("got %v, want 404", err)
+	}
+}
+
+// listAll lists every server through gophercloud's paging and returns
+// their "id:status" and the number of pages requested.
+func listAll(t *testing.T, comp *gophercloud.ServiceClient, opts servers.ListOpts) ([]string, int, error) {
+	t.Helper()
+	var got []string
+	pages := 0
+	err := servers.List(comp, opts).EachPage(context.Background(), func(_ context.Context, p pagination.Page) (bool, error) {
+		pages++
+		vs, err := servers.ExtractServers(p)
+		for _, v := range vs {
+			got = append(got, v.ID+":"+v.Status)
+		}
+		return true, err
+	})
+	return got, pages, err
+}
+
+func TestNovaPagingAndDownCells(t *testing.T) {
+	s := Start()
+	defer s.Close()
+	_, comp := clients(t, s)
+	for _, id := range []string{"vm1", "vm2", "vm3"} {
+		s.PutServer(Server{ID: id, Name: "k-" + id, Status: "ACTIVE", Created: time.Now()})
+	}
+	s.SetMaxLimit(2)
+	got, pages, err := listAll(t, comp, servers.ListOpts{})
+	if err != nil || !slices.Equal(got, []string{"vm1:ACTIVE", "vm2:ACTIVE", "vm3:ACTIVE"}) || pages != 2 {
+		t.Fatalf("paged list: got %q in %d pages, err %v; want all three in 2 pages", got, pages, err)
+	}
+	s.SetPageFault(true)
+	if _, _, err := listAll(t, comp, servers.ListOpts{}); !gophercloud.ResponseCodeIs(err, 500) {
+		t.Fatalf("page fault: got %v, want 500 on the second page", err)
+	}
+	s.SetPageFault(false)
+	s.SetMaxLimit(1000)
+	s.SetCellDown("vm2", true)
+	v269 := *comp
+	v269.Microversion = "2.69"
+	for _, tt := range []struct {
+		name string
+		comp *gophercloud.ServiceClient
+		opts servers.ListOpts
+		want []string
+	}{
+		{"2.1 skips the down cell", comp, servers.ListOpts{}, []string{"vm1:ACTIVE", "vm3:ACTIVE"}},
+		{"2.69 shows it as UNKNOWN", &v269, servers.ListOpts{}, []string{"vm1:ACTIVE", "vm2:UNKNOWN", "vm3:ACTIVE"}},
+		{"2.69 with a filter skips it", &v269, servers.ListOpts{Name: "^k-"}, []string{"vm1:ACTIVE", "vm3:ACTIVE"}},
+		{"2.69 with paging skips it", &v269, servers.ListOpts{Limit: 5}, []string{"vm1:ACTIVE", "vm3:ACTIVE"}},
+	} {
+		got, _, err := listAll(t, tt.comp, tt.opts)
+		if err != nil || !slices.Equal(got, tt.want) {
+			t.Errorf("%s: got %q, %v; want %q", tt.name, got, err, tt.want)
+		}
 	}
 }
