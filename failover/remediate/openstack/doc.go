@@ -4,16 +4,25 @@
 // over gophercloud v2 service clients, and a Nova-backed
 // kube.InstanceChecker:
 //
-//   - neutron-route-gc: in the cluster's router, an extra route whose
-//     destination lies in the pod CIDR and whose next hop is the address of
-//     no live Nova instance of the cluster is removed with
-//     remove_extraroutes (never a full route-list replace). Duplicate
-//     destinations thereby keep only the route to the live node. When the
+//   - neutron-route-gc: in the cluster's router, an extra route into the
+//     pod CIDR is removed with remove_extraroutes (never a full route-list
+//     replace) only when it is provably this cluster's and provably stale,
+//     judged from the cluster's Kubernetes nodes (Node.spec.podCIDRs and
+//     InternalIPs, read through NodePodCIDRs) and every Nova server of the
+//     project: its destination is a node's pod CIDR and its next hop is
+//     not that node, or its destination is no node's pod CIDR and its next
+//     hop is a node (whose pod CIDR differs: a reused address) or a cluster
+//     instance that is no node. A route whose next hop any instance
+//     outside the cluster holds is never touched. A Nova listing that may
+//     be partial (a down cell's UNKNOWN record at microversion 2.69, more
+//     than one page) removes nothing and Plan returns one "warn" action
+//     saying why; a listing or node read that fails is an error. When the
 //     routes left would be within a margin of Neutron's max_routes, Plan
 //     also returns one action with Verb "warn" (VerbWarn): Apply treats it
 //     as a no-op, so the warning is recorded once per route count in the
 //     replicated history (and counted like any action by the Runner's caps).
-//     With no cluster instance found at all, Plan refuses to judge (error).
+//     With no cluster instance, no node, or no node matching a cluster
+//     instance, Plan refuses to judge (error).
 //   - security-groups: a cluster instance none of whose ports carries the
 //     required security group gets it back through Nova's addSecurityGroup;
 //     a node port (the port holding the instance's address) whose

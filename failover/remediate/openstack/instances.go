@@ -115,9 +115,10 @@ func stateOf(status string) kube.InstanceState {
 
 // Entries builds the remediators cfg.OpenStack enables (mode dry-run or
 // on), with their settings, for a remediate.Runner. clients must not be
-// nil when any is enabled; readiness feeds never-ready-instances (nil
-// makes it fail to build when enabled); now may be nil.
-func Entries(cfg remediate.Config, clients *Clients, readiness NodeReadiness, now func() time.Time) ([]remediate.Entry, error) {
+// nil when any is enabled; nodes (the cluster's Kubernetes nodes) feed
+// never-ready-instances' readiness and neutron-route-gc's pod CIDRs: nil
+// makes either fail to build when enabled; now may be nil.
+func Entries(cfg remediate.Config, clients *Clients, nodes NodeReader, now func() time.Time) ([]remediate.Entry, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -136,16 +137,19 @@ func Entries(cfg remediate.Config, clients *Clients, readiness NodeReadiness, no
 	}
 	var out []remediate.Entry
 	if s := o.NeutronRouteGC; s.Mode.Enabled() {
-		out = append(out, remediate.Entry{Remediator: NewRouteGC(clients, o.RouterID, pod, sel, s.RouteLimit, s.WarnMargin), Settings: s.Settings})
+		if nodes == nil {
+			return nil, errors.New("remediations.openstack.neutron_route_gc: enabled without the cluster's nodes to read pod CIDRs from")
+		}
+		out = append(out, remediate.Entry{Remediator: NewRouteGC(clients, o.RouterID, pod, sel, nodes, s.RouteLimit, s.WarnMargin), Settings: s.Settings})
 	}
 	if s := o.SecurityGroups; s.Mode.Enabled() {
 		out = append(out, remediate.Entry{Remediator: NewSecurityGroups(clients, sel, s.RequiredGroup, pod), Settings: s.Settings})
 	}
 	if s := o.NeverReadyInstances; s.Mode.Enabled() {
-		if readiness == nil {
+		if nodes == nil {
 			return nil, errors.New("remediations.openstack.never_ready_instances: enabled without a node readiness source")
 		}
-		out = append(out, remediate.Entry{Remediator: NewNeverReady(clients, sel, readiness, s.ActiveFor, now), Settings: s.Settings})
+		out = append(out, remediate.Entry{Remediator: NewNeverReady(clients, sel, nodes, s.ActiveFor, now), Settings: s.Settings})
 	}
 	return out, nil
 }

@@ -76,7 +76,10 @@ func TestEntries(t *testing.T) {
 		cfg.OpenStack.NeutronRouteGC.Mode = remediate.ModeDryRun
 		cfg.OpenStack.SecurityGroups.Mode = remediate.ModeOn
 		cfg.OpenStack.NeverReadyInstances.Mode = remediate.ModeDryRun
-		es, err := Entries(cfg, c, &fakeReadiness{}, nil)
+		es, err := Entries(cfg, c, struct {
+			*fakeReadiness
+			*fakeNodes
+		}{&fakeReadiness{}, &fakeNodes{}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,6 +96,13 @@ func TestEntries(t *testing.T) {
 		}
 		if _, err := Entries(cfg, c, nil, nil); err == nil {
 			t.Fatal("got no error without readiness, want one")
+		}
+	})
+	t.Run("route gc refuses to build without the nodes' pod CIDRs", func(t *testing.T) {
+		cfg := base
+		cfg.OpenStack.NeutronRouteGC.Mode = remediate.ModeDryRun
+		if _, err := Entries(cfg, c, nil, nil); err == nil || !strings.Contains(err.Error(), "remediations.openstack.neutron_route_gc") {
+			t.Fatalf("got %v, want an error naming remediations.openstack.neutron_route_gc", err)
 		}
 	})
 	t.Run("validation names every field", func(t *testing.T) {
