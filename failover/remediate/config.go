@@ -253,7 +253,7 @@ type OpenStackClusterConfig struct {
 	InstanceMetadataKey   string `yaml:"instance_metadata_key" doc:"Nova instances of the cluster carry this metadata key (e.g. kubernikus:kluster)."`
 	InstanceMetadataValue string `yaml:"instance_metadata_value" doc:"With instance_metadata_key: the value it must have; empty accepts any."`
 
-	NeutronRouteGC      NeutronRouteGCConfig      `yaml:"neutron_route_gc" doc:"Remove extra routes into the pod CIDR whose next hop is no live instance of the cluster."`
+	NeutronRouteGC      NeutronRouteGCConfig      `yaml:"neutron_route_gc" doc:"Remove extra routes into the pod CIDR proven to be this cluster's and stale, judged from the nodes' Node.spec.podCIDRs (needs remediations.kubernetes for the site) and every Nova server of the project; never a route through an instance outside the cluster."`
 	SecurityGroups      SecurityGroupsConfig      `yaml:"security_groups" doc:"Add the required security group back to cluster instances, and the pod CIDR to node ports' allowed_address_pairs."`
 	NeverReadyInstances NeverReadyInstancesConfig `yaml:"never_ready_instances" doc:"Reboot (soft, then hard, at most twice) instances ACTIVE for long whose node never became Ready."`
 }
