@@ -1,6 +1,8 @@
 // Package hooks runs the operator's pre- and post-failover hooks: a command
 // (with the decision in DRWATCH_* environment variables) or a webhook (the
-// decision as JSON, signed with HMAC-SHA256), each with a timeout.
+// decision as JSON, signed with HMAC-SHA256 over a timestamp, a nonce and
+// the body, so it cannot be replayed; receivers check it with Verify), each
+// with a timeout.
 //
 // A failing pre-failover hook blocks an automatic flip and says so; a manual
 // or forced flip goes ahead and records the failure. A hook that times out
@@ -13,9 +15,6 @@ package hooks
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,7 +46,7 @@ type Hook struct {
 	Name string `yaml:"name" doc:"Name, for the history and logs."`
 	// Command is argv; no shell is involved.
 	Command []string `yaml:"command" doc:"Command and arguments (no shell); the decision is in DRWATCH_PHASE, DRWATCH_GEN, DRWATCH_FROM, DRWATCH_TO, DRWATCH_KIND, DRWATCH_FORCED, DRWATCH_ACTOR, DRWATCH_REASON, DRWATCH_NODE."`
-	URL     string   `yaml:"url" doc:"Webhook URL: the decision is POSTed as JSON, signed in X-Drwatch-Signature: sha256=<hex HMAC of the body>."`
+	URL     string   `yaml:"url" doc:"Webhook URL: the decision is POSTed as JSON with X-Drwatch-Timestamp (Unix seconds), X-Drwatch-Nonce (32 hex digits) and X-Drwatch-Signature: sha256=<hex HMAC-SHA256 of timestamp, newline, nonce, newline, body>; docs/security.md says how a receiver checks it."`
 	// SecretFile holds the webhook's HMAC key.
 	SecretFile string        `yaml:"secret_file" doc:"File holding the webhook's HMAC-SHA256 key (required with url)."`
 	Timeout    time.Duration `yaml:"timeout" default:"1m" doc:"Longest the hook may run, at most 10m; then a command is killed with its process group and a webhook request is cancelled."`
@@ -192,13 +191,6 @@ func (h Hook) runCommand(ctx context.Context, ev Event) error {
 	return nil
 }
 
-// Sign returns the signature header value for body under key.
-func Sign(key, body []byte) string {
-	m := hmac.New(sha256.New, key)
-	m.Write(body)
-	return "sha256=" + hex.EncodeToString(m.Sum(nil))
-}
-
 func (h Hook) runWebhook(ctx context.Context, ev Event) error {
 	key, err := os.ReadFile(h.SecretFile)
 	if err != nil {
@@ -214,7 +206,9 @@ func (h Hook) runWebhook(ctx context.Context, ev Event) error {
 		return fmt.Errorf("url: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Drwatch-Signature", Sign(key, body))
+	if err := signRequest(req, key, body, time.Now()); err != nil {
+		return err
+	}
 	req.Header.Set("X-Drwatch-Event", ev.Phase)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
