@@ -266,7 +266,7 @@ func (p *remediatePlanCmd) decision(ctx context.Context) (remediate.Decision, st
 	if err == nil {
 		if st, err := cl.status(ctx); err == nil {
 			d := st.State.Desired
-			return remediate.Decision{Gen: d.Gen, Active: d.Active},
+			return remediate.NewDecision(d, st.State.History),
 				fmt.Sprintf("gen %d, %s active (served by %s)", d.Gen, d.Active, st.ServedBy), nil
 		}
 	}

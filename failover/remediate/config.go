@@ -68,8 +68,9 @@ type BackupWarmupConfig struct {
 	ReadyTimeout time.Duration `yaml:"ready_timeout" doc:"How long the DNS flip waits for the workloads to be ready before flipping anyway (default 5m)."`
 	Workloads    []Workload    `yaml:"workloads" doc:"The backup cluster's workloads and the replicas they need when the backup is active."`
 	// ScaleDownAtFailback returns the workloads to their idle replicas once
-	// traffic is back on the primary (opt-in).
-	ScaleDownAtFailback bool `yaml:"scale_down_at_failback" doc:"After a failback to the primary, scale the workloads back to idle_replicas (opt-in)."`
+	// traffic is back on the primary (opt-in): the failback verified at
+	// every authoritative server, and one TTL of its records passed since.
+	ScaleDownAtFailback bool `yaml:"scale_down_at_failback" doc:"After a failback to the primary, scale the workloads back to idle_replicas (opt-in), once the failback is verified at every authoritative server and one TTL of the records has passed since."`
 }
 
 // Workload is a Deployment or StatefulSet and its replica count when active.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/drwatch/drwatch/failover"
 )
@@ -75,10 +76,38 @@ type Remediator interface {
 var ErrPrecondition = errors.New("precondition no longer holds")
 
 // Decision is the failover decision a remediator may act on: the current
-// generation and the site it makes active.
+// generation and the site it makes active, and whether DNS serves it yet.
 type Decision struct {
 	Gen    uint64
 	Active failover.Site
+	// Verified is true once every authoritative server was seen serving
+	// the decision's records (the replicated "verified" result).
+	Verified bool
+	// VerifiedAt is when that was seen, by the reconciler's clock; zero
+	// when unknown (not verified, or the decision left the history).
+	VerifiedAt time.Time
+	// TTL is the longest TTL of the decision's records: how long after
+	// VerifiedAt a resolver may still hand out the previous answer.
+	TTL time.Duration
+}
+
+// NewDecision reads the decision from a replica's desired state and
+// history (failover.Machine's Desired and History, or a status answer's).
+func NewDecision(d failover.Desired, history []failover.Entry) Decision {
+	out := Decision{Gen: d.Gen, Active: d.Active, Verified: d.Done}
+	for _, r := range d.Records {
+		out.TTL = max(out.TTL, time.Duration(r.TTL)*time.Second)
+	}
+	if !d.Done {
+		return out
+	}
+	for i := len(history) - 1; i >= 0; i-- {
+		if e := history[i]; e.Index == d.Gen && e.Gen == d.Gen && e.Timings.VerifiedAt != 0 {
+			out.VerifiedAt = time.Unix(0, e.Timings.VerifiedAt)
+			break
+		}
+	}
+	return out
 }
 
 // Settings are one remediator's mode and caps.

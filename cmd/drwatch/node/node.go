@@ -428,10 +428,7 @@ func remediators(c *config.Config, n *Node) ([]remediate.Entry, error) {
 			return nil, fmt.Errorf("remediations.kubernetes.backup: %w", err)
 		}
 	}
-	decision := func() remediate.Decision {
-		d := n.machine.Desired()
-		return remediate.Decision{Gen: d.Gen, Active: d.Active}
-	}
+	decision := func() remediate.Decision { return remediate.NewDecision(n.machine.Desired(), n.machine.History()) }
 	cloud, err := cloudRemediators(c, clients, n.log, n.now)
 	if err != nil {
 		return nil, err

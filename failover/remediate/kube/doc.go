@@ -18,7 +18,10 @@
 //   - backup-warmup: when the decision makes the backup active, the listed
 //     Deployments and StatefulSets on the backup cluster are scaled up to their
 //     configured replicas (through the scale subresource), and Ready reports
-//     whether they are ready, for the DNS flip to wait on.
+//     whether they are ready, for the DNS flip to wait on. Optionally
+//     (scale_down_at_failback) they return to their idle replicas after a
+//     failback, once it is verified at every authoritative server and one
+//     TTL of its records has passed.
 //
 // Plans read through the API only and never write. Applies re-read the
 // object and re-check the precondition, write with the object's UID (or

@@ -104,7 +104,7 @@ func Entries(cfg remediate.Config, clients Clients, instances InstanceChecker, r
 			if decision == nil {
 				decision = func() remediate.Decision { return remediate.Decision{} }
 			}
-			return NewBackupWarmup(c, bw.Workloads, decision).WithScaleDown(bw.ScaleDownAtFailback)
+			return NewBackupWarmup(c, bw.Workloads, decision).WithScaleDown(bw.ScaleDownAtFailback, now)
 		}),
 	)
 	if err != nil {
