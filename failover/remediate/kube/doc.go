@@ -14,7 +14,8 @@
 //     PodDisruptionBudget that blocked the drain.
 //   - orphaned-pods (seed 000): a pod still Terminating longer than a
 //     threshold past its deletion deadline is force-deleted (grace period 0).
-//     The optional cordon and Nova reboot of its node is not implemented.
+//     Optionally (reboot_node) its node is also cordoned and soft-rebooted
+//     through Nova, once per episode.
 //   - backup-warmup: when the decision makes the backup active, the listed
 //     Deployments and StatefulSets on the backup cluster are scaled up to their
 //     configured replicas (through the scale subresource), and Ready reports
