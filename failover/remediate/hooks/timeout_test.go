@@ -48,7 +48,7 @@ func TestHungCommandHookIsKilledWithItsChildren(t *testing.T) {
 	dir := t.TempDir()
 	child := filepath.Join(dir, "child.pid")
 	// Long enough for a loaded machine to start the shell and its child.
-	h := Hook{Name: "hang", Timeout: 2 * time.Second,
+	h := Hook{Name: "hang", Timeout: 3 * time.Second,
 		Command: []string{"/bin/sh", "-c", "sleep 300 & echo $! > " + child + "; wait"}}
 	done := make(chan error, 1)
 	go func() { done <- h.Run(context.Background(), ev) }()
