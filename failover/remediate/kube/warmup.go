@@ -40,7 +40,7 @@ var (
 // decision returns the current decision (the node reads it from its
 // replica: Desired().Gen and Desired().Active).
 func NewBackupWarmup(client kubernetes.Interface, workloads []remediate.Workload, decision func() remediate.Decision) *BackupWarmup {
-	return &BackupWarmup{client: client, workloads: workloads, decision: decision}
+	return &BackupWarmup{client: client, workloads: workloads, decision: decision, now: time.Now}
 }
 
 // Name implements remediate.Remediator.
@@ -50,10 +50,10 @@ func (b *BackupWarmup) Name() string { return BackupWarmupName }
 // replicas after a failback to the primary (opt-in), once the failback has
 // settled by now's clock (nil: time.Now). It returns b.
 func (b *BackupWarmup) WithScaleDown(on bool, now func() time.Time) *BackupWarmup {
-	if now == nil {
-		now = time.Now
+	b.scaleDown = on
+	if now != nil {
+		b.now = now
 	}
-	b.scaleDown, b.now = on, now
 	return b
 }
 
