@@ -19,7 +19,9 @@ const (
 	RemediationFailed = "failed"
 	// RemediationSkippedCap: a per-pass or per-hour cap stopped the action.
 	RemediationSkippedCap = "skipped_cap"
-	// RemediationDryRun: the remediator is in dry-run mode; nothing was written.
+	// RemediationDryRun: nothing was written, because the remediator is in
+	// dry-run mode or because the action is report-only (its Detail then
+	// starts "report-only: " and says why it cannot be applied).
 	RemediationDryRun = "dry_run"
 )
 

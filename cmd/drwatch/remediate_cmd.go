@@ -238,7 +238,11 @@ func (p *remediatePlanCmd) Run(ctx context.Context, w, errw io.Writer, name stri
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "REMEDIATION\tMODE\tTARGET\tVERB\tREASON")
 	for _, a := range planned {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.Remediation, mode[a.Remediation], a.Target, a.Verb, a.Reason)
+		m, reason := string(mode[a.Remediation]), a.Reason
+		if a.ReportOnly != "" {
+			m, reason = "report-only", reason+"; not applied: "+a.ReportOnly
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.Remediation, m, a.Target, a.Verb, reason)
 	}
 	tw.Flush()
 	names := make([]string, 0, len(mode))

@@ -49,6 +49,12 @@ type Action struct {
 	Key string
 	// Data is what Apply needs, opaque to the Runner; it is not recorded.
 	Data any
+	// ReportOnly, when set, says why the action cannot be carried out
+	// (the cluster lacks what it needs): Reason still says what would be
+	// done. The Runner records it as not applied (dry_run, with
+	// "report-only: " and this in the detail), in every mode, and never
+	// calls Apply for it; it counts against no cap.
+	ReportOnly string
 }
 
 // Remediator is one remediation. Implementations are used by one Runner

@@ -230,6 +230,10 @@ func (r *Runner) runOne(ctx context.Context, e Entry, gen uint64, now time.Time,
 		rec := failover.Remediation{Name: name, Gen: gen, Target: a.Target, Verb: a.Verb,
 			Reason: a.Reason, Key: key, Actor: r.cfg.Node}
 		switch {
+		case a.ReportOnly != "":
+			// Never applied, in any mode: the remediator says it cannot.
+			rec.Result = failover.RemediationDryRun
+			rec.Detail = "report-only: " + a.ReportOnly
 		case pass >= set.MaxPerPass:
 			rec.Result = failover.RemediationSkippedCap
 			rec.Detail = fmt.Sprintf("per-pass cap %d reached", set.MaxPerPass)
@@ -248,6 +252,9 @@ func (r *Runner) runOne(ctx context.Context, e Entry, gen uint64, now time.Time,
 		if rec.Result != failover.RemediationPlanned {
 			if rec.Result == failover.RemediationSkippedCap {
 				r.log.Warn("remediation cap reached", "remediation", name, "target", a.Target, "reason", rec.Detail)
+			}
+			if a.ReportOnly != "" {
+				r.log.Warn("remediation cannot be applied here", "remediation", name, "target", a.Target, "reason", a.ReportOnly)
 			}
 			continue
 		}

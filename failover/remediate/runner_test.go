@@ -413,3 +413,38 @@ func TestRunnerRunStopsWithContext(t *testing.T) {
 		t.Fatalf("got last report %+v, want one dry run", last)
 	}
 }
+
+// TestRunnerNeverAppliesReportOnly: an action the remediator can only
+// report (its Reason says what it would do, ReportOnly why it cannot) is
+// recorded as not applied with that why, in mode on too; it is never
+// applied, and takes no place under the caps from actions that can be.
+func TestRunnerNeverAppliesReportOnly(t *testing.T) {
+	clk := &clock{t: time.Unix(1000, 0)}
+	c := newFakeCluster(clk.Now)
+	acts := actions(3, "x")
+	acts[0].ReportOnly = "the cluster cannot do this"
+	acts[1].ReportOnly = "the cluster cannot do this"
+	f := &fakeRemediator{name: "fake", actions: acts}
+	r := newRunner(t, c, clk, nil, Entry{f, Settings{Mode: ModeOn, MaxPerPass: 1}})
+	for pass := 0; pass < 2; pass++ {
+		if rep := r.Pass(context.Background()); rep.Err != nil {
+			t.Fatal(rep.Err)
+		}
+	}
+	if len(f.applied) != 1 || f.applied[0] != "x2" {
+		t.Fatalf("got applied %v, want only x2", f.applied)
+	}
+	got := map[string][]string{}
+	for _, rec := range c.m.Remediations() {
+		got[rec.Target] = append(got[rec.Target], rec.Result+": "+rec.Detail)
+	}
+	for _, target := range []string{"x0", "x1"} {
+		want := []string{"dry_run: report-only: the cluster cannot do this"}
+		if strings.Join(got[target], "|") != strings.Join(want, "|") {
+			t.Errorf("%s: got records %q, want %q (once, though two passes ran)", target, got[target], want)
+		}
+	}
+	if want := "planned: |applied: "; strings.Join(got["x2"], "|") != want {
+		t.Errorf("x2: got records %q, want %q", got["x2"], want)
+	}
+}
