@@ -2,11 +2,15 @@
 // over a client-go typed client:
 //
 //   - dead-node-out-of-service (seeds 003, 004): a node NotReady or Unknown for
-//     longer than a threshold whose instance the cloud reports SHUTOFF, ERROR
-//     or gone gets the node.kubernetes.io/out-of-service=nodeshutdown:NoExecute
-//     taint, so Kubernetes force-deletes its pods and detaches their volumes;
-//     the taint drwatch set is removed when the node is Ready again. An
-//     UNKNOWN instance state, or a failed check, never taints (fail closed).
+//     longer than a threshold whose guest the cloud confirms down (powered
+//     off, crashed, unknown to its hypervisor, on a host whose compute
+//     service is down, or gone; never Nova's ERROR status alone) gets the
+//     node.kubernetes.io/out-of-service=nodeshutdown:NoExecute taint, so
+//     Kubernetes force-deletes its pods and detaches their volumes; the
+//     taint drwatch set is removed when the node is Ready again. An UNKNOWN
+//     instance state, or a failed check, never taints (fail closed). On a
+//     cluster older than 1.26 (discovery's server version) the taint is
+//     planned report-only: recorded with the reason, never applied.
 //   - drain-trap (seed 002): a LoadBalancer Service with
 //     externalTrafficPolicy Local whose ready endpoints all sit on cordoned or
 //     NotReady nodes: its controller-owned pods there are deleted (the Runner
