@@ -38,9 +38,13 @@
 //     records cap it at two even if Nova forgets. At the cap Plan returns a
 //     "warn" action once, for the human.
 //   - NovaInstances implements kube.InstanceChecker for
-//     dead-node-out-of-service: SHUTOFF and ERROR map directly, a 404 for
-//     the node's providerID is GONE, and anything else (other states, no
-//     providerID match, any error) is UNKNOWN, so the caller fails closed.
+//     dead-node-out-of-service from the guest's power state
+//     (OS-EXT-STS:power_state SHUTDOWN, CRASHED, NOSTATE), from the
+//     nova-compute service of its host (down or forced down; needs admin
+//     credentials, skipped without them), and from a 404 for the node's
+//     providerID (GONE). Nova's ERROR status is ERROR, which is not down;
+//     anything else (paused, suspended, no power state, no single name
+//     match, any error) is ACTIVE or UNKNOWN, so the caller fails closed.
 //
 // Plans only read. Applies re-read and re-check their precondition, and
 // treat an effect already in place as success.
