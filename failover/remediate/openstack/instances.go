@@ -2,6 +2,7 @@ package openstack
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -36,8 +37,10 @@ func NewNovaInstances(c *Clients) *NovaInstances { return &NovaInstances{compute
 //   - the nova-compute service of its host (OS-EXT-SRV-ATTR:host) is down
 //     or forced down: HOST_DOWN. Nova shows the host and the service list
 //     to admins only; without them this check is skipped, never guessed;
-//   - a 404 for the providerID's server: GONE (a name that matches no
-//     server proves nothing, since the node may be named otherwise).
+//   - Nova's own 404 (itemNotFound) for the providerID's server: GONE. A
+//     404 without Nova's body (a proxy, a wrong endpoint) is an error, and
+//     a name that matches no server proves nothing, since the node may be
+//     named otherwise.
 //
 // Otherwise the server's status ERROR is ERROR (a failed operation, not a
 // stopped guest), a running ACTIVE guest is ACTIVE, and everything else
@@ -53,7 +56,7 @@ func (n *NovaInstances) InstanceState(ctx context.Context, node *corev1.Node) (k
 			return kube.InstanceUnknown, fmt.Errorf("node %s: providerID %q has no server ID", node.Name, node.Spec.ProviderID)
 		}
 		err := servers.Get(ctx, n.compute, id).ExtractInto(&v)
-		if gophercloud.ResponseCodeIs(err, 404) {
+		if novaNotFound(err) {
 			return kube.InstanceGone, nil
 		}
 		if err != nil {
@@ -95,6 +98,20 @@ func (n *NovaInstances) InstanceState(ctx context.Context, node *corev1.Node) (k
 		return kube.InstanceActive, nil
 	}
 	return kube.InstanceUnknown, nil
+}
+
+// novaNotFound reports whether err is Nova's own 404 for the server (its
+// body is {"itemNotFound": ...}): a 404 from a proxy in front of a Nova
+// that is not back yet, or from a wrong endpoint, says nothing about it.
+func novaNotFound(err error) bool {
+	var e gophercloud.ErrUnexpectedResponseCode
+	if !errors.As(err, &e) || e.Actual != 404 {
+		return false
+	}
+	var body struct {
+		ItemNotFound *json.RawMessage `json:"itemNotFound"`
+	}
+	return json.Unmarshal(e.Body, &body) == nil && body.ItemNotFound != nil
 }
 
 // novaServer is what InstanceState reads of a server. PowerState and Host

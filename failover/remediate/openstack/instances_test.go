@@ -2,6 +2,10 @@ package openstack
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -79,6 +83,42 @@ func TestNovaInstances(t *testing.T) {
 			t.Fatalf("got %s %v, want UNKNOWN with an error", got, err)
 		}
 	})
+}
+
+// TestNovaInstancesGoneNeedsNovasNotFound: only Nova's own 404
+// (itemNotFound) means the server is gone. A 404 from something else on
+// the way, such as a proxy whose Nova back end is not back yet or a wrong
+// endpoint, proves nothing about the server.
+func TestNovaInstancesGoneNeedsNovasNotFound(t *testing.T) {
+	s, c := simClients(t)
+	node(s, "vm-s", "k-s", "SHUTOFF", "10.180.0.2", t0, nil)
+	sim, err := url.Parse(strings.TrimSuffix(s.AuthURL(), "/identity/v3/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(sim)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/servers/vm-s") || strings.HasSuffix(r.URL.Path, "/servers/vm-gone") {
+			http.Error(w, "404 page not found", http.StatusNotFound)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(proxy.Close)
+	compute := *c.Compute
+	compute.Endpoint = proxy.URL + "/compute/v2.1/"
+	compute.ResourceBase = ""
+	ni := &NovaInstances{compute: &compute}
+	for _, id := range []string{"vm-s", "vm-gone"} {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "k-" + id}, Spec: corev1.NodeSpec{ProviderID: "openstack:///" + id}}
+		if got, err := ni.InstanceState(context.Background(), n); got != kube.InstanceUnknown || err == nil {
+			t.Errorf("%s behind a 404 that is not Nova's: got %s %v, want UNKNOWN with an error", id, got, err)
+		}
+	}
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "k-gone"}, Spec: corev1.NodeSpec{ProviderID: "openstack:///vm-gone"}}
+	if got, err := NewNovaInstances(c).InstanceState(context.Background(), n); got != kube.InstanceGone || err != nil {
+		t.Errorf("Nova's own 404: got %s %v, want GONE", got, err)
+	}
 }
 
 // TestNovaInstancesComputeHost: a dead hypervisor leaves its instances
