@@ -238,10 +238,7 @@ func (p *remediatePlanCmd) Run(ctx context.Context, w, errw io.Writer, name stri
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "REMEDIATION\tMODE\tTARGET\tVERB\tREASON")
 	for _, a := range planned {
-		m, reason := string(mode[a.Remediation]), a.Reason
-		if a.ReportOnly != "" {
-			m, reason = "report-only", reason+"; not applied: "+a.ReportOnly
-		}
+		m, reason := planColumns(a, mode[a.Remediation])
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.Remediation, m, a.Target, a.Verb, reason)
 	}
 	tw.Flush()
@@ -255,6 +252,15 @@ func (p *remediatePlanCmd) Run(ctx context.Context, w, errw io.Writer, name stri
 		return fmt.Errorf("plan: %w", planErr)
 	}
 	return nil
+}
+
+// planColumns is a planned action's MODE and REASON columns: a
+// report-only action shows "report-only", whatever the mode, and why.
+func planColumns(a remediate.Planned, mode remediate.Mode) (string, string) {
+	if a.ReportOnly != "" {
+		return "report-only", a.Reason + "; not applied: " + a.ReportOnly
+	}
+	return string(mode), a.Reason
 }
 
 // decision is the current decision: from --active, else from any node.
