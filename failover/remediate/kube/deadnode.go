@@ -40,7 +40,7 @@ const (
 	// InstanceError: the server is in ERROR and nothing shows the guest
 	// down. Not dead.
 	InstanceError InstanceState = "ERROR"
-	// InstanceGone: the server does not exist (a 404 for its ID).
+	// InstanceGone: the server does not exist (the cloud's own 404 for its ID).
 	InstanceGone InstanceState = "GONE"
 	// InstanceUnknown: the cloud could not say.
 	InstanceUnknown InstanceState = "UNKNOWN"
