@@ -43,6 +43,8 @@ type DeadNodeConfig struct {
 	Settings `yaml:",inline"`
 	Site     string        `yaml:"site" doc:"Which site's cluster to watch: primary (default) or backup."`
 	After    time.Duration `yaml:"not_ready_for" doc:"How long a node must be NotReady or Unknown before its instance is checked (default 5m)."`
+	// AlphaGateOn is the operator's word for what the API cannot show.
+	AlphaGateOn bool `yaml:"alpha_gate_on" doc:"Kubernetes 1.24 and 1.25 only: true if kube-controller-manager runs with --feature-gates=NodeOutOfServiceVolumeDetach=true, which drwatch cannot see. Default false: there the taint is report-only. Ignored from 1.26 (on by default) and before 1.24 (no such gate)."`
 }
 
 // DrainTrapConfig configures drain-trap.

@@ -94,6 +94,7 @@ type DeadNode struct {
 	instances InstanceChecker
 	after     time.Duration
 	now       func() time.Time
+	alphaGate bool
 }
 
 var _ remediate.Remediator = (*DeadNode)(nil)
@@ -114,6 +115,14 @@ func NewDeadNode(client kubernetes.Interface, instances InstanceChecker, after t
 		now = time.Now
 	}
 	return &DeadNode{client: client, instances: instances, after: after, now: now}
+}
+
+// WithAlphaGate takes the operator's word that kube-controller-manager
+// runs with the alpha NodeOutOfServiceVolumeDetach gate, so that on 1.24
+// and 1.25 the taint is applied rather than reported. It returns d.
+func (d *DeadNode) WithAlphaGate() *DeadNode {
+	d.alphaGate = true
+	return d
 }
 
 // Name implements remediate.Remediator.
@@ -197,9 +206,10 @@ var outOfServiceFrom = version.MajorMinor(1, 26)
 
 // outOfServiceUnsupported reads the server version (discovery's /version)
 // and returns why the cluster cannot act on the out-of-service taint, or
-// "" when it can. 1.24 and 1.25 count as unable: their alpha gate is off
-// unless kube-controller-manager was started with it, which cannot be
-// seen from the API. An unreadable version is an error (plan nothing).
+// "" when it can. 1.24 and 1.25 count as unable unless WithAlphaGate: their
+// alpha gate is off unless kube-controller-manager was started with it,
+// which cannot be seen from the API. An unreadable version is an error
+// (plan nothing).
 func (d *DeadNode) outOfServiceUnsupported(ctx context.Context) (string, error) {
 	info, err := d.client.Discovery().ServerVersionWithContext(ctx)
 	if err != nil {
@@ -211,8 +221,11 @@ func (d *DeadNode) outOfServiceUnsupported(ctx context.Context) (string, error) 
 		return fmt.Sprintf("server version %q is not understood, and the out-of-service taint needs Kubernetes %s or later", info.GitVersion, outOfServiceFrom), nil
 	case v.AtLeast(outOfServiceFrom):
 		return "", nil
+	case v.AtLeast(version.MajorMinor(1, 24)) && d.alphaGate:
+		// The operator says kube-controller-manager has the gate on.
+		return "", nil
 	case v.AtLeast(version.MajorMinor(1, 24)):
-		return fmt.Sprintf("Kubernetes %s acts on the out-of-service taint only with the alpha feature gate NodeOutOfServiceVolumeDetach on kube-controller-manager (off by default, not visible from the API); it needs %s or later", info.GitVersion, outOfServiceFrom), nil
+		return fmt.Sprintf("Kubernetes %s acts on the out-of-service taint only with the alpha feature gate NodeOutOfServiceVolumeDetach on kube-controller-manager (off by default, not visible from the API); it needs %s or later, or alpha_gate_on if that gate is on", info.GitVersion, outOfServiceFrom), nil
 	}
 	return fmt.Sprintf("Kubernetes %s has no out-of-service taint (from %s; 1.24 and 1.25 behind an alpha feature gate)", info.GitVersion, outOfServiceFrom), nil
 }

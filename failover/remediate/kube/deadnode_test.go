@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -254,18 +255,27 @@ func TestDeadNodeNeedsOutOfServiceSupport(t *testing.T) {
 	node(t, c, "off", corev1.ConditionFalse, time.Now().Add(-10*time.Minute), false)
 	cloud := fakeInstances{"off": InstanceShutoff}
 	for _, tt := range []struct {
-		git  string
+		git string
+		// gate: the operator says kube-controller-manager has the
+		// alpha gate on (alpha_gate_on).
+		gate bool
 		want string // a word of the report-only reason; "" means it taints
 	}{
-		{"v1.21.14", "v1.21.14"},
-		{"v1.24.17", "NodeOutOfServiceVolumeDetach"},
-		{"v1.25.16+k3s1", "NodeOutOfServiceVolumeDetach"},
-		{"not-a-version", "not-a-version"},
-		{"v1.26.0", ""},
-		{"v1.28.3-gke.1286000", ""},
+		{"v1.21.14", false, "v1.21.14"},
+		{"v1.24.17", false, "NodeOutOfServiceVolumeDetach"},
+		{"v1.25.16+k3s1", false, "NodeOutOfServiceVolumeDetach"},
+		{"not-a-version", false, "not-a-version"},
+		{"v1.26.0", false, ""},
+		{"v1.28.3-gke.1286000", false, ""},
+		{"v1.24.17", true, ""},
+		{"v1.25.16+k3s1", true, ""},
+		{"v1.23.17", true, "v1.23.17"},
 	} {
-		t.Run(tt.git, func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s gate %v", tt.git, tt.gate), func(t *testing.T) {
 			r := NewDeadNode(olderServer{c, tt.git}, cloud, 5*time.Minute, nil)
+			if tt.gate {
+				r.WithAlphaGate()
+			}
 			acts, err := r.Plan(context.Background())
 			if err != nil || len(acts) != 1 || acts[0].Verb != "taint" || acts[0].Target != "node/off" {
 				t.Fatalf("got %+v %v, want one taint of node/off", acts, err)

@@ -90,7 +90,11 @@ func Entries(cfg remediate.Config, clients Clients, instances InstanceChecker, r
 	}
 	err := errors.Join(
 		add(DeadNodeName, dn.Site, dn.Settings, func(c kubernetes.Interface) remediate.Remediator {
-			return NewDeadNode(c, instances, dn.After, now)
+			d := NewDeadNode(c, instances, dn.After, now)
+			if dn.AlphaGateOn {
+				d.WithAlphaGate()
+			}
+			return d
 		}),
 		add(DrainTrapName, dt.Site, dt.Settings, func(c kubernetes.Interface) remediate.Remediator { return NewDrainTrap(c) }),
 		add(OrphanedPodsName, op.Site, op.Settings, func(c kubernetes.Interface) remediate.Remediator {

@@ -55,3 +55,21 @@ func TestEntries(t *testing.T) {
 		})
 	}
 }
+
+// TestEntriesPassTheAlphaGate: alpha_gate_on reaches dead-node, off by
+// default.
+func TestEntriesPassTheAlphaGate(t *testing.T) {
+	cs := Clients{Primary: kubernetes.New(nil)}
+	for _, on := range []bool{false, true} {
+		cfg := remediate.Config{}
+		cfg.DeadNodeOutOfService.Settings = remediate.Settings{Mode: remediate.ModeDryRun}
+		cfg.DeadNodeOutOfService.AlphaGateOn = on
+		es, err := Entries(cfg, cs, nil, nil, nil, nil)
+		if err != nil || len(es) != 1 {
+			t.Fatalf("got %d entries %v, want dead-node", len(es), err)
+		}
+		if got := es[0].Remediator.(*DeadNode).alphaGate; got != on {
+			t.Fatalf("alpha_gate_on %v: got %v", on, got)
+		}
+	}
+}
