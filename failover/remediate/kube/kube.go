@@ -8,11 +8,27 @@ import (
 	"github.com/drwatch/drwatch/failover/remediate"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
 // NewClient builds a typed client from a kubeconfig file and context.
 func NewClient(c remediate.KubeCluster) (kubernetes.Interface, error) {
+	rc, err := RESTConfig(c)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	return cs, nil
+}
+
+// RESTConfig is the connection NewClient uses, for a caller that must wrap
+// its transport (the read-only cluster health reader) while reaching the
+// cluster through the same remediations.kubernetes settings.
+func RESTConfig(c remediate.KubeCluster) (*rest.Config, error) {
 	if c.Kubeconfig == "" {
 		return nil, fmt.Errorf("kubeconfig_file is required")
 	}
@@ -23,11 +39,7 @@ func NewClient(c remediate.KubeCluster) (kubernetes.Interface, error) {
 		return nil, fmt.Errorf("kubeconfig %s: %w", c.Kubeconfig, err)
 	}
 	rc.Timeout = 30 * time.Second
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes client: %w", err)
-	}
-	return cs, nil
+	return rc, nil
 }
 
 // readyCondition returns the node's Ready condition, or nil.
