@@ -56,6 +56,8 @@ type pageModel struct {
 	Raft    raftModel
 	Repairs []repairRow
 	History []incidentModel
+
+	Clusters []clusterModel
 }
 
 // repairRow is one remediation record, as the Repairs section shows it.
@@ -314,6 +316,7 @@ func buildPage(st Status, now time.Time, nonce string) pageModel {
 	m.Raft = raftOf(&st)
 	m.History = incidents(v.History, now)
 	m.Repairs = repairs(v.Remediations, now)
+	m.Clusters = clusters(st.ClusterHealth, now)
 	return m
 }
 
