@@ -38,8 +38,12 @@ func NewMonitor(cfg Config, node string, targets []Target, now func() time.Time)
 	return m
 }
 
-// Run reads at once, then every interval, until ctx ends.
+// Run reads at once, then every interval, until ctx ends. With nothing to
+// read (no kubeconfig and no route quota for either site) it returns at once.
 func (m *Monitor) Run(ctx context.Context) {
+	if !slices.ContainsFunc(m.targets, func(t Target) bool { return t.Client != nil || t.Routes != nil }) {
+		return
+	}
 	t := time.NewTicker(m.cfg.Interval)
 	defer t.Stop()
 	for {
