@@ -71,8 +71,9 @@ type Remediator interface {
 	// Apply performs one action returned by Plan. It is idempotent: when the
 	// effect is already there (taint present, pod gone) it returns nil. It
 	// rechecks the precondition it can check cheaply and returns an error
-	// wrapping ErrPrecondition when the world moved on since Plan; any other
-	// error is a failure the Runner records as failed.
+	// wrapping ErrPrecondition when the world moved on since Plan, or one
+	// wrapping ErrBlocked when a budget refused it for now; any other error
+	// is a failure the Runner records as failed.
 	Apply(ctx context.Context, a Action) error
 }
 
@@ -80,6 +81,12 @@ type Remediator interface {
 // Runner records it as failed with the reason, and the next Plan decides
 // afresh.
 var ErrPrecondition = errors.New("precondition no longer holds")
+
+// ErrBlocked means a guard of the target system refused the action for
+// now: a PodDisruptionBudget answered an eviction with 429. The Runner
+// records it as blocked, not failed: it uses no cap, and the action is
+// tried again on the next pass. Apply wraps it with the refusal's detail.
+var ErrBlocked = errors.New("refused by a disruption budget")
 
 // Decision is the failover decision a remediator may act on: the current
 // generation and the site it makes active, and whether DNS serves it yet.

@@ -123,7 +123,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	}
 	for _, e := range cfg.Remediators {
 		for _, res := range []string{failover.RemediationPlanned, failover.RemediationApplied, failover.RemediationFailed,
-			failover.RemediationSkippedCap, failover.RemediationDryRun} {
+			failover.RemediationSkippedCap, failover.RemediationDryRun, failover.RemediationBlocked} {
 			r.actions.WithLabelValues(e.Remediator.Name(), res)
 		}
 	}
@@ -265,10 +265,17 @@ func (r *Runner) runOne(ctx context.Context, e Entry, gen uint64, now time.Time,
 		hour++
 		aerr := e.Remediator.Apply(ctx, a)
 		rec.Result, rec.Detail = failover.RemediationApplied, ""
-		if aerr != nil {
+		switch {
+		case errors.Is(aerr, ErrBlocked):
+			// A budget said "not now": no harm done, none of the hourly cap
+			// used, and the next pass asks again.
+			hour--
+			rec.Result, rec.Detail = failover.RemediationBlocked, truncate(aerr.Error(), 1024)
+			r.log.Warn("remediation blocked", "remediation", name, "target", a.Target, "gen", gen, "reason", aerr.Error())
+		case aerr != nil:
 			rec.Result, rec.Detail = failover.RemediationFailed, truncate(aerr.Error(), 1024)
 			r.log.Error("remediation failed", "remediation", name, "target", a.Target, "gen", gen, "err", aerr)
-		} else {
+		default:
 			r.log.Info("remediation applied", "remediation", name, "target", a.Target, "verb", a.Verb, "gen", gen, "reason", a.Reason)
 		}
 		if err := r.record(ctx, rec, count); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -55,6 +56,7 @@ type fakeRemediator struct {
 	actions []Action
 	planErr error
 	failOn  string
+	blockOn string
 	plans   int
 	applied []string
 }
@@ -67,6 +69,9 @@ func (f *fakeRemediator) Plan(context.Context) ([]Action, error) {
 func (f *fakeRemediator) Apply(_ context.Context, a Action) error {
 	if a.Target == f.failOn {
 		return fmt.Errorf("apply %s: %w", a.Target, ErrPrecondition)
+	}
+	if a.Target == f.blockOn {
+		return fmt.Errorf("apply %s: budget allows no disruption: %w", a.Target, ErrBlocked)
 	}
 	f.applied = append(f.applied, a.Target)
 	return nil
@@ -215,8 +220,43 @@ func TestRunnerRecordsEverything(t *testing.T) {
 			t.Fatalf("metric %s{result=%s}: got %v, want %d", MetricActions, res, got["fake/"+res], n)
 		}
 	}
-	if series != 5 {
-		t.Fatalf("got %d series, want 5 (one per result)", series)
+	if series != 6 {
+		t.Fatalf("got %d series, want 6 (one per result)", series)
+	}
+}
+
+// TestRunnerBlockedKeepsTheCap: an Apply refused by a guard in the target
+// system (ErrBlocked: a PodDisruptionBudget answering 429) is recorded as
+// blocked, with its detail, in the history; it neither uses the hourly cap
+// nor counts as applied, so it is tried again on the next pass.
+func TestRunnerBlockedKeepsTheCap(t *testing.T) {
+	clk := &clock{t: time.Unix(1000, 0)}
+	c := newFakeCluster(clk.Now)
+	f := &fakeRemediator{name: "fake", actions: actions(2, "x"), blockOn: "x0"}
+	r := newRunner(t, c, clk, nil, Entry{f, Settings{Mode: ModeOn, MaxPerPass: 2, MaxPerHour: 2}})
+	if rep := r.Pass(context.Background()); rep.Err != nil {
+		t.Fatal(rep.Err)
+	}
+	want := map[string]int{"planned": 2, "blocked": 1, "applied": 1}
+	if got := results(c.m, "fake"); !eqCounts(got, want) {
+		t.Fatalf("first pass: got records %v, want %v", got, want)
+	}
+	var hist []string
+	for _, e := range c.m.History() {
+		if e.Kind == failover.KindRemediation {
+			hist = append(hist, e.Outcome+" "+e.Detail)
+		}
+	}
+	if len(hist) != 2 || !strings.Contains(hist[0], "blocked fix x0: apply x0: budget allows no disruption") {
+		t.Fatalf("got history %q, want the blocked action with its detail, then the applied one", hist)
+	}
+	// The budget allows it now: the blocked action is applied within the
+	// hourly cap of 2, since being blocked used none of it.
+	f.blockOn = ""
+	clk.Add(time.Minute)
+	r.Pass(context.Background())
+	if !slices.Equal(f.applied, []string{"x1", "x0"}) {
+		t.Fatalf("got applies %q, want x1 then x0 (the blocked one, retried)", f.applied)
 	}
 }
 

@@ -721,6 +721,8 @@ func repairs(rs []failover.RemediationRecord, now time.Time) []repairRow {
 			row.Result, row.Class = "skipped: cap reached", "warn"
 		case failover.RemediationDryRun:
 			row.Result, row.Class = "dry run: not applied", "manual"
+		case failover.RemediationBlocked:
+			row.Result, row.Class = "blocked: budget refused, retried next pass", "warn"
 		case failover.RemediationPlanned:
 			row.Result, row.Class = "planned", "minor"
 		default:
