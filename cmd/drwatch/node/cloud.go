@@ -120,6 +120,9 @@ type Cloud struct {
 	Instances kube.InstanceChecker
 	// Rebooter reboots nodes for orphaned-pods (nil: no cloud for its site).
 	Rebooter kube.NodeRebooter
+	// Pools reads load-balancer pools for drain-trap (nil: no cloud for its
+	// site, so drain-trap moves nothing).
+	Pools kube.LoadBalancerPools
 }
 
 // CloudRemediators builds the OpenStack repairs r enables, and the instance

@@ -12,10 +12,14 @@
 //     cluster older than 1.26 (discovery's server version) the taint is
 //     planned report-only: recorded with the reason, never applied.
 //   - drain-trap (seed 002): a LoadBalancer Service with
-//     externalTrafficPolicy Local whose ready endpoints all sit on cordoned or
-//     NotReady nodes: its controller-owned pods there are deleted (the Runner
-//     caps how many) so they reschedule on Ready nodes; the reason names the
-//     PodDisruptionBudget that blocked the drain.
+//     externalTrafficPolicy Local whose ready endpoints all sit on nodes out
+//     of its load balancer's pool (labelled
+//     node.kubernetes.io/exclude-from-external-load-balancers, deleted, or
+//     not a member of the pool the cloud reports; never cordon or readiness
+//     alone): one controller-owned pod on a cordoned node is evicted through
+//     the Eviction API, so PodDisruptionBudgets hold, and the next only once
+//     every pod of the Service is Ready again. A budget's refusal is recorded
+//     as blocked. When the pool cannot be read, nothing moves.
 //   - orphaned-pods (seed 000): a pod still Terminating longer than a
 //     threshold past its deletion deadline is force-deleted (grace period 0).
 //     Optionally (reboot_node) its node is also cordoned and soft-rebooted

@@ -78,8 +78,9 @@ func (c Clients) site(s string) kubernetes.Interface {
 // cluster has no client.
 //
 // rebooter serves orphaned_pods.reboot_node; enabling that option without
-// one is an error.
-func Entries(cfg remediate.Config, clients Clients, instances InstanceChecker, rebooter NodeRebooter, decision func() remediate.Decision, now func() time.Time) ([]remediate.Entry, error) {
+// one is an error. pools reads drain-trap's load-balancer pools; nil (no
+// cloud for its site) makes every drain-trap Plan fail, so nothing moves.
+func Entries(cfg remediate.Config, clients Clients, instances InstanceChecker, rebooter NodeRebooter, pools LoadBalancerPools, decision func() remediate.Decision, now func() time.Time) ([]remediate.Entry, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -108,7 +109,7 @@ func Entries(cfg remediate.Config, clients Clients, instances InstanceChecker, r
 			}
 			return d
 		}),
-		add(DrainTrapName, dt.Site, dt.Settings, func(c kubernetes.Interface) remediate.Remediator { return NewDrainTrap(c) }),
+		add(DrainTrapName, dt.Site, dt.Settings, func(c kubernetes.Interface) remediate.Remediator { return NewDrainTrap(c, pools) }),
 		add(OrphanedPodsName, op.Site, op.Settings, func(c kubernetes.Interface) remediate.Remediator {
 			o := NewOrphanedPods(c, op.After, now)
 			if op.RebootNode && rebooter != nil {

@@ -32,7 +32,7 @@ func TestEntries(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			es, err := Entries(tt.cfg, tt.clients, nil, nil, nil, nil)
+			es, err := Entries(tt.cfg, tt.clients, nil, nil, nil, nil, nil)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("got %v, want an error containing %q", err, tt.wantErr)
