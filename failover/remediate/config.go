@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
+	"strings"
 	"time"
 )
 
@@ -18,7 +19,7 @@ type Config struct {
 	Kubernetes KubeSites `yaml:"kubernetes" doc:"How to reach each site's Kubernetes API."`
 
 	DeadNodeOutOfService DeadNodeConfig       `yaml:"dead_node_out_of_service" doc:"Taint node.kubernetes.io/out-of-service on nodes whose guest Nova confirms down: powered off, crashed, host down (admin) or gone; report-only before Kubernetes 1.26 (seeds 003, 004)."`
-	DrainTrap            DrainTrapConfig      `yaml:"drain_trap" doc:"Reschedule pods that are a Local load balancer's only endpoints on cordoned or NotReady nodes (seed 002)."`
+	DrainTrap            DrainTrapConfig      `yaml:"drain_trap" doc:"Evict, one at a time, the pods that are a Local load balancer's only endpoints while their nodes are out of its Octavia pool (seed 002)."`
 	OrphanedPods         OrphanedPodsConfig   `yaml:"orphaned_pods" doc:"Force-delete pods stuck Terminating (seed 000)."`
 	BackupWarmup         BackupWarmupConfig   `yaml:"backup_warmup" doc:"Scale workloads up on the backup cluster at failover."`
 	OctaviaStuckLB       OctaviaStuckLBConfig `yaml:"octavia_stuck_lb" doc:"Fail over Octavia load balancers stuck in ERROR or PENDING_* (seed 000)."`
@@ -47,10 +48,16 @@ type DeadNodeConfig struct {
 	AlphaGateOn bool `yaml:"alpha_gate_on" doc:"Kubernetes 1.24 and 1.25 only: true if kube-controller-manager runs with --feature-gates=NodeOutOfServiceVolumeDetach=true, which drwatch cannot see. Default false: there the taint is report-only. Ignored from 1.26 (on by default) and before 1.24 (no such gate)."`
 }
 
-// DrainTrapConfig configures drain-trap.
+// DrainTrapConfig configures drain-trap. Its load-balancer pools are read
+// from Octavia with remediations.openstack's credentials, when that section
+// is for the same site; without them drain-trap moves nothing.
 type DrainTrapConfig struct {
 	Settings `yaml:",inline"`
-	Site     string `yaml:"site" doc:"Which site's cluster to watch: primary (default) or backup."`
+	Site     string `yaml:"site" doc:"Which site's cluster to watch: primary (default) or backup. Its Octavia pools are read with the credentials of remediations.openstack for the same site; without them nothing moves."`
+	// ClusterName finds a Service's load balancer by the name the OpenStack
+	// cloud provider gives it when the Service carries no
+	// loadbalancer.openstack.org/load-balancer-id annotation.
+	ClusterName string `yaml:"cloud_provider_cluster_name" doc:"The OpenStack cloud provider's --cluster-name (default kubernetes): a Service without the loadbalancer.openstack.org/load-balancer-id annotation has the load balancer kube_service_<cluster>_<namespace>_<name> in the project of remediations.openstack."`
 }
 
 // OrphanedPodsConfig configures orphaned-pods. The optional cordon and Nova
@@ -204,6 +211,9 @@ func (c Config) Validate() error {
 	site("dead_node_out_of_service", c.DeadNodeOutOfService.Site)
 	mode("drain_trap", c.DrainTrap.Settings)
 	site("drain_trap", c.DrainTrap.Site)
+	if n := c.DrainTrap.ClusterName; len(n) > 200 || strings.ContainsAny(n, " \t\n/") {
+		errs = append(errs, fmt.Errorf("remediations.drain_trap.cloud_provider_cluster_name: %q must be at most 200 bytes, without spaces or slashes", n))
+	}
 	mode("orphaned_pods", c.OrphanedPods.Settings)
 	site("orphaned_pods", c.OrphanedPods.Site)
 	mode("backup_warmup", c.BackupWarmup.Settings)

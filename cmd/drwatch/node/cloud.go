@@ -125,8 +125,9 @@ type Cloud struct {
 	Pools kube.LoadBalancerPools
 }
 
-// CloudRemediators builds the OpenStack repairs r enables, and the instance
-// check dead-node uses (nil when no cloud is configured). Nothing here
+// CloudRemediators builds the OpenStack repairs r enables, the instance
+// check dead-node uses and the pool reader drain-trap uses (nil when no
+// cloud is configured for their site). Nothing here
 // touches the cloud: clients authenticate on first use. kubeClients give
 // never-ready-instances its node readiness and neutron-route-gc its node
 // pod CIDRs (the site openstack.site names).
@@ -151,6 +152,10 @@ func CloudRemediators(r remediate.Config, kubeClients kube.Clients, log *slog.Lo
 	}
 	if os.Site == r.OrphanedPods.Site {
 		res.Rebooter = lazyInstances{clients: clients}
+	}
+	if os.Site == r.DrainTrap.Site {
+		// Authenticates afresh on every read: nothing to build lazily.
+		res.Pools = octavia.NewPools(os.OpenStackAuth, r.DrainTrap.ClusterName)
 	}
 	if !os.Enabled() {
 		res.Entries = out

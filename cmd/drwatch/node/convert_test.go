@@ -144,6 +144,17 @@ func TestCloudRemediatorsStartWithoutTheCloud(t *testing.T) {
 	if st, err := instances.InstanceState(context.Background(), &corev1.Node{}); st != "UNKNOWN" || err == nil {
 		t.Errorf("instance state with the cloud down: got %s %v, want UNKNOWN and an error (fail closed)", st, err)
 	}
+	if cloud.Pools == nil {
+		t.Fatal("no pool reader for drain-trap although the cloud is configured for its site")
+	}
+	if ms, found, err := cloud.Pools.PoolMembers(context.Background(), &corev1.Service{}); err == nil || found || len(ms) != 0 {
+		t.Errorf("pool members with the cloud down: got %v found=%v err=%v, want an error (fail closed)", ms, found, err)
+	}
+	// Drain-trap on the other site gets no pool reader, so it moves nothing.
+	cfg.Remediations.DrainTrap.Site = "backup"
+	if cloud, err := cloudRemediators(cfg, kube.Clients{}, slog.New(slog.DiscardHandler), time.Now); err != nil || cloud.Pools != nil {
+		t.Errorf("drain-trap on the backup, cloud for the primary: got pools %v (%v), want none", cloud.Pools, err)
+	}
 }
 
 // unreachableKube is a client of a kube-apiserver that does not listen:
