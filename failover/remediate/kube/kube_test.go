@@ -64,7 +64,7 @@ func TestEntriesPassTheAlphaGate(t *testing.T) {
 		cfg := remediate.Config{}
 		cfg.DeadNodeOutOfService.Settings = remediate.Settings{Mode: remediate.ModeDryRun}
 		cfg.DeadNodeOutOfService.AlphaGateOn = on
-		es, err := Entries(cfg, cs, nil, nil, nil, nil)
+		es, err := Entries(cfg, cs, nil, nil, nil, nil, nil)
 		if err != nil || len(es) != 1 {
 			t.Fatalf("got %d entries %v, want dead-node", len(es), err)
 		}
