@@ -152,7 +152,7 @@ func TestCloudRemediatorsStartWithoutTheCloud(t *testing.T) {
 	}
 	// Drain-trap on the other site gets no pool reader, so it moves nothing.
 	cfg.Remediations.DrainTrap.Site = "backup"
-	if cloud, err := cloudRemediators(cfg, kube.Clients{}, slog.New(slog.DiscardHandler), time.Now); err != nil || cloud.Pools != nil {
+	if cloud, err := cloudRemediators(cfg, kube.Clients{Primary: unreachableKube(t)}, slog.New(slog.DiscardHandler), time.Now); err != nil || cloud.Pools != nil {
 		t.Errorf("drain-trap on the backup, cloud for the primary: got pools %v (%v), want none", cloud.Pools, err)
 	}
 }
