@@ -19,8 +19,14 @@ const (
 	RemediationFailed = "failed"
 	// RemediationSkippedCap: a per-pass or per-hour cap stopped the action.
 	RemediationSkippedCap = "skipped_cap"
-	// RemediationDryRun: the remediator is in dry-run mode; nothing was written.
+	// RemediationDryRun: nothing was written, because the remediator is in
+	// dry-run mode or because the action is report-only (its Detail then
+	// starts "report-only: " and says why it cannot be applied).
 	RemediationDryRun = "dry_run"
+	// RemediationBlocked: a guard of the target system refused the action
+	// (a PodDisruptionBudget refusing an eviction); it is tried again on a
+	// later pass and uses no cap. Older binaries never record it.
+	RemediationBlocked = "blocked"
 )
 
 // MaxRemediations is how many remediation records the machine keeps; older
@@ -83,7 +89,7 @@ func (r Remediation) Command() Command {
 
 func validRemediationResult(r string) bool {
 	switch r {
-	case RemediationPlanned, RemediationApplied, RemediationFailed, RemediationSkippedCap, RemediationDryRun:
+	case RemediationPlanned, RemediationApplied, RemediationFailed, RemediationSkippedCap, RemediationDryRun, RemediationBlocked:
 		return true
 	}
 	return false
@@ -113,7 +119,7 @@ func (c *Remediation) check(desiredGen uint64) error {
 		}
 	}
 	if !validRemediationResult(c.Result) {
-		return fmt.Errorf("remediation result %q (want planned, applied, failed, skipped_cap or dry_run): %w", c.Result, ErrBadCommand)
+		return fmt.Errorf("remediation result %q (want planned, applied, failed, skipped_cap, dry_run or blocked): %w", c.Result, ErrBadCommand)
 	}
 	if (c.NeedsAdmin || c.Precondition) && c.Result != RemediationFailed {
 		return fmt.Errorf("remediation: needs_admin or precondition with result %q (only with failed): %w", c.Result, ErrBadCommand)
@@ -127,8 +133,8 @@ func (c *Remediation) check(desiredGen uint64) error {
 // remediation records c. A record equal to the latest one with the same Key
 // (same result, gen, reason and detail) is a no-op, so that a dry-run
 // remediator repeating itself every pass, or a retried proposal, does not
-// flood the records. Applied, failed and skipped_cap actions also appear in
-// the history, so the status page and `drwatch history` show them.
+// flood the records. Applied, failed, skipped_cap and blocked actions also
+// appear in the history, so the status page and `drwatch history` show them.
 func (s *state) remediation(index uint64, now int64, c *Remediation, res *Result) error {
 	if err := c.check(s.Desired.Gen); err != nil {
 		return err
@@ -157,7 +163,7 @@ func (s *state) remediation(index uint64, now int64, c *Remediation, res *Result
 	}
 	s.Remediations = append(s.Remediations, rec)
 	switch c.Result {
-	case RemediationApplied, RemediationFailed, RemediationSkippedCap:
+	case RemediationApplied, RemediationFailed, RemediationSkippedCap, RemediationBlocked:
 		detail := c.Verb + " " + c.Target
 		if c.Detail != "" {
 			detail += ": " + c.Detail

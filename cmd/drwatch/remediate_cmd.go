@@ -220,7 +220,7 @@ func (p *remediatePlanCmd) Run(ctx context.Context, w, errw io.Writer, name stri
 		return err
 	}
 	instances := cloud.Instances
-	entries, err := kube.Entries(cfg, clients, instances, cloud.Rebooter, func() remediate.Decision { return decision }, nil)
+	entries, err := kube.Entries(cfg, clients, instances, cloud.Rebooter, cloud.Pools, func() remediate.Decision { return decision }, nil)
 	if err != nil {
 		return err
 	}
@@ -243,7 +243,8 @@ func (p *remediatePlanCmd) Run(ctx context.Context, w, errw io.Writer, name stri
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "REMEDIATION\tMODE\tTARGET\tVERB\tREASON")
 	for _, a := range planned {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.Remediation, mode[a.Remediation], a.Target, a.Verb, a.Reason)
+		m, reason := planColumns(a, mode[a.Remediation])
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.Remediation, m, a.Target, a.Verb, reason)
 	}
 	tw.Flush()
 	names := make([]string, 0, len(mode))
@@ -256,6 +257,15 @@ func (p *remediatePlanCmd) Run(ctx context.Context, w, errw io.Writer, name stri
 		return fmt.Errorf("plan: %w", planErr)
 	}
 	return nil
+}
+
+// planColumns is a planned action's MODE and REASON columns: a
+// report-only action shows "report-only", whatever the mode, and why.
+func planColumns(a remediate.Planned, mode remediate.Mode) (string, string) {
+	if a.ReportOnly != "" {
+		return "report-only", a.Reason + "; not applied: " + a.ReportOnly
+	}
+	return string(mode), a.Reason
 }
 
 // decision is the current decision: from --active, else from any node.
@@ -271,7 +281,7 @@ func (p *remediatePlanCmd) decision(ctx context.Context) (remediate.Decision, st
 	if err == nil {
 		if st, err := cl.status(ctx); err == nil {
 			d := st.State.Desired
-			return remediate.Decision{Gen: d.Gen, Active: d.Active},
+			return remediate.NewDecision(d, st.State.History),
 				fmt.Sprintf("gen %d, %s active (served by %s)", d.Gen, d.Active, st.ServedBy), nil
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/kube"
 	"github.com/drwatch/drwatch/test/kubetest"
 	appsv1 "k8s.io/api/apps/v1"
@@ -131,5 +132,20 @@ remediations:
 	}
 	if after.ResourceVersion != before.ResourceVersion || *d.Spec.Replicas != 0 {
 		t.Fatalf("plan wrote: node rv %s -> %s, web replicas %d", before.ResourceVersion, after.ResourceVersion, *d.Spec.Replicas)
+	}
+}
+
+// TestRemediatePlanShowsReportOnly: an action the cluster cannot take is
+// shown as report-only, with why, even when its remediator is on.
+func TestRemediatePlanShowsReportOnly(t *testing.T) {
+	a := remediate.Planned{Remediation: kube.DeadNodeName, Action: remediate.Action{Target: "node/w1", Verb: "taint",
+		Reason: "node w1 Ready=Unknown for 10m0s and its instance is HOST_DOWN", ReportOnly: "Kubernetes v1.24.17 ..."}}
+	m, reason := planColumns(a, remediate.ModeOn)
+	if m != "report-only" || reason != a.Reason+"; not applied: Kubernetes v1.24.17 ..." {
+		t.Fatalf("got %q %q, want report-only with the reason and why", m, reason)
+	}
+	a.ReportOnly = ""
+	if m, reason := planColumns(a, remediate.ModeOn); m != "on" || reason != a.Reason {
+		t.Fatalf("got %q %q, want on with the reason", m, reason)
 	}
 }

@@ -6,8 +6,10 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/failover/remediate/hooks"
 )
 
 type fakeGate struct {
@@ -125,4 +127,51 @@ func TestGatesDoNotRunWhenDNSAlreadyHoldsTheDecision(t *testing.T) {
 	if first.calls.Load() != 1 || again.calls.Load() != 0 {
 		t.Errorf("gate calls: first leader %d, new leader %d; want 1 and 0", first.calls.Load(), again.calls.Load())
 	}
+}
+
+// preFailoverHooks is the gate the node builds from hooks.pre_failover.
+type preFailoverHooks []hooks.Hook
+
+func (preFailoverHooks) Name() string { return "pre-failover hooks" }
+func (g preFailoverHooks) Before(ctx context.Context, d Decision) (string, error) {
+	return hooks.RunPreFailover(ctx, g, hooks.Event{Phase: "pre-failover", Gen: d.Gen, From: string(d.From), To: string(d.To), Kind: d.Kind})
+}
+
+// A pre-failover hook that hangs never holds an automatic flip for ever:
+// by default the flip goes ahead once the hook's timeout passes, and the
+// history says the hook timed out; on_timeout: block holds it back.
+func TestHungPreFailoverHook(t *testing.T) {
+	hang := hooks.Hook{Name: "hang", Command: []string{"/bin/sh", "-c", "exec sleep 300"}, Timeout: 150 * time.Millisecond}
+
+	t.Run("proceeds by default", func(t *testing.T) {
+		f := newFixture(t)
+		gen := autoFailover(t, f)
+		f.rec.cfg.Gates = []Gate{preFailoverHooks{hang}}
+		if _, err := f.rec.Pass(context.Background()); err != nil {
+			t.Fatalf("pass: got %v, want the flip written", err)
+		}
+		if got := f.lookup(t, "lms"); got[0] != "198.51.100.1" {
+			t.Fatalf("flip not written past a hung hook: lms %v", got)
+		}
+		w := actionDetails(f.cluster.m, gen, failover.OutcomeWritten)
+		if len(w) != 1 || !strings.Contains(w[0], "hook hang: timed out after 150ms; on_timeout: proceed, so the flip goes ahead") {
+			t.Errorf("written record %q, want it to say the hook timed out and the flip went ahead", w)
+		}
+	})
+	t.Run("on_timeout block holds an automatic flip back", func(t *testing.T) {
+		f := newFixture(t)
+		gen := autoFailover(t, f)
+		block := hang
+		block.OnTimeout = hooks.OnTimeoutBlock
+		f.rec.cfg.Gates = []Gate{preFailoverHooks{block}}
+		if _, err := f.rec.Pass(context.Background()); !errors.Is(err, ErrBlocked) {
+			t.Fatalf("pass: got %v, want ErrBlocked", err)
+		}
+		if n := f.updates(); n != 0 {
+			t.Fatalf("a blocked automatic flip wrote %d updates", n)
+		}
+		if got := actionDetails(f.cluster.m, gen, failover.OutcomeFailed); len(got) != 1 || !strings.Contains(got[0], "hook hang: timed out after 150ms (on_timeout: block)") {
+			t.Errorf("failed records %q, want one saying the hook timed out and blocked", got)
+		}
+	})
 }

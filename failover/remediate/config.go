@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
+	"strings"
 	"time"
 )
 
@@ -17,8 +18,8 @@ type Config struct {
 	// remediators act on the one their site field names.
 	Kubernetes KubeSites `yaml:"kubernetes" doc:"How to reach each site's Kubernetes API."`
 
-	DeadNodeOutOfService DeadNodeConfig       `yaml:"dead_node_out_of_service" doc:"Taint nodes whose instance is gone node.kubernetes.io/out-of-service (seeds 003, 004)."`
-	DrainTrap            DrainTrapConfig      `yaml:"drain_trap" doc:"Reschedule pods that are a Local load balancer's only endpoints on cordoned or NotReady nodes (seed 002)."`
+	DeadNodeOutOfService DeadNodeConfig       `yaml:"dead_node_out_of_service" doc:"Taint node.kubernetes.io/out-of-service on nodes whose guest Nova confirms down: powered off, crashed, host down (admin) or gone; report-only before Kubernetes 1.26 (seeds 003, 004)."`
+	DrainTrap            DrainTrapConfig      `yaml:"drain_trap" doc:"Evict, one at a time, the pods that are a Local load balancer's only endpoints while their nodes are out of its Octavia pool (seed 002)."`
 	OrphanedPods         OrphanedPodsConfig   `yaml:"orphaned_pods" doc:"Force-delete pods stuck Terminating (seed 000)."`
 	BackupWarmup         BackupWarmupConfig   `yaml:"backup_warmup" doc:"Scale workloads up on the backup cluster at failover."`
 	OctaviaStuckLB       OctaviaStuckLBConfig `yaml:"octavia_stuck_lb" doc:"Fail over Octavia load balancers stuck in ERROR or PENDING_* (seed 000)."`
@@ -43,12 +44,20 @@ type DeadNodeConfig struct {
 	Settings `yaml:",inline"`
 	Site     string        `yaml:"site" doc:"Which site's cluster to watch: primary (default) or backup."`
 	After    time.Duration `yaml:"not_ready_for" doc:"How long a node must be NotReady or Unknown before its instance is checked (default 5m)."`
+	// AlphaGateOn is the operator's word for what the API cannot show.
+	AlphaGateOn bool `yaml:"alpha_gate_on" doc:"Kubernetes 1.24 and 1.25 only: true if kube-controller-manager runs with --feature-gates=NodeOutOfServiceVolumeDetach=true, which drwatch cannot see. Default false: there the taint is report-only. Ignored from 1.26 (on by default) and before 1.24 (no such gate)."`
 }
 
-// DrainTrapConfig configures drain-trap.
+// DrainTrapConfig configures drain-trap. Its load-balancer pools are read
+// from Octavia with remediations.openstack's credentials, when that section
+// is for the same site; without them drain-trap moves nothing.
 type DrainTrapConfig struct {
 	Settings `yaml:",inline"`
-	Site     string `yaml:"site" doc:"Which site's cluster to watch: primary (default) or backup."`
+	Site     string `yaml:"site" doc:"Which site's cluster to watch: primary (default) or backup. Its Octavia pools are read with the credentials of remediations.openstack for the same site; without them nothing moves."`
+	// ClusterName finds a Service's load balancer by the name the OpenStack
+	// cloud provider gives it when the Service carries no
+	// loadbalancer.openstack.org/load-balancer-id annotation.
+	ClusterName string `yaml:"cloud_provider_cluster_name" doc:"The OpenStack cloud provider's --cluster-name (default kubernetes): a Service without the loadbalancer.openstack.org/load-balancer-id annotation has the load balancer kube_service_<cluster>_<namespace>_<name> in the project of remediations.openstack."`
 }
 
 // OrphanedPodsConfig configures orphaned-pods. The optional cordon and Nova
@@ -68,8 +77,9 @@ type BackupWarmupConfig struct {
 	ReadyTimeout time.Duration `yaml:"ready_timeout" doc:"How long the DNS flip waits for the workloads to be ready before flipping anyway (default 5m)."`
 	Workloads    []Workload    `yaml:"workloads" doc:"The backup cluster's workloads and the replicas they need when the backup is active."`
 	// ScaleDownAtFailback returns the workloads to their idle replicas once
-	// traffic is back on the primary (opt-in).
-	ScaleDownAtFailback bool `yaml:"scale_down_at_failback" doc:"After a failback to the primary, scale the workloads back to idle_replicas (opt-in)."`
+	// traffic is back on the primary (opt-in): the failback verified at
+	// every authoritative server, and one TTL of its records passed since.
+	ScaleDownAtFailback bool `yaml:"scale_down_at_failback" doc:"After a failback to the primary, scale the workloads back to idle_replicas (opt-in), once the failback is verified at every authoritative server and one TTL of the records has passed since."`
 }
 
 // Workload is a Deployment or StatefulSet and its replica count when active.
@@ -205,6 +215,9 @@ func (c Config) Validate() error {
 	site("dead_node_out_of_service", c.DeadNodeOutOfService.Site)
 	mode("drain_trap", c.DrainTrap.Settings)
 	site("drain_trap", c.DrainTrap.Site)
+	if n := c.DrainTrap.ClusterName; len(n) > 200 || strings.ContainsAny(n, " \t\n/") {
+		errs = append(errs, fmt.Errorf("remediations.drain_trap.cloud_provider_cluster_name: %q must be at most 200 bytes, without spaces or slashes", n))
+	}
 	mode("orphaned_pods", c.OrphanedPods.Settings)
 	site("orphaned_pods", c.OrphanedPods.Site)
 	mode("backup_warmup", c.BackupWarmup.Settings)
@@ -257,7 +270,7 @@ type OpenStackClusterConfig struct {
 	InstanceMetadataKey   string `yaml:"instance_metadata_key" doc:"Nova instances of the cluster carry this metadata key (e.g. kubernikus:kluster)."`
 	InstanceMetadataValue string `yaml:"instance_metadata_value" doc:"With instance_metadata_key: the value it must have; empty accepts any."`
 
-	NeutronRouteGC      NeutronRouteGCConfig      `yaml:"neutron_route_gc" doc:"Remove extra routes into the pod CIDR whose next hop is no live instance of the cluster."`
+	NeutronRouteGC      NeutronRouteGCConfig      `yaml:"neutron_route_gc" doc:"Remove extra routes into the pod CIDR proven to be this cluster's and stale, judged from the nodes' Node.spec.podCIDRs (needs remediations.kubernetes for the site) and every Nova server of the project; never a route through an instance outside the cluster."`
 	SecurityGroups      SecurityGroupsConfig      `yaml:"security_groups" doc:"Add the required security group back to cluster instances, and the pod CIDR to node ports' allowed_address_pairs."`
 	NeverReadyInstances NeverReadyInstancesConfig `yaml:"never_ready_instances" doc:"Reboot (soft, then hard, at most twice) instances ACTIVE for long whose node never became Ready."`
 }

@@ -21,13 +21,17 @@
 //     recorded as skipped_cap with the reason and
 //     drwatch_remediation_brake_engaged{remediation} is 1;
 //   - leadership: it calls VerifyLeader right before every Apply;
-//   - audit: every action (planned, applied, failed, skipped_cap, dry_run)
-//     is proposed to the replicated log as a failover.Remediation with the
+//   - audit: every action (planned, applied, failed, skipped_cap, dry_run,
+//     blocked) is proposed to the replicated log as a failover.Remediation with the
 //     current decision generation, and counted in
 //     drwatch_remediation_actions_total{remediation,result};
 //   - idempotency across leaders (invariant 6): an action's Key is stable,
 //     and an action whose Key the replicated records show as applied is never
 //     applied again, so a new leader does not redo its predecessor's work.
+//
+// An Apply refused for now by a guard of the target system (ErrBlocked: a
+// PodDisruptionBudget) is recorded as blocked: it uses no cap, is not backed
+// off, and is tried again next pass.
 //
 // The hourly count, the backoffs and the parked targets come from the
 // replicated records, not from memory, so a leader change neither resets

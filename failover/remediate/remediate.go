@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"time"
 
 	"github.com/drwatch/drwatch/failover"
 )
@@ -49,6 +50,12 @@ type Action struct {
 	Key string
 	// Data is what Apply needs, opaque to the Runner; it is not recorded.
 	Data any
+	// ReportOnly, when set, says why the action cannot be carried out
+	// (the cluster lacks what it needs): Reason still says what would be
+	// done. The Runner records it as not applied (dry_run, with
+	// "report-only: " and this in the detail), in every mode, and never
+	// calls Apply for it; it counts against no cap.
+	ReportOnly string
 }
 
 // Remediator is one remediation. Implementations are used by one Runner
@@ -68,10 +75,11 @@ type Remediator interface {
 	// Apply performs one action returned by Plan. It is idempotent: when the
 	// effect is already there (taint present, pod gone) it returns nil. It
 	// rechecks the precondition it can check cheaply and returns an error
-	// wrapping ErrPrecondition when the world moved on since Plan, and one
-	// wrapping ErrNeedsAdmin when retrying cannot help; any error is a
-	// failure the Runner records as failed (and backs off from, except for
-	// ErrPrecondition, or parks the target for ErrNeedsAdmin).
+	// wrapping ErrPrecondition when the world moved on since Plan, one
+	// wrapping ErrBlocked when a budget refused it for now, and one
+	// wrapping ErrNeedsAdmin when retrying cannot help; any other error is
+	// a failure the Runner records as failed (and backs off from, except
+	// for ErrPrecondition, or parks the target for ErrNeedsAdmin).
 	Apply(ctx context.Context, a Action) error
 }
 
@@ -113,11 +121,45 @@ type Population struct {
 	Unit string
 }
 
+// ErrBlocked means a guard of the target system refused the action for
+// now: a PodDisruptionBudget answered an eviction with 429. The Runner
+// records it as blocked, not failed: it uses no cap, and the action is
+// tried again on the next pass. Apply wraps it with the refusal's detail.
+var ErrBlocked = errors.New("refused by a disruption budget")
+
 // Decision is the failover decision a remediator may act on: the current
-// generation and the site it makes active.
+// generation and the site it makes active, and whether DNS serves it yet.
 type Decision struct {
 	Gen    uint64
 	Active failover.Site
+	// Verified is true once every authoritative server was seen serving
+	// the decision's records (the replicated "verified" result).
+	Verified bool
+	// VerifiedAt is when that was seen, by the reconciler's clock; zero
+	// when unknown (not verified, or the decision left the history).
+	VerifiedAt time.Time
+	// TTL is the longest TTL of the decision's records: how long after
+	// VerifiedAt a resolver may still hand out the previous answer.
+	TTL time.Duration
+}
+
+// NewDecision reads the decision from a replica's desired state and
+// history (failover.Machine's Desired and History, or a status answer's).
+func NewDecision(d failover.Desired, history []failover.Entry) Decision {
+	out := Decision{Gen: d.Gen, Active: d.Active, Verified: d.Done}
+	for _, r := range d.Records {
+		out.TTL = max(out.TTL, time.Duration(r.TTL)*time.Second)
+	}
+	if !d.Done {
+		return out
+	}
+	for i := len(history) - 1; i >= 0; i-- {
+		if e := history[i]; e.Index == d.Gen && e.Gen == d.Gen && e.Timings.VerifiedAt != 0 {
+			out.VerifiedAt = time.Unix(0, e.Timings.VerifiedAt)
+			break
+		}
+	}
+	return out
 }
 
 // Settings are one remediator's mode and caps.

@@ -148,7 +148,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	r := &Runner{cfg: cfg, log: log, actions: actions, brake: brake}
 	for _, e := range cfg.Remediators {
 		for _, res := range []string{failover.RemediationPlanned, failover.RemediationApplied, failover.RemediationFailed,
-			failover.RemediationSkippedCap, failover.RemediationDryRun} {
+			failover.RemediationSkippedCap, failover.RemediationDryRun, failover.RemediationBlocked} {
 			r.actions.WithLabelValues(e.Remediator.Name(), res)
 		}
 		r.brake.WithLabelValues(e.Remediator.Name())
@@ -307,6 +307,10 @@ func (r *Runner) runOne(ctx context.Context, e Entry, gen uint64, now time.Time,
 		rec := failover.Remediation{Name: name, Gen: gen, Target: a.Target, Verb: a.Verb,
 			Reason: a.Reason, Key: key, Actor: r.cfg.Node}
 		switch {
+		case a.ReportOnly != "":
+			// Never applied, in any mode: the remediator says it cannot.
+			rec.Result = failover.RemediationDryRun
+			rec.Detail = "report-only: " + a.ReportOnly
 		case brake != "":
 			rec.Result = failover.RemediationSkippedCap
 			rec.Detail = brake
@@ -329,6 +333,9 @@ func (r *Runner) runOne(ctx context.Context, e Entry, gen uint64, now time.Time,
 			if rec.Result == failover.RemediationSkippedCap && brake == "" {
 				r.log.Warn("remediation cap reached", "remediation", name, "target", a.Target, "reason", rec.Detail)
 			}
+			if a.ReportOnly != "" {
+				r.log.Warn("remediation cannot be applied here", "remediation", name, "target", a.Target, "reason", a.ReportOnly)
+			}
 			continue
 		}
 		if err := r.cfg.Cluster.VerifyLeader(ctx); err != nil {
@@ -341,6 +348,11 @@ func (r *Runner) runOne(ctx context.Context, e Entry, gen uint64, now time.Time,
 		case aerr == nil:
 			hist.hour++
 			r.log.Info("remediation applied", "remediation", name, "target", a.Target, "verb", a.Verb, "gen", gen, "reason", a.Reason)
+		case errors.Is(aerr, ErrBlocked):
+			// A budget said "not now": no harm done, none of the hourly cap
+			// used, no backoff, and the next pass asks again.
+			rec.Result, rec.Detail = failover.RemediationBlocked, truncate(aerr.Error(), 1024)
+			r.log.Warn("remediation blocked", "remediation", name, "target", a.Target, "gen", gen, "reason", aerr.Error())
 		default:
 			rec.Result, rec.Detail = failover.RemediationFailed, truncate(aerr.Error(), 1024)
 			rec.NeedsAdmin = errors.Is(aerr, ErrNeedsAdmin)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -57,6 +58,7 @@ type fakeRemediator struct {
 	failOn  string
 	// errs makes Apply of a target fail with the error.
 	errs    map[string]error
+	blockOn string
 	plans   int
 	applied []string
 	// tried lists every Apply call's target, failed or not.
@@ -75,6 +77,9 @@ func (f *fakeRemediator) Apply(_ context.Context, a Action) error {
 	}
 	if a.Target == f.failOn {
 		return fmt.Errorf("apply %s: %w", a.Target, ErrPrecondition)
+	}
+	if a.Target == f.blockOn {
+		return fmt.Errorf("apply %s: budget allows no disruption: %w", a.Target, ErrBlocked)
 	}
 	f.applied = append(f.applied, a.Target)
 	return nil
@@ -223,8 +228,43 @@ func TestRunnerRecordsEverything(t *testing.T) {
 			t.Fatalf("metric %s{result=%s}: got %v, want %d", MetricActions, res, got["fake/"+res], n)
 		}
 	}
-	if series != 5 {
-		t.Fatalf("got %d series, want 5 (one per result)", series)
+	if series != 6 {
+		t.Fatalf("got %d series, want 6 (one per result)", series)
+	}
+}
+
+// TestRunnerBlockedKeepsTheCap: an Apply refused by a guard in the target
+// system (ErrBlocked: a PodDisruptionBudget answering 429) is recorded as
+// blocked, with its detail, in the history; it neither uses the hourly cap
+// nor counts as applied, so it is tried again on the next pass.
+func TestRunnerBlockedKeepsTheCap(t *testing.T) {
+	clk := &clock{t: time.Unix(1000, 0)}
+	c := newFakeCluster(clk.Now)
+	f := &fakeRemediator{name: "fake", actions: actions(2, "x"), blockOn: "x0"}
+	r := newRunner(t, c, clk, nil, Entry{f, Settings{Mode: ModeOn, MaxPerPass: 2, MaxPerHour: 2}})
+	if rep := r.Pass(context.Background()); rep.Err != nil {
+		t.Fatal(rep.Err)
+	}
+	want := map[string]int{"planned": 2, "blocked": 1, "applied": 1}
+	if got := results(c.m, "fake"); !eqCounts(got, want) {
+		t.Fatalf("first pass: got records %v, want %v", got, want)
+	}
+	var hist []string
+	for _, e := range c.m.History() {
+		if e.Kind == failover.KindRemediation {
+			hist = append(hist, e.Outcome+" "+e.Detail)
+		}
+	}
+	if len(hist) != 2 || !strings.Contains(hist[0], "blocked fix x0: apply x0: budget allows no disruption") {
+		t.Fatalf("got history %q, want the blocked action with its detail, then the applied one", hist)
+	}
+	// The budget allows it now: the blocked action is applied within the
+	// hourly cap of 2, since being blocked used none of it.
+	f.blockOn = ""
+	clk.Add(time.Minute)
+	r.Pass(context.Background())
+	if !slices.Equal(f.applied, []string{"x1", "x0"}) {
+		t.Fatalf("got applies %q, want x1 then x0 (the blocked one, retried)", f.applied)
 	}
 }
 
@@ -355,9 +395,10 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatalf("got defaults %+v, want off, primary, default caps", d)
 	}
 	c.DrainTrap.Mode = "maybe"
+	c.DrainTrap.ClusterName = "my cluster"
 	c.BackupWarmup.Workloads = []Workload{{Kind: "DaemonSet", Name: "x"}}
 	err := c.Validate()
-	for _, want := range []string{"drain_trap.mode", "workloads[0].kind", "workloads[0]: namespace", "workloads[0].replicas"} {
+	for _, want := range []string{"drain_trap.mode", "drain_trap.cloud_provider_cluster_name", "workloads[0].kind", "workloads[0]: namespace", "workloads[0].replicas"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("got %v, want a problem naming %s", err, want)
 		}
@@ -739,5 +780,40 @@ func TestRunnerPreconditionNotBackedOff(t *testing.T) {
 	}
 	if pre != 1 {
 		t.Fatalf("got %d records marked precondition, want 1", pre)
+	}
+}
+
+// TestRunnerNeverAppliesReportOnly: an action the remediator can only
+// report (its Reason says what it would do, ReportOnly why it cannot) is
+// recorded as not applied with that why, in mode on too; it is never
+// applied, and takes no place under the caps from actions that can be.
+func TestRunnerNeverAppliesReportOnly(t *testing.T) {
+	clk := &clock{t: time.Unix(1000, 0)}
+	c := newFakeCluster(clk.Now)
+	acts := actions(3, "x")
+	acts[0].ReportOnly = "the cluster cannot do this"
+	acts[1].ReportOnly = "the cluster cannot do this"
+	f := &fakeRemediator{name: "fake", actions: acts}
+	r := newRunner(t, c, clk, nil, Entry{f, Settings{Mode: ModeOn, MaxPerPass: 1}})
+	for pass := 0; pass < 2; pass++ {
+		if rep := r.Pass(context.Background()); rep.Err != nil {
+			t.Fatal(rep.Err)
+		}
+	}
+	if len(f.applied) != 1 || f.applied[0] != "x2" {
+		t.Fatalf("got applied %v, want only x2", f.applied)
+	}
+	got := map[string][]string{}
+	for _, rec := range c.m.Remediations() {
+		got[rec.Target] = append(got[rec.Target], rec.Result+": "+rec.Detail)
+	}
+	for _, target := range []string{"x0", "x1"} {
+		want := []string{"dry_run: report-only: the cluster cannot do this"}
+		if strings.Join(got[target], "|") != strings.Join(want, "|") {
+			t.Errorf("%s: got records %q, want %q (once, though two passes ran)", target, got[target], want)
+		}
+	}
+	if want := "planned: |applied: "; strings.Join(got["x2"], "|") != want {
+		t.Errorf("x2: got records %q, want %q", got["x2"], want)
 	}
 }

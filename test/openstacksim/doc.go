@@ -29,10 +29,25 @@
 //     when the state forbids it, as Nova's InstanceInvalidState) and
 //     addSecurityGroup (applied to every port of the server; 404 for an
 //     unknown group), GET .../os-instance-actions (create and reboot
-//     actions). 404 itemNotFound bodies in Nova's shape.
+//     actions). 404 itemNotFound bodies in Nova's shape. Servers carry
+//     OS-EXT-STS:power_state (Server.Power, else derived from the status)
+//     and, for an admin token only (AdminAppCredID), OS-EXT-SRV-ATTR:host.
+//     GET /v2.1/os-services (filters binary, host) is admin only (403
+//     otherwise); a down or forced-down service has state "down", and
+//     forced_down appears from microversion 2.11.
+//   - Nova server lists page like Nova: at most max_limit servers
+//     (SetMaxLimit, default 1000), limit and marker, a servers_links "next"
+//     link when a page is full; SetPageFault fails the pages after the
+//     first with 500. Servers in a down cell (SetCellDown) are listed as
+//     Nova's down-cell support does: a minimal record with status UNKNOWN
+//     from microversion 2.69 on and only for a list with no filter, paging
+//     or sorting parameter; skipped silently otherwise.
 //
-// Not covered: pagination (everything fits in one page), microversions,
-// policy and roles (every token may do everything), token expiry and
+// Not covered: Neutron pagination (everything fits in one page), other
+// microversion differences than the down-cell records and forced_down's
+// 2.11, GET of a down-cell server, policy and roles beyond those two
+// admin-only reads (every token may do everything else), how Nova arrives
+// at a power or service state (tests set them), token expiry and
 // revocation, any other resource or attribute, and asynchrony (a reboot is
 // complete, ACTIVE, when the 202 returns; Neutron's agents, the ASR and DVS
 // back ends from the field reports are not modelled).

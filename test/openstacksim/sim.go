@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -65,6 +66,70 @@ type Server struct {
 	LaunchedAt time.Time
 	// Network names the network in the addresses map.
 	Network string
+	// Power is OS-EXT-STS:power_state; empty derives it from Status
+	// (see PowerState).
+	Power PowerState
+	// Host is OS-EXT-SRV-ATTR:host, the nova-compute host it runs on;
+	// Nova shows it to admin tokens only (empty: "compute-1").
+	Host string
+}
+
+// PowerState is a server's OS-EXT-STS:power_state, by name.
+type PowerState string
+
+// Power states, with the integers Nova's API returns for them
+// (nova/compute/power_state.py). PowerOmitted is not Nova behaviour: the
+// attribute is left out of the server, so tests can prove a client does
+// not read its absence as NOSTATE (0).
+const (
+	PowerNoState   PowerState = "NOSTATE"   // 0
+	PowerRunning   PowerState = "RUNNING"   // 1
+	PowerPaused    PowerState = "PAUSED"    // 3
+	PowerShutdown  PowerState = "SHUTDOWN"  // 4
+	PowerCrashed   PowerState = "CRASHED"   // 6
+	PowerSuspended PowerState = "SUSPENDED" // 7
+	PowerOmitted   PowerState = "omitted"
+)
+
+var powerCodes = map[PowerState]int{PowerNoState: 0, PowerRunning: 1, PowerPaused: 3, PowerShutdown: 4,
+	PowerCrashed: 6, PowerSuspended: 7}
+
+// power is the server's power state: its Power, or else what its Status
+// usually goes with (SHUTOFF, SHELVED_OFFLOADED, SOFT_DELETED: SHUTDOWN;
+// PAUSED, SUSPENDED: themselves; BUILD: NOSTATE; everything else,
+// including ERROR, RUNNING).
+func (v *Server) power() PowerState {
+	if v.Power != "" {
+		return v.Power
+	}
+	switch v.Status {
+	case "SHUTOFF", "SHELVED_OFFLOADED", "SOFT_DELETED":
+		return PowerShutdown
+	case "PAUSED":
+		return PowerPaused
+	case "SUSPENDED":
+		return PowerSuspended
+	case "BUILD":
+		return PowerNoState
+	}
+	return PowerRunning
+}
+
+// ComputeService is one row of Nova's os-services list (a nova-compute
+// service unless Binary says otherwise).
+type ComputeService struct {
+	ID     int
+	Host   string
+	Binary string // default "nova-compute"
+	// Disabled is status "disabled" (scheduling off); it says nothing
+	// about whether the host runs.
+	Disabled bool
+	// Down is state "down": the service missed its heartbeats.
+	Down bool
+	// ForcedDown is forced_down, an operator's word that the host is
+	// fenced; Nova then reports state "down" too.
+	ForcedDown bool
+	Zone       string
 }
 
 // InstanceAction is one entry of a server's os-instance-actions.
@@ -78,7 +143,11 @@ type InstanceAction struct {
 const (
 	AppCredID     = "sim-app-cred-id"
 	AppCredSecret = "sim-app-cred-secret"
-	Region        = "RegionOne"
+	// AdminAppCredID and AdminAppCredSecret get a token with the admin
+	// role: it sees OS-EXT-SRV-ATTR:host and may list os-services.
+	AdminAppCredID     = "sim-admin-app-cred-id"
+	AdminAppCredSecret = "sim-admin-app-cred-secret"
+	Region             = "RegionOne"
 )
 
 // Sim is the simulated cloud. All methods are safe for concurrent use.
@@ -89,21 +158,28 @@ type Sim struct {
 
 	mu        sync.Mutex
 	maxRoutes int
-	tokens    map[string]bool
+	tokens    map[string]bool // token -> admin
 	routers   map[string]*Router
 	ports     map[string]*Port
 	groups    map[string]*SecurityGroup
 	servers   map[string]*Server
 	actions   map[string][]InstanceAction
+	services  map[int]*ComputeService
 	writes    int
 	replaces  int
+	// maxLimit is Nova's [api]max_limit, the most servers one list page
+	// holds; downCell marks servers whose cell is down; pageFault fails
+	// server list requests that carry a marker.
+	maxLimit  int
+	downCell  map[string]bool
+	pageFault bool
 }
 
 // Start serves a new empty simulator on 127.0.0.1 until Close.
 func Start() *Sim {
 	s := &Sim{Now: time.Now, maxRoutes: 31, tokens: map[string]bool{}, routers: map[string]*Router{},
 		ports: map[string]*Port{}, groups: map[string]*SecurityGroup{}, servers: map[string]*Server{},
-		actions: map[string][]InstanceAction{}}
+		actions: map[string][]InstanceAction{}, services: map[int]*ComputeService{}, maxLimit: 1000, downCell: map[string]bool{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	return s
 }
@@ -117,6 +193,28 @@ func (s *Sim) AuthURL() string { return s.srv.URL + "/identity/v3/" }
 
 // SetMaxRoutes sets Neutron's max_routes (default 31).
 func (s *Sim) SetMaxRoutes(n int) { s.mu.Lock(); s.maxRoutes = n; s.mu.Unlock() }
+
+// SetMaxLimit sets Nova's [api]max_limit (default 1000): a server list
+// returns at most n servers and, when it returns exactly n, a
+// servers_links "next" link carrying limit and marker, as Nova does.
+func (s *Sim) SetMaxLimit(n int) { s.mu.Lock(); s.maxLimit = n; s.mu.Unlock() }
+
+// SetCellDown puts server id in a cell that is down (or back up). Nova then
+// lists it as its down-cell API does: from microversion 2.69 on, and only
+// for a list with no filter, paging or sorting parameter, as a minimal
+// record (id, status UNKNOWN, tenant_id, created, links); otherwise it is
+// skipped without a word (list_records_by_skipping_down_cells, default
+// true). GET /servers/{id} of such a server is not modelled.
+func (s *Sim) SetCellDown(id string, down bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.downCell[id] = down
+}
+
+// SetPageFault makes every server list request that carries a marker (a
+// page after the first) fail with 500, as an API worker dying in the middle
+// of a paged listing would.
+func (s *Sim) SetPageFault(on bool) { s.mu.Lock(); s.pageFault = on; s.mu.Unlock() }
 
 // Writes counts the requests that changed state.
 func (s *Sim) Writes() int { s.mu.Lock(); defer s.mu.Unlock(); return s.writes }
@@ -192,6 +290,23 @@ func (s *Sim) SetStatus(id, status string) {
 	s.servers[id].Status = status
 }
 
+// SetPower sets a server's power state.
+func (s *Sim) SetPower(id string, p PowerState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.servers[id].Power = p
+}
+
+// PutService adds or replaces a compute service (by ID).
+func (s *Sim) PutService(c ComputeService) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c.Binary == "" {
+		c.Binary = "nova-compute"
+	}
+	s.services[c.ID] = &c
+}
+
 // DeleteServer removes a server (its ports stay, as stale ports do).
 func (s *Sim) DeleteServer(id string) {
 	s.mu.Lock()
@@ -233,7 +348,7 @@ func neutronErr(w http.ResponseWriter, code int, typ, msg string) {
 
 // novaErr writes Nova's error shape ({"itemNotFound": {...}} and so on).
 func novaErr(w http.ResponseWriter, code int, msg string) {
-	key := map[int]string{400: "badRequest", 404: "itemNotFound", 409: "conflictingRequest"}[code]
+	key := map[int]string{400: "badRequest", 403: "forbidden", 404: "itemNotFound", 409: "conflictingRequest"}[code]
 	if key == "" {
 		key = "computeFault"
 	}
@@ -258,7 +373,7 @@ func (s *Sim) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	ok := s.tokens[r.Header.Get("X-Auth-Token")]
+	admin, ok := s.tokens[r.Header.Get("X-Auth-Token")]
 	s.mu.Unlock()
 	if !ok {
 		writeJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]any{"code": 401, "title": "Unauthorized", "message": "The request you have made requires authentication."}})
@@ -268,7 +383,7 @@ func (s *Sim) serve(w http.ResponseWriter, r *http.Request) {
 		s.neutron(w, r, strings.Split(strings.TrimSuffix(rest, "/"), "/"))
 		return
 	}
-	s.nova(w, r, strings.Split(strings.TrimSuffix(strings.TrimPrefix(p, "/compute/v2.1/"), "/"), "/"))
+	s.nova(w, r, strings.Split(strings.TrimSuffix(strings.TrimPrefix(p, "/compute/v2.1/"), "/"), "/"), admin)
 }
 
 func (s *Sim) token(w http.ResponseWriter, r *http.Request) {
@@ -288,14 +403,19 @@ func (s *Sim) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ac := req.Auth.Identity.AppCred
-	if !slices.Contains(req.Auth.Identity.Methods, "application_credential") || ac.ID != AppCredID || ac.Secret != AppCredSecret {
+	admin := ac.ID == AdminAppCredID && ac.Secret == AdminAppCredSecret
+	if !slices.Contains(req.Auth.Identity.Methods, "application_credential") || (!admin && (ac.ID != AppCredID || ac.Secret != AppCredSecret)) {
 		writeJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]any{"code": 401, "title": "Unauthorized", "message": "The request you have made requires authentication."}})
 		return
 	}
 	tok := newID("gAAAA")
 	s.mu.Lock()
-	s.tokens[tok] = true
+	s.tokens[tok] = admin
 	s.mu.Unlock()
+	roles := []map[string]any{{"id": "r1", "name": "member"}}
+	if admin {
+		roles = append(roles, map[string]any{"id": "r0", "name": "admin"})
+	}
 	ep := func(id, url string) []map[string]any {
 		return []map[string]any{{"id": id, "interface": "public", "region": Region, "region_id": Region, "url": url}}
 	}
@@ -307,8 +427,8 @@ func (s *Sim) token(w http.ResponseWriter, r *http.Request) {
 		"issued_at":              now.Format("2006-01-02T15:04:05.000000Z"),
 		"user":                   map[string]any{"id": "u1", "name": "drwatch", "domain": map[string]any{"id": "default", "name": "Default"}},
 		"project":                map[string]any{"id": "p1", "name": "cluster", "domain": map[string]any{"id": "default", "name": "Default"}},
-		"roles":                  []map[string]any{{"id": "r1", "name": "member"}},
-		"application_credential": map[string]any{"id": AppCredID, "name": "drwatch", "restricted": true},
+		"roles":                  roles,
+		"application_credential": map[string]any{"id": ac.ID, "name": "drwatch", "restricted": true},
 		"catalog": []map[string]any{
 			{"id": "s-net", "type": "network", "name": "neutron", "endpoints": ep("e-net", s.srv.URL+"/network/")},
 			{"id": "s-comp", "type": "compute", "name": "nova", "endpoints": ep("e-comp", s.srv.URL+"/compute/v2.1/")},
@@ -538,7 +658,7 @@ func sortedKeys[V any](m map[string]V) []string {
 
 func novaTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05Z") }
 
-func (s *Sim) serverJSON(v *Server) map[string]any {
+func (s *Sim) serverJSON(v *Server, admin bool) map[string]any {
 	addrs := []map[string]any{}
 	groups := []map[string]any{}
 	seen := map[string]bool{}
@@ -569,18 +689,101 @@ func (s *Sim) serverJSON(v *Server) map[string]any {
 	if !v.LaunchedAt.IsZero() {
 		launched = v.LaunchedAt.UTC().Format("2006-01-02T15:04:05.000000")
 	}
-	return map[string]any{"id": v.ID, "name": v.Name, "status": v.Status, "tenant_id": "p1", "user_id": "u1",
+	out := map[string]any{"id": v.ID, "name": v.Name, "status": v.Status, "tenant_id": "p1", "user_id": "u1",
 		"metadata": v.Metadata, "created": novaTime(v.Created), "updated": novaTime(v.Created),
 		"addresses": map[string]any{netName: addrs}, "security_groups": groups, "hostId": "h1",
 		"flavor": map[string]any{"id": "f1"}, "image": map[string]any{"id": "i1"}, "links": []any{},
-		"OS-EXT-STS:vm_state": strings.ToLower(v.Status), "OS-EXT-STS:task_state": nil, "OS-EXT-STS:power_state": 1,
+		"OS-EXT-STS:vm_state": strings.ToLower(v.Status), "OS-EXT-STS:task_state": nil,
 		"OS-SRV-USG:launched_at": launched, "OS-SRV-USG:terminated_at": nil}
+	if p := v.power(); p != PowerOmitted {
+		out["OS-EXT-STS:power_state"] = powerCodes[p]
+	}
+	if admin {
+		// Nova's default policy shows the extended server attributes
+		// to admins only; other tokens get no such keys at all.
+		host := v.Host
+		if host == "" {
+			host = "compute-1"
+		}
+		out["OS-EXT-SRV-ATTR:host"] = host
+		out["OS-EXT-SRV-ATTR:hypervisor_hostname"] = host + ".example"
+		out["OS-EXT-SRV-ATTR:instance_name"] = "instance-" + v.ID
+	}
+	return out
+}
+
+// osServices serves GET /os-services (admin only, as Nova's default
+// policy): filters binary and host; forced_down from microversion 2.11.
+func (s *Sim) osServices(w http.ResponseWriter, r *http.Request, admin bool) {
+	if r.Method != http.MethodGet {
+		novaErr(w, 404, "The resource could not be found.")
+		return
+	}
+	if !admin {
+		novaErr(w, 403, "Policy doesn't allow os_compute_api:os-services:list to be performed.")
+		return
+	}
+	q := r.URL.Query()
+	forced := novaMicroversion(r) >= 11
+	ids := make([]int, 0, len(s.services))
+	for id := range s.services {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	out := []map[string]any{}
+	for _, id := range ids {
+		c := s.services[id]
+		if !match(q, "binary", c.Binary) || !match(q, "host", c.Host) {
+			continue
+		}
+		status, state := "enabled", "up"
+		if c.Disabled {
+			status = "disabled"
+		}
+		if c.Down || c.ForcedDown {
+			state = "down"
+		}
+		zone := c.Zone
+		if zone == "" {
+			zone = "nova"
+		}
+		row := map[string]any{"id": c.ID, "binary": c.Binary, "host": c.Host, "zone": zone, "status": status,
+			"state": state, "disabled_reason": nil, "updated_at": "2026-03-01T12:00:00.000000"}
+		if forced {
+			row["forced_down"] = c.ForcedDown
+		}
+		out = append(out, row)
+	}
+	writeJSON(w, 200, map[string]any{"services": out})
+}
+
+// novaMicroversion is the minor version of the compute microversion the
+// request asks for (X-OpenStack-Nova-API-Version or OpenStack-API-Version:
+// compute 2.N); 1 without one.
+func novaMicroversion(r *http.Request) int {
+	v := r.Header.Get("X-OpenStack-Nova-API-Version")
+	if h, ok := strings.CutPrefix(r.Header.Get("OpenStack-API-Version"), "compute "); ok {
+		v = h
+	}
+	if v == "latest" {
+		return 1 << 30
+	}
+	minor, ok := strings.CutPrefix(strings.TrimSpace(v), "2.")
+	n, err := strconv.Atoi(minor)
+	if !ok || err != nil {
+		return 1
+	}
+	return n
 }
 
 // nova serves /v2.1/<parts...>.
-func (s *Sim) nova(w http.ResponseWriter, r *http.Request, parts []string) {
+func (s *Sim) nova(w http.ResponseWriter, r *http.Request, parts []string, admin bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if len(parts) == 1 && parts[0] == "os-services" {
+		s.osServices(w, r, admin)
+		return
+	}
 	if parts[0] != "servers" {
 		novaErr(w, 404, "The resource could not be found.")
 		return
@@ -599,15 +802,72 @@ func (s *Sim) nova(w http.ResponseWriter, r *http.Request, parts []string) {
 				return
 			}
 		}
+		marker := q.Get("marker")
+		if marker != "" && s.pageFault {
+			novaErr(w, 500, "Unexpected API Error. Please report this at http://bugs.launchpad.net/nova/ and attach the Nova API log if possible.")
+			return
+		}
+		limit := s.maxLimit
+		if l := q.Get("limit"); l != "" {
+			n, err := strconv.Atoi(l)
+			if err != nil || n < 0 {
+				novaErr(w, 400, "limit param must be an integer")
+				return
+			}
+			limit = min(n, s.maxLimit)
+		}
+		// nova/api/openstack/compute/servers.py _is_cell_down_supported:
+		// minimal records for down cells only from 2.69 on, and only
+		// without filters, paging or sorting (all_tenants aside).
+		plain := true
+		for k := range q {
+			if k != "all_tenants" {
+				plain = false
+			}
+		}
+		cellDownSupport := plain && novaMicroversion(r) >= 69
 		out := []map[string]any{}
-		for _, id := range sortedKeys(s.servers) {
+		ids := sortedKeys(s.servers)
+		if marker != "" {
+			i := slices.Index(ids, marker)
+			if i < 0 {
+				novaErr(w, 400, fmt.Sprintf("marker [%s] not found", marker))
+				return
+			}
+			ids = ids[i+1:]
+		}
+		last := ""
+		for _, id := range ids {
+			if len(out) == limit {
+				break
+			}
 			v := s.servers[id]
+			if s.downCell[id] {
+				if cellDownSupport {
+					out = append(out, map[string]any{"id": v.ID, "status": "UNKNOWN", "tenant_id": "p1",
+						"created": novaTime(v.Created), "links": []any{}})
+					last = id
+				}
+				continue
+			}
 			if (re != nil && !re.MatchString(v.Name)) || !match(q, "status", v.Status) {
 				continue
 			}
-			out = append(out, s.serverJSON(v))
+			out = append(out, s.serverJSON(v, admin))
+			last = id
 		}
-		writeJSON(w, 200, map[string]any{"servers": out})
+		body := map[string]any{"servers": out}
+		if len(out) == limit && last != "" {
+			next := url.Values{}
+			for k, vs := range q {
+				next[k] = vs
+			}
+			next.Set("limit", strconv.Itoa(limit))
+			next.Set("marker", last)
+			body["servers_links"] = []map[string]any{{"rel": "next",
+				"href": s.srv.URL + "/compute/v2.1/" + strings.Join(parts, "/") + "?" + next.Encode()}}
+		}
+		writeJSON(w, 200, body)
 		return
 	}
 	v, ok := s.servers[parts[1]]
@@ -617,7 +877,7 @@ func (s *Sim) nova(w http.ResponseWriter, r *http.Request, parts []string) {
 	}
 	switch {
 	case len(parts) == 2 && r.Method == http.MethodGet:
-		writeJSON(w, 200, map[string]any{"server": s.serverJSON(v)})
+		writeJSON(w, 200, map[string]any{"server": s.serverJSON(v, admin)})
 	case len(parts) == 3 && parts[2] == "os-instance-actions" && r.Method == http.MethodGet:
 		out := []map[string]any{}
 		for _, a := range s.actions[v.ID] {

@@ -3,6 +3,7 @@ package openstacksim
 import (
 	"context"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -11,16 +12,22 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/instanceactions"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/secgroups"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/services"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/extraroutes"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"github.com/gophercloud/gophercloud/v2/pagination"
 )
 
 func clients(t *testing.T, s *Sim) (network, compute *gophercloud.ServiceClient) {
+	return clientsAs(t, s, AppCredID, AppCredSecret)
+}
+
+func clientsAs(t *testing.T, s *Sim, id, secret string) (network, compute *gophercloud.ServiceClient) {
 	t.Helper()
 	ctx := context.Background()
 	p, err := openstack.AuthenticatedClient(ctx, gophercloud.AuthOptions{IdentityEndpoint: s.AuthURL(),
-		ApplicationCredentialID: AppCredID, ApplicationCredentialSecret: AppCredSecret})
+		ApplicationCredentialID: id, ApplicationCredentialSecret: secret})
 	if err != nil {
 		t.Fatalf("auth: %v", err)
 	}
@@ -163,5 +170,135 @@ func TestNova(t *testing.T) {
 	}
 	if err := secgroups.AddServer(ctx, comp, "vm1", "nope").ExtractErr(); !gophercloud.ResponseCodeIs(err, 404) {
 		t.Fatalf("got %v, want 404", err)
+	}
+}
+
+// listAll lists every server through gophercloud's paging and returns
+// their "id:status" and the number of pages requested.
+func listAll(t *testing.T, comp *gophercloud.ServiceClient, opts servers.ListOpts) ([]string, int, error) {
+	t.Helper()
+	var got []string
+	pages := 0
+	err := servers.List(comp, opts).EachPage(context.Background(), func(_ context.Context, p pagination.Page) (bool, error) {
+		pages++
+		vs, err := servers.ExtractServers(p)
+		for _, v := range vs {
+			got = append(got, v.ID+":"+v.Status)
+		}
+		return true, err
+	})
+	return got, pages, err
+}
+
+func TestNovaPagingAndDownCells(t *testing.T) {
+	s := Start()
+	defer s.Close()
+	_, comp := clients(t, s)
+	for _, id := range []string{"vm1", "vm2", "vm3"} {
+		s.PutServer(Server{ID: id, Name: "k-" + id, Status: "ACTIVE", Created: time.Now()})
+	}
+	s.SetMaxLimit(2)
+	got, pages, err := listAll(t, comp, servers.ListOpts{})
+	if err != nil || !slices.Equal(got, []string{"vm1:ACTIVE", "vm2:ACTIVE", "vm3:ACTIVE"}) || pages != 2 {
+		t.Fatalf("paged list: got %q in %d pages, err %v; want all three in 2 pages", got, pages, err)
+	}
+	s.SetPageFault(true)
+	if _, _, err := listAll(t, comp, servers.ListOpts{}); !gophercloud.ResponseCodeIs(err, 500) {
+		t.Fatalf("page fault: got %v, want 500 on the second page", err)
+	}
+	s.SetPageFault(false)
+	s.SetMaxLimit(1000)
+	s.SetCellDown("vm2", true)
+	v269 := *comp
+	v269.Microversion = "2.69"
+	for _, tt := range []struct {
+		name string
+		comp *gophercloud.ServiceClient
+		opts servers.ListOpts
+		want []string
+	}{
+		{"2.1 skips the down cell", comp, servers.ListOpts{}, []string{"vm1:ACTIVE", "vm3:ACTIVE"}},
+		{"2.69 shows it as UNKNOWN", &v269, servers.ListOpts{}, []string{"vm1:ACTIVE", "vm2:UNKNOWN", "vm3:ACTIVE"}},
+		{"2.69 with a filter skips it", &v269, servers.ListOpts{Name: "^k-"}, []string{"vm1:ACTIVE", "vm3:ACTIVE"}},
+		{"2.69 with paging skips it", &v269, servers.ListOpts{Limit: 5}, []string{"vm1:ACTIVE", "vm3:ACTIVE"}},
+	} {
+		got, _, err := listAll(t, tt.comp, tt.opts)
+		if err != nil || !slices.Equal(got, tt.want) {
+			t.Errorf("%s: got %q, %v; want %q", tt.name, got, err, tt.want)
+		}
+	}
+}
+
+// TestNovaPowerStateAndComputeServices: power_state follows the server
+// (never guessed from absence), the host attribute and os-services are
+// admin-only, and forced_down needs microversion 2.11.
+func TestNovaPowerStateAndComputeServices(t *testing.T) {
+	s := Start()
+	defer s.Close()
+	s.PutServer(Server{ID: "vm-on", Name: "on", Status: "ACTIVE", Host: "cmp-1"})
+	s.PutServer(Server{ID: "vm-off", Name: "off", Status: "SHUTOFF"})
+	s.PutServer(Server{ID: "vm-err", Name: "err", Status: "ERROR", Power: PowerCrashed})
+	s.PutServer(Server{ID: "vm-none", Name: "none", Status: "ACTIVE", Power: PowerOmitted})
+	s.PutService(ComputeService{ID: 1, Host: "cmp-1"})
+	s.PutService(ComputeService{ID: 2, Host: "cmp-2", ForcedDown: true})
+	s.PutService(ComputeService{ID: 3, Host: "cmp-1", Binary: "nova-conductor", Down: true})
+	ctx := context.Background()
+	_, member := clients(t, s)
+	_, admin := clientsAs(t, s, AdminAppCredID, AdminAppCredSecret)
+
+	type raw struct {
+		Power *int    `json:"OS-EXT-STS:power_state"`
+		Host  *string `json:"OS-EXT-SRV-ATTR:host"`
+	}
+	get := func(c *gophercloud.ServiceClient, id string) raw {
+		t.Helper()
+		var v raw
+		if err := servers.Get(ctx, c, id).ExtractInto(&v); err != nil {
+			t.Fatalf("get %s: %v", id, err)
+		}
+		return v
+	}
+	for id, want := range map[string]int{"vm-on": 1, "vm-off": 4, "vm-err": 6} {
+		if got := get(member, id); got.Power == nil || *got.Power != want {
+			t.Errorf("%s: got power_state %v, want %d", id, got.Power, want)
+		}
+	}
+	if got := get(member, "vm-none"); got.Power != nil {
+		t.Errorf("vm-none: got power_state %d, want the attribute absent", *got.Power)
+	}
+	if got := get(member, "vm-on"); got.Host != nil {
+		t.Errorf("member token: got host %q, want no host attribute", *got.Host)
+	}
+	if got := get(admin, "vm-on"); got.Host == nil || *got.Host != "cmp-1" {
+		t.Errorf("admin token: got host %v, want cmp-1", got.Host)
+	}
+	s.SetPower("vm-on", PowerSuspended)
+	if got := get(admin, "vm-on"); got.Power == nil || *got.Power != 7 {
+		t.Errorf("after SetPower: got %v, want 7", got.Power)
+	}
+
+	list := func(c *gophercloud.ServiceClient, host string) ([]services.Service, error) {
+		pg, err := services.List(c, services.ListOpts{Binary: "nova-compute", Host: host}).AllPages(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return services.ExtractServices(pg)
+	}
+	if _, err := list(member, "cmp-1"); !gophercloud.ResponseCodeIs(err, http.StatusForbidden) {
+		t.Fatalf("member os-services: got %v, want 403", err)
+	}
+	got, err := list(admin, "cmp-1")
+	if err != nil || len(got) != 1 || got[0].State != "up" || got[0].Binary != "nova-compute" {
+		t.Fatalf("cmp-1: got %+v %v, want one nova-compute, up", got, err)
+	}
+	got, err = list(admin, "cmp-2")
+	if err != nil || len(got) != 1 || got[0].State != "down" || got[0].ForcedDown {
+		t.Fatalf("cmp-2 at 2.1: got %+v %v, want state down and no forced_down", got, err)
+	}
+	v211 := *admin
+	v211.Microversion = "2.11"
+	got, err = list(&v211, "cmp-2")
+	if err != nil || len(got) != 1 || !got[0].ForcedDown {
+		t.Fatalf("cmp-2 at 2.11: got %+v %v, want forced_down", got, err)
 	}
 }

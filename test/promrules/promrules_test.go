@@ -52,6 +52,11 @@ var exported = []string{
 	"drwatch_raft_refused_connections_total", "drwatch_raft_peers",
 	// failover/remediate (const MetricActions, MetricBrake)
 	"drwatch_remediation_actions_total", "drwatch_remediation_brake_engaged",
+	// failover/remediate/clusterhealth
+	"drwatch_cluster_health_read_ok", "drwatch_cluster_health_read_timestamp_seconds", "drwatch_cluster_nodes",
+	"drwatch_cluster_node_condition", "drwatch_cluster_nodes_unknown", "drwatch_cluster_nodes_pleg_unhealthy",
+	"drwatch_cluster_recent_events", "drwatch_cluster_lb_services_pending", "drwatch_cluster_router_routes",
+	"drwatch_cluster_router_route_limit", "drwatch_cluster_version_info",
 }
 
 // declaredOnly are names the code declares but does not register or

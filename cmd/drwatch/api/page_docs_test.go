@@ -12,6 +12,7 @@ import (
 
 	"github.com/drwatch/drwatch/cluster"
 	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/failover/remediate/clusterhealth"
 )
 
 // docTypes are the JSON shapes docs/api.md documents, one "### `Name`"
@@ -26,6 +27,14 @@ var docTypes = []struct {
 	{"DNSCheck", reflect.TypeFor[DNSCheck]()},
 	{"ServerCheck", reflect.TypeFor[ServerCheck]()},
 	{"ReconcileStatus", reflect.TypeFor[ReconcileStatus]()},
+	{"ClusterHealth", reflect.TypeFor[clusterhealth.Site]()},
+	{"ClusterNodes", reflect.TypeFor[clusterhealth.Nodes]()},
+	{"NodeProblem", reflect.TypeFor[clusterhealth.NodeProblem]()},
+	{"ClusterEvents", reflect.TypeFor[clusterhealth.Events]()},
+	{"ClusterEvent", reflect.TypeFor[clusterhealth.Event]()},
+	{"ClusterServices", reflect.TypeFor[clusterhealth.Services]()},
+	{"PendingService", reflect.TypeFor[clusterhealth.PendingService]()},
+	{"RouteQuota", reflect.TypeFor[clusterhealth.Routes]()},
 	{"View", reflect.TypeFor[failover.View]()},
 	{"Policy", reflect.TypeFor[failover.Policy]()},
 	{"FailbackPolicy", reflect.TypeFor[failover.FailbackPolicy]()},

@@ -111,7 +111,7 @@ func fxFailedOver() Status {
 		},
 	}
 	return Status{
-		ServedBy: "b", ServedAt: fxNow, Leader: "a", StaleSeconds: 1,
+		ServedBy: "b", ServedAt: fxNow, Leader: "a", StaleSeconds: 1, ClusterHealth: fxClusters(),
 		Raft: RaftStatus{State: "Follower", Term: 7, CommitIndex: 4711, AppliedIndex: 4711, LastSnapshotIndex: 4096, LastContactSecs: 0.2,
 			LeaderAddr: "127.0.0.1:7401", Members: []cluster.Member{
 				{ID: "a", Addr: "127.0.0.1:7401", Suffrage: "voter", Leader: true},

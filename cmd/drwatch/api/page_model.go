@@ -56,6 +56,8 @@ type pageModel struct {
 	Raft    raftModel
 	Repairs []repairRow
 	History []incidentModel
+
+	Clusters []clusterModel
 }
 
 // repairRow is one remediation record, as the Repairs section shows it.
@@ -314,6 +316,7 @@ func buildPage(st Status, now time.Time, nonce string) pageModel {
 	m.Raft = raftOf(&st)
 	m.History = incidents(v.History, now)
 	m.Repairs = repairs(v.Remediations, now)
+	m.Clusters = clusters(st.ClusterHealth, now)
 	return m
 }
 
@@ -718,6 +721,8 @@ func repairs(rs []failover.RemediationRecord, now time.Time) []repairRow {
 			row.Result, row.Class = "skipped: cap reached", "warn"
 		case failover.RemediationDryRun:
 			row.Result, row.Class = "dry run: not applied", "manual"
+		case failover.RemediationBlocked:
+			row.Result, row.Class = "blocked: budget refused, retried next pass", "warn"
 		case failover.RemediationPlanned:
 			row.Result, row.Class = "planned", "minor"
 		default:

@@ -220,6 +220,36 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
 {{- end}}
 </tbody></table></div>
 </section>
+{{- if .Clusters}}
+<section aria-label="cluster health" id="cluster-health">
+<h2>Cluster health</h2>
+<div class="sites">
+{{- range .Clusters}}
+<div class="site" id="cluster-{{.Site}}">
+<h3>{{.Site}} cluster <span class="pill {{.Class}}">{{.Verdict}}</span></h3>
+{{- if .Read}}<div class="small muted">{{.Read}}</div>{{end}}
+{{- if .NotConfigured}}<p class="muted small">{{.NotConfigured}}</p>{{end}}
+{{- if .Rows}}
+<dl class="kv">{{range .Rows}}<dt>{{.Label}}</dt><dd>{{if .Class}}<span class="pill {{.Class}}">{{.Value}}</span>{{else}}{{.Value}}{{end}}</dd>{{end}}</dl>
+{{- end}}
+{{- if .Nodes}}
+<div class="small"><b>nodes</b>{{range .Nodes}}<div class="mono">{{.}}</div>{{end}}</div>
+{{- end}}
+{{- if .Pending}}
+<div class="small"><b>pending LoadBalancer Services, oldest first</b>{{range .Pending}}<div class="mono">{{.}}</div>{{end}}</div>
+{{- end}}
+{{- if .Events}}
+<div class="scroll"><table class="cluster-events">
+<thead><tr><th>last seen</th><th>reason</th><th>object</th><th>message</th></tr></thead>
+<tbody>{{range .Events}}<tr><td title="{{.At}}">{{.AtRel}}</td><td>{{.Reason}} <span class="small muted">{{.Count}}</span></td><td class="mono">{{.Object}}</td><td class="small">{{.Message}}</td></tr>{{end}}</tbody>
+</table></div>
+{{- end}}
+</div>
+{{- end}}
+</div>
+<p class="small muted">Read by {{.ServedBy}} itself, read-only, from each site's Kubernetes API (remediations.kubernetes) and its Neutron router; every watcher reads on its own. None of this moves traffic or triggers a repair.</p>
+</section>
+{{- end}}
 <section aria-label="repairs" id="repairs">
 <h2>Repairs (newest first)</h2>
 {{- if .Repairs}}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/drwatch/drwatch/cluster"
 	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/failover/remediate/clusterhealth"
 )
 
 // Backend is what a node offers the API. Reads come from the local replica;
@@ -55,6 +56,9 @@ type Status struct {
 	DNS          DNSCheck      `json:"dns"`
 	// Reconcile is the last reconciler pass; only the leader has one.
 	Reconcile *ReconcileStatus `json:"reconcile,omitempty"`
+	// ClusterHealth is each site's cluster as this node last read it
+	// (read-only, not replicated; never an input to a decision).
+	ClusterHealth []clusterhealth.Site `json:"cluster_health"`
 }
 
 // RaftStatus summarises this node's Raft state.

@@ -303,3 +303,30 @@ func TestProviderSectionTakesOnlyItsOwnFields(t *testing.T) {
 		})
 	}
 }
+
+// A hook's timeout defaults to a minute and on_timeout to proceed; both are
+// bounded, and a problem names the hook's field.
+func TestHookTimeoutSettings(t *testing.T) {
+	c, ps := loadString(t, validYAML(t)+"hooks:\n  pre_failover:\n    - { name: check-db, command: [/usr/local/bin/check-db] }\n")
+	if ps != nil {
+		t.Fatalf("got problems:\n%v", ps)
+	}
+	if h := c.Hooks.PreFailover[0]; h.Timeout != time.Minute || h.OnTimeout != "" {
+		t.Errorf("got timeout %s on_timeout %q, want 1m0s and empty (proceed)", h.Timeout, h.OnTimeout)
+	}
+	_, ps = loadString(t, validYAML(t)+`hooks:
+  pre_failover:
+    - { name: check-db, command: [x], timeout: 2h, on_timeout: wait }
+  post_failover:
+    - { name: notify, command: [x], on_timeout: block }
+`)
+	for _, want := range []string{
+		"hooks.pre_failover[check-db].timeout: 2h0m0s must be at most 10m0s",
+		`hooks.pre_failover[check-db].on_timeout: "wait" must be proceed or block`,
+		"hooks.post_failover[notify].on_timeout: only pre_failover hooks hold a flip",
+	} {
+		if !strings.Contains(ps.Error(), want) {
+			t.Errorf("missing %q in:\n%v", want, ps)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/failover/remediate/clusterhealth"
 	"github.com/drwatch/drwatch/failover/remediate/hooks"
 	"reflect"
 	"time"
@@ -21,7 +22,10 @@ type Config struct {
 	Remediations remediate.Config `yaml:"remediations" doc:"Repairs the leader runs in its reconciliation loop; each is off (or dry-run) until enabled."`
 	// Hooks run around a flip.
 	Hooks hooks.Config `yaml:"hooks" doc:"Commands or signed webhooks run before and after a flip."`
-	Log   Log          `yaml:"log" doc:"Logging."`
+	// ClusterHealth tunes the read-only Cluster health section; the clusters
+	// are those of remediations.kubernetes.
+	ClusterHealth clusterhealth.Config `yaml:"cluster_health" doc:"Every watcher reads each site's cluster named in remediations.kubernetes (read-only) for the status page's Cluster health section, metrics and alerts; never for a decision."`
+	Log           Log                  `yaml:"log" doc:"Logging."`
 }
 
 // Node is this watcher's identity.

@@ -66,7 +66,25 @@ func (v *validator) config(c *Config) {
 	v.dns(c)
 	v.remediations(c)
 	v.hooks(c)
+	v.clusterHealth(c)
 	v.log(c)
+}
+
+// clusterHealth applies the section's defaults and rules; its errors name
+// their field path.
+func (v *validator) clusterHealth(c *Config) {
+	c.ClusterHealth = c.ClusterHealth.WithDefaults()
+	err := c.ClusterHealth.Validate()
+	if err == nil {
+		return
+	}
+	for _, e := range unjoin(err) {
+		path, rest, ok := strings.Cut(e.Error(), ": ")
+		if !ok {
+			path, rest = "cluster_health", e.Error()
+		}
+		v.add(path, "%s", rest)
+	}
 }
 
 func (v *validator) hooks(c *Config) {

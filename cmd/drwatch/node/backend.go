@@ -64,6 +64,7 @@ func (n *Node) Status(ctx context.Context) api.Status {
 		}
 	}
 	s.Warnings = n.warnings(v, st, s.StaleSeconds)
+	s.ClusterHealth = n.health.Sites()
 	return s
 }
 

@@ -120,12 +120,17 @@ type Cloud struct {
 	Instances kube.InstanceChecker
 	// Rebooter reboots nodes for orphaned-pods (nil: no cloud for its site).
 	Rebooter kube.NodeRebooter
+	// Pools reads load-balancer pools for drain-trap (nil: no cloud for its
+	// site, so drain-trap moves nothing).
+	Pools kube.LoadBalancerPools
 }
 
-// CloudRemediators builds the OpenStack repairs r enables, and the instance
-// check dead-node uses (nil when no cloud is configured). Nothing here
+// CloudRemediators builds the OpenStack repairs r enables, the instance
+// check dead-node uses and the pool reader drain-trap uses (nil when no
+// cloud is configured for their site). Nothing here
 // touches the cloud: clients authenticate on first use. kubeClients give
-// never-ready-instances its node readiness (the site openstack.site names).
+// never-ready-instances its node readiness and neutron-route-gc its node
+// pod CIDRs (the site openstack.site names).
 func CloudRemediators(r remediate.Config, kubeClients kube.Clients, log *slog.Logger, now func() time.Time) (Cloud, error) {
 	r = r.WithDefaults()
 	var out []remediate.Entry
@@ -148,9 +153,33 @@ func CloudRemediators(r remediate.Config, kubeClients kube.Clients, log *slog.Lo
 	if os.Site == r.OrphanedPods.Site {
 		res.Rebooter = lazyInstances{clients: clients}
 	}
+	if os.Site == r.DrainTrap.Site {
+		// Authenticates afresh on every read: nothing to build lazily.
+		res.Pools = octavia.NewPools(os.OpenStackAuth, r.DrainTrap.ClusterName)
+	}
 	if !os.Enabled() {
 		res.Entries = out
 		return res, nil
+	}
+	// never-ready-instances reads node readiness, neutron-route-gc node
+	// pod CIDRs, both from the site's own API server. Every lazy build
+	// gets the reader: Entries builds all that is enabled.
+	var nodes openstack.NodeReader
+	for _, need := range []struct {
+		on    bool
+		field string
+	}{{os.NeverReadyInstances.Mode.Enabled(), "never_ready_instances"}, {os.NeutronRouteGC.Mode.Enabled(), "neutron_route_gc"}} {
+		if !need.on || nodes != nil {
+			continue
+		}
+		kc := kubeClients.Primary
+		if os.Site == "backup" {
+			kc = kubeClients.Backup
+		}
+		if kc == nil {
+			return Cloud{}, fmt.Errorf("remediations.openstack.%s needs the %s site's kubernetes client (remediations.kubernetes.%s)", need.field, os.Site, os.Site)
+		}
+		nodes = openstack.NewKubeReadiness(kc)
 	}
 	// Entries validates the section and picks what is enabled; build it
 	// once with no clients to learn the names and settings, then defer the
@@ -160,21 +189,10 @@ func CloudRemediators(r remediate.Config, kubeClients kube.Clients, log *slog.Lo
 		if !on {
 			continue
 		}
-		var readiness openstack.NodeReadiness
-		if name == openstack.NeverReadyName {
-			kc := kubeClients.Primary
-			if os.Site == "backup" {
-				kc = kubeClients.Backup
-			}
-			if kc == nil {
-				return Cloud{}, fmt.Errorf("remediations.openstack.never_ready_instances needs the %s site's kubernetes client (remediations.kubernetes.%s)", os.Site, os.Site)
-			}
-			readiness = openstack.NewKubeReadiness(kc)
-		}
 		name := name
 		out = append(out, remediate.Entry{Settings: settings, Remediator: &lazyRemediator{name: name, clients: clients,
 			build: func(cl *openstack.Clients) (remediate.Remediator, error) {
-				es, err := openstack.Entries(r, cl, readiness, now)
+				es, err := openstack.Entries(r, cl, nodes, now)
 				if err != nil {
 					return nil, err
 				}

@@ -50,7 +50,8 @@ func (g warmupGate) Before(ctx context.Context, d reconcile.Decision) (string, e
 	return fmt.Sprintf("backup ready after %s (scaled %d workload(s))", res.Waited.Round(time.Second), len(actions)), nil
 }
 
-// hookGate runs the pre-failover hooks.
+// hookGate runs the pre-failover hooks; a hook that times out holds the
+// flip only with on_timeout: block.
 type hookGate struct {
 	node  string
 	hooks []hooks.Hook
@@ -62,10 +63,7 @@ func (g hookGate) Before(ctx context.Context, d reconcile.Decision) (string, err
 	if len(g.hooks) == 0 {
 		return "", nil
 	}
-	if err := hooks.RunAll(ctx, g.hooks, event("pre-failover", g.node, d)); err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("%d pre-failover hook(s) ok", len(g.hooks)), nil
+	return hooks.RunPreFailover(ctx, g.hooks, event("pre-failover", g.node, d))
 }
 
 func event(phase, node string, d reconcile.Decision) hooks.Event {

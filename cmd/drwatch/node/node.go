@@ -15,6 +15,7 @@ import (
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/failover/reconcile"
 	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/failover/remediate/clusterhealth"
 	"github.com/drwatch/drwatch/failover/remediate/kube"
 	"github.com/drwatch/drwatch/probes"
 	"github.com/prometheus/client_golang/prometheus"
@@ -58,7 +59,8 @@ type Node struct {
 	changed    chan struct{} // a command was applied (wakes the reconciler)
 	dnsChanged chan struct{} // a command was applied (wakes the DNS check)
 
-	remediators []remediate.Entry // enabled repairs; run by the leader only
+	remediators []remediate.Entry      // enabled repairs; run by the leader only
+	health      *clusterhealth.Monitor // read-only view of both clusters; every node runs its own
 
 	probeCancel context.CancelFunc
 	wg          sync.WaitGroup
@@ -160,6 +162,12 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	if n.remediators, err = remediators(c, n); err != nil {
 		return nil, err
 	}
+	if n.health, err = ClusterHealth(c, n.now); err != nil {
+		return nil, err
+	}
+	if err := reg.Register(n.health); err != nil {
+		return nil, fmt.Errorf("cluster health metrics: %w", err)
+	}
 
 	pm, err := probes.NewMetrics(reg)
 	if err != nil {
@@ -202,6 +210,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	})
 	n.goFunc(func() { n.reportLoop(probeCtx) })
 	n.goFunc(func() { n.dnsCheckLoop(probeCtx) })
+	n.goFunc(func() { n.health.Run(probeCtx) })
 	n.goFunc(func() { n.cluster.RunWhileLeader(probeCtx, n.lead) })
 	reloadEvery := o.CredentialsReloadEvery
 	if reloadEvery <= 0 {
@@ -428,16 +437,13 @@ func remediators(c *config.Config, n *Node) ([]remediate.Entry, error) {
 			return nil, fmt.Errorf("remediations.kubernetes.backup: %w", err)
 		}
 	}
-	decision := func() remediate.Decision {
-		d := n.machine.Desired()
-		return remediate.Decision{Gen: d.Gen, Active: d.Active}
-	}
+	decision := func() remediate.Decision { return remediate.NewDecision(n.machine.Desired(), n.machine.History()) }
 	cloud, err := cloudRemediators(c, clients, n.log, n.now)
 	if err != nil {
 		return nil, err
 	}
 	// Without a cloud instance check dead-node never taints (it fails closed).
-	entries, err := kube.Entries(r, clients, cloud.Instances, cloud.Rebooter, decision, n.now)
+	entries, err := kube.Entries(r, clients, cloud.Instances, cloud.Rebooter, cloud.Pools, decision, n.now)
 	if err != nil {
 		return nil, err
 	}

@@ -1,18 +1,20 @@
 // Package hooks runs the operator's pre- and post-failover hooks: a command
 // (with the decision in DRWATCH_* environment variables) or a webhook (the
-// decision as JSON, signed with HMAC-SHA256), each with a timeout.
+// decision as JSON, signed with HMAC-SHA256 over a timestamp, a nonce and
+// the body, so it cannot be replayed; receivers check it with Verify), each
+// with a timeout.
 //
 // A failing pre-failover hook blocks an automatic flip and says so; a manual
-// or forced flip goes ahead and records the failure. Post-failover hooks run
-// once the flip is verified; their failures are recorded, never undone.
+// or forced flip goes ahead and records the failure. A hook that times out
+// is not a failure unless its on_timeout says block: by default the flip
+// goes ahead and the record says the hook timed out, so a hung hook never
+// holds a flip for ever. Post-failover hooks run once the flip is verified;
+// their failures are recorded, never undone.
 package hooks
 
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,11 +46,37 @@ type Hook struct {
 	Name string `yaml:"name" doc:"Name, for the history and logs."`
 	// Command is argv; no shell is involved.
 	Command []string `yaml:"command" doc:"Command and arguments (no shell); the decision is in DRWATCH_PHASE, DRWATCH_GEN, DRWATCH_FROM, DRWATCH_TO, DRWATCH_KIND, DRWATCH_FORCED, DRWATCH_ACTOR, DRWATCH_REASON, DRWATCH_NODE."`
-	URL     string   `yaml:"url" doc:"Webhook URL: the decision is POSTed as JSON, signed in X-Drwatch-Signature: sha256=<hex HMAC of the body>."`
+	URL     string   `yaml:"url" doc:"Webhook URL: the decision is POSTed as JSON with X-Drwatch-Timestamp (Unix seconds), X-Drwatch-Nonce (32 hex digits) and X-Drwatch-Signature: sha256=<hex HMAC-SHA256 of timestamp, newline, nonce, newline, body>; docs/security.md says how a receiver checks it."`
 	// SecretFile holds the webhook's HMAC key.
 	SecretFile string        `yaml:"secret_file" doc:"File holding the webhook's HMAC-SHA256 key (required with url)."`
-	Timeout    time.Duration `yaml:"timeout" doc:"Longest the hook may run (default 30s)."`
+	Timeout    time.Duration `yaml:"timeout" default:"1m" doc:"Longest the hook may run, at most 10m; then a command is killed with its process group and a webhook request is cancelled."`
+	// OnTimeout says what a pre-failover hook that times out does to an
+	// automatic flip; empty means OnTimeoutProceed.
+	OnTimeout string `yaml:"on_timeout" doc:"Pre-failover hooks only: proceed (the default: the flip goes ahead and the history says the hook timed out) or block (a timeout holds back an automatic flip like a failure; a manual or forced flip still goes ahead)."`
 }
+
+// What a pre-failover hook that times out does.
+const (
+	OnTimeoutProceed = "proceed"
+	OnTimeoutBlock   = "block"
+)
+
+// ErrTimedOut is what a hook that ran out of its timeout wraps (as a
+// *TimeoutError). Its parent context ending is not a timeout.
+var ErrTimedOut = errors.New("hook timed out")
+
+// TimeoutError is a hook that ran out of its timeout.
+type TimeoutError struct {
+	Hook  string
+	After time.Duration
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("hook %s: timed out after %s", e.Hook, e.After)
+}
+
+// Is makes errors.Is(err, ErrTimedOut) hold.
+func (e *TimeoutError) Is(target error) bool { return target == ErrTimedOut }
 
 // Config holds the hooks of each phase.
 type Config struct {
@@ -57,7 +85,10 @@ type Config struct {
 }
 
 // DefaultTimeout bounds a hook without its own timeout.
-const DefaultTimeout = 30 * time.Second
+const DefaultTimeout = time.Minute
+
+// MaxTimeout bounds any hook's timeout: a flip waits for its hooks.
+const MaxTimeout = 10 * time.Minute
 
 // maxOutput bounds what a failing command's output contributes to the error.
 const maxOutput = 512
@@ -79,8 +110,18 @@ func (c Config) Validate() error {
 			case h.URL != "" && !strings.HasPrefix(h.URL, "https://") && !strings.HasPrefix(h.URL, "http://"):
 				errs = append(errs, fmt.Errorf("%s.url: must be http(s)", p))
 			}
-			if h.Timeout < 0 {
-				errs = append(errs, fmt.Errorf("%s.timeout: must be >= 0", p))
+			switch {
+			case h.Timeout < 0:
+				errs = append(errs, fmt.Errorf("%s.timeout: %s must be >= 0", p, h.Timeout))
+			case h.Timeout > MaxTimeout:
+				errs = append(errs, fmt.Errorf("%s.timeout: %s must be at most %s", p, h.Timeout, MaxTimeout))
+			}
+			switch {
+			case h.OnTimeout == "":
+			case phase != "pre_failover":
+				errs = append(errs, fmt.Errorf("%s.on_timeout: only pre_failover hooks hold a flip", p))
+			case h.OnTimeout != OnTimeoutProceed && h.OnTimeout != OnTimeoutBlock:
+				errs = append(errs, fmt.Errorf("%s.on_timeout: %q must be %s or %s", p, h.OnTimeout, OnTimeoutProceed, OnTimeoutBlock))
 			}
 		}
 	}
@@ -98,24 +139,33 @@ func (h Hook) Label() string {
 	return "webhook"
 }
 
-// Run runs the hook once for ev. It is safe for concurrent use.
+// errHookDeadline is the cause of a hook's own deadline, told apart from
+// its parent context ending.
+var errHookDeadline = errors.New("hook deadline")
+
+// Run runs the hook once for ev. It is safe for concurrent use. A hook
+// that runs out of its timeout returns a *TimeoutError (ErrTimedOut); a
+// command is then killed with its process group.
 func (h Hook) Run(ctx context.Context, ev Event) error {
 	t := h.Timeout
 	if t <= 0 {
 		t = DefaultTimeout
 	}
-	ctx, cancel := context.WithTimeout(ctx, t)
+	hctx, cancel := context.WithTimeoutCause(ctx, t, errHookDeadline)
 	defer cancel()
 	var err error
 	if len(h.Command) > 0 {
-		err = h.runCommand(ctx, ev)
+		err = h.runCommand(hctx, ev)
 	} else {
-		err = h.runWebhook(ctx, ev)
+		err = h.runWebhook(hctx, ev)
 	}
-	if err != nil {
-		return fmt.Errorf("hook %s: %w", h.Label(), err)
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() == nil && context.Cause(hctx) == errHookDeadline:
+		return &TimeoutError{Hook: h.Label(), After: t}
 	}
-	return nil
+	return fmt.Errorf("hook %s: %w", h.Label(), err)
 }
 
 func (h Hook) runCommand(ctx context.Context, ev Event) error {
@@ -133,19 +183,12 @@ func (h Hook) runCommand(ctx context.Context, ev Event) error {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
 	if ctx.Err() != nil {
-		return fmt.Errorf("timed out: %w", ctx.Err())
+		return ctx.Err()
 	}
 	if err != nil {
 		return fmt.Errorf("%w; output: %s", err, lastBytes(out.String(), maxOutput))
 	}
 	return nil
-}
-
-// Sign returns the signature header value for body under key.
-func Sign(key, body []byte) string {
-	m := hmac.New(sha256.New, key)
-	m.Write(body)
-	return "sha256=" + hex.EncodeToString(m.Sum(nil))
 }
 
 func (h Hook) runWebhook(ctx context.Context, ev Event) error {
@@ -163,12 +206,14 @@ func (h Hook) runWebhook(ctx context.Context, ev Event) error {
 		return fmt.Errorf("url: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Drwatch-Signature", Sign(key, body))
+	if err := signRequest(req, key, body, time.Now()); err != nil {
+		return err
+	}
 	req.Header.Set("X-Drwatch-Event", ev.Phase)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("timed out: %w", ctx.Err())
+			return ctx.Err()
 		}
 		return err
 	}
@@ -178,6 +223,34 @@ func (h Hook) runWebhook(ctx context.Context, ev Event) error {
 		return fmt.Errorf("webhook answered %d: %s", resp.StatusCode, strings.TrimSpace(string(excerpt)))
 	}
 	return nil
+}
+
+// RunPreFailover runs the pre-failover hooks in order and returns the note
+// to record. An error (a hook that failed, or timed out with on_timeout:
+// block) holds back an automatic flip. A hook that timed out with
+// on_timeout: proceed, the default, is in the note and the flip goes
+// ahead, so a hung hook never holds a flip for ever.
+func RunPreFailover(ctx context.Context, hs []Hook, ev Event) (string, error) {
+	var errs []error
+	var notes []string
+	ok := 0
+	for _, h := range hs {
+		err := h.Run(ctx, ev)
+		switch {
+		case err == nil:
+			ok++
+		case !errors.Is(err, ErrTimedOut):
+			errs = append(errs, err)
+		case h.OnTimeout == OnTimeoutBlock:
+			errs = append(errs, fmt.Errorf("%w (on_timeout: %s)", err, OnTimeoutBlock))
+		default:
+			notes = append(notes, fmt.Sprintf("%v; on_timeout: %s, so the flip goes ahead", err, OnTimeoutProceed))
+		}
+	}
+	if len(errs) > 0 {
+		return "", errors.Join(errs...)
+	}
+	return strings.Join(append([]string{fmt.Sprintf("%d pre-failover hook(s) ok", ok)}, notes...), "; "), nil
 }
 
 // RunAll runs hooks in order and returns every failure joined.

@@ -55,11 +55,11 @@ func TestWebhookIsSigned(t *testing.T) {
 	}
 	var got Event
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		if r.Header.Get("X-Drwatch-Signature") != Sign([]byte("webhook-hmac-key"), body) {
+		if err := Verify([]byte("webhook-hmac-key"), r, time.Minute); err != nil {
 			http.Error(w, "bad signature", http.StatusForbidden)
 			return
 		}
+		body, _ := io.ReadAll(r.Body)
 		_ = json.Unmarshal(body, &got)
 	}))
 	defer srv.Close()

@@ -12,24 +12,49 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/client-go/kubernetes"
 )
 
-// InstanceState is what the cloud says about a node's instance.
+// InstanceState is what the cloud proves about a node's guest. Only the
+// states dead() accepts let dead-node-out-of-service taint a node: each
+// says the guest is not running now.
 type InstanceState string
 
-// Instance states, as Nova reports them (GONE: no such server).
+// Instance states. Nova's server status is not one of them: ERROR says
+// an operation failed, not that the guest stopped (a failed resize or
+// migration leaves ERROR with the guest running), and a dead hypervisor
+// leaves ACTIVE.
 const (
-	InstanceActive  InstanceState = "ACTIVE"
+	// InstanceActive: the guest runs, as far as the cloud can tell.
+	InstanceActive InstanceState = "ACTIVE"
+	// InstanceShutoff: the guest is powered off (Nova power state SHUTDOWN).
 	InstanceShutoff InstanceState = "SHUTOFF"
-	InstanceError   InstanceState = "ERROR"
-	InstanceGone    InstanceState = "GONE"
+	// InstanceCrashed: the guest crashed (power state CRASHED).
+	InstanceCrashed InstanceState = "CRASHED"
+	// InstanceNoState: the hypervisor has no such guest (power state NOSTATE).
+	InstanceNoState InstanceState = "NOSTATE"
+	// InstanceHostDown: the compute service of the guest's host is down
+	// or forced down (seen with admin credentials only).
+	InstanceHostDown InstanceState = "HOST_DOWN"
+	// InstanceError: the server is in ERROR and nothing shows the guest
+	// down. Not dead.
+	InstanceError InstanceState = "ERROR"
+	// InstanceGone: the server does not exist (the cloud's own 404 for its ID).
+	InstanceGone InstanceState = "GONE"
+	// InstanceUnknown: the cloud could not say.
 	InstanceUnknown InstanceState = "UNKNOWN"
 )
 
-// dead reports whether the state proves the instance is not running.
+// dead reports whether the state confirms the guest is down: powered off,
+// crashed, unknown to its hypervisor, on a host whose compute service is
+// down, or gone. Every other state, ERROR included, is not.
 func (s InstanceState) dead() bool {
-	return s == InstanceShutoff || s == InstanceError || s == InstanceGone
+	switch s {
+	case InstanceShutoff, InstanceCrashed, InstanceNoState, InstanceHostDown, InstanceGone:
+		return true
+	}
+	return false
 }
 
 // InstanceChecker looks up a node's instance in the cloud (a Nova
@@ -51,8 +76,10 @@ func (UnknownInstances) InstanceState(context.Context, *corev1.Node) (InstanceSt
 	return InstanceUnknown, nil
 }
 
-// Out-of-service taint (KEP-2268, Kubernetes >= 1.28 GA): with it the
-// control plane force-deletes the node's pods and detaches their volumes.
+// Out-of-service taint (KEP-2268, feature gate NodeOutOfServiceVolumeDetach:
+// alpha and off by default in 1.24 and 1.25, beta and on by default in
+// 1.26, GA in 1.28): with it kube-controller-manager force-deletes the
+// node's pods and detaches their volumes.
 const (
 	TaintOutOfService = "node.kubernetes.io/out-of-service"
 	taintValue        = "nodeshutdown"
@@ -67,6 +94,7 @@ type DeadNode struct {
 	instances InstanceChecker
 	after     time.Duration
 	now       func() time.Time
+	alphaGate bool
 }
 
 var _ remediate.Remediator = (*DeadNode)(nil)
@@ -75,8 +103,10 @@ var _ remediate.Remediator = (*DeadNode)(nil)
 const DeadNodeName = "dead-node-out-of-service"
 
 // NewDeadNode returns the remediator: nodes NotReady or Unknown for longer
-// than after, whose instance checks SHUTOFF, ERROR or GONE, are tainted out
-// of service. now may be nil (time.Now); instances nil means UnknownInstances.
+// than after, whose instance the cloud confirms down (InstanceState.dead),
+// are tainted out of service; on a cluster older than 1.26 the taint is
+// planned report-only. now may be nil (time.Now); instances nil means
+// UnknownInstances.
 func NewDeadNode(client kubernetes.Interface, instances InstanceChecker, after time.Duration, now func() time.Time) *DeadNode {
 	if instances == nil {
 		instances = UnknownInstances{}
@@ -87,6 +117,14 @@ func NewDeadNode(client kubernetes.Interface, instances InstanceChecker, after t
 	return &DeadNode{client: client, instances: instances, after: after, now: now}
 }
 
+// WithAlphaGate takes the operator's word that kube-controller-manager
+// runs with the alpha NodeOutOfServiceVolumeDetach gate, so that on 1.24
+// and 1.25 the taint is applied rather than reported. It returns d.
+func (d *DeadNode) WithAlphaGate() *DeadNode {
+	d.alphaGate = true
+	return d
+}
+
 // Name implements remediate.Remediator.
 func (d *DeadNode) Name() string { return DeadNodeName }
 
@@ -94,6 +132,8 @@ type deadNodeData struct {
 	node string
 	uid  string
 	add  bool
+	// reportOnly: the cluster cannot act on the taint; never add it.
+	reportOnly bool
 }
 
 // Plan lists the nodes: a dead one without the taint gets "taint"; a Ready
@@ -107,6 +147,7 @@ func (d *DeadNode) Plan(ctx context.Context) ([]remediate.Action, error) {
 	sort.Slice(nodes.Items, func(i, j int) bool { return nodes.Items[i].Name < nodes.Items[j].Name })
 	now := d.now()
 	var out []remediate.Action
+	cannot, versionRead := "", false
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
 		rc := readyCondition(n)
@@ -138,15 +179,55 @@ func (d *DeadNode) Plan(ctx context.Context) ([]remediate.Action, error) {
 				// down lets pods be force-deleted from under it.
 				continue
 			}
+			if !versionRead {
+				// Read once a pass, and only when a node qualifies.
+				if cannot, err = d.outOfServiceUnsupported(ctx); err != nil {
+					return nil, err
+				}
+				versionRead = true
+			}
 			out = append(out, remediate.Action{
 				Target: "node/" + n.Name, Verb: "taint",
 				Reason: fmt.Sprintf("node %s Ready=%s for %s and its instance is %s", n.Name, rc.Status, now.Sub(since).Round(time.Second), st),
 				Key:    "taint/node/" + n.Name + "/" + string(n.UID) + "/" + episode,
-				Data:   deadNodeData{node: n.Name, uid: string(n.UID), add: true},
+				Data:   deadNodeData{node: n.Name, uid: string(n.UID), add: true, reportOnly: cannot != ""},
+				// On a cluster without the taint's controllers, say what
+				// would be done and why not; never taint.
+				ReportOnly: cannot,
 			})
 		}
 	}
 	return out, nil
+}
+
+// outOfServiceFrom is the first Kubernetes release in which the
+// out-of-service taint works without a feature gate to turn on.
+var outOfServiceFrom = version.MajorMinor(1, 26)
+
+// outOfServiceUnsupported reads the server version (discovery's /version)
+// and returns why the cluster cannot act on the out-of-service taint, or
+// "" when it can. 1.24 and 1.25 count as unable unless WithAlphaGate: their
+// alpha gate is off unless kube-controller-manager was started with it,
+// which cannot be seen from the API. An unreadable version is an error
+// (plan nothing).
+func (d *DeadNode) outOfServiceUnsupported(ctx context.Context) (string, error) {
+	info, err := d.client.Discovery().ServerVersionWithContext(ctx)
+	if err != nil {
+		return "", fmt.Errorf("read server version: %w", err)
+	}
+	v, err := version.ParseGeneric(info.GitVersion)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("server version %q is not understood, and the out-of-service taint needs Kubernetes %s or later", info.GitVersion, outOfServiceFrom), nil
+	case v.AtLeast(outOfServiceFrom):
+		return "", nil
+	case v.AtLeast(version.MajorMinor(1, 24)) && d.alphaGate:
+		// The operator says kube-controller-manager has the gate on.
+		return "", nil
+	case v.AtLeast(version.MajorMinor(1, 24)):
+		return fmt.Sprintf("Kubernetes %s acts on the out-of-service taint only with the alpha feature gate NodeOutOfServiceVolumeDetach on kube-controller-manager (off by default, not visible from the API); it needs %s or later, or alpha_gate_on if that gate is on", info.GitVersion, outOfServiceFrom), nil
+	}
+	return fmt.Sprintf("Kubernetes %s has no out-of-service taint (from %s; 1.24 and 1.25 behind an alpha feature gate)", info.GitVersion, outOfServiceFrom), nil
 }
 
 func hasOutOfService(n *corev1.Node) bool {
@@ -180,6 +261,9 @@ func (d *DeadNode) Apply(ctx context.Context, a remediate.Action) error {
 		return fmt.Errorf("node %s was recreated: %w", data.node, remediate.ErrPrecondition)
 	}
 	if data.add {
+		if data.reportOnly {
+			return fmt.Errorf("taint of node %s is report-only: the cluster cannot act on it", data.node)
+		}
 		if nodeReady(n) {
 			return fmt.Errorf("node %s is Ready again: %w", data.node, remediate.ErrPrecondition)
 		}

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -13,6 +14,8 @@ import (
 	"github.com/drwatch/drwatch/failover/remediate/remediatetest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -162,6 +165,144 @@ func TestDeadNode(t *testing.T) {
 		setReady(t, c, n, corev1.ConditionTrue, time.Now())
 		if err := r.Apply(context.Background(), *a); !errors.Is(err, remediate.ErrPrecondition) || !strings.Contains(err.Error(), "Ready again") {
 			t.Fatalf("got %v, want ErrPrecondition (Ready again)", err)
+		}
+	})
+}
+
+// olderServer is the package's real API server, except that discovery's
+// /version answers git (as an older cluster would; "" fails the call).
+// Only the version is faked: nodes are read and written for real.
+type olderServer struct {
+	kubernetes.Interface
+	git string
+}
+
+func (o olderServer) Discovery() discovery.DiscoveryInterfaces {
+	return olderDiscovery{o.Interface.Discovery(), o.git}
+}
+
+type olderDiscovery struct {
+	discovery.DiscoveryInterfaces
+	git string
+}
+
+func (d olderDiscovery) ServerVersion() (*version.Info, error) {
+	return d.ServerVersionWithContext(context.Background())
+}
+
+func (d olderDiscovery) ServerVersionWithContext(context.Context) (*version.Info, error) {
+	if d.git == "" {
+		return nil, errors.New("GET /version: 503 Service Unavailable")
+	}
+	return &version.Info{GitVersion: d.git}, nil
+}
+
+// TestDeadNodeTaintsOnlyConfirmedDown: the cloud must confirm the guest
+// is not running (powered off, crashed, no state, its compute host down,
+// or the server gone). An instance in ERROR whose guest runs (a failed
+// resize or migration) and a running instance behind a partitioned node
+// look the same from Kubernetes, and are never tainted.
+func TestDeadNodeTaintsOnlyConfirmedDown(t *testing.T) {
+	c := client(t)
+	long := time.Now().Add(-10 * time.Minute)
+	cloud := fakeInstances{
+		"off": InstanceShutoff, "crashed": InstanceCrashed, "nostate": InstanceNoState,
+		"host-down": InstanceHostDown, "gone": InstanceGone,
+		// Look-alikes.
+		"error-running": InstanceError, "partitioned": InstanceActive, "unknown": InstanceUnknown,
+	}
+	names := slices.Sorted(maps.Keys(cloud))
+	for _, n := range names {
+		node(t, c, n, corev1.ConditionUnknown, long, false)
+	}
+	r := NewDeadNode(c, cloud, 5*time.Minute, nil)
+	acts, err := r.Plan(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, a := range acts {
+		got = append(got, a.Verb+" "+a.Target)
+		if a.ReportOnly != "" {
+			t.Errorf("%s: report-only (%s) on a cluster that supports the taint", a.Target, a.ReportOnly)
+		}
+	}
+	want := []string{"taint node/crashed", "taint node/gone", "taint node/host-down", "taint node/nostate", "taint node/off"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	lookAlikes := []string{"error-running", "partitioned", "unknown"}
+	before := nodeVersions(t, c, lookAlikes...)
+	remediatetest.Pass(t, remediatetest.NewLog(), r, remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 10})
+	for _, n := range []string{"crashed", "gone", "host-down", "nostate", "off"} {
+		if ok, _ := taintOf(t, c, n); !ok {
+			t.Errorf("%s: not tainted", n)
+		}
+	}
+	if after := nodeVersions(t, c, lookAlikes...); !maps.Equal(before, after) {
+		t.Fatalf("look-alikes written: resourceVersions %v, want unchanged %v", after, before)
+	}
+}
+
+// TestDeadNodeNeedsOutOfServiceSupport: the out-of-service taint does
+// its work from Kubernetes 1.26 on (NodeOutOfServiceVolumeDetach beta, on
+// by default; alpha and off by default in 1.24 and 1.25; absent before).
+// On an older cluster the remediator says what it would do and why it
+// cannot, and never taints; if the version cannot be read it plans
+// nothing.
+func TestDeadNodeNeedsOutOfServiceSupport(t *testing.T) {
+	c := client(t)
+	node(t, c, "off", corev1.ConditionFalse, time.Now().Add(-10*time.Minute), false)
+	cloud := fakeInstances{"off": InstanceShutoff}
+	for _, tt := range []struct {
+		git string
+		// gate: the operator says kube-controller-manager has the
+		// alpha gate on (alpha_gate_on).
+		gate bool
+		want string // a word of the report-only reason; "" means it taints
+	}{
+		{"v1.21.14", false, "v1.21.14"},
+		{"v1.24.17", false, "NodeOutOfServiceVolumeDetach"},
+		{"v1.25.16+k3s1", false, "NodeOutOfServiceVolumeDetach"},
+		{"not-a-version", false, "not-a-version"},
+		{"v1.26.0", false, ""},
+		{"v1.28.3-gke.1286000", false, ""},
+		{"v1.24.17", true, ""},
+		{"v1.25.16+k3s1", true, ""},
+		{"v1.23.17", true, "v1.23.17"},
+	} {
+		t.Run(fmt.Sprintf("%s gate %v", tt.git, tt.gate), func(t *testing.T) {
+			r := NewDeadNode(olderServer{c, tt.git}, cloud, 5*time.Minute, nil)
+			if tt.gate {
+				r.WithAlphaGate()
+			}
+			acts, err := r.Plan(context.Background())
+			if err != nil || len(acts) != 1 || acts[0].Verb != "taint" || acts[0].Target != "node/off" {
+				t.Fatalf("got %+v %v, want one taint of node/off", acts, err)
+			}
+			if got := acts[0].ReportOnly; (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+				t.Fatalf("got report-only %q, want it to say %q", got, tt.want)
+			}
+			if tt.want == "" {
+				return
+			}
+			before := nodeVersions(t, c, "off")
+			recs := remediatetest.Pass(t, remediatetest.NewLog(), r, remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 1})
+			if len(recs) != 1 || recs[0].Result != "dry_run" || !strings.Contains(recs[0].Detail, tt.want) {
+				t.Fatalf("got records %+v, want one dry_run saying %q", recs, tt.want)
+			}
+			if err := r.Apply(context.Background(), acts[0]); err == nil {
+				t.Fatal("Apply of a report-only taint: got nil, want a refusal")
+			}
+			if after := nodeVersions(t, c, "off"); !maps.Equal(before, after) {
+				t.Fatalf("node written on %s: resourceVersion %v, want %v", tt.git, after, before)
+			}
+		})
+	}
+	t.Run("version unreadable", func(t *testing.T) {
+		acts, err := NewDeadNode(olderServer{c, ""}, cloud, 5*time.Minute, nil).Plan(context.Background())
+		if err == nil || len(acts) != 0 {
+			t.Fatalf("got %v %v, want no actions and an error", acts, err)
 		}
 	})
 }

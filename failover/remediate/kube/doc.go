@@ -2,23 +2,35 @@
 // over a client-go typed client:
 //
 //   - dead-node-out-of-service (seeds 003, 004): a node NotReady or Unknown for
-//     longer than a threshold whose instance the cloud reports SHUTOFF, ERROR
-//     or gone gets the node.kubernetes.io/out-of-service=nodeshutdown:NoExecute
-//     taint, so Kubernetes force-deletes its pods and detaches their volumes;
-//     the taint drwatch set is removed when the node is Ready again. An
-//     UNKNOWN instance state, or a failed check, never taints (fail closed).
+//     longer than a threshold whose guest the cloud confirms down (powered
+//     off, crashed, unknown to its hypervisor, on a host whose compute
+//     service is down, or gone; never Nova's ERROR status alone) gets the
+//     node.kubernetes.io/out-of-service=nodeshutdown:NoExecute taint, so
+//     Kubernetes force-deletes its pods and detaches their volumes; the
+//     taint drwatch set is removed when the node is Ready again. An UNKNOWN
+//     instance state, or a failed check, never taints (fail closed). On a
+//     cluster older than 1.26 (discovery's server version) the taint is
+//     planned report-only: recorded with the reason, never applied.
 //   - drain-trap (seed 002): a LoadBalancer Service with
-//     externalTrafficPolicy Local whose ready endpoints all sit on cordoned or
-//     NotReady nodes: its controller-owned pods there are deleted (the Runner
-//     caps how many) so they reschedule on Ready nodes; the reason names the
-//     PodDisruptionBudget that blocked the drain.
+//     externalTrafficPolicy Local whose ready endpoints all sit on nodes out
+//     of its load balancer's pool (labelled
+//     node.kubernetes.io/exclude-from-external-load-balancers, deleted, or
+//     not a member of the pool the cloud reports; never cordon or readiness
+//     alone): one controller-owned pod on a cordoned node is evicted through
+//     the Eviction API, so PodDisruptionBudgets hold, and the next only once
+//     every pod of the Service is Ready again. A budget's refusal is recorded
+//     as blocked. When the pool cannot be read, nothing moves.
 //   - orphaned-pods (seed 000): a pod still Terminating longer than a
 //     threshold past its deletion deadline is force-deleted (grace period 0).
-//     The optional cordon and Nova reboot of its node is not implemented.
+//     Optionally (reboot_node) its node is also cordoned and soft-rebooted
+//     through Nova, once per episode.
 //   - backup-warmup: when the decision makes the backup active, the listed
 //     Deployments and StatefulSets on the backup cluster are scaled up to their
 //     configured replicas (through the scale subresource), and Ready reports
-//     whether they are ready, for the DNS flip to wait on.
+//     whether they are ready, for the DNS flip to wait on. Optionally
+//     (scale_down_at_failback) they return to their idle replicas after a
+//     failback, once it is verified at every authoritative server and one
+//     TTL of its records has passed.
 //
 // Plans read through the API only and never write. Applies re-read the
 // object and re-check the precondition, write with the object's UID (or

@@ -8,11 +8,27 @@ import (
 	"github.com/drwatch/drwatch/failover/remediate"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
 // NewClient builds a typed client from a kubeconfig file and context.
 func NewClient(c remediate.KubeCluster) (kubernetes.Interface, error) {
+	rc, err := RESTConfig(c)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	return cs, nil
+}
+
+// RESTConfig is the connection NewClient uses, for a caller that must wrap
+// its transport (the read-only cluster health reader) while reaching the
+// cluster through the same remediations.kubernetes settings.
+func RESTConfig(c remediate.KubeCluster) (*rest.Config, error) {
 	if c.Kubeconfig == "" {
 		return nil, fmt.Errorf("kubeconfig_file is required")
 	}
@@ -23,11 +39,7 @@ func NewClient(c remediate.KubeCluster) (kubernetes.Interface, error) {
 		return nil, fmt.Errorf("kubeconfig %s: %w", c.Kubeconfig, err)
 	}
 	rc.Timeout = 30 * time.Second
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes client: %w", err)
-	}
-	return cs, nil
+	return rc, nil
 }
 
 // readyCondition returns the node's Ready condition, or nil.
@@ -66,8 +78,9 @@ func (c Clients) site(s string) kubernetes.Interface {
 // cluster has no client.
 //
 // rebooter serves orphaned_pods.reboot_node; enabling that option without
-// one is an error.
-func Entries(cfg remediate.Config, clients Clients, instances InstanceChecker, rebooter NodeRebooter, decision func() remediate.Decision, now func() time.Time) ([]remediate.Entry, error) {
+// one is an error. pools reads drain-trap's load-balancer pools; nil (no
+// cloud for its site) makes every drain-trap Plan fail, so nothing moves.
+func Entries(cfg remediate.Config, clients Clients, instances InstanceChecker, rebooter NodeRebooter, pools LoadBalancerPools, decision func() remediate.Decision, now func() time.Time) ([]remediate.Entry, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -90,9 +103,13 @@ func Entries(cfg remediate.Config, clients Clients, instances InstanceChecker, r
 	}
 	err := errors.Join(
 		add(DeadNodeName, dn.Site, dn.Settings, func(c kubernetes.Interface) remediate.Remediator {
-			return NewDeadNode(c, instances, dn.After, now)
+			d := NewDeadNode(c, instances, dn.After, now)
+			if dn.AlphaGateOn {
+				d.WithAlphaGate()
+			}
+			return d
 		}),
-		add(DrainTrapName, dt.Site, dt.Settings, func(c kubernetes.Interface) remediate.Remediator { return NewDrainTrap(c) }),
+		add(DrainTrapName, dt.Site, dt.Settings, func(c kubernetes.Interface) remediate.Remediator { return NewDrainTrap(c, pools) }),
 		add(OrphanedPodsName, op.Site, op.Settings, func(c kubernetes.Interface) remediate.Remediator {
 			o := NewOrphanedPods(c, op.After, now)
 			if op.RebootNode && rebooter != nil {
@@ -104,7 +121,7 @@ func Entries(cfg remediate.Config, clients Clients, instances InstanceChecker, r
 			if decision == nil {
 				decision = func() remediate.Decision { return remediate.Decision{} }
 			}
-			return NewBackupWarmup(c, bw.Workloads, decision).WithScaleDown(bw.ScaleDownAtFailback)
+			return NewBackupWarmup(c, bw.Workloads, decision).WithScaleDown(bw.ScaleDownAtFailback, now)
 		}),
 	)
 	if err != nil {

@@ -32,7 +32,7 @@ func TestEntries(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			es, err := Entries(tt.cfg, tt.clients, nil, nil, nil, nil)
+			es, err := Entries(tt.cfg, tt.clients, nil, nil, nil, nil, nil)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("got %v, want an error containing %q", err, tt.wantErr)
@@ -53,5 +53,23 @@ func TestEntries(t *testing.T) {
 				t.Fatalf("got %v, want %v", names, tt.wantNames)
 			}
 		})
+	}
+}
+
+// TestEntriesPassTheAlphaGate: alpha_gate_on reaches dead-node, off by
+// default.
+func TestEntriesPassTheAlphaGate(t *testing.T) {
+	cs := Clients{Primary: kubernetes.New(nil)}
+	for _, on := range []bool{false, true} {
+		cfg := remediate.Config{}
+		cfg.DeadNodeOutOfService.Settings = remediate.Settings{Mode: remediate.ModeDryRun}
+		cfg.DeadNodeOutOfService.AlphaGateOn = on
+		es, err := Entries(cfg, cs, nil, nil, nil, nil, nil)
+		if err != nil || len(es) != 1 {
+			t.Fatalf("got %d entries %v, want dead-node", len(es), err)
+		}
+		if got := es[0].Remediator.(*DeadNode).alphaGate; got != on {
+			t.Fatalf("alpha_gate_on %v: got %v", on, got)
+		}
 	}
 }

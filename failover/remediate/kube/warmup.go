@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/failover/remediate"
@@ -19,13 +20,15 @@ const BackupWarmupName = "backup-warmup"
 
 // BackupWarmup is the backup-warmup remediator: while the decision makes
 // the backup site active, the listed workloads on the backup cluster are
-// scaled up to their replicas. Scaling back down at failback is not
-// implemented (it was to be opt-in).
+// scaled up to their replicas. With scale-down (opt-in), after a failback
+// they return to their idle replicas once the failback is verified at every
+// authoritative server and one TTL of its records has passed.
 type BackupWarmup struct {
 	client    kubernetes.Interface
 	workloads []remediate.Workload
 	decision  func() remediate.Decision
 	scaleDown bool
+	now       func() time.Time
 }
 
 var (
@@ -37,22 +40,36 @@ var (
 // decision returns the current decision (the node reads it from its
 // replica: Desired().Gen and Desired().Active).
 func NewBackupWarmup(client kubernetes.Interface, workloads []remediate.Workload, decision func() remediate.Decision) *BackupWarmup {
-	return &BackupWarmup{client: client, workloads: workloads, decision: decision}
+	return &BackupWarmup{client: client, workloads: workloads, decision: decision, now: time.Now}
 }
 
 // Name implements remediate.Remediator.
 func (b *BackupWarmup) Name() string { return BackupWarmupName }
 
 // WithScaleDown makes the remediator return the workloads to their idle
-// replicas after a failback to the primary (opt-in). It returns b.
-func (b *BackupWarmup) WithScaleDown(on bool) *BackupWarmup {
+// replicas after a failback to the primary (opt-in), once the failback has
+// settled by now's clock (nil: time.Now). It returns b.
+func (b *BackupWarmup) WithScaleDown(on bool, now func() time.Time) *BackupWarmup {
 	b.scaleDown = on
+	if now != nil {
+		b.now = now
+	}
 	return b
 }
 
 type scaleData struct {
 	w    remediate.Workload
-	down bool // scale to IdleReplicas (after failback) instead of up to Replicas
+	down bool   // scale to IdleReplicas (after failback) instead of up to Replicas
+	gen  uint64 // the failback decision a scale-down was planned for
+}
+
+// failbackSettled says whether clients have left the backup after the
+// failback d: every authoritative server serves the primary's records
+// (verified), and one TTL has passed since, so no resolver still caches
+// the backup's answer. A verification whose time is unknown (the decision
+// left the history) never settles: keeping the backup warm is the safe side.
+func failbackSettled(d remediate.Decision, now time.Time) bool {
+	return d.Active != failover.Backup && d.Verified && !d.VerifiedAt.IsZero() && !now.Before(d.VerifiedAt.Add(d.TTL))
 }
 
 func target(w remediate.Workload) string {
@@ -106,9 +123,11 @@ func (b *BackupWarmup) Plan(ctx context.Context) ([]remediate.Action, error) {
 }
 
 // planScaleDown returns the workloads above their idle replicas to them,
-// once per failback decision, when scale-down is enabled.
+// once per failback decision, when scale-down is enabled and the failback
+// has settled. Until then it plans nothing: the backup may still serve
+// clients whose resolvers hold its answer.
 func (b *BackupWarmup) planScaleDown(ctx context.Context, d remediate.Decision) ([]remediate.Action, error) {
-	if !b.scaleDown {
+	if !b.scaleDown || !failbackSettled(d, b.now()) {
 		return nil, nil
 	}
 	var out []remediate.Action
@@ -127,7 +146,7 @@ func (b *BackupWarmup) planScaleDown(ctx context.Context, d remediate.Decision) 
 			Target: target(w), Verb: "scale-down",
 			Reason: fmt.Sprintf("traffic back on the primary (gen %d): scale %s from %d to its idle %d replicas", d.Gen, target(w), sc.Spec.Replicas, w.IdleReplicas),
 			Key:    "scale-down/" + target(w) + "/gen/" + strconv.FormatUint(d.Gen, 10),
-			Data:   scaleData{w: w, down: true},
+			Data:   scaleData{w: w, down: true, gen: d.Gen},
 		})
 	}
 	return out, nil
@@ -136,11 +155,17 @@ func (b *BackupWarmup) planScaleDown(ctx context.Context, d remediate.Decision) 
 // Apply sets the workload's replicas through the scale subresource,
 // carrying the resourceVersion it read: up to Replicas at failover (never
 // down: a workload already at or above is success), or down to
-// IdleReplicas after a failback (a workload at or below is success).
+// IdleReplicas after a failback (a workload at or below is success). A
+// scale-down whose failback is no longer the settled decision is refused
+// with ErrPrecondition.
 func (b *BackupWarmup) Apply(ctx context.Context, a remediate.Action) error {
 	data, ok := a.Data.(scaleData)
 	if !ok {
 		return fmt.Errorf("%s: action without workload data", a.Target)
+	}
+	if d := b.decision(); data.down && (d.Gen != data.gen || !failbackSettled(d, b.now())) {
+		return fmt.Errorf("scale down %s: the failback of gen %d is no longer the settled decision (now gen %d, %s active): %w",
+			target(data.w), data.gen, d.Gen, d.Active, remediate.ErrPrecondition)
 	}
 	w := data.w
 	sc, err := b.scale(ctx, w)

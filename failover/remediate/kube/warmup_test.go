@@ -2,11 +2,13 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/failover/remediate"
@@ -165,40 +167,91 @@ func TestBackupWarmup(t *testing.T) {
 	}
 }
 
-// Opt-in scale-down after a failback: back to the idle replicas once per
-// failback decision, and never without the option.
-func TestBackupWarmupScaleDownAtFailback(t *testing.T) {
+// failedBack starts a backup cluster whose web runs its 3 active replicas
+// (idle 1), and a log whose decision is a failback from the backup, not
+// yet written.
+func failedBack(t *testing.T) (kubernetes.Interface, remediate.Workload, *remediatetest.Log) {
+	t.Helper()
 	c := client(t)
 	ns := namespace(t, c)
-	ctx := context.Background()
 	three := int32(3)
 	sel, tpl := podTemplate("web")
-	if _, err := c.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+	if _, err := c.AppsV1().Deployments(ns).Create(context.Background(), &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"},
 		Spec: appsv1.DeploymentSpec{Replicas: &three, Selector: sel, Template: tpl}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	web := remediate.Workload{Kind: "Deployment", Namespace: ns, Name: "web", Replicas: 3, IdleReplicas: 1}
 	fc := remediatetest.NewLog()
-	decision := func() remediate.Decision {
-		d := fc.M.Desired()
-		return remediate.Decision{Gen: d.Gen, Active: d.Active}
-	}
-	on := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 5, MaxPerHour: 10}
-	fc.FailoverToBackup(t)
+	fc.FailoverToBackup(t) // records with a TTL of 60s
 	fc.Step(t, failover.Failback{Actor: "alice", Reason: "primary back", Force: true}.Command())
+	return c, remediate.Workload{Kind: "Deployment", Namespace: ns, Name: "web", Replicas: 3, IdleReplicas: 1}, fc
+}
+
+// Opt-in scale-down after a failback: back to the idle replicas once per
+// failback decision, and never without the option. Never before the
+// failback is verified at every authoritative server and one TTL of its
+// records has passed since: until then resolvers may still send clients to
+// the backup.
+func TestBackupWarmupScaleDownAtFailback(t *testing.T) {
+	c, web, fc := failedBack(t)
+	ns := web.Namespace
+	decision := func() remediate.Decision { return remediate.NewDecision(fc.M.Desired(), fc.M.History()) }
+	on := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 5, MaxPerHour: 10}
+	failback := fc.M.Desired().Gen
+	verifiedAt := time.Now().Add(-time.Hour).Truncate(time.Second)
+	now := verifiedAt.Add(time.Hour) // long after: only verification holds it back
+	clock := func() time.Time { return now }
+	r := NewBackupWarmup(c, []remediate.Workload{web}, decision).WithScaleDown(true, clock)
+	untouched := func(when string) {
+		t.Helper()
+		if got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on)); len(got) != 0 {
+			t.Fatalf("%s: got %q, want nothing", when, got)
+		}
+		if s, _, _ := replicas(t, c, web); s != 3 {
+			t.Fatalf("%s: web has %d replicas, want its 3", when, s)
+		}
+	}
 
 	if got := remediatetest.Summary(remediatetest.Pass(t, fc, NewBackupWarmup(c, []remediate.Workload{web}, decision), on)); len(got) != 0 {
 		t.Fatalf("without the option: got %q, want nothing", got)
 	}
-	r := NewBackupWarmup(c, []remediate.Workload{web}, decision).WithScaleDown(true)
+	untouched("failback written but not verified")
+	fc.Step(t, failover.ActionResult{Gen: failback, Outcome: failover.OutcomeWritten, Actor: "a", WrittenAt: verifiedAt.UnixNano()}.Command())
+	untouched("failback written, not yet verified at every server")
+	fc.Step(t, failover.ActionResult{Gen: failback, Outcome: failover.OutcomeVerified, Actor: "a", VerifiedAt: verifiedAt.UnixNano()}.Command())
+	now = verifiedAt.Add(59 * time.Second)
+	untouched("verified 59s ago, TTL 60s")
+
+	now = verifiedAt.Add(60 * time.Second)
 	want := []string{"planned scale-down deployment/" + ns + "/web", "applied scale-down deployment/" + ns + "/web"}
 	if got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on)); !slices.Equal(got, want) {
-		t.Fatalf("got %q, want %q", got, want)
+		t.Fatalf("one TTL after verification: got %q, want %q", got, want)
 	}
 	if s, _, _ := replicas(t, c, web); s != 1 {
 		t.Fatalf("web: got %d replicas, want idle 1", s)
 	}
 	if got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on)); len(got) != 0 {
 		t.Fatalf("repeated pass: got %q, want nothing", got)
+	}
+}
+
+// A scale-down planned after a settled failback is not applied once a new
+// failover to the backup has been decided since.
+func TestBackupWarmupScaleDownRechecksTheDecision(t *testing.T) {
+	c, web, fc := failedBack(t)
+	ctx := context.Background()
+	verifiedAt := time.Now().Truncate(time.Second)
+	fc.Step(t, failover.ActionResult{Gen: fc.M.Desired().Gen, Outcome: failover.OutcomeVerified, Actor: "a", VerifiedAt: verifiedAt.UnixNano()}.Command())
+	r := NewBackupWarmup(c, []remediate.Workload{web}, func() remediate.Decision { return remediate.NewDecision(fc.M.Desired(), fc.M.History()) }).
+		WithScaleDown(true, func() time.Time { return verifiedAt.Add(time.Hour) })
+	actions, err := r.Plan(ctx)
+	if err != nil || len(actions) != 1 {
+		t.Fatalf("got %d actions, %v; want the scale-down", len(actions), err)
+	}
+	fc.Step(t, failover.Failover{To: failover.Backup, Force: true, Actor: "bob", Reason: "primary down again"}.Command())
+	if err := r.Apply(ctx, actions[0]); !errors.Is(err, remediate.ErrPrecondition) {
+		t.Fatalf("apply after a new failover: got %v, want ErrPrecondition", err)
+	}
+	if s, _, _ := replicas(t, c, web); s != 3 {
+		t.Fatalf("web: got %d replicas, want its 3", s)
 	}
 }

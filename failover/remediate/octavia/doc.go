@@ -28,4 +28,11 @@
 //
 // Every Plan and Apply authenticates afresh with Keystone: nothing cached can
 // hide a dead or restored control plane.
+//
+// Pools (kube.LoadBalancerPools) reads, for drain-trap, the members of the
+// pools of the load balancer the OpenStack cloud provider made for a
+// Service: found by its loadbalancer.openstack.org/load-balancer-id
+// annotation, else by the name kube_service_<cluster>_<namespace>_<name>
+// within the credentials' own project. A load balancer not ACTIVE is an
+// error (its pools may be changing), so drain-trap moves nothing.
 package octavia

@@ -4,16 +4,25 @@
 // over gophercloud v2 service clients, and a Nova-backed
 // kube.InstanceChecker:
 //
-//   - neutron-route-gc: in the cluster's router, an extra route whose
-//     destination lies in the pod CIDR and whose next hop is the address of
-//     no live Nova instance of the cluster is removed with
-//     remove_extraroutes (never a full route-list replace). Duplicate
-//     destinations thereby keep only the route to the live node. When the
+//   - neutron-route-gc: in the cluster's router, an extra route into the
+//     pod CIDR is removed with remove_extraroutes (never a full route-list
+//     replace) only when it is provably this cluster's and provably stale,
+//     judged from the cluster's Kubernetes nodes (Node.spec.podCIDRs and
+//     InternalIPs, read through NodePodCIDRs) and every Nova server of the
+//     project: its destination is a node's pod CIDR and its next hop is
+//     not that node, or its destination is no node's pod CIDR and its next
+//     hop is a node (whose pod CIDR differs: a reused address) or a cluster
+//     instance that is no node. A route whose next hop any instance
+//     outside the cluster holds is never touched. A Nova listing that may
+//     be partial (a down cell's UNKNOWN record at microversion 2.69, more
+//     than one page) removes nothing and Plan returns one "warn" action
+//     saying why; a listing or node read that fails is an error. When the
 //     routes left would be within a margin of Neutron's max_routes, Plan
 //     also returns one action with Verb "warn" (VerbWarn): Apply treats it
 //     as a no-op, so the warning is recorded once per route count in the
 //     replicated history (and counted like any action by the Runner's caps).
-//     With no cluster instance found at all, Plan refuses to judge (error).
+//     With no cluster instance, no node, or no node matching a cluster
+//     instance, Plan refuses to judge (error).
 //   - security-groups: a cluster instance none of whose ports carries the
 //     required security group gets it back through Nova's addSecurityGroup;
 //     a node port (the port holding the instance's address) whose
@@ -29,9 +38,13 @@
 //     records cap it at two even if Nova forgets. At the cap Plan returns a
 //     "warn" action once, for the human.
 //   - NovaInstances implements kube.InstanceChecker for
-//     dead-node-out-of-service: SHUTOFF and ERROR map directly, a 404 for
-//     the node's providerID is GONE, and anything else (other states, no
-//     providerID match, any error) is UNKNOWN, so the caller fails closed.
+//     dead-node-out-of-service from the guest's power state
+//     (OS-EXT-STS:power_state SHUTDOWN, CRASHED, NOSTATE), from the
+//     nova-compute service of its host (down or forced down; needs admin
+//     credentials, skipped without them), and from a 404 for the node's
+//     providerID (GONE). Nova's ERROR status is ERROR, which is not down;
+//     anything else (paused, suspended, no power state, no single name
+//     match, any error) is ACTIVE or UNKNOWN, so the caller fails closed.
 //
 // Plans only read. Applies re-read and re-check their precondition, and
 // treat an effect already in place as success.

@@ -2,6 +2,7 @@ package openstack
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -13,6 +14,7 @@ import (
 	"github.com/drwatch/drwatch/failover/remediate/kube"
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/services"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -28,43 +30,144 @@ func NewNovaInstances(c *Clients) *NovaInstances { return &NovaInstances{compute
 
 // InstanceState finds the node's server by its providerID
 // (openstack:///<server-id>, cloud-provider-openstack's format), or else by
-// a server named exactly like the node. SHUTOFF and ERROR map directly,
-// ACTIVE is active, a 404 for the providerID's server is GONE; every other
-// state, a name that matches no or several servers, and any error are
-// UNKNOWN (with the error), so dead-node-out-of-service fails closed. It
-// only reads and is safe for concurrent use.
+// a server named exactly like the node, and says whether its guest is down:
+//
+//   - OS-EXT-STS:power_state SHUTDOWN, CRASHED or NOSTATE (NOSTATE not
+//     while the server is still in BUILD): SHUTOFF, CRASHED, NOSTATE;
+//   - the nova-compute service of its host (OS-EXT-SRV-ATTR:host) is down
+//     or forced down: HOST_DOWN. Nova shows the host and the service list
+//     to admins only; without them this check is skipped, never guessed;
+//   - Nova's own 404 (itemNotFound) for the providerID's server: GONE. A
+//     404 without Nova's body (a proxy, a wrong endpoint) is an error, and
+//     a name that matches no server proves nothing, since the node may be
+//     named otherwise.
+//
+// Otherwise the server's status ERROR is ERROR (a failed operation, not a
+// stopped guest), a running ACTIVE guest is ACTIVE, and everything else
+// (paused, suspended, no power state, a name that matches several
+// servers, any error) is UNKNOWN, with the error if any: none of them lets
+// dead-node-out-of-service act. It only reads and is safe for concurrent
+// use.
 func (n *NovaInstances) InstanceState(ctx context.Context, node *corev1.Node) (kube.InstanceState, error) {
+	var v novaServer
 	if id, ok := strings.CutPrefix(node.Spec.ProviderID, "openstack://"); ok {
 		id = id[strings.LastIndex(id, "/")+1:]
 		if id == "" {
 			return kube.InstanceUnknown, fmt.Errorf("node %s: providerID %q has no server ID", node.Name, node.Spec.ProviderID)
 		}
-		v, err := servers.Get(ctx, n.compute, id).Extract()
-		if gophercloud.ResponseCodeIs(err, 404) {
+		err := servers.Get(ctx, n.compute, id).ExtractInto(&v)
+		if novaNotFound(err) {
 			return kube.InstanceGone, nil
 		}
 		if err != nil {
 			return kube.InstanceUnknown, fmt.Errorf("get server %s: %w", id, err)
 		}
-		return stateOf(v.Status), nil
+	} else {
+		if node.Spec.ProviderID != "" {
+			return kube.InstanceUnknown, fmt.Errorf("node %s: providerID %q is not OpenStack's", node.Name, node.Spec.ProviderID)
+		}
+		pages, err := servers.List(n.compute, servers.ListOpts{Name: "^" + regexp.QuoteMeta(node.Name) + "$"}).AllPages(ctx)
+		if err != nil {
+			return kube.InstanceUnknown, fmt.Errorf("list servers named %s: %w", node.Name, err)
+		}
+		var all []novaServer
+		if err := servers.ExtractServersInto(pages, &all); err != nil {
+			return kube.InstanceUnknown, fmt.Errorf("decode servers: %w", err)
+		}
+		if len(all) != 1 {
+			// None could mean gone or a naming mismatch, several a
+			// look-alike: without a providerID we cannot tell.
+			return kube.InstanceUnknown, nil
+		}
+		v = all[0]
 	}
-	if node.Spec.ProviderID != "" {
-		return kube.InstanceUnknown, fmt.Errorf("node %s: providerID %q is not OpenStack's", node.Name, node.Spec.ProviderID)
+	if st := v.powerDown(); st != "" {
+		return st, nil
 	}
-	pages, err := servers.List(n.compute, servers.ListOpts{Name: "^" + regexp.QuoteMeta(node.Name) + "$"}).AllPages(ctx)
+	down, err := n.hostDown(ctx, v.Host)
 	if err != nil {
-		return kube.InstanceUnknown, fmt.Errorf("list servers named %s: %w", node.Name, err)
+		return kube.InstanceUnknown, err
 	}
-	all, err := servers.ExtractServers(pages)
+	if down {
+		return kube.InstanceHostDown, nil
+	}
+	switch {
+	case v.Status == "ERROR":
+		return kube.InstanceError, nil
+	case v.Status == "ACTIVE" && v.PowerState != nil && *v.PowerState == servers.RUNNING:
+		return kube.InstanceActive, nil
+	}
+	return kube.InstanceUnknown, nil
+}
+
+// novaNotFound reports whether err is Nova's own 404 for the server (its
+// body is {"itemNotFound": ...}): a 404 from a proxy in front of a Nova
+// that is not back yet, or from a wrong endpoint, says nothing about it.
+func novaNotFound(err error) bool {
+	var e gophercloud.ErrUnexpectedResponseCode
+	if !errors.As(err, &e) || e.Actual != 404 {
+		return false
+	}
+	var body struct {
+		ItemNotFound *json.RawMessage `json:"itemNotFound"`
+	}
+	return json.Unmarshal(e.Body, &body) == nil && body.ItemNotFound != nil
+}
+
+// novaServer is what InstanceState reads of a server. PowerState and Host
+// are pointers: an absent power state is not NOSTATE (0), and an absent
+// host (no admin role) is no host to check.
+type novaServer struct {
+	ID         string  `json:"id"`
+	Status     string  `json:"status"`
+	PowerState *int    `json:"OS-EXT-STS:power_state"`
+	Host       *string `json:"OS-EXT-SRV-ATTR:host"`
+}
+
+// powerDown returns the state a down power state proves, or "".
+func (v novaServer) powerDown() kube.InstanceState {
+	if v.PowerState == nil {
+		return ""
+	}
+	switch *v.PowerState {
+	case servers.SHUTDOWN:
+		return kube.InstanceShutoff
+	case servers.CRASHED:
+		return kube.InstanceCrashed
+	case servers.NOSTATE:
+		if v.Status != "BUILD" {
+			// While building, no guest has run yet: not a dead one.
+			return kube.InstanceNoState
+		}
+	}
+	return ""
+}
+
+// hostDown reports whether Nova lists exactly one nova-compute service on
+// host, and it is down or forced down. No host (the attribute is admin
+// only) or a 403 (no admin role) means the check is unavailable: false,
+// without an error. Several services, or none, prove nothing.
+func (n *NovaInstances) hostDown(ctx context.Context, host *string) (bool, error) {
+	if host == nil || *host == "" {
+		return false, nil
+	}
+	c := *n.compute
+	c.Microversion = "2.11" // forced_down
+	pages, err := services.List(&c, services.ListOpts{Binary: "nova-compute", Host: *host}).AllPages(ctx)
+	if gophercloud.ResponseCodeIs(err, 403) {
+		return false, nil
+	}
 	if err != nil {
-		return kube.InstanceUnknown, fmt.Errorf("decode servers: %w", err)
+		return false, fmt.Errorf("list compute services on %s: %w", *host, err)
+	}
+	all, err := services.ExtractServices(pages)
+	if err != nil {
+		return false, fmt.Errorf("decode compute services: %w", err)
 	}
 	if len(all) != 1 {
-		// None could mean gone or a naming mismatch: without a
-		// providerID we cannot tell.
-		return kube.InstanceUnknown, nil
+		return false, nil
 	}
-	return stateOf(all[0].Status), nil
+	return all[0].State == "down" || all[0].ForcedDown, nil
 }
 
 // RebootNode implements kube.NodeRebooter: a soft reboot of the node's
@@ -101,23 +204,12 @@ func (n *NovaInstances) RebootNode(ctx context.Context, node *corev1.Node) error
 
 var _ kube.NodeRebooter = (*NovaInstances)(nil)
 
-func stateOf(status string) kube.InstanceState {
-	switch status {
-	case "ACTIVE":
-		return kube.InstanceActive
-	case "SHUTOFF":
-		return kube.InstanceShutoff
-	case "ERROR":
-		return kube.InstanceError
-	}
-	return kube.InstanceUnknown
-}
-
 // Entries builds the remediators cfg.OpenStack enables (mode dry-run or
 // on), with their settings, for a remediate.Runner. clients must not be
-// nil when any is enabled; readiness feeds never-ready-instances (nil
-// makes it fail to build when enabled); now may be nil.
-func Entries(cfg remediate.Config, clients *Clients, readiness NodeReadiness, now func() time.Time) ([]remediate.Entry, error) {
+// nil when any is enabled; nodes (the cluster's Kubernetes nodes) feed
+// never-ready-instances' readiness and neutron-route-gc's pod CIDRs: nil
+// makes either fail to build when enabled; now may be nil.
+func Entries(cfg remediate.Config, clients *Clients, nodes NodeReader, now func() time.Time) ([]remediate.Entry, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -136,16 +228,19 @@ func Entries(cfg remediate.Config, clients *Clients, readiness NodeReadiness, no
 	}
 	var out []remediate.Entry
 	if s := o.NeutronRouteGC; s.Mode.Enabled() {
-		out = append(out, remediate.Entry{Remediator: NewRouteGC(clients, o.RouterID, pod, sel, s.RouteLimit, s.WarnMargin), Settings: s.Settings})
+		if nodes == nil {
+			return nil, errors.New("remediations.openstack.neutron_route_gc: enabled without the cluster's nodes to read pod CIDRs from")
+		}
+		out = append(out, remediate.Entry{Remediator: NewRouteGC(clients, o.RouterID, pod, sel, nodes, s.RouteLimit, s.WarnMargin), Settings: s.Settings})
 	}
 	if s := o.SecurityGroups; s.Mode.Enabled() {
 		out = append(out, remediate.Entry{Remediator: NewSecurityGroups(clients, sel, s.RequiredGroup, pod), Settings: s.Settings})
 	}
 	if s := o.NeverReadyInstances; s.Mode.Enabled() {
-		if readiness == nil {
+		if nodes == nil {
 			return nil, errors.New("remediations.openstack.never_ready_instances: enabled without a node readiness source")
 		}
-		out = append(out, remediate.Entry{Remediator: NewNeverReady(clients, sel, readiness, s.ActiveFor, now), Settings: s.Settings})
+		out = append(out, remediate.Entry{Remediator: NewNeverReady(clients, sel, nodes, s.ActiveFor, now), Settings: s.Settings})
 	}
 	return out, nil
 }

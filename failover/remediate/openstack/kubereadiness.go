@@ -3,6 +3,7 @@ package openstack
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,7 +12,17 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// KubeReadiness answers NodeReadiness from the cluster's API server.
+// NodeReader is what the OpenStack remediators read of the cluster's
+// Kubernetes nodes: readiness for never-ready-instances, pod CIDRs for
+// neutron-route-gc. KubeReadiness is the one implementation, over one
+// client of the cluster's API server.
+type NodeReader interface {
+	NodeReadiness
+	NodePodCIDRs
+}
+
+// KubeReadiness answers NodeReadiness and NodePodCIDRs from the cluster's
+// API server.
 //
 // "Never became Ready" cannot be read from a node's current conditions
 // alone, so it is judged conservatively, and only a clear case counts:
@@ -31,7 +42,7 @@ type KubeReadiness struct {
 	RegistrationWindow time.Duration
 }
 
-var _ NodeReadiness = (*KubeReadiness)(nil)
+var _ NodeReader = (*KubeReadiness)(nil)
 
 // NewKubeReadiness reads nodes through client.
 func NewKubeReadiness(client kubernetes.Interface) *KubeReadiness {
@@ -82,4 +93,42 @@ func (k *KubeReadiness) find(ctx context.Context, inst Instance) (*corev1.Node, 
 		}
 	}
 	return nil, nil
+}
+
+// ClusterNodes implements NodePodCIDRs: every Node of the cluster, with
+// spec.podCIDRs (spec.podCIDR when podCIDRs is empty, as before dual-stack)
+// and its InternalIP addresses. A pod CIDR or address that does not parse
+// is an error, so the caller judges nothing from a node it misread.
+func (k *KubeReadiness) ClusterNodes(ctx context.Context) ([]ClusterNode, error) {
+	list, err := k.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	out := make([]ClusterNode, 0, len(list.Items))
+	for _, n := range list.Items {
+		cn := ClusterNode{Name: n.Name, ProviderID: n.Spec.ProviderID}
+		cidrs := n.Spec.PodCIDRs
+		if len(cidrs) == 0 && n.Spec.PodCIDR != "" {
+			cidrs = []string{n.Spec.PodCIDR}
+		}
+		for _, c := range cidrs {
+			p, err := netip.ParsePrefix(c)
+			if err != nil {
+				return nil, fmt.Errorf("node %s: pod CIDR %q: %w", n.Name, c, err)
+			}
+			cn.PodCIDRs = append(cn.PodCIDRs, p.Masked())
+		}
+		for _, a := range n.Status.Addresses {
+			if a.Type != corev1.NodeInternalIP {
+				continue
+			}
+			ip, err := netip.ParseAddr(a.Address)
+			if err != nil {
+				return nil, fmt.Errorf("node %s: InternalIP %q: %w", n.Name, a.Address, err)
+			}
+			cn.Addresses = append(cn.Addresses, ip)
+		}
+		out = append(out, cn)
+	}
+	return out, nil
 }

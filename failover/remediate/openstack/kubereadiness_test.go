@@ -2,6 +2,7 @@ package openstack
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -73,6 +74,48 @@ func TestKubeReadiness(t *testing.T) {
 		ready, seen, err := r.NodeReadiness(context.Background(), tt.inst)
 		if err != nil || ready != tt.ready || seen != tt.seen {
 			t.Errorf("%s: got ready %v seen %v err %v, want %v %v", tt.inst.Name, ready, seen, err, tt.ready, tt.seen)
+		}
+	}
+}
+
+func TestKubeReadinessClusterNodes(t *testing.T) {
+	c := realKube(t)
+	ctx := context.Background()
+	mk := func(name string, spec corev1.NodeSpec, addrs ...corev1.NodeAddress) {
+		t.Helper()
+		n, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+		if len(addrs) == 0 {
+			return
+		}
+		n.Status.Addresses = addrs
+		if _, err := c.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("cidr-dual", corev1.NodeSpec{ProviderID: "openstack:///id-dual", PodCIDR: "198.19.4.0/24", PodCIDRs: []string{"198.19.4.0/24", "fd00:4::/64"}},
+		corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "10.180.0.4"},
+		corev1.NodeAddress{Type: corev1.NodeExternalIP, Address: "203.0.113.4"},
+		corev1.NodeAddress{Type: corev1.NodeHostName, Address: "cidr-dual"})
+	mk("cidr-none", corev1.NodeSpec{ProviderID: "openstack:///id-none"})
+	r := NewKubeReadiness(c)
+	nodes, err := r.ClusterNodes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, n := range nodes {
+		got[n.Name] = fmt.Sprintf("%s %v %v", n.ProviderID, n.PodCIDRs, n.Addresses)
+	}
+	for name, want := range map[string]string{
+		"cidr-dual": "openstack:///id-dual [198.19.4.0/24 fd00:4::/64] [10.180.0.4]",
+		"cidr-none": "openstack:///id-none [] []",
+	} {
+		if got[name] != want {
+			t.Errorf("%s: got %q, want %q", name, got[name], want)
 		}
 	}
 }

@@ -28,12 +28,19 @@ func simClients(t *testing.T) (*openstacksim.Sim, *Clients) {
 	t.Helper()
 	s := openstacksim.Start()
 	t.Cleanup(s.Close)
+	return s, simClientsAs(t, s, openstacksim.AppCredID, openstacksim.AppCredSecret)
+}
+
+// simClientsAs authenticates with s under another application credential
+// (openstacksim.AdminAppCredID for an admin token).
+func simClientsAs(t *testing.T, s *openstacksim.Sim, id, secret string) *Clients {
+	t.Helper()
 	dir := t.TempDir()
 	idf, secf := filepath.Join(dir, "id"), filepath.Join(dir, "secret")
-	if err := os.WriteFile(idf, []byte(openstacksim.AppCredID+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(idf, []byte(id+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(secf, []byte(openstacksim.AppCredSecret+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(secf, []byte(secret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	c, err := NewClients(context.Background(), remediate.OpenStackAuth{AuthURL: s.AuthURL(),
@@ -41,7 +48,7 @@ func simClients(t *testing.T) (*openstacksim.Sim, *Clients) {
 	if err != nil {
 		t.Fatalf("clients: %v", err)
 	}
-	return s, c
+	return c
 }
 
 var (

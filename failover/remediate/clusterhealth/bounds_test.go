@@ -1,0 +1,171 @@
+package clusterhealth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+)
+
+func TestClientRefusesEveryWrite(t *testing.T) {
+	admin, cluster := fixtures(t)
+	c := readClient(t, cluster)
+	ctx := context.Background()
+	node(t, admin, "existing", ready)
+	writes := map[string]error{}
+	_, writes["create"] = c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "created"}}, metav1.CreateOptions{})
+	n, err := c.CoreV1().Nodes().Get(ctx, "existing", metav1.GetOptions{}) // reading works
+	if err != nil {
+		t.Fatalf("get node through the read-only client: %v", err)
+	}
+	n.Spec.Unschedulable = true
+	_, writes["update"] = c.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+	_, writes["update status"] = c.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+	_, writes["patch"] = c.CoreV1().Nodes().Patch(ctx, "existing", "application/merge-patch+json", []byte(`{"spec":{"unschedulable":true}}`), metav1.PatchOptions{})
+	writes["delete"] = c.CoreV1().Nodes().Delete(ctx, "existing", metav1.DeleteOptions{})
+	writes["delete collection"] = c.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	for what, err := range writes {
+		if !errors.Is(err, ErrNotRead) {
+			t.Errorf("%s: got error %v, want ErrNotRead", what, err)
+		}
+	}
+	got, err := admin.CoreV1().Nodes().Get(ctx, "existing", metav1.GetOptions{})
+	if err != nil || got.Spec.Unschedulable || got.ResourceVersion != n.ResourceVersion {
+		t.Fatalf("got node %v (err %v), want it untouched at resourceVersion %s", got, err, n.ResourceVersion)
+	}
+	if _, err := admin.CoreV1().Nodes().Get(ctx, "created", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("got %v for the node the read-only client tried to create, want not found", err)
+	}
+}
+
+func TestAnswerOverTheByteCapIsAnErrorForItsPartOnly(t *testing.T) {
+	admin, cluster := fixtures(t)
+	for i := range 30 {
+		node(t, admin, fmt.Sprintf("big-%02d", i), ready, noDisk, noMem)
+	}
+	rc, err := restConfigOf(cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	small, err := newClient(rc, 8<<10) // /version fits, 30 nodes do not
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Read(context.Background(), Config{}.WithDefaults(), "w1", Target{Site: "primary", Client: small}, time.Now())
+	if s.Nodes != nil || !strings.Contains(s.NodesError, "too large") {
+		t.Fatalf("got nodes %+v, error %q, want no figures and a too-large error", s.Nodes, s.NodesError)
+	}
+	if s.Version == "" || s.VersionError != "" {
+		t.Fatalf("got version %q, error %q, want the version read despite the nodes", s.Version, s.VersionError)
+	}
+}
+
+// hostile answers every list with what a broken or hostile API server
+// might send.
+func hostile(t *testing.T, maxBytes int64, h http.HandlerFunc) Target {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	c, err := newClient(&rest.Config{Host: srv.URL}, maxBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Target{Site: "primary", Client: c}
+}
+
+func TestHostileAnswersAreBounded(t *testing.T) {
+	cfg := Config{}.WithDefaults()
+	t.Run("an endless body stops at the byte cap", func(t *testing.T) {
+		var sent atomic.Int64
+		const capBytes = 256 << 10
+		tg := hostile(t, capBytes, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			if r.URL.Path != "/api/v1/nodes" {
+				_, _ = io.WriteString(w, `{"kind":"List","apiVersion":"v1","items":[]}`)
+				return
+			}
+			_, _ = io.WriteString(w, `{"kind":"NodeList","apiVersion":"v1","items":[`)
+			chunk := strings.Repeat(`{"metadata":{"name":"x"}},`, 1000)
+			for sent.Load() < 64*capBytes {
+				n, err := io.WriteString(w, chunk)
+				sent.Add(int64(n))
+				if err != nil {
+					return
+				}
+			}
+		})
+		s := Read(context.Background(), cfg, "w1", tg, time.Now())
+		if s.Nodes != nil || !strings.Contains(s.NodesError, "too large") {
+			t.Fatalf("got nodes %+v, error %q, want no figures and a too-large error", s.Nodes, s.NodesError)
+		}
+	})
+	t.Run("endless continue tokens stop at the page bound", func(t *testing.T) {
+		var calls atomic.Int64
+		tg := hostile(t, MaxResponseBytes, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			if r.URL.Path == "/api/v1/nodes" {
+				calls.Add(1)
+				_, _ = io.WriteString(w, `{"kind":"NodeList","apiVersion":"v1","metadata":{"continue":"more"},"items":[]}`)
+				return
+			}
+			_, _ = io.WriteString(w, `{"kind":"List","apiVersion":"v1","items":[]}`)
+		})
+		s := Read(context.Background(), cfg, "w1", tg, time.Now())
+		if s.Nodes == nil || !s.Nodes.Truncated {
+			t.Fatalf("got nodes %+v (error %q), want truncated figures", s.Nodes, s.NodesError)
+		}
+		if got, want := calls.Load(), int64(MaxNodes/PageSize+1); got != want {
+			t.Fatalf("got %d node list calls, want %d", got, want)
+		}
+	})
+	t.Run("a hung server costs one timeout", func(t *testing.T) {
+		release := make(chan struct{})
+		tg := hostile(t, MaxResponseBytes, func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+		})
+		defer close(release)
+		short := cfg
+		short.Timeout = 300 * time.Millisecond
+		start := time.Now()
+		s := Read(context.Background(), short, "w1", tg, start)
+		if took := time.Since(start); took > 5*time.Second {
+			t.Fatalf("read took %s, want about the 300ms timeout", took)
+		}
+		for part, err := range map[string]string{"nodes": s.NodesError, "events": s.EventsError, "services": s.ServicesError, "version": s.VersionError} {
+			if err == "" {
+				t.Errorf("%s: got no error from a hung server", part)
+			}
+		}
+	})
+	t.Run("long strings are cut", func(t *testing.T) {
+		long := strings.Repeat("é<script>", 10000)
+		tg := hostile(t, MaxResponseBytes, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = fmt.Fprintf(w, `{"kind":"NodeList","apiVersion":"v1","items":[{"metadata":{"name":%q},"status":{"conditions":[{"type":"Ready","status":"False","message":"PLEG is not healthy: %s"}]}}]}`, long, long)
+		})
+		s := Read(context.Background(), cfg, "w1", tg, time.Now())
+		if s.Nodes == nil || len(s.Nodes.Problems) != 1 {
+			t.Fatalf("got nodes %+v (error %q), want one problem", s.Nodes, s.NodesError)
+		}
+		p := s.Nodes.Problems[0]
+		for _, str := range append([]string{p.Name}, p.Problems...) {
+			if n := len([]rune(str)); n > MaxText {
+				t.Fatalf("got a string of %d runes, want at most %d", n, MaxText)
+			}
+		}
+	})
+}

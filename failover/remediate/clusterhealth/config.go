@@ -1,0 +1,62 @@
+package clusterhealth
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Config is the `cluster_health:` section of a node's config file. The
+// clusters themselves are remediations.kubernetes.primary and .backup.
+type Config struct {
+	Interval       time.Duration `yaml:"interval" doc:"How often each watcher reads both sites' clusters for the Cluster health section (default 1m, at least 10s)."`
+	Timeout        time.Duration `yaml:"timeout" doc:"How long one site's read may take, every call included (default 20s; below interval)."`
+	LBPendingAfter time.Duration `yaml:"lb_pending_after" doc:"A LoadBalancer Service with no ingress address for longer than this counts as pending (default 10m)."`
+	EventWindow    time.Duration `yaml:"event_window" doc:"Events last seen within this window count as recent (default 1h, Kubernetes' own event TTL)."`
+}
+
+// Defaults.
+const (
+	DefaultInterval       = time.Minute
+	DefaultTimeout        = 20 * time.Second
+	DefaultLBPendingAfter = 10 * time.Minute
+	DefaultEventWindow    = time.Hour
+	// MinInterval keeps three watchers from hammering two API servers.
+	MinInterval = 10 * time.Second
+)
+
+// WithDefaults returns c with every zero field defaulted.
+func (c Config) WithDefaults() Config {
+	if c.Interval == 0 {
+		c.Interval = DefaultInterval
+	}
+	if c.Timeout == 0 {
+		c.Timeout = min(DefaultTimeout, c.Interval/2)
+	}
+	if c.LBPendingAfter == 0 {
+		c.LBPendingAfter = DefaultLBPendingAfter
+	}
+	if c.EventWindow == 0 {
+		c.EventWindow = DefaultEventWindow
+	}
+	return c
+}
+
+// Validate returns every problem at once, each naming its field path. Call
+// it on WithDefaults' result.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Interval < MinInterval {
+		errs = append(errs, fmt.Errorf("cluster_health.interval: %s must be >= %s", c.Interval, MinInterval))
+	}
+	if c.Timeout <= 0 || c.Timeout >= c.Interval {
+		errs = append(errs, fmt.Errorf("cluster_health.timeout: %s must be > 0 and below interval (%s)", c.Timeout, c.Interval))
+	}
+	if c.LBPendingAfter <= 0 {
+		errs = append(errs, fmt.Errorf("cluster_health.lb_pending_after: %s must be > 0", c.LBPendingAfter))
+	}
+	if c.EventWindow <= 0 {
+		errs = append(errs, fmt.Errorf("cluster_health.event_window: %s must be > 0", c.EventWindow))
+	}
+	return errors.Join(errs...)
+}
