@@ -215,6 +215,11 @@ func TestDeadNodeTaintsOnlyConfirmedDown(t *testing.T) {
 	for _, n := range names {
 		node(t, c, n, corev1.ConditionUnknown, long, false)
 	}
+	// Healthy nodes too, so that the five dead ones are under the
+	// disruption brake's default share, as in a real cluster.
+	for _, n := range []string{"ready-0", "ready-1", "ready-2"} {
+		node(t, c, n, corev1.ConditionTrue, long, false)
+	}
 	r := NewDeadNode(c, cloud, 5*time.Minute, nil)
 	acts, err := r.Plan(context.Background())
 	if err != nil {
@@ -231,7 +236,7 @@ func TestDeadNodeTaintsOnlyConfirmedDown(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("got %q, want %q", got, want)
 	}
-	lookAlikes := []string{"error-running", "partitioned", "unknown"}
+	lookAlikes := []string{"error-running", "partitioned", "unknown", "ready-0", "ready-1", "ready-2"}
 	before := nodeVersions(t, c, lookAlikes...)
 	remediatetest.Pass(t, remediatetest.NewLog(), r, remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 10})
 	for _, n := range []string{"crashed", "gone", "host-down", "nostate", "off"} {
