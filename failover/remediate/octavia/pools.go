@@ -111,18 +111,12 @@ func (p *Pools) PoolMembers(ctx context.Context, svc *corev1.Service) ([]kube.Po
 // is none. With admin credentials a list spans every project: it is scoped
 // to ours, where the cloud provider of this cluster creates its load
 // balancers, so that another project's look-alike (another cluster with the
-// same --cluster-name) is never taken for it; an annotated ID that names
-// another project's load balancer is refused.
+// same --cluster-name) is never taken for it.
 func (p *Pools) find(ctx context.Context, client *gophercloud.ServiceClient, project string, svc *corev1.Service) (*loadbalancers.LoadBalancer, error) {
 	if id := svc.Annotations[AnnotationLoadBalancerID]; id != "" {
-		lb, err := find(ctx, client, id, project)
-		if err != nil || lb == nil {
-			return lb, err
-		}
-		if lb.ProjectID != project {
-			return nil, fmt.Errorf("load balancer %s belongs to project %s, not %s: not this cluster's", lb.ID, lb.ProjectID, project)
-		}
-		return lb, nil
+		// The cluster's own cloud provider wrote the ID: it is this
+		// Service's load balancer whichever project the reader is in.
+		return find(ctx, client, id, project)
 	}
 	name := LoadBalancerName(p.cluster, svc.Namespace, svc.Name)
 	var found []loadbalancers.LoadBalancer
