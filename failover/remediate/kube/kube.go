@@ -111,7 +111,7 @@ func Entries(cfg remediate.Config, clients Clients, instances InstanceChecker, r
 		}),
 		add(DrainTrapName, dt.Site, dt.Settings, func(c kubernetes.Interface) remediate.Remediator { return NewDrainTrap(c, pools) }),
 		add(OrphanedPodsName, op.Site, op.Settings, func(c kubernetes.Interface) remediate.Remediator {
-			o := NewOrphanedPods(c, op.After, now)
+			o := NewOrphanedPods(c, nil, op.After, now)
 			if op.RebootNode && rebooter != nil {
 				o.WithReboot(rebooter)
 			}

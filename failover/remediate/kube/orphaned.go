@@ -3,6 +3,8 @@ package kube
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -25,6 +27,12 @@ type OrphanedPods struct {
 	after    time.Duration
 	now      func() time.Time
 	rebooter NodeRebooter // nil: pods only (the default)
+	log      *slog.Logger
+
+	instances InstanceChecker
+	noCloud   bool // instances knows nothing: no cloud for this site
+
+	held map[types.UID]string // pods held last pass, with the reason logged
 }
 
 // NodeRebooter reboots the instance behind a node (Nova, in production).
@@ -50,11 +58,21 @@ var _ remediate.Remediator = (*OrphanedPods)(nil)
 
 // NewOrphanedPods returns the remediator: a pod Terminating for longer than
 // its grace period plus after is force-deleted. now may be nil (time.Now).
-func NewOrphanedPods(client kubernetes.Interface, after time.Duration, now func() time.Time) *OrphanedPods {
+func NewOrphanedPods(client kubernetes.Interface, instances InstanceChecker, after time.Duration, now func() time.Time) *OrphanedPods {
 	if now == nil {
 		now = time.Now
 	}
-	return &OrphanedPods{client: client, after: after, now: now}
+	o := &OrphanedPods{client: client, after: after, now: now, instances: instances, log: slog.New(slog.DiscardHandler)}
+	if instances == nil {
+		o.instances, o.noCloud = UnknownInstances{}, true
+	}
+	return o
+}
+
+// WithLogger logs, through log, the pods it holds back and why. It returns o.
+func (o *OrphanedPods) WithLogger(log *slog.Logger) *OrphanedPods {
+	o.log = log
+	return o
 }
 
 // Name implements remediate.Remediator.
@@ -65,17 +83,45 @@ type podRef struct {
 	uid             types.UID
 }
 
+// orphanRef is a force-delete's data: the pod, its node, and whether the
+// pod may still run there, so that Apply re-checks the node is down.
+type orphanRef struct {
+	podRef
+	node     string
+	needDown bool
+}
+
 // Plan lists the pods being deleted. The API server sets a pod's
 // deletionTimestamp to the time of the delete request plus its grace
 // period, so "Terminating longer than the grace period plus T" is
 // now > deletionTimestamp + T.
+//
+// A pod that may still run, and whose second copy would conflict with it
+// (a StatefulSet's pod, a pod with a ReadWriteOnce or ReadWriteOncePod
+// volume), is force-deleted only when its node is confirmed down: the
+// node object is gone, or the cloud says its instance is dead. Force
+// deleting only removes the API object; a kubelet cut off from the API
+// server keeps the containers running, and the controller starts a second
+// copy elsewhere: two pods of one StatefulSet identity, or two writers of
+// one volume (Kubernetes' "Force Delete StatefulSet Pods" task warns of
+// exactly this).
+// Held pods are logged with the reason, never acted on.
 func (o *OrphanedPods) Plan(ctx context.Context) ([]remediate.Action, error) {
 	pods, err := o.client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("list pods: %w", err)
 	}
+	nodes, err := o.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	v := &podView{o: o, nodes: map[string]*corev1.Node{}, down: map[string]downness{}, claims: map[string]claimModes{}}
+	for i := range nodes.Items {
+		v.nodes[nodes.Items[i].Name] = &nodes.Items[i]
+	}
 	now := o.now()
 	var out []remediate.Action
+	held := map[types.UID]string{}
 	stuckOn := map[string]time.Time{} // node -> earliest stuck deletion
 	for i := range pods.Items {
 		p := &pods.Items[i]
@@ -86,19 +132,31 @@ func (o *OrphanedPods) Plan(ctx context.Context) ([]remediate.Action, error) {
 		if over <= o.after {
 			continue
 		}
+		conflict := v.conflict(ctx, p)
+		var down downness
+		if conflict != "" {
+			if down = v.nodeDown(ctx, p.Spec.NodeName); !down.down {
+				held[p.UID] = fmt.Sprintf("%s, and %s", conflict, down.why)
+				continue
+			}
+		}
 		if n := p.Spec.NodeName; n != "" {
 			if t, ok := stuckOn[n]; !ok || p.DeletionTimestamp.Time.Before(t) {
 				stuckOn[n] = p.DeletionTimestamp.Time
 			}
 		}
+		reason := fmt.Sprintf("pod %s/%s on node %s still Terminating %s past its grace period (%s); force-deleting the pod object",
+			p.Namespace, p.Name, orNone(p.Spec.NodeName), over.Round(time.Second), graceOf(p))
+		if conflict != "" {
+			reason += fmt.Sprintf(" (%s, and %s)", conflict, down.why)
+		}
 		out = append(out, remediate.Action{
-			Target: "pod/" + p.Namespace + "/" + p.Name, Verb: "force-delete",
-			Reason: fmt.Sprintf("pod %s/%s on node %s still Terminating %s past its grace period (%s); force-deleting the pod object",
-				p.Namespace, p.Name, orNone(p.Spec.NodeName), over.Round(time.Second), graceOf(p)),
+			Target: "pod/" + p.Namespace + "/" + p.Name, Verb: "force-delete", Reason: reason,
 			Key:  "force-delete/pod/" + p.Namespace + "/" + p.Name + "/" + string(p.UID),
-			Data: podRef{p.Namespace, p.Name, p.UID},
+			Data: orphanRef{podRef{p.Namespace, p.Name, p.UID}, p.Spec.NodeName, conflict != ""},
 		})
 	}
+	o.report(pods.Items, held)
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	if o.rebooter == nil {
 		return out, nil
@@ -109,12 +167,9 @@ func (o *OrphanedPods) Plan(ctx context.Context) ([]remediate.Action, error) {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		node, err := o.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
+		node, ok := v.nodes[name]
+		if !ok {
 			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("get node %s: %w", name, err)
 		}
 		since := stuckOn[name]
 		out = append(out, remediate.Action{
@@ -128,6 +183,124 @@ func (o *OrphanedPods) Plan(ctx context.Context) ([]remediate.Action, error) {
 		})
 	}
 	return out, nil
+}
+
+// report logs each held pod once per reason (the runner records only
+// actions, and a held pod is none), so that the on-call human learns which
+// pods need their judgement and why.
+func (o *OrphanedPods) report(pods []corev1.Pod, held map[types.UID]string) {
+	for i := range pods {
+		p := &pods[i]
+		why, ok := held[p.UID]
+		if !ok || o.held[p.UID] == why {
+			continue
+		}
+		o.log.Warn("orphaned pod held, not force-deleted", "pod", p.Namespace+"/"+p.Name, "node", orNone(p.Spec.NodeName), "reason", why)
+	}
+	o.held = held
+}
+
+// downness says whether a node is confirmed down, and why (not).
+type downness struct {
+	down bool
+	why  string
+}
+
+// podView reads, once per pass, what deciding about the pods needs: nodes,
+// the cloud's view of their instances, and claims' access modes.
+type podView struct {
+	o      *OrphanedPods
+	nodes  map[string]*corev1.Node
+	down   map[string]downness
+	claims map[string]claimModes
+}
+
+type claimModes struct {
+	modes []corev1.PersistentVolumeAccessMode
+	err   error
+}
+
+// conflict says why a second copy of p could conflict with p still
+// running ("" when none could): it belongs to a StatefulSet (two pods of
+// one identity), or it holds a volume only one node (or pod) may use. A
+// claim that cannot be read counts as such a volume (fail closed).
+func (v *podView) conflict(ctx context.Context, p *corev1.Pod) string {
+	for _, r := range p.OwnerReferences {
+		if r.Kind == "StatefulSet" {
+			return fmt.Sprintf("it belongs to StatefulSet %s", r.Name)
+		}
+	}
+	for _, vol := range p.Spec.Volumes {
+		switch {
+		case vol.Ephemeral != nil && vol.Ephemeral.VolumeClaimTemplate != nil:
+			if m := exclusive(vol.Ephemeral.VolumeClaimTemplate.Spec.AccessModes); m != "" {
+				return fmt.Sprintf("its ephemeral volume %s is %s", vol.Name, m)
+			}
+		case vol.PersistentVolumeClaim != nil:
+			name := vol.PersistentVolumeClaim.ClaimName
+			key := p.Namespace + "/" + name
+			cm, ok := v.claims[key]
+			if !ok {
+				pvc, err := v.o.client.CoreV1().PersistentVolumeClaims(p.Namespace).Get(ctx, name, metav1.GetOptions{})
+				if err != nil {
+					cm.err = err
+				} else {
+					cm.modes = append(slices.Clone(pvc.Spec.AccessModes), pvc.Status.AccessModes...)
+				}
+				v.claims[key] = cm
+			}
+			if cm.err != nil {
+				return fmt.Sprintf("the access modes of its claim %s are unknown (%v)", name, cm.err)
+			}
+			if m := exclusive(cm.modes); m != "" {
+				return fmt.Sprintf("its claim %s is %s", name, m)
+			}
+		}
+	}
+	return ""
+}
+
+// exclusive returns the first single-node or single-pod access mode in
+// modes, or "".
+func exclusive(modes []corev1.PersistentVolumeAccessMode) corev1.PersistentVolumeAccessMode {
+	for _, m := range modes {
+		if m == corev1.ReadWriteOnce || m == corev1.ReadWriteOncePod {
+			return m
+		}
+	}
+	return ""
+}
+
+// nodeDown says whether the node named name is confirmed down: bound to no
+// node at all, the node object gone, or its instance dead by the cloud's
+// InstanceChecker (the same rule dead-node-out-of-service uses).
+func (v *podView) nodeDown(ctx context.Context, name string) downness {
+	if d, ok := v.down[name]; ok {
+		return d
+	}
+	d := v.o.confirmDown(ctx, name, v.nodes[name])
+	v.down[name] = d
+	return d
+}
+
+// confirmDown decides for one node; n is nil when the node object is gone.
+func (o *OrphanedPods) confirmDown(ctx context.Context, name string, n *corev1.Node) downness {
+	switch {
+	case name == "":
+		return downness{true, "it was never bound to a node"}
+	case n == nil:
+		return downness{true, fmt.Sprintf("node %s is gone", name)}
+	case o.noCloud:
+		return downness{false, fmt.Sprintf("no cloud is configured for this site, so nothing can confirm that node %s is down", name)}
+	}
+	st, err := o.instances.InstanceState(ctx, n)
+	switch {
+	case err != nil:
+		return downness{false, fmt.Sprintf("the cloud cannot say whether node %s's instance is down: %v", name, err)}
+	case !st.dead():
+		return downness{false, fmt.Sprintf("node %s's instance is %s, not confirmed down", name, st)}
+	}
+	return downness{true, fmt.Sprintf("node %s's instance is %s", name, st)}
 }
 
 func graceOf(p *corev1.Pod) string {
@@ -151,9 +324,21 @@ func (o *OrphanedPods) Apply(ctx context.Context, a remediate.Action) error {
 	if nr, ok := a.Data.(nodeRef); ok {
 		return o.cordonReboot(ctx, nr)
 	}
-	ref, ok := a.Data.(podRef)
+	ref, ok := a.Data.(orphanRef)
 	if !ok {
 		return fmt.Errorf("%s: action without pod data", a.Target)
+	}
+	if ref.needDown {
+		n, err := o.client.CoreV1().Nodes().Get(ctx, ref.node, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			n, err = nil, nil
+		}
+		if err != nil {
+			return fmt.Errorf("get node %s: %w", ref.node, err)
+		}
+		if d := o.confirmDown(ctx, ref.node, n); !d.down {
+			return fmt.Errorf("pod %s/%s may still run: %s: %w", ref.namespace, ref.name, d.why, remediate.ErrPrecondition)
+		}
 	}
 	zero := int64(0)
 	err := o.client.CoreV1().Pods(ref.namespace).Delete(ctx, ref.name, metav1.DeleteOptions{

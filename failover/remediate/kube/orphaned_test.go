@@ -1,9 +1,13 @@
 package kube
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,7 +16,9 @@ import (
 	"github.com/drwatch/drwatch/failover/remediate/remediatetest"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -53,7 +59,7 @@ func TestOrphanedPods(t *testing.T) {
 	terminate(t, c, ns, "within-grace", 3*3600) // still inside its grace period an hour from now
 	// The remediator's clock runs an hour ahead: orphan-a and orphan-b have
 	// been Terminating ~1h past their 30 s grace period.
-	r := NewOrphanedPods(c, 10*time.Minute, func() time.Time { return time.Now().Add(time.Hour) })
+	r := NewOrphanedPods(c, nil, 10*time.Minute, func() time.Time { return time.Now().Add(time.Hour) })
 	fc := remediatetest.NewLog()
 	all := []string{"orphan-a", "orphan-b", "within-grace", "running"}
 	podVersions := func() map[string]string {
@@ -136,10 +142,10 @@ func TestOrphanedPodsCordonAndReboot(t *testing.T) {
 	on := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 5, MaxPerHour: 10}
 
 	// Its own log: a repeated dry-run record with the same reason is not recorded twice.
-	if got := remediatetest.Summary(remediatetest.Pass(t, remediatetest.NewLog(), NewOrphanedPods(c, 10*time.Minute, later), remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5})); !slices.Equal(got, []string{"dry_run force-delete pod/" + ns + "/stuck"}) {
+	if got := remediatetest.Summary(remediatetest.Pass(t, remediatetest.NewLog(), NewOrphanedPods(c, nil, 10*time.Minute, later), remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5})); !slices.Equal(got, []string{"dry_run force-delete pod/" + ns + "/stuck"}) {
 		t.Fatalf("without the option: got %q, want only the pod", got)
 	}
-	r := NewOrphanedPods(c, 10*time.Minute, later).WithReboot(rb)
+	r := NewOrphanedPods(c, nil, 10*time.Minute, later).WithReboot(rb)
 	before := nodeVersions(t, c, "w1", "w2")
 	if got := remediatetest.Summary(remediatetest.Pass(t, fc, r, remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5})); !slices.Equal(got, []string{"dry_run force-delete pod/" + ns + "/stuck", "dry_run cordon-reboot node/w1"}) {
 		t.Fatalf("dry-run: got %q", got)
@@ -165,4 +171,138 @@ func TestOrphanedPodsCordonAndReboot(t *testing.T) {
 	if len(rb.rebooted()) != 1 {
 		t.Fatal("w1 rebooted twice for one episode")
 	}
+}
+
+// ownedPod creates a pod bound to nodeName whose controller is a kind
+// ("StatefulSet", "ReplicaSet"), with vols.
+func ownedPod(t *testing.T, c kubernetes.Interface, ns, name, nodeName, kind string, vols ...corev1.Volume) {
+	t.Helper()
+	yes := true
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "apps/v1", Kind: kind, Name: name + "-owner", UID: types.UID("owner-" + name), Controller: &yes}}},
+		Spec: corev1.PodSpec{NodeName: nodeName, Volumes: vols,
+			Containers: []corev1.Container{{Name: "c", Image: "example.invalid/c"}}},
+	}
+	if _, err := c.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create pod %s: %v", name, err)
+	}
+}
+
+// claim creates a PersistentVolumeClaim with access modes and returns a
+// pod volume that mounts it.
+func claim(t *testing.T, c kubernetes.Interface, ns, name string, modes ...corev1.PersistentVolumeAccessMode) corev1.Volume {
+	t.Helper()
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: modes,
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+	}
+	if _, err := c.CoreV1().PersistentVolumeClaims(ns).Create(context.Background(), pvc, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create claim %s: %v", name, err)
+	}
+	return corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}}
+}
+
+// A StatefulSet pod, or a pod holding a ReadWriteOnce(Pod) volume, may
+// still run on a node that is only partitioned: force-deleting it lets its
+// controller start a second copy. Such pods are force-deleted only when the
+// node is confirmed down (the cloud says its instance is, or the node object
+// is gone); other pods keep the plain rule.
+func TestOrphanedPodsNeverCopyAPodThatMayStillRun(t *testing.T) {
+	c := client(t)
+	ns := namespace(t, c)
+	long := time.Now().Add(-time.Hour)
+	node(t, c, "partitioned", corev1.ConditionUnknown, long, false)  // instance ACTIVE
+	node(t, c, "silent-cloud", corev1.ConditionUnknown, long, false) // the cloud errors
+	node(t, c, "dead", corev1.ConditionUnknown, long, false)         // instance gone
+	cloud := fakeInstances{"partitioned": InstanceActive, "dead": InstanceGone}
+	eph := corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{
+		VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}}}}
+	// Must stay: each may still run on its node.
+	held := []string{"sts-partitioned", "rwo-partitioned", "rwop-partitioned", "ephemeral-rwo-partitioned", "sts-silent-cloud"}
+	ownedPod(t, c, ns, "sts-partitioned", "partitioned", "StatefulSet")
+	ownedPod(t, c, ns, "rwo-partitioned", "partitioned", "ReplicaSet", claim(t, c, ns, "rwo", corev1.ReadWriteOnce))
+	ownedPod(t, c, ns, "rwop-partitioned", "partitioned", "ReplicaSet", claim(t, c, ns, "rwop", corev1.ReadWriteOncePod))
+	ownedPod(t, c, ns, "ephemeral-rwo-partitioned", "partitioned", "ReplicaSet", eph)
+	ownedPod(t, c, ns, "sts-silent-cloud", "silent-cloud", "StatefulSet")
+	// May go: no second copy can conflict, or the node is confirmed down.
+	freed := []string{"deploy-partitioned", "rwx-partitioned", "sts-dead", "rwo-dead", "sts-node-deleted"}
+	ownedPod(t, c, ns, "deploy-partitioned", "partitioned", "ReplicaSet")
+	ownedPod(t, c, ns, "rwx-partitioned", "partitioned", "ReplicaSet", claim(t, c, ns, "rwx", corev1.ReadWriteMany))
+	ownedPod(t, c, ns, "sts-dead", "dead", "StatefulSet")
+	ownedPod(t, c, ns, "rwo-dead", "dead", "ReplicaSet", claim(t, c, ns, "rwo-2", corev1.ReadWriteOnce))
+	ownedPod(t, c, ns, "sts-node-deleted", "node-deleted", "StatefulSet")
+	for _, n := range append(slices.Clone(held), freed...) {
+		terminate(t, c, ns, n, 30)
+	}
+	later := func() time.Time { return time.Now().Add(time.Hour) }
+	dry := remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 20}
+	deletes := func(names ...string) []string {
+		var out []string
+		for _, n := range slices.Sorted(slices.Values(names)) {
+			out = append(out, "dry_run force-delete pod/"+ns+"/"+n)
+		}
+		return out
+	}
+
+	t.Run("no cloud configured: only the node's deletion confirms it down", func(t *testing.T) {
+		var logs bytes.Buffer
+		r := NewOrphanedPods(c, nil, 10*time.Minute, later).WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))
+		got := remediatetest.Summary(remediatetest.Pass(t, remediatetest.NewLog(), r, dry))
+		if want := deletes("deploy-partitioned", "rwx-partitioned", "sts-node-deleted"); !slices.Equal(got, want) {
+			t.Fatalf("got %q, want %q", got, want)
+		}
+		if !strings.Contains(logs.String(), "pod="+ns+"/sts-dead") || !strings.Contains(logs.String(), "no cloud is configured") {
+			t.Fatalf("got log %q, want sts-dead held because no cloud is configured", logs.String())
+		}
+	})
+	t.Run("the cloud confirms the node down", func(t *testing.T) {
+		var logs bytes.Buffer
+		r := NewOrphanedPods(c, cloud, 10*time.Minute, later).WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))
+		fc := remediatetest.NewLog()
+		got := remediatetest.Summary(remediatetest.Pass(t, fc, r, dry))
+		if want := deletes(freed...); !slices.Equal(got, want) {
+			t.Fatalf("got %q, want %q", got, want)
+		}
+		for _, n := range held {
+			if !strings.Contains(logs.String(), "pod="+ns+"/"+n+" ") {
+				t.Errorf("got log %q, want a line saying why %s is held", logs.String(), n)
+			}
+		}
+		remediatetest.Pass(t, fc, r, remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 20, MaxPerHour: 20})
+		for _, n := range freed {
+			if podExists(t, c, ns, n) {
+				t.Errorf("%s still there, want it force-deleted", n)
+			}
+		}
+		for _, n := range held {
+			if !podExists(t, c, ns, n) {
+				t.Errorf("%s was force-deleted while its node may still run it", n)
+			}
+		}
+	})
+	t.Run("apply refuses a node the cloud no longer reports down", func(t *testing.T) {
+		ownedPod(t, c, ns, "sts-flapping", "dead", "StatefulSet")
+		terminate(t, c, ns, "sts-flapping", 30)
+		r := NewOrphanedPods(c, cloud, 10*time.Minute, later)
+		acts, err := r.Plan(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(acts, func(a remediate.Action) bool { return a.Target == "pod/"+ns+"/sts-flapping" })
+		if i < 0 {
+			t.Fatalf("got actions %v, want one for sts-flapping", acts)
+		}
+		cloud["dead"] = InstanceActive
+		if err := r.Apply(context.Background(), acts[i]); !errors.Is(err, remediate.ErrPrecondition) {
+			t.Fatalf("got %v, want ErrPrecondition", err)
+		}
+		if !podExists(t, c, ns, "sts-flapping") {
+			t.Fatal("sts-flapping force-deleted although its instance is ACTIVE again")
+		}
+	})
 }
