@@ -42,6 +42,13 @@ type NodeRebooter interface {
 	RebootNode(ctx context.Context, node *corev1.Node) error
 }
 
+// NodeCloud is the cloud behind one site's nodes, as orphaned-pods uses
+// it: it says whether a node's instance is down, and reboots it.
+type NodeCloud interface {
+	InstanceChecker
+	NodeRebooter
+}
+
 // WithReboot also cordons and reboots, through r, the nodes orphaned pods
 // were stuck on (opt-in). It returns o.
 func (o *OrphanedPods) WithReboot(r NodeRebooter) *OrphanedPods {
