@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/drwatch/drwatch/failover/remediate"
@@ -111,7 +112,8 @@ type orphanRef struct {
 // server keeps the containers running, and the controller starts a second
 // copy elsewhere: two pods of one StatefulSet identity, or two writers of
 // one volume (Kubernetes' "Force Delete StatefulSet Pods" task warns of
-// exactly this).
+// exactly this). A pod with finalizers is held too: a force-delete does
+// not remove it.
 // Held pods are logged with the reason, never acted on.
 func (o *OrphanedPods) Plan(ctx context.Context) ([]remediate.Action, error) {
 	pods, err := o.client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
@@ -137,6 +139,13 @@ func (o *OrphanedPods) Plan(ctx context.Context) ([]remediate.Action, error) {
 		}
 		over := now.Sub(p.DeletionTimestamp.Time)
 		if over <= o.after {
+			continue
+		}
+		if len(p.Finalizers) > 0 {
+			// The API server keeps the object until every finalizer is
+			// removed, and removing another controller's is not ours.
+			held[p.UID] = fmt.Sprintf("its finalizers %s keep it until their owners remove them; neither a force-delete nor a reboot frees it",
+				strings.Join(p.Finalizers, ", "))
 			continue
 		}
 		conflict := v.conflict(ctx, p)

@@ -306,3 +306,36 @@ func TestOrphanedPodsNeverCopyAPodThatMayStillRun(t *testing.T) {
 		}
 	})
 }
+
+// A pod held by a finalizer outlives a force-delete: the API server keeps
+// it until the finalizer's owner removes it. Such a pod is never "applied"
+// as if freed, and does not trigger a node reboot, which cannot free it.
+func TestOrphanedPodsLeaveFinalizerHeldPods(t *testing.T) {
+	c := client(t)
+	ns := namespace(t, c)
+	node(t, c, "w1", corev1.ConditionTrue, time.Now(), false)
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "finalized", Namespace: ns, Finalizers: []string{"example.com/backup"}},
+		Spec:       corev1.PodSpec{NodeName: "w1", Containers: []corev1.Container{{Name: "c", Image: "example.invalid/c"}}},
+	}
+	if _, err := c.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// Release it, or it would stay Terminating for the next test.
+		patch := []byte(`{"metadata":{"finalizers":null}}`)
+		if _, err := c.CoreV1().Pods(ns).Patch(context.Background(), "finalized", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("release finalized: %v", err)
+		}
+	})
+	terminate(t, c, ns, "finalized", 30)
+	var logs bytes.Buffer
+	r := NewOrphanedPods(c, nil, 10*time.Minute, func() time.Time { return time.Now().Add(time.Hour) }).
+		WithReboot(&recordingRebooter{}).WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))
+	if got := remediatetest.Summary(remediatetest.Pass(t, remediatetest.NewLog(), r, remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5})); len(got) != 0 {
+		t.Fatalf("got %q, want nothing planned for a pod only its finalizer holds", got)
+	}
+	if !strings.Contains(logs.String(), "pod="+ns+"/finalized ") || !strings.Contains(logs.String(), "example.com/backup") {
+		t.Fatalf("got log %q, want finalized held, naming its finalizer", logs.String())
+	}
+}
