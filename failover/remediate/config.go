@@ -69,6 +69,9 @@ type OrphanedPodsConfig struct {
 	// RebootNode also cordons the node the pods were stuck on and reboots
 	// it through Nova (stale volume mounts), once per episode. Off by default.
 	RebootNode bool `yaml:"reboot_node" doc:"Also cordon the node the pods were stuck on and soft-reboot it through Nova, once per episode (off by default; needs remediations.openstack for the same site)."`
+	// RebootWait is how long the rebooted kubelet gets to finish the pods
+	// itself before drwatch force-deletes those still Terminating.
+	RebootWait time.Duration `yaml:"reboot_wait" doc:"With reboot_node: how long after the reboot a pod must still be Terminating before it is force-deleted, and the node Ready before drwatch uncordons it (default 10m, at least 1m)."`
 }
 
 // BackupWarmupConfig configures backup-warmup.
@@ -155,6 +158,13 @@ const (
 
 	DefaultOctaviaPendingTimeout  = 10 * time.Minute
 	DefaultOctaviaFailoverTimeout = 5 * time.Minute
+
+	// DefaultOrphanRebootWait is orphaned_pods.reboot_wait: long enough for
+	// a VM to reboot and its kubelet to start and finish its pods.
+	DefaultOrphanRebootWait = 10 * time.Minute
+	// MinOrphanRebootWait is the shortest reboot_wait accepted: a shorter
+	// wait would force-delete pods before the node could be back.
+	MinOrphanRebootWait = time.Minute
 )
 
 // WithDefaults returns c with every zero field defaulted.
@@ -167,6 +177,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.OrphanedPods.After <= 0 {
 		c.OrphanedPods.After = DefaultOrphanAfter
+	}
+	if c.OrphanedPods.RebootWait == 0 {
+		c.OrphanedPods.RebootWait = DefaultOrphanRebootWait
 	}
 	if c.BackupWarmup.ReadyTimeout <= 0 {
 		c.BackupWarmup.ReadyTimeout = DefaultReadyTimeout
@@ -216,6 +229,9 @@ func (c Config) Validate() error {
 	}
 	mode("orphaned_pods", c.OrphanedPods.Settings)
 	site("orphaned_pods", c.OrphanedPods.Site)
+	if w := c.OrphanedPods.RebootWait; w != 0 && w < MinOrphanRebootWait {
+		errs = append(errs, fmt.Errorf("remediations.orphaned_pods.reboot_wait: %s must be at least %s (0 means the default %s)", w, MinOrphanRebootWait, DefaultOrphanRebootWait))
+	}
 	mode("backup_warmup", c.BackupWarmup.Settings)
 	for i, w := range c.BackupWarmup.Workloads {
 		p := fmt.Sprintf("remediations.backup_warmup.workloads[%d]", i)

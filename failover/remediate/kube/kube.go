@@ -120,7 +120,7 @@ func Entries(cfg remediate.Config, clients Clients, instances InstanceChecker, n
 				o.WithLogger(log.With("remediation", OrphanedPodsName))
 			}
 			if op.RebootNode && nodes != nil {
-				o.WithReboot(nodes)
+				o.WithReboot(nodes, op.RebootWait)
 			}
 			return o
 		}),

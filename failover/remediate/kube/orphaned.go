@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 )
 
 // OrphanedPodsName is the remediation's name.
@@ -27,7 +29,8 @@ type OrphanedPods struct {
 	client   kubernetes.Interface
 	after    time.Duration
 	now      func() time.Time
-	rebooter NodeRebooter // nil: pods only (the default)
+	rebooter NodeRebooter  // nil: pods only (the default)
+	wait     time.Duration // with rebooter: from the reboot to force-deletes
 	log      *slog.Logger
 
 	instances InstanceChecker
@@ -52,10 +55,23 @@ type NodeCloud interface {
 
 // WithReboot also cordons and reboots, through r, the nodes orphaned pods
 // were stuck on (opt-in). It returns o.
-func (o *OrphanedPods) WithReboot(r NodeRebooter) *OrphanedPods {
-	o.rebooter = r
+func (o *OrphanedPods) WithReboot(r NodeRebooter, wait time.Duration) *OrphanedPods {
+	if wait <= 0 {
+		wait = remediate.DefaultOrphanRebootWait
+	}
+	o.rebooter, o.wait = r, wait
 	return o
 }
+
+// Annotations orphaned-pods keeps on the nodes it reboots.
+const (
+	// AnnotationCordoned marks a cordon drwatch set, so that it only ever
+	// undoes its own: an operator's cordon is left alone.
+	AnnotationCordoned = "drwatch.io/cordoned-since"
+	// AnnotationRebooted is when drwatch last rebooted the node: pods
+	// stuck since before it wait for reboot_wait, not for another reboot.
+	AnnotationRebooted = "drwatch.io/rebooted-at"
+)
 
 type nodeRef struct {
 	name string
@@ -141,35 +157,28 @@ func (o *OrphanedPods) Plan(ctx context.Context) ([]remediate.Action, error) {
 		if over <= o.after {
 			continue
 		}
-		if len(p.Finalizers) > 0 {
-			// The API server keeps the object until every finalizer is
-			// removed, and removing another controller's is not ours.
-			held[p.UID] = fmt.Sprintf("its finalizers %s keep it until their owners remove them; neither a force-delete nor a reboot frees it",
-				strings.Join(p.Finalizers, ", "))
+		vd := v.decide(ctx, p, now)
+		switch {
+		case vd.held != "":
+			held[p.UID] = vd.held
 			continue
-		}
-		conflict := v.conflict(ctx, p)
-		var down downness
-		if conflict != "" {
-			if down = v.nodeDown(ctx, p.Spec.NodeName); !down.down {
-				held[p.UID] = fmt.Sprintf("%s, and %s", conflict, down.why)
-				continue
+		case vd.reboot:
+			if t, ok := stuckOn[p.Spec.NodeName]; !ok || p.DeletionTimestamp.Time.Before(t) {
+				stuckOn[p.Spec.NodeName] = p.DeletionTimestamp.Time
 			}
-		}
-		if n := p.Spec.NodeName; n != "" {
-			if t, ok := stuckOn[n]; !ok || p.DeletionTimestamp.Time.Before(t) {
-				stuckOn[n] = p.DeletionTimestamp.Time
-			}
+			continue
+		case vd.wait:
+			continue
 		}
 		reason := fmt.Sprintf("pod %s/%s on node %s still Terminating %s past its grace period (%s); force-deleting the pod object",
 			p.Namespace, p.Name, orNone(p.Spec.NodeName), over.Round(time.Second), graceOf(p))
-		if conflict != "" {
-			reason += fmt.Sprintf(" (%s, and %s)", conflict, down.why)
+		if vd.note != "" {
+			reason += " (" + vd.note + ")"
 		}
 		out = append(out, remediate.Action{
 			Target: "pod/" + p.Namespace + "/" + p.Name, Verb: "force-delete", Reason: reason,
 			Key:  "force-delete/pod/" + p.Namespace + "/" + p.Name + "/" + string(p.UID),
-			Data: orphanRef{podRef{p.Namespace, p.Name, p.UID}, p.Spec.NodeName, conflict != ""},
+			Data: orphanRef{podRef{p.Namespace, p.Name, p.UID}, p.Spec.NodeName, vd.needDown},
 		})
 	}
 	o.report(pods.Items, held)
@@ -190,8 +199,8 @@ func (o *OrphanedPods) Plan(ctx context.Context) ([]remediate.Action, error) {
 		since := stuckOn[name]
 		out = append(out, remediate.Action{
 			Target: "node/" + name, Verb: "cordon-reboot",
-			Reason: fmt.Sprintf("pods stuck Terminating on node %s since %s (stale volume mounts are likely); cordon it and reboot its instance",
-				name, since.UTC().Format(time.RFC3339)),
+			Reason: fmt.Sprintf("pods stuck Terminating on node %s since %s (stale volume mounts are likely); cordon it and reboot its instance first, and force-delete only what is still Terminating %s later",
+				name, since.UTC().Format(time.RFC3339), o.wait),
 			// One reboot per node and episode: the episode starts with the
 			// earliest stuck deletion on it.
 			Key:  "cordon-reboot/node/" + name + "/" + string(node.UID) + "/" + strconv.FormatInt(since.Unix(), 10),
@@ -199,6 +208,66 @@ func (o *OrphanedPods) Plan(ctx context.Context) ([]remediate.Action, error) {
 		})
 	}
 	return out, nil
+}
+
+// verdict is what Plan does with one stuck pod: hold it (held says why),
+// reboot its node first, wait for the rebooted node, or force-delete it
+// (note adds to the reason; needDown makes Apply re-check the node).
+type verdict struct {
+	held         string
+	reboot, wait bool
+	note         string
+	needDown     bool
+}
+
+// decide applies the rules to one pod stuck Terminating. With reboot_node,
+// a node not confirmed down is rebooted before any of its pods is
+// force-deleted: a rebooted kubelet finishes them itself, cleanly. Only a
+// pod that is still Terminating o.wait after the reboot, and that is safe
+// to copy, is force-deleted.
+func (v *podView) decide(ctx context.Context, p *corev1.Pod, now time.Time) verdict {
+	if len(p.Finalizers) > 0 {
+		// The API server keeps the object until every finalizer is
+		// removed, and removing another controller's is not ours.
+		return verdict{held: fmt.Sprintf("its finalizers %s keep it until their owners remove them; neither a force-delete nor a reboot frees it",
+			strings.Join(p.Finalizers, ", "))}
+	}
+	conflict := v.conflict(ctx, p)
+	n := v.nodes[p.Spec.NodeName]
+	reboot := v.o.rebooter != nil && n != nil
+	var down downness
+	if conflict != "" || reboot {
+		down = v.nodeDown(ctx, p.Spec.NodeName)
+	}
+	var notes []string
+	if reboot && !down.down {
+		at := rebootedAt(n)
+		switch {
+		case !at.After(p.DeletionTimestamp.Time):
+			return verdict{reboot: true}
+		case now.Sub(at) < v.o.wait:
+			return verdict{wait: true}
+		}
+		notes = append(notes, fmt.Sprintf("still Terminating %s after its node was rebooted at %s",
+			now.Sub(at).Round(time.Second), at.UTC().Format(time.RFC3339)))
+	}
+	if conflict != "" {
+		if !down.down {
+			return verdict{held: conflict + ", and " + down.why}
+		}
+		notes = append(notes, conflict+", and "+down.why)
+	}
+	return verdict{note: strings.Join(notes, "; "), needDown: conflict != ""}
+}
+
+// rebootedAt is when orphaned-pods last rebooted n (zero: never, or an
+// annotation it cannot read).
+func rebootedAt(n *corev1.Node) time.Time {
+	t, err := time.Parse(time.RFC3339, n.Annotations[AnnotationRebooted])
+	if err != nil {
+		return time.Time{}
+	}
+	return t
 }
 
 // report logs each held pod once per reason (the runner records only
@@ -369,9 +438,13 @@ func (o *OrphanedPods) Apply(ctx context.Context, a remediate.Action) error {
 	return fmt.Errorf("force-delete pod %s/%s: %w", ref.namespace, ref.name, err)
 }
 
-// cordonReboot cordons the node (a no-op when it already is) and reboots it.
-// A node that is gone, or was replaced (another UID), is a precondition
-// failure: the world changed since Plan.
+// cordonReboot cordons the node (marking the cordon as drwatch's when it
+// sets it), stamps the reboot time on it, and reboots it. The stamp comes
+// first, so that no reboot happens that Plan does not know of; when the
+// reboot fails, the stamp and drwatch's cordon are rolled back, so that the
+// next pass retries the reboot instead of waiting on one that never
+// happened. A node that is gone, or was replaced (another UID), is a
+// precondition failure: the world changed since Plan.
 func (o *OrphanedPods) cordonReboot(ctx context.Context, ref nodeRef) error {
 	if o.rebooter == nil {
 		return fmt.Errorf("node/%s: reboot is not enabled", ref.name)
@@ -383,17 +456,49 @@ func (o *OrphanedPods) cordonReboot(ctx context.Context, ref nodeRef) error {
 	if err != nil {
 		return fmt.Errorf("get node %s: %w", ref.name, err)
 	}
-	if !node.Spec.Unschedulable {
+	prev, hadPrev := node.Annotations[AnnotationRebooted]
+	cordon := !node.Spec.Unschedulable
+	stamp := o.now().UTC().Format(time.RFC3339)
+	if node.Annotations == nil {
+		node.Annotations = map[string]string{}
+	}
+	if cordon {
 		node.Spec.Unschedulable = true
-		if node, err = o.client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
-			if apierrors.IsConflict(err) {
-				return fmt.Errorf("cordon node %s: %w", ref.name, remediate.ErrPrecondition)
-			}
-			return fmt.Errorf("cordon node %s: %w", ref.name, err)
+		node.Annotations[AnnotationCordoned] = stamp
+	}
+	node.Annotations[AnnotationRebooted] = stamp
+	if node, err = o.client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+		if apierrors.IsConflict(err) {
+			return fmt.Errorf("cordon node %s: %w", ref.name, errors.Join(err, remediate.ErrPrecondition))
 		}
+		return fmt.Errorf("cordon node %s: %w", ref.name, err)
 	}
 	if err := o.rebooter.RebootNode(ctx, node); err != nil {
-		return fmt.Errorf("reboot node %s: %w", ref.name, err)
+		err = fmt.Errorf("reboot node %s: %w", ref.name, err)
+		undo := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			n, gerr := o.client.CoreV1().Nodes().Get(context.WithoutCancel(ctx), ref.name, metav1.GetOptions{})
+			if gerr != nil {
+				return gerr
+			}
+			if n.UID != ref.uid || n.Annotations[AnnotationRebooted] != stamp {
+				return nil // someone else moved on
+			}
+			if hadPrev {
+				n.Annotations[AnnotationRebooted] = prev
+			} else {
+				delete(n.Annotations, AnnotationRebooted)
+			}
+			if cordon && n.Annotations[AnnotationCordoned] == stamp {
+				n.Spec.Unschedulable = false
+				delete(n.Annotations, AnnotationCordoned)
+			}
+			_, uerr := o.client.CoreV1().Nodes().Update(context.WithoutCancel(ctx), n, metav1.UpdateOptions{})
+			return uerr
+		})
+		if undo != nil {
+			return errors.Join(err, fmt.Errorf("undo cordon of node %s: %w", ref.name, undo))
+		}
+		return err
 	}
 	return nil
 }

@@ -127,7 +127,8 @@ func (r *recordingRebooter) rebooted() []string {
 }
 
 // Opt-in: the node orphaned pods were stuck on is cordoned and rebooted,
-// once per episode; never without the option; dry-run touches nothing.
+// once per episode, before any of its pods is force-deleted; never without
+// the option; dry-run touches nothing.
 func TestOrphanedPodsCordonAndReboot(t *testing.T) {
 	c := client(t)
 	ns := namespace(t, c)
@@ -145,18 +146,20 @@ func TestOrphanedPodsCordonAndReboot(t *testing.T) {
 	if got := remediatetest.Summary(remediatetest.Pass(t, remediatetest.NewLog(), NewOrphanedPods(c, nil, 10*time.Minute, later), remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5})); !slices.Equal(got, []string{"dry_run force-delete pod/" + ns + "/stuck"}) {
 		t.Fatalf("without the option: got %q, want only the pod", got)
 	}
-	r := NewOrphanedPods(c, nil, 10*time.Minute, later).WithReboot(rb)
+	r := NewOrphanedPods(c, nil, 10*time.Minute, later).WithReboot(rb, 10*time.Minute)
 	before := nodeVersions(t, c, "w1", "w2")
-	if got := remediatetest.Summary(remediatetest.Pass(t, fc, r, remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5})); !slices.Equal(got, []string{"dry_run force-delete pod/" + ns + "/stuck", "dry_run cordon-reboot node/w1"}) {
-		t.Fatalf("dry-run: got %q", got)
+	if got := remediatetest.Summary(remediatetest.Pass(t, fc, r, remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5})); !slices.Equal(got, []string{"dry_run cordon-reboot node/w1"}) {
+		t.Fatalf("dry-run: got %q, want only the reboot, which comes first", got)
 	}
 	if after := nodeVersions(t, c, "w1", "w2"); !maps.Equal(before, after) || len(rb.rebooted()) != 0 {
 		t.Fatal("dry-run cordoned or rebooted")
 	}
-	want := []string{"planned force-delete pod/" + ns + "/stuck", "applied force-delete pod/" + ns + "/stuck",
-		"planned cordon-reboot node/w1", "applied cordon-reboot node/w1"}
+	want := []string{"planned cordon-reboot node/w1", "applied cordon-reboot node/w1"}
 	if got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on)); !slices.Equal(got, want) {
 		t.Fatalf("got %q, want %q", got, want)
+	}
+	if !podExists(t, c, ns, "stuck") {
+		t.Fatal("stuck force-deleted before the rebooted node had its chance")
 	}
 	w1, err := c.CoreV1().Nodes().Get(context.Background(), "w1", metav1.GetOptions{})
 	if err != nil || !w1.Spec.Unschedulable {
@@ -331,11 +334,115 @@ func TestOrphanedPodsLeaveFinalizerHeldPods(t *testing.T) {
 	terminate(t, c, ns, "finalized", 30)
 	var logs bytes.Buffer
 	r := NewOrphanedPods(c, nil, 10*time.Minute, func() time.Time { return time.Now().Add(time.Hour) }).
-		WithReboot(&recordingRebooter{}).WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))
+		WithReboot(&recordingRebooter{}, 10*time.Minute).WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))
 	if got := remediatetest.Summary(remediatetest.Pass(t, remediatetest.NewLog(), r, remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5})); len(got) != 0 {
 		t.Fatalf("got %q, want nothing planned for a pod only its finalizer holds", got)
 	}
 	if !strings.Contains(logs.String(), "pod="+ns+"/finalized ") || !strings.Contains(logs.String(), "example.com/backup") {
 		t.Fatalf("got log %q, want finalized held, naming its finalizer", logs.String())
+	}
+}
+
+// testClock is a clock the test moves by hand.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *testClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *testClock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// With reboot_node, the reboot comes first: a rebooted kubelet finishes
+// its pods itself. Only a pod still Terminating once the wait after the
+// reboot has passed is force-deleted, and a pod that may still run is not
+// even then (its node is up again). max_per_pass 1 must not put the
+// delete first.
+func TestOrphanedPodsRebootBeforeForceDelete(t *testing.T) {
+	c := client(t)
+	ns := namespace(t, c)
+	node(t, c, "w1", corev1.ConditionFalse, time.Now(), false) // PLEG-stuck: instance ACTIVE
+	ownedPod(t, c, ns, "web-1", "w1", "ReplicaSet")
+	ownedPod(t, c, ns, "db-0", "w1", "StatefulSet")
+	terminate(t, c, ns, "web-1", 30)
+	terminate(t, c, ns, "db-0", 30)
+	clk := &testClock{t: time.Now().Add(time.Hour)}
+	rb := &recordingRebooter{}
+	r := NewOrphanedPods(c, fakeInstances{"w1": InstanceActive}, 10*time.Minute, clk.now).WithReboot(rb, 10*time.Minute)
+	fc := remediatetest.NewLog()
+	on := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 1, MaxPerHour: 10}
+	pass := func(want ...string) {
+		t.Helper()
+		got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on))
+		if want == nil {
+			want = []string{}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("at %s: got %q, want %q", clk.now().Format(time.TimeOnly), got, want)
+		}
+	}
+
+	pass("planned cordon-reboot node/w1", "applied cordon-reboot node/w1")
+	if !podExists(t, c, ns, "web-1") || !slices.Equal(rb.rebooted(), []string{"w1"}) {
+		t.Fatalf("after the first pass: web-1 there %v, rebooted %q; want web-1 kept and w1 rebooted", podExists(t, c, ns, "web-1"), rb.rebooted())
+	}
+	clk.add(5 * time.Minute)
+	pass() // within the wait: the rebooted kubelet may still finish web-1
+	if !podExists(t, c, ns, "web-1") {
+		t.Fatal("web-1 force-deleted within the wait after the reboot")
+	}
+	clk.add(6 * time.Minute)
+	pass("planned force-delete pod/"+ns+"/web-1", "applied force-delete pod/"+ns+"/web-1")
+	if podExists(t, c, ns, "web-1") || !podExists(t, c, ns, "db-0") {
+		t.Fatal("want web-1 force-deleted after the wait, and db-0 kept (its node is up, so it may run)")
+	}
+	pass()
+	if got := rb.rebooted(); len(got) != 1 {
+		t.Fatalf("rebooted %q, want w1 once for the episode", got)
+	}
+}
+
+// failingRebooter is Nova refusing the reboot.
+type failingRebooter struct{}
+
+func (failingRebooter) RebootNode(context.Context, *corev1.Node) error {
+	return errors.New("nova: 409 instance is locked")
+}
+
+// A reboot that failed is recorded as failed and leaves no trace on the
+// node: not drwatch's cordon, nor a reboot stamp that would make the next
+// pass wait on a reboot that never happened.
+func TestOrphanedPodsFailedRebootIsUndone(t *testing.T) {
+	c := client(t)
+	ns := namespace(t, c)
+	node(t, c, "w1", corev1.ConditionFalse, time.Now(), false)
+	ownedPod(t, c, ns, "web-1", "w1", "ReplicaSet")
+	terminate(t, c, ns, "web-1", 30)
+	r := NewOrphanedPods(c, nil, 10*time.Minute, func() time.Time { return time.Now().Add(time.Hour) }).WithReboot(failingRebooter{}, 10*time.Minute)
+	fc := remediatetest.NewLog()
+	on := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 1, MaxPerHour: 10}
+	for i := range 2 {
+		got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on))
+		if want := []string{"planned cordon-reboot node/w1", "failed cordon-reboot node/w1"}; !slices.Equal(got, want) {
+			t.Fatalf("pass %d: got %q, want %q (the reboot retried, the pod kept)", i, got, want)
+		}
+	}
+	w1, err := c.CoreV1().Nodes().Get(context.Background(), "w1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w1.Spec.Unschedulable || w1.Annotations[AnnotationCordoned] != "" || w1.Annotations[AnnotationRebooted] != "" {
+		t.Fatalf("got unschedulable %v, annotations %v; want the cordon and the stamp undone", w1.Spec.Unschedulable, w1.Annotations)
+	}
+	if !podExists(t, c, ns, "web-1") {
+		t.Fatal("web-1 force-deleted although its node was never rebooted")
 	}
 }
