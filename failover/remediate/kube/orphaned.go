@@ -30,7 +30,7 @@ type OrphanedPods struct {
 	after    time.Duration
 	now      func() time.Time
 	rebooter NodeRebooter  // nil: pods only (the default)
-	wait     time.Duration // with rebooter: from the reboot to force-deletes
+	wait     time.Duration // from a reboot to force-deletes and the uncordon
 	log      *slog.Logger
 
 	instances InstanceChecker
@@ -73,9 +73,12 @@ const (
 	AnnotationRebooted = "drwatch.io/rebooted-at"
 )
 
+// nodeRef is a node action's data; uncordon, when set, is the cordon
+// mark to lift (else the action is a cordon-reboot).
 type nodeRef struct {
-	name string
-	uid  types.UID
+	name     string
+	uid      types.UID
+	uncordon string
 }
 
 var _ remediate.Remediator = (*OrphanedPods)(nil)
@@ -86,7 +89,8 @@ func NewOrphanedPods(client kubernetes.Interface, instances InstanceChecker, aft
 	if now == nil {
 		now = time.Now
 	}
-	o := &OrphanedPods{client: client, after: after, now: now, instances: instances, log: slog.New(slog.DiscardHandler)}
+	o := &OrphanedPods{client: client, after: after, now: now, instances: instances, log: slog.New(slog.DiscardHandler),
+		wait: remediate.DefaultOrphanRebootWait}
 	if instances == nil {
 		o.instances, o.noCloud = UnknownInstances{}, true
 	}
@@ -182,21 +186,8 @@ func (o *OrphanedPods) Plan(ctx context.Context) ([]remediate.Action, error) {
 		})
 	}
 	o.report(pods.Items, held)
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-	if o.rebooter == nil {
-		return out, nil
-	}
-	names := make([]string, 0, len(stuckOn))
-	for n := range stuckOn {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		node, ok := v.nodes[name]
-		if !ok {
-			continue
-		}
-		since := stuckOn[name]
+	for name, since := range stuckOn {
+		node := v.nodes[name]
 		out = append(out, remediate.Action{
 			Target: "node/" + name, Verb: "cordon-reboot",
 			Reason: fmt.Sprintf("pods stuck Terminating on node %s since %s (stale volume mounts are likely); cordon it and reboot its instance first, and force-delete only what is still Terminating %s later",
@@ -207,7 +198,39 @@ func (o *OrphanedPods) Plan(ctx context.Context) ([]remediate.Action, error) {
 			Data: nodeRef{name: name, uid: node.UID},
 		})
 	}
+	for i := range nodes.Items {
+		if _, again := stuckOn[nodes.Items[i].Name]; !again {
+			out = append(out, o.uncordon(&nodes.Items[i], now)...)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out, nil
+}
+
+// uncordon returns the action that lifts the cordon drwatch set on n, if
+// one is due: n is Ready again and reboot_wait has passed since its
+// reboot. When someone else already uncordoned n, the action only forgets
+// drwatch's mark, so that a later cordon counts as theirs and is never
+// lifted. A cordon without drwatch's mark is never touched.
+func (o *OrphanedPods) uncordon(n *corev1.Node, now time.Time) []remediate.Action {
+	mark := n.Annotations[AnnotationCordoned]
+	if mark == "" {
+		return nil
+	}
+	var why string
+	switch {
+	case !n.Spec.Unschedulable:
+		why = fmt.Sprintf("node %s was uncordoned by someone else; forgetting the cordon drwatch set at %s", n.Name, mark)
+	case !nodeReady(n), now.Sub(rebootedAt(n)) < o.wait:
+		return nil
+	default:
+		why = fmt.Sprintf("node %s is Ready again after its reboot; lifting the cordon drwatch set at %s", n.Name, mark)
+	}
+	return []remediate.Action{{
+		Target: "node/" + n.Name, Verb: "uncordon", Reason: why,
+		Key:  "uncordon/node/" + n.Name + "/" + string(n.UID) + "/" + mark,
+		Data: nodeRef{name: n.Name, uid: n.UID, uncordon: mark},
+	}}
 }
 
 // verdict is what Plan does with one stuck pod: hold it (held says why),
@@ -407,6 +430,9 @@ func orNone(s string) string {
 // A cordon-reboot action marks the node unschedulable, then reboots it.
 func (o *OrphanedPods) Apply(ctx context.Context, a remediate.Action) error {
 	if nr, ok := a.Data.(nodeRef); ok {
+		if nr.uncordon != "" {
+			return o.liftCordon(ctx, nr)
+		}
 		return o.cordonReboot(ctx, nr)
 	}
 	ref, ok := a.Data.(orphanRef)
@@ -499,6 +525,38 @@ func (o *OrphanedPods) cordonReboot(ctx context.Context, ref nodeRef) error {
 			return errors.Join(err, fmt.Errorf("undo cordon of node %s: %w", ref.name, undo))
 		}
 		return err
+	}
+	return nil
+}
+
+// liftCordon uncordons the node if it still carries the cordon mark Plan
+// saw, and removes the mark. A node no longer Ready, or cordoned again
+// since (another mark), is a precondition failure; a node gone or without
+// the mark needs nothing.
+func (o *OrphanedPods) liftCordon(ctx context.Context, ref nodeRef) error {
+	n, err := o.client.CoreV1().Nodes().Get(ctx, ref.name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get node %s: %w", ref.name, err)
+	}
+	mark := n.Annotations[AnnotationCordoned]
+	switch {
+	case mark == "":
+		return nil
+	case n.UID != ref.uid || mark != ref.uncordon:
+		return fmt.Errorf("node %s was replaced or cordoned again: %w", ref.name, remediate.ErrPrecondition)
+	case n.Spec.Unschedulable && !nodeReady(n):
+		return fmt.Errorf("node %s is not Ready: %w", ref.name, remediate.ErrPrecondition)
+	}
+	n.Spec.Unschedulable = false
+	delete(n.Annotations, AnnotationCordoned)
+	if _, err := o.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		if apierrors.IsConflict(err) {
+			return fmt.Errorf("uncordon node %s: %w", ref.name, errors.Join(err, remediate.ErrPrecondition))
+		}
+		return fmt.Errorf("uncordon node %s: %w", ref.name, err)
 	}
 	return nil
 }

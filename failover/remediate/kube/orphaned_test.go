@@ -361,6 +361,19 @@ func (c *testClock) add(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
+// expectPass runs one pass at clk's time and fails unless it recorded
+// exactly want.
+func expectPass(t *testing.T, fc *remediatetest.Log, r remediate.Remediator, s remediate.Settings, clk *testClock, want ...string) {
+	t.Helper()
+	got := remediatetest.Summary(remediatetest.Pass(t, fc, r, s))
+	if want == nil {
+		want = []string{}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("at %s: got %q, want %q", clk.now().Format(time.TimeOnly), got, want)
+	}
+}
+
 // With reboot_node, the reboot comes first: a rebooted kubelet finishes
 // its pods itself. Only a pod still Terminating once the wait after the
 // reboot has passed is force-deleted, and a pod that may still run is not
@@ -381,13 +394,7 @@ func TestOrphanedPodsRebootBeforeForceDelete(t *testing.T) {
 	on := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 1, MaxPerHour: 10}
 	pass := func(want ...string) {
 		t.Helper()
-		got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on))
-		if want == nil {
-			want = []string{}
-		}
-		if !slices.Equal(got, want) {
-			t.Fatalf("at %s: got %q, want %q", clk.now().Format(time.TimeOnly), got, want)
-		}
+		expectPass(t, fc, r, on, clk, want...)
 	}
 
 	pass("planned cordon-reboot node/w1", "applied cordon-reboot node/w1")
@@ -444,5 +451,77 @@ func TestOrphanedPodsFailedRebootIsUndone(t *testing.T) {
 	}
 	if !podExists(t, c, ns, "web-1") {
 		t.Fatal("web-1 force-deleted although its node was never rebooted")
+	}
+}
+
+// setCordon cordons or uncordons a node as an operator would (kubectl
+// cordon), leaving its annotations alone.
+func setCordon(t *testing.T, c kubernetes.Interface, name string, on bool) {
+	t.Helper()
+	n, err := c.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Spec.Unschedulable = on
+	if _, err := c.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("cordon %s %v: %v", name, on, err)
+	}
+}
+
+// A node drwatch cordoned for its reboot is uncordoned once it is Ready
+// again after the wait; an operator's cordon never is, even on a node
+// drwatch once cordoned.
+func TestOrphanedPodsUncordonOnlyTheirOwnCordon(t *testing.T) {
+	c := client(t)
+	ns := namespace(t, c)
+	long := time.Now().Add(-time.Hour)
+	node(t, c, "w1", corev1.ConditionFalse, long, false)
+	node(t, c, "w2", corev1.ConditionFalse, long, true) // the operator cordoned it
+	node(t, c, "w3", corev1.ConditionFalse, long, false)
+	for _, n := range []string{"w1", "w2", "w3"} {
+		ownedPod(t, c, ns, "db-"+n, n, "StatefulSet")
+		terminate(t, c, ns, "db-"+n, 30)
+	}
+	clk := &testClock{t: time.Now().Add(time.Hour)}
+	cloud := fakeInstances{"w1": InstanceActive, "w2": InstanceActive, "w3": InstanceActive}
+	r := NewOrphanedPods(c, cloud, 10*time.Minute, clk.now).WithReboot(&recordingRebooter{}, 10*time.Minute)
+	fc := remediatetest.NewLog()
+	on := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 5, MaxPerHour: 20}
+	pass := func(want ...string) {
+		t.Helper()
+		expectPass(t, fc, r, on, clk, want...)
+	}
+	cordoned := func(name string) bool {
+		t.Helper()
+		n, err := c.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n.Spec.Unschedulable
+	}
+	readyNow := func(name string) {
+		t.Helper()
+		n, err := c.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		setReady(t, c, n, corev1.ConditionTrue, time.Now())
+	}
+
+	pass("planned cordon-reboot node/w1", "applied cordon-reboot node/w1", "planned cordon-reboot node/w2", "applied cordon-reboot node/w2",
+		"planned cordon-reboot node/w3", "applied cordon-reboot node/w3")
+	setCordon(t, c, "w3", false) // the operator takes w3 over
+	readyNow("w1")
+	readyNow("w2")
+	clk.add(5 * time.Minute)
+	// Within the wait w1 stays cordoned; drwatch only forgets w3's cordon.
+	pass("planned uncordon node/w3", "applied uncordon node/w3")
+	setCordon(t, c, "w3", true)
+	readyNow("w3")
+	clk.add(6 * time.Minute)
+	pass("planned uncordon node/w1", "applied uncordon node/w1")
+	pass()
+	if cordoned("w1") || !cordoned("w2") || !cordoned("w3") {
+		t.Fatalf("got cordoned w1 %v, w2 %v, w3 %v; want only the operator's cordons (w2, w3) left", cordoned("w1"), cordoned("w2"), cordoned("w3"))
 	}
 }
