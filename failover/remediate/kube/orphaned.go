@@ -23,8 +23,12 @@ import (
 // OrphanedPodsName is the remediation's name.
 const OrphanedPodsName = "orphaned-pods"
 
-// OrphanedPods is the orphaned-pods remediator. The optional cordon and
-// Nova reboot of the pod's node is not implemented.
+// OrphanedPods is the orphaned-pods remediator. It force-deletes pods
+// stuck Terminating, but never one that may still run on a node not
+// confirmed down when a second copy of it would conflict (a StatefulSet's
+// pod, a ReadWriteOnce volume), nor one its finalizers hold. With
+// WithReboot it first cordons and reboots the node through the cloud,
+// waits, and lifts its own cordon once the node is Ready again.
 type OrphanedPods struct {
 	client   kubernetes.Interface
 	after    time.Duration
@@ -54,7 +58,9 @@ type NodeCloud interface {
 }
 
 // WithReboot also cordons and reboots, through r, the nodes orphaned pods
-// were stuck on (opt-in). It returns o.
+// were stuck on (opt-in), before force-deleting any of their pods; only
+// pods still Terminating wait after the reboot are force-deleted (wait <= 0
+// means remediate.DefaultOrphanRebootWait). It returns o.
 func (o *OrphanedPods) WithReboot(r NodeRebooter, wait time.Duration) *OrphanedPods {
 	if wait <= 0 {
 		wait = remediate.DefaultOrphanRebootWait
@@ -84,7 +90,9 @@ type nodeRef struct {
 var _ remediate.Remediator = (*OrphanedPods)(nil)
 
 // NewOrphanedPods returns the remediator: a pod Terminating for longer than
-// its grace period plus after is force-deleted. now may be nil (time.Now).
+// its grace period plus after is force-deleted, within the rules of Plan.
+// instances confirms nodes down; nil means no cloud, so only a node
+// object's deletion does. now may be nil (time.Now).
 func NewOrphanedPods(client kubernetes.Interface, instances InstanceChecker, after time.Duration, now func() time.Time) *OrphanedPods {
 	if now == nil {
 		now = time.Now
