@@ -127,7 +127,8 @@ type orphanRef struct {
 	needDown bool
 }
 
-// Plan lists the pods being deleted. The API server sets a pod's
+// Plan lists the force-deletes, node reboots and uncordons due, ordered by
+// Key (reboots sort before force-deletes). The API server sets a pod's
 // deletionTimestamp to the time of the delete request plus its grace
 // period, so "Terminating longer than the grace period plus T" is
 // now > deletionTimestamp + T.
@@ -142,6 +143,7 @@ type orphanRef struct {
 // one volume (Kubernetes' "Force Delete StatefulSet Pods" task warns of
 // exactly this). A pod with finalizers is held too: a force-delete does
 // not remove it.
+//
 // Held pods are logged with the reason, never acted on.
 func (o *OrphanedPods) Plan(ctx context.Context) ([]remediate.Action, error) {
 	pods, err := o.client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
@@ -201,7 +203,8 @@ func (o *OrphanedPods) Plan(ctx context.Context) ([]remediate.Action, error) {
 			Reason: fmt.Sprintf("pods stuck Terminating on node %s since %s (stale volume mounts are likely); cordon it and reboot its instance first, and force-delete only what is still Terminating %s later",
 				name, since.UTC().Format(time.RFC3339), o.wait),
 			// One reboot per node and episode: the episode starts with the
-			// earliest stuck deletion on it.
+			// earliest stuck deletion on it not yet covered by a reboot
+			// (AnnotationRebooted).
 			Key:  "cordon-reboot/node/" + name + "/" + string(node.UID) + "/" + strconv.FormatInt(since.Unix(), 10),
 			Data: nodeRef{name: name, uid: node.UID},
 		})
