@@ -24,8 +24,8 @@
 //     threshold past its deletion deadline is force-deleted (grace period 0),
 //     except a pod held by finalizers, and a StatefulSet's pod or a pod with a
 //     ReadWriteOnce(Pod) volume whose node is not confirmed down (node gone,
-//     or the cloud says the instance is dead): those are logged, not
-//     touched. Opt-in, the node is cordoned and rebooted through Nova first,
+//     or the cloud says the instance is dead): those are planned
+//     report-only, never applied. Opt-in, the node is cordoned and rebooted through Nova first,
 //     and pods are force-deleted only if still stuck after a wait; drwatch's
 //     own cordon is lifted once the node is Ready again.
 //   - backup-warmup: when the decision makes the backup active, the listed

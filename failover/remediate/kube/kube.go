@@ -3,7 +3,6 @@ package kube
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/drwatch/drwatch/failover/remediate"
@@ -83,8 +82,8 @@ func (c Clients) site(s string) kubernetes.Interface {
 // nil means no cloud: orphaned-pods then never force-deletes a pod that may
 // still run on a node that exists. pools reads drain-trap's load-balancer
 // pools; nil (no cloud for its site) makes every drain-trap Plan fail, so
-// nothing moves. log receives the pods held back; nil discards.
-func Entries(cfg remediate.Config, clients Clients, instances InstanceChecker, nodes NodeCloud, pools LoadBalancerPools, decision func() remediate.Decision, now func() time.Time, log *slog.Logger) ([]remediate.Entry, error) {
+// nothing moves.
+func Entries(cfg remediate.Config, clients Clients, instances InstanceChecker, nodes NodeCloud, pools LoadBalancerPools, decision func() remediate.Decision, now func() time.Time) ([]remediate.Entry, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -116,9 +115,6 @@ func Entries(cfg remediate.Config, clients Clients, instances InstanceChecker, n
 		add(DrainTrapName, dt.Site, dt.Settings, func(c kubernetes.Interface) remediate.Remediator { return NewDrainTrap(c, pools) }),
 		add(OrphanedPodsName, op.Site, op.Settings, func(c kubernetes.Interface) remediate.Remediator {
 			o := NewOrphanedPods(c, nodes, op.After, now)
-			if log != nil {
-				o.WithLogger(log.With("remediation", OrphanedPodsName))
-			}
 			if op.RebootNode && nodes != nil {
 				o.WithReboot(nodes, op.RebootWait)
 			}

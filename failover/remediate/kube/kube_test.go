@@ -35,7 +35,7 @@ func TestEntries(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			es, err := Entries(tt.cfg, tt.clients, nil, nil, nil, nil, nil, nil)
+			es, err := Entries(tt.cfg, tt.clients, nil, nil, nil, nil, nil)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("got %v, want an error containing %q", err, tt.wantErr)
@@ -67,7 +67,7 @@ func TestEntriesPassTheAlphaGate(t *testing.T) {
 		cfg := remediate.Config{}
 		cfg.DeadNodeOutOfService.Settings = remediate.Settings{Mode: remediate.ModeDryRun}
 		cfg.DeadNodeOutOfService.AlphaGateOn = on
-		es, err := Entries(cfg, cs, nil, nil, nil, nil, nil, nil)
+		es, err := Entries(cfg, cs, nil, nil, nil, nil, nil)
 		if err != nil || len(es) != 1 {
 			t.Fatalf("got %d entries %v, want dead-node", len(es), err)
 		}
@@ -96,7 +96,7 @@ func TestEntriesGiveOrphanedPodsTheirSiteCloud(t *testing.T) {
 	cfg.OrphanedPods.Settings = remediate.Settings{Mode: remediate.ModeDryRun}
 	cfg.OrphanedPods.After = time.Second
 	later := func() time.Time { return time.Now().Add(time.Hour) }
-	es, err := Entries(cfg, Clients{Primary: c}, nil, &deadCloud{}, nil, nil, later, nil)
+	es, err := Entries(cfg, Clients{Primary: c}, nil, &deadCloud{}, nil, nil, later)
 	if err != nil || len(es) != 1 {
 		t.Fatalf("got %d entries, %v; want orphaned-pods", len(es), err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"sort"
 	"strconv"
@@ -35,12 +34,9 @@ type OrphanedPods struct {
 	now      func() time.Time
 	rebooter NodeRebooter  // nil: pods only (the default)
 	wait     time.Duration // from a reboot to force-deletes and the uncordon
-	log      *slog.Logger
 
 	instances InstanceChecker
 	noCloud   bool // instances knows nothing: no cloud for this site
-
-	held map[types.UID]string // pods held last pass, with the reason logged
 }
 
 // NodeRebooter reboots the instance behind a node (Nova, in production).
@@ -97,17 +93,10 @@ func NewOrphanedPods(client kubernetes.Interface, instances InstanceChecker, aft
 	if now == nil {
 		now = time.Now
 	}
-	o := &OrphanedPods{client: client, after: after, now: now, instances: instances, log: slog.New(slog.DiscardHandler),
-		wait: remediate.DefaultOrphanRebootWait}
+	o := &OrphanedPods{client: client, after: after, now: now, instances: instances, wait: remediate.DefaultOrphanRebootWait}
 	if instances == nil {
 		o.instances, o.noCloud = UnknownInstances{}, true
 	}
-	return o
-}
-
-// WithLogger logs, through log, the pods it holds back and why. It returns o.
-func (o *OrphanedPods) WithLogger(log *slog.Logger) *OrphanedPods {
-	o.log = log
 	return o
 }
 
@@ -144,7 +133,8 @@ type orphanRef struct {
 // exactly this). A pod with finalizers is held too: a force-delete does
 // not remove it.
 //
-// Held pods are logged with the reason, never acted on.
+// A held pod is planned report-only: the runner records what would be done
+// and why it cannot be, and never applies it.
 func (o *OrphanedPods) Plan(ctx context.Context) ([]remediate.Action, error) {
 	pods, err := o.client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -160,7 +150,6 @@ func (o *OrphanedPods) Plan(ctx context.Context) ([]remediate.Action, error) {
 	}
 	now := o.now()
 	var out []remediate.Action
-	held := map[types.UID]string{}
 	stuckOn := map[string]time.Time{} // node -> earliest stuck deletion
 	for i := range pods.Items {
 		p := &pods.Items[i]
@@ -174,7 +163,15 @@ func (o *OrphanedPods) Plan(ctx context.Context) ([]remediate.Action, error) {
 		vd := v.decide(ctx, p, now)
 		switch {
 		case vd.held != "":
-			held[p.UID] = vd.held
+			// Stable text (no durations), so that the records do not
+			// repeat it every pass.
+			out = append(out, remediate.Action{
+				Target: "pod/" + p.Namespace + "/" + p.Name, Verb: "force-delete",
+				Reason: fmt.Sprintf("pod %s/%s on node %s stuck Terminating since %s; would force-delete the pod object",
+					p.Namespace, p.Name, orNone(p.Spec.NodeName), p.DeletionTimestamp.UTC().Format(time.RFC3339)),
+				Key:        "force-delete/pod/" + p.Namespace + "/" + p.Name + "/" + string(p.UID),
+				ReportOnly: vd.held,
+			})
 			continue
 		case vd.reboot:
 			if t, ok := stuckOn[p.Spec.NodeName]; !ok || p.DeletionTimestamp.Time.Before(t) {
@@ -195,7 +192,6 @@ func (o *OrphanedPods) Plan(ctx context.Context) ([]remediate.Action, error) {
 			Data: orphanRef{podRef{p.Namespace, p.Name, p.UID}, p.Spec.NodeName, vd.needDown},
 		})
 	}
-	o.report(pods.Items, held)
 	for name, since := range stuckOn {
 		node := v.nodes[name]
 		out = append(out, remediate.Action{
@@ -302,21 +298,6 @@ func rebootedAt(n *corev1.Node) time.Time {
 		return time.Time{}
 	}
 	return t
-}
-
-// report logs each held pod once per reason (the runner records only
-// actions, and a held pod is none), so that the on-call human learns which
-// pods need their judgement and why.
-func (o *OrphanedPods) report(pods []corev1.Pod, held map[types.UID]string) {
-	for i := range pods {
-		p := &pods[i]
-		why, ok := held[p.UID]
-		if !ok || o.held[p.UID] == why {
-			continue
-		}
-		o.log.Warn("orphaned pod held, not force-deleted", "pod", p.Namespace+"/"+p.Name, "node", orNone(p.Spec.NodeName), "reason", why)
-	}
-	o.held = held
 }
 
 // downness says whether a node is confirmed down, and why (not).

@@ -1,10 +1,8 @@
 package kube
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -12,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/remediatetest"
 	corev1 "k8s.io/api/core/v1"
@@ -176,6 +175,21 @@ func TestOrphanedPodsCordonAndReboot(t *testing.T) {
 	}
 }
 
+// splitHeld separates a pass's records: the summary of those that act (or
+// would, in dry-run), and the report-only ones by target, with the reason
+// they cannot be applied.
+func splitHeld(recs []failover.RemediationRecord) ([]string, map[string]string) {
+	acted, held := []string{}, map[string]string{}
+	for _, r := range recs {
+		if why, ok := strings.CutPrefix(r.Detail, "report-only: "); ok {
+			held[r.Target] = why
+			continue
+		}
+		acted = append(acted, r.Result+" "+r.Verb+" "+r.Target)
+	}
+	return acted, held
+}
+
 // ownedPod creates a pod bound to nodeName whose controller is a kind
 // ("StatefulSet", "ReplicaSet"), with vols.
 func ownedPod(t *testing.T, c kubernetes.Interface, ns, name, nodeName, kind string, vols ...corev1.Volume) {
@@ -252,29 +266,38 @@ func TestOrphanedPodsNeverCopyAPodThatMayStillRun(t *testing.T) {
 		return out
 	}
 
+	reportedOnly := func(got map[string]string, names ...string) {
+		t.Helper()
+		want := []string{}
+		for _, n := range names {
+			want = append(want, "pod/"+ns+"/"+n)
+		}
+		if keys := slices.Sorted(maps.Keys(got)); !slices.Equal(keys, slices.Sorted(slices.Values(want))) {
+			t.Fatalf("got report-only %q, want %q", keys, want)
+		}
+	}
+
 	t.Run("no cloud configured: only the node's deletion confirms it down", func(t *testing.T) {
-		var logs bytes.Buffer
-		r := NewOrphanedPods(c, nil, 10*time.Minute, later).WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))
-		got := remediatetest.Summary(remediatetest.Pass(t, remediatetest.NewLog(), r, dry))
+		r := NewOrphanedPods(c, nil, 10*time.Minute, later)
+		got, heldBy := splitHeld(remediatetest.Pass(t, remediatetest.NewLog(), r, dry))
 		if want := deletes("deploy-partitioned", "rwx-partitioned", "sts-node-deleted"); !slices.Equal(got, want) {
 			t.Fatalf("got %q, want %q", got, want)
 		}
-		if !strings.Contains(logs.String(), "pod="+ns+"/sts-dead") || !strings.Contains(logs.String(), "no cloud is configured") {
-			t.Fatalf("got log %q, want sts-dead held because no cloud is configured", logs.String())
+		reportedOnly(heldBy, append(slices.Clone(held), "sts-dead", "rwo-dead")...)
+		if why := heldBy["pod/"+ns+"/sts-dead"]; !strings.Contains(why, "no cloud is configured") {
+			t.Fatalf("sts-dead: got report-only reason %q, want it to say no cloud is configured", why)
 		}
 	})
 	t.Run("the cloud confirms the node down", func(t *testing.T) {
-		var logs bytes.Buffer
-		r := NewOrphanedPods(c, cloud, 10*time.Minute, later).WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))
+		r := NewOrphanedPods(c, cloud, 10*time.Minute, later)
 		fc := remediatetest.NewLog()
-		got := remediatetest.Summary(remediatetest.Pass(t, fc, r, dry))
+		got, heldBy := splitHeld(remediatetest.Pass(t, fc, r, dry))
 		if want := deletes(freed...); !slices.Equal(got, want) {
 			t.Fatalf("got %q, want %q", got, want)
 		}
-		for _, n := range held {
-			if !strings.Contains(logs.String(), "pod="+ns+"/"+n+" ") {
-				t.Errorf("got log %q, want a line saying why %s is held", logs.String(), n)
-			}
+		reportedOnly(heldBy, held...)
+		if why := heldBy["pod/"+ns+"/rwo-partitioned"]; !strings.Contains(why, "ReadWriteOnce") || !strings.Contains(why, "ACTIVE") {
+			t.Fatalf("rwo-partitioned: got report-only reason %q, want its claim's mode and its instance's state", why)
 		}
 		remediatetest.Pass(t, fc, r, remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 20, MaxPerHour: 20})
 		for _, n := range freed {
@@ -332,14 +355,17 @@ func TestOrphanedPodsLeaveFinalizerHeldPods(t *testing.T) {
 		}
 	})
 	terminate(t, c, ns, "finalized", 30)
-	var logs bytes.Buffer
 	r := NewOrphanedPods(c, nil, 10*time.Minute, func() time.Time { return time.Now().Add(time.Hour) }).
-		WithReboot(&recordingRebooter{}, 10*time.Minute).WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))
-	if got := remediatetest.Summary(remediatetest.Pass(t, remediatetest.NewLog(), r, remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5})); len(got) != 0 {
-		t.Fatalf("got %q, want nothing planned for a pod only its finalizer holds", got)
+		WithReboot(&recordingRebooter{}, 10*time.Minute)
+	got, heldBy := splitHeld(remediatetest.Pass(t, remediatetest.NewLog(), r, remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 5, MaxPerHour: 10}))
+	if len(got) != 0 {
+		t.Fatalf("got %q, want no force-delete and no reboot for a pod its finalizer holds", got)
 	}
-	if !strings.Contains(logs.String(), "pod="+ns+"/finalized ") || !strings.Contains(logs.String(), "example.com/backup") {
-		t.Fatalf("got log %q, want finalized held, naming its finalizer", logs.String())
+	if why := heldBy["pod/"+ns+"/finalized"]; !strings.Contains(why, "example.com/backup") {
+		t.Fatalf("got report-only %q, want finalized reported, naming its finalizer", heldBy)
+	}
+	if !podExists(t, c, ns, "finalized") {
+		t.Fatal("finalized gone")
 	}
 }
 
@@ -407,7 +433,8 @@ func TestOrphanedPodsRebootBeforeForceDelete(t *testing.T) {
 		t.Fatal("web-1 force-deleted within the wait after the reboot")
 	}
 	clk.add(6 * time.Minute)
-	pass("planned force-delete pod/"+ns+"/web-1", "applied force-delete pod/"+ns+"/web-1")
+	pass("dry_run force-delete pod/"+ns+"/db-0", // report-only: its node is up, so it may run
+		"planned force-delete pod/"+ns+"/web-1", "applied force-delete pod/"+ns+"/web-1")
 	if podExists(t, c, ns, "web-1") || !podExists(t, c, ns, "db-0") {
 		t.Fatal("want web-1 force-deleted after the wait, and db-0 kept (its node is up, so it may run)")
 	}
@@ -519,7 +546,9 @@ func TestOrphanedPodsUncordonOnlyTheirOwnCordon(t *testing.T) {
 	setCordon(t, c, "w3", true)
 	readyNow("w3")
 	clk.add(6 * time.Minute)
-	pass("planned uncordon node/w1", "applied uncordon node/w1")
+	// The StatefulSet pods stay, reported only: their nodes are up.
+	pass("dry_run force-delete pod/"+ns+"/db-w1", "dry_run force-delete pod/"+ns+"/db-w2", "dry_run force-delete pod/"+ns+"/db-w3",
+		"planned uncordon node/w1", "applied uncordon node/w1")
 	pass()
 	if cordoned("w1") || !cordoned("w2") || !cordoned("w3") {
 		t.Fatalf("got cordoned w1 %v, w2 %v, w3 %v; want only the operator's cordons (w2, w3) left", cordoned("w1"), cordoned("w2"), cordoned("w3"))
