@@ -220,7 +220,7 @@ func (p *remediatePlanCmd) Run(ctx context.Context, w, errw io.Writer, name stri
 		return err
 	}
 	instances := cloud.Instances
-	entries, err := kube.Entries(cfg, clients, instances, cloud.Rebooter, cloud.Pools, func() remediate.Decision { return decision }, nil)
+	entries, err := kube.Entries(cfg, clients, instances, cloud.Nodes, cloud.Pools, func() remediate.Decision { return decision }, nil)
 	if err != nil {
 		return err
 	}

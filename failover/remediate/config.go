@@ -20,7 +20,7 @@ type Config struct {
 
 	DeadNodeOutOfService DeadNodeConfig       `yaml:"dead_node_out_of_service" doc:"Taint node.kubernetes.io/out-of-service on nodes whose guest Nova confirms down: powered off, crashed, host down (admin) or gone; report-only before Kubernetes 1.26 (seeds 003, 004)."`
 	DrainTrap            DrainTrapConfig      `yaml:"drain_trap" doc:"Evict, one at a time, the pods that are a Local load balancer's only endpoints while their nodes are out of its Octavia pool (seed 002)."`
-	OrphanedPods         OrphanedPodsConfig   `yaml:"orphaned_pods" doc:"Force-delete pods stuck Terminating (seed 000)."`
+	OrphanedPods         OrphanedPodsConfig   `yaml:"orphaned_pods" doc:"Force-delete pods stuck Terminating, never one that may still run where a second copy would conflict (seed 000)."`
 	BackupWarmup         BackupWarmupConfig   `yaml:"backup_warmup" doc:"Scale workloads up on the backup cluster at failover."`
 	OctaviaStuckLB       OctaviaStuckLBConfig `yaml:"octavia_stuck_lb" doc:"Fail over Octavia load balancers stuck in ERROR or PENDING_* (seed 000)."`
 	// OpenStack holds one cluster's Neutron and Nova remediators (seed 001).
@@ -60,15 +60,19 @@ type DrainTrapConfig struct {
 	ClusterName string `yaml:"cloud_provider_cluster_name" doc:"The OpenStack cloud provider's --cluster-name (default kubernetes): a Service without the loadbalancer.openstack.org/load-balancer-id annotation has the load balancer kube_service_<cluster>_<namespace>_<name> in the project of remediations.openstack."`
 }
 
-// OrphanedPodsConfig configures orphaned-pods. The optional cordon and Nova
-// reboot of the node is not implemented.
+// OrphanedPodsConfig configures orphaned-pods, and its opt-in cordon and
+// Nova reboot of the node the pods are stuck on.
 type OrphanedPodsConfig struct {
 	Settings `yaml:",inline"`
 	Site     string        `yaml:"site" doc:"Which site's cluster to watch: primary (default) or backup."`
 	After    time.Duration `yaml:"terminating_for" doc:"How long past its grace period a pod may stay Terminating before it is force-deleted (default 10m)."`
 	// RebootNode also cordons the node the pods were stuck on and reboots
-	// it through Nova (stale volume mounts), once per episode. Off by default.
-	RebootNode bool `yaml:"reboot_node" doc:"Also cordon the node the pods were stuck on and soft-reboot it through Nova, once per episode (off by default; needs remediations.openstack for the same site)."`
+	// it through Nova (stale volume mounts), once per episode, before any
+	// of its pods is force-deleted. Off by default.
+	RebootNode bool `yaml:"reboot_node" doc:"First cordon the node the pods are stuck on and soft-reboot it through Nova, once per episode, before force-deleting any of its pods; drwatch lifts its own cordon once the node is Ready again (off by default; needs remediations.openstack for the same site)."`
+	// RebootWait is how long the rebooted kubelet gets to finish the pods
+	// itself before drwatch force-deletes those still Terminating.
+	RebootWait time.Duration `yaml:"reboot_wait" doc:"With reboot_node: how long after the reboot a pod must still be Terminating before it is force-deleted, and the node Ready before drwatch uncordons it (default 10m, at least 1m)."`
 }
 
 // BackupWarmupConfig configures backup-warmup.
@@ -158,6 +162,13 @@ const (
 
 	DefaultOctaviaPendingTimeout  = 10 * time.Minute
 	DefaultOctaviaFailoverTimeout = 5 * time.Minute
+
+	// DefaultOrphanRebootWait is orphaned_pods.reboot_wait: long enough for
+	// a VM to reboot and its kubelet to start and finish its pods.
+	DefaultOrphanRebootWait = 10 * time.Minute
+	// MinOrphanRebootWait is the shortest reboot_wait accepted: a shorter
+	// wait would force-delete pods before the node could be back.
+	MinOrphanRebootWait = time.Minute
 )
 
 // WithDefaults returns c with every zero field defaulted.
@@ -170,6 +181,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.OrphanedPods.After <= 0 {
 		c.OrphanedPods.After = DefaultOrphanAfter
+	}
+	if c.OrphanedPods.RebootWait == 0 {
+		c.OrphanedPods.RebootWait = DefaultOrphanRebootWait
 	}
 	if c.BackupWarmup.ReadyTimeout <= 0 {
 		c.BackupWarmup.ReadyTimeout = DefaultReadyTimeout
@@ -220,6 +234,9 @@ func (c Config) Validate() error {
 	}
 	mode("orphaned_pods", c.OrphanedPods.Settings)
 	site("orphaned_pods", c.OrphanedPods.Site)
+	if w := c.OrphanedPods.RebootWait; w != 0 && w < MinOrphanRebootWait {
+		errs = append(errs, fmt.Errorf("remediations.orphaned_pods.reboot_wait: %s must be at least %s (0 means the default %s)", w, MinOrphanRebootWait, DefaultOrphanRebootWait))
+	}
 	mode("backup_warmup", c.BackupWarmup.Settings)
 	for i, w := range c.BackupWarmup.Workloads {
 		p := fmt.Sprintf("remediations.backup_warmup.workloads[%d]", i)

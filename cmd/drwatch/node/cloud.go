@@ -87,9 +87,10 @@ func (l *lazyRemediator) Apply(ctx context.Context, a remediate.Action) error {
 	return r.Apply(ctx, a)
 }
 
-// lazyInstances is Nova's instance check for dead-node-out-of-service and its
-// node rebooter for orphaned-pods; until the cloud answers, every instance
-// is UNKNOWN, so no node is tainted, and no node is rebooted.
+// lazyInstances is Nova's instance check for dead-node-out-of-service, and
+// its instance check and node rebooter for orphaned-pods; until the cloud
+// answers, every instance is UNKNOWN, so no node is tainted, no pod that may
+// still run is force-deleted, and no node is rebooted.
 type lazyInstances struct{ clients *lazyClients }
 
 func (l lazyInstances) RebootNode(ctx context.Context, node *corev1.Node) error {
@@ -118,16 +119,17 @@ type Cloud struct {
 	Entries []remediate.Entry
 	// Instances is Nova's instance check for dead-node (nil: no cloud for its site).
 	Instances kube.InstanceChecker
-	// Rebooter reboots nodes for orphaned-pods (nil: no cloud for its site).
-	Rebooter kube.NodeRebooter
+	// Nodes confirms nodes down and reboots them for orphaned-pods (nil: no
+	// cloud for its site).
+	Nodes kube.NodeCloud
 	// Pools reads load-balancer pools for drain-trap (nil: no cloud for its
 	// site, so drain-trap moves nothing).
 	Pools kube.LoadBalancerPools
 }
 
 // CloudRemediators builds the OpenStack repairs r enables, the instance
-// check dead-node uses and the pool reader drain-trap uses (nil when no
-// cloud is configured for their site). Nothing here
+// checks dead-node and orphaned-pods use and the pool reader drain-trap
+// uses (nil when no cloud is configured for their site). Nothing here
 // touches the cloud: clients authenticate on first use. kubeClients give
 // never-ready-instances its node readiness and neutron-route-gc its node
 // pod CIDRs (the site openstack.site names).
@@ -151,7 +153,7 @@ func CloudRemediators(r remediate.Config, kubeClients kube.Clients, log *slog.Lo
 		res.Instances = lazyInstances{clients: clients}
 	}
 	if os.Site == r.OrphanedPods.Site {
-		res.Rebooter = lazyInstances{clients: clients}
+		res.Nodes = lazyInstances{clients: clients}
 	}
 	if os.Site == r.DrainTrap.Site {
 		// Authenticates afresh on every read: nothing to build lazily.

@@ -144,6 +144,12 @@ func TestCloudRemediatorsStartWithoutTheCloud(t *testing.T) {
 	if st, err := instances.InstanceState(context.Background(), &corev1.Node{}); st != "UNKNOWN" || err == nil {
 		t.Errorf("instance state with the cloud down: got %s %v, want UNKNOWN and an error (fail closed)", st, err)
 	}
+	if cloud.Nodes == nil {
+		t.Fatal("no instance check for orphaned-pods although the cloud is configured for its site")
+	}
+	if st, err := cloud.Nodes.InstanceState(context.Background(), &corev1.Node{}); st != "UNKNOWN" || err == nil {
+		t.Errorf("orphaned-pods' instance state with the cloud down: got %s %v, want UNKNOWN and an error (fail closed)", st, err)
+	}
 	if cloud.Pools == nil {
 		t.Fatal("no pool reader for drain-trap although the cloud is configured for its site")
 	}

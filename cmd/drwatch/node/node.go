@@ -443,7 +443,7 @@ func remediators(c *config.Config, n *Node) ([]remediate.Entry, error) {
 		return nil, err
 	}
 	// Without a cloud instance check dead-node never taints (it fails closed).
-	entries, err := kube.Entries(r, clients, cloud.Instances, cloud.Rebooter, cloud.Pools, decision, n.now)
+	entries, err := kube.Entries(r, clients, cloud.Instances, cloud.Nodes, cloud.Pools, decision, n.now)
 	if err != nil {
 		return nil, err
 	}

@@ -21,9 +21,13 @@
 //     every pod of the Service is Ready again. A budget's refusal is recorded
 //     as blocked. When the pool cannot be read, nothing moves.
 //   - orphaned-pods (seed 000): a pod still Terminating longer than a
-//     threshold past its deletion deadline is force-deleted (grace period 0).
-//     Optionally (reboot_node) its node is also cordoned and soft-rebooted
-//     through Nova, once per episode.
+//     threshold past its deletion deadline is force-deleted (grace period 0),
+//     except a pod held by finalizers, and a StatefulSet's pod or a pod with a
+//     ReadWriteOnce(Pod) volume whose node is not confirmed down (node gone,
+//     or the cloud says the instance is dead): those are planned
+//     report-only, never applied. Opt-in, the node is cordoned and rebooted through Nova first,
+//     and pods are force-deleted only if still stuck after a wait; drwatch's
+//     own cordon is lifted once the node is Ready again.
 //   - backup-warmup: when the decision makes the backup active, the listed
 //     Deployments and StatefulSets on the backup cluster are scaled up to their
 //     configured replicas (through the scale subresource), and Ready reports

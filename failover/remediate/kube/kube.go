@@ -77,10 +77,13 @@ func (c Clients) site(s string) kubernetes.Interface {
 // backup-warmup; now may be nil. It fails if an enabled remediator's
 // cluster has no client.
 //
-// rebooter serves orphaned_pods.reboot_node; enabling that option without
-// one is an error. pools reads drain-trap's load-balancer pools; nil (no
-// cloud for its site) makes every drain-trap Plan fail, so nothing moves.
-func Entries(cfg remediate.Config, clients Clients, instances InstanceChecker, rebooter NodeRebooter, pools LoadBalancerPools, decision func() remediate.Decision, now func() time.Time) ([]remediate.Entry, error) {
+// nodes is the cloud behind orphaned_pods' site: it confirms nodes down
+// and serves reboot_node (enabling that option without it is an error).
+// nil means no cloud: orphaned-pods then never force-deletes a pod that may
+// still run on a node that exists. pools reads drain-trap's load-balancer
+// pools; nil (no cloud for its site) makes every drain-trap Plan fail, so
+// nothing moves.
+func Entries(cfg remediate.Config, clients Clients, instances InstanceChecker, nodes NodeCloud, pools LoadBalancerPools, decision func() remediate.Decision, now func() time.Time) ([]remediate.Entry, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -98,7 +101,7 @@ func Entries(cfg remediate.Config, clients Clients, instances InstanceChecker, r
 		return nil
 	}
 	dn, dt, op, bw := cfg.DeadNodeOutOfService, cfg.DrainTrap, cfg.OrphanedPods, cfg.BackupWarmup
-	if op.Mode.Enabled() && op.RebootNode && rebooter == nil {
+	if op.Mode.Enabled() && op.RebootNode && nodes == nil {
 		return nil, fmt.Errorf("remediations.orphaned_pods.reboot_node needs remediations.openstack for the %s site (Nova reboots the node)", op.Site)
 	}
 	err := errors.Join(
@@ -111,9 +114,9 @@ func Entries(cfg remediate.Config, clients Clients, instances InstanceChecker, r
 		}),
 		add(DrainTrapName, dt.Site, dt.Settings, func(c kubernetes.Interface) remediate.Remediator { return NewDrainTrap(c, pools) }),
 		add(OrphanedPodsName, op.Site, op.Settings, func(c kubernetes.Interface) remediate.Remediator {
-			o := NewOrphanedPods(c, op.After, now)
-			if op.RebootNode && rebooter != nil {
-				o.WithReboot(rebooter)
+			o := NewOrphanedPods(c, nodes, op.After, now)
+			if op.RebootNode && nodes != nil {
+				o.WithReboot(nodes, op.RebootWait)
 			}
 			return o
 		}),

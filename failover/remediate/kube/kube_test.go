@@ -1,11 +1,14 @@
 package kube
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drwatch/drwatch/failover/remediate"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -71,5 +74,37 @@ func TestEntriesPassTheAlphaGate(t *testing.T) {
 		if got := es[0].Remediator.(*DeadNode).alphaGate; got != on {
 			t.Fatalf("alpha_gate_on %v: got %v", on, got)
 		}
+	}
+}
+
+// deadCloud reports every instance gone and records reboots.
+type deadCloud struct{ recordingRebooter }
+
+func (*deadCloud) InstanceState(context.Context, *corev1.Node) (InstanceState, error) {
+	return InstanceGone, nil
+}
+
+// orphaned-pods asks the cloud of its own site whether a node is down:
+// without that, a StatefulSet pod on a dead node would be held for ever.
+func TestEntriesGiveOrphanedPodsTheirSiteCloud(t *testing.T) {
+	c := client(t)
+	ns := namespace(t, c)
+	node(t, c, "w1", corev1.ConditionUnknown, time.Now().Add(-time.Hour), false)
+	ownedPod(t, c, ns, "db-0", "w1", "StatefulSet")
+	terminate(t, c, ns, "db-0", 30)
+	var cfg remediate.Config
+	cfg.OrphanedPods.Settings = remediate.Settings{Mode: remediate.ModeDryRun}
+	cfg.OrphanedPods.After = time.Second
+	later := func() time.Time { return time.Now().Add(time.Hour) }
+	es, err := Entries(cfg, Clients{Primary: c}, nil, &deadCloud{}, nil, nil, later)
+	if err != nil || len(es) != 1 {
+		t.Fatalf("got %d entries, %v; want orphaned-pods", len(es), err)
+	}
+	acts, err := es[0].Remediator.Plan(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(acts) != 1 || acts[0].Target != "pod/"+ns+"/db-0" {
+		t.Fatalf("got %v, want db-0 force-deleted (its instance is gone)", acts)
 	}
 }

@@ -2,9 +2,12 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/drwatch/drwatch/failover/remediate"
@@ -13,18 +16,27 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 )
 
 // OrphanedPodsName is the remediation's name.
 const OrphanedPodsName = "orphaned-pods"
 
-// OrphanedPods is the orphaned-pods remediator. The optional cordon and
-// Nova reboot of the pod's node is not implemented.
+// OrphanedPods is the orphaned-pods remediator. It force-deletes pods
+// stuck Terminating, but never one that may still run on a node not
+// confirmed down when a second copy of it would conflict (a StatefulSet's
+// pod, a ReadWriteOnce volume), nor one its finalizers hold. With
+// WithReboot it first cordons and reboots the node through the cloud,
+// waits, and lifts its own cordon once the node is Ready again.
 type OrphanedPods struct {
 	client   kubernetes.Interface
 	after    time.Duration
 	now      func() time.Time
-	rebooter NodeRebooter // nil: pods only (the default)
+	rebooter NodeRebooter  // nil: pods only (the default)
+	wait     time.Duration // from a reboot to force-deletes and the uncordon
+
+	instances InstanceChecker
+	noCloud   bool // instances knows nothing: no cloud for this site
 }
 
 // NodeRebooter reboots the instance behind a node (Nova, in production).
@@ -34,27 +46,58 @@ type NodeRebooter interface {
 	RebootNode(ctx context.Context, node *corev1.Node) error
 }
 
+// NodeCloud is the cloud behind one site's nodes, as orphaned-pods uses
+// it: it says whether a node's instance is down, and reboots it.
+type NodeCloud interface {
+	InstanceChecker
+	NodeRebooter
+}
+
 // WithReboot also cordons and reboots, through r, the nodes orphaned pods
-// were stuck on (opt-in). It returns o.
-func (o *OrphanedPods) WithReboot(r NodeRebooter) *OrphanedPods {
-	o.rebooter = r
+// were stuck on (opt-in), before force-deleting any of their pods; only
+// pods still Terminating wait after the reboot are force-deleted (wait <= 0
+// means remediate.DefaultOrphanRebootWait). It returns o.
+func (o *OrphanedPods) WithReboot(r NodeRebooter, wait time.Duration) *OrphanedPods {
+	if wait <= 0 {
+		wait = remediate.DefaultOrphanRebootWait
+	}
+	o.rebooter, o.wait = r, wait
 	return o
 }
 
+// Annotations orphaned-pods keeps on the nodes it reboots.
+const (
+	// AnnotationCordoned marks a cordon drwatch set, so that it only ever
+	// undoes its own: an operator's cordon is left alone.
+	AnnotationCordoned = "drwatch.io/cordoned-since"
+	// AnnotationRebooted is when drwatch last rebooted the node: pods
+	// stuck since before it wait for reboot_wait, not for another reboot.
+	AnnotationRebooted = "drwatch.io/rebooted-at"
+)
+
+// nodeRef is a node action's data; uncordon, when set, is the cordon
+// mark to lift (else the action is a cordon-reboot).
 type nodeRef struct {
-	name string
-	uid  types.UID
+	name     string
+	uid      types.UID
+	uncordon string
 }
 
 var _ remediate.Remediator = (*OrphanedPods)(nil)
 
 // NewOrphanedPods returns the remediator: a pod Terminating for longer than
-// its grace period plus after is force-deleted. now may be nil (time.Now).
-func NewOrphanedPods(client kubernetes.Interface, after time.Duration, now func() time.Time) *OrphanedPods {
+// its grace period plus after is force-deleted, within the rules of Plan.
+// instances confirms nodes down; nil means no cloud, so only a node
+// object's deletion does. now may be nil (time.Now).
+func NewOrphanedPods(client kubernetes.Interface, instances InstanceChecker, after time.Duration, now func() time.Time) *OrphanedPods {
 	if now == nil {
 		now = time.Now
 	}
-	return &OrphanedPods{client: client, after: after, now: now}
+	o := &OrphanedPods{client: client, after: after, now: now, instances: instances, wait: remediate.DefaultOrphanRebootWait}
+	if instances == nil {
+		o.instances, o.noCloud = UnknownInstances{}, true
+	}
+	return o
 }
 
 // Name implements remediate.Remediator.
@@ -65,14 +108,45 @@ type podRef struct {
 	uid             types.UID
 }
 
-// Plan lists the pods being deleted. The API server sets a pod's
+// orphanRef is a force-delete's data: the pod, its node, and whether the
+// pod may still run there, so that Apply re-checks the node is down.
+type orphanRef struct {
+	podRef
+	node     string
+	needDown bool
+}
+
+// Plan lists the force-deletes, node reboots and uncordons due, ordered by
+// Key (reboots sort before force-deletes). The API server sets a pod's
 // deletionTimestamp to the time of the delete request plus its grace
 // period, so "Terminating longer than the grace period plus T" is
 // now > deletionTimestamp + T.
+//
+// A pod that may still run, and whose second copy would conflict with it
+// (a StatefulSet's pod, a pod with a ReadWriteOnce or ReadWriteOncePod
+// volume), is force-deleted only when its node is confirmed down: the
+// node object is gone, or the cloud says its instance is dead. Force
+// deleting only removes the API object; a kubelet cut off from the API
+// server keeps the containers running, and the controller starts a second
+// copy elsewhere: two pods of one StatefulSet identity, or two writers of
+// one volume (Kubernetes' "Force Delete StatefulSet Pods" task warns of
+// exactly this). A pod with finalizers is held too: a force-delete does
+// not remove it.
+//
+// A held pod is planned report-only: the runner records what would be done
+// and why it cannot be, and never applies it.
 func (o *OrphanedPods) Plan(ctx context.Context) ([]remediate.Action, error) {
 	pods, err := o.client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("list pods: %w", err)
+	}
+	nodes, err := o.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	v := &podView{o: o, nodes: map[string]*corev1.Node{}, down: map[string]downness{}, claims: map[string]claimModes{}}
+	for i := range nodes.Items {
+		v.nodes[nodes.Items[i].Name] = &nodes.Items[i]
 	}
 	now := o.now()
 	var out []remediate.Action
@@ -86,48 +160,247 @@ func (o *OrphanedPods) Plan(ctx context.Context) ([]remediate.Action, error) {
 		if over <= o.after {
 			continue
 		}
-		if n := p.Spec.NodeName; n != "" {
-			if t, ok := stuckOn[n]; !ok || p.DeletionTimestamp.Time.Before(t) {
-				stuckOn[n] = p.DeletionTimestamp.Time
+		vd := v.decide(ctx, p, now)
+		switch {
+		case vd.held != "":
+			// Stable text (no durations), so that the records do not
+			// repeat it every pass.
+			out = append(out, remediate.Action{
+				Target: "pod/" + p.Namespace + "/" + p.Name, Verb: "force-delete",
+				Reason: fmt.Sprintf("pod %s/%s on node %s stuck Terminating since %s; would force-delete the pod object",
+					p.Namespace, p.Name, orNone(p.Spec.NodeName), p.DeletionTimestamp.UTC().Format(time.RFC3339)),
+				Key:        "force-delete/pod/" + p.Namespace + "/" + p.Name + "/" + string(p.UID),
+				ReportOnly: vd.held,
+			})
+			continue
+		case vd.reboot:
+			if t, ok := stuckOn[p.Spec.NodeName]; !ok || p.DeletionTimestamp.Time.Before(t) {
+				stuckOn[p.Spec.NodeName] = p.DeletionTimestamp.Time
 			}
-		}
-		out = append(out, remediate.Action{
-			Target: "pod/" + p.Namespace + "/" + p.Name, Verb: "force-delete",
-			Reason: fmt.Sprintf("pod %s/%s on node %s still Terminating %s past its grace period (%s); force-deleting the pod object",
-				p.Namespace, p.Name, orNone(p.Spec.NodeName), over.Round(time.Second), graceOf(p)),
-			Key:  "force-delete/pod/" + p.Namespace + "/" + p.Name + "/" + string(p.UID),
-			Data: podRef{p.Namespace, p.Name, p.UID},
-		})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-	if o.rebooter == nil {
-		return out, nil
-	}
-	names := make([]string, 0, len(stuckOn))
-	for n := range stuckOn {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		node, err := o.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
+			continue
+		case vd.wait:
 			continue
 		}
-		if err != nil {
-			return nil, fmt.Errorf("get node %s: %w", name, err)
+		reason := fmt.Sprintf("pod %s/%s on node %s still Terminating %s past its grace period (%s); force-deleting the pod object",
+			p.Namespace, p.Name, orNone(p.Spec.NodeName), over.Round(time.Second), graceOf(p))
+		if vd.note != "" {
+			reason += " (" + vd.note + ")"
 		}
-		since := stuckOn[name]
+		out = append(out, remediate.Action{
+			Target: "pod/" + p.Namespace + "/" + p.Name, Verb: "force-delete", Reason: reason,
+			Key:  "force-delete/pod/" + p.Namespace + "/" + p.Name + "/" + string(p.UID),
+			Data: orphanRef{podRef{p.Namespace, p.Name, p.UID}, p.Spec.NodeName, vd.needDown},
+		})
+	}
+	for name, since := range stuckOn {
+		node := v.nodes[name]
 		out = append(out, remediate.Action{
 			Target: "node/" + name, Verb: "cordon-reboot",
-			Reason: fmt.Sprintf("pods stuck Terminating on node %s since %s (stale volume mounts are likely); cordon it and reboot its instance",
-				name, since.UTC().Format(time.RFC3339)),
+			Reason: fmt.Sprintf("pods stuck Terminating on node %s since %s (stale volume mounts are likely); cordon it and reboot its instance first, and force-delete only what is still Terminating %s later",
+				name, since.UTC().Format(time.RFC3339), o.wait),
 			// One reboot per node and episode: the episode starts with the
-			// earliest stuck deletion on it.
+			// earliest stuck deletion on it not yet covered by a reboot
+			// (AnnotationRebooted).
 			Key:  "cordon-reboot/node/" + name + "/" + string(node.UID) + "/" + strconv.FormatInt(since.Unix(), 10),
 			Data: nodeRef{name: name, uid: node.UID},
 		})
 	}
+	for i := range nodes.Items {
+		if _, again := stuckOn[nodes.Items[i].Name]; !again {
+			out = append(out, o.uncordon(&nodes.Items[i], now)...)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out, nil
+}
+
+// uncordon returns the action that lifts the cordon drwatch set on n, if
+// one is due: n is Ready again and reboot_wait has passed since its
+// reboot. When someone else already uncordoned n, the action only forgets
+// drwatch's mark, so that a later cordon counts as theirs and is never
+// lifted. A cordon without drwatch's mark is never touched.
+func (o *OrphanedPods) uncordon(n *corev1.Node, now time.Time) []remediate.Action {
+	mark := n.Annotations[AnnotationCordoned]
+	if mark == "" {
+		return nil
+	}
+	var why string
+	switch {
+	case !n.Spec.Unschedulable:
+		why = fmt.Sprintf("node %s was uncordoned by someone else; forgetting the cordon drwatch set at %s", n.Name, mark)
+	case !nodeReady(n), now.Sub(rebootedAt(n)) < o.wait:
+		return nil
+	default:
+		why = fmt.Sprintf("node %s is Ready again after its reboot; lifting the cordon drwatch set at %s", n.Name, mark)
+	}
+	return []remediate.Action{{
+		Target: "node/" + n.Name, Verb: "uncordon", Reason: why,
+		Key:  "uncordon/node/" + n.Name + "/" + string(n.UID) + "/" + mark,
+		Data: nodeRef{name: n.Name, uid: n.UID, uncordon: mark},
+	}}
+}
+
+// verdict is what Plan does with one stuck pod: hold it (held says why),
+// reboot its node first, wait for the rebooted node, or force-delete it
+// (note adds to the reason; needDown makes Apply re-check the node).
+type verdict struct {
+	held         string
+	reboot, wait bool
+	note         string
+	needDown     bool
+}
+
+// decide applies the rules to one pod stuck Terminating. With reboot_node,
+// a node not confirmed down is rebooted before any of its pods is
+// force-deleted: a rebooted kubelet finishes them itself, cleanly. Only a
+// pod that is still Terminating o.wait after the reboot, and that is safe
+// to copy, is force-deleted.
+func (v *podView) decide(ctx context.Context, p *corev1.Pod, now time.Time) verdict {
+	if len(p.Finalizers) > 0 {
+		// The API server keeps the object until every finalizer is
+		// removed, and removing another controller's is not ours.
+		return verdict{held: fmt.Sprintf("its finalizers %s keep it until their owners remove them; neither a force-delete nor a reboot frees it",
+			strings.Join(p.Finalizers, ", "))}
+	}
+	conflict := v.conflict(ctx, p)
+	n := v.nodes[p.Spec.NodeName]
+	reboot := v.o.rebooter != nil && n != nil
+	var down downness
+	if conflict != "" || reboot {
+		down = v.nodeDown(ctx, p.Spec.NodeName)
+	}
+	var notes []string
+	if reboot && !down.down {
+		at := rebootedAt(n)
+		switch {
+		case !at.After(p.DeletionTimestamp.Time):
+			return verdict{reboot: true}
+		case now.Sub(at) < v.o.wait:
+			return verdict{wait: true}
+		}
+		notes = append(notes, fmt.Sprintf("still Terminating %s after its node was rebooted at %s",
+			now.Sub(at).Round(time.Second), at.UTC().Format(time.RFC3339)))
+	}
+	if conflict != "" {
+		if !down.down {
+			return verdict{held: conflict + ", and " + down.why}
+		}
+		notes = append(notes, conflict+", and "+down.why)
+	}
+	return verdict{note: strings.Join(notes, "; "), needDown: conflict != ""}
+}
+
+// rebootedAt is when orphaned-pods last rebooted n (zero: never, or an
+// annotation it cannot read).
+func rebootedAt(n *corev1.Node) time.Time {
+	t, err := time.Parse(time.RFC3339, n.Annotations[AnnotationRebooted])
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+// downness says whether a node is confirmed down, and why (not).
+type downness struct {
+	down bool
+	why  string
+}
+
+// podView reads, once per pass, what deciding about the pods needs: nodes,
+// the cloud's view of their instances, and claims' access modes.
+type podView struct {
+	o      *OrphanedPods
+	nodes  map[string]*corev1.Node
+	down   map[string]downness
+	claims map[string]claimModes
+}
+
+type claimModes struct {
+	modes []corev1.PersistentVolumeAccessMode
+	err   error
+}
+
+// conflict says why a second copy of p could conflict with p still
+// running ("" when none could): it belongs to a StatefulSet (two pods of
+// one identity), or it holds a volume only one node (or pod) may use. A
+// claim that cannot be read counts as such a volume (fail closed).
+func (v *podView) conflict(ctx context.Context, p *corev1.Pod) string {
+	for _, r := range p.OwnerReferences {
+		if r.Kind == "StatefulSet" {
+			return fmt.Sprintf("it belongs to StatefulSet %s", r.Name)
+		}
+	}
+	for _, vol := range p.Spec.Volumes {
+		switch {
+		case vol.Ephemeral != nil && vol.Ephemeral.VolumeClaimTemplate != nil:
+			if m := exclusive(vol.Ephemeral.VolumeClaimTemplate.Spec.AccessModes); m != "" {
+				return fmt.Sprintf("its ephemeral volume %s is %s", vol.Name, m)
+			}
+		case vol.PersistentVolumeClaim != nil:
+			name := vol.PersistentVolumeClaim.ClaimName
+			key := p.Namespace + "/" + name
+			cm, ok := v.claims[key]
+			if !ok {
+				pvc, err := v.o.client.CoreV1().PersistentVolumeClaims(p.Namespace).Get(ctx, name, metav1.GetOptions{})
+				if err != nil {
+					cm.err = err
+				} else {
+					cm.modes = append(slices.Clone(pvc.Spec.AccessModes), pvc.Status.AccessModes...)
+				}
+				v.claims[key] = cm
+			}
+			if cm.err != nil {
+				return fmt.Sprintf("the access modes of its claim %s are unknown (%v)", name, cm.err)
+			}
+			if m := exclusive(cm.modes); m != "" {
+				return fmt.Sprintf("its claim %s is %s", name, m)
+			}
+		}
+	}
+	return ""
+}
+
+// exclusive returns the first single-node or single-pod access mode in
+// modes, or "".
+func exclusive(modes []corev1.PersistentVolumeAccessMode) corev1.PersistentVolumeAccessMode {
+	for _, m := range modes {
+		if m == corev1.ReadWriteOnce || m == corev1.ReadWriteOncePod {
+			return m
+		}
+	}
+	return ""
+}
+
+// nodeDown says whether the node named name is confirmed down: bound to no
+// node at all, the node object gone, or its instance dead by the cloud's
+// InstanceChecker (the same rule dead-node-out-of-service uses).
+func (v *podView) nodeDown(ctx context.Context, name string) downness {
+	if d, ok := v.down[name]; ok {
+		return d
+	}
+	d := v.o.confirmDown(ctx, name, v.nodes[name])
+	v.down[name] = d
+	return d
+}
+
+// confirmDown decides for one node; n is nil when the node object is gone.
+func (o *OrphanedPods) confirmDown(ctx context.Context, name string, n *corev1.Node) downness {
+	switch {
+	case name == "":
+		return downness{true, "it was never bound to a node"}
+	case n == nil:
+		return downness{true, fmt.Sprintf("node %s is gone", name)}
+	case o.noCloud:
+		return downness{false, fmt.Sprintf("no cloud is configured for this site, so nothing can confirm that node %s is down", name)}
+	}
+	st, err := o.instances.InstanceState(ctx, n)
+	switch {
+	case err != nil:
+		return downness{false, fmt.Sprintf("the cloud cannot say whether node %s's instance is down: %v", name, err)}
+	case !st.dead():
+		return downness{false, fmt.Sprintf("node %s's instance is %s, not confirmed down", name, st)}
+	}
+	return downness{true, fmt.Sprintf("node %s's instance is %s", name, st)}
 }
 
 func graceOf(p *corev1.Pod) string {
@@ -149,11 +422,26 @@ func orNone(s string) string {
 // A cordon-reboot action marks the node unschedulable, then reboots it.
 func (o *OrphanedPods) Apply(ctx context.Context, a remediate.Action) error {
 	if nr, ok := a.Data.(nodeRef); ok {
+		if nr.uncordon != "" {
+			return o.liftCordon(ctx, nr)
+		}
 		return o.cordonReboot(ctx, nr)
 	}
-	ref, ok := a.Data.(podRef)
+	ref, ok := a.Data.(orphanRef)
 	if !ok {
 		return fmt.Errorf("%s: action without pod data", a.Target)
+	}
+	if ref.needDown {
+		n, err := o.client.CoreV1().Nodes().Get(ctx, ref.node, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			n, err = nil, nil
+		}
+		if err != nil {
+			return fmt.Errorf("get node %s: %w", ref.node, err)
+		}
+		if d := o.confirmDown(ctx, ref.node, n); !d.down {
+			return fmt.Errorf("pod %s/%s may still run: %s: %w", ref.namespace, ref.name, d.why, remediate.ErrPrecondition)
+		}
 	}
 	zero := int64(0)
 	err := o.client.CoreV1().Pods(ref.namespace).Delete(ctx, ref.name, metav1.DeleteOptions{
@@ -168,9 +456,13 @@ func (o *OrphanedPods) Apply(ctx context.Context, a remediate.Action) error {
 	return fmt.Errorf("force-delete pod %s/%s: %w", ref.namespace, ref.name, err)
 }
 
-// cordonReboot cordons the node (a no-op when it already is) and reboots it.
-// A node that is gone, or was replaced (another UID), is a precondition
-// failure: the world changed since Plan.
+// cordonReboot cordons the node (marking the cordon as drwatch's when it
+// sets it), stamps the reboot time on it, and reboots it. The stamp comes
+// first, so that no reboot happens that Plan does not know of; when the
+// reboot fails, the stamp and drwatch's cordon are rolled back, so that the
+// next pass retries the reboot instead of waiting on one that never
+// happened. A node that is gone, or was replaced (another UID), is a
+// precondition failure: the world changed since Plan.
 func (o *OrphanedPods) cordonReboot(ctx context.Context, ref nodeRef) error {
 	if o.rebooter == nil {
 		return fmt.Errorf("node/%s: reboot is not enabled", ref.name)
@@ -182,17 +474,81 @@ func (o *OrphanedPods) cordonReboot(ctx context.Context, ref nodeRef) error {
 	if err != nil {
 		return fmt.Errorf("get node %s: %w", ref.name, err)
 	}
-	if !node.Spec.Unschedulable {
+	prev, hadPrev := node.Annotations[AnnotationRebooted]
+	cordon := !node.Spec.Unschedulable
+	stamp := o.now().UTC().Format(time.RFC3339)
+	if node.Annotations == nil {
+		node.Annotations = map[string]string{}
+	}
+	if cordon {
 		node.Spec.Unschedulable = true
-		if node, err = o.client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
-			if apierrors.IsConflict(err) {
-				return fmt.Errorf("cordon node %s: %w", ref.name, remediate.ErrPrecondition)
-			}
-			return fmt.Errorf("cordon node %s: %w", ref.name, err)
+		node.Annotations[AnnotationCordoned] = stamp
+	}
+	node.Annotations[AnnotationRebooted] = stamp
+	if node, err = o.client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+		if apierrors.IsConflict(err) {
+			return fmt.Errorf("cordon node %s: %w", ref.name, errors.Join(err, remediate.ErrPrecondition))
 		}
+		return fmt.Errorf("cordon node %s: %w", ref.name, err)
 	}
 	if err := o.rebooter.RebootNode(ctx, node); err != nil {
-		return fmt.Errorf("reboot node %s: %w", ref.name, err)
+		err = fmt.Errorf("reboot node %s: %w", ref.name, err)
+		undo := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			n, gerr := o.client.CoreV1().Nodes().Get(context.WithoutCancel(ctx), ref.name, metav1.GetOptions{})
+			if gerr != nil {
+				return gerr
+			}
+			if n.UID != ref.uid || n.Annotations[AnnotationRebooted] != stamp {
+				return nil // someone else moved on
+			}
+			if hadPrev {
+				n.Annotations[AnnotationRebooted] = prev
+			} else {
+				delete(n.Annotations, AnnotationRebooted)
+			}
+			if cordon && n.Annotations[AnnotationCordoned] == stamp {
+				n.Spec.Unschedulable = false
+				delete(n.Annotations, AnnotationCordoned)
+			}
+			_, uerr := o.client.CoreV1().Nodes().Update(context.WithoutCancel(ctx), n, metav1.UpdateOptions{})
+			return uerr
+		})
+		if undo != nil {
+			return errors.Join(err, fmt.Errorf("undo cordon of node %s: %w", ref.name, undo))
+		}
+		return err
+	}
+	return nil
+}
+
+// liftCordon uncordons the node if it still carries the cordon mark Plan
+// saw, and removes the mark. A node no longer Ready, or cordoned again
+// since (another mark), is a precondition failure; a node gone or without
+// the mark needs nothing.
+func (o *OrphanedPods) liftCordon(ctx context.Context, ref nodeRef) error {
+	n, err := o.client.CoreV1().Nodes().Get(ctx, ref.name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get node %s: %w", ref.name, err)
+	}
+	mark := n.Annotations[AnnotationCordoned]
+	switch {
+	case mark == "":
+		return nil
+	case n.UID != ref.uid || mark != ref.uncordon:
+		return fmt.Errorf("node %s was replaced or cordoned again: %w", ref.name, remediate.ErrPrecondition)
+	case n.Spec.Unschedulable && !nodeReady(n):
+		return fmt.Errorf("node %s is not Ready: %w", ref.name, remediate.ErrPrecondition)
+	}
+	n.Spec.Unschedulable = false
+	delete(n.Annotations, AnnotationCordoned)
+	if _, err := o.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		if apierrors.IsConflict(err) {
+			return fmt.Errorf("uncordon node %s: %w", ref.name, errors.Join(err, remediate.ErrPrecondition))
+		}
+		return fmt.Errorf("uncordon node %s: %w", ref.name, err)
 	}
 	return nil
 }
