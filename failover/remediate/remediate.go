@@ -106,7 +106,7 @@ var ErrNeedsAdmin = errors.New("needs an admin")
 // unhealthy-zone-threshold).
 type Census interface {
 	// Census counts the population and how many distinct members acts (just
-	// returned by Plan) would change. Actions that only undo an earlier
+	// returned by Plan, report-only ones left out) would change. Actions that only undo an earlier
 	// repair or only warn need not count. It never writes, and is called
 	// once per pass after Plan. An error means the population could not be
 	// counted: the Runner acts on none of acts.

@@ -260,8 +260,10 @@ func (r *Runner) runOne(ctx context.Context, e Entry, gen uint64, now time.Time,
 		return fmt.Errorf("plan: %w", err)
 	}
 	var brake string
-	if c, ok := e.Remediator.(Census); ok && len(acts) > 0 {
-		pop, err := c.Census(ctx, acts)
+	// Report-only actions change nothing: the brake weighs the others.
+	acting := slices.DeleteFunc(slices.Clone(acts), func(a Action) bool { return a.ReportOnly != "" })
+	if c, ok := e.Remediator.(Census); ok && len(acting) > 0 {
+		pop, err := c.Census(ctx, acting)
 		if err != nil {
 			// Fail closed: without the population the brake cannot be judged.
 			return fmt.Errorf("census: %w", err)

@@ -681,6 +681,27 @@ func TestRunnerDisruptionBrake(t *testing.T) {
 	}
 }
 
+// TestRunnerBrakeWeighsOnlyActions: report-only actions change nothing, so
+// they do not count toward the disruption brake: four acting nodes of ten
+// are repaired even when six more nodes are only reported.
+func TestRunnerBrakeWeighsOnlyActions(t *testing.T) {
+	clk := &clock{t: time.Unix(100000, 0)}
+	c := newFakeCluster(clk.Now)
+	acts := actions(10, "node")
+	for i := range acts[4:] {
+		acts[4+i].ReportOnly = "its instance still runs"
+	}
+	f := &censusRemediator{fakeRemediator: &fakeRemediator{name: "fake", actions: acts}, total: 10}
+	reg := prometheus.NewRegistry()
+	r := newRunner(t, c, clk, reg, Entry{f, Settings{Mode: ModeOn, MaxPerPass: 20, MaxPerHour: 100}})
+	if rep := r.Pass(context.Background()); rep.Err != nil {
+		t.Fatal(rep.Err)
+	}
+	if len(f.applied) != 4 || gauge(t, reg, MetricBrake, "fake") != 0 {
+		t.Fatalf("got %d applies and brake %v, want the 4 acting nodes applied and no brake", len(f.applied), gauge(t, reg, MetricBrake, "fake"))
+	}
+}
+
 // gauge reads the gauge name{remediation=rem} from reg (-1: no such series).
 func gauge(t *testing.T, reg *prometheus.Registry, name, rem string) float64 {
 	t.Helper()
