@@ -35,7 +35,7 @@ func TestCensusCountsNodes(t *testing.T) {
 		t.Fatalf("dead-node: got %+v, want %+v", pop, want)
 	}
 
-	orph := NewOrphanedPods(c, time.Minute, nil)
+	orph := NewOrphanedPods(c, nil, time.Minute, nil)
 	pop, err = orph.Census(ctx, []remediate.Action{
 		{Target: "pod/" + ns + "/p1", Verb: "force-delete"}, {Target: "pod/" + ns + "/p2", Verb: "force-delete"},
 		{Target: "pod/" + ns + "/p3", Verb: "force-delete"}, {Target: "node/n1", Verb: "cordon-reboot"},

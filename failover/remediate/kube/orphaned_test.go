@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -234,6 +235,7 @@ func TestOrphanedPodsNeverCopyAPodThatMayStillRun(t *testing.T) {
 	node(t, c, "partitioned", corev1.ConditionUnknown, long, false)  // instance ACTIVE
 	node(t, c, "silent-cloud", corev1.ConditionUnknown, long, false) // the cloud errors
 	node(t, c, "dead", corev1.ConditionUnknown, long, false)         // instance gone
+	healthyNodes(t, c, 4)                                            // the rest of the cluster, under the disruption brake
 	cloud := fakeInstances{"partitioned": InstanceActive, "dead": InstanceGone}
 	eph := corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{
 		VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{Spec: corev1.PersistentVolumeClaimSpec{
@@ -463,11 +465,19 @@ func TestOrphanedPodsFailedRebootIsUndone(t *testing.T) {
 	r := NewOrphanedPods(c, nil, 10*time.Minute, func() time.Time { return time.Now().Add(time.Hour) }).WithReboot(failingRebooter{}, 10*time.Minute)
 	fc := remediatetest.NewLog()
 	on := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 1, MaxPerHour: 10}
-	for i := range 2 {
-		got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on))
-		if want := []string{"planned cordon-reboot node/w1", "failed cordon-reboot node/w1"}; !slices.Equal(got, want) {
-			t.Fatalf("pass %d: got %q, want %q (the reboot retried, the pod kept)", i, got, want)
-		}
+	failed := []string{"planned cordon-reboot node/w1", "failed cordon-reboot node/w1"}
+	if got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on)); !slices.Equal(got, failed) {
+		t.Fatalf("first pass: got %q, want %q", got, failed)
+	}
+	// The runner backs off from the failed target; once the backoff has
+	// passed the reboot is tried again, because nothing on the node says it
+	// happened.
+	if got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on)); len(got) != 0 {
+		t.Fatalf("pass within the backoff: got %q, want nothing", got)
+	}
+	later := func() time.Time { return time.Now().Add(2 * time.Minute) }
+	if got := remediatetest.Summary(remediatetest.PassAt(t, fc, r, on, later)); !slices.Equal(got, failed) {
+		t.Fatalf("pass after the backoff: got %q, want %q (the reboot retried, the pod kept)", got, failed)
 	}
 	w1, err := c.CoreV1().Nodes().Get(context.Background(), "w1", metav1.GetOptions{})
 	if err != nil {
@@ -505,6 +515,7 @@ func TestOrphanedPodsUncordonOnlyTheirOwnCordon(t *testing.T) {
 	node(t, c, "w1", corev1.ConditionFalse, long, false)
 	node(t, c, "w2", corev1.ConditionFalse, long, true) // the operator cordoned it
 	node(t, c, "w3", corev1.ConditionFalse, long, false)
+	healthyNodes(t, c, 4) // three of seven: under the disruption brake
 	for _, n := range []string{"w1", "w2", "w3"} {
 		ownedPod(t, c, ns, "db-"+n, n, "StatefulSet")
 		terminate(t, c, ns, "db-"+n, 30)
@@ -552,5 +563,15 @@ func TestOrphanedPodsUncordonOnlyTheirOwnCordon(t *testing.T) {
 	pass()
 	if cordoned("w1") || !cordoned("w2") || !cordoned("w3") {
 		t.Fatalf("got cordoned w1 %v, w2 %v, w3 %v; want only the operator's cordons (w2, w3) left", cordoned("w1"), cordoned("w2"), cordoned("w3"))
+	}
+}
+
+// healthyNodes adds n Ready nodes, the rest of a cluster beside the nodes a
+// test is about, so that those stay under the disruption brake's default
+// share as they would in a real cluster.
+func healthyNodes(t *testing.T, c kubernetes.Interface, n int) {
+	t.Helper()
+	for i := range n {
+		node(t, c, fmt.Sprintf("healthy-%d", i), corev1.ConditionTrue, time.Now().Add(-time.Hour), false)
 	}
 }

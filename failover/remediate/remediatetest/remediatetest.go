@@ -69,8 +69,15 @@ func (c *Log) FailoverToBackup(t testing.TB) uint64 {
 // Pass runs one Runner pass of r in settings s and returns the records it added.
 func Pass(t testing.TB, c *Log, r remediate.Remediator, s remediate.Settings) []failover.RemediationRecord {
 	t.Helper()
+	return PassAt(t, c, r, s, nil)
+}
+
+// PassAt is Pass with the runner's clock set to now (nil: time.Now), for
+// tests that step past a backoff or a wait.
+func PassAt(t testing.TB, c *Log, r remediate.Remediator, s remediate.Settings, now func() time.Time) []failover.RemediationRecord {
+	t.Helper()
 	before := len(c.M.Remediations())
-	run, err := remediate.NewRunner(remediate.RunnerConfig{Node: "a", Cluster: c, State: c.M,
+	run, err := remediate.NewRunner(remediate.RunnerConfig{Node: "a", Cluster: c, State: c.M, Now: now,
 		Remediators: []remediate.Entry{{Remediator: r, Settings: s}}})
 	if err != nil {
 		t.Fatal(err)
