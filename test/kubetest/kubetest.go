@@ -29,9 +29,12 @@ import (
 	"github.com/drwatch/drwatch/test/daemon"
 )
 
-// DefaultVersion is the kube-apiserver version the harness runs. Keep it in
-// step with KUBE_VERSION in test/deps/parts/kube-apiserver.sh.
-const DefaultVersion = "v1.31.14"
+// DefaultVersion is the Kubernetes release whose kube-apiserver and
+// kube-controller-manager the harness runs: both come from one release, built
+// by test/deps/build-kube.sh. Keep it in step with KUBE_VERSION there and in
+// test/deps/parts/kube.sh. The module proxy serves every staging module both
+// commands import at v1.33.13 and v1.34.x, but not at v1.31.x or v1.32.x.
+const DefaultVersion = "v1.34.4"
 
 // ErrNoBinary means a required program is not installed. Its message names
 // what to install.
@@ -61,6 +64,8 @@ type Cluster struct {
 	// Dir holds all state and logs (etcd.log, apiserver.log).
 	Dir string
 
+	version string // the release New started; controller managers match it
+
 	mu        sync.Mutex
 	etcdBin   string
 	etcdPeer  int
@@ -82,7 +87,14 @@ type Options struct {
 // wrapping ErrNoBinary that says how to build it. DRWATCH_KUBE_APISERVER, when
 // set, names the binary to use instead.
 func BinaryPath(version string) (string, error) {
-	if p := os.Getenv("DRWATCH_KUBE_APISERVER"); p != "" {
+	return cachedBinary("kube-apiserver", "DRWATCH_KUBE_APISERVER", version)
+}
+
+// cachedBinary finds command (kube-apiserver, kube-controller-manager) of
+// version where test/deps/build-kube.sh caches it, unless the environment
+// variable env names another binary.
+func cachedBinary(command, env, version string) (string, error) {
+	if p := os.Getenv(env); p != "" {
 		return p, nil
 	}
 	if version == "" {
@@ -92,13 +104,14 @@ func BinaryPath(version string) (string, error) {
 	if cache == "" {
 		home, err := os.UserHomeDir()
 		if err != nil {
-			return "", fmt.Errorf("kube-apiserver: no cache dir: %w", err)
+			return "", fmt.Errorf("%s: no cache dir: %w", command, err)
 		}
 		cache = filepath.Join(home, ".cache")
 	}
-	p := filepath.Join(cache, "drwatch", "kube-apiserver-"+version, "kube-apiserver")
+	p := filepath.Join(cache, "drwatch", command+"-"+version, command)
 	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("kube-apiserver %s not built at %s: run make install-test-deps (builds it once from the Go module proxy, 3-7 min): %w", version, p, ErrNoBinary)
+		return "", fmt.Errorf("%s %s not built at %s: run make install-test-deps, or KUBE_VERSION=%s test/deps/build-kube.sh %s (builds it once from the Go module proxy, 5-15 min): %w",
+			command, version, p, version, command, ErrNoBinary)
 	}
 	return p, nil
 }
@@ -133,7 +146,11 @@ func New(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("state dir: %w", err)
 	}
-	c := &Cluster{Dir: dir, etcdBin: etcdBin}
+	version := opts.Version
+	if version == "" {
+		version = DefaultVersion
+	}
+	c := &Cluster{Dir: dir, etcdBin: etcdBin, version: version}
 	defer func() {
 		if err != nil {
 			c.Close()
@@ -186,8 +203,19 @@ func New(ctx context.Context, opts Options) (_ *Cluster, err error) {
 // WaitReady polls /readyz until it answers ok, the API server exits, or ctx
 // ends. Use it after StartEtcd to wait for the API server to recover.
 func (c *Cluster) WaitReady(ctx context.Context) error {
+	return waitOK(ctx, "kube-apiserver", c.Server+"/readyz", c.CAFile, filepath.Join(c.Dir, "apiserver.log"), func() *daemon.Process {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.apiserver
+	})
+}
+
+// waitOK polls url, a health endpoint served with a certificate caFile
+// verifies, until it answers 200 "ok", the process proc returns is gone or
+// has exited, or ctx ends. Errors carry the tail of logPath.
+func waitOK(ctx context.Context, name, url, caFile, logPath string, proc func() *daemon.Process) error {
 	pool := x509.NewCertPool()
-	ca, err := os.ReadFile(c.CAFile)
+	ca, err := os.ReadFile(caFile)
 	if err != nil {
 		return fmt.Errorf("read ca: %w", err)
 	}
@@ -197,13 +225,10 @@ func (c *Cluster) WaitReady(ctx context.Context) error {
 	client := &http.Client{Transport: tr, Timeout: 5 * time.Second}
 	var last string
 	for {
-		c.mu.Lock()
-		api := c.apiserver
-		c.mu.Unlock()
-		if api == nil || api.Exited() {
-			return fmt.Errorf("kube-apiserver exited: %s", daemon.Tail(filepath.Join(c.Dir, "apiserver.log"), 15))
+		if p := proc(); p == nil || p.Exited() {
+			return fmt.Errorf("%s exited: %s", name, daemon.Tail(logPath, 15))
 		}
-		resp, err := client.Get(c.Server + "/readyz")
+		resp, err := client.Get(url)
 		if err == nil {
 			b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 			resp.Body.Close()
@@ -216,7 +241,7 @@ func (c *Cluster) WaitReady(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("kube-apiserver not ready (last: %s): %w; log: %s", last, ctx.Err(), daemon.Tail(filepath.Join(c.Dir, "apiserver.log"), 15))
+			return fmt.Errorf("%s not ready (last: %s): %w; log: %s", name, last, ctx.Err(), daemon.Tail(logPath, 15))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
