@@ -110,7 +110,7 @@ func cachedBinary(command, env, version string) (string, error) {
 	}
 	p := filepath.Join(cache, "drwatch", command+"-"+version, command)
 	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("%s %s not built at %s: run make install-test-deps, or KUBE_VERSION=%s test/deps/build-kube.sh %s (builds it once from the Go module proxy, 5-15 min): %w",
+		return "", fmt.Errorf("%s %s not built at %s: run make install-test-deps, or KUBE_VERSION=%s test/deps/build-kube.sh %s (builds it once from the Go module proxy: 10-20 min on 2 idle cores, over an hour on a loaded machine): %w",
 			command, version, p, version, command, ErrNoBinary)
 	}
 	return p, nil

@@ -1,7 +1,7 @@
 # A real kube-apiserver and kube-controller-manager of one release for
 # test/kubetest, built once from the Go module proxy into
 # ${XDG_CACHE_HOME:-$HOME/.cache}/drwatch/<command>-$KUBE_VERSION
-# (6-15 minutes, then cached). Keep KUBE_VERSION in step with
+# (10-20 minutes on 2 idle cores, then cached). Keep KUBE_VERSION in step with
 # test/kubetest.DefaultVersion and test/deps/build-kube.sh.
 _kube_deps=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 present() {
