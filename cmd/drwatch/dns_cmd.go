@@ -208,6 +208,15 @@ over it.`,
 
 // Run performs the break-glass write.
 func (d *dnsSetCmd) Run(ctx context.Context, w io.Writer) error {
+	actor := firstNonEmpty(d.actor, os.Getenv("USER"), "unknown")
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	m := reconcile.BreakGlassMarker{ID: hex.EncodeToString(id[:]), Site: failover.Site(d.site), Actor: actor, At: time.Now(), Reason: d.reason}
+	if err := m.Check(); err != nil {
+		// The first leader after quorum could not read the marker back,
+		// and the write would never enter the history.
+		return usageError{fmt.Errorf("--reason and --actor: %w", err)}
+	}
 	t, err := loadDNSTarget(d.flags.config)
 	if err != nil {
 		return err
@@ -221,10 +230,6 @@ func (d *dnsSetCmd) Run(ctx context.Context, w io.Writer) error {
 		}
 	}
 	want := siteRecords(t.cfg, failover.Site(d.site))
-	actor := firstNonEmpty(d.actor, os.Getenv("USER"), "unknown")
-	var id [8]byte
-	_, _ = rand.Read(id[:])
-	m := reconcile.BreakGlassMarker{ID: hex.EncodeToString(id[:]), Site: failover.Site(d.site), Actor: actor, At: time.Now(), Reason: d.reason}
 	if !d.yes {
 		var b strings.Builder
 		fmt.Fprintf(&b, "BREAK GLASS: write these records to %s directly, without the cluster:\n", t.cfg.DNS.Zone)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -80,5 +81,20 @@ func TestDNSCheckAndBreakGlass(t *testing.T) {
 	}
 	if got, _ := d.Resolve("lms.demo.test"); len(got) != 1 || got[0] != demo.BackupIP {
 		t.Errorf("break-glass write reverted: lms -> %v", got)
+	}
+}
+
+// A break-glass marker the first leader could not read back is refused
+// before anything is read or written: a reason that percent-encoding
+// pushes past the marker's limit exits 2 and names --reason.
+func TestDNSSetRefusesAMarkerThatCannotReadBack(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "no-such.yaml")
+	_, stderr, code := run(t, "dns", "set", "--site", "backup", "--no-quorum", "--yes", "--config", missing,
+		"--reason", strings.Repeat("!", 400))
+	if code != 2 || !strings.Contains(stderr, "--reason") || !strings.Contains(stderr, "once encoded") {
+		t.Fatalf("got exit %d %q, want 2 naming --reason and the encoded length", code, stderr)
+	}
+	if strings.Contains(stderr, missing) {
+		t.Fatalf("got %q: the config was read before the marker was checked", stderr)
 	}
 }

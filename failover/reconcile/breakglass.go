@@ -42,6 +42,16 @@ func (m BreakGlassMarker) String() string {
 		url.QueryEscape(m.Actor), m.At.Unix(), url.QueryEscape(m.Reason))
 }
 
+// Check reports why m cannot be written: its encoded text must fit
+// MaxMarkerLen, or ParseBreakGlassMarker would refuse the marker and the
+// write would never be recorded. Percent-encoding can triple a reason.
+func (m BreakGlassMarker) Check() error {
+	if n := len(m.String()); n > MaxMarkerLen {
+		return fmt.Errorf("%w: %d bytes once encoded, limit %d: shorten the reason or the actor", ErrBadMarker, n, MaxMarkerLen)
+	}
+	return nil
+}
+
 // ParseBreakGlassMarker parses String's output. It rejects anything else.
 func ParseBreakGlassMarker(s string) (BreakGlassMarker, error) {
 	var m BreakGlassMarker
