@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -292,11 +291,6 @@ func (d *DeadNode) Apply(ctx context.Context, a remediate.Action) error {
 		n.Spec.Taints = kept
 		delete(n.Annotations, AnnotationTainted)
 	}
-	if _, err := d.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
-		if apierrors.IsConflict(err) {
-			return fmt.Errorf("update node %s: %w", data.node, errors.Join(err, remediate.ErrPrecondition))
-		}
-		return fmt.Errorf("update node %s: %w", data.node, err)
-	}
-	return nil
+	_, err = updateNode(ctx, d.client, n, "update")
+	return err
 }

@@ -1,12 +1,15 @@
 package kube
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/drwatch/drwatch/failover/remediate"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -129,6 +132,21 @@ func Entries(cfg remediate.Config, clients Clients, instances InstanceChecker, n
 	)
 	if err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// updateNode writes n with its resourceVersion, so a concurrent change
+// makes the update fail: that conflict is the world moving on since Plan
+// (ErrPrecondition), and the next pass decides again. what names the
+// change in the error ("cordon", "update").
+func updateNode(ctx context.Context, client kubernetes.Interface, n *corev1.Node, what string) (*corev1.Node, error) {
+	out, err := client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+	if apierrors.IsConflict(err) {
+		return nil, fmt.Errorf("%s node %s: %w", what, n.Name, errors.Join(err, remediate.ErrPrecondition))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s node %s: %w", what, n.Name, err)
 	}
 	return out, nil
 }

@@ -485,11 +485,8 @@ func (o *OrphanedPods) cordonReboot(ctx context.Context, ref nodeRef) error {
 		node.Annotations[AnnotationCordoned] = stamp
 	}
 	node.Annotations[AnnotationRebooted] = stamp
-	if node, err = o.client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
-		if apierrors.IsConflict(err) {
-			return fmt.Errorf("cordon node %s: %w", ref.name, errors.Join(err, remediate.ErrPrecondition))
-		}
-		return fmt.Errorf("cordon node %s: %w", ref.name, err)
+	if node, err = updateNode(ctx, o.client, node, "cordon"); err != nil {
+		return err
 	}
 	if err := o.rebooter.RebootNode(ctx, node); err != nil {
 		err = fmt.Errorf("reboot node %s: %w", ref.name, err)
@@ -544,11 +541,6 @@ func (o *OrphanedPods) liftCordon(ctx context.Context, ref nodeRef) error {
 	}
 	n.Spec.Unschedulable = false
 	delete(n.Annotations, AnnotationCordoned)
-	if _, err := o.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
-		if apierrors.IsConflict(err) {
-			return fmt.Errorf("uncordon node %s: %w", ref.name, errors.Join(err, remediate.ErrPrecondition))
-		}
-		return fmt.Errorf("uncordon node %s: %w", ref.name, err)
-	}
-	return nil
+	_, err = updateNode(ctx, o.client, n, "uncordon")
+	return err
 }
