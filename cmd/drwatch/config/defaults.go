@@ -1,6 +1,7 @@
 package config
 
 import (
+	"github.com/drwatch/drwatch/internal/field"
 	"reflect"
 	"strconv"
 	"strings"
@@ -36,9 +37,9 @@ func applyDefaults(v reflect.Value, path string, present func(string) bool) {
 			applyDefaults(fv, fp, present)
 			continue
 		case fv.Kind() == reflect.Slice && fv.Type().Elem().Kind() == reflect.Struct:
-			labels := newLabeler()
+			labels := field.Labels{}
 			for j := 0; j < fv.Len(); j++ {
-				applyDefaults(fv.Index(j), fp+"["+labels.next(itemName(fv.Index(j)), j)+"]", present)
+				applyDefaults(fv.Index(j), fp+"["+labels.Next(itemName(fv.Index(j)), j)+"]", present)
 			}
 		case fv.Kind() == reflect.Pointer && fv.Type().Elem().Kind() == reflect.Struct:
 			if !fv.IsNil() {
@@ -111,24 +112,6 @@ func itemName(v reflect.Value) string {
 	return ""
 }
 
-// labeler names list items in paths: by name, with "#2", "#3" for repeats,
-// or by index when unnamed. The walker, the defaults and the validator all
-// use it, so a path means the same item everywhere.
-type labeler map[string]int
-
-func newLabeler() labeler { return labeler{} }
-
-func (l labeler) next(name string, i int) string {
-	if name == "" {
-		return strconv.Itoa(i)
-	}
-	l[name]++
-	if n := l[name]; n > 1 {
-		return name + "#" + strconv.Itoa(n)
-	}
-	return name
-}
-
 // derive resolves the defaults that depend on other fields.
 func derive(c *Config, present func(string) bool) {
 	if !present("policy.quorum") && len(c.Peers) > 0 {
@@ -141,10 +124,10 @@ func derive(c *Config, present func(string) bool) {
 		path string
 		s    *Site
 	}{{"sites.primary", &c.Sites.Primary}, {"sites.backup", &c.Sites.Backup}} {
-		labels := newLabeler()
+		labels := field.Labels{}
 		for i := range site.s.Probes {
 			p := &site.s.Probes[i]
-			pp := site.path + ".probes[" + labels.next(p.Name, i) + "]"
+			pp := site.path + ".probes[" + labels.Next(p.Name, i) + "]"
 			if !present(pp + ".timeout") {
 				p.Timeout = c.Policy.Timeout
 			}

@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"fmt"
+	"github.com/drwatch/drwatch/internal/field"
 	"io"
 	"os"
 	"reflect"
@@ -309,9 +310,9 @@ func (w *walker) walk(n ast.Node, t reflect.Type, path string) bool {
 			w.add(n, path, "want a list")
 			return false
 		}
-		labels := newLabeler()
+		labels := field.Labels{}
 		for i, item := range seq.Values {
-			ip := path + "[" + labels.next(itemLabel(item), i) + "]"
+			ip := path + "[" + labels.Next(itemLabel(item), i) + "]"
 			if !w.walk(item, t.Elem(), ip) {
 				w.bad[ip] = true
 				seq.Values[i] = nullFor(item)

@@ -6,6 +6,7 @@ import (
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/hooks"
+	"github.com/drwatch/drwatch/internal/field"
 	"io/fs"
 	"net"
 	"net/netip"
@@ -235,9 +236,9 @@ func (v *validator) node(c *Config) {
 	}
 	ids, raftAddrs := map[string]bool{}, map[string]bool{}
 	self := false
-	labels := newLabeler()
+	labels := field.Labels{}
 	for i, p := range c.Peers {
-		path := fmt.Sprintf("peers[%s]", labels.next(p.ID, i))
+		path := fmt.Sprintf("peers[%s]", labels.Next(p.ID, i))
 		if v.required(path+".id", p.ID) {
 			if ids[p.ID] {
 				v.add(path+".id", "duplicate peer id %q", p.ID)
@@ -388,9 +389,9 @@ func (v *validator) site(path string, s Site, pol Policy) {
 	}
 	names := map[string]bool{}
 	critical := false
-	labels := newLabeler()
+	labels := field.Labels{}
 	for i, p := range s.Probes {
-		pp := fmt.Sprintf("%s.probes[%s]", path, labels.next(p.Name, i))
+		pp := fmt.Sprintf("%s.probes[%s]", path, labels.Next(p.Name, i))
 		if v.required(pp+".name", p.Name) {
 			if names[p.Name] {
 				v.add(pp+".name", "duplicate probe name %q", p.Name)
@@ -567,9 +568,9 @@ func (v *validator) dns(c *Config) {
 		v.add("dns.records", "required: at least one record to flip")
 	}
 	seen := map[string]bool{}
-	labels := newLabeler()
+	labels := field.Labels{}
 	for i, r := range d.Records {
-		rp := fmt.Sprintf("dns.records[%s]", labels.next(r.Name, i))
+		rp := fmt.Sprintf("dns.records[%s]", labels.Next(r.Name, i))
 		if !v.required(rp+".name", r.Name) {
 			continue
 		}
