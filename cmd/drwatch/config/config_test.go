@@ -330,3 +330,26 @@ func TestHookTimeoutSettings(t *testing.T) {
 		}
 	}
 }
+
+// An octavia probe's ca_file is checked like every other *_file: a missing
+// one is a problem naming the field and not its value, which may be a
+// secret pasted there and would otherwise reach the probe's failure reason.
+func TestOctaviaProbeCAFileIsChecked(t *testing.T) {
+	dir := t.TempDir()
+	y := strings.Replace(validYAML(t), "{ name: ingress-lb, type: octavia, cloud: region1, loadbalancer: ingress, critical: false }",
+		`{ name: ingress-lb, type: octavia, auth_url: "https://keystone.example.org:5000/v3", loadbalancer: ingress, critical: false,
+          application_credential_id_file: /etc/drwatch/tokens, application_credential_secret_file: /etc/drwatch/tokens, ca_file: /etc/drwatch/nope.crt }`, 1)
+	y = strings.ReplaceAll(y, "/etc/drwatch", dir)
+	for _, f := range []string{"ca.crt", "node.crt", "node.key", "tokens", "kube-ca.crt", "kube-token", "tsig.key"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := Parse("f.yaml", []byte(y), Options{})
+	if err == nil || !strings.Contains(err.Error(), "sites.primary.probes[ingress-lb].ca_file: no such file (value not shown") {
+		t.Fatalf("got %v, want sites.primary.probes[ingress-lb].ca_file missing", err)
+	}
+	if strings.Contains(err.Error(), dir) {
+		t.Errorf("got %v, want no file's path", err)
+	}
+}

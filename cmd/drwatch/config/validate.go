@@ -536,6 +536,7 @@ func (v *validator) octaviaProbe(pp string, p Probe) {
 		}
 		v.fileField(pp+".application_credential_id_file", p.ApplicationCredentialIDFile, true)
 		v.fileField(pp+".application_credential_secret_file", p.ApplicationCredentialSecretFile, true)
+		v.fileField(pp+".ca_file", p.CAFile, false)
 	}
 	for _, s := range p.HealthyOperatingStatuses {
 		switch s {
