@@ -11,30 +11,10 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 )
-
-// connCheckHostPort checks host:port, or a bare host when portOptional.
-func connCheckHostPort(s string, portOptional bool) error {
-	if host, port, err := net.SplitHostPort(s); err == nil {
-		if host == "" {
-			return fmt.Errorf("%q has no host", s)
-		}
-		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-			return fmt.Errorf("%q has an invalid port", s)
-		}
-		return nil
-	}
-	h := strings.Trim(s, "[]")
-	if !portOptional || h == "" || strings.Contains(h, ":") && net.ParseIP(h) == nil {
-		return fmt.Errorf("%q is not host:port", s)
-	}
-	return nil
-}
 
 // connWithTimeout applies timeout (or probeDefaultTimeout) when ctx has no deadline.
 func connWithTimeout(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {

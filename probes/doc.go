@@ -47,5 +47,19 @@
 // probers. Labels are site, probe, type, phase and class only: values from
 // configuration or from closed sets in code, never reasons or addresses.
 //
+// # Configuration
+//
+// [Spec] is also one probe of the configuration file: its yaml, doc, default
+// and types tags are the file's keys, the reference's text and the
+// defaults, and [Spec.Validate] and [ValidateProbes] are the file's rules,
+// with paths relative to the probe or the list. The configuration loader
+// decodes into Spec, applies the tags' defaults, prefixes the paths and adds
+// only what crosses sections and whether files exist; [ConfiguredSite] turns
+// a site's configured probes into the scheduler's input. Each type's own
+// Validate is what its prober accepts, a little more than the file allows
+// (an anonymous or http kubernetes server, a kubeconfig with a server
+// override, a connect_to without a port). Adding a probe field is adding it
+// here, with its tags and rules.
+//
 // probes never imports failover.
 package probes

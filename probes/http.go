@@ -4,10 +4,10 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -18,6 +18,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/drwatch/drwatch/internal/field"
 )
 
 // HTTPSpec configures an http probe: one request on a new connection, with
@@ -26,31 +28,33 @@ type HTTPSpec struct {
 	// URL is the http or https URL to fetch. Its host gives the TLS server
 	// name (SNI), the name verified in the certificate and the Host header.
 	// It must not carry credentials.
-	URL string
+	URL string `yaml:"url" types:"http" doc:"http: the URL; its host gives SNI and the Host header."`
 	// ConnectTo, when set, is the host:port (or a bare host, keeping the URL's
 	// port) that the TCP connection goes to instead of the URL's host. It is
 	// the site's own address: after a DNS flip the URL's name points at the
-	// other site, and the primary's probe must still reach the primary.
-	ConnectTo string
+	// other site, and the primary's probe must still reach the primary. The
+	// configuration file wants host:port.
+	ConnectTo string `yaml:"connect_to" types:"http" doc:"http: host:port to dial instead of resolving the URL, so the probe keeps reaching this site after the DNS flip."`
 	// CAFile is a PEM bundle to trust instead of the system roots. It is
 	// re-read when it changes on disk.
-	CAFile string
+	CAFile string `yaml:"ca_file" types:"http,tcp,kubernetes,octavia" doc:"PEM bundle to trust instead of the system roots."`
 	// ExpectStatus lists the statuses that count as up. Empty means [200].
-	ExpectStatus []int
+	ExpectStatus []int `yaml:"expect_status" types:"http" default:"[200]" doc:"http: statuses that count as up."`
 	// BodyMatch, when set, is a regular expression (RE2) the first
 	// 64 KiB of the body must match.
-	BodyMatch string
+	BodyMatch string `yaml:"body_match" types:"http" doc:"http: a regular expression the body must match."`
 	// CertMinValidity fails the probe with ClassCertExpiry when the served
 	// leaf certificate expires sooner than this. An expired certificate is
 	// ClassCertExpiry whatever this is.
-	CertMinValidity time.Duration
-	// Headers are extra request headers. They must hold no secrets; their
-	// values never appear in results. Host is not allowed: it comes from URL.
-	Headers map[string]string
+	CertMinValidity time.Duration `yaml:"cert_min_validity" types:"http,tcp" doc:"Fail when the served certificate expires sooner than this."`
 	// FollowRedirects follows redirects to the same scheme, host and port
 	// (at most 10). Redirects elsewhere are never followed: the 3xx is then
 	// the status checked. When false, any 3xx is the status checked.
-	FollowRedirects bool
+	FollowRedirects bool `yaml:"follow_redirects" types:"http" default:"false" doc:"http: follow redirects (same host only)."`
+	// Headers are extra request headers. They must hold no secrets; their
+	// values never appear in results. Host is not allowed: it comes from
+	// URL, and neither are Authorization and Cookie.
+	Headers map[string]string `yaml:"headers" types:"http" doc:"http: extra request headers (no secrets)."`
 }
 
 // httpMaxBody bounds how much of a body is read and matched.
@@ -69,38 +73,38 @@ type httpPrepared struct {
 	body   *regexp.Regexp
 }
 
-// Validate reports every problem with the spec at once (errors.Join). It is
-// pure: it does not read CAFile or resolve names.
-func (h *HTTPSpec) Validate() error {
-	_, err := h.prepare()
-	return err
+// Validate reports every problem with the spec at once, with paths relative
+// to the probe. It is pure: it does not read CAFile or resolve names.
+func (h *HTTPSpec) Validate() field.Errors {
+	_, es := h.prepare(false)
+	return es
 }
 
-func (h *HTTPSpec) prepare() (httpPrepared, error) {
+// prepare checks and compiles the spec; configured adds the configuration
+// file's rule that connect_to carries a port.
+func (h *HTTPSpec) prepare(configured bool) (httpPrepared, field.Errors) {
 	var p httpPrepared
-	var errs []error
-	u, err := url.Parse(h.URL)
-	switch {
-	case h.URL == "":
-		errs = append(errs, errors.New("url: must be set"))
-	case err != nil:
-		errs = append(errs, fmt.Errorf("url: %w", err))
-	case u.Scheme != "http" && u.Scheme != "https":
-		errs = append(errs, fmt.Errorf("url: scheme %q must be http or https", u.Scheme))
-	case u.Hostname() == "":
-		errs = append(errs, errors.New("url: host must be set"))
-	case u.User != nil:
-		errs = append(errs, errors.New("url: must not carry credentials"))
-	default:
-		p.url = u
-		if h.CertMinValidity > 0 && u.Scheme != "https" {
-			errs = append(errs, errors.New("cert_min_validity: needs an https url"))
+	var es field.Errors
+	if required(&es, "url", h.URL) {
+		u, err := url.Parse(h.URL)
+		switch {
+		case err != nil:
+			es.Add("url", "not a URL: %v", err)
+		case u.Scheme != "https" && u.Scheme != "http":
+			es.Add("url", "scheme %q must be https or http", u.Scheme)
+		case u.Hostname() == "":
+			es.Add("url", "has no host")
+		case u.User != nil:
+			es.Add("url", "must not carry credentials")
+		default:
+			p.url = u
+			if h.CertMinValidity > 0 && u.Scheme != "https" {
+				es.Add("cert_min_validity", "needs an https url")
+			}
 		}
 	}
 	if h.ConnectTo != "" {
-		if err := connCheckHostPort(h.ConnectTo, true); err != nil {
-			errs = append(errs, fmt.Errorf("connect_to: %w", err))
-		}
+		checkHostPort(&es, "connect_to", h.ConnectTo, !configured)
 	}
 	p.expect = h.ExpectStatus
 	if len(p.expect) == 0 {
@@ -108,31 +112,31 @@ func (h *HTTPSpec) prepare() (httpPrepared, error) {
 	}
 	for _, s := range h.ExpectStatus {
 		if s < 100 || s > 599 {
-			errs = append(errs, fmt.Errorf("expect_status: %d is not an http status", s))
+			es.Add("expect_status", "%d is not an HTTP status", s)
 		}
 	}
 	if h.BodyMatch != "" {
 		re, err := httpCompile(h.BodyMatch)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("body_match: %w", err))
+			es.Add("body_match", "not a regular expression: %v", err)
 		}
 		p.body = re
 	}
-	if h.CertMinValidity < 0 {
-		errs = append(errs, fmt.Errorf("cert_min_validity: %s must not be negative", h.CertMinValidity))
-	}
-	for k, v := range h.Headers {
-		switch {
+	checkCertMinValidity(&es, h.CertMinValidity)
+	for _, k := range slices.Sorted(maps.Keys(h.Headers)) {
+		switch v := h.Headers[k]; {
 		case !httpValidHeaderName(k):
-			errs = append(errs, fmt.Errorf("headers: %q is not a valid header name", k))
+			es.Add("headers", "%q is not a valid header name", k)
 		case strings.EqualFold(k, "Host"):
-			errs = append(errs, errors.New("headers: Host comes from the url"))
+			es.Add("headers", "Host comes from the url")
+		case strings.EqualFold(k, "authorization") || strings.EqualFold(k, "cookie"):
+			es.Add("headers."+k, "credentials are not accepted in headers")
 		case strings.ContainsAny(v, "\r\n\x00"):
 			// The value is never echoed: headers may be close to secrets.
-			errs = append(errs, fmt.Errorf("headers: value of %q contains a line break", k))
+			es.Add("headers", "value of %q contains a line break", k)
 		}
 	}
-	return p, errors.Join(errs...)
+	return p, es
 }
 
 // httpRegexps caches compiled BodyMatch patterns, so a probe does not compile
@@ -196,11 +200,12 @@ func httpProbe(ctx context.Context, spec Spec) Result {
 	if h == nil {
 		return connFail(ClassConfig, "config", "http probe without an http spec")
 	}
-	p, err := h.prepare()
-	if err != nil {
-		return connFail(ClassConfig, "config", err.Error())
+	p, es := h.prepare(false)
+	if es != nil {
+		return connFail(ClassConfig, "config", es.Error())
 	}
 	var roots *x509.CertPool
+	var err error
 	if h.CAFile != "" {
 		if roots, err = connLoadCA(h.CAFile); err != nil {
 			return connFail(ClassConfig, "config", err.Error())

@@ -234,7 +234,7 @@ func TestHTTPSpecValidate(t *testing.T) {
 		{"valid", HTTPSpec{URL: "https://lms.example.org/heartbeat", ConnectTo: "203.0.113.10:443", ExpectStatus: []int{200, 204}, BodyMatch: "ok", CertMinValidity: time.Hour}, ""},
 		{"bare connect_to", HTTPSpec{URL: "https://lms.example.org/", ConnectTo: "203.0.113.10"}, ""},
 		{"bare ipv6 connect_to", HTTPSpec{URL: "https://lms.example.org/", ConnectTo: "2001:db8::1"}, ""},
-		{"no url", HTTPSpec{}, "url: must be set"},
+		{"no url", HTTPSpec{}, "url: required"},
 		{"bad scheme", HTTPSpec{URL: "ftp://x/"}, `scheme "ftp"`},
 		{"credentials", HTTPSpec{URL: "https://user:pw@x/"}, "must not carry credentials"},
 		{"bad regexp", HTTPSpec{URL: "https://x/", BodyMatch: "(["}, "body_match: "},

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drwatch/drwatch/internal/field"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -33,60 +34,75 @@ type KubernetesSpec struct {
 	// Server is the API server URL, e.g. https://203.0.113.20:6443. With
 	// Kubeconfig it is optional and, when set, overrides the cluster's server
 	// (so one kubeconfig can probe one site's address).
-	Server string
+	Server string `yaml:"server" types:"kubernetes" doc:"kubernetes: the API server URL."`
 	// CAFile is the PEM bundle that signs the serving certificate. Empty means
 	// the kubeconfig's CA, or else the system roots.
-	CAFile string
+	CAFile string `yaml:"ca_file" types:"http,tcp,kubernetes,octavia" doc:"PEM bundle to trust instead of the system roots."`
 	// TokenFile holds a bearer token. It is never logged.
-	TokenFile string
+	TokenFile string `yaml:"token_file" types:"kubernetes" doc:"kubernetes: a file holding a bearer token."`
 	// ClientCertFile and ClientKeyFile are a PEM client certificate and key.
-	ClientCertFile string
-	ClientKeyFile  string
+	ClientCertFile string `yaml:"client_cert_file" types:"kubernetes" doc:"kubernetes: client certificate (with client_key_file)."`
+	ClientKeyFile  string `yaml:"client_key_file" types:"kubernetes" doc:"kubernetes: client key."`
 	// Kubeconfig is a kubeconfig file; Context picks a context in it (empty
 	// means its current-context). Exec and auth-provider plugins are refused:
 	// a probe must not run programs.
-	Kubeconfig string
-	Context    string
+	Kubeconfig string `yaml:"kubeconfig" types:"kubernetes" doc:"kubernetes: a kubeconfig file, instead of server + credentials."`
+	Context    string `yaml:"context" types:"kubernetes" doc:"kubernetes: the kubeconfig context."`
 	// Endpoint is "readyz" (the default) or "livez".
-	Endpoint string
+	Endpoint string `yaml:"endpoint" types:"kubernetes" default:"readyz" doc:"kubernetes: readyz or livez."`
 }
 
-// Validate reports every problem with the spec at once (errors.Join). It is
-// pure: it reads no file.
-func (k *KubernetesSpec) Validate() error {
-	var errs []error
-	switch k.Endpoint {
-	case "", "readyz", "livez":
-	default:
-		errs = append(errs, fmt.Errorf("endpoint: %q must be readyz or livez", k.Endpoint))
+// Validate reports every problem with the spec at once, with paths relative
+// to the probe. It is pure: it reads no file.
+func (k *KubernetesSpec) Validate() field.Errors { return k.validate(false) }
+
+// validate checks the spec; configured adds the configuration file's rules:
+// an endpoint named, an https server, explicit credentials, and a
+// kubeconfig used alone (no server override).
+func (k *KubernetesSpec) validate(configured bool) field.Errors {
+	var es field.Errors
+	if k.Endpoint != "readyz" && k.Endpoint != "livez" && (configured || k.Endpoint != "") {
+		es.Add("endpoint", "%q must be readyz or livez", k.Endpoint)
 	}
-	if k.Server == "" && k.Kubeconfig == "" {
-		errs = append(errs, errors.New("server: must be set (or kubeconfig)"))
-	}
-	if k.Server != "" {
-		u, err := url.Parse(k.Server)
-		switch {
-		case err != nil:
-			errs = append(errs, fmt.Errorf("server: %w", err))
-		case u.Scheme != "https" && u.Scheme != "http":
-			errs = append(errs, fmt.Errorf("server: %q must be an https:// URL", k.Server))
-		case u.Host == "":
-			errs = append(errs, fmt.Errorf("server: %q has no host", k.Server))
+	if k.Kubeconfig != "" {
+		set := map[string]string{"token_file": k.TokenFile, "client_cert_file": k.ClientCertFile, "client_key_file": k.ClientKeyFile}
+		if configured {
+			set["server"] = k.Server
+		} else if k.Server != "" {
+			k.checkServer(&es, false)
 		}
+		for _, f := range []string{"server", "token_file", "client_cert_file", "client_key_file"} {
+			if set[f] != "" {
+				es.Add(f, "set either kubeconfig or server and credentials, not both")
+			}
+		}
+		return es
 	}
-	if k.Context != "" && k.Kubeconfig == "" {
-		errs = append(errs, errors.New("context: needs kubeconfig"))
+	if k.Context != "" {
+		es.Add("context", "set only with kubeconfig")
 	}
-	if k.Kubeconfig != "" && (k.TokenFile != "" || k.ClientCertFile != "" || k.ClientKeyFile != "") {
-		errs = append(errs, errors.New("token_file, client_cert_file, client_key_file: not with kubeconfig (use its user)"))
+	if required(&es, "server", k.Server) {
+		k.checkServer(&es, configured)
 	}
-	if (k.ClientCertFile == "") != (k.ClientKeyFile == "") {
-		errs = append(errs, errors.New("client_cert_file, client_key_file: must be set together"))
+	switch {
+	case k.TokenFile != "" && (k.ClientCertFile != "" || k.ClientKeyFile != ""):
+		es.Add("token_file", "set either token_file or client_cert_file/client_key_file, not both")
+	case k.TokenFile != "":
+	case k.ClientCertFile != "" || k.ClientKeyFile != "":
+		required(&es, "client_cert_file", k.ClientCertFile)
+		required(&es, "client_key_file", k.ClientKeyFile)
+	case configured:
+		es.Add("", "needs credentials: token_file, client_cert_file + client_key_file, or kubeconfig")
 	}
-	if k.TokenFile != "" && k.ClientCertFile != "" {
-		errs = append(errs, errors.New("token_file, client_cert_file: choose one"))
+	return es
+}
+
+// checkServer checks the server URL: https, or also http unless httpsOnly.
+func (k *KubernetesSpec) checkServer(es *field.Errors, httpsOnly bool) {
+	u, err := url.Parse(k.Server)
+	if err != nil || u.Host == "" || u.Scheme != "https" && (httpsOnly || u.Scheme != "http") {
+		es.Add("server", "%q must be an https URL", k.Server)
 	}
-	return errors.Join(errs...)
 }
 
 // kubeMaxBody bounds what we read of a verbose health answer; a real one is
@@ -119,8 +135,8 @@ func kubeProbe(ctx context.Context, spec Spec) Result {
 	if ks == nil {
 		return kubeFail(ClassConfig, "config", "kubernetes probe without a kubernetes spec")
 	}
-	if err := ks.Validate(); err != nil {
-		return kubeFail(ClassConfig, "config", strings.ReplaceAll(err.Error(), "\n", "; "))
+	if es := ks.Validate(); es != nil {
+		return kubeFail(ClassConfig, "config", strings.ReplaceAll(es.Error(), "\n", "; "))
 	}
 	endpoint := ks.Endpoint
 	if endpoint == "" {

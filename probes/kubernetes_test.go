@@ -495,14 +495,14 @@ func TestKubernetesSpecValidate(t *testing.T) {
 	}{
 		{"token", KubernetesSpec{Server: "https://127.0.0.1:6443", TokenFile: "/t"}, ""},
 		{"kubeconfig", KubernetesSpec{Kubeconfig: "/k", Context: "c"}, ""},
-		{"no server", KubernetesSpec{TokenFile: "/t"}, "server: must be set"},
-		{"bad scheme", KubernetesSpec{Server: "ftp://x"}, "must be an https:// URL"},
-		{"no host", KubernetesSpec{Server: "https://"}, "has no host"},
+		{"no server", KubernetesSpec{TokenFile: "/t"}, "server: required"},
+		{"bad scheme", KubernetesSpec{Server: "ftp://x"}, `server: "ftp://x" must be an https URL`},
+		{"no host", KubernetesSpec{Server: "https://"}, `server: "https://" must be an https URL`},
 		{"bad endpoint", KubernetesSpec{Server: "https://h", Endpoint: "healthz"}, "endpoint"},
-		{"context alone", KubernetesSpec{Server: "https://h", Context: "c"}, "context: needs kubeconfig"},
-		{"kubeconfig with token", KubernetesSpec{Kubeconfig: "/k", TokenFile: "/t"}, "not with kubeconfig"},
-		{"cert without key", KubernetesSpec{Server: "https://h", ClientCertFile: "/c"}, "set together"},
-		{"token and cert", KubernetesSpec{Server: "https://h", TokenFile: "/t", ClientCertFile: "/c", ClientKeyFile: "/k"}, "choose one"},
+		{"context alone", KubernetesSpec{Server: "https://h", Context: "c"}, "context: set only with kubeconfig"},
+		{"kubeconfig with token", KubernetesSpec{Kubeconfig: "/k", TokenFile: "/t"}, "token_file: set either kubeconfig or server and credentials, not both"},
+		{"cert without key", KubernetesSpec{Server: "https://h", ClientCertFile: "/c"}, "client_key_file: required"},
+		{"token and cert", KubernetesSpec{Server: "https://h", TokenFile: "/t", ClientCertFile: "/c", ClientKeyFile: "/k"}, "token_file: set either token_file or client_cert_file/client_key_file, not both"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

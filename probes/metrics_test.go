@@ -119,11 +119,11 @@ func TestSchedulerWithCaddy(t *testing.T) {
 	dead := hpClosedPort(t)
 	sites := []SiteSpec{
 		{Site: "primary", Probes: []Spec{
-			{Name: "lms", Type: "http", Critical: true, HTTP: &HTTPSpec{URL: c.URL("lms.example.test", "/heartbeat"), ConnectTo: c.Addr, CAFile: c.CAFile}},
+			{Name: "lms", Type: "http", Critical: new(true), HTTP: &HTTPSpec{URL: c.URL("lms.example.test", "/heartbeat"), ConnectTo: c.Addr, CAFile: c.CAFile}},
 			{Name: "lms-tls", Type: "tcp", TCP: &TCPSpec{Address: c.Addr, TLS: true, ServerName: "lms.example.test", CAFile: c.CAFile}},
 		}},
 		{Site: "backup", Probes: []Spec{
-			{Name: "lms", Type: "http", Critical: true, HTTP: &HTTPSpec{URL: "https://lms.example.test/heartbeat", ConnectTo: dead}},
+			{Name: "lms", Type: "http", Critical: new(true), HTTP: &HTTPSpec{URL: "https://lms.example.test/heartbeat", ConnectTo: dead}},
 		}},
 	}
 	s := schedNew(t, sites, SchedulerOptions{Metrics: m, DefaultTimeout: 5 * time.Second})

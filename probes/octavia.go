@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/drwatch/drwatch/internal/field"
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
@@ -39,94 +40,100 @@ import (
 // come later, as an explicit cache owned by the caller.
 type OctaviaSpec struct {
 	// Cloud is the clouds.yaml entry to use.
-	Cloud string
+	Cloud string `yaml:"cloud" types:"octavia" doc:"octavia: the cloud's name in clouds.yaml."`
 	// CloudsFile is the clouds.yaml path; empty searches ./clouds.yaml,
 	// ~/.config/openstack/clouds.yaml and /etc/openstack/clouds.yaml.
-	CloudsFile string
+	CloudsFile string `yaml:"clouds_file" types:"octavia" doc:"octavia: path of clouds.yaml (default: the usual search path)."`
 
 	// AuthURL is Keystone's endpoint, e.g. https://keystone.example:5000/v3,
 	// for application-credential auth without clouds.yaml.
-	AuthURL string
+	AuthURL string `yaml:"auth_url" types:"octavia" doc:"octavia: Keystone URL, with application credentials."`
+	// Region selects the catalog region; with Cloud it overrides the cloud's.
+	Region string `yaml:"region" types:"octavia" doc:"octavia: region name."`
 	// ApplicationCredentialIDFile and ApplicationCredentialSecretFile hold
 	// the application credential's ID and secret. The secret is never logged.
-	ApplicationCredentialIDFile     string
-	ApplicationCredentialSecretFile string
+	ApplicationCredentialIDFile     string `yaml:"application_credential_id_file" types:"octavia" doc:"octavia: file holding the application credential ID."`
+	ApplicationCredentialSecretFile string `yaml:"application_credential_secret_file" types:"octavia" doc:"octavia: file holding the application credential secret."`
 	// CAFile verifies Keystone and Octavia over TLS (application-credential
 	// auth; clouds.yaml has its own cacert).
-	CAFile string
-
-	// Region selects the catalog region; with Cloud it overrides the cloud's.
-	Region string
+	CAFile string `yaml:"ca_file" types:"http,tcp,kubernetes,octavia" doc:"PEM bundle to trust instead of the system roots."`
 
 	// LoadBalancer is the load balancer's ID or its name (which must be
 	// unique in the project).
-	LoadBalancer string
+	LoadBalancer string `yaml:"loadbalancer" types:"octavia" doc:"octavia: load balancer name or ID."`
 	// HealthyOperatingStatuses are the operating statuses that count as
 	// healthy; empty means just ONLINE. Add DEGRADED to tolerate a pool
 	// member down.
-	HealthyOperatingStatuses []string
+	HealthyOperatingStatuses []string `yaml:"healthy_operating_statuses" types:"octavia" default:"[ONLINE]" doc:"octavia: operating statuses that count as up."`
 	// RequireActive fails the probe while provisioning_status is anything
 	// but ACTIVE, PENDING_* included: for a failback gate, a load balancer
 	// in the middle of a failover or an update is not ready yet. Without
 	// it PENDING_CREATE and PENDING_UPDATE pass when traffic flows.
-	RequireActive bool
+	RequireActive bool `yaml:"require_active" types:"octavia" default:"false" doc:"octavia: fail while provisioning_status is not ACTIVE, PENDING_* included (for policy.failback_gate probes: a load balancer mid-failover is not ready)."`
 
 	// CheckVIP also opens a TCP connection to the VIP on VIPPort.
-	CheckVIP bool
-	VIPPort  int
+	CheckVIP bool `yaml:"check_vip" types:"octavia" doc:"octavia: also connect to the VIP."`
+	// VIPPort is the VIP's port for CheckVIP. The configuration file's
+	// default applies only with check_vip (see ConfiguredSite).
+	VIPPort int `yaml:"vip_port" types:"octavia" default:"443" doc:"octavia: the VIP port for check_vip."`
 	// VIPAddress overrides the address dialled for CheckVIP, e.g. the
-	// floating IP in front of a private VIP.
-	VIPAddress string
+	// floating IP in front of a private VIP. Not in the configuration file.
+	VIPAddress string `yaml:"-"`
 }
 
 // octaviaOperatingStatuses are Octavia's operating statuses.
 var octaviaOperatingStatuses = []string{"ONLINE", "DRAINING", "OFFLINE", "DEGRADED", "ERROR", "NO_MONITOR"}
 
-// Validate reports every problem with the spec at once (errors.Join). It is
-// pure: it reads no file.
-func (o *OctaviaSpec) Validate() error {
-	var errs []error
-	if o.LoadBalancer == "" {
-		errs = append(errs, errors.New("load_balancer: must be set"))
-	}
-	switch {
-	case o.Cloud != "" && o.AuthURL != "":
-		errs = append(errs, errors.New("cloud, auth_url: choose one"))
-	case o.Cloud == "" && o.AuthURL == "":
-		errs = append(errs, errors.New("cloud or auth_url: must be set"))
-	case o.Cloud != "":
-		if o.ApplicationCredentialIDFile != "" || o.ApplicationCredentialSecretFile != "" {
-			errs = append(errs, errors.New("application_credential_id_file, application_credential_secret_file: only with auth_url"))
+// Validate reports every problem with the spec at once, with paths relative
+// to the probe. It is pure: it reads no file.
+func (o *OctaviaSpec) Validate() field.Errors { return o.validate(false) }
+
+// validate checks the spec; configured leaves out the one rule the
+// configuration file cannot meet: its vip_port has a default, so it is set
+// without check_vip.
+func (o *OctaviaSpec) validate(configured bool) field.Errors {
+	var es field.Errors
+	required(&es, "loadbalancer", o.LoadBalancer)
+	if o.Cloud != "" {
+		for _, f := range []struct{ path, val string }{{"auth_url", o.AuthURL},
+			{"application_credential_id_file", o.ApplicationCredentialIDFile}, {"application_credential_secret_file", o.ApplicationCredentialSecretFile}} {
+			if f.val != "" {
+				es.Add(f.path, "set either cloud or application credentials, not both")
+			}
 		}
 		if o.CAFile != "" {
-			errs = append(errs, errors.New("ca_file: only with auth_url (clouds.yaml has cacert)"))
+			es.Add("ca_file", "only with auth_url (clouds.yaml has cacert)")
 		}
-	default:
-		if u, err := url.Parse(o.AuthURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			errs = append(errs, fmt.Errorf("auth_url: %q must be an http(s) URL", o.AuthURL))
+	} else {
+		if required(&es, "auth_url", o.AuthURL) {
+			if u, err := url.Parse(o.AuthURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+				es.Add("auth_url", "%q is not an http(s) URL", o.AuthURL)
+			}
 		}
-		if o.ApplicationCredentialIDFile == "" || o.ApplicationCredentialSecretFile == "" {
-			errs = append(errs, errors.New("application_credential_id_file, application_credential_secret_file: must be set with auth_url"))
+		required(&es, "application_credential_id_file", o.ApplicationCredentialIDFile)
+		required(&es, "application_credential_secret_file", o.ApplicationCredentialSecretFile)
+		if o.CloudsFile != "" {
+			es.Add("clouds_file", "needs cloud")
 		}
-	}
-	if o.CloudsFile != "" && o.Cloud == "" {
-		errs = append(errs, errors.New("clouds_file: needs cloud"))
 	}
 	for _, st := range o.HealthyOperatingStatuses {
 		if !slices.Contains(octaviaOperatingStatuses, st) {
-			errs = append(errs, fmt.Errorf("healthy_operating_statuses: %q is not one of %s", st, strings.Join(octaviaOperatingStatuses, ", ")))
+			es.Add("healthy_operating_statuses", "%q is not an Octavia operating status", st)
 		}
 	}
-	if o.CheckVIP && (o.VIPPort <= 0 || o.VIPPort > 65535) {
-		errs = append(errs, fmt.Errorf("vip_port: %d must be 1..65535 with check_vip", o.VIPPort))
+	if o.CheckVIP && (o.VIPPort < 1 || o.VIPPort > 65535) {
+		es.Add("vip_port", "%d is not 1-65535", o.VIPPort)
 	}
-	if !o.CheckVIP && (o.VIPPort != 0 || o.VIPAddress != "") {
-		errs = append(errs, errors.New("vip_port, vip_address: need check_vip"))
+	if !o.CheckVIP && o.VIPPort != 0 && !configured {
+		es.Add("vip_port", "needs check_vip")
+	}
+	if !o.CheckVIP && o.VIPAddress != "" {
+		es.Add("vip_address", "needs check_vip")
 	}
 	if o.VIPAddress != "" && net.ParseIP(o.VIPAddress) == nil {
-		errs = append(errs, fmt.Errorf("vip_address: %q is not an IP address", o.VIPAddress))
+		es.Add("vip_address", "%q is not an IP address", o.VIPAddress)
 	}
-	return errors.Join(errs...)
+	return es
 }
 
 // octaviaMaxNamed bounds the names listed in one Detail entry.
@@ -156,8 +163,8 @@ func octaviaProbe(ctx context.Context, spec Spec) Result {
 	if o == nil {
 		return octaviaFail(ClassConfig, "config", "octavia probe without an octavia spec")
 	}
-	if err := o.Validate(); err != nil {
-		return octaviaFail(ClassConfig, "config", strings.ReplaceAll(err.Error(), "\n", "; "))
+	if es := o.Validate(); es != nil {
+		return octaviaFail(ClassConfig, "config", strings.ReplaceAll(es.Error(), "\n", "; "))
 	}
 	ao, eo, tlsCfg, err := o.credentials().AuthOptions()
 	if err != nil {

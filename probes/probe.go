@@ -54,19 +54,27 @@ type Result struct {
 
 // Spec describes one probe. Exactly one of the type-specific fields is set,
 // matching Type.
+//
+// Spec is also one item of a site's probes in the configuration file: the
+// yaml, doc, default and types tags are what the file decodes and the
+// reference documents. The type-specific fields sit inline, so the file is
+// flat (url, address, server... beside name and type); a key shared by several
+// types (ca_file, cert_min_validity) is declared in each with the same tags,
+// and decoding keeps only the struct that Type names (see UnmarshalYAML).
 type Spec struct {
-	Name string
-	Type string // "http", "tcp", "kubernetes", "octavia"
+	Name string `yaml:"name" doc:"Unique within its site; a metric label."`
+	Type string `yaml:"type" doc:"http, tcp, kubernetes or octavia."`
+	// Critical probes decide the site's verdict; others are shown only.
+	// Nil means critical, the file's default.
+	Critical *bool `yaml:"critical" default:"true" doc:"Critical probes decide the site's verdict; others are only shown."`
 	// Timeout bounds one run. The scheduler applies it as the ctx deadline;
 	// probers also use it for their own dialers when ctx has none.
-	Timeout time.Duration
-	// Critical probes decide the site's verdict; others are shown only.
-	Critical bool
+	Timeout time.Duration `yaml:"timeout" default:"policy.timeout" doc:"Per-probe timeout; must be below policy.interval."`
 
-	HTTP       *HTTPSpec
-	TCP        *TCPSpec
-	Kubernetes *KubernetesSpec
-	Octavia    *OctaviaSpec
+	HTTP       *HTTPSpec       `yaml:",inline"`
+	TCP        *TCPSpec        `yaml:",inline"`
+	Kubernetes *KubernetesSpec `yaml:",inline"`
+	Octavia    *OctaviaSpec    `yaml:",inline"`
 }
 
 // ProbeFunc is the one signature every probe type has. It runs one probe,

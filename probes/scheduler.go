@@ -423,7 +423,7 @@ dispatch:
 
 func (s *Scheduler) named(p *schedProbe, scheduled, started time.Time, r Result) NamedResult {
 	return NamedResult{
-		Site: p.site, Probe: p.spec.Name, Type: p.spec.Type, Critical: p.spec.Critical,
+		Site: p.site, Probe: p.spec.Name, Type: p.spec.Type, Critical: p.spec.IsCritical(),
 		Scheduled: scheduled, Started: started, Result: r,
 	}
 }

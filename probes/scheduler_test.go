@@ -16,7 +16,7 @@ import (
 func schedSites(n int, typ string) []SiteSpec {
 	s := SiteSpec{Site: "primary"}
 	for i := range n {
-		s.Probes = append(s.Probes, Spec{Name: fmt.Sprintf("p%03d", i), Type: typ, Critical: i%2 == 0})
+		s.Probes = append(s.Probes, Spec{Name: fmt.Sprintf("p%03d", i), Type: typ, Critical: new(i%2 == 0)})
 	}
 	return []SiteSpec{s}
 }

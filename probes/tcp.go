@@ -4,55 +4,49 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http/httptrace"
 	"time"
+
+	"github.com/drwatch/drwatch/internal/field"
 )
 
 // TCPSpec configures a tcp probe: a TCP connect, and optionally a TLS
 // handshake with the served certificate checked.
 type TCPSpec struct {
 	// Address is the host:port to connect to.
-	Address string
+	Address string `yaml:"address" types:"tcp" doc:"tcp: host:port to connect to."`
 	// TLS completes a TLS handshake after the connect.
-	TLS bool
+	TLS bool `yaml:"tls" types:"tcp" doc:"tcp: complete a TLS handshake too."`
 	// ServerName is the SNI and the name verified in the certificate.
 	// Empty means the host of Address. Only with TLS.
-	ServerName string
+	ServerName string `yaml:"server_name" types:"tcp" doc:"tcp: SNI and the name to verify."`
 	// CAFile is a PEM bundle to trust instead of the system roots. Only with TLS.
-	CAFile string
+	CAFile string `yaml:"ca_file" types:"http,tcp,kubernetes,octavia" doc:"PEM bundle to trust instead of the system roots."`
 	// CertMinValidity fails the probe with ClassCertExpiry when the served
 	// leaf certificate expires sooner than this. Only with TLS.
-	CertMinValidity time.Duration
+	CertMinValidity time.Duration `yaml:"cert_min_validity" types:"http,tcp" doc:"Fail when the served certificate expires sooner than this."`
 }
 
-// Validate reports every problem with the spec at once (errors.Join). It is
-// pure: it does not read CAFile or resolve names.
-func (s *TCPSpec) Validate() error {
-	var errs []error
-	if s.Address == "" {
-		errs = append(errs, errors.New("address: must be set"))
-	} else if err := connCheckHostPort(s.Address, false); err != nil {
-		errs = append(errs, fmt.Errorf("address: %w", err))
-	}
+// Validate reports every problem with the spec at once, with paths relative
+// to the probe. It is pure: it does not read CAFile or resolve names.
+func (s *TCPSpec) Validate() field.Errors {
+	var es field.Errors
+	checkHostPort(&es, "address", s.Address, false)
 	if !s.TLS {
 		if s.ServerName != "" {
-			errs = append(errs, errors.New("server_name: needs tls"))
+			es.Add("server_name", "set only with tls: true")
 		}
 		if s.CAFile != "" {
-			errs = append(errs, errors.New("ca_file: needs tls"))
+			es.Add("ca_file", "needs tls")
 		}
 		if s.CertMinValidity != 0 {
-			errs = append(errs, errors.New("cert_min_validity: needs tls"))
+			es.Add("cert_min_validity", "needs tls")
 		}
 	}
-	if s.CertMinValidity < 0 {
-		errs = append(errs, fmt.Errorf("cert_min_validity: %s must not be negative", s.CertMinValidity))
-	}
-	return errors.Join(errs...)
+	checkCertMinValidity(&es, s.CertMinValidity)
+	return es
 }
 
 // ProbeTCP is the tcp prober. It opens one connection (timing dns and
@@ -73,8 +67,8 @@ func tcpProbe(ctx context.Context, spec Spec) Result {
 	if ts == nil {
 		return connFail(ClassConfig, "config", "tcp probe without a tcp spec")
 	}
-	if err := ts.Validate(); err != nil {
-		return connFail(ClassConfig, "config", err.Error())
+	if es := ts.Validate(); es != nil {
+		return connFail(ClassConfig, "config", es.Error())
 	}
 	var roots *x509.CertPool
 	if ts.CAFile != "" {

@@ -76,9 +76,9 @@ func TestTCPSpecValidate(t *testing.T) {
 		want string
 	}{
 		{"valid", TCPSpec{Address: "203.0.113.10:443", TLS: true, ServerName: "lms.example.org", CertMinValidity: time.Hour}, ""},
-		{"no address", TCPSpec{}, "address: must be set"},
+		{"no address", TCPSpec{}, "address: required"},
 		{"no port", TCPSpec{Address: "203.0.113.10"}, "not host:port"},
-		{"server name without tls", TCPSpec{Address: "a:1", ServerName: "x"}, "server_name: needs tls"},
+		{"server name without tls", TCPSpec{Address: "a:1", ServerName: "x"}, "server_name: set only with tls: true"},
 		{"ca without tls", TCPSpec{Address: "a:1", CAFile: "x"}, "ca_file: needs tls"},
 		{"cert min without tls", TCPSpec{Address: "a:1", CertMinValidity: time.Hour}, "cert_min_validity: needs tls"},
 	}

@@ -32,16 +32,18 @@ policy: { interval: 2s, timeout: 1500ms, fall: 3, rise: 5, quorum: 2 }
 sites:
   primary:
     probes:
-      - { name: kube-token, type: kubernetes, server: "https://203.0.113.20:6443", ca_file: ${Probe.ca_file}, token_file: ${Probe.token_file} }
+      - { name: kube-token, type: kubernetes, server: "https://203.0.113.20:6443", ca_file: ${KubernetesSpec.ca_file}, token_file: ${KubernetesSpec.token_file} }
       - { name: lb-appcred, type: octavia, auth_url: "https://keystone.example.org:5000/v3", loadbalancer: ingress,
-          application_credential_id_file: ${Probe.application_credential_id_file},
-          application_credential_secret_file: ${Probe.application_credential_secret_file} }
+          application_credential_id_file: ${OctaviaSpec.application_credential_id_file},
+          application_credential_secret_file: ${OctaviaSpec.application_credential_secret_file}, ca_file: ${OctaviaSpec.ca_file} }
+      - { name: web, type: http, url: "https://lms.example.org/heartbeat", ca_file: ${HTTPSpec.ca_file} }
   backup:
     probes:
       - { name: kube-cert, type: kubernetes, server: "https://198.51.100.20:6443",
-          client_cert_file: ${Probe.client_cert_file}, client_key_file: ${Probe.client_key_file} }
-      - { name: kube-kubeconfig, type: kubernetes, kubeconfig: ${Probe.kubeconfig} }
-      - { name: lb-cloud, type: octavia, cloud: region2, clouds_file: ${Probe.clouds_file}, loadbalancer: ingress }
+          client_cert_file: ${KubernetesSpec.client_cert_file}, client_key_file: ${KubernetesSpec.client_key_file} }
+      - { name: kube-kubeconfig, type: kubernetes, kubeconfig: ${KubernetesSpec.kubeconfig} }
+      - { name: lb-cloud, type: octavia, cloud: region2, clouds_file: ${OctaviaSpec.clouds_file}, loadbalancer: ingress }
+      - { name: web-tls, type: tcp, address: "198.51.100.10:443", tls: true, ca_file: ${TCPSpec.ca_file} }
 dns:
   provider: rfc2136
   rfc2136: { server: "ns1.example.net:53", key_name: drwatch., key_file: ${RFC2136.key_file} }

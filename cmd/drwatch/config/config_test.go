@@ -43,8 +43,8 @@ func TestValidConfig(t *testing.T) {
 		t.Errorf("got max_pause %s, want the default 24h", c.Policy.MaxPause)
 	}
 	p := c.Sites.Primary.Probes[0]
-	if p.Timeout != c.Policy.Timeout || len(p.ExpectStatus) != 1 || p.ExpectStatus[0] != 200 {
-		t.Errorf("probe defaults: got timeout %s expect %v", p.Timeout, p.ExpectStatus)
+	if p.Timeout != c.Policy.Timeout || len(p.HTTP.ExpectStatus) != 1 || p.HTTP.ExpectStatus[0] != 200 {
+		t.Errorf("probe defaults: got timeout %s expect %v", p.Timeout, p.HTTP.ExpectStatus)
 	}
 	if c.Sites.Primary.Probes[2].Critical == nil || *c.Sites.Primary.Probes[2].Critical {
 		t.Errorf("explicit critical: false was not kept")
@@ -52,10 +52,10 @@ func TestValidConfig(t *testing.T) {
 	if c.Sites.Backup.Probes[0].Critical == nil || !*c.Sites.Backup.Probes[0].Critical {
 		t.Errorf("critical default: got %v, want true", c.Sites.Backup.Probes[0].Critical)
 	}
-	if got := c.Sites.Primary.Probes[1].Endpoint; got != "readyz" {
+	if got := c.Sites.Primary.Probes[1].Kubernetes.Endpoint; got != "readyz" {
 		t.Errorf("kubernetes endpoint default: got %q, want readyz", got)
 	}
-	if c.Sites.Primary.Probes[0].Endpoint != "" {
+	if c.Sites.Primary.Probes[0].Kubernetes != nil {
 		t.Errorf("kubernetes-only default applied to an http probe")
 	}
 }

@@ -11,27 +11,27 @@ import (
 // applyDefaults fills zero fields from their `default` struct tags. Tags that
 // describe a derived value ("majority of peers") are resolved by derive,
 // after decoding, because they depend on other fields. Type-specific probe
-// fields get their default only on probes of that type.
+// fields get their default only on probes of that type: a decoded probe
+// holds only its own type's struct.
 //
 // A key present in the file is never defaulted, even when its value is zero:
 // "fall: 0" is an error to report, not a request for the default.
 func applyDefaults(v reflect.Value, path string, present func(string) bool) {
 	t := v.Type()
-	probeType := ""
-	if t == reflect.TypeOf(Probe{}) {
-		probeType = v.FieldByName("Type").String()
-	}
 	for i := 0; i < t.NumField(); i++ {
 		f, fv := t.Field(i), v.Field(i)
 		if isInline(f) {
+			if fv.Kind() == reflect.Pointer {
+				if fv.IsNil() {
+					continue
+				}
+				fv = fv.Elem()
+			}
 			applyDefaults(fv, path, present)
 			continue
 		}
 		name := strings.Split(f.Tag.Get("yaml"), ",")[0]
 		fp := joinPath(path, name)
-		if types := f.Tag.Get("types"); types != "" && !hasType(types, probeType) {
-			continue
-		}
 		switch {
 		case fv.Kind() == reflect.Struct && fv.Type() != durationType:
 			applyDefaults(fv, fp, present)

@@ -30,6 +30,12 @@ func WriteReference(w io.Writer) error {
 func yamlName(f reflect.StructField) string { return strings.Split(f.Tag.Get("yaml"), ",")[0] }
 
 func writeFields(b *strings.Builder, t reflect.Type, path string) {
+	writeFieldsOnce(b, t, path, map[string]bool{})
+}
+
+// writeFieldsOnce writes each path once: a key that several inline structs
+// declare (a probe's ca_file) is one field of the file.
+func writeFieldsOnce(b *strings.Builder, t reflect.Type, path string, seen map[string]bool) {
 	// A list of mappings is written path[].field; an optional mapping (a
 	// pointer) is written path.field, as it appears in the file.
 	list := false
@@ -46,7 +52,7 @@ func writeFields(b *strings.Builder, t reflect.Type, path string) {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		if isInline(f) {
-			writeFields(b, f.Type, path)
+			writeFieldsOnce(b, f.Type, path, seen)
 			continue
 		}
 		name := yamlName(f)
@@ -54,6 +60,10 @@ func writeFields(b *strings.Builder, t reflect.Type, path string) {
 			continue
 		}
 		fp := path + "." + name
+		if seen[fp] {
+			continue
+		}
+		seen[fp] = true
 		ft := f.Type
 		for ft.Kind() == reflect.Pointer {
 			ft = ft.Elem()

@@ -459,8 +459,10 @@ func yamlFields(t reflect.Type) map[string]reflect.StructField {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		if isInline(f) {
-			for k, v := range yamlFields(f.Type) {
-				out[k] = v
+			for k, v := range yamlFields(structType(f.Type)) {
+				if _, dup := out[k]; !dup {
+					out[k] = v
+				}
 			}
 			continue
 		}
@@ -473,9 +475,19 @@ func yamlFields(t reflect.Type) map[string]reflect.StructField {
 	return out
 }
 
-// isInline reports an embedded struct whose fields sit at its parent's level.
+// isInline reports a struct field, embedded or named, value or pointer,
+// whose fields sit at its parent's level. A key declared by two inline
+// structs is the first one's: they carry the same tags.
 func isInline(f reflect.StructField) bool {
-	return f.Anonymous && f.Type.Kind() == reflect.Struct && strings.Contains(f.Tag.Get("yaml"), ",inline")
+	return structType(f.Type).Kind() == reflect.Struct && strings.Contains(f.Tag.Get("yaml"), ",inline")
+}
+
+// structType is t, or what t points to.
+func structType(t reflect.Type) reflect.Type {
+	if t.Kind() == reflect.Pointer {
+		return t.Elem()
+	}
+	return t
 }
 
 // secretKeys are keys that would carry a secret inline.

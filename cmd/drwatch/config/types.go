@@ -1,9 +1,11 @@
 package config
 
 import (
+	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/clusterhealth"
 	"github.com/drwatch/drwatch/failover/remediate/hooks"
+	"github.com/drwatch/drwatch/probes"
 	"reflect"
 	"time"
 )
@@ -92,52 +94,15 @@ type Sites struct {
 
 // Site lists the probes of one site.
 type Site struct {
-	Probes []Probe `yaml:"probes" doc:"At least one probe, and at least one critical."`
+	Probes []probes.Spec `yaml:"probes" doc:"At least one probe, and at least one critical."`
 }
 
-// Probe is one probe; Type selects which of the other fields apply.
-type Probe struct {
-	Name     string        `yaml:"name" doc:"Unique within its site; a metric label."`
-	Type     string        `yaml:"type" doc:"http, tcp, kubernetes or octavia."`
-	Critical *bool         `yaml:"critical" default:"true" doc:"Critical probes decide the site's verdict; others are only shown."`
-	Timeout  time.Duration `yaml:"timeout" default:"policy.timeout" doc:"Per-probe timeout; must be below policy.interval."`
-
-	// http
-	URL             string            `yaml:"url" types:"http" doc:"http: the URL; its host gives SNI and the Host header."`
-	ConnectTo       string            `yaml:"connect_to" types:"http" doc:"http: host:port to dial instead of resolving the URL, so the probe keeps reaching this site after the DNS flip."`
-	CAFile          string            `yaml:"ca_file" types:"http,tcp,kubernetes,octavia" doc:"PEM bundle to trust instead of the system roots."`
-	ExpectStatus    []int             `yaml:"expect_status" types:"http" default:"[200]" doc:"http: statuses that count as up."`
-	BodyMatch       string            `yaml:"body_match" types:"http" doc:"http: a regular expression the body must match."`
-	CertMinValidity time.Duration     `yaml:"cert_min_validity" types:"http,tcp" doc:"Fail when the served certificate expires sooner than this."`
-	FollowRedirects bool              `yaml:"follow_redirects" types:"http" default:"false" doc:"http: follow redirects (same host only)."`
-	Headers         map[string]string `yaml:"headers" types:"http" doc:"http: extra request headers (no secrets)."`
-
-	// tcp
-	Address    string `yaml:"address" types:"tcp" doc:"tcp: host:port to connect to."`
-	TLS        bool   `yaml:"tls" types:"tcp" doc:"tcp: complete a TLS handshake too."`
-	ServerName string `yaml:"server_name" types:"tcp" doc:"tcp: SNI and the name to verify."`
-
-	// kubernetes
-	Server         string `yaml:"server" types:"kubernetes" doc:"kubernetes: the API server URL."`
-	TokenFile      string `yaml:"token_file" types:"kubernetes" doc:"kubernetes: a file holding a bearer token."`
-	ClientCertFile string `yaml:"client_cert_file" types:"kubernetes" doc:"kubernetes: client certificate (with client_key_file)."`
-	ClientKeyFile  string `yaml:"client_key_file" types:"kubernetes" doc:"kubernetes: client key."`
-	Kubeconfig     string `yaml:"kubeconfig" types:"kubernetes" doc:"kubernetes: a kubeconfig file, instead of server + credentials."`
-	Context        string `yaml:"context" types:"kubernetes" doc:"kubernetes: the kubeconfig context."`
-	Endpoint       string `yaml:"endpoint" types:"kubernetes" default:"readyz" doc:"kubernetes: readyz or livez."`
-
-	// octavia
-	Cloud                           string   `yaml:"cloud" types:"octavia" doc:"octavia: the cloud's name in clouds.yaml."`
-	CloudsFile                      string   `yaml:"clouds_file" types:"octavia" doc:"octavia: path of clouds.yaml (default: the usual search path)."`
-	AuthURL                         string   `yaml:"auth_url" types:"octavia" doc:"octavia: Keystone URL, with application credentials."`
-	Region                          string   `yaml:"region" types:"octavia" doc:"octavia: region name."`
-	ApplicationCredentialIDFile     string   `yaml:"application_credential_id_file" types:"octavia" doc:"octavia: file holding the application credential ID."`
-	ApplicationCredentialSecretFile string   `yaml:"application_credential_secret_file" types:"octavia" doc:"octavia: file holding the application credential secret."`
-	LoadBalancer                    string   `yaml:"loadbalancer" types:"octavia" doc:"octavia: load balancer name or ID."`
-	HealthyOperatingStatuses        []string `yaml:"healthy_operating_statuses" types:"octavia" default:"[ONLINE]" doc:"octavia: operating statuses that count as up."`
-	RequireActive                   bool     `yaml:"require_active" types:"octavia" default:"false" doc:"octavia: fail while provisioning_status is not ACTIVE, PENDING_* included (for policy.failback_gate probes: a load balancer mid-failover is not ready)."`
-	CheckVIP                        bool     `yaml:"check_vip" types:"octavia" doc:"octavia: also connect to the VIP."`
-	VIPPort                         int      `yaml:"vip_port" types:"octavia" default:"443" doc:"octavia: the VIP port for check_vip."`
+// Specs are the scheduler's input: the probes of both sites, as configured.
+func (s Sites) Specs() []probes.SiteSpec {
+	return []probes.SiteSpec{
+		probes.ConfiguredSite(string(failover.Primary), s.Primary.Probes),
+		probes.ConfiguredSite(string(failover.Backup), s.Backup.Probes),
+	}
 }
 
 // DNS describes the records drwatch manages.
@@ -223,4 +188,4 @@ type Log struct {
 	Format string `yaml:"format" default:"text" doc:"text or json."`
 }
 
-var probeStructType = reflect.TypeOf(Probe{})
+var probeStructType = reflect.TypeOf(probes.Spec{})

@@ -7,6 +7,7 @@ import (
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/hooks"
 	"github.com/drwatch/drwatch/internal/field"
+	"github.com/drwatch/drwatch/probes"
 	"io/fs"
 	"net"
 	"net/netip"
@@ -310,7 +311,6 @@ const (
 	maxCommitTimeout    = 10 * time.Second
 	maxSnapshotInterval = 24 * time.Hour
 	maxDNSVerifyTimeout = 10 * time.Minute
-	maxCertMinValidity  = failover.MaxWindow
 )
 
 func (v *validator) raft(c *Config) {
@@ -380,59 +380,28 @@ func (v *validator) failbackGate(c *Config) {
 	}
 }
 
-var probeTypes = map[string]bool{"http": true, "tcp": true, "kubernetes": true, "octavia": true}
-
+// site checks one site's probes: their own rules are the probes package's;
+// what crosses sections (policy.interval) and the files they name are here.
 func (v *validator) site(path string, s Site, pol Policy) {
-	if len(s.Probes) == 0 {
-		v.add(path+".probes", "required: at least one probe")
-		return
-	}
-	names := map[string]bool{}
-	critical := false
+	v.addAll(probes.ValidateProbes(s.Probes).Under(path + ".probes"))
 	labels := field.Labels{}
 	for i, p := range s.Probes {
 		pp := fmt.Sprintf("%s.probes[%s]", path, labels.Next(p.Name, i))
-		if v.required(pp+".name", p.Name) {
-			if names[p.Name] {
-				v.add(pp+".name", "duplicate probe name %q", p.Name)
-			}
-			names[p.Name] = true
-			if !validID(p.Name) {
-				v.add(pp+".name", "%q must be lower-case letters, digits and '-' (it is a metric label)", p.Name)
-			}
-		}
-		if p.Critical == nil || *p.Critical {
-			critical = true
-		}
-		if !probeTypes[p.Type] {
-			v.add(pp+".type", "%q must be http, tcp, kubernetes or octavia", p.Type)
+		if !probes.KnownType(p.Type) {
 			continue
 		}
-		if v.positive(pp+".timeout", p.Timeout) && pol.Interval > 0 && p.Timeout >= pol.Interval {
+		if p.Timeout > 0 && pol.Interval > 0 && p.Timeout >= pol.Interval {
 			v.add(pp+".timeout", "%s must be < policy.interval (%s)", p.Timeout, pol.Interval)
 		}
 		v.foreignFields(pp, p.Type)
-		switch p.Type {
-		case "http":
-			v.httpProbe(pp, p)
-		case "tcp":
-			v.hostPort(pp+".address", p.Address)
-			v.fileField(pp+".ca_file", p.CAFile, false)
-			if p.ServerName != "" && !p.TLS {
-				v.add(pp+".server_name", "set only with tls: true")
-			}
-		case "kubernetes":
-			v.kubeProbe(pp, p)
-		case "octavia":
-			v.octaviaProbe(pp, p)
-		}
-		v.atMost(pp+".cert_min_validity", p.CertMinValidity, maxCertMinValidity)
-		if p.CertMinValidity < 0 {
-			v.add(pp+".cert_min_validity", "%s must be ≥ 0", p.CertMinValidity)
-		}
+		v.probeFiles(pp, p)
 	}
-	if !critical {
-		v.add(path+".probes", "no critical probe: the site could never be judged")
+}
+
+// addAll adds problems whose paths are already the file's.
+func (v *validator) addAll(errs field.Errors) {
+	for _, e := range errs {
+		v.add(e.Path, "%s", e.Msg)
 	}
 }
 
@@ -449,104 +418,36 @@ func (v *validator) foreignFields(pp, typ string) {
 	}
 }
 
-func (v *validator) httpProbe(pp string, p Probe) {
-	if v.required(pp+".url", p.URL) {
-		u, err := url.Parse(p.URL)
-		switch {
-		case err != nil:
-			v.add(pp+".url", "not a URL: %v", err)
-		case u.Scheme != "https" && u.Scheme != "http":
-			v.add(pp+".url", "scheme %q must be https or http", u.Scheme)
-		case u.Host == "":
-			v.add(pp+".url", "has no host")
-		case u.User != nil:
-			v.add(pp+".url", "must not carry credentials")
-		}
-	}
-	if p.ConnectTo != "" {
-		v.hostPort(pp+".connect_to", p.ConnectTo)
-	}
-	v.fileField(pp+".ca_file", p.CAFile, false)
-	for _, s := range p.ExpectStatus {
-		if s < 100 || s > 599 {
-			v.add(pp+".expect_status", "%d is not an HTTP status", s)
-		}
-	}
-	if p.BodyMatch != "" {
-		if _, err := regexp.Compile(p.BodyMatch); err != nil {
-			v.add(pp+".body_match", "not a regular expression: %v", err)
-		}
-	}
-	for h := range p.Headers {
-		if strings.EqualFold(h, "authorization") || strings.EqualFold(h, "cookie") {
-			v.add(pp+".headers."+h, "credentials are not accepted in headers")
-		}
-	}
-}
-
-func (v *validator) kubeProbe(pp string, p Probe) {
-	if p.Endpoint != "readyz" && p.Endpoint != "livez" {
-		v.add(pp+".endpoint", "%q must be readyz or livez", p.Endpoint)
-	}
-	if p.Kubeconfig != "" {
-		v.fileField(pp+".kubeconfig", p.Kubeconfig, true)
-		for _, f := range []string{"server", "token_file", "client_cert_file", "client_key_file"} {
-			if v.present(pp + "." + f) {
-				v.add(pp+"."+f, "set either kubeconfig or server and credentials, not both")
-			}
-		}
-		return
-	}
-	if p.Context != "" {
-		v.add(pp+".context", "set only with kubeconfig")
-	}
-	if v.required(pp+".server", p.Server) {
-		if u, err := url.Parse(p.Server); err != nil || u.Scheme != "https" || u.Host == "" {
-			v.add(pp+".server", "%q must be an https URL", p.Server)
-		}
-	}
-	v.fileField(pp+".ca_file", p.CAFile, false)
+// probeFiles checks that the files a probe names exist; whether they are
+// required is the probe's own rule.
+func (v *validator) probeFiles(pp string, p probes.Spec) {
 	switch {
-	case p.TokenFile != "" && (p.ClientCertFile != "" || p.ClientKeyFile != ""):
-		v.add(pp+".token_file", "set either token_file or client_cert_file/client_key_file, not both")
-	case p.TokenFile != "":
-		v.fileField(pp+".token_file", p.TokenFile, true)
-	case p.ClientCertFile != "" || p.ClientKeyFile != "":
-		v.fileField(pp+".client_cert_file", p.ClientCertFile, true)
-		v.fileField(pp+".client_key_file", p.ClientKeyFile, true)
-	default:
-		v.add(pp, "needs credentials: token_file, client_cert_file + client_key_file, or kubeconfig")
-	}
-}
-
-func (v *validator) octaviaProbe(pp string, p Probe) {
-	v.required(pp+".loadbalancer", p.LoadBalancer)
-	if p.Cloud != "" {
-		v.fileField(pp+".clouds_file", p.CloudsFile, false)
-		for _, f := range []string{"auth_url", "application_credential_id_file", "application_credential_secret_file"} {
-			if v.present(pp + "." + f) {
-				v.add(pp+"."+f, "set either cloud or application credentials, not both")
-			}
+	case p.HTTP != nil:
+		v.fileField(pp+".ca_file", p.HTTP.CAFile, false)
+	case p.TCP != nil:
+		v.fileField(pp+".ca_file", p.TCP.CAFile, false)
+	case p.Kubernetes != nil:
+		k := p.Kubernetes
+		if k.Kubeconfig != "" {
+			v.fileField(pp+".kubeconfig", k.Kubeconfig, false)
+			return
 		}
-	} else {
-		if v.required(pp+".auth_url", p.AuthURL) {
-			if u, err := url.Parse(p.AuthURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-				v.add(pp+".auth_url", "%q is not an http(s) URL", p.AuthURL)
-			}
+		v.fileField(pp+".ca_file", k.CAFile, false)
+		if k.TokenFile != "" && (k.ClientCertFile != "" || k.ClientKeyFile != "") {
+			return
 		}
-		v.fileField(pp+".application_credential_id_file", p.ApplicationCredentialIDFile, true)
-		v.fileField(pp+".application_credential_secret_file", p.ApplicationCredentialSecretFile, true)
-		v.fileField(pp+".ca_file", p.CAFile, false)
-	}
-	for _, s := range p.HealthyOperatingStatuses {
-		switch s {
-		case "ONLINE", "DEGRADED", "NO_MONITOR", "DRAINING", "OFFLINE", "ERROR":
-		default:
-			v.add(pp+".healthy_operating_statuses", "%q is not an Octavia operating status", s)
+		v.fileField(pp+".token_file", k.TokenFile, false)
+		v.fileField(pp+".client_cert_file", k.ClientCertFile, false)
+		v.fileField(pp+".client_key_file", k.ClientKeyFile, false)
+	case p.Octavia != nil:
+		o := p.Octavia
+		if o.Cloud != "" {
+			v.fileField(pp+".clouds_file", o.CloudsFile, false)
+			return
 		}
-	}
-	if p.CheckVIP && (p.VIPPort < 1 || p.VIPPort > 65535) {
-		v.add(pp+".vip_port", "%d is not 1-65535", p.VIPPort)
+		v.fileField(pp+".application_credential_id_file", o.ApplicationCredentialIDFile, false)
+		v.fileField(pp+".application_credential_secret_file", o.ApplicationCredentialSecretFile, false)
+		v.fileField(pp+".ca_file", o.CAFile, false)
 	}
 }
 

@@ -173,7 +173,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("probe metrics: %w", err)
 	}
-	n.sched, err = probes.NewScheduler(ProbeSpecs(c), probes.SchedulerOptions{
+	n.sched, err = probes.NewScheduler(c.Sites.Specs(), probes.SchedulerOptions{
 		Interval: c.Policy.Interval, DefaultTimeout: c.Policy.Timeout, Metrics: pm, Logger: log,
 	})
 	if err != nil {
