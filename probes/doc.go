@@ -9,7 +9,7 @@
 //
 // # http and tcp
 //
-// [ProbeHTTP] makes one GET on a new connection every run (a fresh
+// [ProbeHTTP] makes one GET (or HEAD) on a new connection every run (a fresh
 // Transport, keep-alives off, HTTP/1.1, no environment proxy), so a load
 // balancer that stops accepting connections shows up at once. The TCP dial
 // goes to [HTTPSpec].ConnectTo, the site's own address, while SNI and Host

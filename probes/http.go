@@ -1,6 +1,7 @@
 package probes
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -29,6 +30,9 @@ type HTTPSpec struct {
 	// name (SNI), the name verified in the certificate and the Host header.
 	// It must not carry credentials.
 	URL string `yaml:"url" types:"http" doc:"http: the URL; its host gives SNI and the Host header."`
+	// Method is GET (empty means GET) or HEAD. HEAD checks the status
+	// without fetching a body, so it cannot go with BodyMatch.
+	Method string `yaml:"method" types:"http" default:"GET" doc:"http: GET, or HEAD to check the status without fetching a body."`
 	// ConnectTo, when set, is the host:port (or a bare host, keeping the URL's
 	// port) that the TCP connection goes to instead of the URL's host. It is
 	// the site's own address: after a DNS flip the URL's name points at the
@@ -69,6 +73,7 @@ const probeDefaultTimeout = 10 * time.Second
 // httpPrepared is an HTTPSpec checked and compiled for one run.
 type httpPrepared struct {
 	url    *url.URL
+	method string
 	expect []int
 	body   *regexp.Regexp
 }
@@ -103,6 +108,10 @@ func (h *HTTPSpec) prepare(configured bool) (httpPrepared, field.Errors) {
 			}
 		}
 	}
+	p.method = cmp.Or(h.Method, http.MethodGet)
+	if h.Method != "" && h.Method != http.MethodGet && h.Method != http.MethodHead {
+		es.Add("method", "%q must be GET or HEAD", h.Method)
+	}
 	if h.ConnectTo != "" {
 		checkHostPort(&es, "connect_to", h.ConnectTo, !configured)
 	}
@@ -119,6 +128,9 @@ func (h *HTTPSpec) prepare(configured bool) (httpPrepared, field.Errors) {
 		re, err := httpCompile(h.BodyMatch)
 		if err != nil {
 			es.Add("body_match", "not a regular expression: %v", err)
+		}
+		if h.Method == http.MethodHead {
+			es.Add("body_match", "needs method GET: a HEAD answer has no body")
 		}
 		p.body = re
 	}
@@ -254,7 +266,7 @@ func httpProbe(ctx context.Context, spec Spec) Result {
 			return nil
 		},
 	}
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, timer.trace()), http.MethodGet, p.url.String(), nil)
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, timer.trace()), p.method, p.url.String(), nil)
 	if err != nil {
 		return connFail(ClassConfig, "config", fmt.Sprintf("build request: %v", err))
 	}

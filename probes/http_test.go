@@ -9,11 +9,14 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/drwatch/drwatch/internal/field"
 	"github.com/drwatch/drwatch/test/caddytest"
 )
 
@@ -288,4 +291,39 @@ func TestHTTPRedirectLoop(t *testing.T) {
 	if n := srv.accepted.Load(); n != 11 {
 		t.Fatalf("got %d connections, want 11 (one per request, none reused)", n)
 	}
+}
+
+// TestHTTPMethod: method HEAD sends HEAD and judges the status alone; the
+// default is GET; any other method is refused, naming the field.
+func TestHTTPMethod(t *testing.T) {
+	pki := hpNewPKI(t)
+	var seen atomic.Value
+	srv := hpStartTLS(t, pki.leaf(t, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour), "lms.example.test"),
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			seen.Store(r.Method)
+			io.WriteString(w, "ok")
+		}))
+	for _, tt := range []struct{ method, want string }{{"HEAD", "HEAD"}, {"", "GET"}, {"GET", "GET"}} {
+		got := ProbeHTTP(context.Background(), hpSpec(HTTPSpec{URL: "https://lms.example.test/heartbeat", ConnectTo: srv.Listener.Addr().String(),
+			CAFile: pki.caFile, Method: tt.method}, 5*time.Second), hpLog)
+		hpCheck(t, got, ClassNone, "", "")
+		if m, _ := seen.Load().(string); m != tt.want {
+			t.Errorf("method %q: server got %s, want %s", tt.method, m, tt.want)
+		}
+	}
+	for _, tt := range []struct {
+		spec Spec
+		want field.Errors
+	}{
+		{Spec{Name: "lms", Type: "http", Timeout: time.Second, HTTP: &HTTPSpec{URL: "https://x/", Method: "POST"}},
+			field.Errors{{Path: "method", Msg: `"POST" must be GET or HEAD`}}},
+		{Spec{Name: "lms", Type: "http", Timeout: time.Second, HTTP: &HTTPSpec{URL: "https://x/", Method: "HEAD", BodyMatch: "ok"}},
+			field.Errors{{Path: "body_match", Msg: "needs method GET: a HEAD answer has no body"}}},
+	} {
+		if got := tt.spec.Validate(); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("Validate(method %q): got %v, want %v", tt.spec.HTTP.Method, got, tt.want)
+		}
+	}
+	got := ProbeHTTP(context.Background(), hpSpec(HTTPSpec{URL: "https://x/", Method: "DELETE"}, time.Second), hpLog)
+	hpCheck(t, got, ClassConfig, "config", `method: "DELETE" must be GET or HEAD`)
 }
