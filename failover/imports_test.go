@@ -65,6 +65,19 @@ func TestImportRules(t *testing.T) {
 			}
 		}
 	})
+
+	t.Run("openstackauth imports neither failover, probes nor cmd", func(t *testing.T) {
+		for _, p := range goList(t, gobin, root, "./internal/openstackauth/...") {
+			all := append(append(append(append([]string{}, p.Imports...), p.Deps...), p.TestImports...), p.XTestImports...)
+			for _, dep := range all {
+				for _, banned := range []string{self, module + "/probes", module + "/cmd"} {
+					if dep == banned || strings.HasPrefix(dep, banned+"/") {
+						t.Errorf("%s imports %s, want none of failover, probes, cmd", p.ImportPath, dep)
+					}
+				}
+			}
+		}
+	})
 }
 
 const module = "github.com/drwatch/drwatch"

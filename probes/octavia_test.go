@@ -582,21 +582,3 @@ func TestOctaviaSpecValidate(t *testing.T) {
 		})
 	}
 }
-
-// TestLooksLikeOpenStackID: only the 36-character UUID form is an ID;
-// anything else is looked up as a name.
-func TestLooksLikeOpenStackID(t *testing.T) {
-	for s, want := range map[string]bool{
-		"9dfa1e0a-ae0c-4607-9c01-e5017e8024b7": true,
-		"9DFA1E0A-AE0C-4607-9C01-E5017E8024B7": true,
-		"9dfa1e0aae0c46079c01e5017e8024b7":     false, // no dashes
-		"9dfa1e0a-ae0c-4607-9c01-e5017e8024bx": false,
-		"9dfa1e0a-ae0c-4607-9c01_e5017e8024b7": false,
-		"tutor-ingress":                        false,
-		"":                                     false,
-	} {
-		if got := LooksLikeOpenStackID(s); got != want {
-			t.Errorf("LooksLikeOpenStackID(%q) = %v, want %v", s, got, want)
-		}
-	}
-}

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/failover/remediate"
-	"github.com/drwatch/drwatch/probes"
+	"github.com/drwatch/drwatch/internal/openstackauth"
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
@@ -208,7 +208,7 @@ func (s *StuckLB) ours(lb loadbalancers.LoadBalancer, project string) bool {
 // find resolves ref by ID, then by name within project. A missing load
 // balancer is nil.
 func find(ctx context.Context, client *gophercloud.ServiceClient, ref, project string) (*loadbalancers.LoadBalancer, error) {
-	if probes.LooksLikeOpenStackID(ref) {
+	if openstackauth.LooksLikeID(ref) {
 		lb, err := loadbalancers.Get(ctx, client, ref).Extract()
 		if err == nil {
 			return lb, nil
