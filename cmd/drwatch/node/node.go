@@ -317,7 +317,7 @@ func (n *Node) report(ctx context.Context, r probes.Round) {
 func (n *Node) lead(ctx context.Context) {
 	n.log.Info("leading")
 	defer n.log.Info("no longer leading")
-	gates, after := n.gates()
+	gates, after := remediate.Gates(n.cfg.Node.ID, n.remediators, kube.BackupWarmupName, n.cfg.Remediations.BackupWarmup.ReadyTimeout, n.cfg.Hooks, n.log)
 	rec, err := reconcile.New(reconcile.Config{
 		Node: n.cfg.Node.ID, State: n.machine, Cluster: n.cluster, DNS: n.dns, Verifier: n.verifier,
 		Interval: n.cfg.Policy.Interval, Logger: n.log, Now: n.now,
