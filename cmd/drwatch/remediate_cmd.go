@@ -13,7 +13,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/drwatch/drwatch/cmd/drwatch/api"
-	"github.com/drwatch/drwatch/cmd/drwatch/node"
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/kube"
@@ -215,7 +214,7 @@ func (p *remediatePlanCmd) Run(ctx context.Context, w, errw io.Writer, name stri
 	if err != nil {
 		return err
 	}
-	cloud, err := node.CloudRemediators(cfg, clients, slog.New(slog.DiscardHandler), nil)
+	cloud, err := openstack.CloudRemediators(cfg, clients, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		return err
 	}

@@ -1,8 +1,6 @@
 package node
 
 import (
-	"context"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,12 +9,7 @@ import (
 
 	"github.com/drwatch/drwatch/cmd/drwatch/config"
 	"github.com/drwatch/drwatch/failover"
-	"github.com/drwatch/drwatch/failover/remediate"
-	"github.com/drwatch/drwatch/failover/remediate/kube"
 	"github.com/drwatch/drwatch/probes"
-	"github.com/drwatch/drwatch/test/openstacksim"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
 )
 
 // Every probe of the example configs converts into a spec its prober accepts.
@@ -102,121 +95,6 @@ current-context: p
 	cfg.Remediations.BackupWarmup.Mode = "on"
 	if _, err := remediators(cfg, n); err == nil || !strings.Contains(err.Error(), "remediations.kubernetes.backup") {
 		t.Errorf("backup-warmup without a backup kubeconfig: got %v, want an error naming remediations.kubernetes.backup", err)
-	}
-}
-
-// The OpenStack repairs are built without touching the cloud: a node must
-// start while the primary's Keystone is down.
-func TestCloudRemediatorsStartWithoutTheCloud(t *testing.T) {
-	cfg, err := config.Load("../../../deploy/examples/node-a.yaml", config.Options{SkipFileChecks: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	for _, f := range []string{"id", "secret"} {
-		if err := os.WriteFile(filepath.Join(dir, f), []byte("x\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	o := &cfg.Remediations.OpenStack
-	o.AuthURL = "https://127.0.0.1:1/v3" // nothing listens: the cloud is down
-	o.ApplicationCredentialIDFile, o.ApplicationCredentialSecretFile = filepath.Join(dir, "id"), filepath.Join(dir, "secret")
-	o.RouterID, o.PodCIDR, o.InstanceNamePrefix = "r1", "198.19.0.0/16", "k-"
-	o.NeutronRouteGC.Mode = "dry-run"
-	if _, err := cloudRemediators(cfg, kube.Clients{}, slog.New(slog.DiscardHandler), time.Now); err == nil ||
-		!strings.Contains(err.Error(), "remediations.openstack.neutron_route_gc") || !strings.Contains(err.Error(), "remediations.kubernetes.primary") {
-		t.Fatalf("route gc without the primary's kubernetes client: got %v, want an error naming both fields", err)
-	}
-	cloud, err := cloudRemediators(cfg, kube.Clients{Primary: unreachableKube(t)}, slog.New(slog.DiscardHandler), time.Now)
-	entries, instances := cloud.Entries, cloud.Instances
-	if err != nil {
-		t.Fatalf("got %v; a down cloud must not stop the node", err)
-	}
-	if len(entries) != 1 || entries[0].Remediator.Name() != "neutron-route-gc" {
-		t.Fatalf("got %d entries", len(entries))
-	}
-	if _, err := entries[0].Remediator.Plan(context.Background()); err == nil {
-		t.Error("Plan against a down cloud: got nil error")
-	}
-	if instances == nil {
-		t.Fatal("no instance check for dead-node although the cloud is configured for its site")
-	}
-	if st, err := instances.InstanceState(context.Background(), &corev1.Node{}); st != "UNKNOWN" || err == nil {
-		t.Errorf("instance state with the cloud down: got %s %v, want UNKNOWN and an error (fail closed)", st, err)
-	}
-	if cloud.Nodes == nil {
-		t.Fatal("no instance check for orphaned-pods although the cloud is configured for its site")
-	}
-	if st, err := cloud.Nodes.InstanceState(context.Background(), &corev1.Node{}); st != "UNKNOWN" || err == nil {
-		t.Errorf("orphaned-pods' instance state with the cloud down: got %s %v, want UNKNOWN and an error (fail closed)", st, err)
-	}
-	if cloud.Pools == nil {
-		t.Fatal("no pool reader for drain-trap although the cloud is configured for its site")
-	}
-	if ms, found, err := cloud.Pools.PoolMembers(context.Background(), &corev1.Service{}); err == nil || found || len(ms) != 0 {
-		t.Errorf("pool members with the cloud down: got %v found=%v err=%v, want an error (fail closed)", ms, found, err)
-	}
-	// Drain-trap on the other site gets no pool reader, so it moves nothing.
-	cfg.Remediations.DrainTrap.Site = "backup"
-	if cloud, err := cloudRemediators(cfg, kube.Clients{Primary: unreachableKube(t)}, slog.New(slog.DiscardHandler), time.Now); err != nil || cloud.Pools != nil {
-		t.Errorf("drain-trap on the backup, cloud for the primary: got pools %v (%v), want none", cloud.Pools, err)
-	}
-}
-
-// unreachableKube is a client of a kube-apiserver that does not listen:
-// building the repairs must not need it.
-func unreachableKube(t *testing.T) kubernetes.Interface {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	kc := "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"https://127.0.0.1:1\"}}]\n" +
-		"users: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n"
-	if err := os.WriteFile(path, []byte(kc), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c, err := kube.NewClient(remediate.KubeCluster{Kubeconfig: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-// Each OpenStack repair is built alone, on first use, through Entries,
-// which builds every enabled one: each build must get the node reader that
-// never-ready-instances and neutron-route-gc need.
-func TestCloudRemediatorsEachBuildsBesideTheOthers(t *testing.T) {
-	s := openstacksim.Start()
-	defer s.Close()
-	cfg, err := config.Load("../../../deploy/examples/node-a.yaml", config.Options{SkipFileChecks: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	for f, v := range map[string]string{"id": openstacksim.AppCredID, "secret": openstacksim.AppCredSecret} {
-		if err := os.WriteFile(filepath.Join(dir, f), []byte(v+"\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	o := &cfg.Remediations.OpenStack
-	o.AuthURL, o.Region = s.AuthURL(), openstacksim.Region
-	o.ApplicationCredentialIDFile, o.ApplicationCredentialSecretFile = filepath.Join(dir, "id"), filepath.Join(dir, "secret")
-	o.RouterID, o.PodCIDR, o.InstanceNamePrefix = "r1", "198.19.0.0/16", "k-"
-	o.SecurityGroups.RequiredGroup = "k-nodes"
-	o.NeutronRouteGC.Mode, o.SecurityGroups.Mode, o.NeverReadyInstances.Mode = "dry-run", "dry-run", "dry-run"
-	cloud, err := cloudRemediators(cfg, kube.Clients{Primary: unreachableKube(t)}, slog.New(slog.DiscardHandler), time.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(cloud.Entries) != 3 {
-		t.Fatalf("got %d entries, want 3", len(cloud.Entries))
-	}
-	for _, e := range cloud.Entries {
-		lazy, ok := e.Remediator.(*lazyRemediator)
-		if !ok {
-			t.Fatalf("%s: got %T, want a lazy remediator", e.Remediator.Name(), e.Remediator)
-		}
-		if _, err := lazy.resolve(context.Background()); err != nil {
-			t.Errorf("%s: build: %v", lazy.name, err)
-		}
 	}
 }
 

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -30,34 +29,8 @@ func ClusterHealth(c *config.Config, now func() time.Time) (*clusterhealth.Monit
 				return nil, fmt.Errorf("remediations.kubernetes.%s: %w", site.name, err)
 			}
 		}
-		t.Routes, t.RoutesUnknown = routeQuota(r.OpenStack, site.name)
+		t.Routes, t.RoutesUnknown = openstack.RouteQuotaReader(r.OpenStack, site.name)
 		targets = append(targets, t)
 	}
 	return clusterhealth.NewMonitor(c.ClusterHealth.WithDefaults(), c.Node.ID, targets, now), nil
-}
-
-// routeQuota reads the router neutron-route-gc is configured with, when
-// remediations.openstack names one for site; otherwise it says why the
-// quota is unknown.
-func routeQuota(os remediate.OpenStackClusterConfig, site string) (clusterhealth.RouteQuotaFunc, string) {
-	switch {
-	case os.AuthURL == "" && os.Cloud == "":
-		return nil, "unknown: remediations.openstack is not configured"
-	case os.Site != site:
-		return nil, "unknown: remediations.openstack is for the " + os.Site + " site"
-	case os.RouterID == "":
-		return nil, "unknown: remediations.openstack.router_id is not set"
-	}
-	clients := &lazyClients{auth: os.OpenStackAuth}
-	return func(ctx context.Context) (clusterhealth.Routes, error) {
-		c, err := clients.get(ctx)
-		if err != nil {
-			return clusterhealth.Routes{}, err
-		}
-		q, err := openstack.ReadRouteQuota(ctx, c, os.RouterID, os.NeutronRouteGC.RouteLimit)
-		if err != nil {
-			return clusterhealth.Routes{}, err
-		}
-		return clusterhealth.Routes{RouterID: q.RouterID, Used: q.Used, Limit: q.Limit}, nil
-	}, ""
 }

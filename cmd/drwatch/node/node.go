@@ -17,6 +17,7 @@ import (
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/clusterhealth"
 	"github.com/drwatch/drwatch/failover/remediate/kube"
+	"github.com/drwatch/drwatch/failover/remediate/openstack"
 	"github.com/drwatch/drwatch/probes"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -438,7 +439,7 @@ func remediators(c *config.Config, n *Node) ([]remediate.Entry, error) {
 		}
 	}
 	decision := func() remediate.Decision { return remediate.NewDecision(n.machine.Desired(), n.machine.History()) }
-	cloud, err := cloudRemediators(c, clients, n.log, n.now)
+	cloud, err := openstack.CloudRemediators(c.Remediations, clients, n.log, n.now)
 	if err != nil {
 		return nil, err
 	}
