@@ -13,4 +13,11 @@
 // never reads the clock. Map iteration is sorted wherever it reaches output,
 // so replicas that applied the same log produce byte-identical snapshots.
 // See DESIGN.md for why.
+//
+// The runtime around the core, which maps a probe round to Observe and runs
+// the leader's loops (policy and tick, the reconciler, the remediation
+// runner), lives in internal/watcher, not in cluster: it proposes failover
+// commands and reads the machine, and cluster must never import failover
+// (imports_test.go), so that the Raft plumbing stays ignorant of what it
+// replicates. Nor does it live in cmd, so the loops are tested as a library.
 package failover

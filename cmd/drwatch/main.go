@@ -4,7 +4,7 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/drwatch/drwatch/cmd/drwatch/node"
+	"github.com/drwatch/drwatch/internal/watcher"
 	"os"
 )
 
@@ -16,7 +16,7 @@ var (
 )
 
 func main() {
-	node.BuildInfo.Version, node.BuildInfo.Commit, node.BuildInfo.Date = version, commit, date
+	watcher.BuildInfo.Version, watcher.BuildInfo.Commit, watcher.BuildInfo.Date = version, commit, date
 	if err := newRootCmd().Execute(); err != nil {
 		var s silentError
 		if !errors.As(err, &s) {

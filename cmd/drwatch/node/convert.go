@@ -41,26 +41,6 @@ func PolicyFrom(c *config.Config) failover.Policy {
 	return p
 }
 
-// Observation is the report of one probe round from node, running the
-// policy with hash. Each result carries its completion time on this
-// watcher's clock, as evidence of when a failure was seen; the leader
-// stamps the command's At, which every rule uses.
-func Observation(node, hash string, r probes.Round) failover.Observe {
-	obs := failover.Observe{Node: node, Seq: r.Seq, PolicyHash: hash}
-	for _, res := range r.Results {
-		pr := failover.ProbeResult{Site: failover.Site(res.Site), Probe: res.Probe, OK: res.OK,
-			Class: string(res.Class), Phase: res.Phase, Reason: res.Reason, LatencyMS: res.Duration.Milliseconds()}
-		if !res.CertExpiry.IsZero() {
-			pr.CertExpiry = res.CertExpiry.Unix()
-		}
-		if !res.Completed.IsZero() {
-			pr.CompletedAt = res.Completed.UnixNano()
-		}
-		obs.Results = append(obs.Results, pr)
-	}
-	return obs
-}
-
 // ProbeSpecs turns the configured probes into the scheduler's site specs.
 func ProbeSpecs(c *config.Config) []probes.SiteSpec {
 	out := []probes.SiteSpec{
