@@ -3,8 +3,8 @@
 // keeps the replicated policy in step with this node's file and ticks the
 // replicated clock while it leads, runs the DNS reconciler and the
 // remediation runner only on the leader, checks what the authoritative
-// servers answer on every node, and keeps what the status page and the
-// metrics read of all that.
+// servers answer on every node, reloads the node's TLS files when they
+// change, and keeps what the status page and the metrics read of all that.
 //
 // It owns the loops and the state they leave behind, not the configuration:
 // cmd/drwatch/node builds a Config from the file and starts a Watcher in one

@@ -193,7 +193,7 @@ var _ api.Backend = (*Node)(nil)
 // Cluster is the node's Raft member.
 func (n *Node) Cluster() *cluster.Node { return n.cluster }
 
-// Credentials is this node's TLS identity, kept current by the node: the
+// Credentials is this node's TLS identity, kept current by the watcher: the
 // HTTP API serves from it too.
 func (n *Node) Credentials() *cluster.Credentials { return n.creds }
 
