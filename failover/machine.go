@@ -54,34 +54,9 @@ func (s *state) step(index uint64, c Command, checked *[]Check) (Result, error) 
 	if index == 0 || index <= s.LastIndex {
 		return Result{}, fmt.Errorf("log index %d not after %d: %w", index, s.LastIndex, ErrBadCommand)
 	}
-	now := max(s.Now, c.at())
-	res := Result{Index: index, Type: c.Type}
-	var err error
-	switch c.Type {
-	case CmdObserve:
-		err = s.observe(index, now, c.Observe, &res)
-	case CmdTick:
-		s.Now = now
-		s.evaluate(index, &res)
-	case CmdFailover, CmdFailback:
-		err = s.manual(index, now, c.move(), &res, checked)
-	case CmdPause:
-		err = s.pause(index, now, c.Pause, &res)
-	case CmdResume:
-		s.resume(index, now, c.Resume, &res)
-	case CmdAck:
-		s.ack(index, now, c.Ack, &res)
-	case CmdActionResult:
-		err = s.actionResult(index, now, c.ActionResult, &res)
-	case CmdSetPolicy:
-		err = s.setPolicy(index, now, c.SetPolicy, &res)
-	case CmdBreakGlass:
-		err = s.breakGlass(index, now, c.BreakGlass, &res)
-	case CmdRemediation:
-		err = s.remediation(index, now, c.Remediation, &res)
-	case CmdMembership:
-		err = s.membership(index, now, c.Membership, &res)
-	}
+	now := max(s.Now, c.At)
+	res := Result{Index: index, Type: c.Type()}
+	err := c.Payload.apply(s, applyArgs{index: index, now: now, res: &res, checked: checked})
 	if err != nil {
 		return Result{}, err
 	}
@@ -216,19 +191,18 @@ type move struct {
 	ackBlock      bool
 }
 
-// move returns the manual move a failover or failback command asks for. c
-// must have passed check and be one of those two types.
-func (c *Command) move() move {
-	if c.Type == CmdFailback {
-		f := c.Failback
-		return move{kind: KindManualFailback, to: Primary, actor: f.Actor, reason: f.Reason, force: f.Force, ackBlock: f.AckBlock}
-	}
-	f := c.Failover
+// move returns the manual move f asks for: a failover or a switchover.
+func (f Failover) move() move {
 	kind := KindManualFailover
 	if f.Planned {
 		kind = KindSwitchover
 	}
 	return move{kind: kind, to: f.To, actor: f.Actor, reason: f.Reason, force: f.Force, planned: f.Planned, ackBlock: f.AckBlock}
+}
+
+// move returns the manual move f asks for: back to the primary.
+func (f Failback) move() move {
+	return move{kind: KindManualFailback, to: Primary, actor: f.Actor, reason: f.Reason, force: f.Force, ackBlock: f.AckBlock}
 }
 
 func (s *state) manual(index uint64, now int64, mv move, res *Result, checked *[]Check) error {

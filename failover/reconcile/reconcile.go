@@ -298,7 +298,7 @@ func unixOrZero(t time.Time) int64 {
 }
 
 func (r *Reconciler) propose(ctx context.Context, ar failover.ActionResult) error {
-	if err := r.proposeCmd(ctx, ar.Command()); err != nil {
+	if err := r.proposeCmd(ctx, failover.Command{Payload: ar}); err != nil {
 		return fmt.Errorf("action result gen %d: %w", ar.Gen, err)
 	}
 	return nil
@@ -307,14 +307,14 @@ func (r *Reconciler) propose(ctx context.Context, ar failover.ActionResult) erro
 func (r *Reconciler) proposeCmd(ctx context.Context, c failover.Command) error {
 	b, err := failover.Encode(c)
 	if err != nil {
-		return fmt.Errorf("encode %s: %w", c.Type, err)
+		return fmt.Errorf("encode %s: %w", c.Type(), err)
 	}
 	resp, _, err := r.cfg.Cluster.Propose(ctx, b)
 	if err != nil {
-		return fmt.Errorf("propose %s: %w", c.Type, err)
+		return fmt.Errorf("propose %s: %w", c.Type(), err)
 	}
 	if _, err := failover.DecodeResponse(resp); err != nil {
-		return fmt.Errorf("%s rejected: %w", c.Type, err)
+		return fmt.Errorf("%s rejected: %w", c.Type(), err)
 	}
 	return nil
 }

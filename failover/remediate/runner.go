@@ -482,7 +482,7 @@ func (r *Runner) backoff(n int) time.Duration {
 // duplicate of the latest record for its Key is not counted again).
 func (r *Runner) record(ctx context.Context, rec failover.Remediation, count func(string)) error {
 	rec.Reason = truncate(rec.Reason, 1024)
-	b, err := failover.Encode(rec.Command())
+	b, err := failover.Encode(failover.Command{Payload: rec})
 	if err != nil {
 		return errStop{fmt.Errorf("encode record: %w", err)}
 	}

@@ -181,8 +181,8 @@ func TestRunnerRecordsEverything(t *testing.T) {
 		Zone:    "example.org.",
 		Records: []failover.Record{{Name: "www", Type: "A", TTL: 60, Primary: []string{"192.0.2.1"}, Backup: []string{"192.0.2.2"}}}}
 	for _, cmd := range []failover.Command{
-		failover.SetPolicy{Policy: pol}.Command(),
-		failover.Failover{To: failover.Backup, Force: true, Actor: "alice"}.Command(),
+		failover.Command{Payload: failover.SetPolicy{Policy: pol}},
+		failover.Command{Payload: failover.Failover{To: failover.Backup, Force: true, Actor: "alice"}},
 	} {
 		b, err := failover.Encode(cmd)
 		if err != nil {

@@ -287,11 +287,11 @@ func (s *Server) write(needs Role, build cmdBuilder) http.HandlerFunc {
 		defer cancel()
 		res, index, err := s.backend.Submit(ctx, cmd)
 		if err != nil {
-			s.log.Info("write refused", "actor", actor, "client_cert", clientIdentity(r), "type", cmd.Type, "err", err)
+			s.log.Info("write refused", "actor", actor, "client_cert", clientIdentity(r), "type", cmd.Type(), "err", err)
 			writeSubmitError(w, err)
 			return
 		}
-		s.log.Info("write committed", "actor", actor, "client_cert", clientIdentity(r), "type", cmd.Type, "index", index, "gen", res.Gen, "reason", req.Reason)
+		s.log.Info("write committed", "actor", actor, "client_cert", clientIdentity(r), "type", cmd.Type(), "index", index, "gen", res.Gen, "reason", req.Reason)
 		writeJSON(w, http.StatusOK, WriteResponse{Index: index, Result: res, Actor: actor})
 	}
 }
@@ -337,7 +337,7 @@ func (s *Server) failoverCmd(req WriteRequest, actor string) (failover.Command, 
 	if err != nil {
 		return failover.Command{}, err
 	}
-	return failover.Failover{To: st, Reason: req.Reason, Actor: actor, Force: req.Force}.Command(), nil
+	return failover.Command{Payload: failover.Failover{To: st, Reason: req.Reason, Actor: actor, Force: req.Force}}, nil
 }
 
 func (s *Server) switchoverCmd(req WriteRequest, actor string) (failover.Command, error) {
@@ -345,11 +345,11 @@ func (s *Server) switchoverCmd(req WriteRequest, actor string) (failover.Command
 	if err != nil {
 		return failover.Command{}, err
 	}
-	return failover.Failover{To: st, Reason: req.Reason, Actor: actor, Force: req.Force, Planned: true}.Command(), nil
+	return failover.Command{Payload: failover.Failover{To: st, Reason: req.Reason, Actor: actor, Force: req.Force, Planned: true}}, nil
 }
 
 func (s *Server) failbackCmd(req WriteRequest, actor string) (failover.Command, error) {
-	return failover.Failback{Reason: req.Reason, Actor: actor, Force: req.Force}.Command(), nil
+	return failover.Command{Payload: failover.Failback{Reason: req.Reason, Actor: actor, Force: req.Force}}, nil
 }
 
 func (s *Server) pauseCmd(req WriteRequest, actor string) (failover.Command, error) {
@@ -361,15 +361,15 @@ func (s *Server) pauseCmd(req WriteRequest, actor string) (failover.Command, err
 		}
 		p.Until = s.now().Add(d).UnixNano()
 	}
-	return p.Command(), nil
+	return failover.Command{Payload: p}, nil
 }
 
 func (s *Server) resumeCmd(req WriteRequest, actor string) (failover.Command, error) {
-	return failover.Resume{Reason: req.Reason, Actor: actor}.Command(), nil
+	return failover.Command{Payload: failover.Resume{Reason: req.Reason, Actor: actor}}, nil
 }
 
 func (s *Server) ackCmd(req WriteRequest, actor string) (failover.Command, error) {
-	return failover.Ack{Reason: req.Reason, Actor: actor}.Command(), nil
+	return failover.Command{Payload: failover.Ack{Reason: req.Reason, Actor: actor}}, nil
 }
 
 func (s *Server) removeMember(w http.ResponseWriter, r *http.Request) {

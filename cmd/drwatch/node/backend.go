@@ -133,7 +133,7 @@ func (n *Node) AddMember(ctx context.Context, id, raftAddr, actor, reason string
 // has made. Its failure must not read as "nothing was committed": the
 // change stands, so the sentinels of the propose error are dropped.
 func (n *Node) recordMembership(ctx context.Context, m failover.Membership) error {
-	if _, _, err := n.Submit(ctx, m.Command()); err != nil {
+	if _, _, err := n.Submit(ctx, failover.Command{Payload: m}); err != nil {
 		return fmt.Errorf("member %s %s done, but its history record was not committed: %v", m.Op, m.ID, err)
 	}
 	return nil

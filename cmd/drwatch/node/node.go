@@ -411,7 +411,7 @@ func (n *Node) propose(ctx context.Context, c failover.Command) {
 		_, err = failover.DecodeResponse(resp)
 	}
 	if err != nil && ctx.Err() == nil {
-		n.log.Warn("command not committed", "type", c.Type, "err", err)
+		n.log.Warn("command not committed", "type", c.Type(), "err", err)
 	}
 }
 

@@ -58,11 +58,11 @@ func (c *Log) Step(t testing.TB, cmd failover.Command) {
 func (c *Log) FailoverToBackup(t testing.TB) uint64 {
 	t.Helper()
 	refs := []failover.ProbeRef{{Name: "p", Critical: true}}
-	c.Step(t, failover.SetPolicy{Policy: failover.Policy{Nodes: []string{"a", "b", "c"}, Quorum: 2, Fall: 3, Rise: 2,
+	c.Step(t, failover.Command{Payload: failover.SetPolicy{Policy: failover.Policy{Nodes: []string{"a", "b", "c"}, Quorum: 2, Fall: 3, Rise: 2,
 		Interval: time.Second, Sites: map[failover.Site]failover.SitePolicy{failover.Primary: {Probes: refs}, failover.Backup: {Probes: refs}},
 		Zone:    "example.org.",
-		Records: []failover.Record{{Name: "www", Type: "A", TTL: 60, Primary: []string{"192.0.2.1"}, Backup: []string{"192.0.2.2"}}}}}.Command())
-	c.Step(t, failover.Failover{To: failover.Backup, Force: true, Actor: "alice", Reason: "drill"}.Command())
+		Records: []failover.Record{{Name: "www", Type: "A", TTL: 60, Primary: []string{"192.0.2.1"}, Backup: []string{"192.0.2.2"}}}}}})
+	c.Step(t, failover.Command{Payload: failover.Failover{To: failover.Backup, Force: true, Actor: "alice", Reason: "drill"}})
 	return c.M.Desired().Gen
 }
 
