@@ -305,18 +305,18 @@ func (r *Reconciler) propose(ctx context.Context, ar failover.ActionResult) erro
 }
 
 func (r *Reconciler) proposeCmd(ctx context.Context, c failover.Command) error {
-	b, err := failover.Encode(c)
-	if err != nil {
+	_, index, err := failover.Submit(ctx, r.cfg.Cluster, c)
+	switch {
+	case err == nil:
+		return nil
+	case index != 0:
+		// The log took it at index; the core refused it.
+		return fmt.Errorf("%s rejected: %w", c.Type(), err)
+	case errors.Is(err, failover.ErrBadCommand):
+		// Submit proposes nothing that does not encode.
 		return fmt.Errorf("encode %s: %w", c.Type(), err)
 	}
-	resp, _, err := r.cfg.Cluster.Propose(ctx, b)
-	if err != nil {
-		return fmt.Errorf("propose %s: %w", c.Type(), err)
-	}
-	if _, err := failover.DecodeResponse(resp); err != nil {
-		return fmt.Errorf("%s rejected: %w", c.Type(), err)
-	}
-	return nil
+	return fmt.Errorf("propose %s: %w", c.Type(), err)
 }
 
 // withFence adds the fence TXT to what every server must serve, so a server

@@ -482,16 +482,12 @@ func (r *Runner) backoff(n int) time.Duration {
 // duplicate of the latest record for its Key is not counted again).
 func (r *Runner) record(ctx context.Context, rec failover.Remediation, count func(string)) error {
 	rec.Reason = truncate(rec.Reason, 1024)
-	b, err := failover.Encode(failover.Command{Payload: rec})
+	res, index, err := failover.Submit(ctx, r.cfg.Cluster, failover.Command{Payload: rec})
 	if err != nil {
-		return errStop{fmt.Errorf("encode record: %w", err)}
-	}
-	resp, _, err := r.cfg.Cluster.Propose(ctx, b)
-	if err != nil {
-		return errStop{fmt.Errorf("record %s %s: %w", rec.Verb, rec.Target, err)}
-	}
-	res, err := failover.DecodeResponse(resp)
-	if err != nil {
+		if index == 0 && errors.Is(err, failover.ErrBadCommand) {
+			// Submit proposes nothing that does not encode.
+			return errStop{fmt.Errorf("encode record: %w", err)}
+		}
 		return errStop{fmt.Errorf("record %s %s: %w", rec.Verb, rec.Target, err)}
 	}
 	count(rec.Result)

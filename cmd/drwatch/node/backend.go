@@ -141,15 +141,7 @@ func (n *Node) recordMembership(ctx context.Context, m failover.Membership) erro
 
 // Submit implements api.Backend.
 func (n *Node) Submit(ctx context.Context, c failover.Command) (failover.Result, uint64, error) {
-	b, err := failover.Encode(c)
-	if err != nil {
-		return failover.Result{}, 0, err
-	}
-	resp, index, err := n.cluster.Propose(ctx, b)
-	if err != nil {
-		return failover.Result{}, 0, err
-	}
-	res, err := failover.DecodeResponse(resp)
+	res, index, err := failover.Submit(ctx, n.cluster, c)
 	if err != nil {
 		return failover.Result{}, index, err
 	}

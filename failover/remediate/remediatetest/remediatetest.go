@@ -43,12 +43,7 @@ func (c *Log) Propose(_ context.Context, cmd []byte) ([]byte, uint64, error) {
 // Step proposes cmd and fails t if the core rejects it.
 func (c *Log) Step(t testing.TB, cmd failover.Command) {
 	t.Helper()
-	b, err := failover.Encode(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, _, _ := c.Propose(context.Background(), b)
-	if _, err := failover.DecodeResponse(resp); err != nil {
+	if _, _, err := failover.Submit(context.Background(), c, cmd); err != nil {
 		t.Fatal(err)
 	}
 }
