@@ -20,15 +20,6 @@ type State interface {
 	Desired() failover.Desired
 }
 
-// Cluster is the slice of the cluster the reconciler needs.
-type Cluster interface {
-	// VerifyLeader returns nil only if this node is still the leader,
-	// confirmed by a quorum, at the time of the call.
-	VerifyLeader(ctx context.Context) error
-	// Propose commits cmd through the log (forwarded to the leader if need be).
-	Propose(ctx context.Context, cmd []byte) (resp []byte, index uint64, err error)
-}
-
 // Verifier checks the answer of every authoritative server.
 type Verifier interface {
 	// Verify polls every authoritative server until each serves desired or
@@ -40,7 +31,7 @@ type Verifier interface {
 type Config struct {
 	Node     string // this node's ID, recorded as the actor of ActionResults
 	State    State
-	Cluster  Cluster
+	Cluster  failover.Leader      // proposes the ActionResults, confirms leadership before each write
 	DNS      dnsprovider.Provider // if it also implements dnsprovider.CompareAndSwapper, writes are CAS
 	Verifier Verifier             // nil: no propagation check beyond the provider's own read
 	// Interval is the requeue period of a pass with nothing to do.

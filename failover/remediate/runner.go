@@ -15,17 +15,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
-// Cluster is the slice of the cluster node the Runner needs; *cluster.Node
-// satisfies it.
-type Cluster interface {
-	// VerifyLeader returns nil only if this node is still the leader,
-	// confirmed by a quorum, at the time of the call.
-	VerifyLeader(ctx context.Context) error
-	// Propose commits cmd (an encoded failover.Command) through the log and
-	// returns the machine's encoded response.
-	Propose(ctx context.Context, cmd []byte) (resp []byte, index uint64, err error)
-}
-
 // State is the local replica; *failover.Machine satisfies it. Both methods
 // are safe for concurrent use and return copies.
 type State interface {
@@ -43,7 +32,7 @@ type Entry struct {
 type RunnerConfig struct {
 	// Node is this node's ID, recorded as the actor of each record.
 	Node        string
-	Cluster     Cluster
+	Cluster     failover.Leader // proposes the records, confirms leadership before each Apply
 	State       State
 	Remediators []Entry
 	// Interval is the period between passes in Run (default 30s).

@@ -15,20 +15,22 @@ import (
 
 // Log is the replicated log in one process: every proposal is stamped with
 // the time and applied to M in order, as a one-node cluster would. It
-// satisfies remediate.Cluster.
+// satisfies failover.Leader.
 type Log struct {
 	mu  sync.Mutex
 	M   *failover.Machine
 	idx uint64
 }
 
+var _ failover.Leader = (*Log)(nil)
+
 // NewLog returns an empty log.
 func NewLog() *Log { return &Log{M: failover.New()} }
 
-// VerifyLeader implements remediate.Cluster: this log always leads.
+// VerifyLeader implements failover.Leader: this log always leads.
 func (c *Log) VerifyLeader(context.Context) error { return nil }
 
-// Propose implements remediate.Cluster.
+// Propose implements failover.Leader.
 func (c *Log) Propose(_ context.Context, cmd []byte) ([]byte, uint64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
