@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"testing"
 )
 
@@ -237,5 +238,23 @@ func TestRemediationRecordsSnapshotAsVersion1Did(t *testing.T) {
 	}
 	if got, _ := r.Snapshot(); !bytes.Equal(got, want) {
 		t.Errorf("snapshot after restoring the version 1 snapshot:\ngot  %s\nwant %s", got, want)
+	}
+}
+
+// A Command inside other JSON reads and writes as Decode and Encode do.
+func TestCommandJSONIsTheWireFormat(t *testing.T) {
+	for _, tc := range wireCommands() {
+		b := mustEncode(tc.cmd)
+		var c Command
+		if err := json.Unmarshal(b, &c); err != nil {
+			t.Fatalf("%s: json.Unmarshal: %v", tc.name, err)
+		}
+		if got, err := json.Marshal(c); err != nil || !bytes.Equal(got, b) {
+			t.Errorf("%s: json.Marshal: got %s (%v), want %s", tc.name, got, err, b)
+		}
+	}
+	var c Command
+	if err := json.Unmarshal([]byte(`{"v":1,"type":"tick","tick":{"at":1,"x":1}}`), &c); !errors.Is(err, ErrBadCommand) {
+		t.Errorf("json.Unmarshal of an unknown field: got %v, want ErrBadCommand", err)
 	}
 }
