@@ -164,7 +164,7 @@ func loadRemediations(path string) (remediate.Config, error) {
 		return remediate.Config{}, fmt.Errorf("%s: %w", path, err)
 	}
 	cfg := f.Remediations.WithDefaults()
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Validate().Under(remediate.Section).Err(); err != nil {
 		return remediate.Config{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return cfg, nil

@@ -730,14 +730,17 @@ func TestConfigValidateBrakeShare(t *testing.T) {
 		var c Config
 		c.OctaviaStuckLB.BrakeShare = tt.share
 		c.OpenStack.NeverReadyInstances.BrakeShare = tt.share
-		err := c.Validate()
-		if tt.ok != (err == nil) {
-			t.Fatalf("brake_share %v: got %v, want ok=%v", tt.share, err, tt.ok)
+		errs := c.Validate()
+		if tt.ok != (len(errs) == 0) {
+			t.Fatalf("brake_share %v: got %v, want ok=%v", tt.share, errs, tt.ok)
 		}
 		if !tt.ok {
-			for _, want := range []string{"remediations.octavia_stuck_lb.brake_share", "remediations.openstack.never_ready_instances.brake_share"} {
-				if !strings.Contains(err.Error(), want) {
-					t.Fatalf("brake_share %v: got %v, want a problem naming %s", tt.share, err, want)
+			for _, want := range []string{"octavia_stuck_lb.brake_share", "openstack.never_ready_instances.brake_share"} {
+				if !hasPath(errs, want) {
+					t.Fatalf("brake_share %v: got %v, want a problem at %s", tt.share, errs, want)
+				}
+				if shown := errs.Under("remediations").Error(); !strings.Contains(shown, "remediations."+want+": ") {
+					t.Fatalf("brake_share %v: got %q under remediations, want a problem naming remediations.%s", tt.share, shown, want)
 				}
 			}
 		}

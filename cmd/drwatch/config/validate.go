@@ -109,20 +109,10 @@ func (v *validator) hooks(c *Config) {
 	}
 }
 
-// remediations applies the section's own defaults and rules. Its errors
-// already name their field path; the position is the section's.
+// remediations applies the section's own defaults and rules.
 func (v *validator) remediations(c *Config) {
 	c.Remediations = c.Remediations.WithDefaults()
-	if err := c.Remediations.Validate(); err != nil {
-		for _, e := range unjoin(err) {
-			msg := e.Error()
-			path, rest, ok := strings.Cut(msg, ": ")
-			if !ok || !strings.HasPrefix(path, "remediations") {
-				path, rest = "remediations", msg
-			}
-			v.add(path, "%s", rest)
-		}
-	}
+	v.section("remediations", c.Remediations.Validate())
 	for _, site := range []struct {
 		path string
 		kc   remediate.KubeCluster
@@ -149,6 +139,14 @@ func unjoin(err error) []error {
 		return out
 	}
 	return []error{err}
+}
+
+// section reports the problems a section's own Validate found, each path
+// under the section's key.
+func (v *validator) section(key string, errs field.Errors) {
+	for _, e := range errs.Under(key) {
+		v.add(e.Path, "%s", e.Msg)
+	}
 }
 
 func (v *validator) required(path, val string) bool {
