@@ -89,15 +89,7 @@ func (v *validator) clusterHealth(c *Config) {
 }
 
 func (v *validator) hooks(c *Config) {
-	if err := c.Hooks.Validate(); err != nil {
-		for _, e := range unjoin(err) {
-			path, rest, ok := strings.Cut(e.Error(), ": ")
-			if !ok {
-				path, rest = "hooks", e.Error()
-			}
-			v.add(path, "%s", rest)
-		}
-	}
+	v.section("hooks", c.Hooks.Validate())
 	for phase, hs := range map[string][]hooks.Hook{"pre_failover": c.Hooks.PreFailover, "post_failover": c.Hooks.PostFailover} {
 		for i, h := range hs {
 			p := fmt.Sprintf("hooks.%s[%d]", phase, i)
