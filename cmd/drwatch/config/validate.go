@@ -71,21 +71,10 @@ func (v *validator) config(c *Config) {
 	v.log(c)
 }
 
-// clusterHealth applies the section's defaults and rules; its errors name
-// their field path.
+// clusterHealth applies the section's defaults and rules.
 func (v *validator) clusterHealth(c *Config) {
 	c.ClusterHealth = c.ClusterHealth.WithDefaults()
-	err := c.ClusterHealth.Validate()
-	if err == nil {
-		return
-	}
-	for _, e := range unjoin(err) {
-		path, rest, ok := strings.Cut(e.Error(), ": ")
-		if !ok {
-			path, rest = "cluster_health", e.Error()
-		}
-		v.add(path, "%s", rest)
-	}
+	v.section("cluster_health", c.ClusterHealth.Validate())
 }
 
 func (v *validator) hooks(c *Config) {
@@ -120,17 +109,6 @@ func (v *validator) remediations(c *Config) {
 		v.fileField(cloud.path+".application_credential_secret_file", cloud.auth.ApplicationCredentialSecretFile, false)
 		v.fileField(cloud.path+".ca_file", cloud.auth.CAFile, false)
 	}
-}
-
-func unjoin(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range j.Unwrap() {
-			out = append(out, unjoin(e)...)
-		}
-		return out
-	}
-	return []error{err}
 }
 
 // section reports the problems a section's own Validate found, each path
