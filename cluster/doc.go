@@ -13,5 +13,8 @@
 // commands, in order. RunWhileLeader runs leader-only work (the
 // reconciler) with a context cancelled the moment leadership is lost.
 //
+// The package owns the `raft:` section of a node's config file
+// (RaftTiming): its defaults and its rules, which Config embeds.
+//
 // DESIGN.md in this directory explains the choices.
 package cluster

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"github.com/drwatch/drwatch/cluster"
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/clusterhealth"
 	"github.com/drwatch/drwatch/failover/remediate/hooks"
@@ -10,14 +11,14 @@ import (
 
 // Config is one watcher node's configuration file.
 type Config struct {
-	Node   Node   `yaml:"node" doc:"This watcher's identity and listen addresses."`
-	TLS    TLS    `yaml:"tls" doc:"Mutual TLS for the Raft transport, the cluster RPC and the HTTP API."`
-	Peers  []Peer `yaml:"peers" doc:"Every watcher of the cluster, this one included (three, or five)."`
-	API    API    `yaml:"api" doc:"The HTTP API and status page."`
-	Raft   Raft   `yaml:"raft" doc:"Raft timing. The defaults suit three sites across a WAN."`
-	Policy Policy `yaml:"policy" doc:"When to fail over. Replicated: the leader proposes it and every node decides by the same rules."`
-	Sites  Sites  `yaml:"sites" doc:"The probes of the primary and the backup site."`
-	DNS    DNS    `yaml:"dns" doc:"The records drwatch flips and the authoritative DNS that serves them."`
+	Node   Node               `yaml:"node" doc:"This watcher's identity and listen addresses."`
+	TLS    TLS                `yaml:"tls" doc:"Mutual TLS for the Raft transport, the cluster RPC and the HTTP API."`
+	Peers  []Peer             `yaml:"peers" doc:"Every watcher of the cluster, this one included (three, or five)."`
+	API    API                `yaml:"api" doc:"The HTTP API and status page."`
+	Raft   cluster.RaftTiming `yaml:"raft" doc:"Raft timing. The defaults suit three sites across a WAN."`
+	Policy Policy             `yaml:"policy" doc:"When to fail over. Replicated: the leader proposes it and every node decides by the same rules."`
+	Sites  Sites              `yaml:"sites" doc:"The probes of the primary and the backup site."`
+	DNS    DNS                `yaml:"dns" doc:"The records drwatch flips and the authoritative DNS that serves them."`
 	// Remediations are the leader's repairs; each is off unless enabled.
 	Remediations remediate.Config `yaml:"remediations" doc:"Repairs the leader runs in its reconciliation loop; each is off (or dry-run) until enabled."`
 	// Hooks run around a flip.
@@ -55,17 +56,6 @@ type API struct {
 	TokensFile   string `yaml:"tokens_file" doc:"Bearer tokens for write calls, one 'actor:token' or 'actor:token:role' per line ('#' comments allowed), role read, operate or admin (no role: admin, full power as before roles); a line with a bare token is an error. Required: without it no write is accepted."`
 	MaxBodyBytes int64  `yaml:"max_body_bytes" default:"65536" doc:"Largest request body accepted."`
 	ClientCerts  string `yaml:"client_certs" default:"optional" doc:"optional: anyone who reaches the port may read (writes still need a token); required: every connection must present a client certificate from the cluster CA (drwatch certs issue NAME --client), reads and probes of /livez, /readyz and /metrics included."`
-}
-
-// Raft tunes the consensus layer.
-type Raft struct {
-	HeartbeatTimeout   time.Duration `yaml:"heartbeat_timeout" default:"2s" doc:"Follower waits this long without contact before it may call an election. Above the worst WAN RTT plus jitter."`
-	ElectionTimeout    time.Duration `yaml:"election_timeout" default:"2s" doc:"Candidate election timeout."`
-	LeaderLeaseTimeout time.Duration `yaml:"leader_lease_timeout" default:"1s" doc:"A leader steps down after this long without quorum contact. Must not exceed heartbeat_timeout."`
-	CommitTimeout      time.Duration `yaml:"commit_timeout" default:"50ms" doc:"Longest wait before an idle leader sends a heartbeat carrying the commit index."`
-	SnapshotInterval   time.Duration `yaml:"snapshot_interval" default:"2m" doc:"How often to check whether a snapshot is due."`
-	SnapshotThreshold  uint64        `yaml:"snapshot_threshold" default:"2048" doc:"Log entries since the last snapshot that trigger a new one."`
-	TrailingLogs       uint64        `yaml:"trailing_logs" default:"1024" doc:"Log entries kept after a snapshot, so a briefly lagging follower catches up without one."`
 }
 
 // Policy decides when to fail over.

@@ -271,28 +271,14 @@ func (v *validator) atMost(path string, d, limit time.Duration) bool {
 	return true
 }
 
-// Upper bounds of the Raft timings: beyond them a cluster takes minutes to
-// notice a dead leader or hours to compact its log.
+// Upper bounds that catch unit mistakes (2h for 2s).
 const (
-	maxRaftTimeout      = time.Minute
-	maxCommitTimeout    = 10 * time.Second
-	maxSnapshotInterval = 24 * time.Hour
 	maxDNSVerifyTimeout = 10 * time.Minute
 	maxCertMinValidity  = failover.MaxWindow
 )
 
 func (v *validator) raft(c *Config) {
-	r := c.Raft
-	_ = v.positive("raft.heartbeat_timeout", r.HeartbeatTimeout) && v.atMost("raft.heartbeat_timeout", r.HeartbeatTimeout, maxRaftTimeout)
-	_ = v.positive("raft.election_timeout", r.ElectionTimeout) && v.atMost("raft.election_timeout", r.ElectionTimeout, maxRaftTimeout)
-	_ = v.positive("raft.commit_timeout", r.CommitTimeout) && v.atMost("raft.commit_timeout", r.CommitTimeout, maxCommitTimeout)
-	_ = v.positive("raft.snapshot_interval", r.SnapshotInterval) && v.atMost("raft.snapshot_interval", r.SnapshotInterval, maxSnapshotInterval)
-	if v.positive("raft.leader_lease_timeout", r.LeaderLeaseTimeout) && r.LeaderLeaseTimeout > r.HeartbeatTimeout {
-		v.add("raft.leader_lease_timeout", "%s must not exceed heartbeat_timeout (%s)", r.LeaderLeaseTimeout, r.HeartbeatTimeout)
-	}
-	if r.SnapshotThreshold < 16 {
-		v.add("raft.snapshot_threshold", "%d must be at least 16", r.SnapshotThreshold)
-	}
+	v.section("raft", c.Raft.Validate())
 }
 
 func (v *validator) policy(c *Config) {

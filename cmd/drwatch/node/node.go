@@ -190,10 +190,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	}
 	n.cluster, err = cluster.New(ctx, cluster.Config{
 		NodeID: c.Node.ID, DataDir: c.Node.DataDir, BindAddr: c.Node.RaftAddr, AdvertiseAddr: self.RaftAddr,
-		Peers: peers, TLS: creds,
-		HeartbeatTimeout: c.Raft.HeartbeatTimeout, ElectionTimeout: c.Raft.ElectionTimeout,
-		LeaderLeaseTimeout: c.Raft.LeaderLeaseTimeout, CommitTimeout: c.Raft.CommitTimeout,
-		SnapshotInterval: c.Raft.SnapshotInterval, SnapshotThreshold: c.Raft.SnapshotThreshold, TrailingLogs: c.Raft.TrailingLogs,
+		Peers: peers, TLS: creds, RaftTiming: c.Raft,
 		LeaderTransform: func(cmd []byte) ([]byte, error) { return failover.Stamp(cmd, n.now().UnixNano()) },
 		Logger:          base, Registerer: reg,
 	}, sm{m: n.machine, notify: []chan struct{}{n.changed, n.dnsChanged}})
