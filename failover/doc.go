@@ -13,4 +13,8 @@
 // never reads the clock. Map iteration is sorted wherever it reaches output,
 // so replicas that applied the same log produce byte-identical snapshots.
 // See DESIGN.md for why.
+//
+// The package also owns the `policy:` section of a node's config file
+// (PolicySpec): its defaults and rules, and how it becomes the replicated
+// Policy.
 package failover

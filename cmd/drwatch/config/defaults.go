@@ -114,12 +114,7 @@ func itemName(v reflect.Value) string {
 
 // derive resolves the defaults that depend on other fields.
 func derive(c *Config, present func(string) bool) {
-	if !present("policy.quorum") && len(c.Peers) > 0 {
-		c.Policy.Quorum = len(c.Peers)/2 + 1
-	}
-	if !present("policy.stale_after") {
-		c.Policy.StaleAfter = 3 * c.Policy.Interval
-	}
+	c.Policy = c.Policy.WithDerivedDefaults(len(c.Peers), func(path string) bool { return present("policy." + path) })
 	for _, site := range []struct {
 		path string
 		s    *Site

@@ -2,6 +2,7 @@ package config
 
 import (
 	"github.com/drwatch/drwatch/cluster"
+	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/clusterhealth"
 	"github.com/drwatch/drwatch/failover/remediate/hooks"
@@ -11,14 +12,14 @@ import (
 
 // Config is one watcher node's configuration file.
 type Config struct {
-	Node   Node               `yaml:"node" doc:"This watcher's identity and listen addresses."`
-	TLS    TLS                `yaml:"tls" doc:"Mutual TLS for the Raft transport, the cluster RPC and the HTTP API."`
-	Peers  []Peer             `yaml:"peers" doc:"Every watcher of the cluster, this one included (three, or five)."`
-	API    API                `yaml:"api" doc:"The HTTP API and status page."`
-	Raft   cluster.RaftTiming `yaml:"raft" doc:"Raft timing. The defaults suit three sites across a WAN."`
-	Policy Policy             `yaml:"policy" doc:"When to fail over. Replicated: the leader proposes it and every node decides by the same rules."`
-	Sites  Sites              `yaml:"sites" doc:"The probes of the primary and the backup site."`
-	DNS    DNS                `yaml:"dns" doc:"The records drwatch flips and the authoritative DNS that serves them."`
+	Node   Node                `yaml:"node" doc:"This watcher's identity and listen addresses."`
+	TLS    TLS                 `yaml:"tls" doc:"Mutual TLS for the Raft transport, the cluster RPC and the HTTP API."`
+	Peers  []Peer              `yaml:"peers" doc:"Every watcher of the cluster, this one included (three, or five)."`
+	API    API                 `yaml:"api" doc:"The HTTP API and status page."`
+	Raft   cluster.RaftTiming  `yaml:"raft" doc:"Raft timing. The defaults suit three sites across a WAN."`
+	Policy failover.PolicySpec `yaml:"policy" doc:"When to fail over. Replicated: the leader proposes it and every node decides by the same rules."`
+	Sites  Sites               `yaml:"sites" doc:"The probes of the primary and the backup site."`
+	DNS    DNS                 `yaml:"dns" doc:"The records drwatch flips and the authoritative DNS that serves them."`
 	// Remediations are the leader's repairs; each is off unless enabled.
 	Remediations remediate.Config `yaml:"remediations" doc:"Repairs the leader runs in its reconciliation loop; each is off (or dry-run) until enabled."`
 	// Hooks run around a flip.
@@ -56,22 +57,6 @@ type API struct {
 	TokensFile   string `yaml:"tokens_file" doc:"Bearer tokens for write calls, one 'actor:token' or 'actor:token:role' per line ('#' comments allowed), role read, operate or admin (no role: admin, full power as before roles); a line with a bare token is an error. Required: without it no write is accepted."`
 	MaxBodyBytes int64  `yaml:"max_body_bytes" default:"65536" doc:"Largest request body accepted."`
 	ClientCerts  string `yaml:"client_certs" default:"optional" doc:"optional: anyone who reaches the port may read (writes still need a token); required: every connection must present a client certificate from the cluster CA (drwatch certs issue NAME --client), reads and probes of /livez, /readyz and /metrics included."`
-}
-
-// Policy decides when to fail over.
-type Policy struct {
-	Interval      time.Duration `yaml:"interval" default:"2s" doc:"One probe round per interval."`
-	Timeout       time.Duration `yaml:"timeout" default:"1500ms" doc:"Default per-probe timeout; must be below interval."`
-	Fall          int           `yaml:"fall" default:"3" doc:"Consecutive failed rounds before a watcher votes a site DOWN."`
-	Rise          int           `yaml:"rise" default:"5" doc:"Consecutive good rounds before a DOWN site is UP again for a watcher."`
-	Quorum        int           `yaml:"quorum" default:"majority of peers" doc:"Watchers that must agree before a site is DOWN or UP; a majority of the peers."`
-	StaleAfter    time.Duration `yaml:"stale_after" default:"3 × interval" doc:"A watcher whose last report is older abstains."`
-	AutoFailover  *bool         `yaml:"auto_failover" default:"true" doc:"Fail over automatically when the quorum sees the active site DOWN and the other UP."`
-	BlockWindow   time.Duration `yaml:"block_window" default:"1h" doc:"After an automatic flip, further automatic flips wait for 'drwatch ack', a manual move, or this window."`
-	Failback      string        `yaml:"failback" default:"manual" doc:"'manual', or 'auto' to return to the primary after failback_after of quorum UP."`
-	FailbackAfter time.Duration `yaml:"failback_after" doc:"With failback: auto, how long the primary must be UP at quorum without a break."`
-	MaxPause      time.Duration `yaml:"max_pause" default:"24h" doc:"Longest 'drwatch pause --until' accepted; a longer one is refused (a pause until 'drwatch resume' is not bounded). At most a year."`
-	FailbackGate  []string      `yaml:"failback_gate" doc:"Primary probes (typically its Octavia load balancers, often not critical) that must be UP at quorum before any failback; refused with exit 3 otherwise, unless --force."`
 }
 
 // Sites holds the two sites.

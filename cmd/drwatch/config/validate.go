@@ -281,44 +281,14 @@ func (v *validator) raft(c *Config) {
 	v.section("raft", c.Raft.Validate())
 }
 
+// policy applies the section's own rules and checks its quorum against
+// the peers.
 func (v *validator) policy(c *Config) {
-	p := c.Policy
-	okInterval := v.positive("policy.interval", p.Interval) && v.atMost("policy.interval", p.Interval, failover.MaxInterval)
-	if v.positive("policy.timeout", p.Timeout) && okInterval && p.Timeout >= p.Interval {
-		v.add("policy.timeout", "%s must be < interval (%s)", p.Timeout, p.Interval)
-	}
-	if p.Fall < 1 {
-		v.add("policy.fall", "%d must be ≥ 1", p.Fall)
-	}
-	if p.Rise < 1 {
-		v.add("policy.rise", "%d must be ≥ 1", p.Rise)
-	}
+	v.section("policy", c.Policy.Validate())
 	if n := len(c.Peers); n > 0 {
-		if p.Quorum <= n/2 || p.Quorum > n {
-			v.add("policy.quorum", "%d is not a majority of the %d peers (want %d..%d)", p.Quorum, n, n/2+1, n)
+		if q := c.Policy.Quorum; q <= n/2 || q > n {
+			v.add("policy.quorum", "%d is not a majority of the %d peers (want %d..%d)", q, n, n/2+1, n)
 		}
-	}
-	if okInterval && p.StaleAfter <= p.Interval {
-		v.add("policy.stale_after", "%s must be > interval (%s)", p.StaleAfter, p.Interval)
-	}
-	v.atMost("policy.stale_after", p.StaleAfter, failover.MaxWindow)
-	if p.BlockWindow < 0 {
-		v.add("policy.block_window", "%s must be ≥ 0", p.BlockWindow)
-	}
-	v.atMost("policy.block_window", p.BlockWindow, failover.MaxWindow)
-	v.atMost("policy.failback_after", p.FailbackAfter, failover.MaxWindow)
-	_ = v.positive("policy.max_pause", p.MaxPause) && v.atMost("policy.max_pause", p.MaxPause, failover.MaxWindow)
-	switch p.Failback {
-	case "manual":
-		if p.FailbackAfter != 0 {
-			v.add("policy.failback_after", "set only with failback: auto")
-		}
-	case "auto":
-		if p.FailbackAfter <= 0 {
-			v.add("policy.failback_after", "required > 0 with failback: auto")
-		}
-	default:
-		v.add("policy.failback", "%q must be manual or auto", p.Failback)
 	}
 }
 
@@ -336,7 +306,7 @@ func (v *validator) failbackGate(c *Config) {
 
 var probeTypes = map[string]bool{"http": true, "tcp": true, "kubernetes": true, "octavia": true}
 
-func (v *validator) site(path string, s Site, pol Policy) {
+func (v *validator) site(path string, s Site, pol failover.PolicySpec) {
 	if len(s.Probes) == 0 {
 		v.add(path+".probes", "required: at least one probe")
 		return
