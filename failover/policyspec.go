@@ -13,7 +13,9 @@ import (
 // It is a spec and not the Policy itself, as a probe's spec is not its
 // result: Policy is the replicated rule set every replica decides by, set
 // through the log, whose JSON and hash must not move when the file's shape
-// does. The section also carries what only this node uses (timeout, the probes'
+// does. Build makes it from this section and what the other sections give
+// (the peers that vote, each site's probes, the zone and its records). The
+// section also carries what only this node uses (timeout, the probes'
 // default timeout), which never enters the log.
 type PolicySpec struct {
 	Interval      time.Duration `yaml:"interval" default:"2s" doc:"One probe round per interval."`
@@ -96,4 +98,26 @@ func (s PolicySpec) Validate() field.Errors {
 		errs.Add("failback", "%q must be manual or auto", s.Failback)
 	}
 	return errs
+}
+
+// Build returns the replicated Policy the section describes, for the
+// voting nodes, each site's probes, and the zone and records that move,
+// which the other sections give. auto_failover left out means on.
+func (s PolicySpec) Build(nodes []string, sites map[Site]SitePolicy, zone string, records []Record) Policy {
+	return Policy{
+		Nodes:        nodes,
+		Quorum:       s.Quorum,
+		Fall:         s.Fall,
+		Rise:         s.Rise,
+		Interval:     s.Interval,
+		StaleAfter:   s.StaleAfter,
+		AutoFailover: s.AutoFailover == nil || *s.AutoFailover,
+		BlockWindow:  s.BlockWindow,
+		Failback:     FailbackPolicy{Mode: s.Failback, After: s.FailbackAfter},
+		Sites:        sites,
+		Zone:         zone,
+		Records:      records,
+		FailbackGate: s.FailbackGate,
+		MaxPause:     s.MaxPause,
+	}
 }

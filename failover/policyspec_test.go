@@ -1,6 +1,7 @@
 package failover
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -84,5 +85,34 @@ func TestPolicySpecDerivedDefaults(t *testing.T) {
 	all := func(string) bool { return true }
 	if got := s.WithDerivedDefaults(3, all); got.Quorum != 0 || got.StaleAfter != 0 {
 		t.Errorf("both set to zero: got quorum %d stale_after %s, want both kept at zero", got.Quorum, got.StaleAfter)
+	}
+}
+
+// The replicated policy carries every rule of the section, and the nodes,
+// probes, zone and records the other sections give, unchanged.
+func TestPolicySpecBuild(t *testing.T) {
+	off := false
+	s := PolicySpec{Interval: 2 * time.Second, Timeout: time.Second, Fall: 3, Rise: 5, Quorum: 2, StaleAfter: 9 * time.Second,
+		AutoFailover: &off, BlockWindow: time.Hour, Failback: FailbackAuto, FailbackAfter: 10 * time.Minute,
+		MaxPause: 24 * time.Hour, FailbackGate: []string{"lb"}}
+	nodes := []string{"a", "b", "c"}
+	sites := map[Site]SitePolicy{
+		Primary: {Probes: []ProbeRef{{Name: "lms", Critical: true}, {Name: "lb"}}},
+		Backup:  {Probes: []ProbeRef{{Name: "lms", Critical: true}}},
+	}
+	records := []Record{{Name: "lms", Type: "A", TTL: 60, Primary: []string{"203.0.113.10"}, Backup: []string{"198.51.100.10"}}}
+	want := Policy{Nodes: nodes, Quorum: 2, Fall: 3, Rise: 5, Interval: 2 * time.Second, StaleAfter: 9 * time.Second,
+		AutoFailover: false, BlockWindow: time.Hour, Failback: FailbackPolicy{Mode: FailbackAuto, After: 10 * time.Minute},
+		Sites: sites, Zone: "example.org.", Records: records, FailbackGate: []string{"lb"}, MaxPause: 24 * time.Hour}
+	got := s.Build(nodes, sites, "example.org.", records)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got\n%+v\nwant\n%+v", got, want)
+	}
+	if err := got.Validate(); err != nil {
+		t.Errorf("built policy: %v", err)
+	}
+	s.AutoFailover = nil
+	if !s.Build(nodes, sites, "example.org.", records).AutoFailover {
+		t.Errorf("auto_failover left out: got off, want on")
 	}
 }

@@ -9,38 +9,6 @@ import (
 	"github.com/drwatch/drwatch/probes"
 )
 
-// PolicyFrom is the replicated policy this node's file describes.
-func PolicyFrom(c *config.Config) failover.Policy {
-	p := failover.Policy{
-		Quorum:       c.Policy.Quorum,
-		Fall:         c.Policy.Fall,
-		Rise:         c.Policy.Rise,
-		Interval:     c.Policy.Interval,
-		StaleAfter:   c.Policy.StaleAfter,
-		AutoFailover: c.Policy.AutoFailover == nil || *c.Policy.AutoFailover,
-		BlockWindow:  c.Policy.BlockWindow,
-		Failback:     failover.FailbackPolicy{Mode: c.Policy.Failback, After: c.Policy.FailbackAfter},
-		FailbackGate: c.Policy.FailbackGate,
-		MaxPause:     c.Policy.MaxPause,
-		Sites:        map[failover.Site]failover.SitePolicy{},
-		Zone:         c.DNS.Zone,
-	}
-	for _, peer := range c.Peers {
-		p.Nodes = append(p.Nodes, peer.ID)
-	}
-	for site, s := range map[failover.Site]config.Site{failover.Primary: c.Sites.Primary, failover.Backup: c.Sites.Backup} {
-		var sp failover.SitePolicy
-		for _, pr := range s.Probes {
-			sp.Probes = append(sp.Probes, failover.ProbeRef{Name: pr.Name, Critical: pr.Critical == nil || *pr.Critical})
-		}
-		p.Sites[site] = sp
-	}
-	for _, r := range c.DNS.Records {
-		p.Records = append(p.Records, failover.Record{Name: r.Name, Type: r.Type, TTL: r.TTL, Primary: r.Primary, Backup: r.Backup})
-	}
-	return p
-}
-
 // Observation is the report of one probe round from node, running the
 // policy with hash. Each result carries its completion time on this
 // watcher's clock, as evidence of when a failure was seen; the leader

@@ -122,7 +122,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	}
 	n := &Node{cfg: c, log: log, reg: reg, machine: failover.New(), now: now, changed: make(chan struct{}, 1), dnsChanged: make(chan struct{}, 1), started: now()}
 	n.lastRound.Store(n.started.UnixNano())
-	n.policy = PolicyFrom(c)
+	n.policy = c.ReplicatedPolicy()
 	if err := n.policy.Validate(); err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
