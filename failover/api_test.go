@@ -226,6 +226,23 @@ func TestHashIsCanonical(t *testing.T) {
 	}
 }
 
+// ShortHash names a policy by its first 12 hex digits and leaves a shorter
+// (or empty) hash as it is, so a node that never reported prints nothing.
+func TestShortHash(t *testing.T) {
+	h := testPolicy().Hash()
+	for _, tc := range []struct{ in, want string }{
+		{h, h[:12]},
+		{"0123456789abc", "0123456789ab"},
+		{"0123456789ab", "0123456789ab"},
+		{"abc", "abc"},
+		{"", ""},
+	} {
+		if got := ShortHash(tc.in); got != tc.want {
+			t.Errorf("ShortHash(%q): got %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
 // flipped returns a machine that has just failed over automatically to the backup.
 func flipped(t *testing.T) (*Machine, uint64) {
 	t.Helper()

@@ -482,7 +482,7 @@ func (s *state) setPolicy(index uint64, now int64, c *SetPolicy, res *Result) er
 	s.Now = now
 	if s.Policy != nil && h == s.PolicyHash {
 		res.Noop = "policy_unchanged"
-		res.Message = "policy " + short(h) + " already set"
+		res.Message = "policy " + ShortHash(h) + " already set"
 		s.evaluate(index, res)
 		return nil
 	}
@@ -501,9 +501,9 @@ func (s *state) setPolicy(index uint64, now int64, c *SetPolicy, res *Result) er
 			}
 		}
 	}
-	e := Entry{Index: index, At: now, Kind: KindPolicy, Actor: c.Actor, Reason: "policy " + short(h)}
+	e := Entry{Index: index, At: now, Kind: KindPolicy, Actor: c.Actor, Reason: "policy " + ShortHash(h)}
 	if old != "" {
-		e.Reason += " replaces " + short(old)
+		e.Reason += " replaces " + ShortHash(old)
 	}
 	switch recs := p.rrsets(s.Active); {
 	case s.Desired.Gen == 0:
@@ -706,7 +706,7 @@ func (m *Machine) Restore(b []byte) error {
 			return fmt.Errorf("decode snapshot: policy: %w", err)
 		}
 		if h := st.Policy.Hash(); h != st.PolicyHash {
-			return fmt.Errorf("decode snapshot: policy hash %s, recorded %s", short(h), short(st.PolicyHash))
+			return fmt.Errorf("decode snapshot: policy hash %s, recorded %s", ShortHash(h), ShortHash(st.PolicyHash))
 		}
 	}
 	for id, ns := range st.Nodes {
@@ -731,11 +731,4 @@ func fmtTime(ns int64) string {
 		return "never"
 	}
 	return time.Unix(0, ns).UTC().Format(time.RFC3339Nano)
-}
-
-func short(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
 }

@@ -412,6 +412,15 @@ func (p Policy) Hash() string {
 	return hex.EncodeToString(sum[:])
 }
 
+// ShortHash is the first 12 hex digits of a policy hash (all of h when it
+// is shorter): how messages, the log and the status page name a policy.
+func ShortHash(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
 // RRset is one record set of the desired DNS state: an absolute name, a
 // type, a TTL in seconds and sorted values.
 type RRset struct {

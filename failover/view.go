@@ -205,7 +205,7 @@ func (m *Machine) View() View {
 	for _, n := range v.Nodes {
 		if n.HashMismatch {
 			v.Warnings = append(v.Warnings, fmt.Sprintf("node %s runs policy %s, the cluster runs %s: its results count, its policy is not merged",
-				n.Node, orDash(short(n.PolicyHash)), short(s.PolicyHash)))
+				n.Node, orDash(ShortHash(n.PolicyHash)), ShortHash(s.PolicyHash)))
 		}
 		if !n.Reported {
 			v.Warnings = append(v.Warnings, fmt.Sprintf("node %s has never reported", n.Node))

@@ -550,7 +550,7 @@ func matrix(v *failover.View, now time.Time) ([]probeHeader, []nodeRow) {
 			r.LastAt = "reported " + ago(now, time.Unix(0, n.LastAt))
 		}
 		if n.HashMismatch {
-			r.Notes = append(r.Notes, "runs a different policy ("+short(n.PolicyHash)+")")
+			r.Notes = append(r.Notes, "runs a different policy ("+failover.ShortHash(n.PolicyHash)+")")
 		}
 		for _, u := range n.Unknown {
 			r.Notes = append(r.Notes, fmt.Sprintf("unknown probe %s/%s (%d results ignored)", u.Site, u.Probe, u.Count))
@@ -862,13 +862,6 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
-}
-
-func short(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
 }
 
 // absTime formats t in UTC to the second.

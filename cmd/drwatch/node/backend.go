@@ -86,7 +86,7 @@ func (n *Node) warnings(v failover.View, st cluster.Stats, stale float64) []stri
 		w = append(w, fmt.Sprintf("stale data: the last command applied here is %.0f s old", stale))
 	}
 	if v.Policy != nil && v.PolicyHash != n.hash {
-		w = append(w, fmt.Sprintf("this node's config file differs from the replicated policy (file %s, cluster %s): the cluster decides by its replicated policy", short(n.hash), short(v.PolicyHash)))
+		w = append(w, fmt.Sprintf("this node's config file differs from the replicated policy (file %s, cluster %s): the cluster decides by its replicated policy", failover.ShortHash(n.hash), failover.ShortHash(v.PolicyHash)))
 	}
 	n.mu.Lock()
 	repErr := n.lastReport.err
@@ -95,13 +95,6 @@ func (n *Node) warnings(v failover.View, st cluster.Stats, stale float64) []stri
 		w = append(w, "this node's probe reports are not being committed: "+repErr.Error())
 	}
 	return append(w, v.Warnings...)
-}
-
-func short(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
 }
 
 // History implements api.Backend.

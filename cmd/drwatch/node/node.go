@@ -214,7 +214,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 		reloadEvery = CredentialsReloadEvery
 	}
 	n.goFunc(func() { n.credsLoop(probeCtx, reloadEvery) })
-	log.Info("watcher started", "raft_addr", c.Node.RaftAddr, "policy", n.hash[:12])
+	log.Info("watcher started", "raft_addr", c.Node.RaftAddr, "policy", failover.ShortHash(n.hash))
 	return n, nil
 }
 
