@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -208,7 +209,7 @@ over it.`,
 
 // Run performs the break-glass write.
 func (d *dnsSetCmd) Run(ctx context.Context, w io.Writer) error {
-	actor := firstNonEmpty(d.actor, os.Getenv("USER"), "unknown")
+	actor := cmp.Or(d.actor, os.Getenv("USER"), "unknown")
 	var id [8]byte
 	_, _ = rand.Read(id[:])
 	m := reconcile.BreakGlassMarker{ID: hex.EncodeToString(id[:]), Site: failover.Site(d.site), Actor: actor, At: time.Now(), Reason: d.reason}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -89,7 +90,7 @@ func (r *remediateRecordsCmd) Run(ctx context.Context, w io.Writer) error {
 			result += " (needs admin)"
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", rec.Index, unixTime(rec.At), logText(rec.Name), logText(rec.Verb), logText(rec.Target), result,
-			orDash(logText(rec.Reason)), orDash(logText(rec.Detail)))
+			cmp.Or(logText(rec.Reason), "-"), cmp.Or(logText(rec.Detail), "-"))
 	}
 	return tw.Flush()
 }
