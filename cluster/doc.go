@@ -17,4 +17,7 @@
 // (RaftTiming): its defaults and its rules, which Config embeds.
 //
 // DESIGN.md in this directory explains the choices.
+//
+// It never imports failover, dnsprovider or probes: what it replicates is
+// opaque bytes to it, and the decision core plugs in as a StateMachine.
 package cluster

@@ -83,4 +83,8 @@
 // BIND's prerequisite semantics) for `drwatch demo` and tests; providertest
 // is the conformance suite every implementation runs (test/dnsservers runs it
 // against real BIND9, Knot DNS and PowerDNS).
+//
+// dnsprovider and its subpackages never import failover, cluster or probes:
+// the reconciler hands them RRsets and a fence, and they know nothing of
+// why.
 package dnsprovider

@@ -38,4 +38,8 @@
 // nor doubles them.
 //
 // The Kubernetes remediators live in package kube.
+//
+// Remediation packages (this one and those below it) never import cluster
+// or dnsprovider: the Runner declares the cluster it needs as an interface,
+// and DNS is the reconciler's.
 package remediate

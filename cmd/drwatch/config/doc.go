@@ -20,4 +20,7 @@
 // Secrets are never accepted inline. Fields ending in _file name a file that
 // holds the secret; fields ending in _env name an environment variable. No
 // secret value ever appears in a Problem.
+//
+// It never imports cmd/drwatch/api, cmd/drwatch/node or cmd/drwatch/demo:
+// they build from a Config, not the other way round.
 package config

@@ -48,4 +48,6 @@
 //
 // Plans only read. Applies re-read and re-check their precondition, and
 // treat an effect already in place as success.
+//
+// Like every remediation package it never imports cluster or dnsprovider.
 package openstack

@@ -1,6 +1,3 @@
-// Package remediatetest holds what every remediator's tests share: a
-// one-process replicated log in front of a real failover.Machine, and a
-// helper that runs one Runner pass and returns the records it added.
 package remediatetest
 
 import (
