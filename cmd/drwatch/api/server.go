@@ -251,21 +251,30 @@ func checkReason(w http.ResponseWriter, req *WriteRequest) bool {
 	return true
 }
 
+// writeRequest authenticates a write that needs role needs, decodes its
+// body and checks its text. When any of that fails it has answered the
+// client, and ok is false.
+func (s *Server) writeRequest(w http.ResponseWriter, r *http.Request, needs Role) (req WriteRequest, actor string, ok bool) {
+	if actor, ok = s.authorize(w, r, needs); !ok {
+		return req, "", false
+	}
+	if !s.decode(w, r, &req) || !checkReason(w, &req) {
+		return req, "", false
+	}
+	return req, actor, true
+}
+
+// writeTimeout bounds how long a write waits for the cluster to commit it.
+const writeTimeout = 15 * time.Second
+
 type cmdBuilder func(req WriteRequest, actor string) (failover.Command, error)
 
 // write handles a command endpoint: authenticate, decode, build, then
 // either dry-run or submit.
 func (s *Server) write(needs Role, build cmdBuilder) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		actor, ok := s.authorize(w, r, needs)
+		req, actor, ok := s.writeRequest(w, r, needs)
 		if !ok {
-			return
-		}
-		var req WriteRequest
-		if !s.decode(w, r, &req) {
-			return
-		}
-		if !checkReason(w, &req) {
 			return
 		}
 		cmd, err := build(req, actor)
@@ -283,7 +292,7 @@ func (s *Server) write(needs Role, build cmdBuilder) http.HandlerFunc {
 			writeJSON(w, http.StatusOK, dr)
 			return
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
+		ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)
 		defer cancel()
 		res, index, err := s.backend.Submit(ctx, cmd)
 		if err != nil {
@@ -373,19 +382,15 @@ func (s *Server) ackCmd(req WriteRequest, actor string) (failover.Command, error
 }
 
 func (s *Server) removeMember(w http.ResponseWriter, r *http.Request) {
-	actor, ok := s.authorize(w, r, RoleAdmin)
+	req, actor, ok := s.writeRequest(w, r, RoleAdmin)
 	if !ok {
-		return
-	}
-	var req WriteRequest
-	if !s.decode(w, r, &req) || !checkReason(w, &req) {
 		return
 	}
 	if req.ID == "" {
 		writeError(w, ErrorDetail{Code: CodeBadRequest, Message: "id is required"})
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
+	ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)
 	defer cancel()
 	if err := s.backend.RemoveMember(ctx, req.ID, req.Confirm, actor, req.Reason); err != nil {
 		writeSubmitError(w, err)
@@ -399,12 +404,8 @@ func (s *Server) removeMember(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) addMember(w http.ResponseWriter, r *http.Request) {
-	actor, ok := s.authorize(w, r, RoleAdmin)
+	req, actor, ok := s.writeRequest(w, r, RoleAdmin)
 	if !ok {
-		return
-	}
-	var req WriteRequest
-	if !s.decode(w, r, &req) || !checkReason(w, &req) {
 		return
 	}
 	if req.ID == "" || req.RaftAddr == "" {
@@ -415,7 +416,7 @@ func (s *Server) addMember(w http.ResponseWriter, r *http.Request) {
 		writeError(w, ErrorDetail{Code: CodeBadRequest, Message: "raft_addr must be host:port"})
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
+	ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)
 	defer cancel()
 	if err := s.backend.AddMember(ctx, req.ID, req.RaftAddr, actor, req.Reason); err != nil {
 		writeSubmitError(w, err)
