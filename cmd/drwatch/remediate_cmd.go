@@ -7,13 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
 
-	"github.com/drwatch/drwatch/cmd/drwatch/api"
 	"github.com/drwatch/drwatch/cmd/drwatch/node"
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/failover/remediate"
@@ -64,8 +62,8 @@ func (r *remediateRecordsCmd) Run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var st api.Status
-	if err := cl.do(ctx, http.MethodGet, "/api/v1/status", nil, &st); err != nil {
+	st, err := cl.status(ctx)
+	if err != nil {
 		return cliErr(err)
 	}
 	recs := make([]failover.RemediationRecord, 0, len(st.State.Remediations))
