@@ -20,7 +20,6 @@
 //   - Once a decision is verified, later drift is reported, not silently
 //     reverted; a human resolves it with a new decision (failover, failback).
 //
-// It never imports cluster or probes: it declares the leadership it needs
-// (VerifyLeader, Propose) as an interface, and reads the decision core's
-// replica, not the probes.
+// It never imports cluster: it declares the leadership it needs
+// (VerifyLeader, Propose) as an interface.
 package reconcile

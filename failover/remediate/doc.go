@@ -39,7 +39,6 @@
 //
 // The Kubernetes remediators live in package kube.
 //
-// Remediation packages (this one and those below it) never import cluster
-// or dnsprovider: the Runner declares the cluster it needs as an interface,
-// and DNS is the reconciler's.
+// Remediation packages (this one and those below it) never import cluster:
+// the Runner declares the leadership it needs as an interface.
 package remediate

@@ -39,9 +39,8 @@ var rules = []struct{ pkgs, kind, deps string }{
 	// The pure decision core and the vocabulary it shares (failover/DESIGN.md).
 	{"failover", only, "internal/field"},
 	{"internal/field", only, ""},
-	// The leader's loops act through interfaces they declare.
-	{"failover/reconcile", never, "cluster/... probes/..."},
-	{"failover/remediate/...", never, "cluster/... dnsprovider/..."},
+	// The leader's loops act through the leadership interfaces they declare, never the Raft plumbing.
+	{"failover/reconcile failover/remediate/...", never, "cluster/..."},
 	// The parts the core decides from and acts through know nothing of it or of each other.
 	{"probes/...", never, "failover/... cluster/... dnsprovider/..."},
 	{"dnsprovider/...", never, "failover/... cluster/... probes/..."},

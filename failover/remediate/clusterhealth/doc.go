@@ -17,5 +17,5 @@
 // with a cap on items, a cap on each response's bytes, and caps on what is
 // kept and shown, so a huge or hostile API answer costs at most those.
 //
-// Like every remediation package it never imports cluster or dnsprovider.
+// Like every remediation package it never imports cluster.
 package clusterhealth

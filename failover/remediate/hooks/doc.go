@@ -11,5 +11,5 @@
 // holds a flip for ever. Post-failover hooks run once the flip is verified;
 // their failures are recorded, never undone.
 //
-// Like every remediation package it never imports cluster or dnsprovider.
+// Like every remediation package it never imports cluster.
 package hooks

@@ -41,5 +41,5 @@
 // resourceVersion) as a precondition, and treat an effect already in place
 // as success.
 //
-// Like every remediation package it never imports cluster or dnsprovider.
+// Like every remediation package it never imports cluster.
 package kube

@@ -36,5 +36,5 @@
 // within the credentials' own project. A load balancer not ACTIVE is an
 // error (its pools may be changing), so drain-trap moves nothing.
 //
-// Like every remediation package it never imports cluster or dnsprovider.
+// Like every remediation package it never imports cluster.
 package octavia

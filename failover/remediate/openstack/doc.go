@@ -49,5 +49,5 @@
 // Plans only read. Applies re-read and re-check their precondition, and
 // treat an effect already in place as success.
 //
-// Like every remediation package it never imports cluster or dnsprovider.
+// Like every remediation package it never imports cluster.
 package openstack

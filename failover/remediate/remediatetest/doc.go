@@ -3,5 +3,5 @@
 // helper that runs one Runner pass and returns the records it added.
 //
 // Only tests import it, never the code of a package outside test/. Like
-// every remediation package it never imports cluster or dnsprovider.
+// every remediation package it never imports cluster.
 package remediatetest
