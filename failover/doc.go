@@ -9,9 +9,11 @@
 // state with a generation (the log index of the deciding entry) that the
 // leader's reconciler writes and reports back with ActionResult.
 //
-// The package imports only the standard library and internal/field (the
-// field errors every configuration section returns), does no I/O, never logs
-// and never reads the clock. Map iteration is sorted wherever it reaches output,
+// The package imports only the standard library and pure stdlib-only leaf
+// packages: internal/field (the field errors every configuration section
+// returns) and internal/dnsname (the DNS name and value rules it shares with
+// the providers). It does no I/O, never logs and never reads the clock. Map
+// iteration is sorted wherever it reaches output,
 // so replicas that applied the same log produce byte-identical snapshots.
 // See DESIGN.md for why.
 //

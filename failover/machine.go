@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/drwatch/drwatch/internal/dnsname"
 )
 
 // Machine is the replicated decision state. Step and Apply mutate it; the
@@ -535,18 +537,15 @@ func cutKey(k string) (Site, string, bool) {
 	return "", k, false
 }
 
+// equalRRsets reports whether a and b are the same RRsets, values compared
+// as the providers and the reconciler compare them (dnsname.SameValues).
 func equalRRsets(a, b []RRset) bool {
 	if len(a) != len(b) {
 		return false
 	}
 	for i := range a {
-		if a[i].Name != b[i].Name || a[i].Type != b[i].Type || a[i].TTL != b[i].TTL || len(a[i].Values) != len(b[i].Values) {
+		if a[i].Name != b[i].Name || a[i].Type != b[i].Type || a[i].TTL != b[i].TTL || !dnsname.SameValues(a[i].Type, a[i].Values, b[i].Values) {
 			return false
-		}
-		for j := range a[i].Values {
-			if a[i].Values[j] != b[i].Values[j] {
-				return false
-			}
 		}
 	}
 	return true

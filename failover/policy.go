@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/drwatch/drwatch/internal/dnsname"
 )
 
 // Site names one of the two sites drwatch moves traffic between.
@@ -244,10 +246,10 @@ func (p Policy) Validate() error {
 	types := map[string][]string{} // fqdn -> types
 	for i, r := range p.Records {
 		f := fmt.Sprintf("records[%d]", i)
-		name := fqdn(r.Name, zone)
+		name := dnsname.Absolute(r.Name, zone)
 		if r.Name == "" {
 			bad(f+".name", "empty name")
-		} else if zone != "" && name != zone && !strings.HasSuffix(name, "."+zone) {
+		} else if zone != "" && !dnsname.InZone(name, zone) {
 			bad(f+".name", "%q is not inside zone %q", r.Name, zone)
 		}
 		typ := strings.ToUpper(r.Type)
@@ -311,23 +313,6 @@ func checkValue(typ, v string) error {
 	return nil
 }
 
-// fqdn makes name absolute in zone (both lower-cased); "@" is the apex.
-func fqdn(name, zone string) string {
-	name = strings.ToLower(name)
-	zone = strings.ToLower(zone)
-	if zone != "" && !strings.HasSuffix(zone, ".") {
-		zone += "."
-	}
-	switch {
-	case name == "@" || name == "":
-		return zone
-	case strings.HasSuffix(name, "."):
-		return name
-	default:
-		return name + "." + zone
-	}
-}
-
 // normalize returns a deep copy in canonical form: sorted nodes, probes and
 // records, absolute lower-case names, canonical addresses. Two policies that
 // mean the same thing normalize to the same value, so they hash the same.
@@ -342,13 +327,13 @@ func (p Policy) normalize() Policy {
 		slices.SortStableFunc(sp.Probes, func(a, b ProbeRef) int { return strings.Compare(a.Name, b.Name) })
 		q.Sites[s] = sp
 	}
-	q.Zone = fqdn("@", q.Zone)
+	q.Zone = dnsname.Absolute("@", q.Zone)
 	for i := range q.Records {
 		r := &q.Records[i]
-		r.Name = fqdn(r.Name, q.Zone)
+		r.Name = dnsname.Absolute(r.Name, q.Zone)
 		r.Type = strings.ToUpper(r.Type)
-		r.Primary = canonValues(r.Type, r.Primary)
-		r.Backup = canonValues(r.Type, r.Backup)
+		r.Primary = dnsname.Values(r.Type, r.Primary)
+		r.Backup = dnsname.Values(r.Type, r.Backup)
 	}
 	slices.SortStableFunc(q.Records, func(a, b Record) int {
 		if c := strings.Compare(a.Name, b.Name); c != 0 {
@@ -357,23 +342,6 @@ func (p Policy) normalize() Policy {
 		return strings.Compare(a.Type, b.Type)
 	})
 	return q
-}
-
-func canonValues(typ string, vs []string) []string {
-	out := make([]string, 0, len(vs))
-	for _, v := range vs {
-		if typ == "CNAME" {
-			out = append(out, strings.ToLower(v))
-			continue
-		}
-		if a, err := netip.ParseAddr(v); err == nil {
-			out = append(out, a.String())
-		} else {
-			out = append(out, v)
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
 }
 
 // clone deep-copies p.

@@ -37,8 +37,9 @@ const (
 // a row cannot outlive what it guards.
 var rules = []struct{ pkgs, kind, deps string }{
 	// The pure decision core and the vocabulary it shares (failover/DESIGN.md).
-	{"failover", only, "internal/field"},
+	{"failover", only, "internal/field internal/dnsname"},
 	{"internal/field", only, ""},
+	{"internal/dnsname", only, ""},
 	// The leader's loops act through the leadership interfaces they declare, never the Raft plumbing.
 	{"failover/reconcile failover/remediate/...", never, "cluster/..."},
 	// The parts the core decides from and acts through know nothing of it or of each other.
