@@ -6,6 +6,7 @@ import (
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/hooks"
+	"github.com/drwatch/drwatch/internal/dnsname"
 	"github.com/drwatch/drwatch/internal/field"
 	"io/fs"
 	"net"
@@ -481,7 +482,7 @@ func (v *validator) dns(c *Config) {
 	if v.required("dns.zone", d.Zone) {
 		if !strings.HasSuffix(d.Zone, ".") {
 			v.add("dns.zone", "%q must be fully qualified, ending in '.'", d.Zone)
-		} else if _, ok := isDomainName(d.Zone); !ok {
+		} else if !dnsname.IsDomainName(d.Zone) {
 			v.add("dns.zone", "%q is not a domain name", d.Zone)
 		} else {
 			zoneOK = true
@@ -561,7 +562,7 @@ func (v *validator) recordValue(path, typ, val string) {
 			v.add(path, "%q is not an IPv6 address", val)
 		}
 	case "CNAME":
-		if _, ok := isDomainName(strings.TrimSuffix(val, ".") + "."); !ok || !strings.HasSuffix(val, ".") {
+		if !dnsname.IsDomainName(strings.TrimSuffix(val, ".")+".") || !strings.HasSuffix(val, ".") {
 			v.add(path, "%q must be a fully qualified name ending in '.'", val)
 		}
 	}
@@ -680,38 +681,9 @@ func (v *validator) log(c *Config) {
 // qualify returns name as a lower-case FQDN in zone, and whether it lies in
 // the zone. "@" is the apex.
 func qualify(name, zone string) (string, bool) {
-	zone = strings.ToLower(zone)
-	n := strings.ToLower(name)
-	if n == "@" {
-		return zone, true
+	fq := dnsname.Absolute(name, zone)
+	if strings.HasSuffix(name, ".") {
+		return fq, dnsname.InZone(fq, strings.ToLower(zone))
 	}
-	if strings.HasSuffix(n, ".") {
-		return n, n == zone || strings.HasSuffix(n, "."+zone)
-	}
-	fq := n + "." + zone
-	_, ok := isDomainName(fq)
-	return fq, ok
-}
-
-// isDomainName reports whether s is a syntactically valid FQDN (RFC 1035
-// label rules, allowing '_' and '*' as DNS-SD and wildcards do).
-func isDomainName(s string) (string, bool) {
-	if len(s) < 2 || len(s) > 254 || !strings.HasSuffix(s, ".") {
-		return s, false
-	}
-	for _, lab := range strings.Split(strings.TrimSuffix(s, "."), ".") {
-		if lab == "" || len(lab) > 63 {
-			return s, false
-		}
-		for i, r := range lab {
-			switch {
-			case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_':
-			case r == '-' && i > 0 && i < len(lab)-1:
-			case r == '*' && lab == "*":
-			default:
-				return s, false
-			}
-		}
-	}
-	return s, true
+	return fq, name == "@" || dnsname.IsDomainName(fq)
 }
