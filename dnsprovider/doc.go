@@ -10,6 +10,12 @@
 // fenceOld, fenceNew). New(Config, logger) selects an implementation by
 // name; NewVerifier/NewVerifierFromConfig build the authoritative check.
 //
+// Config is also the `dns:` section of a node's config file: the package
+// owns its yaml shape, defaults and documentation (struct tags) and its
+// rules (Config.Validate, paths relative to the section). Record names and
+// values follow internal/dnsname, the rules the decision core shares. The
+// package never imports failover.
+//
 //	p, err := dnsprovider.New(cfg, logger)
 //	cur, err := p.GetRecords(ctx, ids)
 //	if cas, ok := p.(dnsprovider.CompareAndSwapper); ok {

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/cmd/drwatch/config"
-	"github.com/drwatch/drwatch/cmd/drwatch/node"
 	"github.com/drwatch/drwatch/dnsprovider"
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/failover/reconcile"
@@ -48,12 +47,11 @@ func loadDNSTarget(path string) (*dnsTarget, error) {
 	if err != nil {
 		return nil, err
 	}
-	dc := node.DNSConfigFrom(cfg)
-	p, err := dnsprovider.New(dc, nil)
+	p, err := dnsprovider.New(cfg.DNS.Config, nil)
 	if err != nil {
 		return nil, fmt.Errorf("dns provider: %w", err)
 	}
-	v, err := dnsprovider.NewVerifier(cfg.DNS.Zone, dc.Verify, nil)
+	v, err := dnsprovider.NewVerifierFromConfig(cfg.DNS.Config, nil)
 	if err != nil {
 		return nil, fmt.Errorf("dns verify: %w", err)
 	}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"github.com/drwatch/drwatch/cluster"
+	"github.com/drwatch/drwatch/dnsprovider"
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/clusterhealth"
@@ -115,21 +116,12 @@ type Probe struct {
 	VIPPort                         int      `yaml:"vip_port" types:"octavia" default:"443" doc:"octavia: the VIP port for check_vip."`
 }
 
-// DNS describes the records drwatch manages.
+// DNS is the dns section: the provider, the zone and the verification are
+// dnsprovider's to decode, default and check; the records to flip are the
+// file's.
 type DNS struct {
-	Provider     string     `yaml:"provider" default:"rfc2136" doc:"rfc2136, powerdns, cloudflare, route53, digitalocean, hetzner, desec, designate."`
-	Zone         string     `yaml:"zone" doc:"The zone, fully qualified (example.org.)."`
-	Fence        string     `yaml:"fence" default:"_drwatch" doc:"Name of the TXT record that carries the fencing generation, relative to the zone."`
-	Records      []Record   `yaml:"records" doc:"The records to flip. Each has targets for both sites."`
-	Verify       Verify     `yaml:"verify" doc:"Checking the flip at every authoritative server."`
-	RFC2136      *RFC2136   `yaml:"rfc2136" doc:"provider rfc2136: dynamic update with TSIG (compare-and-swap)."`
-	PowerDNS     *PowerDNS  `yaml:"powerdns" doc:"provider powerdns: the HTTP API (no compare-and-swap)."`
-	Cloudflare   *APIToken  `yaml:"cloudflare" doc:"provider cloudflare (no compare-and-swap)."`
-	DigitalOcean *APIToken  `yaml:"digitalocean" doc:"provider digitalocean (no compare-and-swap)."`
-	Hetzner      *APIToken  `yaml:"hetzner" doc:"provider hetzner (no compare-and-swap)."`
-	DeSEC        *APIToken  `yaml:"desec" doc:"provider desec (no compare-and-swap)."`
-	Route53      *Route53   `yaml:"route53" doc:"provider route53 (no compare-and-swap)."`
-	Designate    *Designate `yaml:"designate" doc:"provider designate: OpenStack DNS in a region other than the primary."`
+	dnsprovider.Config `yaml:",inline"`
+	Records            []Record `yaml:"records" doc:"The records to flip. Each has targets for both sites."`
 }
 
 // Record is one RRset with its value for each site.
@@ -139,57 +131,6 @@ type Record struct {
 	TTL     int      `yaml:"ttl" default:"60" doc:"Seconds. Low, so the flip takes effect quickly."`
 	Primary []string `yaml:"primary" doc:"Values while the primary is active."`
 	Backup  []string `yaml:"backup" doc:"Values while the backup is active."`
-}
-
-// Verify configures propagation checks.
-type Verify struct {
-	Servers []string      `yaml:"servers" doc:"host:port of each authoritative server; default: the zone's NS set."`
-	Timeout time.Duration `yaml:"timeout" default:"30s" doc:"How long to wait for every server to answer the new records."`
-}
-
-// RFC2136 is dynamic update with TSIG.
-type RFC2136 struct {
-	Server    string `yaml:"server" doc:"host:port of the primary authoritative server."`
-	KeyName   string `yaml:"key_name" doc:"TSIG key name, as in the key file; the trailing dot is optional (drwatch and drwatch. name the same key)."`
-	KeyFile   string `yaml:"key_file" doc:"File holding the TSIG secret (BIND key clause or bare base64)."`
-	Algorithm string `yaml:"algorithm" default:"hmac-sha256" doc:"hmac-sha256 or hmac-sha512."`
-}
-
-// PowerDNS is the PowerDNS authoritative server's HTTP API.
-type PowerDNS struct {
-	URL          string `yaml:"url" doc:"Base URL of the HTTP API (http://host:8081)."`
-	ServerID     string `yaml:"server_id" default:"localhost" doc:"Server ID in the API's paths."`
-	APITokenFile string `yaml:"api_token_file" doc:"File holding the API key."`
-	APITokenEnv  string `yaml:"api_token_env" doc:"Environment variable holding the API key."`
-}
-
-// APIToken is a hosted provider reached with an API token alone: its API's
-// address is fixed, so there is nothing else to set.
-type APIToken struct {
-	APITokenFile string `yaml:"api_token_file" doc:"File holding the API token."`
-	APITokenEnv  string `yaml:"api_token_env" doc:"Environment variable holding the API token."`
-}
-
-// Route53 is AWS Route 53.
-type Route53 struct {
-	Region              string `yaml:"region" doc:"AWS region."`
-	HostedZoneID        string `yaml:"hosted_zone_id" doc:"Hosted zone ID (optional)."`
-	AccessKeyIDFile     string `yaml:"access_key_id_file" doc:"File holding the access key ID."`
-	SecretAccessKeyFile string `yaml:"secret_access_key_file" doc:"File holding the secret access key."`
-}
-
-// Designate is OpenStack DNS.
-type Designate struct {
-	AuthURL                         string `yaml:"auth_url" doc:"Keystone v3 URL of the region that serves DNS."`
-	Region                          string `yaml:"region" doc:"Region of the Designate used (not the primary's)."`
-	Interface                       string `yaml:"interface" default:"public" doc:"Endpoint interface: public, internal or admin."`
-	ApplicationCredentialID         string `yaml:"application_credential_id" doc:"Application credential ID (not secret)."`
-	ApplicationCredentialSecretFile string `yaml:"application_credential_secret_file" doc:"File holding the application credential secret."`
-	Username                        string `yaml:"username" doc:"User name, instead of an application credential."`
-	UserDomainName                  string `yaml:"user_domain_name" doc:"The user's domain."`
-	ProjectName                     string `yaml:"project_name" doc:"Project that owns the zone."`
-	ProjectDomainName               string `yaml:"project_domain_name" doc:"The project's domain."`
-	PasswordFile                    string `yaml:"password_file" doc:"File holding the user's password."`
 }
 
 // Log configures logging.

@@ -9,12 +9,10 @@ import (
 	"github.com/drwatch/drwatch/internal/dnsname"
 	"github.com/drwatch/drwatch/internal/field"
 	"io/fs"
-	"net"
 	"net/netip"
 	"net/url"
 	"os"
 	"regexp"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -129,19 +127,10 @@ func (v *validator) required(path, val string) bool {
 }
 
 func (v *validator) hostPort(path, val string) {
-	if !v.required(path, val) {
-		return
-	}
-	host, port, err := net.SplitHostPort(val)
-	if err != nil {
-		v.add(path, "%q is not host:port", val)
-		return
-	}
-	if host == "" {
-		v.add(path, "%q has no host; bind an explicit address", val)
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		v.add(path, "port %q is not 1-65535", port)
+	var errs field.Errors
+	errs.HostPort(path, val)
+	for _, e := range errs {
+		v.add(e.Path, "%s", e.Msg)
 	}
 }
 
@@ -274,8 +263,7 @@ func (v *validator) atMost(path string, d, limit time.Duration) bool {
 
 // Upper bounds that catch unit mistakes (2h for 2s).
 const (
-	maxDNSVerifyTimeout = 10 * time.Minute
-	maxCertMinValidity  = failover.MaxWindow
+	maxCertMinValidity = failover.MaxWindow
 )
 
 func (v *validator) raft(c *Config) {
@@ -474,21 +462,24 @@ func (v *validator) octaviaProbe(pp string, p Probe) {
 	}
 }
 
-var dnsProviders = []string{"rfc2136", "powerdns", "cloudflare", "route53", "digitalocean", "hetzner", "desec", "designate"}
-
+// dns checks the provider's section with its own rules (dnsprovider), the
+// files and variables its credentials come from, and the records against
+// the zone.
 func (v *validator) dns(c *Config) {
 	d := c.DNS
-	zoneOK := false
-	if v.required("dns.zone", d.Zone) {
-		if !strings.HasSuffix(d.Zone, ".") {
-			v.add("dns.zone", "%q must be fully qualified, ending in '.'", d.Zone)
-		} else if !dnsname.IsDomainName(d.Zone) {
-			v.add("dns.zone", "%q is not a domain name", d.Zone)
-		} else {
-			zoneOK = true
+	for _, e := range d.Config.Validate().Under("dns") {
+		v.add(e.Path, "%s", e.Msg)
+	}
+	for _, cr := range d.Credentials() {
+		path := "dns." + cr.Path
+		v.fileField(path, cr.File, false)
+		if cr.Env != "" && !v.opts.SkipFileChecks {
+			if _, ok := os.LookupEnv(cr.Env); !ok {
+				v.add(path, "no such environment variable (%s)", valueNotShown)
+			}
 		}
 	}
-	v.providerSection(d)
+	zoneOK := dnsname.IsDomainName(d.Zone)
 	if len(d.Records) == 0 {
 		v.add("dns.records", "required: at least one record to flip")
 	}
@@ -538,13 +529,6 @@ func (v *validator) dns(c *Config) {
 			}
 		}
 	}
-	for i, s := range d.Verify.Servers {
-		v.hostPort(fmt.Sprintf("dns.verify.servers[%d]", i), s)
-	}
-	_ = v.positive("dns.verify.timeout", d.Verify.Timeout) && v.atMost("dns.verify.timeout", d.Verify.Timeout, maxDNSVerifyTimeout)
-	if d.Fence == "" || strings.HasSuffix(d.Fence, ".") {
-		v.add("dns.fence", "%q must be a name relative to the zone", d.Fence)
-	}
 }
 
 func (v *validator) recordValue(path, typ, val string) {
@@ -565,105 +549,6 @@ func (v *validator) recordValue(path, typ, val string) {
 		if !dnsname.IsDomainName(strings.TrimSuffix(val, ".")+".") || !strings.HasSuffix(val, ".") {
 			v.add(path, "%q must be a fully qualified name ending in '.'", val)
 		}
-	}
-}
-
-// providerSection checks that exactly the selected provider's section is set
-// and that its credentials come from files or the environment.
-func (v *validator) providerSection(d DNS) {
-	known := false
-	for _, p := range dnsProviders {
-		if d.Provider == p {
-			known = true
-		}
-		if p != d.Provider && v.present("dns."+p) {
-			v.add("dns."+p, "section for provider %s, but dns.provider is %q", p, d.Provider)
-		}
-	}
-	if !known {
-		v.add("dns.provider", "%q must be one of %s", d.Provider, strings.Join(dnsProviders, ", "))
-		return
-	}
-	base := "dns." + d.Provider
-	switch d.Provider {
-	case "rfc2136":
-		r := d.RFC2136
-		if r == nil {
-			v.add(base, "required for provider rfc2136")
-			return
-		}
-		v.hostPort(base+".server", r.Server)
-		v.required(base+".key_name", r.KeyName)
-		v.fileField(base+".key_file", r.KeyFile, true)
-		if r.Algorithm != "hmac-sha256" && r.Algorithm != "hmac-sha512" {
-			v.add(base+".algorithm", "%q must be hmac-sha256 or hmac-sha512", r.Algorithm)
-		}
-	case "powerdns":
-		t := d.PowerDNS
-		if t == nil {
-			v.add(base, "required for provider powerdns")
-			return
-		}
-		if v.required(base+".url", t.URL) {
-			if u, err := url.Parse(t.URL); err != nil || u.Host == "" {
-				v.add(base+".url", "%q is not a URL", t.URL)
-			}
-		}
-		v.tokenSource(base, t.APITokenFile, t.APITokenEnv)
-	case "cloudflare", "digitalocean", "hetzner", "desec":
-		t := map[string]*APIToken{"cloudflare": d.Cloudflare, "digitalocean": d.DigitalOcean, "hetzner": d.Hetzner, "desec": d.DeSEC}[d.Provider]
-		if t == nil {
-			v.add(base, "required for provider %s", d.Provider)
-			return
-		}
-		v.tokenSource(base, t.APITokenFile, t.APITokenEnv)
-	case "route53":
-		r := d.Route53
-		if r == nil {
-			v.add(base, "required for provider route53")
-			return
-		}
-		v.required(base+".region", r.Region)
-		v.fileField(base+".access_key_id_file", r.AccessKeyIDFile, true)
-		v.fileField(base+".secret_access_key_file", r.SecretAccessKeyFile, true)
-	case "designate":
-		g := d.Designate
-		if g == nil {
-			v.add(base, "required for provider designate")
-			return
-		}
-		if v.required(base+".auth_url", g.AuthURL) {
-			if u, err := url.Parse(g.AuthURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-				v.add(base+".auth_url", "%q is not an http(s) URL", g.AuthURL)
-			}
-		}
-		v.required(base+".region", g.Region)
-		switch {
-		case g.ApplicationCredentialID != "":
-			v.fileField(base+".application_credential_secret_file", g.ApplicationCredentialSecretFile, true)
-		case g.Username != "":
-			v.fileField(base+".password_file", g.PasswordFile, true)
-			v.required(base+".project_name", g.ProjectName)
-		default:
-			v.add(base, "needs application_credential_id + application_credential_secret_file, or username + password_file")
-		}
-	}
-}
-
-func (v *validator) tokenSource(base, file, env string) {
-	switch {
-	case file != "" && env != "":
-		v.add(base+".api_token_file", "set api_token_file or api_token_env, not both")
-	case file != "":
-		v.fileField(base+".api_token_file", file, true)
-	case env != "":
-		if !v.opts.SkipFileChecks {
-			if _, ok := os.LookupEnv(env); !ok {
-				v.add(base+".api_token_env", "no such environment variable (%s)", valueNotShown)
-			}
-		}
-	default:
-		v.add(base, "needs api_token_file or api_token_env")
 	}
 }
 

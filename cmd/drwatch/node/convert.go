@@ -1,10 +1,7 @@
 package node
 
 import (
-	"time"
-
 	"github.com/drwatch/drwatch/cmd/drwatch/config"
-	"github.com/drwatch/drwatch/dnsprovider"
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/probes"
 )
@@ -62,50 +59,6 @@ func probeSpecs(in []config.Probe) []probes.Spec {
 			}
 		}
 		out = append(out, s)
-	}
-	return out
-}
-
-// DNSConfigFrom maps the file's dns section onto the provider's config.
-func DNSConfigFrom(c *config.Config) dnsprovider.Config {
-	d := c.DNS
-	out := dnsprovider.Config{Provider: d.Provider, Zone: d.Zone, FenceName: d.Fence}
-	secret := func(file, env string) dnsprovider.Secret { return dnsprovider.Secret{File: file, Env: env} }
-	if r := d.RFC2136; r != nil {
-		// One exchange may take at most an interval (1s..5s): a query lost
-		// while the server is down must not delay the retry after it returns.
-		timeout := min(max(c.Policy.Interval, time.Second), 5*time.Second)
-		out.RFC2136 = dnsprovider.RFC2136Config{Server: r.Server, KeyName: r.KeyName, KeyFile: r.KeyFile, Algorithm: r.Algorithm, Timeout: timeout}
-	}
-	if t := d.PowerDNS; t != nil {
-		out.PowerDNS = dnsprovider.PowerDNSConfig{ServerURL: t.URL, ServerID: t.ServerID, APIKey: secret(t.APITokenFile, t.APITokenEnv)}
-	}
-	if t := d.Cloudflare; t != nil {
-		out.Cloudflare = dnsprovider.CloudflareConfig{APIToken: secret(t.APITokenFile, t.APITokenEnv)}
-	}
-	if t := d.DigitalOcean; t != nil {
-		out.DigitalOcean = dnsprovider.DigitalOceanConfig{APIToken: secret(t.APITokenFile, t.APITokenEnv)}
-	}
-	if t := d.Hetzner; t != nil {
-		out.Hetzner = dnsprovider.HetznerConfig{APIToken: secret(t.APITokenFile, t.APITokenEnv)}
-	}
-	if t := d.DeSEC; t != nil {
-		out.Desec = dnsprovider.DesecConfig{Token: secret(t.APITokenFile, t.APITokenEnv)}
-	}
-	if r := d.Route53; r != nil {
-		out.Route53 = dnsprovider.Route53Config{Region: r.Region, AccessKeyID: secret(r.AccessKeyIDFile, ""),
-			SecretAccessKey: secret(r.SecretAccessKeyFile, "")}
-	}
-	if g := d.Designate; g != nil {
-		out.Designate = dnsprovider.DesignateConfig{AuthURL: g.AuthURL, Region: g.Region, Interface: g.Interface,
-			Username: g.Username, UserDomainName: g.UserDomainName, ProjectName: g.ProjectName, ProjectDomainName: g.ProjectDomainName,
-			ApplicationCredentialID:     g.ApplicationCredentialID,
-			ApplicationCredentialSecret: secret(g.ApplicationCredentialSecretFile, ""), Password: secret(g.PasswordFile, "")}
-	}
-	out.Verify = dnsprovider.VerifyConfig{Servers: d.Verify.Servers, Timeout: d.Verify.Timeout}
-	if len(d.Verify.Servers) == 0 && d.RFC2136 != nil {
-		// Find the NS set through the primary we update.
-		out.Verify.Resolver = d.RFC2136.Server
 	}
 	return out
 }

@@ -145,14 +145,13 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 
 	n.dns = o.DNS
 	if n.dns == nil {
-		if n.dns, err = dnsprovider.New(DNSConfigFrom(c), log); err != nil {
+		if n.dns, err = dnsprovider.New(c.DNS.Config, log); err != nil {
 			return nil, fmt.Errorf("dns: %w", err)
 		}
 	}
 	n.verifier = o.Verifier
 	if n.verifier == nil {
-		dc := DNSConfigFrom(c)
-		v, err := dnsprovider.NewVerifier(c.DNS.Zone, dc.Verify, log)
+		v, err := dnsprovider.NewVerifierFromConfig(c.DNS.Config, log)
 		if err != nil {
 			return nil, fmt.Errorf("dns.verify: %w", err)
 		}

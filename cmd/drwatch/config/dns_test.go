@@ -1,0 +1,31 @@
+package config
+
+import (
+	"regexp"
+	"testing"
+	"time"
+)
+
+// One RFC 2136 exchange may take at most a probe interval, within 1s..5s:
+// a query lost while the server is down must not delay the retry after it
+// returns. The loader derives it from policy.interval.
+func TestRFC2136ExchangeTimeoutFollowsInterval(t *testing.T) {
+	policy := regexp.MustCompile(`(?m)^policy: .*$`)
+	for _, tt := range []struct {
+		interval, timeout string
+		want              time.Duration
+	}{
+		{"2s", "1500ms", 2 * time.Second},
+		{"10s", "1500ms", 5 * time.Second},
+		{"500ms", "400ms", time.Second},
+	} {
+		text := policy.ReplaceAllString(validYAML(t), "policy: { interval: "+tt.interval+", timeout: "+tt.timeout+" }")
+		c, ps := loadString(t, text)
+		if ps != nil {
+			t.Fatalf("interval %s: got problems:\n%v", tt.interval, ps)
+		}
+		if got := c.DNS.RFC2136.Timeout; got != tt.want {
+			t.Errorf("interval %s: got rfc2136 exchange timeout %s, want %s", tt.interval, got, tt.want)
+		}
+	}
+}
