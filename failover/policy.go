@@ -64,12 +64,13 @@ type FailbackPolicy struct {
 
 // Record is one DNS RRset that points at the active site. Name is relative to
 // Policy.Zone, "@" for the apex, or absolute when it ends in ".". TTL is in seconds.
+// The yaml, doc and default tags are the config file's dns.records.
 type Record struct {
-	Name    string   `json:"name"`
-	Type    string   `json:"type"`
-	TTL     int      `json:"ttl"`
-	Primary []string `json:"primary"`
-	Backup  []string `json:"backup"`
+	Name    string   `json:"name" yaml:"name" doc:"Relative to the zone (lms, @) or fully qualified inside it."`
+	Type    string   `json:"type" yaml:"type" default:"A" doc:"A, AAAA or CNAME."`
+	TTL     int      `json:"ttl" yaml:"ttl" default:"60" doc:"Seconds. Low, so the flip takes effect quickly."`
+	Primary []string `json:"primary" yaml:"primary" doc:"Values while the primary is active."`
+	Backup  []string `json:"backup" yaml:"backup" doc:"Values while the backup is active."`
 }
 
 // Policy is the replicated rule set: who votes, how many votes decide, and

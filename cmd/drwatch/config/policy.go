@@ -1,6 +1,10 @@
 package config
 
-import "github.com/drwatch/drwatch/failover"
+import (
+	"slices"
+
+	"github.com/drwatch/drwatch/failover"
+)
 
 // ReplicatedPolicy is the policy every replica decides by: the decision
 // core builds it from the policy section, with the peers that vote, each
@@ -18,9 +22,5 @@ func (c *Config) ReplicatedPolicy() failover.Policy {
 		}
 		sites[site] = sp
 	}
-	var records []failover.Record
-	for _, r := range c.DNS.Records {
-		records = append(records, failover.Record{Name: r.Name, Type: r.Type, TTL: r.TTL, Primary: r.Primary, Backup: r.Backup})
-	}
-	return c.Policy.Build(nodes, sites, c.DNS.Zone, records)
+	return c.Policy.Build(nodes, sites, c.DNS.Zone, slices.Clone(c.DNS.Records))
 }

@@ -118,19 +118,10 @@ type Probe struct {
 
 // DNS is the dns section: the provider, the zone and the verification are
 // dnsprovider's to decode, default and check; the records to flip are the
-// file's.
+// decision core's.
 type DNS struct {
 	dnsprovider.Config `yaml:",inline"`
-	Records            []Record `yaml:"records" doc:"The records to flip. Each has targets for both sites."`
-}
-
-// Record is one RRset with its value for each site.
-type Record struct {
-	Name    string   `yaml:"name" doc:"Relative to the zone (lms, @) or fully qualified inside it."`
-	Type    string   `yaml:"type" default:"A" doc:"A, AAAA or CNAME."`
-	TTL     int      `yaml:"ttl" default:"60" doc:"Seconds. Low, so the flip takes effect quickly."`
-	Primary []string `yaml:"primary" doc:"Values while the primary is active."`
-	Backup  []string `yaml:"backup" doc:"Values while the backup is active."`
+	Records            []failover.Record `yaml:"records" doc:"The records to flip. Each has targets for both sites."`
 }
 
 // Log configures logging.

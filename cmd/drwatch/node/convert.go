@@ -1,6 +1,7 @@
 package node
 
 import (
+
 	"github.com/drwatch/drwatch/cmd/drwatch/config"
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/probes"
