@@ -153,10 +153,16 @@ func New(cfg Config, logger *slog.Logger) (Provider, error) {
 	if cfg.Zone == "" {
 		return nil, fmt.Errorf("%w: dns.zone is empty", ErrConfig)
 	}
+	// Errors name the key the secret comes from (api_token_file or
+	// api_token_env), never its value.
 	secret := func(field string, s Secret) (string, error) {
 		v, err := s.Value()
 		if err != nil {
-			return "", fmt.Errorf("dns.%s.%s: %w", cfg.Provider, field, err)
+			suffix := "_file"
+			if s.File == "" && s.Env != "" {
+				suffix = "_env"
+			}
+			return "", fmt.Errorf("dns.%s.%s%s: %w", cfg.Provider, field, suffix, err)
 		}
 		return v, nil
 	}
@@ -195,9 +201,9 @@ func New(cfg Config, logger *slog.Logger) (Provider, error) {
 	case NameRoute53:
 		c := orZero(cfg.Route53)
 		var errs []error
-		ak, err := optional("access_key_id_file", Secret{File: c.AccessKeyIDFile})
+		ak, err := optional("access_key_id", Secret{File: c.AccessKeyIDFile})
 		errs = append(errs, err)
-		sk, err := optional("secret_access_key_file", Secret{File: c.SecretAccessKeyFile})
+		sk, err := optional("secret_access_key", Secret{File: c.SecretAccessKeyFile})
 		errs = append(errs, err)
 		st, err := optional("session_token", c.SessionToken)
 		errs = append(errs, err)

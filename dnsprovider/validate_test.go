@@ -115,3 +115,20 @@ func TestVerifierFromConfigAsksTheRFC2136Primary(t *testing.T) {
 		t.Error("hetzner without verify servers: got a verifier, want an error (no server to ask)")
 	}
 }
+
+// New's errors name the config key a missing credential comes from.
+func TestNewNamesTheCredentialKey(t *testing.T) {
+	for _, tt := range []struct {
+		cfg  dnsprovider.Config
+		want string
+	}{
+		{dnsprovider.Config{Provider: "powerdns", Zone: "z.", PowerDNS: &dnsprovider.PowerDNSConfig{URL: "http://h:8081", APITokenEnv: "DRWATCH_TEST_UNSET_VAR"}}, "dns.powerdns.api_token_env: "},
+		{dnsprovider.Config{Provider: "desec", Zone: "z.", Desec: &dnsprovider.DesecConfig{APIToken: dnsprovider.APIToken{APITokenFile: "/nonexistent/token"}}}, "dns.desec.api_token_file: "},
+		{dnsprovider.Config{Provider: "route53", Zone: "z.", Route53: &dnsprovider.Route53Config{AccessKeyIDFile: "/nonexistent/key"}}, "dns.route53.access_key_id_file: "},
+	} {
+		_, err := dnsprovider.New(tt.cfg, nil)
+		if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+			t.Errorf("%s: got %v, want an error starting %q", tt.cfg.Provider, err, tt.want)
+		}
+	}
+}
