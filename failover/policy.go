@@ -298,12 +298,12 @@ func checkValue(typ, v string) error {
 	switch typ {
 	case "A":
 		a, err := netip.ParseAddr(v)
-		if err != nil || !a.Is4() {
+		if err != nil || !dnsname.AddrFits(typ, a) {
 			return fmt.Errorf("%q is not an IPv4 address", v)
 		}
 	case "AAAA":
 		a, err := netip.ParseAddr(v)
-		if err != nil || !a.Is6() || a.Is4In6() {
+		if err != nil || !dnsname.AddrFits(typ, a) {
 			return fmt.Errorf("%q is not an IPv6 address", v)
 		}
 	case "CNAME":

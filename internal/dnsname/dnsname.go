@@ -56,6 +56,19 @@ func IsDomainName(s string) bool {
 	return true
 }
 
+// AddrFits reports whether a is an address an RRset of type typ holds: an
+// IPv4 address for A; an IPv6 address for AAAA, an IPv4-mapped one
+// (::ffff:192.0.2.1) excluded, since that is an A record's address.
+func AddrFits(typ string, a netip.Addr) bool {
+	switch strings.ToUpper(typ) {
+	case "A":
+		return a.Is4()
+	case "AAAA":
+		return a.Is6() && !a.Is4In6()
+	}
+	return false
+}
+
 // Value returns v in the canonical form record values are compared in, and
 // whether this package knows typ's presentation: an A or AAAA address as
 // net/netip prints it (an IPv4-mapped IPv6 address unmapped), a CNAME

@@ -2,6 +2,7 @@ package dnsname
 
 import (
 	"fmt"
+	"net/netip"
 	"testing"
 )
 
@@ -106,6 +107,27 @@ func TestSameValues(t *testing.T) {
 	for _, tt := range tests {
 		if got := SameValues(tt.typ, tt.a, tt.b); got != tt.want {
 			t.Errorf("SameValues(%q, %q, %q): got %v, want %v", tt.typ, tt.a, tt.b, got, tt.want)
+		}
+	}
+}
+
+func TestAddrFits(t *testing.T) {
+	tests := []struct {
+		typ, addr string
+		want      bool
+	}{
+		{"A", "192.0.2.1", true},
+		{"A", "2001:db8::1", false},
+		{"A", "::ffff:192.0.2.1", false},
+		{"AAAA", "2001:db8::1", true},
+		{"aaaa", "2001:db8::1", true},
+		{"AAAA", "192.0.2.1", false},
+		{"AAAA", "::ffff:192.0.2.1", false},
+		{"CNAME", "192.0.2.1", false},
+	}
+	for _, tt := range tests {
+		if got := AddrFits(tt.typ, netip.MustParseAddr(tt.addr)); got != tt.want {
+			t.Errorf("AddrFits(%q, %s): got %v, want %v", tt.typ, tt.addr, got, tt.want)
 		}
 	}
 }

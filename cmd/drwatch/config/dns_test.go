@@ -2,6 +2,7 @@ package config
 
 import (
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 )
@@ -28,4 +29,19 @@ func TestRFC2136ExchangeTimeoutFollowsInterval(t *testing.T) {
 			t.Errorf("interval %s: got rfc2136 exchange timeout %s, want %s", tt.interval, got, tt.want)
 		}
 	}
+}
+
+// The file is at least as strict as the replicated policy: an AAAA value
+// that is an IPv4-mapped address (an A record's address) is refused at
+// validation, not first when the node starts and the policy refuses it.
+func TestAAAARefusesIPv4MappedAddress(t *testing.T) {
+	text := strings.Replace(validYAML(t), "backup: [198.51.100.10] }", "backup: [198.51.100.10] }\n    - { name: v6, type: AAAA, ttl: 60, primary: [\"::ffff:192.0.2.1\"], backup: [\"2001:db8::1\"] }", 1)
+	_, ps := loadString(t, text)
+	want := `dns.records[v6].primary: "::ffff:192.0.2.1" is not an IPv6 address`
+	for _, p := range ps {
+		if strings.HasSuffix(p.String(), want) {
+			return
+		}
+	}
+	t.Errorf("got problems %v, want %q", ps, want)
 }

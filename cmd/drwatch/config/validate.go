@@ -539,10 +539,10 @@ func (v *validator) recordValue(path, typ, val string) {
 			v.add(path, "%q is not an IP address", val)
 			return
 		}
-		if typ == "A" && !a.Is4() {
+		if typ == "A" && !dnsname.AddrFits(typ, a) {
 			v.add(path, "%q is not an IPv4 address", val)
 		}
-		if typ == "AAAA" && !a.Is6() {
+		if typ == "AAAA" && !dnsname.AddrFits(typ, a) {
 			v.add(path, "%q is not an IPv6 address", val)
 		}
 	case "CNAME":
