@@ -53,7 +53,7 @@ func TestServedRecordsInAnotherPresentationMatch(t *testing.T) {
 			{Name: "www", Type: "CNAME", TTL: 60, Primary: []string{"lms.example.test."}, Backup: []string{"Studio.Example.Test."}},
 		},
 	}}.Command())
-	fc.step(t, failover.Failover{To: failover.Backup, Reason: "test", Actor: "alice", Force: true}.Command())
+	fc.step(t, failover.Command{Payload: failover.Failover{To: failover.Backup, Reason: "test", Actor: "alice", Force: true}})
 	dns := &servedDNS{served: map[dnsprovider.RRsetID]dnsprovider.RRset{
 		{Name: "v6", Type: "AAAA"}:   {Name: "v6", Type: "AAAA", TTL: time.Minute, Values: []string{"2001:DB8:0:0:0:0:0:2"}},
 		{Name: "www", Type: "CNAME"}: {Name: "www", Type: "CNAME", TTL: time.Minute, Values: []string{"STUDIO.example.test."}},

@@ -1,7 +1,6 @@
 package node
 
 import (
-
 	"github.com/drwatch/drwatch/cmd/drwatch/config"
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/probes"
