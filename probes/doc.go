@@ -47,5 +47,6 @@
 // probers. Labels are site, probe, type, phase and class only: values from
 // configuration or from closed sets in code, never reasons or addresses.
 //
-// probes never imports failover.
+// probes never imports failover, cluster or dnsprovider: a Result is
+// evidence, and what it means is decided elsewhere.
 package probes

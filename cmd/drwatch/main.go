@@ -1,4 +1,3 @@
-// Command drwatch is the out-of-cluster disaster-recovery failover service.
 package main
 
 import (

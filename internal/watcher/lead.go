@@ -85,9 +85,9 @@ func (w *Watcher) tickLoop(ctx context.Context) {
 	defer t.Stop()
 	for {
 		if w.machine.View().PolicyHash != w.hash {
-			w.propose(ctx, failover.SetPolicy{Policy: w.cfg.Policy, Actor: "node:" + w.cfg.Node}.Command())
+			w.propose(ctx, failover.Command{Payload: failover.SetPolicy{Policy: w.cfg.Policy, Actor: "node:" + w.cfg.Node}})
 		} else {
-			w.propose(ctx, failover.Tick{}.Command())
+			w.propose(ctx, failover.Command{Payload: failover.Tick{}})
 		}
 		select {
 		case <-ctx.Done():
@@ -107,7 +107,7 @@ func (w *Watcher) propose(ctx context.Context, c failover.Command) {
 		// refused as bad comes with the index it was applied at).
 		w.log.Error("encode command", "err", err)
 	case err != nil && ctx.Err() == nil:
-		w.log.Warn("command not committed", "type", c.Type, "err", err)
+		w.log.Warn("command not committed", "type", c.Type(), "err", err)
 	}
 }
 

@@ -48,7 +48,7 @@ func (w *Watcher) report(ctx context.Context, r probes.Round) {
 	}
 	// A report older than one interval is worth little; do not queue it.
 	pctx, cancel := context.WithTimeout(ctx, w.cfg.Interval)
-	_, _, err := failover.Submit(pctx, w.cfg.Cluster, Observation(w.cfg.Node, w.hash, r).Command())
+	_, _, err := failover.Submit(pctx, w.cfg.Cluster, failover.Command{Payload: Observation(w.cfg.Node, w.hash, r)})
 	cancel()
 	w.mu.Lock()
 	prevErr := w.lastReport.err

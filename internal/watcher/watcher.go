@@ -245,7 +245,7 @@ func (w *Watcher) Warnings(v failover.View, st cluster.Stats, stale float64) []s
 		out = append(out, fmt.Sprintf("stale data: the last command applied here is %.0f s old", stale))
 	}
 	if v.Policy != nil && v.PolicyHash != w.hash {
-		out = append(out, fmt.Sprintf("this node's config file differs from the replicated policy (file %s, cluster %s): the cluster decides by its replicated policy", short(w.hash), short(v.PolicyHash)))
+		out = append(out, fmt.Sprintf("this node's config file differs from the replicated policy (file %s, cluster %s): the cluster decides by its replicated policy", failover.ShortHash(w.hash), failover.ShortHash(v.PolicyHash)))
 	}
 	w.mu.Lock()
 	repErr := w.lastReport.err
@@ -254,13 +254,6 @@ func (w *Watcher) Warnings(v failover.View, st cluster.Stats, stale float64) []s
 		out = append(out, "this node's probe reports are not being committed: "+repErr.Error())
 	}
 	return append(out, v.Warnings...)
-}
-
-func short(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
 }
 
 // History is the replicated history, oldest first.
@@ -294,7 +287,7 @@ func (w *Watcher) AddMember(ctx context.Context, id, raftAddr, actor, reason str
 // has made. Its failure must not read as "nothing was committed": the
 // change stands, so the sentinels of the propose error are dropped.
 func (w *Watcher) recordMembership(ctx context.Context, m failover.Membership) error {
-	if _, _, err := w.Submit(ctx, m.Command()); err != nil {
+	if _, _, err := w.Submit(ctx, failover.Command{Payload: m}); err != nil {
 		return fmt.Errorf("member %s %s done, but its history record was not committed: %v", m.Op, m.ID, err)
 	}
 	return nil

@@ -89,13 +89,13 @@ func TestReportLoopProposesTheRoundAsAnObserve(t *testing.T) {
 
 	// Round 4 may be in hand while the policy arrives; either way it is
 	// reported now.
-	fc.log.Step(t, failover.SetPolicy{Policy: w.cfg.Policy, Actor: "test"}.Command())
+	fc.log.Step(t, failover.Command{Payload: failover.SetPolicy{Policy: w.cfg.Policy, Actor: "test"}})
 	rounds <- round
 	var obs *failover.Observe
 	poll.Until(t, 10*time.Second, func() bool {
 		for _, c := range fc.commands() {
-			if c.Observe != nil {
-				obs = c.Observe
+			if o, ok := c.Payload.(failover.Observe); ok {
+				obs = &o
 			}
 		}
 		return obs != nil
@@ -126,11 +126,11 @@ func TestTickLoopSetsThePolicyThenTicks(t *testing.T) {
 
 	poll.Until(t, 10*time.Second, func() bool { return len(fc.commands()) >= 3 }, "three commands proposed")
 	got := fc.commands()
-	if sp := got[0].SetPolicy; sp == nil || sp.Actor != "node:a" || sp.Policy.Hash() != w.Hash() {
+	if sp, ok := got[0].Payload.(failover.SetPolicy); !ok || sp.Actor != "node:a" || sp.Policy.Hash() != w.Hash() {
 		t.Fatalf("first command: got %+v, want SetPolicy of this node's policy by node:a", got[0])
 	}
 	for i, c := range got[1:] {
-		if c.Tick == nil {
+		if _, ok := c.Payload.(failover.Tick); !ok {
 			t.Errorf("command %d after the policy is replicated: got %+v, want Tick", i+1, c)
 		}
 	}
@@ -145,11 +145,11 @@ func TestTickLoopReplacesADifferentReplicatedPolicy(t *testing.T) {
 	w, fc := newTestWatcher(t, 10*time.Millisecond)
 	other := testPolicy()
 	other.Fall = 5
-	fc.log.Step(t, failover.SetPolicy{Policy: other, Actor: "node:b"}.Command())
+	fc.log.Step(t, failover.Command{Payload: failover.SetPolicy{Policy: other, Actor: "node:b"}})
 	startTickLoop(t, w)
 
 	poll.Until(t, 10*time.Second, func() bool { return fc.log.M.View().PolicyHash == w.Hash() }, "this node's policy is replicated")
-	if first := fc.commands()[0]; first.SetPolicy == nil {
+	if first := fc.commands()[0]; first.Type() != failover.CmdSetPolicy {
 		t.Errorf("first command: got %+v, want SetPolicy", first)
 	}
 }

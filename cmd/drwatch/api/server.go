@@ -255,21 +255,30 @@ func checkReason(w http.ResponseWriter, req *WriteRequest) bool {
 	return true
 }
 
+// writeRequest authenticates a write that needs role needs, decodes its
+// body and checks its text. When any of that fails it has answered the
+// client, and ok is false.
+func (s *Server) writeRequest(w http.ResponseWriter, r *http.Request, needs Role) (req WriteRequest, actor string, ok bool) {
+	if actor, ok = s.authorize(w, r, needs); !ok {
+		return req, "", false
+	}
+	if !s.decode(w, r, &req) || !checkReason(w, &req) {
+		return req, "", false
+	}
+	return req, actor, true
+}
+
+// writeTimeout bounds how long a write waits for the cluster to commit it.
+const writeTimeout = 15 * time.Second
+
 type cmdBuilder func(req WriteRequest, actor string) (failover.Command, error)
 
 // write handles a command endpoint: authenticate, decode, build, then
 // either dry-run or submit.
 func (s *Server) write(needs Role, build cmdBuilder) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		actor, ok := s.authorize(w, r, needs)
+		req, actor, ok := s.writeRequest(w, r, needs)
 		if !ok {
-			return
-		}
-		var req WriteRequest
-		if !s.decode(w, r, &req) {
-			return
-		}
-		if !checkReason(w, &req) {
 			return
 		}
 		cmd, err := build(req, actor)
@@ -287,15 +296,15 @@ func (s *Server) write(needs Role, build cmdBuilder) http.HandlerFunc {
 			writeJSON(w, http.StatusOK, dr)
 			return
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
+		ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)
 		defer cancel()
 		res, index, err := s.writes.Submit(ctx, cmd)
 		if err != nil {
-			s.log.Info("write refused", "actor", actor, "client_cert", clientIdentity(r), "type", cmd.Type, "err", err)
+			s.log.Info("write refused", "actor", actor, "client_cert", clientIdentity(r), "type", cmd.Type(), "err", err)
 			writeSubmitError(w, err)
 			return
 		}
-		s.log.Info("write committed", "actor", actor, "client_cert", clientIdentity(r), "type", cmd.Type, "index", index, "gen", res.Gen, "reason", req.Reason)
+		s.log.Info("write committed", "actor", actor, "client_cert", clientIdentity(r), "type", cmd.Type(), "index", index, "gen", res.Gen, "reason", req.Reason)
 		writeJSON(w, http.StatusOK, WriteResponse{Index: index, Result: res, Actor: actor})
 	}
 }
@@ -341,7 +350,7 @@ func (s *Server) failoverCmd(req WriteRequest, actor string) (failover.Command, 
 	if err != nil {
 		return failover.Command{}, err
 	}
-	return failover.Failover{To: st, Reason: req.Reason, Actor: actor, Force: req.Force}.Command(), nil
+	return failover.Command{Payload: failover.Failover{To: st, Reason: req.Reason, Actor: actor, Force: req.Force}}, nil
 }
 
 func (s *Server) switchoverCmd(req WriteRequest, actor string) (failover.Command, error) {
@@ -349,11 +358,11 @@ func (s *Server) switchoverCmd(req WriteRequest, actor string) (failover.Command
 	if err != nil {
 		return failover.Command{}, err
 	}
-	return failover.Failover{To: st, Reason: req.Reason, Actor: actor, Force: req.Force, Planned: true}.Command(), nil
+	return failover.Command{Payload: failover.Failover{To: st, Reason: req.Reason, Actor: actor, Force: req.Force, Planned: true}}, nil
 }
 
 func (s *Server) failbackCmd(req WriteRequest, actor string) (failover.Command, error) {
-	return failover.Failback{Reason: req.Reason, Actor: actor, Force: req.Force}.Command(), nil
+	return failover.Command{Payload: failover.Failback{Reason: req.Reason, Actor: actor, Force: req.Force}}, nil
 }
 
 func (s *Server) pauseCmd(req WriteRequest, actor string) (failover.Command, error) {
@@ -365,31 +374,27 @@ func (s *Server) pauseCmd(req WriteRequest, actor string) (failover.Command, err
 		}
 		p.Until = s.now().Add(d).UnixNano()
 	}
-	return p.Command(), nil
+	return failover.Command{Payload: p}, nil
 }
 
 func (s *Server) resumeCmd(req WriteRequest, actor string) (failover.Command, error) {
-	return failover.Resume{Reason: req.Reason, Actor: actor}.Command(), nil
+	return failover.Command{Payload: failover.Resume{Reason: req.Reason, Actor: actor}}, nil
 }
 
 func (s *Server) ackCmd(req WriteRequest, actor string) (failover.Command, error) {
-	return failover.Ack{Reason: req.Reason, Actor: actor}.Command(), nil
+	return failover.Command{Payload: failover.Ack{Reason: req.Reason, Actor: actor}}, nil
 }
 
 func (s *Server) removeMember(w http.ResponseWriter, r *http.Request) {
-	actor, ok := s.authorize(w, r, RoleAdmin)
+	req, actor, ok := s.writeRequest(w, r, RoleAdmin)
 	if !ok {
-		return
-	}
-	var req WriteRequest
-	if !s.decode(w, r, &req) || !checkReason(w, &req) {
 		return
 	}
 	if req.ID == "" {
 		writeError(w, ErrorDetail{Code: CodeBadRequest, Message: "id is required"})
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
+	ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)
 	defer cancel()
 	if err := s.membership.RemoveMember(ctx, req.ID, req.Confirm, actor, req.Reason); err != nil {
 		writeSubmitError(w, err)
@@ -403,12 +408,8 @@ func (s *Server) removeMember(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) addMember(w http.ResponseWriter, r *http.Request) {
-	actor, ok := s.authorize(w, r, RoleAdmin)
+	req, actor, ok := s.writeRequest(w, r, RoleAdmin)
 	if !ok {
-		return
-	}
-	var req WriteRequest
-	if !s.decode(w, r, &req) || !checkReason(w, &req) {
 		return
 	}
 	if req.ID == "" || req.RaftAddr == "" {
@@ -419,7 +420,7 @@ func (s *Server) addMember(w http.ResponseWriter, r *http.Request) {
 		writeError(w, ErrorDetail{Code: CodeBadRequest, Message: "raft_addr must be host:port"})
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
+	ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)
 	defer cancel()
 	if err := s.membership.AddMember(ctx, req.ID, req.RaftAddr, actor, req.Reason); err != nil {
 		writeSubmitError(w, err)

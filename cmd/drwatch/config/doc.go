@@ -12,10 +12,15 @@
 // a problem instead of a crash.
 //
 // Defaults live in one place: the `default:"..."` struct tags of the types in
-// types.go. [Defaults] documents them and docs/configuration.md is generated
-// from the same tags (a test keeps the two in step).
+// types.go, and of the section types their packages own and types.go embeds
+// (policy: failover.PolicySpec; raft: cluster.RaftTiming; dns:
+// dnsprovider.Config and failover.Record). docs/configuration.md is
+// generated from the same tags (a test keeps the two in step).
 //
 // Secrets are never accepted inline. Fields ending in _file name a file that
 // holds the secret; fields ending in _env name an environment variable. No
 // secret value ever appears in a Problem.
+//
+// It never imports cmd/drwatch/api, cmd/drwatch/node or cmd/drwatch/demo:
+// they build from a Config, not the other way round.
 package config

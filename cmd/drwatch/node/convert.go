@@ -1,45 +1,10 @@
 package node
 
 import (
-	"time"
-
 	"github.com/drwatch/drwatch/cmd/drwatch/config"
-	"github.com/drwatch/drwatch/dnsprovider"
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/probes"
 )
-
-// PolicyFrom is the replicated policy this node's file describes.
-func PolicyFrom(c *config.Config) failover.Policy {
-	p := failover.Policy{
-		Quorum:       c.Policy.Quorum,
-		Fall:         c.Policy.Fall,
-		Rise:         c.Policy.Rise,
-		Interval:     c.Policy.Interval,
-		StaleAfter:   c.Policy.StaleAfter,
-		AutoFailover: c.Policy.AutoFailover == nil || *c.Policy.AutoFailover,
-		BlockWindow:  c.Policy.BlockWindow,
-		Failback:     failover.FailbackPolicy{Mode: c.Policy.Failback, After: c.Policy.FailbackAfter},
-		FailbackGate: c.Policy.FailbackGate,
-		MaxPause:     c.Policy.MaxPause,
-		Sites:        map[failover.Site]failover.SitePolicy{},
-		Zone:         c.DNS.Zone,
-	}
-	for _, peer := range c.Peers {
-		p.Nodes = append(p.Nodes, peer.ID)
-	}
-	for site, s := range map[failover.Site]config.Site{failover.Primary: c.Sites.Primary, failover.Backup: c.Sites.Backup} {
-		var sp failover.SitePolicy
-		for _, pr := range s.Probes {
-			sp.Probes = append(sp.Probes, failover.ProbeRef{Name: pr.Name, Critical: pr.Critical == nil || *pr.Critical})
-		}
-		p.Sites[site] = sp
-	}
-	for _, r := range c.DNS.Records {
-		p.Records = append(p.Records, failover.Record{Name: r.Name, Type: r.Type, TTL: r.TTL, Primary: r.Primary, Backup: r.Backup})
-	}
-	return p
-}
 
 // ProbeSpecs turns the configured probes into the scheduler's site specs.
 func ProbeSpecs(c *config.Config) []probes.SiteSpec {
@@ -74,50 +39,6 @@ func probeSpecs(in []config.Probe) []probes.Spec {
 			}
 		}
 		out = append(out, s)
-	}
-	return out
-}
-
-// DNSConfigFrom maps the file's dns section onto the provider's config.
-func DNSConfigFrom(c *config.Config) dnsprovider.Config {
-	d := c.DNS
-	out := dnsprovider.Config{Provider: d.Provider, Zone: d.Zone, FenceName: d.Fence}
-	secret := func(file, env string) dnsprovider.Secret { return dnsprovider.Secret{File: file, Env: env} }
-	if r := d.RFC2136; r != nil {
-		// One exchange may take at most an interval (1s..5s): a query lost
-		// while the server is down must not delay the retry after it returns.
-		timeout := min(max(c.Policy.Interval, time.Second), 5*time.Second)
-		out.RFC2136 = dnsprovider.RFC2136Config{Server: r.Server, KeyName: r.KeyName, KeyFile: r.KeyFile, Algorithm: r.Algorithm, Timeout: timeout}
-	}
-	if t := d.PowerDNS; t != nil {
-		out.PowerDNS = dnsprovider.PowerDNSConfig{ServerURL: t.URL, ServerID: t.ServerID, APIKey: secret(t.APITokenFile, t.APITokenEnv)}
-	}
-	if t := d.Cloudflare; t != nil {
-		out.Cloudflare = dnsprovider.CloudflareConfig{APIToken: secret(t.APITokenFile, t.APITokenEnv)}
-	}
-	if t := d.DigitalOcean; t != nil {
-		out.DigitalOcean = dnsprovider.DigitalOceanConfig{APIToken: secret(t.APITokenFile, t.APITokenEnv)}
-	}
-	if t := d.Hetzner; t != nil {
-		out.Hetzner = dnsprovider.HetznerConfig{APIToken: secret(t.APITokenFile, t.APITokenEnv)}
-	}
-	if t := d.DeSEC; t != nil {
-		out.Desec = dnsprovider.DesecConfig{Token: secret(t.APITokenFile, t.APITokenEnv)}
-	}
-	if r := d.Route53; r != nil {
-		out.Route53 = dnsprovider.Route53Config{Region: r.Region, AccessKeyID: secret(r.AccessKeyIDFile, ""),
-			SecretAccessKey: secret(r.SecretAccessKeyFile, "")}
-	}
-	if g := d.Designate; g != nil {
-		out.Designate = dnsprovider.DesignateConfig{AuthURL: g.AuthURL, Region: g.Region, Interface: g.Interface,
-			Username: g.Username, UserDomainName: g.UserDomainName, ProjectName: g.ProjectName, ProjectDomainName: g.ProjectDomainName,
-			ApplicationCredentialID:     g.ApplicationCredentialID,
-			ApplicationCredentialSecret: secret(g.ApplicationCredentialSecretFile, ""), Password: secret(g.PasswordFile, "")}
-	}
-	out.Verify = dnsprovider.VerifyConfig{Servers: d.Verify.Servers, Timeout: d.Verify.Timeout}
-	if len(d.Verify.Servers) == 0 && d.RFC2136 != nil {
-		// Find the NS set through the primary we update.
-		out.Verify.Resolver = d.RFC2136.Server
 	}
 	return out
 }

@@ -52,21 +52,6 @@ func TestExampleProbeSpecsValidate(t *testing.T) {
 	}
 }
 
-// The replicated policy built from a config is valid and names every probe.
-func TestPolicyFromExample(t *testing.T) {
-	cfg, err := config.Load("../../../deploy/examples/node-a.yaml", config.Options{SkipFileChecks: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := PolicyFrom(cfg)
-	if err := p.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	if len(p.Nodes) != 3 || p.Quorum != 2 || len(p.Records) != len(cfg.DNS.Records) {
-		t.Errorf("got nodes %v quorum %d records %d", p.Nodes, p.Quorum, len(p.Records))
-	}
-}
-
 func TestRemediatorsFromConfig(t *testing.T) {
 	kc := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := os.WriteFile(kc, []byte(`apiVersion: v1

@@ -77,7 +77,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 		now = time.Now
 	}
 	n := &Node{}
-	policy := PolicyFrom(c)
+	policy := c.ReplicatedPolicy()
 	if err := policy.Validate(); err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
@@ -95,14 +95,13 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 
 	dns := o.DNS
 	if dns == nil {
-		if dns, err = dnsprovider.New(DNSConfigFrom(c), log); err != nil {
+		if dns, err = dnsprovider.New(c.DNS.Config, log); err != nil {
 			return nil, fmt.Errorf("dns: %w", err)
 		}
 	}
 	verifier := o.Verifier
 	if verifier == nil {
-		dc := DNSConfigFrom(c)
-		v, err := dnsprovider.NewVerifier(c.DNS.Zone, dc.Verify, log)
+		v, err := dnsprovider.NewVerifierFromConfig(c.DNS.Config, log)
 		if err != nil {
 			return nil, fmt.Errorf("dns.verify: %w", err)
 		}
@@ -144,10 +143,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	fsm := watcher.NewFSM(machine)
 	n.cluster, err = cluster.New(ctx, cluster.Config{
 		NodeID: c.Node.ID, DataDir: c.Node.DataDir, BindAddr: c.Node.RaftAddr, AdvertiseAddr: self.RaftAddr,
-		Peers: peers, TLS: creds,
-		HeartbeatTimeout: c.Raft.HeartbeatTimeout, ElectionTimeout: c.Raft.ElectionTimeout,
-		LeaderLeaseTimeout: c.Raft.LeaderLeaseTimeout, CommitTimeout: c.Raft.CommitTimeout,
-		SnapshotInterval: c.Raft.SnapshotInterval, SnapshotThreshold: c.Raft.SnapshotThreshold, TrailingLogs: c.Raft.TrailingLogs,
+		Peers: peers, TLS: creds, RaftTiming: c.Raft,
 		LeaderTransform: func(cmd []byte) ([]byte, error) { return failover.Stamp(cmd, now().UnixNano()) },
 		Logger:          base, Registerer: reg,
 	}, fsm)
@@ -180,7 +176,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 		}
 	})
 	n.goFunc(func() { n.Run(probeCtx, sched.Rounds()) })
-	log.Info("watcher started", "raft_addr", c.Node.RaftAddr, "policy", n.Hash()[:12])
+	log.Info("watcher started", "raft_addr", c.Node.RaftAddr, "policy", failover.ShortHash(n.Hash()))
 	return n, nil
 }
 

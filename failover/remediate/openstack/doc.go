@@ -54,4 +54,6 @@
 //
 // Plans only read. Applies re-read and re-check their precondition, and
 // treat an effect already in place as success.
+//
+// Like every remediation package it never imports cluster.
 package openstack
