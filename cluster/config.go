@@ -8,6 +8,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/drwatch/drwatch/internal/field"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -40,10 +41,9 @@ type Config struct {
 	// TLS is the node's identity and the CA it trusts. Required.
 	TLS *Credentials
 
-	HeartbeatTimeout   time.Duration // default 2s
-	ElectionTimeout    time.Duration // default 2s
-	LeaderLeaseTimeout time.Duration // default 1s
-	CommitTimeout      time.Duration // default 50ms
+	// RaftTiming is what the operator may tune in the config file.
+	RaftTiming
+
 	// TransportTimeout is the I/O deadline of one raft RPC. Default 10s.
 	TransportTimeout time.Duration
 	// HandshakeTimeout bounds an inbound TLS handshake and the protocol byte
@@ -56,10 +56,7 @@ type Config struct {
 	// longer than raft's randomised failure detection plus one election.
 	NoLeaderWait time.Duration
 
-	SnapshotInterval  time.Duration // default 2m: how often to check SnapshotThreshold
-	SnapshotThreshold uint64        // default 1024 entries since the last snapshot
-	TrailingLogs      uint64        // default 2048 entries kept after a snapshot
-	SnapshotRetain    int           // default 2 snapshot files kept
+	SnapshotRetain int // default 2 snapshot files kept
 
 	// DedupeEntries bounds the replicated idempotency table. Default 10000.
 	DedupeEntries int
@@ -81,6 +78,59 @@ type Config struct {
 	Registerer prometheus.Registerer // nil registers no metrics
 }
 
+// RaftTiming is the `raft:` section of a node's config file: how soon Raft
+// notices a lost leader, and how often it compacts its log. Config embeds
+// it. The `default:` tags are the file's defaults, which the config loader
+// applies and documents; a field left zero in a Config gets the Default
+// constant below. Validate names fields by their path inside the section.
+type RaftTiming struct {
+	HeartbeatTimeout   time.Duration `yaml:"heartbeat_timeout" default:"2s" doc:"Follower waits this long without contact before it may call an election. Above the worst WAN RTT plus jitter."`
+	ElectionTimeout    time.Duration `yaml:"election_timeout" default:"2s" doc:"Candidate election timeout."`
+	LeaderLeaseTimeout time.Duration `yaml:"leader_lease_timeout" default:"1s" doc:"A leader steps down after this long without quorum contact. Must not exceed heartbeat_timeout."`
+	CommitTimeout      time.Duration `yaml:"commit_timeout" default:"50ms" doc:"Longest wait before an idle leader sends a heartbeat carrying the commit index."`
+	SnapshotInterval   time.Duration `yaml:"snapshot_interval" default:"2m" doc:"How often to check whether a snapshot is due."`
+	// SnapshotThreshold and TrailingLogs default, in the file, to the
+	// reverse of DefaultSnapshotThreshold and DefaultTrailingLogs.
+	SnapshotThreshold uint64 `yaml:"snapshot_threshold" default:"2048" doc:"Log entries since the last snapshot that trigger a new one."`
+	TrailingLogs      uint64 `yaml:"trailing_logs" default:"1024" doc:"Log entries kept after a snapshot, so a briefly lagging follower catches up without one."`
+}
+
+// Upper bounds of the Raft timings: beyond them a cluster takes minutes to
+// notice a dead leader or hours to compact its log.
+const (
+	maxRaftTimeout      = time.Minute
+	maxCommitTimeout    = 10 * time.Second
+	maxSnapshotInterval = 24 * time.Hour
+)
+
+// Validate reports every problem at once, each naming its field by its
+// path inside the raft section ("heartbeat_timeout").
+func (t RaftTiming) Validate() field.Errors {
+	var errs field.Errors
+	bounded := func(path string, d, limit time.Duration) {
+		switch {
+		case d <= 0:
+			errs.Add(path, "%s must be > 0", d)
+		case d > limit:
+			errs.Add(path, "%s must be ≤ %s", d, limit)
+		}
+	}
+	bounded("heartbeat_timeout", t.HeartbeatTimeout, maxRaftTimeout)
+	bounded("election_timeout", t.ElectionTimeout, maxRaftTimeout)
+	bounded("commit_timeout", t.CommitTimeout, maxCommitTimeout)
+	bounded("snapshot_interval", t.SnapshotInterval, maxSnapshotInterval)
+	switch {
+	case t.LeaderLeaseTimeout <= 0:
+		errs.Add("leader_lease_timeout", "%s must be > 0", t.LeaderLeaseTimeout)
+	case t.LeaderLeaseTimeout > t.HeartbeatTimeout:
+		errs.Add("leader_lease_timeout", "%s must not exceed heartbeat_timeout (%s)", t.LeaderLeaseTimeout, t.HeartbeatTimeout)
+	}
+	if t.SnapshotThreshold < 16 {
+		errs.Add("snapshot_threshold", "%d must be at least 16", t.SnapshotThreshold)
+	}
+	return errs
+}
+
 // Defaults for a three-site WAN cluster (see DESIGN.md, "Timeouts").
 const (
 	DefaultHeartbeatTimeout   = 2 * time.Second
@@ -97,27 +147,34 @@ const (
 	DefaultRefusalLogInterval = 10 * time.Minute
 )
 
+// setDefault sets *d to v when it is zero.
+func setDefault(d *time.Duration, v time.Duration) {
+	if *d == 0 {
+		*d = v
+	}
+}
+
+func (t RaftTiming) withDefaults() RaftTiming {
+	setDefault(&t.HeartbeatTimeout, DefaultHeartbeatTimeout)
+	setDefault(&t.ElectionTimeout, DefaultElectionTimeout)
+	setDefault(&t.LeaderLeaseTimeout, DefaultLeaderLeaseTimeout)
+	setDefault(&t.CommitTimeout, DefaultCommitTimeout)
+	setDefault(&t.SnapshotInterval, DefaultSnapshotInterval)
+	if t.SnapshotThreshold == 0 {
+		t.SnapshotThreshold = DefaultSnapshotThreshold
+	}
+	if t.TrailingLogs == 0 {
+		t.TrailingLogs = DefaultTrailingLogs
+	}
+	return t
+}
+
 func (c Config) withDefaults() Config {
-	set := func(d *time.Duration, v time.Duration) {
-		if *d == 0 {
-			*d = v
-		}
-	}
-	set(&c.HeartbeatTimeout, DefaultHeartbeatTimeout)
-	set(&c.ElectionTimeout, DefaultElectionTimeout)
-	set(&c.LeaderLeaseTimeout, DefaultLeaderLeaseTimeout)
-	set(&c.CommitTimeout, DefaultCommitTimeout)
-	set(&c.TransportTimeout, DefaultTransportTimeout)
-	set(&c.HandshakeTimeout, DefaultHandshakeTimeout)
-	set(&c.NoLeaderWait, 2*(c.HeartbeatTimeout+c.ElectionTimeout))
-	set(&c.SnapshotInterval, DefaultSnapshotInterval)
-	set(&c.RefusalLogInterval, DefaultRefusalLogInterval)
-	if c.SnapshotThreshold == 0 {
-		c.SnapshotThreshold = DefaultSnapshotThreshold
-	}
-	if c.TrailingLogs == 0 {
-		c.TrailingLogs = DefaultTrailingLogs
-	}
+	c.RaftTiming = c.RaftTiming.withDefaults()
+	setDefault(&c.TransportTimeout, DefaultTransportTimeout)
+	setDefault(&c.HandshakeTimeout, DefaultHandshakeTimeout)
+	setDefault(&c.NoLeaderWait, 2*(c.HeartbeatTimeout+c.ElectionTimeout))
+	setDefault(&c.RefusalLogInterval, DefaultRefusalLogInterval)
 	if c.SnapshotRetain == 0 {
 		c.SnapshotRetain = DefaultSnapshotRetain
 	}
@@ -205,8 +262,8 @@ func (c Config) validate() error {
 			bad(fmt.Sprintf("peers[%d].raft_addr", i), "%v", err)
 		}
 	}
-	if c.LeaderLeaseTimeout > c.HeartbeatTimeout {
-		bad("leader_lease_timeout", "%s must not exceed heartbeat_timeout %s", c.LeaderLeaseTimeout, c.HeartbeatTimeout)
+	for _, e := range c.RaftTiming.Validate() {
+		errs = append(errs, e)
 	}
 	if c.DedupeEntries < 0 {
 		bad("dedupe_entries", "%d must be >= 0", c.DedupeEntries)

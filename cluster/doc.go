@@ -13,5 +13,11 @@
 // commands, in order. RunWhileLeader runs leader-only work (the
 // reconciler) with a context cancelled the moment leadership is lost.
 //
+// The package owns the `raft:` section of a node's config file
+// (RaftTiming): its defaults and its rules, which Config embeds.
+//
 // DESIGN.md in this directory explains the choices.
+//
+// It never imports failover, dnsprovider or probes: what it replicates is
+// opaque bytes to it, and the decision core plugs in as a StateMachine.
 package cluster

@@ -201,15 +201,17 @@ const (
 
 func testConfig() Config {
 	return Config{
-		HeartbeatTimeout:   testHeartbeat,
-		ElectionTimeout:    testElection,
-		LeaderLeaseTimeout: testHeartbeat / 2,
-		CommitTimeout:      10 * time.Millisecond,
-		TransportTimeout:   2 * time.Second,
-		HandshakeTimeout:   2 * time.Second,
-		SnapshotInterval:   time.Hour, // tests snapshot explicitly unless they say so
-		SnapshotThreshold:  1 << 20,
-		TrailingLogs:       1 << 20,
+		RaftTiming: RaftTiming{
+			HeartbeatTimeout:   testHeartbeat,
+			ElectionTimeout:    testElection,
+			LeaderLeaseTimeout: testHeartbeat / 2,
+			CommitTimeout:      10 * time.Millisecond,
+			SnapshotInterval:   time.Hour, // tests snapshot explicitly unless they say so
+			SnapshotThreshold:  1 << 20,
+			TrailingLogs:       1 << 20,
+		},
+		TransportTimeout: 2 * time.Second,
+		HandshakeTimeout: 2 * time.Second,
 	}
 }
 

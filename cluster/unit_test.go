@@ -258,7 +258,7 @@ func TestValidNodeID(t *testing.T) {
 
 func TestConfigValidateReportsEverything(t *testing.T) {
 	c := Config{NodeID: "a b", Peers: []Peer{{ID: "x", RaftAddr: "nope"}, {ID: "x", RaftAddr: "127.0.0.1:1"}},
-		HeartbeatTimeout: time.Second, LeaderLeaseTimeout: 2 * time.Second}
+		RaftTiming: RaftTiming{HeartbeatTimeout: time.Second, LeaderLeaseTimeout: 2 * time.Second}}
 	err := c.withDefaults().validate()
 	for _, want := range []string{"node_id", "data_dir", "bind_addr", "tls", "peers[0].raft_addr", "peers[1].id", "leader_lease_timeout"} {
 		if err == nil || !strings.Contains(err.Error(), want+":") {

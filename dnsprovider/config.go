@@ -63,64 +63,88 @@ const (
 	NameDesignate    = "designate"
 )
 
-// Config selects and configures one provider for one zone. Only the section
-// named by Provider is read.
+// Names lists every provider name, in the order the documentation gives them.
+func Names() []string {
+	return []string{NameRFC2136, NamePowerDNS, NameCloudflare, NameRoute53, NameDigitalOcean, NameHetzner, NameDesec, NameDesignate}
+}
+
+// Config selects and configures one provider for one zone: the `dns:`
+// section of a node's config file (which adds the records to flip). Only
+// the section named by Provider is read. The yaml, doc and default tags are
+// what the config loader decodes, defaults and documents; fields tagged
+// yaml:"-" are set by code only.
 type Config struct {
-	Provider string `yaml:"provider" json:"provider"`
-	Zone     string `yaml:"zone" json:"zone"`
+	Provider string `yaml:"provider" default:"rfc2136" doc:"rfc2136, powerdns, cloudflare, route53, digitalocean, hetzner, desec, designate."`
+	Zone     string `yaml:"zone" doc:"The zone, fully qualified (example.org.)."`
 	// FenceName is the fence TXT record, relative to the zone (default
 	// "_drwatch"). Used by compare-and-swap providers.
-	FenceName string `yaml:"fence_name" json:"fence_name"`
+	FenceName string `yaml:"fence" default:"_drwatch" doc:"Name of the TXT record that carries the fencing generation, relative to the zone."`
 
-	RFC2136      RFC2136Config      `yaml:"rfc2136" json:"rfc2136"`
-	PowerDNS     PowerDNSConfig     `yaml:"powerdns" json:"powerdns"`
-	Cloudflare   CloudflareConfig   `yaml:"cloudflare" json:"cloudflare"`
-	Route53      Route53Config      `yaml:"route53" json:"route53"`
-	DigitalOcean DigitalOceanConfig `yaml:"digitalocean" json:"digitalocean"`
-	Hetzner      HetznerConfig      `yaml:"hetzner" json:"hetzner"`
-	Desec        DesecConfig        `yaml:"desec" json:"desec"`
-	Designate    DesignateConfig    `yaml:"designate" json:"designate"`
+	// Verify configures authoritative verification (NewVerifierFromConfig).
+	Verify VerifyConfig `yaml:"verify" doc:"Checking the flip at every authoritative server."`
 
-	// Verify configures authoritative verification (NewVerifier).
-	Verify VerifyConfig `yaml:"verify" json:"verify"`
+	RFC2136      *RFC2136Config      `yaml:"rfc2136" doc:"provider rfc2136: dynamic update with TSIG (compare-and-swap)."`
+	PowerDNS     *PowerDNSConfig     `yaml:"powerdns" doc:"provider powerdns: the HTTP API (no compare-and-swap)."`
+	Cloudflare   *CloudflareConfig   `yaml:"cloudflare" doc:"provider cloudflare (no compare-and-swap)."`
+	DigitalOcean *DigitalOceanConfig `yaml:"digitalocean" doc:"provider digitalocean (no compare-and-swap)."`
+	Hetzner      *HetznerConfig      `yaml:"hetzner" doc:"provider hetzner (no compare-and-swap)."`
+	Desec        *DesecConfig        `yaml:"desec" doc:"provider desec (no compare-and-swap)."`
+	Route53      *Route53Config      `yaml:"route53" doc:"provider route53 (no compare-and-swap)."`
+	Designate    *DesignateConfig    `yaml:"designate" doc:"provider designate: OpenStack DNS in a region other than the primary."`
 }
+
+// APIToken is a hosted provider's API token, read from a file or an
+// environment variable.
+type APIToken struct {
+	APITokenFile string `yaml:"api_token_file" doc:"File holding the API token."`
+	APITokenEnv  string `yaml:"api_token_env" doc:"Environment variable holding the API token."`
+}
+
+// Secret is where the token is read from.
+func (t APIToken) Secret() Secret { return Secret{File: t.APITokenFile, Env: t.APITokenEnv} }
 
 // PowerDNSConfig configures the PowerDNS HTTP API (libdns/powerdns).
 type PowerDNSConfig struct {
-	ServerURL string `yaml:"server_url" json:"server_url"` // http://host:8081
-	ServerID  string `yaml:"server_id" json:"server_id"`   // default "localhost"
-	APIKey    Secret `yaml:"api_key" json:"api_key"`
+	URL          string `yaml:"url" doc:"Base URL of the HTTP API (http://host:8081)."`
+	ServerID     string `yaml:"server_id" default:"localhost" doc:"Server ID in the API's paths."`
+	APITokenFile string `yaml:"api_token_file" doc:"File holding the API key."`
+	APITokenEnv  string `yaml:"api_token_env" doc:"Environment variable holding the API key."`
 }
 
-// CloudflareConfig configures Cloudflare (libdns/cloudflare).
+// APIKey is where the API key is read from.
+func (c PowerDNSConfig) APIKey() Secret { return Secret{File: c.APITokenFile, Env: c.APITokenEnv} }
+
+// CloudflareConfig configures Cloudflare (libdns/cloudflare); the token
+// needs Zone.DNS:Edit.
 type CloudflareConfig struct {
-	APIToken  Secret `yaml:"api_token" json:"api_token"`   // Zone.DNS:Edit
-	ZoneToken Secret `yaml:"zone_token" json:"zone_token"` // optional Zone:Read
+	APIToken  `yaml:",inline"`
+	ZoneToken Secret `yaml:"-"` // optional Zone:Read
 }
 
 // Route53Config configures AWS Route 53 (libdns/route53). Without keys the
 // AWS SDK's default chain (environment, shared config, instance role) is used.
 type Route53Config struct {
-	Region          string `yaml:"region" json:"region"`
-	Profile         string `yaml:"profile" json:"profile"`
-	AccessKeyID     Secret `yaml:"access_key_id" json:"access_key_id"`
-	SecretAccessKey Secret `yaml:"secret_access_key" json:"secret_access_key"`
-	SessionToken    Secret `yaml:"session_token" json:"session_token"`
+	Region              string `yaml:"region" doc:"AWS region."`
+	HostedZoneID        string `yaml:"hosted_zone_id" doc:"Hosted zone ID (optional)."`
+	AccessKeyIDFile     string `yaml:"access_key_id_file" doc:"File holding the access key ID."`
+	SecretAccessKeyFile string `yaml:"secret_access_key_file" doc:"File holding the secret access key."`
+	Profile             string `yaml:"-"`
+	SessionToken        Secret `yaml:"-"`
 }
 
 // DigitalOceanConfig configures DigitalOcean (libdns/digitalocean).
 type DigitalOceanConfig struct {
-	APIToken Secret `yaml:"api_token" json:"api_token"`
+	APIToken `yaml:",inline"`
 }
 
 // HetznerConfig configures Hetzner Cloud DNS (libdns/hetzner/v2).
 type HetznerConfig struct {
-	APIToken Secret `yaml:"api_token" json:"api_token"`
+	APIToken `yaml:",inline"`
 }
 
 // DesecConfig configures deSEC (libdns/desec).
 type DesecConfig struct {
-	Token Secret `yaml:"token" json:"token"`
+	APIToken `yaml:",inline"`
 }
 
 // New builds the provider cfg selects. The RFC 2136 provider also implements
@@ -129,10 +153,16 @@ func New(cfg Config, logger *slog.Logger) (Provider, error) {
 	if cfg.Zone == "" {
 		return nil, fmt.Errorf("%w: dns.zone is empty", ErrConfig)
 	}
+	// Errors name the key the secret comes from (api_token_file or
+	// api_token_env), never its value.
 	secret := func(field string, s Secret) (string, error) {
 		v, err := s.Value()
 		if err != nil {
-			return "", fmt.Errorf("dns.%s.%s: %w", cfg.Provider, field, err)
+			suffix := "_file"
+			if s.File == "" && s.Env != "" {
+				suffix = "_env"
+			}
+			return "", fmt.Errorf("dns.%s.%s%s: %w", cfg.Provider, field, suffix, err)
 		}
 		return v, nil
 	}
@@ -144,34 +174,36 @@ func New(cfg Config, logger *slog.Logger) (Provider, error) {
 	}
 	switch cfg.Provider {
 	case NameRFC2136:
-		return NewRFC2136(cfg.Zone, cfg.FenceName, cfg.RFC2136, logger)
+		return NewRFC2136(cfg.Zone, cfg.FenceName, orZero(cfg.RFC2136), logger)
 	case NameDesignate:
-		return NewDesignate(cfg.Zone, cfg.Designate, logger)
+		return NewDesignate(cfg.Zone, orZero(cfg.Designate), logger)
 	case NamePowerDNS:
-		if cfg.PowerDNS.ServerURL == "" {
-			return nil, fmt.Errorf("%w: dns.powerdns.server_url is empty", ErrConfig)
+		c := orZero(cfg.PowerDNS)
+		if c.URL == "" {
+			return nil, fmt.Errorf("%w: dns.powerdns.url is empty", ErrConfig)
 		}
-		key, err := secret("api_key", cfg.PowerDNS.APIKey)
+		key, err := secret("api_token", c.APIKey())
 		if err != nil {
 			return nil, err
 		}
-		return NewLibdns(NamePowerDNS, cfg.Zone, &powerdns.Provider{ServerURL: cfg.PowerDNS.ServerURL, ServerID: cfg.PowerDNS.ServerID, APIToken: key}, logger), nil
+		return NewLibdns(NamePowerDNS, cfg.Zone, &powerdns.Provider{ServerURL: c.URL, ServerID: c.ServerID, APIToken: key}, logger), nil
 	case NameCloudflare:
-		tok, err := secret("api_token", cfg.Cloudflare.APIToken)
+		c := orZero(cfg.Cloudflare)
+		tok, err := secret("api_token", c.Secret())
 		if err != nil {
 			return nil, err
 		}
-		zt, err := optional("zone_token", cfg.Cloudflare.ZoneToken)
+		zt, err := optional("zone_token", c.ZoneToken)
 		if err != nil {
 			return nil, err
 		}
 		return NewLibdns(NameCloudflare, cfg.Zone, &cloudflare.Provider{APIToken: tok, ZoneToken: zt}, logger), nil
 	case NameRoute53:
-		c := cfg.Route53
+		c := orZero(cfg.Route53)
 		var errs []error
-		ak, err := optional("access_key_id", c.AccessKeyID)
+		ak, err := optional("access_key_id", Secret{File: c.AccessKeyIDFile})
 		errs = append(errs, err)
-		sk, err := optional("secret_access_key", c.SecretAccessKey)
+		sk, err := optional("secret_access_key", Secret{File: c.SecretAccessKeyFile})
 		errs = append(errs, err)
 		st, err := optional("session_token", c.SessionToken)
 		errs = append(errs, err)
@@ -180,19 +212,19 @@ func New(cfg Config, logger *slog.Logger) (Provider, error) {
 		}
 		return NewLibdns(NameRoute53, cfg.Zone, &route53.Provider{Region: c.Region, Profile: c.Profile, AccessKeyId: ak, SecretAccessKey: sk, SessionToken: st}, logger), nil
 	case NameDigitalOcean:
-		tok, err := secret("api_token", cfg.DigitalOcean.APIToken)
+		tok, err := secret("api_token", orZero(cfg.DigitalOcean).Secret())
 		if err != nil {
 			return nil, err
 		}
 		return NewLibdns(NameDigitalOcean, cfg.Zone, &digitalocean.Provider{APIToken: tok}, logger), nil
 	case NameHetzner:
-		tok, err := secret("api_token", cfg.Hetzner.APIToken)
+		tok, err := secret("api_token", orZero(cfg.Hetzner).Secret())
 		if err != nil {
 			return nil, err
 		}
 		return NewLibdns(NameHetzner, cfg.Zone, hetzner.New(tok), logger), nil
 	case NameDesec:
-		tok, err := secret("token", cfg.Desec.Token)
+		tok, err := secret("api_token", orZero(cfg.Desec).Secret())
 		if err != nil {
 			return nil, err
 		}
@@ -200,16 +232,25 @@ func New(cfg Config, logger *slog.Logger) (Provider, error) {
 	case "":
 		return nil, fmt.Errorf("%w: dns.provider is empty", ErrConfig)
 	default:
-		return nil, fmt.Errorf("%w: dns.provider %q unknown (want %s)", ErrConfig, cfg.Provider,
-			strings.Join([]string{NameRFC2136, NamePowerDNS, NameCloudflare, NameRoute53, NameDigitalOcean, NameHetzner, NameDesec, NameDesignate}, ", "))
+		return nil, fmt.Errorf("%w: dns.provider %q unknown (want %s)", ErrConfig, cfg.Provider, strings.Join(Names(), ", "))
 	}
+}
+
+// orZero is *p, or the zero value for an absent section.
+func orZero[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
+	}
+	return *p
 }
 
 // NewVerifierFromConfig builds the verifier for cfg. With no servers and no
 // resolver configured, an RFC 2136 provider's server is the resolver.
 func NewVerifierFromConfig(cfg Config, logger *slog.Logger) (*Verifier, error) {
 	v := cfg.Verify
-	if len(v.Servers) == 0 && v.Resolver == "" && cfg.Provider == NameRFC2136 {
+	if len(v.Servers) == 0 && v.Resolver == "" && cfg.Provider == NameRFC2136 && cfg.RFC2136 != nil {
+		// Find the NS set through the primary we update.
 		v.Resolver = cfg.RFC2136.Server
 	}
 	return NewVerifier(cfg.Zone, v, logger)

@@ -20,20 +20,20 @@ import (
 // DesignateConfig configures OpenStack Designate (DNS v2 API), typically in
 // a region other than the primary site's, so the flip does not depend on the
 // cloud that failed. Passwords and application credential secrets come from
-// files or environment variables only.
+// files only.
 type DesignateConfig struct {
-	AuthURL           string `yaml:"auth_url" json:"auth_url"` // Keystone v3, e.g. https://keystone.example:5000/v3
-	Region            string `yaml:"region" json:"region"`
-	Interface         string `yaml:"interface" json:"interface"` // public (default), internal, admin
-	Username          string `yaml:"username" json:"username"`
-	UserDomainName    string `yaml:"user_domain_name" json:"user_domain_name"`
-	ProjectName       string `yaml:"project_name" json:"project_name"`
-	ProjectDomainName string `yaml:"project_domain_name" json:"project_domain_name"`
-	Password          Secret `yaml:"password" json:"password"`
+	AuthURL   string `yaml:"auth_url" doc:"Keystone v3 URL of the region that serves DNS."`
+	Region    string `yaml:"region" doc:"Region of the Designate used (not the primary's)."`
+	Interface string `yaml:"interface" default:"public" doc:"Endpoint interface: public, internal or admin."`
 	// Application credentials replace username/password when set.
-	ApplicationCredentialID     string        `yaml:"application_credential_id" json:"application_credential_id"`
-	ApplicationCredentialSecret Secret        `yaml:"application_credential_secret" json:"application_credential_secret"`
-	Timeout                     time.Duration `yaml:"timeout" json:"timeout"`
+	ApplicationCredentialID         string        `yaml:"application_credential_id" doc:"Application credential ID (not secret)."`
+	ApplicationCredentialSecretFile string        `yaml:"application_credential_secret_file" doc:"File holding the application credential secret."`
+	Username                        string        `yaml:"username" doc:"User name, instead of an application credential."`
+	UserDomainName                  string        `yaml:"user_domain_name" doc:"The user's domain."`
+	ProjectName                     string        `yaml:"project_name" doc:"Project that owns the zone."`
+	ProjectDomainName               string        `yaml:"project_domain_name" doc:"The project's domain."`
+	PasswordFile                    string        `yaml:"password_file" doc:"File holding the user's password."`
+	Timeout                         time.Duration `yaml:"-"`
 }
 
 // Designate writes recordsets through the Designate v2 API (gophercloud).
@@ -98,13 +98,13 @@ func (d *Designate) connect(ctx context.Context) (*gophercloud.ServiceClient, st
 		AllowReauth:      true,
 	}
 	if d.cfg.ApplicationCredentialID != "" {
-		sec, err := d.cfg.ApplicationCredentialSecret.Value()
+		sec, err := (Secret{File: d.cfg.ApplicationCredentialSecretFile}).Value()
 		if err != nil {
 			return nil, "", fmt.Errorf("designate application_credential_secret: %w", err)
 		}
 		opts = gophercloud.AuthOptions{IdentityEndpoint: d.cfg.AuthURL, ApplicationCredentialID: d.cfg.ApplicationCredentialID, ApplicationCredentialSecret: sec, AllowReauth: true}
 	} else {
-		pw, err := d.cfg.Password.Value()
+		pw, err := (Secret{File: d.cfg.PasswordFile}).Value()
 		if err != nil {
 			return nil, "", fmt.Errorf("designate password: %w", err)
 		}

@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -223,10 +225,13 @@ func (d *designateSim) designate(w http.ResponseWriter, r *http.Request, path st
 
 func (d *designateSim) provider(t *testing.T, zone, region, password string) dnsprovider.Provider {
 	t.Helper()
-	t.Setenv("DRWATCH_TEST_DESIGNATE_PW", password)
-	p, err := dnsprovider.New(dnsprovider.Config{Provider: dnsprovider.NameDesignate, Zone: zone, Designate: dnsprovider.DesignateConfig{
+	pwFile := filepath.Join(t.TempDir(), "password")
+	if err := os.WriteFile(pwFile, []byte(password+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := dnsprovider.New(dnsprovider.Config{Provider: dnsprovider.NameDesignate, Zone: zone, Designate: &dnsprovider.DesignateConfig{
 		AuthURL: d.srv.URL + "/v3", Region: region, Username: "drwatch", UserDomainName: "Default",
-		ProjectName: "drwatch", ProjectDomainName: "Default", Password: dnsprovider.Secret{Env: "DRWATCH_TEST_DESIGNATE_PW"},
+		ProjectName: "drwatch", ProjectDomainName: "Default", PasswordFile: pwFile,
 	}}, nil)
 	if err != nil {
 		t.Fatalf("New designate: %v", err)

@@ -10,6 +10,12 @@
 // fenceOld, fenceNew). New(Config, logger) selects an implementation by
 // name; NewVerifier/NewVerifierFromConfig build the authoritative check.
 //
+// Config is also the `dns:` section of a node's config file: the package
+// owns its yaml shape, defaults and documentation (struct tags) and its
+// rules (Config.Validate, paths relative to the section). Record names and
+// values follow internal/dnsname, the rules the decision core shares. The
+// package never imports failover.
+//
 //	p, err := dnsprovider.New(cfg, logger)
 //	cur, err := p.GetRecords(ctx, ids)
 //	if cas, ok := p.(dnsprovider.CompareAndSwapper); ok {
@@ -83,4 +89,8 @@
 // BIND's prerequisite semantics) for `drwatch demo` and tests; providertest
 // is the conformance suite every implementation runs (test/dnsservers runs it
 // against real BIND9, Knot DNS and PowerDNS).
+//
+// dnsprovider and its subpackages never import failover, cluster or probes:
+// the reconciler hands them RRsets and a fence, and they know nothing of
+// why.
 package dnsprovider

@@ -14,17 +14,18 @@ import (
 // RFC2136Config configures the RFC 2136 provider.
 type RFC2136Config struct {
 	// Server is the primary's "host:port"; it takes the UPDATEs and the reads.
-	Server string `yaml:"server" json:"server"`
+	Server string `yaml:"server" doc:"host:port of the primary authoritative server."`
 	// KeyName is the TSIG key name. Optional when KeyFile is a BIND key clause.
-	KeyName string `yaml:"key_name" json:"key_name"`
+	KeyName string `yaml:"key_name" doc:"TSIG key name, as in the key file; the trailing dot is optional (drwatch and drwatch. name the same key)."`
 	// KeyFile holds the key: a BIND `key "name" { algorithm ..; secret ".."; };`
 	// clause or a bare base64 secret. Required: drwatch never sends unsigned
 	// updates.
-	KeyFile string `yaml:"key_file" json:"key_file"`
+	KeyFile string `yaml:"key_file" doc:"File holding the TSIG secret (BIND key clause or bare base64)."`
 	// Algorithm is hmac-sha256 (default) or hmac-sha512.
-	Algorithm string `yaml:"algorithm" json:"algorithm"`
-	// Timeout bounds one exchange (default 5s).
-	Timeout time.Duration `yaml:"timeout" json:"timeout"`
+	Algorithm string `yaml:"algorithm" default:"hmac-sha256" doc:"hmac-sha256 or hmac-sha512."`
+	// Timeout bounds one exchange (default 5s). A node derives it from its
+	// probe interval.
+	Timeout time.Duration `yaml:"-"`
 }
 
 // RFC2136 reads a zone by direct queries and writes it with signed RFC 2136

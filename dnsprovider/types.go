@@ -3,12 +3,12 @@ package dnsprovider
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/drwatch/drwatch/dnsprovider/internal/tsig"
+	"github.com/drwatch/drwatch/internal/dnsname"
 	"github.com/libdns/libdns"
 	"github.com/miekg/dns"
 )
@@ -139,17 +139,10 @@ func fenceFromSet(s RRset) (uint64, error) {
 	}
 }
 
-// AbsoluteName returns the FQDN of a zone-relative name ("@" is the apex).
-func AbsoluteName(name, zone string) string {
-	zone = dns.CanonicalName(zone)
-	if name == "" || name == "@" {
-		return zone
-	}
-	if strings.HasSuffix(name, ".") {
-		return dns.CanonicalName(name)
-	}
-	return dns.CanonicalName(name + "." + zone)
-}
+// AbsoluteName returns the lower-case FQDN of a zone-relative name ("@" is
+// the apex; a name ending in "." is already absolute), as the decision
+// core and the config name it (dnsname.Absolute).
+func AbsoluteName(name, zone string) string { return dnsname.Absolute(name, zone) }
 
 // RelativeName returns a FQDN relative to the zone ("@" for the apex).
 func RelativeName(fqdn, zone string) string {
@@ -259,16 +252,13 @@ func rrValue(rr dns.RR) string {
 	return strings.TrimSpace(strings.TrimPrefix(rr.String(), rr.Header().String()))
 }
 
-// canonicalValue normalises a value for comparison: addresses parsed, domain
-// names lower-cased, everything else round-tripped through miekg/dns.
+// canonicalValue normalises a value for comparison: the types drwatch flips
+// (and TXT) in the canonical form the decision core compares them in
+// (dnsname.Value), everything else round-tripped through miekg/dns and
+// lower-cased.
 func canonicalValue(typ, v string) string {
-	switch strings.ToUpper(typ) {
-	case "A", "AAAA":
-		if a, err := netip.ParseAddr(strings.TrimSpace(v)); err == nil {
-			return a.Unmap().String()
-		}
-	case "TXT":
-		return v
+	if c, ok := dnsname.Value(typ, v); ok {
+		return c
 	}
 	rrs, err := toRRs(RRset{Name: "x", Type: typ, Values: []string{v}}, "invalid.")
 	if err != nil || len(rrs) != 1 {

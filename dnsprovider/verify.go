@@ -20,18 +20,19 @@ import (
 type VerifyConfig struct {
 	// Servers is a fixed list of authoritative "host:port". When empty, the
 	// zone's NS set is resolved through Resolver.
-	Servers []string `yaml:"servers" json:"servers"`
+	Servers []string `yaml:"servers" doc:"host:port of each authoritative server; default: the zone's NS set."`
+	// Timeout bounds a whole verification (NewVerifier: 60s when zero; the
+	// config file's default is 30s).
+	Timeout time.Duration `yaml:"timeout" default:"30s" doc:"How long to wait for every server to answer the new records."`
 	// Resolver is the "host:port" asked for the NS set and the name servers'
-	// addresses (typically the primary).
-	Resolver string `yaml:"resolver" json:"resolver"`
+	// addresses (NewVerifierFromConfig: the RFC 2136 primary when unset).
+	Resolver string `yaml:"-"`
 	// Port is the DNS port of servers found through the NS set (default 53).
-	Port int `yaml:"port" json:"port"`
-	// Timeout bounds a whole verification (default 60s).
-	Timeout time.Duration `yaml:"timeout" json:"timeout"`
+	Port int `yaml:"-"`
 	// Interval is the pause between polls of one server (default 250ms).
-	Interval time.Duration `yaml:"interval" json:"interval"`
+	Interval time.Duration `yaml:"-"`
 	// QueryTimeout bounds one query (default 2s).
-	QueryTimeout time.Duration `yaml:"query_timeout" json:"query_timeout"`
+	QueryTimeout time.Duration `yaml:"-"`
 }
 
 // Verifier checks that every authoritative server of a zone serves the

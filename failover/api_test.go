@@ -42,7 +42,7 @@ func TestDecodeStrict(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c, err := Decode([]byte(tt.in))
 			if tt.ok {
-				if err != nil || c.Tick == nil || c.Tick.At != 5 {
+				if _, tick := c.Payload.(Tick); err != nil || !tick || c.At != 5 {
 					t.Fatalf("Decode(%.60q): got %+v, %v, want tick at 5", tt.in, c, err)
 				}
 				return
@@ -56,7 +56,7 @@ func TestDecodeStrict(t *testing.T) {
 
 func TestEncodeDecodeStamp(t *testing.T) {
 	for _, c := range sampleCommands() {
-		t.Run(string(c.Type), func(t *testing.T) {
+		t.Run(string(c.Type()), func(t *testing.T) {
 			b, err := Encode(c)
 			if err != nil {
 				t.Fatalf("Encode: %v", err)
@@ -74,7 +74,7 @@ func TestEncodeDecodeStamp(t *testing.T) {
 				t.Fatalf("Stamp: %v", err)
 			}
 			sc, _ := Decode(s)
-			if got := sc.at(); got != 777 {
+			if got := sc.At; got != 777 {
 				t.Fatalf("got At %d after Stamp, want 777", got)
 			}
 		})
@@ -82,7 +82,7 @@ func TestEncodeDecodeStamp(t *testing.T) {
 	if _, err := Stamp([]byte(`{"v":1}`), 1); !errors.Is(err, ErrBadCommand) {
 		t.Errorf("Stamp(garbage): got %v, want ErrBadCommand", err)
 	}
-	if _, err := Encode(Command{V: 1, Type: CmdTick}); !errors.Is(err, ErrBadCommand) {
+	if _, err := Encode(Command{At: 1}); !errors.Is(err, ErrBadCommand) {
 		t.Errorf("Encode(no payload): got %v, want ErrBadCommand", err)
 	}
 }
@@ -92,7 +92,7 @@ func TestEncodeDecodeStamp(t *testing.T) {
 // entries written before it keep their meaning on replay.
 func TestStampMarksManualMovesAsAcknowledging(t *testing.T) {
 	for _, c := range sampleCommands() {
-		t.Run(string(c.Type), func(t *testing.T) {
+		t.Run(string(c.Type()), func(t *testing.T) {
 			b, err := Stamp(mustEncode(c), 777)
 			if err != nil {
 				t.Fatalf("Stamp: %v", err)
@@ -101,17 +101,17 @@ func TestStampMarksManualMovesAsAcknowledging(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Decode: %v", err)
 			}
-			switch c.Type {
-			case CmdFailover:
-				if !d.Failover.AckBlock {
+			switch p := d.Payload.(type) {
+			case Failover:
+				if !p.AckBlock {
 					t.Errorf("got a stamped failover without ack_block, want it set: %s", b)
 				}
-			case CmdFailback:
-				if !d.Failback.AckBlock {
+			case Failback:
+				if !p.AckBlock {
 					t.Errorf("got a stamped failback without ack_block, want it set: %s", b)
 				}
 			default:
-				d.setAt(c.at())
+				d.At = c.At
 				if want := mustEncode(c); !bytes.Equal(mustEncode(d), want) {
 					t.Errorf("got %s after Stamp, want only At changed from %s", mustEncode(d), want)
 				}
@@ -131,13 +131,13 @@ func TestErrorsAcrossTheWire(t *testing.T) {
 		cmd  []byte
 		want error
 	}{
-		{"no policy", mustEncode(Failover{To: Backup}.Command()), ErrNoPolicy},
-		{"set policy", mustEncode(SetPolicy{At: base, Policy: p}.Command()), nil},
+		{"no policy", mustEncode(Command{Payload: Failover{To: Backup}}), ErrNoPolicy},
+		{"set policy", mustEncode(Command{At: base, Payload: SetPolicy{Policy: p}}), nil},
 		{"garbled", []byte(`{"v":1,"type":"tick"`), ErrBadCommand},
-		{"unknown node", mustEncode(Observe{Node: "mallory", At: base}.Command()), ErrUnknownNode},
-		{"refused", mustEncode(Failover{At: base, To: Backup}.Command()), ErrRefused},
-		{"unknown gen", mustEncode(ActionResult{At: base, Gen: 99, Outcome: OutcomeVerified}.Command()), ErrUnknownGen},
-		{"bad policy", mustEncode(SetPolicy{At: base}.Command()), ErrBadCommand},
+		{"unknown node", mustEncode(Command{At: base, Payload: Observe{Node: "mallory"}}), ErrUnknownNode},
+		{"refused", mustEncode(Command{At: base, Payload: Failover{To: Backup}}), ErrRefused},
+		{"unknown gen", mustEncode(Command{At: base, Payload: ActionResult{Gen: 99, Outcome: OutcomeVerified}}), ErrUnknownGen},
+		{"bad policy", mustEncode(Command{At: base, Payload: SetPolicy{}}), ErrBadCommand},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -164,7 +164,7 @@ func TestErrorsAcrossTheWire(t *testing.T) {
 			}
 		})
 	}
-	_, err := DecodeResponse(m.Apply(50, mustEncode(Failover{At: base, To: Backup}.Command())))
+	_, err := DecodeResponse(m.Apply(50, mustEncode(Command{At: base, Payload: Failover{To: Backup}})))
 	var re *RefusedError
 	if !errors.As(err, &re) || re.Rule != RuleNoQuorum || !strings.Contains(err.Error(), "--force") {
 		t.Fatalf("got %v, want a *RefusedError with rule no_quorum naming --force", err)
@@ -226,13 +226,30 @@ func TestHashIsCanonical(t *testing.T) {
 	}
 }
 
+// ShortHash names a policy by its first 12 hex digits and leaves a shorter
+// (or empty) hash as it is, so a node that never reported prints nothing.
+func TestShortHash(t *testing.T) {
+	h := testPolicy().Hash()
+	for _, tc := range []struct{ in, want string }{
+		{h, h[:12]},
+		{"0123456789abc", "0123456789ab"},
+		{"0123456789ab", "0123456789ab"},
+		{"abc", "abc"},
+		{"", ""},
+	} {
+		if got := ShortHash(tc.in); got != tc.want {
+			t.Errorf("ShortHash(%q): got %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
 // flipped returns a machine that has just failed over automatically to the backup.
 func flipped(t *testing.T) (*Machine, uint64) {
 	t.Helper()
 	m := New()
 	p := testPolicy()
 	idx := uint64(1)
-	if _, err := m.Step(idx, SetPolicy{At: base, Policy: p}.Command()); err != nil {
+	if _, err := m.Step(idx, Command{At: base, Payload: SetPolicy{Policy: p}}); err != nil {
 		t.Fatal(err)
 	}
 	h := p.Hash()
@@ -241,11 +258,11 @@ func flipped(t *testing.T) (*Machine, uint64) {
 			idx++
 			at := base + int64(round+1)*int64(time.Second)
 			ok := n == "c"
-			o := Observe{Node: n, At: at, PolicyHash: h, Results: []ProbeResult{
+			o := Observe{Node: n, PolicyHash: h, Results: []ProbeResult{
 				{Site: Primary, Probe: "web", OK: ok, Class: "tls", Phase: "handshake", Reason: "x509: certificate has expired"},
 				{Site: Backup, Probe: "web", OK: true},
 			}}
-			if _, err := m.Step(idx, o.Command()); err != nil {
+			if _, err := m.Step(idx, Command{At: at, Payload: o}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -276,15 +293,15 @@ func TestExplainNamesNodesAndProbes(t *testing.T) {
 func TestActionResultIdempotent(t *testing.T) {
 	m, idx := flipped(t)
 	gen := m.Desired().Gen
-	ar := ActionResult{At: base + 10*int64(time.Second), Gen: gen, Outcome: OutcomeVerified, WrittenAt: base + 9*int64(time.Second), Actor: "a"}
+	ar := Command{At: base + 10*int64(time.Second), Payload: ActionResult{Gen: gen, Outcome: OutcomeVerified, WrittenAt: base + 9*int64(time.Second), Actor: "a"}}
 	idx++
-	if _, err := m.Step(idx, ar.Command()); err != nil {
+	if _, err := m.Step(idx, ar); err != nil {
 		t.Fatal(err)
 	}
 	snap, _ := m.Snapshot()
 	for range 3 {
 		idx++
-		r, err := m.Step(idx, ar.Command())
+		r, err := m.Step(idx, ar)
 		if err != nil || r.Noop != "duplicate" {
 			t.Fatalf("repeat: got %+v, %v, want a duplicate no-op", r, err)
 		}
@@ -306,9 +323,9 @@ func TestHistoryIsBounded(t *testing.T) {
 		idx++
 		var c Command
 		if i%2 == 0 {
-			c = Pause{At: base, Actor: "x"}.Command()
+			c = Command{At: base, Payload: Pause{Actor: "x"}}
 		} else {
-			c = Resume{At: base}.Command()
+			c = Command{At: base, Payload: Resume{}}
 		}
 		if _, err := m.Step(idx, c); err != nil {
 			t.Fatal(err)
@@ -346,7 +363,7 @@ func TestReadsAreDeepCopies(t *testing.T) {
 func TestConcurrentReadsDuringApply(t *testing.T) {
 	m := New()
 	p := testPolicy()
-	m.Apply(1, mustEncode(SetPolicy{At: base, Policy: p}.Command()))
+	m.Apply(1, mustEncode(Command{At: base, Payload: SetPolicy{Policy: p}}))
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	for range 3 {
@@ -370,9 +387,9 @@ func TestConcurrentReadsDuringApply(t *testing.T) {
 	h := p.Hash()
 	for i := uint64(2); i < 300; i++ {
 		n := []string{"a", "b", "c"}[i%3]
-		o := Observe{Node: n, At: base + int64(i)*int64(time.Second)/3, PolicyHash: h,
-			Results: []ProbeResult{{Site: Primary, Probe: "web", OK: i > 150}, {Site: Backup, Probe: "web", OK: true}}}
-		m.Apply(i, mustEncode(o.Command()))
+		o := Command{At: base + int64(i)*int64(time.Second)/3, Payload: Observe{Node: n, PolicyHash: h,
+			Results: []ProbeResult{{Site: Primary, Probe: "web", OK: i > 150}, {Site: Backup, Probe: "web", OK: true}}}}
+		m.Apply(i, mustEncode(o))
 	}
 	close(stop)
 	wg.Wait()
@@ -383,19 +400,39 @@ func TestConcurrentReadsDuringApply(t *testing.T) {
 
 func TestStepRejectsOldIndex(t *testing.T) {
 	m := New()
-	if _, err := m.Step(5, Tick{At: base}.Command()); err != nil {
+	if _, err := m.Step(5, Command{At: base, Payload: Tick{}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, idx := range []uint64{0, 3, 5} {
-		if _, err := m.Step(idx, Tick{At: base}.Command()); !errors.Is(err, ErrBadCommand) {
+		if _, err := m.Step(idx, Command{At: base, Payload: Tick{}}); !errors.Is(err, ErrBadCommand) {
 			t.Errorf("Step(index %d after 5): got %v, want ErrBadCommand", idx, err)
 		}
 	}
 	// Time never goes backwards.
-	if _, err := m.Step(6, Tick{At: base - int64(time.Hour)}.Command()); err != nil {
+	if _, err := m.Step(6, Command{At: base - int64(time.Hour), Payload: Tick{}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := m.View().Now; got != base {
 		t.Errorf("got now %d after an older tick, want %d", got, base)
+	}
+}
+
+// A command's payload is a value of one of the payload types: a pointer
+// or no payload at all is refused before anything is written or applied,
+// since the wire format and the machine know the values only.
+func TestCommandNeedsAPayloadValue(t *testing.T) {
+	for name, c := range map[string]Command{
+		"no payload":      {At: 1},
+		"pointer payload": {At: 1, Payload: &Tick{}},
+	} {
+		if _, err := Encode(c); !errors.Is(err, ErrBadCommand) {
+			t.Errorf("Encode(%s): got %v, want ErrBadCommand", name, err)
+		}
+		if _, err := New().Step(1, c); !errors.Is(err, ErrBadCommand) {
+			t.Errorf("Step(%s): got %v, want ErrBadCommand", name, err)
+		}
+		if d := New().DryRun(c); !errors.Is(d.Err, ErrBadCommand) {
+			t.Errorf("DryRun(%s): got %v, want ErrBadCommand", name, d.Err)
+		}
 	}
 }

@@ -24,13 +24,13 @@ func benchPolicy() Policy {
 }
 
 func benchObserve(p Policy, node string, at int64) []byte {
-	o := Observe{Node: node, At: at, PolicyHash: p.Hash()}
+	o := Observe{Node: node, PolicyHash: p.Hash()}
 	for _, s := range sites {
 		for _, r := range p.Sites[s].Probes {
 			o.Results = append(o.Results, ProbeResult{Site: s, Probe: r.Name, OK: true, Class: "ok", Phase: "done", LatencyMS: 42, CertExpiry: 1800000000})
 		}
 	}
-	return mustEncode(o.Command())
+	return mustEncode(Command{At: at, Payload: o})
 }
 
 // BenchmarkApplyObserve measures Apply of one 20-result Observe (decode,
@@ -40,7 +40,7 @@ func benchObserve(p Policy, node string, at int64) []byte {
 func BenchmarkApplyObserve(b *testing.B) {
 	p := benchPolicy()
 	m := New()
-	m.Apply(1, mustEncode(SetPolicy{At: base, Policy: p}.Command()))
+	m.Apply(1, mustEncode(Command{At: base, Payload: SetPolicy{Policy: p}}))
 	data := [3][]byte{benchObserve(p, "a", base), benchObserve(p, "b", base), benchObserve(p, "c", base)}
 	b.ReportAllocs()
 	idx := uint64(1)

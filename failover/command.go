@@ -1,12 +1,6 @@
 package failover
 
-import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
-)
+import "fmt"
 
 // Version is the command encoding version this package reads and writes.
 const Version = 1
@@ -33,24 +27,56 @@ const (
 	CmdMembership   CommandType = "membership"
 )
 
-// Command is one entry of the replicated log: a version, a type tag and
-// exactly the one payload the tag names. Every payload carries At, the
-// leader's clock in unix nanoseconds (see Stamp).
+// Command is one entry of the replicated log: the time the leader stamped
+// it with and the one payload that says what it asks. Like the term on an
+// etcd raft Message, At belongs to every entry whatever its type, so it
+// lives here and not in each payload; on the wire it stays where version 1
+// wrote it, inside the payload object (see wire.go).
 type Command struct {
-	V            int           `json:"v"`
-	Type         CommandType   `json:"type"`
-	Observe      *Observe      `json:"observe,omitempty"`
-	Tick         *Tick         `json:"tick,omitempty"`
-	Failover     *Failover     `json:"failover,omitempty"`
-	Failback     *Failback     `json:"failback,omitempty"`
-	Pause        *Pause        `json:"pause,omitempty"`
-	Resume       *Resume       `json:"resume,omitempty"`
-	Ack          *Ack          `json:"ack,omitempty"`
-	ActionResult *ActionResult `json:"action_result,omitempty"`
-	SetPolicy    *SetPolicy    `json:"set_policy,omitempty"`
-	BreakGlass   *BreakGlass   `json:"break_glass,omitempty"`
-	Remediation  *Remediation  `json:"remediation,omitempty"`
-	Membership   *Membership   `json:"membership,omitempty"`
+	// At is the leader's clock in unix nanoseconds (see Stamp). Every time
+	// rule of the machine reads it, never a wall clock.
+	At int64
+	// Payload is one of the payload types of this package (Observe, Tick,
+	// ...), as a value, not a pointer.
+	Payload Payload
+}
+
+// Payload is what a command asks of the machine. The payload types of this
+// package implement it, and only they: the machine must know how to apply
+// each, and the wire format how to read each (payloadTypes).
+type Payload interface {
+	// CommandType names the payload on the wire.
+	CommandType() CommandType
+	// text returns the free text a person wrote into the payload, held to
+	// CheckText when it is proposed; "" where there is none.
+	text() (reason, actor string)
+	// apply steps s by the payload. On error s must be unchanged.
+	apply(s *state, a applyArgs) error
+}
+
+// applyArgs is what a payload's apply gets besides the state: the log index,
+// the machine's clock (the command's At, never going backwards), the
+// result to fill in, and, in a dry run, where to list the rules checked.
+type applyArgs struct {
+	index   uint64
+	now     int64
+	res     *Result
+	checked *[]Check
+}
+
+// payloadTypes is every payload type, in the order of the version 1 union
+// the wire format keeps. Decode looks up a command's type here.
+var payloadTypes = []Payload{
+	Observe{}, Tick{}, Failover{}, Failback{}, Pause{}, Resume{}, Ack{},
+	ActionResult{}, SetPolicy{}, BreakGlass{}, Remediation{}, Membership{},
+}
+
+// Type returns the command's type, "" when it has no payload.
+func (c Command) Type() CommandType {
+	if c.Payload == nil {
+		return ""
+	}
+	return c.Payload.CommandType()
 }
 
 // ProbeResult is one probe's outcome in one round, as a watcher saw it.
@@ -77,23 +103,39 @@ type ProbeResult struct {
 // the watcher's round counter; a repeat of the node's last Seq is a no-op
 // (0 disables that check). PolicyHash is the hash of the policy the watcher runs.
 type Observe struct {
-	Node       string        `json:"node"`
-	At         int64         `json:"at"`
+	Node string `json:"node"`
+	// Version 1 wrote the command's At here, after node (see wireAt).
+	_          wireAt
 	Seq        uint64        `json:"seq,omitempty"`
 	PolicyHash string        `json:"policy_hash"`
 	Results    []ProbeResult `json:"results"`
 }
 
+// CommandType implements Payload.
+func (Observe) CommandType() CommandType { return CmdObserve }
+
+func (Observe) text() (reason, actor string) { return "", "" }
+
+func (o Observe) apply(s *state, a applyArgs) error { return s.observe(a.index, a.now, &o, a.res) }
+
 // Tick advances time so that staleness, pause expiry, block expiry and
 // failback dwell are evaluated even when no reports arrive.
-type Tick struct {
-	At int64 `json:"at"`
+type Tick struct{}
+
+// CommandType implements Payload.
+func (Tick) CommandType() CommandType { return CmdTick }
+
+func (Tick) text() (reason, actor string) { return "", "" }
+
+func (Tick) apply(s *state, a applyArgs) error {
+	s.Now = a.now
+	s.evaluate(a.index, a.res)
+	return nil
 }
 
 // Failover asks to make To the active site. Force overrides the safety rules
 // and is recorded. Planned asks for a switchover: both sites must be UP at quorum.
 type Failover struct {
-	At      int64  `json:"at"`
 	To      Site   `json:"to"`
 	Reason  string `json:"reason,omitempty"`
 	Actor   string `json:"actor,omitempty"`
@@ -103,9 +145,17 @@ type Failover struct {
 	AckBlock bool `json:"ack_block,omitempty"`
 }
 
+// CommandType implements Payload.
+func (Failover) CommandType() CommandType { return CmdFailover }
+
+func (f Failover) text() (reason, actor string) { return f.Reason, f.Actor }
+
+func (f Failover) apply(s *state, a applyArgs) error {
+	return s.manual(a.index, a.now, f.move(), a.res, a.checked)
+}
+
 // Failback asks to make the primary active again.
 type Failback struct {
-	At     int64  `json:"at"`
 	Reason string `json:"reason,omitempty"`
 	Actor  string `json:"actor,omitempty"`
 	Force  bool   `json:"force,omitempty"`
@@ -117,26 +167,59 @@ type Failback struct {
 	AckBlock bool `json:"ack_block,omitempty"`
 }
 
+// CommandType implements Payload.
+func (Failback) CommandType() CommandType { return CmdFailback }
+
+func (f Failback) text() (reason, actor string) { return f.Reason, f.Actor }
+
+func (f Failback) apply(s *state, a applyArgs) error {
+	return s.manual(a.index, a.now, f.move(), a.res, a.checked)
+}
+
 // Pause stops automatic decisions until Until (unix ns), or until Resume when Until is 0.
 type Pause struct {
-	At     int64  `json:"at"`
 	Reason string `json:"reason,omitempty"`
 	Actor  string `json:"actor,omitempty"`
 	Until  int64  `json:"until,omitempty"`
 }
 
+// CommandType implements Payload.
+func (Pause) CommandType() CommandType { return CmdPause }
+
+func (p Pause) text() (reason, actor string) { return p.Reason, p.Actor }
+
+func (p Pause) apply(s *state, a applyArgs) error { return s.pause(a.index, a.now, &p, a.res) }
+
 // Resume ends a pause.
 type Resume struct {
-	At     int64  `json:"at"`
 	Reason string `json:"reason,omitempty"`
 	Actor  string `json:"actor,omitempty"`
 }
 
+// CommandType implements Payload.
+func (Resume) CommandType() CommandType { return CmdResume }
+
+func (r Resume) text() (reason, actor string) { return r.Reason, r.Actor }
+
+func (r Resume) apply(s *state, a applyArgs) error {
+	s.resume(a.index, a.now, &r, a.res)
+	return nil
+}
+
 // Ack acknowledges an automatic flip and lifts the block on further automatic flips.
 type Ack struct {
-	At     int64  `json:"at"`
 	Reason string `json:"reason,omitempty"`
 	Actor  string `json:"actor,omitempty"`
+}
+
+// CommandType implements Payload.
+func (Ack) CommandType() CommandType { return CmdAck }
+
+func (k Ack) text() (reason, actor string) { return k.Reason, k.Actor }
+
+func (k Ack) apply(s *state, a applyArgs) error {
+	s.ack(a.index, a.now, &k, a.res)
+	return nil
 }
 
 // Action outcomes reported by the reconciler.
@@ -151,7 +234,6 @@ const (
 // are the times each authoritative server was first seen serving the new
 // records (with OutcomeVerified; empty from older versions).
 type ActionResult struct {
-	At         int64                `json:"at"`
 	Gen        uint64               `json:"gen"`
 	Outcome    string               `json:"outcome"`
 	Detail     string               `json:"detail,omitempty"`
@@ -161,160 +243,58 @@ type ActionResult struct {
 	Servers    []ServerVerification `json:"servers,omitempty"`
 }
 
+// CommandType implements Payload.
+func (ActionResult) CommandType() CommandType { return CmdActionResult }
+
+// text: the reconciler, not a person, writes an action result.
+func (ActionResult) text() (reason, actor string) { return "", "" }
+
+func (r ActionResult) apply(s *state, a applyArgs) error {
+	return s.actionResult(a.index, a.now, &r, a.res)
+}
+
 // SetPolicy replaces the replicated policy.
 type SetPolicy struct {
-	At     int64  `json:"at"`
 	Policy Policy `json:"policy"`
 	Actor  string `json:"actor,omitempty"`
 }
 
+// CommandType implements Payload.
+func (SetPolicy) CommandType() CommandType { return CmdSetPolicy }
+
+func (p SetPolicy) text() (reason, actor string) { return "", p.Actor }
+
+func (p SetPolicy) apply(s *state, a applyArgs) error { return s.setPolicy(a.index, a.now, &p, a.res) }
+
 // BreakGlass records a DNS write that an operator made without quorum; it
 // makes Site active and is recorded as forced.
 type BreakGlass struct {
-	At        int64  `json:"at"`
 	Site      Site   `json:"site"`
 	Reason    string `json:"reason,omitempty"`
 	Actor     string `json:"actor,omitempty"`
 	WrittenAt int64  `json:"written_at,omitempty"`
 }
 
-// Command wraps the payload in a Command of the current version.
-func (o Observe) Command() Command { return Command{V: Version, Type: CmdObserve, Observe: &o} }
+// CommandType implements Payload.
+func (BreakGlass) CommandType() CommandType { return CmdBreakGlass }
 
-// Command wraps the payload in a Command of the current version.
-func (t Tick) Command() Command { return Command{V: Version, Type: CmdTick, Tick: &t} }
+func (b BreakGlass) text() (reason, actor string) { return b.Reason, b.Actor }
 
-// Command wraps the payload in a Command of the current version.
-func (f Failover) Command() Command { return Command{V: Version, Type: CmdFailover, Failover: &f} }
-
-// Command wraps the payload in a Command of the current version.
-func (f Failback) Command() Command { return Command{V: Version, Type: CmdFailback, Failback: &f} }
-
-// Command wraps the payload in a Command of the current version.
-func (p Pause) Command() Command { return Command{V: Version, Type: CmdPause, Pause: &p} }
-
-// Command wraps the payload in a Command of the current version.
-func (r Resume) Command() Command { return Command{V: Version, Type: CmdResume, Resume: &r} }
-
-// Command wraps the payload in a Command of the current version.
-func (a Ack) Command() Command { return Command{V: Version, Type: CmdAck, Ack: &a} }
-
-// Command wraps the payload in a Command of the current version.
-func (a ActionResult) Command() Command {
-	return Command{V: Version, Type: CmdActionResult, ActionResult: &a}
+func (b BreakGlass) apply(s *state, a applyArgs) error {
+	return s.breakGlass(a.index, a.now, &b, a.res)
 }
 
-// Command wraps the payload in a Command of the current version.
-func (s SetPolicy) Command() Command { return Command{V: Version, Type: CmdSetPolicy, SetPolicy: &s} }
-
-// Command wraps the payload in a Command of the current version.
-func (b BreakGlass) Command() Command {
-	return Command{V: Version, Type: CmdBreakGlass, BreakGlass: &b}
-}
-
-// check verifies the envelope: version, a known type, and exactly the one
-// payload the type names.
+// check verifies that c has a payload of one of the payload types, as a
+// value: the payload decides how the machine applies c, and the wire
+// format knows the values only.
 func (c *Command) check() error {
-	if c.V != Version {
-		return fmt.Errorf("command version %d, want %d: %w", c.V, Version, ErrBadCommand)
+	if c.Payload == nil {
+		return fmt.Errorf("command without a payload: %w", ErrBadCommand)
 	}
-	payloads := []struct {
-		t   CommandType
-		set bool
-	}{
-		{CmdObserve, c.Observe != nil},
-		{CmdTick, c.Tick != nil},
-		{CmdFailover, c.Failover != nil},
-		{CmdFailback, c.Failback != nil},
-		{CmdPause, c.Pause != nil},
-		{CmdResume, c.Resume != nil},
-		{CmdAck, c.Ack != nil},
-		{CmdActionResult, c.ActionResult != nil},
-		{CmdSetPolicy, c.SetPolicy != nil},
-		{CmdBreakGlass, c.BreakGlass != nil},
-		{CmdRemediation, c.Remediation != nil},
-		{CmdMembership, c.Membership != nil},
-	}
-	known, n, match := false, 0, false
-	for _, p := range payloads {
-		if p.t == c.Type {
-			known = true
-			match = p.set
-		}
-		if p.set {
-			n++
-		}
-	}
-	switch {
-	case !known:
-		return fmt.Errorf("unknown command type %q: %w", c.Type, ErrBadCommand)
-	case !match:
-		return fmt.Errorf("command %s without its payload: %w", c.Type, ErrBadCommand)
-	case n != 1:
-		return fmt.Errorf("command %s with %d payloads, want 1: %w", c.Type, n, ErrBadCommand)
+	if wire.payload(c.Payload) == nil {
+		return fmt.Errorf("command payload %T is not one of the payload types: %w", c.Payload, ErrBadCommand)
 	}
 	return nil
-}
-
-// at returns the payload's At. c must have passed check.
-func (c *Command) at() int64 {
-	switch c.Type {
-	case CmdObserve:
-		return c.Observe.At
-	case CmdTick:
-		return c.Tick.At
-	case CmdFailover:
-		return c.Failover.At
-	case CmdFailback:
-		return c.Failback.At
-	case CmdPause:
-		return c.Pause.At
-	case CmdResume:
-		return c.Resume.At
-	case CmdAck:
-		return c.Ack.At
-	case CmdActionResult:
-		return c.ActionResult.At
-	case CmdSetPolicy:
-		return c.SetPolicy.At
-	case CmdBreakGlass:
-		return c.BreakGlass.At
-	case CmdRemediation:
-		return c.Remediation.At
-	case CmdMembership:
-		return c.Membership.At
-	}
-	return 0
-}
-
-// setAt sets the payload's At. c must have passed check.
-func (c *Command) setAt(at int64) {
-	switch c.Type {
-	case CmdObserve:
-		c.Observe.At = at
-	case CmdTick:
-		c.Tick.At = at
-	case CmdFailover:
-		c.Failover.At = at
-	case CmdFailback:
-		c.Failback.At = at
-	case CmdPause:
-		c.Pause.At = at
-	case CmdResume:
-		c.Resume.At = at
-	case CmdAck:
-		c.Ack.At = at
-	case CmdActionResult:
-		c.ActionResult.At = at
-	case CmdSetPolicy:
-		c.SetPolicy.At = at
-	case CmdBreakGlass:
-		c.BreakGlass.At = at
-	case CmdRemediation:
-		c.Remediation.At = at
-	case CmdMembership:
-		c.Membership.At = at
-	}
 }
 
 // Encode returns the JSON encoding of c after checking its envelope and
@@ -326,7 +306,7 @@ func Encode(c Command) ([]byte, error) {
 	if err := c.checkText(); err != nil {
 		return nil, fmt.Errorf("encode command: %w", err)
 	}
-	b, err := json.Marshal(c)
+	b, err := wire.marshal(c)
 	if err != nil {
 		return nil, fmt.Errorf("encode command: %w: %w", ErrBadCommand, err)
 	}
@@ -343,19 +323,30 @@ func Decode(b []byte) (Command, error) {
 	if len(b) > MaxCommandSize {
 		return Command{}, fmt.Errorf("decode command: %d bytes, limit %d: %w", len(b), MaxCommandSize, ErrBadCommand)
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	var c Command
-	if err := dec.Decode(&c); err != nil {
-		return Command{}, fmt.Errorf("decode command: %w: %w", ErrBadCommand, err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return Command{}, fmt.Errorf("decode command: trailing data after the command: %w", ErrBadCommand)
-	}
-	if err := c.check(); err != nil {
+	c, err := wire.unmarshal(b)
+	if err != nil {
 		return Command{}, fmt.Errorf("decode command: %w", err)
 	}
 	return c, nil
+}
+
+// MarshalJSON writes c in the wire format, as Encode does but without its
+// checks.
+func (c Command) MarshalJSON() ([]byte, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	return wire.marshal(c)
+}
+
+// UnmarshalJSON reads c strictly, as Decode does.
+func (c *Command) UnmarshalJSON(b []byte) error {
+	d, err := wire.unmarshal(b)
+	if err != nil {
+		return err
+	}
+	*c = d
+	return nil
 }
 
 // Stamp sets At on the encoded command b and re-encodes it. Only the Raft
@@ -372,12 +363,14 @@ func Stamp(b []byte, at int64) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stamp: %w", err)
 	}
-	c.setAt(at)
-	switch c.Type {
-	case CmdFailover:
-		c.Failover.AckBlock = true
-	case CmdFailback:
-		c.Failback.AckBlock = true
+	c.At = at
+	switch p := c.Payload.(type) {
+	case Failover:
+		p.AckBlock = true
+		c.Payload = p
+	case Failback:
+		p.AckBlock = true
+		c.Payload = p
 	}
 	return Encode(c)
 }

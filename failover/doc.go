@@ -9,8 +9,21 @@
 // state with a generation (the log index of the deciding entry) that the
 // leader's reconciler writes and reports back with ActionResult.
 //
-// The package imports only the standard library, does no I/O, never logs and
-// never reads the clock. Map iteration is sorted wherever it reaches output,
+// The package imports only the standard library and pure stdlib-only leaf
+// packages: internal/field (the field errors every configuration section
+// returns) and internal/dnsname (the DNS name and value rules it shares with
+// the providers). It does no I/O, never logs and never reads the clock. Map
+// iteration is sorted wherever it reaches output,
 // so replicas that applied the same log produce byte-identical snapshots.
 // See DESIGN.md for why.
+//
+// The runtime around the core, which maps a probe round to Observe and runs
+// the leader's loops (policy and tick, the reconciler, the remediation
+// runner), lives in internal/watcher, not in cluster: it proposes failover
+// commands and reads the machine, and cluster must never import failover
+// (test/importrules), so that the Raft plumbing stays ignorant of what it
+// replicates. Nor does it live in cmd, so the loops are tested as a library.
+// The package also owns the `policy:` section of a node's config file
+// (PolicySpec): its defaults and rules, and how it becomes the replicated
+// Policy.
 package failover

@@ -31,27 +31,27 @@ func TestDryRunIsTheStep(t *testing.T) {
 		before, _ := m.Snapshot()
 		d := m.DryRun(c)
 		if after, _ := m.Snapshot(); !bytes.Equal(before, after) {
-			t.Fatalf("entry %d (%s): the dry run changed the machine", i, c.Type)
+			t.Fatalf("entry %d (%s): the dry run changed the machine", i, c.Type())
 		}
 		res, err := m.Step(last+1, c)
 		if got, want := encodeResponse(d.Result, d.Err), encodeResponse(res, err); !bytes.Equal(got, want) {
-			t.Fatalf("entry %d (%s): dry run predicted %s, Step returned %s", i, c.Type, got, want)
+			t.Fatalf("entry %d (%s): dry run predicted %s, Step returned %s", i, c.Type(), got, want)
 		}
 		if got, want := d.After, m.Desired(); !equalRRsets(got.Records, want.Records) || got.Gen != want.Gen || got.Active != want.Active || got.Fence != want.Fence || got.Done != want.Done {
-			t.Fatalf("entry %d (%s): dry run predicted desired %+v, Step left %+v", i, c.Type, got, want)
+			t.Fatalf("entry %d (%s): dry run predicted desired %+v, Step left %+v", i, c.Type(), got, want)
 		}
 		if err == nil {
 			last++
 			g.seen(res)
 		}
-		if c.Type != CmdFailover && c.Type != CmdFailback {
+		if c.Type() != CmdFailover && c.Type() != CmdFailback {
 			if len(d.Checks) != 0 {
-				t.Fatalf("entry %d (%s): got checks %+v, want none", i, c.Type, d.Checks)
+				t.Fatalf("entry %d (%s): got checks %+v, want none", i, c.Type(), d.Checks)
 			}
 			continue
 		}
 		moves++
-		mv := c.move()
+		mv := c.Payload.(interface{ move() move }).move()
 		var failing []Check
 		for _, ch := range d.Checks {
 			if ch.Rule == RulePaused || ch.Rule == RuleBlocked || ch.Rule == RuleAutoDisabled {
@@ -94,13 +94,13 @@ func TestDryRunIsTheStep(t *testing.T) {
 func TestDryRunChecksWhileBlockedAndPaused(t *testing.T) {
 	m, _, step := gateMachine(t, FailbackManual)
 	report(t, step, 1, map[string]bool{"a": true, "b": true})
-	if _, err := step(Pause{Reason: "hold", Actor: "ops"}.Command()); err != nil {
+	if _, err := step(Command{Payload: Pause{Reason: "hold", Actor: "ops"}}); err != nil {
 		t.Fatal(err)
 	}
 	m.mu.Lock()
 	m.st.BlockedUntil = m.st.Now + int64(1e12) // as after an automatic flip
 	m.mu.Unlock()
-	d := m.DryRun(Failback{At: m.View().Now, Reason: "primary fixed", Actor: "ops", AckBlock: true}.Command())
+	d := m.DryRun(Command{At: m.View().Now, Payload: Failback{Reason: "primary fixed", Actor: "ops", AckBlock: true}})
 	var rules []string
 	for _, c := range d.Checks {
 		rules = append(rules, c.Rule)
@@ -125,7 +125,7 @@ func TestDryRunChecksWhileBlockedAndPaused(t *testing.T) {
 func TestDryRunChecksOfASwitchoverAndAClosedGate(t *testing.T) {
 	m, _, step := gateMachine(t, FailbackManual)
 	report(t, step, 1, map[string]bool{"a": true})
-	d := m.DryRun(Failover{At: m.View().Now, To: Primary, Planned: true, Reason: "back", Actor: "ops"}.Command())
+	d := m.DryRun(Command{At: m.View().Now, Payload: Failover{To: Primary, Planned: true, Reason: "back", Actor: "ops"}})
 	var rules []string
 	for _, c := range d.Checks {
 		rules = append(rules, c.Rule)
@@ -137,7 +137,7 @@ func TestDryRunChecksOfASwitchoverAndAClosedGate(t *testing.T) {
 	if !d.Checks[0].OK || d.Checks[1].OK || !errors.As(d.Err, &ref) || ref.Rule != RuleFailbackGate || ref.Message != d.Checks[1].Detail {
 		t.Errorf("switchover with the gate closed: got checks %+v and %v, want the gate failing and named", d.Checks, d.Err)
 	}
-	_, err := step(Failover{To: Primary, Planned: true, Reason: "back", Actor: "ops"}.Command())
+	_, err := step(Command{Payload: Failover{To: Primary, Planned: true, Reason: "back", Actor: "ops"}})
 	if !errors.As(err, &ref) || ref.Rule != RuleFailbackGate {
 		t.Errorf("the real switchover: got %v, want the gate", err)
 	}

@@ -1,6 +1,7 @@
 package failover
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -408,19 +409,12 @@ func describeTally(t Tally) string {
 
 // oneLine summarises a decision entry.
 func oneLine(e *Entry) string {
-	s := fmt.Sprintf("gen %d: %s %s -> %s at %s by %s", e.Gen, e.Kind, e.From, e.To, fmtTime(e.At), orDash(e.Actor))
+	s := fmt.Sprintf("gen %d: %s %s -> %s at %s by %s", e.Gen, e.Kind, e.From, e.To, fmtTime(e.At), cmp.Or(e.Actor, "-"))
 	if e.Forced {
 		s += " (forced)"
 	}
 	if e.Reason != "" {
 		s += ": " + e.Reason
-	}
-	return s
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
 	}
 	return s
 }

@@ -67,23 +67,23 @@ func sampleCommands() []Command {
 		Sites: map[Site]SitePolicy{Primary: {Probes: []ProbeRef{{Name: "web", Critical: true}}}, Backup: {Probes: []ProbeRef{{Name: "web", Critical: true}}}},
 		Zone:  "example.org.", Records: []Record{{Name: "lms", Type: "A", TTL: 60, Primary: []string{"192.0.2.1"}, Backup: []string{"192.0.2.2"}}}}
 	return []Command{
-		Observe{Node: "a", At: 1, Seq: 1, PolicyHash: "x", Results: []ProbeResult{{Site: Primary, Probe: "web", OK: false, Class: "tls", Phase: "handshake", Reason: "x509: certificate has expired", LatencyMS: 3, CertExpiry: 1700000000}}}.Command(),
-		Tick{At: 2}.Command(),
-		Failover{At: 3, To: Backup, Reason: "drill", Actor: "alice", Force: true, Planned: true}.Command(),
-		Failback{At: 4, Reason: "ok", Actor: "alice"}.Command(),
-		Pause{At: 5, Until: 9, Actor: "bob"}.Command(),
-		Resume{At: 6}.Command(),
-		Ack{At: 7}.Command(),
-		ActionResult{At: 8, Gen: 3, Outcome: OutcomeVerified, WrittenAt: 7, VerifiedAt: 8, Actor: "a"}.Command(),
-		SetPolicy{At: 9, Policy: p, Actor: "ops"}.Command(),
-		BreakGlass{At: 10, Site: Backup, Reason: "no quorum", Actor: "carol", WrittenAt: 9}.Command(),
-		Remediation{At: 11, Name: "orphaned-pods", Gen: 3, Target: "pod/lms/web-0", Verb: "force-delete",
-			Result: RemediationApplied, Reason: "terminating for 20m", Key: "orphaned-pods/uid-1", Actor: "a"}.Command(),
-		Remediation{At: 11, Name: "octavia-stuck-lb", Target: "loadbalancer/5f0c", Verb: "failover", Result: RemediationFailed,
-			Detail: "403", Key: "octavia-stuck-lb/5f0c@t", Actor: "a", NeedsAdmin: true}.Command(),
-		Remediation{At: 11, Name: "security-groups", Target: "port/p", Verb: "add-address-pair", Result: RemediationFailed,
-			Detail: "412", Key: "security-groups/p/rev3", Actor: "a", Precondition: true}.Command(),
-		Membership{At: 12, Op: MemberAdd, ID: "d", Addr: "10.4.0.5:7400", Reason: "new site", Actor: "alice"}.Command(),
+		Command{At: 1, Payload: Observe{Node: "a", Seq: 1, PolicyHash: "x", Results: []ProbeResult{{Site: Primary, Probe: "web", OK: false, Class: "tls", Phase: "handshake", Reason: "x509: certificate has expired", LatencyMS: 3, CertExpiry: 1700000000}}}},
+		Command{At: 2, Payload: Tick{}},
+		Command{At: 3, Payload: Failover{To: Backup, Reason: "drill", Actor: "alice", Force: true, Planned: true}},
+		Command{At: 4, Payload: Failback{Reason: "ok", Actor: "alice"}},
+		Command{At: 5, Payload: Pause{Until: 9, Actor: "bob"}},
+		Command{At: 6, Payload: Resume{}},
+		Command{At: 7, Payload: Ack{}},
+		Command{At: 8, Payload: ActionResult{Gen: 3, Outcome: OutcomeVerified, WrittenAt: 7, VerifiedAt: 8, Actor: "a"}},
+		Command{At: 9, Payload: SetPolicy{Policy: p, Actor: "ops"}},
+		Command{At: 10, Payload: BreakGlass{Site: Backup, Reason: "no quorum", Actor: "carol", WrittenAt: 9}},
+		Command{At: 11, Payload: Remediation{Name: "orphaned-pods", Gen: 3, Target: "pod/lms/web-0", Verb: "force-delete",
+			Result: RemediationApplied, Reason: "terminating for 20m", Key: "orphaned-pods/uid-1", Actor: "a"}},
+		Command{At: 11, Payload: Remediation{Name: "octavia-stuck-lb", Target: "loadbalancer/5f0c", Verb: "failover", Result: RemediationFailed,
+			Detail: "403", Key: "octavia-stuck-lb/5f0c@t", Actor: "a", NeedsAdmin: true}},
+		Command{At: 11, Payload: Remediation{Name: "security-groups", Target: "port/p", Verb: "add-address-pair", Result: RemediationFailed,
+			Detail: "412", Key: "security-groups/p/rev3", Actor: "a", Precondition: true}},
+		Command{At: 12, Payload: Membership{Op: MemberAdd, ID: "d", Addr: "10.4.0.5:7400", Reason: "new site", Actor: "alice"}},
 	}
 }
 
@@ -213,18 +213,9 @@ func (h *hysteresisModel) stale() int64 {
 }
 
 func (h *hysteresisModel) apply(c Command, r Result) {
-	var at int64
-	switch {
-	case c.Observe != nil:
-		at = c.Observe.At
-	case c.Tick != nil:
-		at = c.Tick.At
-	default:
-		at = c.at()
-	}
-	h.now = max(h.now, at)
-	o := c.Observe
-	if o == nil || r.Noop == "duplicate" {
+	h.now = max(h.now, c.At)
+	o, ok := c.Payload.(Observe)
+	if !ok || r.Noop == "duplicate" {
 		return
 	}
 	h.last[o.Node] = h.now

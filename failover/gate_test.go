@@ -40,10 +40,10 @@ func gateMachine(t *testing.T, mode string) (*Machine, *uint64, func(c Command) 
 		Zone: "example.org.", Records: []Record{{Name: "lms", Type: "A", TTL: 60, Primary: []string{"192.0.2.1"}, Backup: []string{"192.0.2.2"}}},
 		FailbackGate: []string{"ingress-lb"},
 	}
-	if _, err := step(SetPolicy{Policy: p, Actor: "ops"}.Command()); err != nil {
+	if _, err := step(Command{Payload: SetPolicy{Policy: p, Actor: "ops"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := step(Failover{To: Backup, Reason: "meltdown", Actor: "ops", Force: true}.Command()); err != nil {
+	if _, err := step(Command{Payload: Failover{To: Backup, Reason: "meltdown", Actor: "ops", Force: true}}); err != nil {
 		t.Fatal(err)
 	}
 	return m, &idx, step
@@ -58,9 +58,9 @@ func report(t *testing.T, step func(Command) (Result, error), seq uint64, lbOK m
 		if !lb.OK {
 			lb.Class, lb.Reason = "lb_error", "provisioning_status ERROR"
 		}
-		if _, err := step(Observe{Node: n, Seq: seq, Results: []ProbeResult{
+		if _, err := step(Command{Payload: Observe{Node: n, Seq: seq, Results: []ProbeResult{
 			{Site: Primary, Probe: "lms", OK: true}, lb, {Site: Backup, Probe: "lms", OK: true},
-		}}.Command()); err != nil {
+		}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -69,7 +69,7 @@ func report(t *testing.T, step func(Command) (Result, error), seq uint64, lbOK m
 func TestFailbackGate(t *testing.T) {
 	m, _, step := gateMachine(t, FailbackManual)
 	report(t, step, 1, map[string]bool{"a": true})
-	_, err := step(Failback{Reason: "primary is back", Actor: "ops"}.Command())
+	_, err := step(Command{Payload: Failback{Reason: "primary is back", Actor: "ops"}})
 	var ref *RefusedError
 	if !errors.As(err, &ref) || ref.Rule != RuleFailbackGate {
 		t.Fatalf("failback with the load balancer UP on 1 of 3: got %v, want rule %s", err, RuleFailbackGate)
@@ -82,11 +82,11 @@ func TestFailbackGate(t *testing.T) {
 	if m.Desired().Active != Backup {
 		t.Fatal("a refused failback moved traffic")
 	}
-	if _, err := step(Failover{To: Primary, Reason: "switch back", Actor: "ops", Planned: true}.Command()); !errors.As(err, &ref) || ref.Rule != RuleFailbackGate {
+	if _, err := step(Command{Payload: Failover{To: Primary, Reason: "switch back", Actor: "ops", Planned: true}}); !errors.As(err, &ref) || ref.Rule != RuleFailbackGate {
 		t.Errorf("planned switchover to the primary: got %v, want the gate", err)
 	}
 	report(t, step, 2, map[string]bool{"a": true}) // fresh reports: only the gate stands in the way
-	res, err := step(Failback{Reason: "checked the LBs by hand", Actor: "ops", Force: true}.Command())
+	res, err := step(Command{Payload: Failback{Reason: "checked the LBs by hand", Actor: "ops", Force: true}})
 	if err != nil || res.Gen == 0 {
 		t.Fatalf("forced failback: %v %+v", err, res)
 	}
@@ -96,7 +96,7 @@ func TestFailbackGate(t *testing.T) {
 
 	m, _, step = gateMachine(t, FailbackManual)
 	report(t, step, 1, map[string]bool{"a": true, "b": true})
-	if res, err := step(Failback{Reason: "LBs ACTIVE", Actor: "ops"}.Command()); err != nil || res.Gen == 0 {
+	if res, err := step(Command{Payload: Failback{Reason: "LBs ACTIVE", Actor: "ops"}}); err != nil || res.Gen == 0 {
 		t.Errorf("failback with the gate UP on 2 of 3: got %v %+v", err, res)
 	}
 }

@@ -93,13 +93,13 @@ func (g *cmdGen) randomPolicy() Policy {
 
 // first is the SetPolicy every sequence starts with.
 func (g *cmdGen) first() []byte {
-	return mustEncode(SetPolicy{At: g.now, Policy: g.policy, Actor: "ops"}.Command())
+	return mustEncode(Command{At: g.now, Payload: SetPolicy{Policy: g.policy, Actor: "ops"}})
 }
 
 func mustEncode(c Command) []byte {
 	b, err := Encode(c)
 	if err != nil {
-		panic(fmt.Sprintf("encode %s: %v", c.Type, err))
+		panic(fmt.Sprintf("encode %s: %v", c.Type(), err))
 	}
 	return b
 }
@@ -150,31 +150,31 @@ func (g *cmdGen) next() []byte {
 	case k < 70:
 		return g.observe(at)
 	case k < 74:
-		return mustEncode(Tick{At: at}.Command())
+		return mustEncode(Command{At: at, Payload: Tick{}})
 	case k < 77:
-		return mustEncode(Failover{At: at, To: g.site(), Actor: "alice", Reason: "fuzz", Force: r.IntN(3) == 0, Planned: r.IntN(4) == 0,
-			AckBlock: g.ackBlock()}.Command())
+		return mustEncode(Command{At: at, Payload: Failover{To: g.site(), Actor: "alice", Reason: "fuzz", Force: r.IntN(3) == 0, Planned: r.IntN(4) == 0,
+			AckBlock: g.ackBlock()}})
 	case k < 79:
-		return mustEncode(Failback{At: at, Actor: "alice", Force: r.IntN(3) == 0, AckBlock: g.ackBlock()}.Command())
+		return mustEncode(Command{At: at, Payload: Failback{Actor: "alice", Force: r.IntN(3) == 0, AckBlock: g.ackBlock()}})
 	case k < 81:
 		var until int64
 		if r.IntN(2) == 0 {
 			until = at + int64(time.Duration(r.IntN(20))*time.Second)
 		}
-		return mustEncode(Pause{At: at, Actor: "bob", Until: until}.Command())
+		return mustEncode(Command{At: at, Payload: Pause{Actor: "bob", Until: until}})
 	case k < 83:
-		return mustEncode(Resume{At: at, Actor: "bob"}.Command())
+		return mustEncode(Command{At: at, Payload: Resume{Actor: "bob"}})
 	case k < 86:
-		return mustEncode(Ack{At: at, Actor: "bob"}.Command())
+		return mustEncode(Command{At: at, Payload: Ack{Actor: "bob"}})
 	case k < 92:
 		outcomes := []string{OutcomeWritten, OutcomeVerified, OutcomeFailed, OutcomeConflict, "bogus"}
-		ar := ActionResult{At: at, Gen: g.pickGen(), Outcome: outcomes[r.IntN(len(outcomes))], Actor: "a", Detail: []string{"", "SERVFAIL"}[r.IntN(2)]}
+		ar := ActionResult{Gen: g.pickGen(), Outcome: outcomes[r.IntN(len(outcomes))], Actor: "a", Detail: []string{"", "SERVFAIL"}[r.IntN(2)]}
 		if r.IntN(2) == 0 {
 			ar.Servers = []ServerVerification{{Server: "ns2:53", VerifiedAt: at - 1}, {Server: "ns1:53", VerifiedAt: at - 2}}
 		}
-		return mustEncode(ar.Command())
+		return mustEncode(Command{At: at, Payload: ar})
 	case k < 93:
-		return mustEncode(BreakGlass{At: at, Site: g.site(), Actor: "carol", WrittenAt: at}.Command())
+		return mustEncode(Command{At: at, Payload: BreakGlass{Site: g.site(), Actor: "carol", WrittenAt: at}})
 	case k < 94 && g.allowPolicyChange:
 		p := g.randomPolicy()
 		if r.IntN(4) == 0 {
@@ -182,9 +182,9 @@ func (g *cmdGen) next() []byte {
 		} else {
 			g.policy, g.hash = p, p.Hash()
 		}
-		return mustEncode(SetPolicy{At: at, Policy: p, Actor: "ops"}.Command())
+		return mustEncode(Command{At: at, Payload: SetPolicy{Policy: p, Actor: "ops"}})
 	case k < 96:
-		return mustEncode(Observe{At: at, Node: "zz", PolicyHash: g.hash}.Command())
+		return mustEncode(Command{At: at, Payload: Observe{Node: "zz", PolicyHash: g.hash}})
 	case k < 98:
 		garbage := [][]byte{
 			[]byte(`{"v":1,"type":"tick"}`), []byte(`{"v":1}`), []byte(`null`), []byte(``), []byte(`{"v":1,"type":"tick","tick":{"at":"x"}}`),
@@ -200,7 +200,7 @@ func (g *cmdGen) observe(at int64) []byte {
 	r := g.r
 	node := g.policy.Nodes[r.IntN(len(g.policy.Nodes))]
 	g.seq[node]++
-	o := Observe{Node: node, At: at, Seq: g.seq[node], PolicyHash: g.hash}
+	o := Observe{Node: node, Seq: g.seq[node], PolicyHash: g.hash}
 	if r.IntN(20) == 0 {
 		o.Seq-- // a retried round
 	}
@@ -230,5 +230,5 @@ func (g *cmdGen) observe(at int64) []byte {
 	if r.IntN(25) == 0 {
 		o.Results = append(o.Results, ProbeResult{Site: g.site(), Probe: "ghost", OK: true})
 	}
-	return mustEncode(o.Command())
+	return mustEncode(Command{At: at, Payload: o})
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/drwatch/drwatch/internal/dnsname"
 )
 
 // Machine is the replicated decision state. Step and Apply mutate it; the
@@ -54,34 +56,9 @@ func (s *state) step(index uint64, c Command, checked *[]Check) (Result, error) 
 	if index == 0 || index <= s.LastIndex {
 		return Result{}, fmt.Errorf("log index %d not after %d: %w", index, s.LastIndex, ErrBadCommand)
 	}
-	now := max(s.Now, c.at())
-	res := Result{Index: index, Type: c.Type}
-	var err error
-	switch c.Type {
-	case CmdObserve:
-		err = s.observe(index, now, c.Observe, &res)
-	case CmdTick:
-		s.Now = now
-		s.evaluate(index, &res)
-	case CmdFailover, CmdFailback:
-		err = s.manual(index, now, c.move(), &res, checked)
-	case CmdPause:
-		err = s.pause(index, now, c.Pause, &res)
-	case CmdResume:
-		s.resume(index, now, c.Resume, &res)
-	case CmdAck:
-		s.ack(index, now, c.Ack, &res)
-	case CmdActionResult:
-		err = s.actionResult(index, now, c.ActionResult, &res)
-	case CmdSetPolicy:
-		err = s.setPolicy(index, now, c.SetPolicy, &res)
-	case CmdBreakGlass:
-		err = s.breakGlass(index, now, c.BreakGlass, &res)
-	case CmdRemediation:
-		err = s.remediation(index, now, c.Remediation, &res)
-	case CmdMembership:
-		err = s.membership(index, now, c.Membership, &res)
-	}
+	now := max(s.Now, c.At)
+	res := Result{Index: index, Type: c.Type()}
+	err := c.Payload.apply(s, applyArgs{index: index, now: now, res: &res, checked: checked})
 	if err != nil {
 		return Result{}, err
 	}
@@ -216,19 +193,18 @@ type move struct {
 	ackBlock      bool
 }
 
-// move returns the manual move a failover or failback command asks for. c
-// must have passed check and be one of those two types.
-func (c *Command) move() move {
-	if c.Type == CmdFailback {
-		f := c.Failback
-		return move{kind: KindManualFailback, to: Primary, actor: f.Actor, reason: f.Reason, force: f.Force, ackBlock: f.AckBlock}
-	}
-	f := c.Failover
+// move returns the manual move f asks for: a failover or a switchover.
+func (f Failover) move() move {
 	kind := KindManualFailover
 	if f.Planned {
 		kind = KindSwitchover
 	}
 	return move{kind: kind, to: f.To, actor: f.Actor, reason: f.Reason, force: f.Force, planned: f.Planned, ackBlock: f.AckBlock}
+}
+
+// move returns the manual move f asks for: back to the primary.
+func (f Failback) move() move {
+	return move{kind: KindManualFailback, to: Primary, actor: f.Actor, reason: f.Reason, force: f.Force, ackBlock: f.AckBlock}
 }
 
 func (s *state) manual(index uint64, now int64, mv move, res *Result, checked *[]Check) error {
@@ -508,7 +484,7 @@ func (s *state) setPolicy(index uint64, now int64, c *SetPolicy, res *Result) er
 	s.Now = now
 	if s.Policy != nil && h == s.PolicyHash {
 		res.Noop = "policy_unchanged"
-		res.Message = "policy " + short(h) + " already set"
+		res.Message = "policy " + ShortHash(h) + " already set"
 		s.evaluate(index, res)
 		return nil
 	}
@@ -527,9 +503,9 @@ func (s *state) setPolicy(index uint64, now int64, c *SetPolicy, res *Result) er
 			}
 		}
 	}
-	e := Entry{Index: index, At: now, Kind: KindPolicy, Actor: c.Actor, Reason: "policy " + short(h)}
+	e := Entry{Index: index, At: now, Kind: KindPolicy, Actor: c.Actor, Reason: "policy " + ShortHash(h)}
 	if old != "" {
-		e.Reason += " replaces " + short(old)
+		e.Reason += " replaces " + ShortHash(old)
 	}
 	switch recs := p.rrsets(s.Active); {
 	case s.Desired.Gen == 0:
@@ -561,18 +537,15 @@ func cutKey(k string) (Site, string, bool) {
 	return "", k, false
 }
 
+// equalRRsets reports whether a and b are the same RRsets, values compared
+// as the providers and the reconciler compare them (dnsname.SameValues).
 func equalRRsets(a, b []RRset) bool {
 	if len(a) != len(b) {
 		return false
 	}
 	for i := range a {
-		if a[i].Name != b[i].Name || a[i].Type != b[i].Type || a[i].TTL != b[i].TTL || len(a[i].Values) != len(b[i].Values) {
+		if a[i].Name != b[i].Name || a[i].Type != b[i].Type || a[i].TTL != b[i].TTL || !dnsname.SameValues(a[i].Type, a[i].Values, b[i].Values) {
 			return false
-		}
-		for j := range a[i].Values {
-			if a[i].Values[j] != b[i].Values[j] {
-				return false
-			}
 		}
 	}
 	return true
@@ -732,7 +705,7 @@ func (m *Machine) Restore(b []byte) error {
 			return fmt.Errorf("decode snapshot: policy: %w", err)
 		}
 		if h := st.Policy.Hash(); h != st.PolicyHash {
-			return fmt.Errorf("decode snapshot: policy hash %s, recorded %s", short(h), short(st.PolicyHash))
+			return fmt.Errorf("decode snapshot: policy hash %s, recorded %s", ShortHash(h), ShortHash(st.PolicyHash))
 		}
 	}
 	for id, ns := range st.Nodes {
@@ -757,11 +730,4 @@ func fmtTime(ns int64) string {
 		return "never"
 	}
 	return time.Unix(0, ns).UTC().Format(time.RFC3339Nano)
-}
-
-func short(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
 }

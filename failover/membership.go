@@ -13,7 +13,6 @@ const (
 // node proposes this right after the change; it changes nothing but the
 // history. Older versions cannot decode it (see docs/operations.md).
 type Membership struct {
-	At     int64  `json:"at"`
 	Op     string `json:"op"` // MemberAdd or MemberRemove
 	ID     string `json:"id"`
 	Addr   string `json:"addr,omitempty"` // with MemberAdd: the Raft address
@@ -21,9 +20,13 @@ type Membership struct {
 	Actor  string `json:"actor,omitempty"`
 }
 
-// Command wraps the payload in a Command of the current version.
-func (m Membership) Command() Command {
-	return Command{V: Version, Type: CmdMembership, Membership: &m}
+// CommandType implements Payload.
+func (Membership) CommandType() CommandType { return CmdMembership }
+
+func (m Membership) text() (reason, actor string) { return m.Reason, m.Actor }
+
+func (m Membership) apply(s *state, a applyArgs) error {
+	return s.membership(a.index, a.now, &m, a.res)
 }
 
 func (s *state) membership(index uint64, now int64, c *Membership, res *Result) error {

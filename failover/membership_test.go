@@ -10,14 +10,14 @@ import (
 // without a reason, an id or a known op is refused.
 func TestMembershipIsRecordedInTheHistory(t *testing.T) {
 	m := New()
-	res, err := m.Step(1, Membership{At: 5, Op: MemberAdd, ID: "d", Addr: "10.4.0.5:7400", Actor: "alice", Reason: "new site"}.Command())
+	res, err := m.Step(1, Command{At: 5, Payload: Membership{Op: MemberAdd, ID: "d", Addr: "10.4.0.5:7400", Actor: "alice", Reason: "new site"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Kind != KindMemberAdd {
 		t.Errorf("got result kind %q, want %q", res.Kind, KindMemberAdd)
 	}
-	if _, err := m.Step(2, Membership{At: 6, Op: MemberRemove, ID: "c", Actor: "bob", Reason: "site retired"}.Command()); err != nil {
+	if _, err := m.Step(2, Command{At: 6, Payload: Membership{Op: MemberRemove, ID: "c", Actor: "bob", Reason: "site retired"}}); err != nil {
 		t.Fatal(err)
 	}
 	h := m.History()
@@ -34,12 +34,12 @@ func TestMembershipIsRecordedInTheHistory(t *testing.T) {
 		}
 	}
 	for name, c := range map[string]Membership{
-		"no reason":  {At: 7, Op: MemberAdd, ID: "e", Addr: "10.5.0.5:7400", Actor: "alice"},
-		"no id":      {At: 7, Op: MemberRemove, Actor: "alice", Reason: "x"},
-		"unknown op": {At: 7, Op: "promote", ID: "e", Actor: "alice", Reason: "x"},
-		"no addr":    {At: 7, Op: MemberAdd, ID: "e", Actor: "alice", Reason: "x"},
+		"no reason":  {Op: MemberAdd, ID: "e", Addr: "10.5.0.5:7400", Actor: "alice"},
+		"no id":      {Op: MemberRemove, Actor: "alice", Reason: "x"},
+		"unknown op": {Op: "promote", ID: "e", Actor: "alice", Reason: "x"},
+		"no addr":    {Op: MemberAdd, ID: "e", Actor: "alice", Reason: "x"},
 	} {
-		if _, err := m.Step(3, c.Command()); !errors.Is(err, ErrBadCommand) {
+		if _, err := m.Step(3, Command{At: 7, Payload: c}); !errors.Is(err, ErrBadCommand) {
 			t.Errorf("%s: got %v, want ErrBadCommand", name, err)
 		}
 	}

@@ -27,14 +27,14 @@ func TestPauseUntilIsBoundedByMaxPause(t *testing.T) {
 			p := testPolicy()
 			p.MaxPause = tc.maxPause
 			m := New()
-			if _, err := m.Step(1, SetPolicy{At: at, Policy: p, Actor: "ops"}.Command()); err != nil {
+			if _, err := m.Step(1, Command{At: at, Payload: SetPolicy{Policy: p, Actor: "ops"}}); err != nil {
 				t.Fatal(err)
 			}
 			var until int64
 			if tc.until != 0 {
 				until = at + int64(tc.until)
 			}
-			_, err := m.Step(2, Pause{At: at, Until: until, Actor: "alice", Reason: "r"}.Command())
+			_, err := m.Step(2, Command{At: at, Payload: Pause{Until: until, Actor: "alice", Reason: "r"}})
 			if tc.ok && err != nil {
 				t.Fatalf("pause for %s with max_pause %s: got %v, want it applied", tc.until, tc.maxPause, err)
 			}

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/drwatch/drwatch/internal/dnsname"
 )
 
 // Site names one of the two sites drwatch moves traffic between.
@@ -62,12 +64,13 @@ type FailbackPolicy struct {
 
 // Record is one DNS RRset that points at the active site. Name is relative to
 // Policy.Zone, "@" for the apex, or absolute when it ends in ".". TTL is in seconds.
+// The yaml, doc and default tags are the config file's dns.records.
 type Record struct {
-	Name    string   `json:"name"`
-	Type    string   `json:"type"`
-	TTL     int      `json:"ttl"`
-	Primary []string `json:"primary"`
-	Backup  []string `json:"backup"`
+	Name    string   `json:"name" yaml:"name" doc:"Relative to the zone (lms, @) or fully qualified inside it."`
+	Type    string   `json:"type" yaml:"type" default:"A" doc:"A, AAAA or CNAME."`
+	TTL     int      `json:"ttl" yaml:"ttl" default:"60" doc:"Seconds. Low, so the flip takes effect quickly."`
+	Primary []string `json:"primary" yaml:"primary" doc:"Values while the primary is active."`
+	Backup  []string `json:"backup" yaml:"backup" doc:"Values while the backup is active."`
 }
 
 // Policy is the replicated rule set: who votes, how many votes decide, and
@@ -244,10 +247,10 @@ func (p Policy) Validate() error {
 	types := map[string][]string{} // fqdn -> types
 	for i, r := range p.Records {
 		f := fmt.Sprintf("records[%d]", i)
-		name := fqdn(r.Name, zone)
+		name := dnsname.Absolute(r.Name, zone)
 		if r.Name == "" {
 			bad(f+".name", "empty name")
-		} else if zone != "" && name != zone && !strings.HasSuffix(name, "."+zone) {
+		} else if zone != "" && !dnsname.InZone(name, zone) {
 			bad(f+".name", "%q is not inside zone %q", r.Name, zone)
 		}
 		typ := strings.ToUpper(r.Type)
@@ -295,12 +298,12 @@ func checkValue(typ, v string) error {
 	switch typ {
 	case "A":
 		a, err := netip.ParseAddr(v)
-		if err != nil || !a.Is4() {
+		if err != nil || !dnsname.AddrFits(typ, a) {
 			return fmt.Errorf("%q is not an IPv4 address", v)
 		}
 	case "AAAA":
 		a, err := netip.ParseAddr(v)
-		if err != nil || !a.Is6() || a.Is4In6() {
+		if err != nil || !dnsname.AddrFits(typ, a) {
 			return fmt.Errorf("%q is not an IPv6 address", v)
 		}
 	case "CNAME":
@@ -309,23 +312,6 @@ func checkValue(typ, v string) error {
 		}
 	}
 	return nil
-}
-
-// fqdn makes name absolute in zone (both lower-cased); "@" is the apex.
-func fqdn(name, zone string) string {
-	name = strings.ToLower(name)
-	zone = strings.ToLower(zone)
-	if zone != "" && !strings.HasSuffix(zone, ".") {
-		zone += "."
-	}
-	switch {
-	case name == "@" || name == "":
-		return zone
-	case strings.HasSuffix(name, "."):
-		return name
-	default:
-		return name + "." + zone
-	}
 }
 
 // normalize returns a deep copy in canonical form: sorted nodes, probes and
@@ -342,13 +328,13 @@ func (p Policy) normalize() Policy {
 		slices.SortStableFunc(sp.Probes, func(a, b ProbeRef) int { return strings.Compare(a.Name, b.Name) })
 		q.Sites[s] = sp
 	}
-	q.Zone = fqdn("@", q.Zone)
+	q.Zone = dnsname.Absolute("@", q.Zone)
 	for i := range q.Records {
 		r := &q.Records[i]
-		r.Name = fqdn(r.Name, q.Zone)
+		r.Name = dnsname.Absolute(r.Name, q.Zone)
 		r.Type = strings.ToUpper(r.Type)
-		r.Primary = canonValues(r.Type, r.Primary)
-		r.Backup = canonValues(r.Type, r.Backup)
+		r.Primary = dnsname.Values(r.Type, r.Primary)
+		r.Backup = dnsname.Values(r.Type, r.Backup)
 	}
 	slices.SortStableFunc(q.Records, func(a, b Record) int {
 		if c := strings.Compare(a.Name, b.Name); c != 0 {
@@ -357,23 +343,6 @@ func (p Policy) normalize() Policy {
 		return strings.Compare(a.Type, b.Type)
 	})
 	return q
-}
-
-func canonValues(typ string, vs []string) []string {
-	out := make([]string, 0, len(vs))
-	for _, v := range vs {
-		if typ == "CNAME" {
-			out = append(out, strings.ToLower(v))
-			continue
-		}
-		if a, err := netip.ParseAddr(v); err == nil {
-			out = append(out, a.String())
-		} else {
-			out = append(out, v)
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
 }
 
 // clone deep-copies p.
@@ -410,6 +379,15 @@ func (p Policy) Hash() string {
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// ShortHash is the first 12 hex digits of a policy hash (all of h when it
+// is shorter): how messages, the log and the status page name a policy.
+func ShortHash(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
 }
 
 // RRset is one record set of the desired DNS state: an absolute name, a

@@ -49,7 +49,6 @@ const (
 // target, and for per-decision actions the generation): the runner never
 // applies a Key that is recorded as applied.
 type Remediation struct {
-	At int64 `json:"at"`
 	// Name is the remediator ("dead-node-out-of-service").
 	Name string `json:"name"`
 	// Gen is the decision generation current when the action was planned (0: none yet).
@@ -79,12 +78,19 @@ type Remediation struct {
 // index of the command that recorded it.
 type RemediationRecord struct {
 	Index uint64 `json:"index"`
+	// At is the machine's clock when the record was applied.
+	At int64 `json:"at"`
 	Remediation
 }
 
-// Command wraps the payload in a Command of the current version.
-func (r Remediation) Command() Command {
-	return Command{V: Version, Type: CmdRemediation, Remediation: &r}
+// CommandType implements Payload.
+func (Remediation) CommandType() CommandType { return CmdRemediation }
+
+// text: a remediator, not a person, writes a remediation record.
+func (Remediation) text() (reason, actor string) { return "", "" }
+
+func (r Remediation) apply(s *state, a applyArgs) error {
+	return s.remediation(a.index, a.now, &r, a.res)
 }
 
 func validRemediationResult(r string) bool {
@@ -154,8 +160,7 @@ func (s *state) remediation(index uint64, now int64, c *Remediation, res *Result
 		}
 		break
 	}
-	rec := RemediationRecord{Index: index, Remediation: *c}
-	rec.At = now
+	rec := RemediationRecord{Index: index, At: now, Remediation: *c}
 	if len(s.Remediations) >= MaxRemediations {
 		n := copy(s.Remediations, s.Remediations[len(s.Remediations)-MaxRemediations+1:])
 		clear(s.Remediations[n:])

@@ -9,7 +9,7 @@ import (
 )
 
 func remediationCmd(result, key string) Remediation {
-	return Remediation{At: 100, Name: "orphaned-pods", Target: "ns/pod", Verb: "force-delete",
+	return Remediation{Name: "orphaned-pods", Target: "ns/pod", Verb: "force-delete",
 		Result: result, Reason: "terminating 10m", Key: key}
 }
 
@@ -40,7 +40,7 @@ func TestRemediationStep(t *testing.T) {
 			c := remediationCmd(RemediationPlanned, "k")
 			tt.edit(&c)
 			before, _ := m.Snapshot()
-			res, err := m.Step(1, c.Command())
+			res, err := m.Step(1, at100(c))
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("got err %v, want %v", err, tt.wantErr)
 			}
@@ -79,7 +79,7 @@ func TestRemediationHistoryAndDedup(t *testing.T) {
 	}
 	hist := 0
 	for i, s := range steps {
-		res, err := m.Step(uint64(i+1), s.c.Command())
+		res, err := m.Step(uint64(i+1), at100(s.c))
 		if err != nil {
 			t.Fatalf("step %d: %v", i, err)
 		}
@@ -107,7 +107,7 @@ func TestRemediationBounded(t *testing.T) {
 	m := New()
 	for i := range MaxRemediations + 10 {
 		c := remediationCmd(RemediationDryRun, "k"+strconv.Itoa(i))
-		if _, err := m.Step(uint64(i+1), c.Command()); err != nil {
+		if _, err := m.Step(uint64(i+1), at100(c)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -128,7 +128,7 @@ func TestViewRemediationsTail(t *testing.T) {
 	n := viewRemediationsTail + 5
 	for i := range n {
 		c := remediationCmd(RemediationDryRun, "k"+strconv.Itoa(i))
-		if _, err := m.Step(uint64(i+1), c.Command()); err != nil {
+		if _, err := m.Step(uint64(i+1), at100(c)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -139,7 +139,7 @@ func TestViewRemediationsTail(t *testing.T) {
 }
 
 func TestRemediationEncodeStampSnapshot(t *testing.T) {
-	c := remediationCmd(RemediationApplied, "k").Command()
+	c := at100(remediationCmd(RemediationApplied, "k"))
 	b, err := Encode(c)
 	if err != nil {
 		t.Fatal(err)
@@ -184,7 +184,7 @@ func TestRemediationNeedsAdmin(t *testing.T) {
 	parked := plain
 	parked.NeedsAdmin = true
 	for i, c := range []Remediation{plain, parked} {
-		res, err := m.Step(uint64(i+1), c.Command())
+		res, err := m.Step(uint64(i+1), at100(c))
 		if err != nil || res.Noop != "" {
 			t.Fatalf("step %d: got noop %q, err %v, want a new record", i, res.Noop, err)
 		}
@@ -197,14 +197,14 @@ func TestRemediationNeedsAdmin(t *testing.T) {
 	if got := h[len(h)-1]; got.Outcome != RemediationFailed || got.Detail != "force-delete ns/pod: needs admin" {
 		t.Fatalf("got history entry %+v, want a failure whose detail says it needs an admin", got)
 	}
-	b, err := Encode(parked.Command())
+	b, err := Encode(at100(parked))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Contains(b, []byte(`"needs_admin":true`)) {
 		t.Fatalf("got encoding %s, want needs_admin", b)
 	}
-	b, err = Encode(plain.Command())
+	b, err = Encode(at100(plain))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,3 +212,6 @@ func TestRemediationNeedsAdmin(t *testing.T) {
 		t.Fatalf("got encoding %s, want no needs_admin when unset (old records unchanged)", b)
 	}
 }
+
+// at100 is the command that records r, stamped at 100.
+func at100(r Remediation) Command { return Command{At: 100, Payload: r} }

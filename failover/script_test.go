@@ -229,10 +229,10 @@ func (h *harness) run(line string) string {
 	switch verb {
 	case "policy":
 		p := scriptPolicy(t, a)
-		return h.cmd("policy", SetPolicy{At: h.at(a, "at"), Policy: p, Actor: a.str("actor", "ops")}.Command())
+		return h.cmd("policy", Command{At: h.at(a, "at"), Payload: SetPolicy{Policy: p, Actor: a.str("actor", "ops")}})
 	case "observe":
 		o := h.observe(a, a.str("node", ""), a.str("primary", ""), a.str("backup", ""))
-		return h.cmd("observe "+o.Node, o.Command())
+		return h.cmd("observe "+o.Node, Command{At: h.now, Payload: o})
 	case "round", "rounds":
 		n := a.int(t, "n", 1)
 		from := h.at(a, "at")
@@ -253,30 +253,30 @@ func (h *harness) run(line string) string {
 					oa.kv["lag"] = lag
 				}
 				o := h.observe(oa, k, pri, bak) // at h.now
-				if s := h.cmd("observe "+k, o.Command()); s != "" {
+				if s := h.cmd("observe "+k, Command{At: h.now, Payload: o}); s != "" {
 					out = append(out, s)
 				}
 			}
 		}
 		return strings.Join(out, "\n")
 	case "tick":
-		return h.cmd("tick", Tick{At: h.at(a, "at")}.Command())
+		return h.cmd("tick", Command{At: h.at(a, "at"), Payload: Tick{}})
 	case "failover":
-		return h.cmd("failover", Failover{At: h.at(a, "at"), To: Site(a.str("to", "backup")), Actor: a.str("actor", "alice"),
-			Reason: a.str("reason", ""), Force: a.bool("force"), Planned: a.bool("planned"), AckBlock: !a.bool("legacy")}.Command())
+		return h.cmd("failover", Command{At: h.at(a, "at"), Payload: Failover{To: Site(a.str("to", "backup")), Actor: a.str("actor", "alice"),
+			Reason: a.str("reason", ""), Force: a.bool("force"), Planned: a.bool("planned"), AckBlock: !a.bool("legacy")}})
 	case "failback":
-		return h.cmd("failback", Failback{At: h.at(a, "at"), Actor: a.str("actor", "alice"), Reason: a.str("reason", ""), Force: a.bool("force"),
-			AckBlock: !a.bool("legacy")}.Command())
+		return h.cmd("failback", Command{At: h.at(a, "at"), Payload: Failback{Actor: a.str("actor", "alice"), Reason: a.str("reason", ""), Force: a.bool("force"),
+			AckBlock: !a.bool("legacy")}})
 	case "pause":
 		var until int64
 		if _, ok := a.kv["until"]; ok {
 			until = h.at(a, "until")
 		}
-		return h.cmd("pause", Pause{At: h.at(a, "at"), Actor: a.str("actor", "alice"), Reason: a.str("reason", ""), Until: until}.Command())
+		return h.cmd("pause", Command{At: h.at(a, "at"), Payload: Pause{Actor: a.str("actor", "alice"), Reason: a.str("reason", ""), Until: until}})
 	case "resume":
-		return h.cmd("resume", Resume{At: h.at(a, "at"), Actor: a.str("actor", "alice"), Reason: a.str("reason", "")}.Command())
+		return h.cmd("resume", Command{At: h.at(a, "at"), Payload: Resume{Actor: a.str("actor", "alice"), Reason: a.str("reason", "")}})
 	case "ack":
-		return h.cmd("ack", Ack{At: h.at(a, "at"), Actor: a.str("actor", "alice"), Reason: a.str("reason", "")}.Command())
+		return h.cmd("ack", Command{At: h.at(a, "at"), Payload: Ack{Actor: a.str("actor", "alice"), Reason: a.str("reason", "")}})
 	case "action":
 		var w, v int64
 		if _, ok := a.kv["written"]; ok {
@@ -297,15 +297,15 @@ func (h *harness) run(line string) string {
 				servers = append(servers, ServerVerification{Server: name, VerifiedAt: base + int64(d)})
 			}
 		}
-		return h.cmd("action", ActionResult{At: h.at(a, "at"), Gen: uint64(a.int(t, "gen", 0)), Outcome: a.str("outcome", ""),
-			Detail: a.str("detail", ""), Actor: a.str("actor", "a"), WrittenAt: w, VerifiedAt: v, Servers: servers}.Command())
+		return h.cmd("action", Command{At: h.at(a, "at"), Payload: ActionResult{Gen: uint64(a.int(t, "gen", 0)), Outcome: a.str("outcome", ""),
+			Detail: a.str("detail", ""), Actor: a.str("actor", "a"), WrittenAt: w, VerifiedAt: v, Servers: servers}})
 	case "breakglass":
 		var w int64
 		if _, ok := a.kv["written"]; ok {
 			w = h.at(a, "written")
 		}
-		return h.cmd("breakglass", BreakGlass{At: h.at(a, "at"), Site: Site(a.str("site", "backup")), Actor: a.str("actor", "alice"),
-			Reason: a.str("reason", ""), WrittenAt: w}.Command())
+		return h.cmd("breakglass", Command{At: h.at(a, "at"), Payload: BreakGlass{Site: Site(a.str("site", "backup")), Actor: a.str("actor", "alice"),
+			Reason: a.str("reason", ""), WrittenAt: w}})
 	case "verdicts":
 		return renderVerdicts(h.m.View())
 	case "desired":
@@ -375,8 +375,8 @@ func scriptPolicy(t *testing.T, a args) Policy {
 // empty for no results on that site.
 func (h *harness) observe(a args, node, pri, bak string) Observe {
 	t := h.t
-	o := Observe{Node: node, At: h.at(a, "at"), Seq: uint64(a.int(t, "seq", 0))}
-	h.now = o.At
+	o := Observe{Node: node, Seq: uint64(a.int(t, "seq", 0))}
+	h.now = h.at(a, "at")
 	v := h.m.View()
 	switch hs := a.str("hash", "current"); hs {
 	case "current":
@@ -420,7 +420,7 @@ func (h *harness) observe(a args, node, pri, bak string) Observe {
 	if _, ok := a.kv["lag"]; ok {
 		// The watcher completed its probes lag before the leader stamped the round.
 		for i := range o.Results {
-			o.Results[i].CompletedAt = o.At - int64(a.dur(t, "lag", 0))
+			o.Results[i].CompletedAt = h.now - int64(a.dur(t, "lag", 0))
 		}
 	}
 	return o

@@ -53,30 +53,10 @@ func EscapeText(s string) string {
 // when a command is proposed (Encode), not when it is applied, so entries
 // written before the rule still replay.
 func (c *Command) checkText() error {
-	var reason, actor string
-	switch c.Type {
-	case CmdFailover:
-		reason, actor = c.Failover.Reason, c.Failover.Actor
-	case CmdFailback:
-		reason, actor = c.Failback.Reason, c.Failback.Actor
-	case CmdPause:
-		reason, actor = c.Pause.Reason, c.Pause.Actor
-	case CmdResume:
-		reason, actor = c.Resume.Reason, c.Resume.Actor
-	case CmdAck:
-		reason, actor = c.Ack.Reason, c.Ack.Actor
-	case CmdBreakGlass:
-		reason, actor = c.BreakGlass.Reason, c.BreakGlass.Actor
-	case CmdSetPolicy:
-		actor = c.SetPolicy.Actor
-	case CmdMembership:
-		reason, actor = c.Membership.Reason, c.Membership.Actor
-	default:
-		return nil
-	}
+	reason, actor := c.Payload.text()
 	for _, f := range []struct{ name, v string }{{"reason", reason}, {"actor", actor}} {
 		if err := CheckText(f.v); err != nil {
-			return fmt.Errorf("%s %s: %w: %w", c.Type, f.name, err, ErrBadCommand)
+			return fmt.Errorf("%s %s: %w: %w", c.Type(), f.name, err, ErrBadCommand)
 		}
 	}
 	return nil

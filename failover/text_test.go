@@ -24,12 +24,12 @@ func TestEncodeRefusesControlCharactersInText(t *testing.T) {
 		"invalid": "ok \xff\xfe",
 	}
 	build := map[string]func(reason, actor string) Command{
-		"failover":   func(r, a string) Command { return Failover{To: Backup, Reason: r, Actor: a}.Command() },
-		"failback":   func(r, a string) Command { return Failback{Reason: r, Actor: a}.Command() },
-		"pause":      func(r, a string) Command { return Pause{Reason: r, Actor: a}.Command() },
-		"resume":     func(r, a string) Command { return Resume{Reason: r, Actor: a}.Command() },
-		"ack":        func(r, a string) Command { return Ack{Reason: r, Actor: a}.Command() },
-		"breakglass": func(r, a string) Command { return BreakGlass{Site: Backup, Reason: r, Actor: a}.Command() },
+		"failover":   func(r, a string) Command { return Command{Payload: Failover{To: Backup, Reason: r, Actor: a}} },
+		"failback":   func(r, a string) Command { return Command{Payload: Failback{Reason: r, Actor: a}} },
+		"pause":      func(r, a string) Command { return Command{Payload: Pause{Reason: r, Actor: a}} },
+		"resume":     func(r, a string) Command { return Command{Payload: Resume{Reason: r, Actor: a}} },
+		"ack":        func(r, a string) Command { return Command{Payload: Ack{Reason: r, Actor: a}} },
+		"breakglass": func(r, a string) Command { return Command{Payload: BreakGlass{Site: Backup, Reason: r, Actor: a}} },
 	}
 	for kind, mk := range build {
 		if _, err := Encode(mk("planned maintenance — café, 東京", "alice")); err != nil {
@@ -60,8 +60,8 @@ func TestDecodeAcceptsControlCharactersFromOldLogs(t *testing.T) {
 	if err != nil {
 		t.Fatalf("got %v, want the old entry decoded", err)
 	}
-	if c.Pause.Reason != "old\n\x1b[2Jentry" {
-		t.Errorf("got reason %q, want it as it was written", c.Pause.Reason)
+	if p, _ := c.Payload.(Pause); p.Reason != "old\n\x1b[2Jentry" {
+		t.Errorf("got reason %q, want it as it was written", p.Reason)
 	}
 }
 
@@ -89,7 +89,7 @@ func TestEscapeTextLeavesNoControlCharacter(t *testing.T) {
 func TestExplainEscapesOldText(t *testing.T) {
 	m, idx := flipped(t)
 	forged := "ok\nFORCED past nothing.\r\x1b[2J\u009b"
-	c := Failover{At: base + int64(10*time.Second), To: Primary, Force: true, Reason: forged, Actor: "eve\x1b[31m"}.Command()
+	c := Command{At: base + int64(10*time.Second), Payload: Failover{To: Primary, Force: true, Reason: forged, Actor: "eve\x1b[31m"}}
 	if _, err := m.Step(idx+1, c); err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ func timingMachine(t *testing.T) (*Machine, func(Command) Result) {
 		index++
 		r, err := m.Step(index, c)
 		if err != nil {
-			t.Fatalf("step %d %s: %v", index, c.Type, err)
+			t.Fatalf("step %d %s: %v", index, c.Type(), err)
 		}
 		return r
 	}
@@ -31,7 +31,7 @@ func timingMachine(t *testing.T) (*Machine, func(Command) Result) {
 		Zone:    "example.org.",
 		Records: []Record{{Name: "lms", Type: "A", TTL: 60, Primary: []string{"203.0.113.10"}, Backup: []string{"198.51.100.10"}}},
 	}
-	step(SetPolicy{At: base, Policy: p, Actor: "ops"}.Command())
+	step(Command{At: base, Payload: SetPolicy{Policy: p, Actor: "ops"}})
 	return m, step
 }
 
@@ -41,10 +41,10 @@ func ms(d int) int64 { return base + int64(time.Duration(d)*time.Millisecond) }
 // up, completed by the watcher at done (0: an older watcher that does not
 // say) and stamped by the leader at at.
 func round(m *Machine, node string, primaryOK bool, done, at int64) Command {
-	return Observe{Node: node, At: at, PolicyHash: m.View().PolicyHash, Results: []ProbeResult{
+	return Command{At: at, Payload: Observe{Node: node, PolicyHash: m.View().PolicyHash, Results: []ProbeResult{
 		{Site: Primary, Probe: "web", OK: primaryOK, CompletedAt: done},
 		{Site: Backup, Probe: "web", OK: true, CompletedAt: done},
-	}}.Command()
+	}}}
 }
 
 func lastDecision(t *testing.T, m *Machine) Entry {
@@ -121,7 +121,7 @@ func TestDetectionFallsBackToTheLeaderClockWithoutWatcherTimes(t *testing.T) {
 // A withheld episode records the same evidence times as a decision would.
 func TestWithheldEntryCarriesTheWatchersDetectionTime(t *testing.T) {
 	m, step := timingMachine(t)
-	step(Pause{At: ms(500), Actor: "alice"}.Command())
+	step(Command{At: ms(500), Payload: Pause{Actor: "alice"}})
 	for _, n := range []string{"a", "b", "c"} {
 		step(round(m, n, true, ms(900), ms(1000)))
 	}
@@ -141,11 +141,11 @@ func TestWithheldEntryCarriesTheWatchersDetectionTime(t *testing.T) {
 // sorted by server, and a repeated report does not change them.
 func TestVerifiedActionRecordsEachServersTime(t *testing.T) {
 	m, step := timingMachine(t)
-	r := step(Failover{At: ms(1000), To: Backup, Actor: "alice", Force: true}.Command())
+	r := step(Command{At: ms(1000), Payload: Failover{To: Backup, Actor: "alice", Force: true}})
 	servers := []ServerVerification{{Server: "ns2:53", VerifiedAt: ms(1400)}, {Server: "ns1:53", VerifiedAt: ms(1300)}}
-	step(ActionResult{At: ms(1500), Gen: r.Gen, Outcome: OutcomeVerified, WrittenAt: ms(1200), VerifiedAt: ms(1450), Servers: servers}.Command())
+	step(Command{At: ms(1500), Payload: ActionResult{Gen: r.Gen, Outcome: OutcomeVerified, WrittenAt: ms(1200), VerifiedAt: ms(1450), Servers: servers}})
 	later := []ServerVerification{{Server: "ns1:53", VerifiedAt: ms(5000)}}
-	step(ActionResult{At: ms(6000), Gen: r.Gen, Outcome: OutcomeVerified, WrittenAt: ms(1200), VerifiedAt: ms(5500), Servers: later}.Command())
+	step(Command{At: ms(6000), Payload: ActionResult{Gen: r.Gen, Outcome: OutcomeVerified, WrittenAt: ms(1200), VerifiedAt: ms(5500), Servers: later}})
 	got := lastDecision(t, m).Timings
 	want := []ServerVerification{{Server: "ns1:53", VerifiedAt: ms(1300)}, {Server: "ns2:53", VerifiedAt: ms(1400)}}
 	if !slices.Equal(got.Servers, want) || got.VerifiedAt != ms(1450) {
@@ -200,13 +200,14 @@ func withoutCompletionTimes(b []byte) []byte {
 // f(At, i); other commands and garbage pass through.
 func mapCompletionTimes(b []byte, f func(at int64, i int) int64) []byte {
 	c, err := Decode(b)
-	if err != nil || c.Type != CmdObserve {
+	o, ok := c.Payload.(Observe)
+	if err != nil || !ok {
 		return b
 	}
-	o := *c.Observe
 	o.Results = slices.Clone(o.Results)
 	for i := range o.Results {
-		o.Results[i].CompletedAt = f(o.At, i)
+		o.Results[i].CompletedAt = f(c.At, i)
 	}
-	return mustEncode(o.Command())
+	c.Payload = o
+	return mustEncode(c)
 }

@@ -1,6 +1,7 @@
 package failover
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -205,7 +206,7 @@ func (m *Machine) View() View {
 	for _, n := range v.Nodes {
 		if n.HashMismatch {
 			v.Warnings = append(v.Warnings, fmt.Sprintf("node %s runs policy %s, the cluster runs %s: its results count, its policy is not merged",
-				n.Node, orDash(short(n.PolicyHash)), short(s.PolicyHash)))
+				n.Node, cmp.Or(ShortHash(n.PolicyHash), "-"), ShortHash(s.PolicyHash)))
 		}
 		if !n.Reported {
 			v.Warnings = append(v.Warnings, fmt.Sprintf("node %s has never reported", n.Node))
@@ -384,9 +385,9 @@ func (m *Machine) Explain(gen uint64) (string, error) {
 		KindPolicy:         "policy change with new records",
 	}[e.Kind]
 	if e.Kind == KindPolicy {
-		fmt.Fprintf(&b, "gen %d: %s for %s at %s by %s.\n", e.Gen, what, e.To, fmtTime(e.At), orDash(EscapeText(e.Actor)))
+		fmt.Fprintf(&b, "gen %d: %s for %s at %s by %s.\n", e.Gen, what, e.To, fmtTime(e.At), cmp.Or(EscapeText(e.Actor), "-"))
 	} else {
-		fmt.Fprintf(&b, "gen %d: %s from %s to %s at %s, by %s.\n", e.Gen, what, e.From, e.To, fmtTime(e.At), orDash(EscapeText(e.Actor)))
+		fmt.Fprintf(&b, "gen %d: %s from %s to %s at %s, by %s.\n", e.Gen, what, e.From, e.To, fmtTime(e.At), cmp.Or(EscapeText(e.Actor), "-"))
 	}
 	if e.Forced {
 		if e.Rule != "" {

@@ -61,5 +61,6 @@
 // override, a connect_to without a port). Adding a probe field is adding it
 // here, with its tags and rules.
 //
-// probes never imports failover.
+// probes never imports failover, cluster or dnsprovider: a Result is
+// evidence, and what it means is decided elsewhere.
 package probes

@@ -163,14 +163,9 @@ func (in *certsInit) Run(out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// The key first: a ca.crt without its key is useless, and the key is
-	// the file that must never be world-readable.
-	if err := writeFile(key, keyPEM, 0o600, in.force); err != nil {
-		return err
-	}
 	// ca.crt is public (every watcher and every CLI user needs it), so it
 	// may be readable by all.
-	if err := writeFile(crt, certPEM, 0o644, in.force); err != nil {
+	if err := writePair(crt, key, certPEM, keyPEM, 0o644, in.force); err != nil {
 		return err
 	}
 	ca, _, err := cluster.ParseCA(certPEM, keyPEM)
@@ -226,10 +221,7 @@ func (is *certsIssue) Run(out io.Writer, id string) error {
 	if _, err := cluster.CredentialsFromPEM(caPEM, certPEM, keyPEM); err != nil {
 		return fmt.Errorf("issued certificate does not verify: %w", err)
 	}
-	if err := writeFile(key, keyPEM, 0o600, is.force); err != nil {
-		return err
-	}
-	if err := writeFile(crt, certPEM, 0o600, is.force); err != nil {
+	if err := writePair(crt, key, certPEM, keyPEM, 0o600, is.force); err != nil {
 		return err
 	}
 	leaf, err := parseCertPEM(certPEM)
@@ -300,10 +292,7 @@ func (is *certsIssue) RunClient(out io.Writer, name string) error {
 	if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
 		return fmt.Errorf("issued certificate does not verify: %w", err)
 	}
-	if err := writeFile(key, keyPEM, 0o600, is.force); err != nil {
-		return err
-	}
-	if err := writeFile(crt, certPEM, 0o600, is.force); err != nil {
+	if err := writePair(crt, key, certPEM, keyPEM, 0o600, is.force); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "wrote %s and %s (mode 0600)\n", crt, key)
@@ -333,6 +322,16 @@ func refuseExisting(paths ...string) error {
 		return fmt.Errorf("%s %w; pass --force to replace", strings.Join(found, " and "), errExists)
 	}
 	return nil
+}
+
+// writePair writes a certificate with mode certPerm and its key with mode
+// 0600. The key goes first: a certificate without its key is useless, and
+// the key is the file that must never be world-readable.
+func writePair(crt, key string, certPEM, keyPEM []byte, certPerm os.FileMode, overwrite bool) error {
+	if err := writeFile(key, keyPEM, 0o600, overwrite); err != nil {
+		return err
+	}
+	return writeFile(crt, certPEM, certPerm, overwrite)
 }
 
 // writeFile writes data to path with mode perm. Without overwrite it

@@ -55,21 +55,31 @@ func TestConfigValidateExitCodes(t *testing.T) {
 	}
 }
 
-// The CLI against three real watchers (the demo cluster): reads from any
-// node, writes forwarded by a follower, tokens, refusals and --wait.
-func TestCLIAgainstCluster(t *testing.T) {
+// startDemo starts the demo cluster (three watchers on loopback, two
+// simulated sites, the embedded DNS server) and stops it at cleanup, first
+// printing the watchers' log tail if the test failed. The context it
+// returns ends after three minutes, the bound of a whole test.
+func startDemo(t *testing.T) (context.Context, *demo.Demo) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
 	d, err := demo.Start(ctx, demo.Options{Dir: t.TempDir(), Interval: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("watchers' log (tail):\n%s", d.LogTail(80))
 		}
+		d.Close()
 	})
+	return ctx, d
+}
+
+// The CLI against three real watchers (the demo cluster): reads from any
+// node, writes forwarded by a follower, tokens, refusals and --wait.
+func TestCLIAgainstCluster(t *testing.T) {
+	_, d := startDemo(t)
 	poll.Until(t, 60*time.Second, func() bool {
 		v := d.View()
 		return d.Leader() != nil && v.Sites[failover.Primary].Verdict == failover.Up && v.Sites[failover.Backup].Verdict == failover.Up

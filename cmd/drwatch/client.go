@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -109,9 +110,9 @@ func (f *clientFlags) client(needToken bool) (*client, error) {
 	if cfgPath == "" {
 		cfgPath = os.Getenv("DRWATCH_CONFIG")
 	}
-	caFile := firstNonEmpty(f.caFile, os.Getenv("DRWATCH_CA_FILE"))
-	certFile := firstNonEmpty(f.certFile, os.Getenv("DRWATCH_CERT_FILE"))
-	keyFile := firstNonEmpty(f.keyFile, os.Getenv("DRWATCH_KEY_FILE"))
+	caFile := cmp.Or(f.caFile, os.Getenv("DRWATCH_CA_FILE"))
+	certFile := cmp.Or(f.certFile, os.Getenv("DRWATCH_CERT_FILE"))
+	keyFile := cmp.Or(f.keyFile, os.Getenv("DRWATCH_KEY_FILE"))
 	if cfgPath != "" {
 		cfg, err := config.Load(cfgPath, config.Options{SkipFileChecks: true})
 		if err != nil {
@@ -185,7 +186,7 @@ func (f *clientFlags) client(needToken bool) (*client, error) {
 		http: &http.Client{Transport: &http.Transport{Proxy: nil,
 			DialContext: d.dial, DialTLSContext: d.dialTLS}}}
 	if needToken {
-		tok, err := readToken(firstNonEmpty(f.tokenFile, os.Getenv("DRWATCH_TOKEN_FILE")))
+		tok, err := readToken(cmp.Or(f.tokenFile, os.Getenv("DRWATCH_TOKEN_FILE")))
 		if err != nil {
 			return nil, err
 		}
@@ -272,15 +273,6 @@ func readToken(file string) (string, error) {
 		return tok, nil
 	}
 	return "", usageError{errors.New("writes need a token: pass --token-file FILE or set DRWATCH_TOKEN_FILE or DRWATCH_TOKEN")}
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, x := range s {
-		if x != "" {
-			return x
-		}
-	}
-	return ""
 }
 
 // do calls path on the first endpoint that answers, all within c.timeout.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -15,7 +16,6 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/cmd/drwatch/config"
-	"github.com/drwatch/drwatch/cmd/drwatch/node"
 	"github.com/drwatch/drwatch/dnsprovider"
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/failover/reconcile"
@@ -47,12 +47,11 @@ func loadDNSTarget(path string) (*dnsTarget, error) {
 	if err != nil {
 		return nil, err
 	}
-	dc := node.DNSConfigFrom(cfg)
-	p, err := dnsprovider.New(dc, nil)
+	p, err := dnsprovider.New(cfg.DNS.Config, nil)
 	if err != nil {
 		return nil, fmt.Errorf("dns provider: %w", err)
 	}
-	v, err := dnsprovider.NewVerifier(cfg.DNS.Zone, dc.Verify, nil)
+	v, err := dnsprovider.NewVerifierFromConfig(cfg.DNS.Config, nil)
 	if err != nil {
 		return nil, fmt.Errorf("dns verify: %w", err)
 	}
@@ -208,7 +207,7 @@ over it.`,
 
 // Run performs the break-glass write.
 func (d *dnsSetCmd) Run(ctx context.Context, w io.Writer) error {
-	actor := firstNonEmpty(d.actor, os.Getenv("USER"), "unknown")
+	actor := cmp.Or(d.actor, os.Getenv("USER"), "unknown")
 	var id [8]byte
 	_, _ = rand.Read(id[:])
 	m := reconcile.BreakGlassMarker{ID: hex.EncodeToString(id[:]), Site: failover.Site(d.site), Actor: actor, At: time.Now(), Reason: d.reason}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,18 +15,7 @@ import (
 // watchers gone it writes DNS directly; when quorum returns, the leader
 // records the write as break_glass and does not revert it.
 func TestDNSCheckAndBreakGlass(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	d, err := demo.Start(ctx, demo.Options{Dir: t.TempDir(), Interval: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("watchers' log (tail):\n%s", d.LogTail(80))
-		}
-	})
+	ctx, d := startDemo(t)
 	poll.Until(t, 60*time.Second, func() bool {
 		v := d.View()
 		return d.Leader() != nil && v.Policy != nil && v.Sites[failover.Backup].Verdict == failover.Up

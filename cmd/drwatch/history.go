@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -65,7 +66,7 @@ func (h *historyCmd) Run(ctx context.Context, w io.Writer) error {
 			kind += " (forced)"
 		}
 		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Index, e.Gen, unixTime(e.At), logText(kind), logText(move),
-			orDash(logText(e.Actor)), orDash(logText(e.Outcome)), orDash(logText(e.Reason)))
+			cmp.Or(logText(e.Actor), "-"), cmp.Or(logText(e.Outcome), "-"), cmp.Or(logText(e.Reason), "-"))
 	}
 	return tw.Flush()
 }

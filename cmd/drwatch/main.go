@@ -1,10 +1,9 @@
-// Command drwatch is the out-of-cluster disaster-recovery failover service.
 package main
 
 import (
 	"errors"
 	"fmt"
-	"github.com/drwatch/drwatch/cmd/drwatch/node"
+	"github.com/drwatch/drwatch/internal/watcher"
 	"os"
 )
 
@@ -16,7 +15,7 @@ var (
 )
 
 func main() {
-	node.BuildInfo.Version, node.BuildInfo.Commit, node.BuildInfo.Date = version, commit, date
+	watcher.BuildInfo.Version, watcher.BuildInfo.Commit, watcher.BuildInfo.Date = version, commit, date
 	if err := newRootCmd().Execute(); err != nil {
 		var s silentError
 		if !errors.As(err, &s) {

@@ -52,6 +52,10 @@ func unixTime(ns int64) string {
 	return time.Unix(0, ns).UTC().Format(time.RFC3339)
 }
 
+// ago says how long before now ns was, to the second in Go's duration form
+// ("1m0s ago"), or "never". It is not the status page's ago, which rounds
+// to two units for people ("4m 10s ago", "just now"): the CLI prints a form
+// time.ParseDuration reads back.
 func ago(ns int64, now time.Time) string {
 	if ns == 0 {
 		return "never"

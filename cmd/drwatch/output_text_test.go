@@ -37,7 +37,7 @@ func TestLogTextIsPrintedEscaped(t *testing.T) {
 	v.WithheldReason, v.LastDecision = forged, forged
 	st.Warnings = []string{forged}
 	v.Nodes = []failover.NodeView{{Node: "a", Abstain: forged, Probes: []failover.ProbeView{{Site: failover.Primary, Probe: "lms", LastAt: 1, Last: failover.ProbeResult{Reason: forged}}}}}
-	v.Remediations = []failover.RemediationRecord{{Index: 10, Remediation: failover.Remediation{At: 1, Name: forged, Target: forged, Verb: forged, Result: forged, Reason: forged, Detail: forged, Key: "k"}}}
+	v.Remediations = []failover.RemediationRecord{{Index: 10, At: 1, Remediation: failover.Remediation{Name: forged, Target: forged, Verb: forged, Result: forged, Reason: forged, Detail: forged, Key: "k"}}}
 	history := []failover.Entry{
 		{Index: 5, Gen: 1, At: 1, Kind: failover.KindPause, Actor: forged, Reason: forged, Outcome: forged},
 		{Index: 6, Gen: 1, At: 2, Kind: failover.KindResume, Actor: "bob", Reason: "done"},

@@ -1,19 +1,17 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
 
-	"github.com/drwatch/drwatch/cmd/drwatch/api"
-	"github.com/drwatch/drwatch/cmd/drwatch/node"
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/kube"
@@ -63,8 +61,8 @@ func (r *remediateRecordsCmd) Run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var st api.Status
-	if err := cl.do(ctx, http.MethodGet, "/api/v1/status", nil, &st); err != nil {
+	st, err := cl.status(ctx)
+	if err != nil {
 		return cliErr(err)
 	}
 	recs := make([]failover.RemediationRecord, 0, len(st.State.Remediations))
@@ -89,7 +87,7 @@ func (r *remediateRecordsCmd) Run(ctx context.Context, w io.Writer) error {
 			result += " (needs admin)"
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", rec.Index, unixTime(rec.At), logText(rec.Name), logText(rec.Verb), logText(rec.Target), result,
-			orDash(logText(rec.Reason)), orDash(logText(rec.Detail)))
+			cmp.Or(logText(rec.Reason), "-"), cmp.Or(logText(rec.Detail), "-"))
 	}
 	return tw.Flush()
 }
@@ -164,7 +162,7 @@ func loadRemediations(path string) (remediate.Config, error) {
 		return remediate.Config{}, fmt.Errorf("%s: %w", path, err)
 	}
 	cfg := f.Remediations.WithDefaults()
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Validate().Under(remediate.Section).Err(); err != nil {
 		return remediate.Config{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return cfg, nil
@@ -215,7 +213,7 @@ func (p *remediatePlanCmd) Run(ctx context.Context, w, errw io.Writer, name stri
 	if err != nil {
 		return err
 	}
-	cloud, err := node.CloudRemediators(cfg, clients, slog.New(slog.DiscardHandler), nil)
+	cloud, err := openstack.CloudRemediators(cfg, clients, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		return err
 	}

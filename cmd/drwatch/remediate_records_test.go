@@ -18,9 +18,9 @@ import (
 func TestRemediateRecords(t *testing.T) {
 	var st api.Status
 	st.State.Remediations = []failover.RemediationRecord{
-		{Index: 10, Remediation: failover.Remediation{At: 1795261920000000000, Name: "octavia-stuck-lb", Target: "loadbalancer/5f0c",
+		{Index: 10, At: 1795261920000000000, Remediation: failover.Remediation{Name: "octavia-stuck-lb", Target: "loadbalancer/5f0c",
 			Verb: "failover", Result: failover.RemediationDryRun, Reason: "provisioning_status ERROR", Key: "k1"}},
-		{Index: 11, Remediation: failover.Remediation{At: 1795261980000000000, Name: "dead-node-out-of-service", Target: "node/w3",
+		{Index: 11, At: 1795261980000000000, Remediation: failover.Remediation{Name: "dead-node-out-of-service", Target: "node/w3",
 			Verb: "taint", Result: failover.RemediationFailed, Reason: "NotReady for 6m", Detail: "forbidden", Key: "k2"}},
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -80,7 +80,7 @@ func TestRemediateRecords(t *testing.T) {
 func TestRemediateRecordsNeedsAdmin(t *testing.T) {
 	var st api.Status
 	st.State.Remediations = []failover.RemediationRecord{
-		{Index: 12, Remediation: failover.Remediation{At: 1795261980000000000, Name: "octavia-stuck-lb", Target: "loadbalancer/5f0c",
+		{Index: 12, At: 1795261980000000000, Remediation: failover.Remediation{Name: "octavia-stuck-lb", Target: "loadbalancer/5f0c",
 			Verb: "failover", Result: failover.RemediationFailed, Reason: "provisioning_status ERROR", Detail: "403", Key: "k3", NeedsAdmin: true}},
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

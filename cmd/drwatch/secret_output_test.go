@@ -46,7 +46,7 @@ sites:
       - { name: web-tls, type: tcp, address: "198.51.100.10:443", tls: true, ca_file: ${TCPSpec.ca_file} }
 dns:
   provider: rfc2136
-  rfc2136: { server: "ns1.example.net:53", key_name: drwatch., key_file: ${RFC2136.key_file} }
+  rfc2136: { server: "ns1.example.net:53", key_name: drwatch., key_file: ${RFC2136Config.key_file} }
   zone: example.org.
   records:
     - { name: lms, type: A, ttl: 60, primary: [203.0.113.10], backup: [198.51.100.10] }
@@ -65,7 +65,7 @@ hooks:
 `,
 	"powerdns": `dns:
   provider: powerdns
-  powerdns: { url: "https://pdns.example.net:8081", api_token_file: ${PowerDNS.api_token_file} }
+  powerdns: { url: "https://pdns.example.net:8081", api_token_file: ${PowerDNSConfig.api_token_file} }
 `,
 	"cloudflare": `dns:
   provider: cloudflare
@@ -73,7 +73,7 @@ hooks:
 `,
 	"powerdns-env": `dns:
   provider: powerdns
-  powerdns: { url: "https://pdns.example.net:8081", api_token_env: ${PowerDNS.api_token_env} }
+  powerdns: { url: "https://pdns.example.net:8081", api_token_env: ${PowerDNSConfig.api_token_env} }
 `,
 	"hetzner": `dns:
   provider: hetzner
@@ -81,17 +81,17 @@ hooks:
 `,
 	"route53": `dns:
   provider: route53
-  route53: { region: eu-west-1, access_key_id_file: ${Route53.access_key_id_file}, secret_access_key_file: ${Route53.secret_access_key_file} }
+  route53: { region: eu-west-1, access_key_id_file: ${Route53Config.access_key_id_file}, secret_access_key_file: ${Route53Config.secret_access_key_file} }
 `,
 	"designate-appcred": `dns:
   provider: designate
   designate: { auth_url: "https://keystone.example.org:5000/v3", region: r2, application_credential_id: abc,
-    application_credential_secret_file: ${Designate.application_credential_secret_file} }
+    application_credential_secret_file: ${DesignateConfig.application_credential_secret_file} }
 `,
 	"designate-password": `dns:
   provider: designate
   designate: { auth_url: "https://keystone.example.org:5000/v3", region: r2, username: drwatch, project_name: dns,
-    password_file: ${Designate.password_file} }
+    password_file: ${DesignateConfig.password_file} }
 `,
 }
 

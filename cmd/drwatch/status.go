@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -98,7 +99,7 @@ func printStatus(w io.Writer, st api.Status) {
 	}
 	fmt.Fprintf(w, "mode:        %s\n", mode)
 	fmt.Fprintf(w, "last:        %s\n", logText(v.LastDecision))
-	fmt.Fprintf(w, "leader:      %s (term %d); served by %s, data %.1fs old\n", orDash(st.Leader), st.Raft.Term, st.ServedBy, st.StaleSeconds)
+	fmt.Fprintf(w, "leader:      %s (term %d); served by %s, data %.1fs old\n", cmp.Or(st.Leader, "-"), st.Raft.Term, st.ServedBy, st.StaleSeconds)
 	fmt.Fprintf(w, "desired:     gen %d, %s, verified=%v; dns matches desired: %v\n", v.Desired.Gen, v.Desired.Active, v.Desired.Done, st.DNS.Match)
 	if v.Pending != nil {
 		fmt.Fprintf(w, "pending:     %s\n", api.PendingText(v.Pending, v.Policy))
@@ -128,7 +129,7 @@ func printStatus(w io.Writer, st api.Status) {
 		var failing []string
 		for _, p := range nv.Probes {
 			if !p.Last.OK && p.LastAt != 0 {
-				failing = append(failing, logText(fmt.Sprintf("%s/%s: %s", p.Site, p.Probe, firstNonEmpty(p.Last.Reason, p.Last.Class))))
+				failing = append(failing, logText(fmt.Sprintf("%s/%s: %s", p.Site, p.Probe, cmp.Or(p.Last.Reason, p.Last.Class))))
 			}
 		}
 		last := ago(nv.LastAt, now)
@@ -141,11 +142,4 @@ func printStatus(w io.Writer, st api.Status) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", logText(nv.Node), last, nv.Verdicts[failover.Primary], nv.Verdicts[failover.Backup], join(failing))
 	}
 	_ = tw.Flush()
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

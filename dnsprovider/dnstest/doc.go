@@ -8,4 +8,7 @@
 // unsigned is REFUSED, a bad key or signature is NOTAUTH (BADKEY/BADSIG), as
 // BIND answers. An UPDATE is applied all-or-nothing and bumps the SOA serial
 // only when it changed something.
+//
+// Like the rest of dnsprovider it never imports failover, cluster or probes.
+// It is no test-only helper: `drwatch demo` serves DNS with it.
 package dnstest

@@ -1,13 +1,3 @@
-// Package providertest is the one conformance suite every dnsprovider
-// implementation runs: the embedded server, real BIND9 and Knot DNS through
-// the RFC 2136 client, and real PowerDNS through libdns/powerdns.
-//
-// Run(t, factory) checks reads, unconditional set and its idempotency (the
-// SOA serial does not move when nothing changes), multi-RRset atomic
-// compare-and-swap with a fence, a first write guarded by "RRset does not
-// exist", a stale writer being rejected, refused credentials, and
-// verification against every authoritative server. Targets without
-// compare-and-swap log that and run the rest.
 package providertest
 
 import (

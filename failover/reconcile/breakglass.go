@@ -140,7 +140,7 @@ func (r *Reconciler) recordBreakGlass(ctx context.Context) (bool, error) {
 		// escape rather than refuse, so the write is still recorded.
 		reason := failover.EscapeText(strings.TrimSpace(m.Reason + " " + breakGlassTag(m.ID)))
 		actor := failover.EscapeText(m.Actor)
-		if err := r.proposeCmd(ctx, failover.BreakGlass{Site: m.Site, Actor: actor, Reason: reason, WrittenAt: m.At.UnixNano()}.Command()); err != nil {
+		if err := r.proposeCmd(ctx, failover.Command{Payload: failover.BreakGlass{Site: m.Site, Actor: actor, Reason: reason, WrittenAt: m.At.UnixNano()}}); err != nil {
 			return false, fmt.Errorf("record break-glass write: %w", err)
 		}
 		r.log.Warn("break-glass dns write recorded", "site", m.Site, "actor", m.Actor, "at", m.At)

@@ -83,7 +83,7 @@ func TestBreakGlassRecordedOnce(t *testing.T) {
 	f := newFixture(t)
 	m := BreakGlassMarker{ID: "again", Site: failover.Backup, Actor: "bob", At: time.Unix(1_800_000_000, 0), Reason: "drill"}
 	breakGlassWrite(t, f, m, "198.51.100.1")
-	f.cluster.step(t, failover.BreakGlass{Site: failover.Backup, Actor: "bob", Reason: "drill " + breakGlassTag("again")}.Command())
+	f.cluster.step(t, failover.Command{Payload: failover.BreakGlass{Site: failover.Backup, Actor: "bob", Reason: "drill " + breakGlassTag("again")}})
 	if _, err := f.rec.Pass(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -19,4 +19,7 @@
 //   - It calls VerifyLeader right before every write.
 //   - Once a decision is verified, later drift is reported, not silently
 //     reverted; a human resolves it with a new decision (failover, failback).
+//
+// It never imports cluster: it declares the leadership it needs
+// (VerifyLeader, Propose) as an interface.
 package reconcile

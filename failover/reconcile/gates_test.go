@@ -34,10 +34,10 @@ func autoFailover(t *testing.T, f *fixture) uint64 {
 	hash := f.cluster.m.View().PolicyHash
 	for seq := uint64(1); seq <= 4 && f.cluster.m.Desired().Active != failover.Backup; seq++ {
 		for _, n := range []string{"a", "b"} {
-			f.cluster.step(t, failover.Observe{Node: n, Seq: seq, PolicyHash: hash, Results: []failover.ProbeResult{
+			f.cluster.step(t, failover.Command{Payload: failover.Observe{Node: n, Seq: seq, PolicyHash: hash, Results: []failover.ProbeResult{
 				{Site: failover.Primary, Probe: "lms", OK: false, Class: "refused", Reason: "connection refused"},
 				{Site: failover.Backup, Probe: "lms", OK: true},
-			}}.Command())
+			}}})
 		}
 	}
 	d := f.cluster.m.Desired()

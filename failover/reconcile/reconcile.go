@@ -20,15 +20,6 @@ type State interface {
 	Desired() failover.Desired
 }
 
-// Cluster is the slice of the cluster the reconciler needs.
-type Cluster interface {
-	// VerifyLeader returns nil only if this node is still the leader,
-	// confirmed by a quorum, at the time of the call.
-	VerifyLeader(ctx context.Context) error
-	// Propose commits cmd through the log (forwarded to the leader if need be).
-	Propose(ctx context.Context, cmd []byte) (resp []byte, index uint64, err error)
-}
-
 // Verifier checks the answer of every authoritative server.
 type Verifier interface {
 	// Verify polls every authoritative server until each serves desired or
@@ -40,7 +31,7 @@ type Verifier interface {
 type Config struct {
 	Node     string // this node's ID, recorded as the actor of ActionResults
 	State    State
-	Cluster  Cluster
+	Cluster  failover.Leader      // proposes the ActionResults, confirms leadership before each write
 	DNS      dnsprovider.Provider // if it also implements dnsprovider.CompareAndSwapper, writes are CAS
 	Verifier Verifier             // nil: no propagation check beyond the provider's own read
 	// Interval is the requeue period of a pass with nothing to do.
@@ -298,25 +289,25 @@ func unixOrZero(t time.Time) int64 {
 }
 
 func (r *Reconciler) propose(ctx context.Context, ar failover.ActionResult) error {
-	if err := r.proposeCmd(ctx, ar.Command()); err != nil {
+	if err := r.proposeCmd(ctx, failover.Command{Payload: ar}); err != nil {
 		return fmt.Errorf("action result gen %d: %w", ar.Gen, err)
 	}
 	return nil
 }
 
 func (r *Reconciler) proposeCmd(ctx context.Context, c failover.Command) error {
-	b, err := failover.Encode(c)
-	if err != nil {
-		return fmt.Errorf("encode %s: %w", c.Type, err)
+	_, index, err := failover.Submit(ctx, r.cfg.Cluster, c)
+	switch {
+	case err == nil:
+		return nil
+	case index != 0:
+		// The log took it at index; the core refused it.
+		return fmt.Errorf("%s rejected: %w", c.Type(), err)
+	case errors.Is(err, failover.ErrBadCommand):
+		// Submit proposes nothing that does not encode.
+		return fmt.Errorf("encode %s: %w", c.Type(), err)
 	}
-	resp, _, err := r.cfg.Cluster.Propose(ctx, b)
-	if err != nil {
-		return fmt.Errorf("propose %s: %w", c.Type, err)
-	}
-	if _, err := failover.DecodeResponse(resp); err != nil {
-		return fmt.Errorf("%s rejected: %w", c.Type, err)
-	}
-	return nil
+	return fmt.Errorf("propose %s: %w", c.Type(), err)
 }
 
 // withFence adds the fence TXT to what every server must serve, so a server

@@ -58,7 +58,7 @@ func (c *fakeCluster) step(t *testing.T, cmd failover.Command) failover.Result {
 	resp, _, _ := c.Propose(context.Background(), b)
 	res, err := failover.DecodeResponse(resp)
 	if err != nil {
-		t.Fatalf("step %s: %v", cmd.Type, err)
+		t.Fatalf("step %s: %v", cmd.Type(), err)
 	}
 	return res
 }
@@ -101,7 +101,7 @@ func newFixtureTTL(t *testing.T, ttl int) *fixture {
 		t.Fatal(err)
 	}
 	fc := &fakeCluster{m: failover.New()}
-	fc.step(t, failover.SetPolicy{Policy: failover.Policy{
+	fc.step(t, failover.Command{Payload: failover.SetPolicy{Policy: failover.Policy{
 		Nodes: []string{"a", "b", "c"}, Quorum: 2, Fall: 2, Rise: 2, Interval: time.Second,
 		AutoFailover: true, BlockWindow: time.Hour, Failback: failover.FailbackPolicy{Mode: failover.FailbackManual},
 		Sites: map[failover.Site]failover.SitePolicy{
@@ -113,7 +113,7 @@ func newFixtureTTL(t *testing.T, ttl int) *fixture {
 			{Name: "lms", Type: "A", TTL: ttl, Primary: []string{"192.0.2.1"}, Backup: []string{"198.51.100.1"}},
 			{Name: "studio", Type: "A", TTL: ttl, Primary: []string{"192.0.2.1"}, Backup: []string{"198.51.100.1"}},
 		},
-	}}.Command())
+	}}})
 	rec, err := New(Config{Node: "a", State: fc.m, Cluster: fc, DNS: prov, Verifier: ver, Interval: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -135,7 +135,7 @@ func (f *fixture) lookup(t *testing.T, name string) []string {
 
 func (f *fixture) failoverTo(t *testing.T, site failover.Site) uint64 {
 	t.Helper()
-	f.cluster.step(t, failover.Failover{To: site, Reason: "test", Actor: "alice", Force: true}.Command())
+	f.cluster.step(t, failover.Command{Payload: failover.Failover{To: site, Reason: "test", Actor: "alice", Force: true}})
 	return f.cluster.m.Desired().Gen
 }
 

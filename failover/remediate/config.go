@@ -1,17 +1,19 @@
 package remediate
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/drwatch/drwatch/internal/field"
 )
 
 // Config is the `remediations:` section of a node's config file. Every
 // remediator is off unless its mode says otherwise. The config package can
-// embed it as is (yaml tags, doc tags, defaults applied by WithDefaults).
+// embed it as is (yaml tags, doc tags, defaults applied by WithDefaults);
+// Validate names fields relative to the section.
 type Config struct {
 	Interval time.Duration `yaml:"interval" doc:"Period between remediation passes on the leader (default 30s)."`
 	// Kubernetes names the clusters of each site; the Kubernetes
@@ -109,34 +111,35 @@ type OpenStackAuth struct {
 	Region                          string `yaml:"region" doc:"Catalog region; with cloud it overrides the cloud's."`
 }
 
-// validate reports the auth problems under path; required says whether
-// credentials must be present (the remediator is enabled).
-func (a OpenStackAuth) validate(path string, required bool) []error {
-	var errs []error
+// validate reports the auth problems, by path relative to the section that
+// holds the credentials; required says whether credentials must be present
+// (the remediator is enabled).
+func (a OpenStackAuth) validate(required bool) field.Errors {
+	var errs field.Errors
 	switch {
 	case a.Cloud != "" && a.AuthURL != "":
-		errs = append(errs, fmt.Errorf("%s.cloud: choose cloud or auth_url, not both", path))
+		errs.Add("cloud", "choose cloud or auth_url, not both")
 	case a.Cloud == "" && a.AuthURL == "":
 		if required {
-			errs = append(errs, fmt.Errorf("%s.cloud: cloud or auth_url must be set when enabled", path))
+			errs.Add("cloud", "cloud or auth_url must be set when enabled")
 		}
 	case a.Cloud != "":
 		if a.ApplicationCredentialIDFile != "" || a.ApplicationCredentialSecretFile != "" {
-			errs = append(errs, fmt.Errorf("%s.application_credential_id_file: only with auth_url", path))
+			errs.Add("application_credential_id_file", "only with auth_url")
 		}
 		if a.CAFile != "" {
-			errs = append(errs, fmt.Errorf("%s.ca_file: only with auth_url (clouds.yaml has cacert)", path))
+			errs.Add("ca_file", "only with auth_url (clouds.yaml has cacert)")
 		}
 	default:
 		if u, err := url.Parse(a.AuthURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			errs = append(errs, fmt.Errorf("%s.auth_url: %q must be an http(s) URL", path, a.AuthURL))
+			errs.Add("auth_url", "%q must be an http(s) URL", a.AuthURL)
 		}
 		if a.ApplicationCredentialIDFile == "" || a.ApplicationCredentialSecretFile == "" {
-			errs = append(errs, fmt.Errorf("%s.application_credential_id_file: application_credential_id_file and application_credential_secret_file must be set with auth_url", path))
+			errs.Add("application_credential_id_file", "application_credential_id_file and application_credential_secret_file must be set with auth_url")
 		}
 	}
 	if a.CloudsFile != "" && a.Cloud == "" {
-		errs = append(errs, fmt.Errorf("%s.clouds_file: needs cloud", path))
+		errs.Add("clouds_file", "needs cloud")
 	}
 	return errs
 }
@@ -208,69 +211,66 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// Validate returns every problem at once, each naming its field path.
-func (c Config) Validate() error {
-	var errs []error
-	mode := func(path string, s Settings) {
-		if !s.Mode.Valid() {
-			errs = append(errs, fmt.Errorf("remediations.%s.mode: %q must be off, dry-run or on", path, s.Mode))
-		}
-		if s.MaxPerPass < 0 || s.MaxPerHour < 0 {
-			errs = append(errs, fmt.Errorf("remediations.%s: caps must be >= 0", path))
-		}
-		errs = append(errs, s.validateBrake("remediations."+path)...)
-	}
+// Section is the key of Config in a node's config file. An error about the
+// configuration that a remediator's constructor returns names its field
+// under it, as the config loader does with Validate's problems.
+const Section = "remediations"
+
+// Validate returns every problem at once, each naming its field by its path
+// inside the section ("drain_trap.mode").
+func (c Config) Validate() field.Errors {
+	var errs field.Errors
 	site := func(path, s string) {
 		if s != "" && s != "primary" && s != "backup" {
-			errs = append(errs, fmt.Errorf("remediations.%s.site: %q must be primary or backup", path, s))
+			errs.Add(path+".site", "%q must be primary or backup", s)
 		}
 	}
-	mode("dead_node_out_of_service", c.DeadNodeOutOfService.Settings)
+	errs.Append("dead_node_out_of_service", c.DeadNodeOutOfService.Settings.validate())
 	site("dead_node_out_of_service", c.DeadNodeOutOfService.Site)
-	mode("drain_trap", c.DrainTrap.Settings)
+	errs.Append("drain_trap", c.DrainTrap.Settings.validate())
 	site("drain_trap", c.DrainTrap.Site)
 	if n := c.DrainTrap.ClusterName; len(n) > 200 || strings.ContainsAny(n, " \t\n/") {
-		errs = append(errs, fmt.Errorf("remediations.drain_trap.cloud_provider_cluster_name: %q must be at most 200 bytes, without spaces or slashes", n))
+		errs.Add("drain_trap.cloud_provider_cluster_name", "%q must be at most 200 bytes, without spaces or slashes", n)
 	}
-	mode("orphaned_pods", c.OrphanedPods.Settings)
+	errs.Append("orphaned_pods", c.OrphanedPods.Settings.validate())
 	site("orphaned_pods", c.OrphanedPods.Site)
 	if w := c.OrphanedPods.RebootWait; w != 0 && w < MinOrphanRebootWait {
-		errs = append(errs, fmt.Errorf("remediations.orphaned_pods.reboot_wait: %s must be at least %s (0 means the default %s)", w, MinOrphanRebootWait, DefaultOrphanRebootWait))
+		errs.Add("orphaned_pods.reboot_wait", "%s must be at least %s (0 means the default %s)", w, MinOrphanRebootWait, DefaultOrphanRebootWait)
 	}
-	mode("backup_warmup", c.BackupWarmup.Settings)
+	errs.Append("backup_warmup", c.BackupWarmup.Settings.validate())
 	for i, w := range c.BackupWarmup.Workloads {
-		p := fmt.Sprintf("remediations.backup_warmup.workloads[%d]", i)
+		p := fmt.Sprintf("backup_warmup.workloads[%d]", i)
 		if w.Kind != "Deployment" && w.Kind != "StatefulSet" {
-			errs = append(errs, fmt.Errorf("%s.kind: %q must be Deployment or StatefulSet", p, w.Kind))
+			errs.Add(p+".kind", "%q must be Deployment or StatefulSet", w.Kind)
 		}
 		if w.Namespace == "" || w.Name == "" {
-			errs = append(errs, fmt.Errorf("%s: namespace and name are required", p))
+			errs.Add(p, "namespace and name are required")
 		}
 		if w.IdleReplicas < 0 || (w.Replicas > 0 && w.IdleReplicas >= w.Replicas) {
-			errs = append(errs, fmt.Errorf("%s.idle_replicas: %d must be >= 0 and below replicas", p, w.IdleReplicas))
+			errs.Add(p+".idle_replicas", "%d must be >= 0 and below replicas", w.IdleReplicas)
 		}
 		if w.Replicas <= 0 {
-			errs = append(errs, fmt.Errorf("%s.replicas: %d must be > 0", p, w.Replicas))
+			errs.Add(p+".replicas", "%d must be > 0", w.Replicas)
 		}
 	}
-	mode("octavia_stuck_lb", c.OctaviaStuckLB.Settings)
-	errs = append(errs, c.OctaviaStuckLB.OpenStackAuth.validate("remediations.octavia_stuck_lb", c.OctaviaStuckLB.Mode.Enabled())...)
+	errs.Append("octavia_stuck_lb", c.OctaviaStuckLB.Settings.validate())
+	errs.Append("octavia_stuck_lb", c.OctaviaStuckLB.OpenStackAuth.validate(c.OctaviaStuckLB.Mode.Enabled()))
 	seen := map[string]bool{}
 	for i, lb := range c.OctaviaStuckLB.LoadBalancers {
-		p := fmt.Sprintf("remediations.octavia_stuck_lb.load_balancers[%d]", i)
+		p := fmt.Sprintf("octavia_stuck_lb.load_balancers[%d]", i)
 		switch {
 		case lb == "":
-			errs = append(errs, fmt.Errorf("%s: must not be empty", p))
+			errs.Add(p, "must not be empty")
 		case seen[lb]:
-			errs = append(errs, fmt.Errorf("%s: %q is listed twice", p, lb))
+			errs.Add(p, "%q is listed twice", lb)
 		}
 		seen[lb] = true
 	}
 	if c.OctaviaStuckLB.PendingTimeout < 0 || c.OctaviaStuckLB.FailoverTimeout < 0 {
-		errs = append(errs, errors.New("remediations.octavia_stuck_lb.pending_timeout: timeouts must be >= 0"))
+		errs.Add("octavia_stuck_lb.pending_timeout", "timeouts must be >= 0")
 	}
-	errs = append(errs, c.OpenStack.validate("remediations.openstack")...)
-	return errors.Join(errs...)
+	errs.Append("openstack", c.OpenStack.validate())
+	return errs
 }
 
 // OpenStackClusterConfig names one Kubernetes cluster's OpenStack project
@@ -342,46 +342,37 @@ func (o OpenStackClusterConfig) Enabled() bool {
 	return o.NeutronRouteGC.Mode.Enabled() || o.SecurityGroups.Mode.Enabled() || o.NeverReadyInstances.Mode.Enabled()
 }
 
-func (o OpenStackClusterConfig) validate(path string) []error {
-	var errs []error
-	for _, s := range []struct {
-		name string
-		s    Settings
-	}{{"neutron_route_gc", o.NeutronRouteGC.Settings}, {"security_groups", o.SecurityGroups.Settings}, {"never_ready_instances", o.NeverReadyInstances.Settings}} {
-		if !s.s.Mode.Valid() {
-			errs = append(errs, fmt.Errorf("%s.%s.mode: %q must be off, dry-run or on", path, s.name, s.s.Mode))
-		}
-		if s.s.MaxPerPass < 0 || s.s.MaxPerHour < 0 {
-			errs = append(errs, fmt.Errorf("%s.%s: caps must be >= 0", path, s.name))
-		}
-		errs = append(errs, s.s.validateBrake(path+"."+s.name)...)
-	}
-	errs = append(errs, o.OpenStackAuth.validate(path, o.Enabled())...)
+func (o OpenStackClusterConfig) validate() field.Errors {
+	var errs field.Errors
+	errs.Append("neutron_route_gc", o.NeutronRouteGC.Settings.validate())
+	errs.Append("security_groups", o.SecurityGroups.Settings.validate())
+	errs.Append("never_ready_instances", o.NeverReadyInstances.Settings.validate())
+	errs = append(errs, o.OpenStackAuth.validate(o.Enabled())...)
 	if o.Site != "" && o.Site != "primary" && o.Site != "backup" {
-		errs = append(errs, fmt.Errorf("%s.site: %q must be primary or backup", path, o.Site))
+		errs.Add("site", "%q must be primary or backup", o.Site)
 	}
 	if o.Enabled() && o.InstanceNamePrefix == "" && o.InstanceMetadataKey == "" {
-		errs = append(errs, fmt.Errorf("%s.instance_name_prefix: instance_name_prefix or instance_metadata_key must identify the cluster's instances", path))
+		errs.Add("instance_name_prefix", "instance_name_prefix or instance_metadata_key must identify the cluster's instances")
 	}
 	if o.InstanceMetadataValue != "" && o.InstanceMetadataKey == "" {
-		errs = append(errs, fmt.Errorf("%s.instance_metadata_value: needs instance_metadata_key", path))
+		errs.Add("instance_metadata_value", "needs instance_metadata_key")
 	}
 	if o.PodCIDR != "" {
 		if p, err := netip.ParsePrefix(o.PodCIDR); err != nil || p != p.Masked() {
-			errs = append(errs, fmt.Errorf("%s.pod_cidr: %q must be a network prefix like 198.19.0.0/16", path, o.PodCIDR))
+			errs.Add("pod_cidr", "%q must be a network prefix like 198.19.0.0/16", o.PodCIDR)
 		}
 	}
 	if (o.NeutronRouteGC.Mode.Enabled() || o.SecurityGroups.Mode.Enabled()) && o.PodCIDR == "" {
-		errs = append(errs, fmt.Errorf("%s.pod_cidr: required by neutron_route_gc and security_groups", path))
+		errs.Add("pod_cidr", "required by neutron_route_gc and security_groups")
 	}
 	if o.NeutronRouteGC.Mode.Enabled() && o.RouterID == "" {
-		errs = append(errs, fmt.Errorf("%s.router_id: required by neutron_route_gc", path))
+		errs.Add("router_id", "required by neutron_route_gc")
 	}
 	if o.SecurityGroups.Mode.Enabled() && o.SecurityGroups.RequiredGroup == "" {
-		errs = append(errs, fmt.Errorf("%s.security_groups.required_security_group: required when enabled", path))
+		errs.Add("security_groups.required_security_group", "required when enabled")
 	}
 	if o.NeutronRouteGC.RouteLimit < 0 || o.NeutronRouteGC.WarnMargin < 0 || o.NeverReadyInstances.ActiveFor < 0 {
-		errs = append(errs, fmt.Errorf("%s: route_limit, route_warn_margin and active_for must be >= 0", path))
+		errs.Add("", "route_limit, route_warn_margin and active_for must be >= 0")
 	}
 	return errs
 }

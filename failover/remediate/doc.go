@@ -38,4 +38,7 @@
 // nor doubles them.
 //
 // The Kubernetes remediators live in package kube.
+//
+// Remediation packages (this one and those below it) never import cluster:
+// the Runner declares the leadership it needs as an interface.
 package remediate

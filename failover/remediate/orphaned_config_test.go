@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/drwatch/drwatch/internal/field"
 )
 
 // reboot_wait defaults to a safe wait, and a wait too short for a node to
@@ -19,9 +21,21 @@ func TestOrphanedPodsRebootWait(t *testing.T) {
 		var c Config
 		c.OrphanedPods.RebootNode = true
 		c.OrphanedPods.RebootWait = tc.wait
-		err := c.WithDefaults().Validate()
-		if tc.wantErr != (err != nil) || (err != nil && !strings.Contains(err.Error(), "remediations.orphaned_pods.reboot_wait:")) {
-			t.Errorf("reboot_wait %s: got %v, want error %v naming remediations.orphaned_pods.reboot_wait", tc.wait, err, tc.wantErr)
+		errs := c.WithDefaults().Validate()
+		if tc.wantErr != (len(errs) != 0) || (len(errs) != 0 && (!hasPath(errs, "orphaned_pods.reboot_wait") ||
+			!strings.Contains(errs.Under("remediations").Error(), "remediations.orphaned_pods.reboot_wait: "))) {
+			t.Errorf("reboot_wait %s: got %v, want error %v at orphaned_pods.reboot_wait, shown as remediations.orphaned_pods.reboot_wait", tc.wait, errs, tc.wantErr)
 		}
 	}
+}
+
+// hasPath reports whether errs has a problem at path, relative to the
+// remediations section.
+func hasPath(errs field.Errors, path string) bool {
+	for _, e := range errs {
+		if e.Path == path {
+			return true
+		}
+	}
+	return false
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/internal/field"
 )
 
 // Mode says whether a remediator runs, and whether it writes.
@@ -205,13 +206,20 @@ func (s Settings) withDefaults() Settings {
 	return s
 }
 
-// validateBrake checks BrakeShare of the remediator at path; 0 is the
-// default.
-func (s Settings) validateBrake(path string) []error {
-	if s.BrakeShare < 0 || s.BrakeShare > 1 || math.IsNaN(s.BrakeShare) {
-		return []error{fmt.Errorf("%s.brake_share: %v must be > 0 and <= 1 (0 or unset: %v)", path, s.BrakeShare, DefaultBrakeShare)}
+// validate checks a remediator's mode, caps and brake, by path relative to
+// the remediator's section; zero caps and brake are the defaults.
+func (s Settings) validate() field.Errors {
+	var errs field.Errors
+	if !s.Mode.Valid() {
+		errs.Add("mode", "%q must be off, dry-run or on", s.Mode)
 	}
-	return nil
+	if s.MaxPerPass < 0 || s.MaxPerHour < 0 {
+		errs.Add("", "caps must be >= 0")
+	}
+	if s.BrakeShare < 0 || s.BrakeShare > 1 || math.IsNaN(s.BrakeShare) {
+		errs.Add("brake_share", "%v must be > 0 and <= 1 (0 or unset: %v)", s.BrakeShare, DefaultBrakeShare)
+	}
+	return errs
 }
 
 // Planned is one action with the remediator that planned it, for

@@ -15,17 +15,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
-// Cluster is the slice of the cluster node the Runner needs; *cluster.Node
-// satisfies it.
-type Cluster interface {
-	// VerifyLeader returns nil only if this node is still the leader,
-	// confirmed by a quorum, at the time of the call.
-	VerifyLeader(ctx context.Context) error
-	// Propose commits cmd (an encoded failover.Command) through the log and
-	// returns the machine's encoded response.
-	Propose(ctx context.Context, cmd []byte) (resp []byte, index uint64, err error)
-}
-
 // State is the local replica; *failover.Machine satisfies it. Both methods
 // are safe for concurrent use and return copies.
 type State interface {
@@ -43,7 +32,7 @@ type Entry struct {
 type RunnerConfig struct {
 	// Node is this node's ID, recorded as the actor of each record.
 	Node        string
-	Cluster     Cluster
+	Cluster     failover.Leader // proposes the records, confirms leadership before each Apply
 	State       State
 	Remediators []Entry
 	// Interval is the period between passes in Run (default 30s).
@@ -482,16 +471,12 @@ func (r *Runner) backoff(n int) time.Duration {
 // duplicate of the latest record for its Key is not counted again).
 func (r *Runner) record(ctx context.Context, rec failover.Remediation, count func(string)) error {
 	rec.Reason = truncate(rec.Reason, 1024)
-	b, err := failover.Encode(rec.Command())
+	res, index, err := failover.Submit(ctx, r.cfg.Cluster, failover.Command{Payload: rec})
 	if err != nil {
-		return errStop{fmt.Errorf("encode record: %w", err)}
-	}
-	resp, _, err := r.cfg.Cluster.Propose(ctx, b)
-	if err != nil {
-		return errStop{fmt.Errorf("record %s %s: %w", rec.Verb, rec.Target, err)}
-	}
-	res, err := failover.DecodeResponse(resp)
-	if err != nil {
+		if index == 0 && errors.Is(err, failover.ErrBadCommand) {
+			// Submit proposes nothing that does not encode.
+			return errStop{fmt.Errorf("encode record: %w", err)}
+		}
 		return errStop{fmt.Errorf("record %s %s: %w", rec.Verb, rec.Target, err)}
 	}
 	count(rec.Result)

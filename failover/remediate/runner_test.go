@@ -181,8 +181,8 @@ func TestRunnerRecordsEverything(t *testing.T) {
 		Zone:    "example.org.",
 		Records: []failover.Record{{Name: "www", Type: "A", TTL: 60, Primary: []string{"192.0.2.1"}, Backup: []string{"192.0.2.2"}}}}
 	for _, cmd := range []failover.Command{
-		failover.SetPolicy{Policy: pol}.Command(),
-		failover.Failover{To: failover.Backup, Force: true, Actor: "alice"}.Command(),
+		failover.Command{Payload: failover.SetPolicy{Policy: pol}},
+		failover.Command{Payload: failover.Failover{To: failover.Backup, Force: true, Actor: "alice"}},
 	} {
 		b, err := failover.Encode(cmd)
 		if err != nil {
@@ -730,14 +730,17 @@ func TestConfigValidateBrakeShare(t *testing.T) {
 		var c Config
 		c.OctaviaStuckLB.BrakeShare = tt.share
 		c.OpenStack.NeverReadyInstances.BrakeShare = tt.share
-		err := c.Validate()
-		if tt.ok != (err == nil) {
-			t.Fatalf("brake_share %v: got %v, want ok=%v", tt.share, err, tt.ok)
+		errs := c.Validate()
+		if tt.ok != (len(errs) == 0) {
+			t.Fatalf("brake_share %v: got %v, want ok=%v", tt.share, errs, tt.ok)
 		}
 		if !tt.ok {
-			for _, want := range []string{"remediations.octavia_stuck_lb.brake_share", "remediations.openstack.never_ready_instances.brake_share"} {
-				if !strings.Contains(err.Error(), want) {
-					t.Fatalf("brake_share %v: got %v, want a problem naming %s", tt.share, err, want)
+			for _, want := range []string{"octavia_stuck_lb.brake_share", "openstack.never_ready_instances.brake_share"} {
+				if !hasPath(errs, want) {
+					t.Fatalf("brake_share %v: got %v, want a problem at %s", tt.share, errs, want)
+				}
+				if shown := errs.Under("remediations").Error(); !strings.Contains(shown, "remediations."+want+": ") {
+					t.Fatalf("brake_share %v: got %q under remediations, want a problem naming remediations.%s", tt.share, shown, want)
 				}
 			}
 		}

@@ -13,4 +13,8 @@
 //
 // When caddy is not installed, Start fails the test naming the package; it
 // never skips.
+//
+// It imports no drwatch package outside test/ (its tests may): what the
+// tests run against owes nothing to the code under test. Only tests import
+// it, never the code of a package outside test/.
 package caddytest

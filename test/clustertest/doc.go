@@ -7,4 +7,7 @@
 //
 // Nodes stop at test cleanup. Stop and Start restart a node on the same
 // address and data dir.
+//
+// Like cluster it never imports failover, dnsprovider, probes or cmd/...;
+// only tests import it, never the code of a package outside test/.
 package clustertest

@@ -1,7 +1,3 @@
-// Package daemon starts and stops the real servers the integration tests
-// use, each in its own process group: stopping kills every child (uwsgi
-// workers, Erlang's beam), and Pdeathsig kills the daemon if the test binary
-// itself dies, so no test run leaves servers behind.
 package daemon
 
 import (

@@ -3,4 +3,7 @@
 // and the Dockerfile keeps building a static, non-root, minimal image stamped
 // with the Makefile's -ldflags. Neither systemd (as PID 1) nor a container
 // engine runs on the development machines, so these tests read the files.
+//
+// It reads files (and checks the example configs with cmd/drwatch/config),
+// so it never imports cmd/drwatch/node or cmd/drwatch/demo.
 package deploytest

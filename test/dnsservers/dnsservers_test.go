@@ -109,7 +109,7 @@ func TestConformancePowerDNS(t *testing.T) {
 				t.Setenv("DRWATCH_TEST_PDNS_KEY", key)
 				p, err := dnsprovider.New(dnsprovider.Config{
 					Provider: dnsprovider.NamePowerDNS, Zone: Zone, FenceName: fence,
-					PowerDNS: dnsprovider.PowerDNSConfig{ServerURL: s.APIURL, APIKey: dnsprovider.Secret{Env: "DRWATCH_TEST_PDNS_KEY"}},
+					PowerDNS: &dnsprovider.PowerDNSConfig{URL: s.APIURL, APITokenEnv: "DRWATCH_TEST_PDNS_KEY"},
 				}, nil)
 				if err != nil {
 					t.Fatalf("New powerdns: %v", err)
@@ -138,7 +138,7 @@ func TestConfigRFC2136KeyFile(t *testing.T) {
 				t.Fatal(err)
 			}
 			p, err := dnsprovider.New(dnsprovider.Config{Provider: dnsprovider.NameRFC2136, Zone: Zone,
-				RFC2136: dnsprovider.RFC2136Config{Server: s.Addr, KeyName: tt.keyName, KeyFile: f}}, nil)
+				RFC2136: &dnsprovider.RFC2136Config{Server: s.Addr, KeyName: tt.keyName, KeyFile: f}}, nil)
 			if err != nil {
 				t.Fatalf("New: got %v, want nil", err)
 			}

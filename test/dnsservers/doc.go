@@ -7,4 +7,8 @@
 // three, and the benchmark compares our RFC 2136 client with nsupdate.
 // A missing binary is an error naming the Debian package
 // (install with `make install-test-deps`).
+//
+// It imports no drwatch package outside test/ (its tests may): what the
+// tests run against owes nothing to the code under test. Only tests import
+// it, never the code of a package outside test/.
 package dnsservers

@@ -26,8 +26,9 @@ type trial struct {
 	Verified     int64 `json:"verified"`      // the leader verified every authoritative server
 }
 
-// BenchmarkFailoverOverFloor is issue 9's "failover latency over the
-// floor": E2E_BENCH_TRIALS (default 20) automatic failovers at interval 1s
+// BenchmarkFailoverOverFloor measures the failover latency over the floor,
+// what drwatch adds to the earliest moment a decision is possible:
+// E2E_BENCH_TRIALS (default 20) automatic failovers at interval 1s
 // and fall 3, each started by killing the primary's Caddy. The floor is the
 // moment the quorum-th watcher's fall-th failed probe completed, on that
 // watcher's clock (the decision's DetectedAt): nothing can decide earlier.

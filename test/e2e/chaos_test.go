@@ -188,8 +188,9 @@ func TestChaos06BINDDownWhenFlipDue(t *testing.T) {
 	Eventually(t, 30*time.Second, func() bool { return w.Answer() == BackupIP }, "the flip lands at BIND")
 	took := time.Since(back)
 	t.Logf("flip landed %s after BIND answered again", took.Round(time.Millisecond))
-	// Issue 9: within 2s of BIND's return. The node caps the reconciler's
-	// retry back-off at policy.interval, so a retry is never further away.
+	// A returning DNS server gets the flip within 2s: the node caps the
+	// reconciler's retry back-off at policy.interval, so a retry is never
+	// further away.
 	if limit := 2 * time.Second; took > limit {
 		t.Errorf("flip landed %s after BIND returned, want within %s", took, limit)
 	}

@@ -61,8 +61,8 @@ func dirSize(dir string) int64 {
 	return n
 }
 
-// BenchmarkCostPerNode is issue 9's cost figure: each of the three nodes
-// runs 100 probes per second (50 https probes per site, interval 1s, all
+// BenchmarkCostPerNode measures what a watcher costs to run: each of the
+// three nodes runs 100 probes per second (50 https probes per site, interval 1s, all
 // against the real Caddys through the fault proxies) for E2E_COST_SECONDS
 // (default 30). It reports each node's RSS and CPU share, the log entries
 // per second, the raft data dir's growth per entry and its raw growth per

@@ -9,4 +9,8 @@
 // `drwatch history -o json` and `drwatch status -o json` on every node, and
 // the processes' exit codes. docs/testing.md says what each test proves and
 // how to run it.
+//
+// It checks the product from outside, so it never imports cmd/drwatch/node
+// or cmd/drwatch/demo: it runs the binary and reads what it prints and
+// serves.
 package e2e

@@ -210,9 +210,9 @@ func answerAt(server string) string {
 	return strings.Join(out, ",")
 }
 
-// BenchmarkPeerPowerDNS is issue 9's comparison with a peer: the same kill
-// of the primary's health endpoint, seen side by side by drwatch (three
-// watchers, quorum 2, interval 1s, fall 1; the answer read at BIND) and by
+// BenchmarkPeerPowerDNS compares drwatch's switch time with a peer's: the
+// same kill of the primary's health endpoint, seen side by side by drwatch
+// (three watchers, quorum 2, interval 1s, fall 1; the answer read at BIND) and by
 // PowerDNS 4.7 with an ifurlup() LUA record (lua-health-checks-interval=1,
 // one vantage point, no quorum). E2E_PEER_TRIALS kills (default 10); it
 // reports each one's median switch time and their ratio and writes

@@ -7,4 +7,8 @@
 // It speaks plain TCP and knows nothing of the protocol it carries, so it
 // works for raft, TLS, HTTP or DNS over TCP alike. It is meant for tests on
 // 127.0.0.0/8 only.
+//
+// It imports no drwatch package outside test/ (its tests may): what the
+// tests run against owes nothing to the code under test. Only tests import
+// it, never the code of a package outside test/.
 package faultproxy

@@ -1,6 +1,3 @@
-// Package idleconn opens idle TCP connections from chosen loopback source
-// addresses, for tests of how a server budgets connections that have not
-// authenticated yet.
 package idleconn
 
 import (

@@ -17,4 +17,8 @@
 // A cluster takes about 3 s to become ready and 250 MB of memory, so start one
 // per test package: [New] from TestMain or behind a sync.Once, or [Start] from a
 // single test.
+//
+// It imports no drwatch package outside test/ (its tests may): what the
+// tests run against owes nothing to the code under test. Only tests import
+// it, never the code of a package outside test/.
 package kubetest

@@ -51,4 +51,8 @@
 // revocation, any other resource or attribute, and asynchrony (a reboot is
 // complete, ACTIVE, when the 202 returns; Neutron's agents, the ASR and DVS
 // back ends from the field reports are not modelled).
+//
+// It imports no drwatch package outside test/ (its tests may): what the
+// tests run against owes nothing to the code under test. Only tests import
+// it, never the code of a package outside test/.
 package openstacksim

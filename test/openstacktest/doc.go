@@ -24,4 +24,8 @@
 // Packages (Debian 12): keystone octavia-api octavia-worker
 // uwsgi-plugin-python3 mariadb-server python3-pymysql rabbitmq-server, all
 // installed by make install-test-deps (test/deps/parts/openstack.sh).
+//
+// It imports no drwatch package outside test/ (its tests may): what the
+// tests run against owes nothing to the code under test. Only tests import
+// it, never the code of a package outside test/.
 package openstacktest

@@ -1,6 +1,3 @@
-// Package poll is how tests wait: they check a condition every tick until
-// it holds or a deadline passes, and never sleep in the hope that
-// something has happened.
 package poll
 
 import (

@@ -18,4 +18,8 @@
 //
 // Each block runs in a fresh bash with the same environment, so a block may
 // not rely on a variable or function another block defined.
+//
+// It checks the product from outside, so it never imports cmd/drwatch/node
+// or cmd/drwatch/demo: it runs the binary and reads what it prints and
+// serves.
 package quickstart

@@ -138,7 +138,7 @@ func (b Badge) SVG() []byte {
 	return []byte(sb.String())
 }
 
-func serveBadge(w http.ResponseWriter, r *http.Request, be Backend) {
+func serveBadge(w http.ResponseWriter, r *http.Request, be ReadModel) {
 	var b Badge
 	switch r.PathValue("name") {
 	case "active.svg":

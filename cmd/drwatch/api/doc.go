@@ -3,4 +3,8 @@
 // cluster (a follower's Propose is forwarded to the leader), bearer-token
 // authentication for writes, JSON errors with stable codes, and no secret in
 // any reply.
+//
+// It reads and writes through the Backend interface it declares, so it never
+// imports cmd/drwatch/config, cmd/drwatch/node or cmd/drwatch/demo: the node
+// that assembles a watcher hands it a Backend.
 package api

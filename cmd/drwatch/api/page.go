@@ -11,9 +11,9 @@ import (
 // RegisterStatusPage adds the human status page at "/" (and its partial,
 // "/?partial=1", which the page's script fetches to refresh itself), the
 // Statuspage-style summary at /api/v1/summary.json and the SVG badges under
-// /badge/. Every one renders only from Backend.Status, so nothing the status
+// /badge/. Every one renders only from ReadModel.Status, so nothing the status
 // does not hold can leak into them.
-func RegisterStatusPage(s *Server, b Backend) {
+func RegisterStatusPage(s *Server, b ReadModel) {
 	s.Handle("GET /{$}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		servePage(w, r, b.Status(r.Context()), s.now())
 	}))

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"time"
@@ -47,7 +48,7 @@ func clusterOf(s clusterhealth.Site, now time.Time) clusterModel {
 		}
 		return m
 	}
-	m.Read = "read " + ago(now, s.At) + " by " + orDash(s.ReadBy)
+	m.Read = "read " + ago(now, s.At) + " by " + cmp.Or(s.ReadBy, dash)
 	attention, unreadable := false, false
 	count := func(label string, n int, lowerBound bool) {
 		r := kvRow{Label: label, Value: strconv.Itoa(n)}

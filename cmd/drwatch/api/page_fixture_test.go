@@ -102,10 +102,10 @@ func fxFailedOver() Status {
 			{Index: 4201, Gen: 4200, At: fxAt(10*time.Minute - 900*time.Millisecond), Kind: failover.KindAction, Outcome: failover.OutcomeVerified, Detail: "2 of 2 servers"},
 		},
 		Remediations: []failover.RemediationRecord{
-			{Index: 4300, Remediation: failover.Remediation{At: fxAt(8 * time.Minute), Name: "octavia-stuck-lb", Gen: 4200,
+			{Index: 4300, At: fxAt(8 * time.Minute), Remediation: failover.Remediation{Name: "octavia-stuck-lb", Gen: 4200,
 				Target: "loadbalancer/5f0c", Verb: "failover", Result: failover.RemediationDryRun,
 				Reason: "provisioning_status ERROR since 2026-11-21 11:40:00 UTC", Key: "octavia-stuck-lb/5f0c@2026-11-21T11:40:00Z"}},
-			{Index: 4301, Remediation: failover.Remediation{At: fxAt(7 * time.Minute), Name: "dead-node-out-of-service", Gen: 4200,
+			{Index: 4301, At: fxAt(7 * time.Minute), Remediation: failover.Remediation{Name: "dead-node-out-of-service", Gen: 4200,
 				Target: "node/worker-3", Verb: "taint", Result: failover.RemediationFailed,
 				Reason: "NotReady for 6m", Detail: "nodes \"worker-3\" is forbidden", Key: "dead-node-out-of-service/taint/node/worker-3"}},
 		},

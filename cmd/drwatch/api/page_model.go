@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -198,7 +199,7 @@ func trust(st *Status) (alarm string, warnings []string) {
 	switch {
 	case st.Leader == "":
 		alarm = alarmNoLeader
-		own = append(own, fmt.Sprintf("node %s knows no Raft leader: no quorum of watchers is reachable from it, so nothing is decided or written, and what this page shows may be stale", orDash(st.ServedBy)))
+		own = append(own, fmt.Sprintf("node %s knows no Raft leader: no quorum of watchers is reachable from it, so nothing is decided or written, and what this page shows may be stale", cmp.Or(st.ServedBy, dash)))
 	case st.State.Policy != nil && fresh < quorum:
 		alarm = alarmNoQuorum
 		own = append(own, fmt.Sprintf("only %d of %d watchers have fresh data (quorum %d): no automatic decision is possible", fresh, total, quorum))
@@ -208,7 +209,7 @@ func trust(st *Status) (alarm string, warnings []string) {
 			alarm = alarmStale
 		}
 		own = append(own, fmt.Sprintf("stale data: the last state applied on %s is %s old (limit %s, 3 × the %s interval)",
-			orDash(st.ServedBy), roundDur(secs(st.StaleSeconds)), 3*iv, iv))
+			cmp.Or(st.ServedBy, dash), roundDur(secs(st.StaleSeconds)), 3*iv, iv))
 	}
 	if st.State.Policy == nil && alarm == "" {
 		alarm = "No policy"
@@ -264,7 +265,7 @@ func buildPage(st Status, now time.Time, nonce string) pageModel {
 	m := pageModel{
 		Nonce:     nonce,
 		RefreshMS: min(max(iv, time.Second), 10*time.Second).Milliseconds(),
-		ServedBy:  orDash(st.ServedBy),
+		ServedBy:  cmp.Or(st.ServedBy, dash),
 		ServedAt:  absTime(st.ServedAt),
 		Leader:    st.Leader,
 		Active:    string(v.Active),
@@ -531,7 +532,7 @@ func matrix(v *failover.View, now time.Time) ([]probeHeader, []nodeRow) {
 	}
 	rows := make([]nodeRow, 0, len(v.Nodes))
 	for _, n := range v.Nodes {
-		r := nodeRow{Node: n.Node, Primary: orDash(string(n.Verdicts[failover.Primary])), Backup: orDash(string(n.Verdicts[failover.Backup])),
+		r := nodeRow{Node: n.Node, Primary: cmp.Or(string(n.Verdicts[failover.Primary]), dash), Backup: cmp.Or(string(n.Verdicts[failover.Backup]), dash),
 			Cells: make([]cell, len(hdr))}
 		switch {
 		case !n.Reported:
@@ -550,13 +551,13 @@ func matrix(v *failover.View, now time.Time) ([]probeHeader, []nodeRow) {
 			r.LastAt = "reported " + ago(now, time.Unix(0, n.LastAt))
 		}
 		if n.HashMismatch {
-			r.Notes = append(r.Notes, "runs a different policy ("+short(n.PolicyHash)+")")
+			r.Notes = append(r.Notes, "runs a different policy ("+failover.ShortHash(n.PolicyHash)+")")
 		}
 		for _, u := range n.Unknown {
 			r.Notes = append(r.Notes, fmt.Sprintf("unknown probe %s/%s (%d results ignored)", u.Site, u.Probe, u.Count))
 		}
 		for i := range r.Cells {
-			r.Cells[i] = cell{State: "—", Class: "none"}
+			r.Cells[i] = cell{State: dash, Class: "none"}
 		}
 		for _, pv := range n.Probes {
 			i, ok := seen[[2]string{string(pv.Site), pv.Probe}]
@@ -653,7 +654,7 @@ func dnsOf(st *Status, now time.Time) dnsModel {
 	}
 	if rc := st.Reconcile; rc != nil {
 		d.Recon = fmt.Sprintf("leader's last reconcile pass %s: gen %d, action %s, fence gen=%d, records match: %s",
-			ago(now, rc.At), rc.Gen, orDash(rc.Action), rc.Fence, yesNo(rc.Match))
+			ago(now, rc.At), rc.Gen, cmp.Or(rc.Action, dash), rc.Fence, yesNo(rc.Match))
 		d.ReconErr = rc.Error
 	}
 	return d
@@ -665,7 +666,7 @@ func rrsetLine(r failover.RRset) string {
 
 func raftOf(st *Status) raftModel {
 	r := st.Raft
-	m := raftModel{State: orDash(r.State), Leader: st.Leader, LeaderAddr: r.LeaderAddr, Term: r.Term,
+	m := raftModel{State: cmp.Or(r.State, dash), Leader: st.Leader, LeaderAddr: r.LeaderAddr, Term: r.Term,
 		Commit: r.CommitIndex, Applied: r.AppliedIndex, Snapshot: r.LastSnapshotIndex}
 	switch {
 	case strings.EqualFold(r.State, "leader"):
@@ -850,13 +851,6 @@ func joinNonEmpty(sep string, xs ...string) string {
 	return strings.Join(out, sep)
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "—"
-	}
-	return s
-}
-
 func yesNo(b bool) string {
 	if b {
 		return "yes"
@@ -864,17 +858,14 @@ func yesNo(b bool) string {
 	return "no"
 }
 
-func short(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
-}
+// dash is what the page and the summary show for a value that is not there:
+// no leader, a verdict not yet reached, a time that never happened.
+const dash = "—"
 
 // absTime formats t in UTC to the second.
 func absTime(t time.Time) string {
 	if t.IsZero() {
-		return "—"
+		return dash
 	}
 	return t.UTC().Format("2006-01-02 15:04:05 UTC")
 }

@@ -21,12 +21,14 @@ import (
 
 // Server is the HTTP API and status page of one node.
 type Server struct {
-	backend Backend
-	tokens  *Tokens
-	maxBody int64
-	log     *slog.Logger
-	now     func() time.Time
-	mux     *http.ServeMux
+	read       ReadModel
+	writes     Writes
+	membership Membership
+	tokens     *Tokens
+	maxBody    int64
+	log        *slog.Logger
+	now        func() time.Time
+	mux        *http.ServeMux
 }
 
 // Options configure a Server.
@@ -42,9 +44,11 @@ type Options struct {
 // MaxReasonLen bounds the reason recorded with a write.
 const MaxReasonLen = 500
 
-// NewServer builds the handler tree.
+// NewServer builds the handler tree over one node's Backend. Each handler
+// uses only the part it needs: reads the ReadModel, writes Writes, the
+// members endpoints Membership.
 func NewServer(b Backend, o Options) *Server {
-	s := &Server{backend: b, tokens: o.Tokens, maxBody: o.MaxBodyBytes, log: o.Logger, now: o.Now, mux: http.NewServeMux()}
+	s := &Server{read: b, writes: b, membership: b, tokens: o.Tokens, maxBody: o.MaxBodyBytes, log: o.Logger, now: o.Now, mux: http.NewServeMux()}
 	if s.maxBody <= 0 {
 		s.maxBody = 64 << 10
 	}
@@ -121,7 +125,7 @@ func writeText(w http.ResponseWriter, status int, s string) {
 }
 
 func (s *Server) livez(w http.ResponseWriter, _ *http.Request) {
-	if err := s.backend.Alive(); err != nil {
+	if err := s.read.Alive(); err != nil {
 		writeText(w, http.StatusServiceUnavailable, "not alive: "+err.Error()+"\n")
 		return
 	}
@@ -129,7 +133,7 @@ func (s *Server) livez(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
-	if err := s.backend.Ready(); err != nil {
+	if err := s.read.Ready(); err != nil {
 		writeText(w, http.StatusServiceUnavailable, "not ready: "+err.Error()+"\n")
 		return
 	}
@@ -137,7 +141,7 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
-	st := s.backend.Status(r.Context())
+	st := s.read.Status(r.Context())
 	if st.Warnings == nil {
 		st.Warnings = []string{} // documented as an array; clients iterate it
 	}
@@ -147,7 +151,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 func (s *Server) history(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, struct {
 		History []failover.Entry `json:"history"`
-	}{s.backend.History()})
+	}{s.read.History()})
 }
 
 func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
@@ -156,7 +160,7 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 		writeError(w, ErrorDetail{Code: CodeBadRequest, Message: "gen must be a positive integer"})
 		return
 	}
-	text, err := s.backend.Explain(gen)
+	text, err := s.read.Explain(gen)
 	if err != nil {
 		writeError(w, ErrorDetail{Code: CodeNotFound, Message: err.Error()})
 		return
@@ -168,7 +172,7 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) members(w http.ResponseWriter, r *http.Request) {
-	ms, err := s.backend.Members(r.Context())
+	ms, err := s.read.Members(r.Context())
 	if err != nil {
 		writeSubmitError(w, err)
 		return
@@ -251,21 +255,30 @@ func checkReason(w http.ResponseWriter, req *WriteRequest) bool {
 	return true
 }
 
+// writeRequest authenticates a write that needs role needs, decodes its
+// body and checks its text. When any of that fails it has answered the
+// client, and ok is false.
+func (s *Server) writeRequest(w http.ResponseWriter, r *http.Request, needs Role) (req WriteRequest, actor string, ok bool) {
+	if actor, ok = s.authorize(w, r, needs); !ok {
+		return req, "", false
+	}
+	if !s.decode(w, r, &req) || !checkReason(w, &req) {
+		return req, "", false
+	}
+	return req, actor, true
+}
+
+// writeTimeout bounds how long a write waits for the cluster to commit it.
+const writeTimeout = 15 * time.Second
+
 type cmdBuilder func(req WriteRequest, actor string) (failover.Command, error)
 
 // write handles a command endpoint: authenticate, decode, build, then
 // either dry-run or submit.
 func (s *Server) write(needs Role, build cmdBuilder) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		actor, ok := s.authorize(w, r, needs)
+		req, actor, ok := s.writeRequest(w, r, needs)
 		if !ok {
-			return
-		}
-		var req WriteRequest
-		if !s.decode(w, r, &req) {
-			return
-		}
-		if !checkReason(w, &req) {
 			return
 		}
 		cmd, err := build(req, actor)
@@ -274,7 +287,7 @@ func (s *Server) write(needs Role, build cmdBuilder) http.HandlerFunc {
 			return
 		}
 		if req.DryRun {
-			dr, err := s.backend.DryRun(cmd)
+			dr, err := s.writes.DryRun(cmd)
 			if err != nil {
 				// As the write would fail: same code, same exit status.
 				writeSubmitError(w, err)
@@ -283,15 +296,15 @@ func (s *Server) write(needs Role, build cmdBuilder) http.HandlerFunc {
 			writeJSON(w, http.StatusOK, dr)
 			return
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
+		ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)
 		defer cancel()
-		res, index, err := s.backend.Submit(ctx, cmd)
+		res, index, err := s.writes.Submit(ctx, cmd)
 		if err != nil {
-			s.log.Info("write refused", "actor", actor, "client_cert", clientIdentity(r), "type", cmd.Type, "err", err)
+			s.log.Info("write refused", "actor", actor, "client_cert", clientIdentity(r), "type", cmd.Type(), "err", err)
 			writeSubmitError(w, err)
 			return
 		}
-		s.log.Info("write committed", "actor", actor, "client_cert", clientIdentity(r), "type", cmd.Type, "index", index, "gen", res.Gen, "reason", req.Reason)
+		s.log.Info("write committed", "actor", actor, "client_cert", clientIdentity(r), "type", cmd.Type(), "index", index, "gen", res.Gen, "reason", req.Reason)
 		writeJSON(w, http.StatusOK, WriteResponse{Index: index, Result: res, Actor: actor})
 	}
 }
@@ -337,7 +350,7 @@ func (s *Server) failoverCmd(req WriteRequest, actor string) (failover.Command, 
 	if err != nil {
 		return failover.Command{}, err
 	}
-	return failover.Failover{To: st, Reason: req.Reason, Actor: actor, Force: req.Force}.Command(), nil
+	return failover.Command{Payload: failover.Failover{To: st, Reason: req.Reason, Actor: actor, Force: req.Force}}, nil
 }
 
 func (s *Server) switchoverCmd(req WriteRequest, actor string) (failover.Command, error) {
@@ -345,11 +358,11 @@ func (s *Server) switchoverCmd(req WriteRequest, actor string) (failover.Command
 	if err != nil {
 		return failover.Command{}, err
 	}
-	return failover.Failover{To: st, Reason: req.Reason, Actor: actor, Force: req.Force, Planned: true}.Command(), nil
+	return failover.Command{Payload: failover.Failover{To: st, Reason: req.Reason, Actor: actor, Force: req.Force, Planned: true}}, nil
 }
 
 func (s *Server) failbackCmd(req WriteRequest, actor string) (failover.Command, error) {
-	return failover.Failback{Reason: req.Reason, Actor: actor, Force: req.Force}.Command(), nil
+	return failover.Command{Payload: failover.Failback{Reason: req.Reason, Actor: actor, Force: req.Force}}, nil
 }
 
 func (s *Server) pauseCmd(req WriteRequest, actor string) (failover.Command, error) {
@@ -361,33 +374,29 @@ func (s *Server) pauseCmd(req WriteRequest, actor string) (failover.Command, err
 		}
 		p.Until = s.now().Add(d).UnixNano()
 	}
-	return p.Command(), nil
+	return failover.Command{Payload: p}, nil
 }
 
 func (s *Server) resumeCmd(req WriteRequest, actor string) (failover.Command, error) {
-	return failover.Resume{Reason: req.Reason, Actor: actor}.Command(), nil
+	return failover.Command{Payload: failover.Resume{Reason: req.Reason, Actor: actor}}, nil
 }
 
 func (s *Server) ackCmd(req WriteRequest, actor string) (failover.Command, error) {
-	return failover.Ack{Reason: req.Reason, Actor: actor}.Command(), nil
+	return failover.Command{Payload: failover.Ack{Reason: req.Reason, Actor: actor}}, nil
 }
 
 func (s *Server) removeMember(w http.ResponseWriter, r *http.Request) {
-	actor, ok := s.authorize(w, r, RoleAdmin)
+	req, actor, ok := s.writeRequest(w, r, RoleAdmin)
 	if !ok {
-		return
-	}
-	var req WriteRequest
-	if !s.decode(w, r, &req) || !checkReason(w, &req) {
 		return
 	}
 	if req.ID == "" {
 		writeError(w, ErrorDetail{Code: CodeBadRequest, Message: "id is required"})
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
+	ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)
 	defer cancel()
-	if err := s.backend.RemoveMember(ctx, req.ID, req.Confirm, actor, req.Reason); err != nil {
+	if err := s.membership.RemoveMember(ctx, req.ID, req.Confirm, actor, req.Reason); err != nil {
 		writeSubmitError(w, err)
 		return
 	}
@@ -399,12 +408,8 @@ func (s *Server) removeMember(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) addMember(w http.ResponseWriter, r *http.Request) {
-	actor, ok := s.authorize(w, r, RoleAdmin)
+	req, actor, ok := s.writeRequest(w, r, RoleAdmin)
 	if !ok {
-		return
-	}
-	var req WriteRequest
-	if !s.decode(w, r, &req) || !checkReason(w, &req) {
 		return
 	}
 	if req.ID == "" || req.RaftAddr == "" {
@@ -415,9 +420,9 @@ func (s *Server) addMember(w http.ResponseWriter, r *http.Request) {
 		writeError(w, ErrorDetail{Code: CodeBadRequest, Message: "raft_addr must be host:port"})
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
+	ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)
 	defer cancel()
-	if err := s.backend.AddMember(ctx, req.ID, req.RaftAddr, actor, req.Reason); err != nil {
+	if err := s.membership.AddMember(ctx, req.ID, req.RaftAddr, actor, req.Reason); err != nil {
 		writeSubmitError(w, err)
 		return
 	}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -150,7 +151,7 @@ func BuildSummary(st Status) Summary {
 	}
 	sum.Components = append(sum.Components, dns)
 	w := SummaryComponent{ID: "watchers", Name: "watchers", Position: 4, UpdatedAt: at,
-		Description: fmt.Sprintf("%d of %d watchers fresh, quorum %d, leader %s", fresh, total, quorum, orDash(st.Leader))}
+		Description: fmt.Sprintf("%d of %d watchers fresh, quorum %d, leader %s", fresh, total, quorum, cmp.Or(st.Leader, dash))}
 	iv := interval(&st)
 	switch {
 	case st.Leader == "" || v.Policy == nil || fresh < quorum:

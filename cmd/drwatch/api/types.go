@@ -10,9 +10,10 @@ import (
 	"github.com/drwatch/drwatch/failover/remediate/clusterhealth"
 )
 
-// Backend is what a node offers the API. Reads come from the local replica;
-// Submit commits through the cluster (forwarded to the leader).
-type Backend interface {
+// ReadModel is what the read endpoints, the status page, the badges and
+// the health checks need. Everything comes from the local replica and this
+// node's own loops; nothing is proposed. Safe for concurrent use.
+type ReadModel interface {
 	// Status assembles the whole status from the local replica.
 	Status(ctx context.Context) Status
 	// History returns the replicated history, oldest first.
@@ -21,18 +22,6 @@ type Backend interface {
 	Explain(gen uint64) (string, error)
 	// Members lists the Raft configuration.
 	Members(ctx context.Context) ([]cluster.Member, error)
-	// RemoveMember removes a voter; force confirms removing the leader or
-	// going below three voters. The change is recorded in the log with
-	// actor and reason (failover.Membership).
-	RemoveMember(ctx context.Context, id string, force bool, actor, reason string) error
-	// AddMember adds (or re-addresses) a voter; idempotent for a voter
-	// already at that address. Recorded like RemoveMember.
-	AddMember(ctx context.Context, id, raftAddr, actor, reason string) error
-	// Submit proposes a command and returns the decision core's result.
-	Submit(ctx context.Context, c failover.Command) (failover.Result, uint64, error)
-	// DryRun applies c to a scratch copy of the local replica and reports
-	// what would change; nothing is proposed.
-	DryRun(c failover.Command) (DryRun, error)
 	// Ready returns nil once the config is loaded, Raft has joined and a leader is known.
 	Ready() error
 	// Alive returns nil while the node's own loops run (probe rounds keep
@@ -40,6 +29,35 @@ type Backend interface {
 	Alive() error
 	// Metrics serves this node's Prometheus registry.
 	Metrics() http.Handler
+}
+
+// Writes is what the write endpoints need: commands committed through the
+// cluster (forwarded to the leader), or tried on a scratch copy.
+type Writes interface {
+	// Submit proposes a command and returns the decision core's result.
+	Submit(ctx context.Context, c failover.Command) (failover.Result, uint64, error)
+	// DryRun applies c to a scratch copy of the local replica and reports
+	// what would change; nothing is proposed.
+	DryRun(c failover.Command) (DryRun, error)
+}
+
+// Membership is what the members endpoints need to change the Raft
+// configuration.
+type Membership interface {
+	// RemoveMember removes a voter; force confirms removing the leader or
+	// going below three voters. The change is recorded in the log with
+	// actor and reason (failover.Membership).
+	RemoveMember(ctx context.Context, id string, force bool, actor, reason string) error
+	// AddMember adds (or re-addresses) a voter; idempotent for a voter
+	// already at that address. Recorded like RemoveMember.
+	AddMember(ctx context.Context, id, raftAddr, actor, reason string) error
+}
+
+// Backend is all a node offers the API, in one value.
+type Backend interface {
+	ReadModel
+	Writes
+	Membership
 }
 
 // Status is GET /api/v1/status. docs/api.md documents every field.

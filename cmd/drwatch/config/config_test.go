@@ -60,7 +60,7 @@ func TestValidConfig(t *testing.T) {
 	}
 }
 
-// Each rule of the issue, one case: a replacement in valid.yaml, and the
+// Each validation rule, one case: a replacement in valid.yaml, and the
 // path and message the problem must carry, and its line.
 func TestRules(t *testing.T) {
 	tests := []struct {

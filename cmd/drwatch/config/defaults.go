@@ -114,11 +114,11 @@ func itemName(v reflect.Value) string {
 
 // derive resolves the defaults that depend on other fields.
 func derive(c *Config, present func(string) bool) {
-	if !present("policy.quorum") && len(c.Peers) > 0 {
-		c.Policy.Quorum = len(c.Peers)/2 + 1
-	}
-	if !present("policy.stale_after") {
-		c.Policy.StaleAfter = 3 * c.Policy.Interval
+	c.Policy = c.Policy.WithDerivedDefaults(len(c.Peers), func(path string) bool { return present("policy." + path) })
+	if c.DNS.RFC2136 != nil {
+		// One exchange may take at most an interval (1s..5s): a query lost
+		// while the server is down must not delay the retry after it returns.
+		c.DNS.RFC2136.Timeout = min(max(c.Policy.Interval, time.Second), 5*time.Second)
 	}
 	for _, site := range []struct {
 		path string

@@ -12,15 +12,20 @@
 // a problem instead of a crash.
 //
 // Defaults live in one place: the `default:"..."` struct tags of the types in
-// types.go and of the sections it takes from their packages (a probe is a
-// [probes.Spec]). [Defaults] documents them and docs/configuration.md is
-// generated from the same tags (a test keeps the two in step). A section's
-// own rules are its package's, with paths relative to the section; this
-// package prefixes them and keeps the rules that cross sections (a probe's
-// timeout against policy.interval, failback_gate against the probe names)
-// and the checks that named files exist.
+// types.go and of the section types their packages own and types.go embeds
+// (a probe: probes.Spec; policy: failover.PolicySpec; raft:
+// cluster.RaftTiming; dns: dnsprovider.Config and failover.Record).
+// docs/configuration.md is generated from the same tags (a test keeps the
+// two in step). A section's own rules are its package's, with paths
+// relative to the section; this package prefixes them and keeps the rules
+// that cross sections (a probe's timeout against policy.interval,
+// failback_gate against the probe names) and the checks that named files
+// exist.
 //
 // Secrets are never accepted inline. Fields ending in _file name a file that
 // holds the secret; fields ending in _env name an environment variable. No
 // secret value ever appears in a Problem.
+//
+// It never imports cmd/drwatch/api, cmd/drwatch/node or cmd/drwatch/demo:
+// they build from a Config, not the other way round.
 package config

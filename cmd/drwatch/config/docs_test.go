@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/drwatch/drwatch/dnsprovider"
 )
 
 // docs/configuration.md is generated from the config structs; this keeps them in step.
@@ -48,7 +50,7 @@ func TestReferenceProviderRowsComeFromOwnStruct(t *testing.T) {
 		rows["dns."+strings.TrimSuffix(cells[0], "`")] = cells[1:]
 	}
 	dnsFields := yamlFields(reflect.TypeOf(DNS{}))
-	for _, provider := range dnsProviders {
+	for _, provider := range dnsprovider.Names() {
 		t.Run(provider, func(t *testing.T) {
 			f, ok := dnsFields[provider]
 			if !ok || f.Type.Kind() != reflect.Pointer || f.Type.Elem().Kind() != reflect.Struct {
@@ -83,7 +85,7 @@ func TestReferenceProviderRowsComeFromOwnStruct(t *testing.T) {
 				if doc := sf.Tag.Get("doc"); doc == "" || !strings.Contains(row[2], doc) {
 					t.Errorf("%s meaning: got %q, want %s's doc %q", path, row[2], f.Type.Elem(), doc)
 				}
-				for _, other := range dnsProviders {
+				for _, other := range dnsprovider.Names() {
 					if other != provider && strings.Contains(strings.ToLower(row[2]), other) {
 						t.Errorf("%s meaning: got %q, which speaks of provider %s", path, row[2], other)
 					}
@@ -96,7 +98,7 @@ func TestReferenceProviderRowsComeFromOwnStruct(t *testing.T) {
 // The TSIG key is matched by name as DNS names are: with or without the
 // trailing dot, so the reference says the dot is optional.
 func TestReferenceSaysKeyNameDotIsOptional(t *testing.T) {
-	f, _ := reflect.TypeOf(RFC2136{}).FieldByName("KeyName")
+	f, _ := reflect.TypeOf(dnsprovider.RFC2136Config{}).FieldByName("KeyName")
 	if doc := f.Tag.Get("doc"); !strings.Contains(doc, "trailing dot is optional") {
 		t.Errorf("dns.rfc2136.key_name: got doc %q, want it to say the trailing dot is optional", doc)
 	}

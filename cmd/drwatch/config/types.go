@@ -1,25 +1,26 @@
 package config
 
 import (
+	"github.com/drwatch/drwatch/cluster"
+	"github.com/drwatch/drwatch/dnsprovider"
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/clusterhealth"
 	"github.com/drwatch/drwatch/failover/remediate/hooks"
 	"github.com/drwatch/drwatch/probes"
 	"reflect"
-	"time"
 )
 
 // Config is one watcher node's configuration file.
 type Config struct {
-	Node   Node   `yaml:"node" doc:"This watcher's identity and listen addresses."`
-	TLS    TLS    `yaml:"tls" doc:"Mutual TLS for the Raft transport, the cluster RPC and the HTTP API."`
-	Peers  []Peer `yaml:"peers" doc:"Every watcher of the cluster, this one included (three, or five)."`
-	API    API    `yaml:"api" doc:"The HTTP API and status page."`
-	Raft   Raft   `yaml:"raft" doc:"Raft timing. The defaults suit three sites across a WAN."`
-	Policy Policy `yaml:"policy" doc:"When to fail over. Replicated: the leader proposes it and every node decides by the same rules."`
-	Sites  Sites  `yaml:"sites" doc:"The probes of the primary and the backup site."`
-	DNS    DNS    `yaml:"dns" doc:"The records drwatch flips and the authoritative DNS that serves them."`
+	Node   Node                `yaml:"node" doc:"This watcher's identity and listen addresses."`
+	TLS    TLS                 `yaml:"tls" doc:"Mutual TLS for the Raft transport, the cluster RPC and the HTTP API."`
+	Peers  []Peer              `yaml:"peers" doc:"Every watcher of the cluster, this one included (three, or five)."`
+	API    API                 `yaml:"api" doc:"The HTTP API and status page."`
+	Raft   cluster.RaftTiming  `yaml:"raft" doc:"Raft timing. The defaults suit three sites across a WAN."`
+	Policy failover.PolicySpec `yaml:"policy" doc:"When to fail over. Replicated: the leader proposes it and every node decides by the same rules."`
+	Sites  Sites               `yaml:"sites" doc:"The probes of the primary and the backup site."`
+	DNS    DNS                 `yaml:"dns" doc:"The records drwatch flips and the authoritative DNS that serves them."`
 	// Remediations are the leader's repairs; each is off unless enabled.
 	Remediations remediate.Config `yaml:"remediations" doc:"Repairs the leader runs in its reconciliation loop; each is off (or dry-run) until enabled."`
 	// Hooks run around a flip.
@@ -59,33 +60,6 @@ type API struct {
 	ClientCerts  string `yaml:"client_certs" default:"optional" doc:"optional: anyone who reaches the port may read (writes still need a token); required: every connection must present a client certificate from the cluster CA (drwatch certs issue NAME --client), reads and probes of /livez, /readyz and /metrics included."`
 }
 
-// Raft tunes the consensus layer.
-type Raft struct {
-	HeartbeatTimeout   time.Duration `yaml:"heartbeat_timeout" default:"2s" doc:"Follower waits this long without contact before it may call an election. Above the worst WAN RTT plus jitter."`
-	ElectionTimeout    time.Duration `yaml:"election_timeout" default:"2s" doc:"Candidate election timeout."`
-	LeaderLeaseTimeout time.Duration `yaml:"leader_lease_timeout" default:"1s" doc:"A leader steps down after this long without quorum contact. Must not exceed heartbeat_timeout."`
-	CommitTimeout      time.Duration `yaml:"commit_timeout" default:"50ms" doc:"Longest wait before an idle leader sends a heartbeat carrying the commit index."`
-	SnapshotInterval   time.Duration `yaml:"snapshot_interval" default:"2m" doc:"How often to check whether a snapshot is due."`
-	SnapshotThreshold  uint64        `yaml:"snapshot_threshold" default:"2048" doc:"Log entries since the last snapshot that trigger a new one."`
-	TrailingLogs       uint64        `yaml:"trailing_logs" default:"1024" doc:"Log entries kept after a snapshot, so a briefly lagging follower catches up without one."`
-}
-
-// Policy decides when to fail over.
-type Policy struct {
-	Interval      time.Duration `yaml:"interval" default:"2s" doc:"One probe round per interval."`
-	Timeout       time.Duration `yaml:"timeout" default:"1500ms" doc:"Default per-probe timeout; must be below interval."`
-	Fall          int           `yaml:"fall" default:"3" doc:"Consecutive failed rounds before a watcher votes a site DOWN."`
-	Rise          int           `yaml:"rise" default:"5" doc:"Consecutive good rounds before a DOWN site is UP again for a watcher."`
-	Quorum        int           `yaml:"quorum" default:"majority of peers" doc:"Watchers that must agree before a site is DOWN or UP; a majority of the peers."`
-	StaleAfter    time.Duration `yaml:"stale_after" default:"3 × interval" doc:"A watcher whose last report is older abstains."`
-	AutoFailover  *bool         `yaml:"auto_failover" default:"true" doc:"Fail over automatically when the quorum sees the active site DOWN and the other UP."`
-	BlockWindow   time.Duration `yaml:"block_window" default:"1h" doc:"After an automatic flip, further automatic flips wait for 'drwatch ack', a manual move, or this window."`
-	Failback      string        `yaml:"failback" default:"manual" doc:"'manual', or 'auto' to return to the primary after failback_after of quorum UP."`
-	FailbackAfter time.Duration `yaml:"failback_after" doc:"With failback: auto, how long the primary must be UP at quorum without a break."`
-	MaxPause      time.Duration `yaml:"max_pause" default:"24h" doc:"Longest 'drwatch pause --until' accepted; a longer one is refused (a pause until 'drwatch resume' is not bounded). At most a year."`
-	FailbackGate  []string      `yaml:"failback_gate" doc:"Primary probes (typically its Octavia load balancers, often not critical) that must be UP at quorum before any failback; refused with exit 3 otherwise, unless --force."`
-}
-
 // Sites holds the two sites.
 type Sites struct {
 	Primary Site `yaml:"primary" doc:"The site that normally takes traffic."`
@@ -105,81 +79,12 @@ func (s Sites) Specs() []probes.SiteSpec {
 	}
 }
 
-// DNS describes the records drwatch manages.
+// DNS is the dns section: the provider, the zone and the verification are
+// dnsprovider's to decode, default and check; the records to flip are the
+// decision core's.
 type DNS struct {
-	Provider     string     `yaml:"provider" default:"rfc2136" doc:"rfc2136, powerdns, cloudflare, route53, digitalocean, hetzner, desec, designate."`
-	Zone         string     `yaml:"zone" doc:"The zone, fully qualified (example.org.)."`
-	Fence        string     `yaml:"fence" default:"_drwatch" doc:"Name of the TXT record that carries the fencing generation, relative to the zone."`
-	Records      []Record   `yaml:"records" doc:"The records to flip. Each has targets for both sites."`
-	Verify       Verify     `yaml:"verify" doc:"Checking the flip at every authoritative server."`
-	RFC2136      *RFC2136   `yaml:"rfc2136" doc:"provider rfc2136: dynamic update with TSIG (compare-and-swap)."`
-	PowerDNS     *PowerDNS  `yaml:"powerdns" doc:"provider powerdns: the HTTP API (no compare-and-swap)."`
-	Cloudflare   *APIToken  `yaml:"cloudflare" doc:"provider cloudflare (no compare-and-swap)."`
-	DigitalOcean *APIToken  `yaml:"digitalocean" doc:"provider digitalocean (no compare-and-swap)."`
-	Hetzner      *APIToken  `yaml:"hetzner" doc:"provider hetzner (no compare-and-swap)."`
-	DeSEC        *APIToken  `yaml:"desec" doc:"provider desec (no compare-and-swap)."`
-	Route53      *Route53   `yaml:"route53" doc:"provider route53 (no compare-and-swap)."`
-	Designate    *Designate `yaml:"designate" doc:"provider designate: OpenStack DNS in a region other than the primary."`
-}
-
-// Record is one RRset with its value for each site.
-type Record struct {
-	Name    string   `yaml:"name" doc:"Relative to the zone (lms, @) or fully qualified inside it."`
-	Type    string   `yaml:"type" default:"A" doc:"A, AAAA or CNAME."`
-	TTL     int      `yaml:"ttl" default:"60" doc:"Seconds. Low, so the flip takes effect quickly."`
-	Primary []string `yaml:"primary" doc:"Values while the primary is active."`
-	Backup  []string `yaml:"backup" doc:"Values while the backup is active."`
-}
-
-// Verify configures propagation checks.
-type Verify struct {
-	Servers []string      `yaml:"servers" doc:"host:port of each authoritative server; default: the zone's NS set."`
-	Timeout time.Duration `yaml:"timeout" default:"30s" doc:"How long to wait for every server to answer the new records."`
-}
-
-// RFC2136 is dynamic update with TSIG.
-type RFC2136 struct {
-	Server    string `yaml:"server" doc:"host:port of the primary authoritative server."`
-	KeyName   string `yaml:"key_name" doc:"TSIG key name, as in the key file; the trailing dot is optional (drwatch and drwatch. name the same key)."`
-	KeyFile   string `yaml:"key_file" doc:"File holding the TSIG secret (BIND key clause or bare base64)."`
-	Algorithm string `yaml:"algorithm" default:"hmac-sha256" doc:"hmac-sha256 or hmac-sha512."`
-}
-
-// PowerDNS is the PowerDNS authoritative server's HTTP API.
-type PowerDNS struct {
-	URL          string `yaml:"url" doc:"Base URL of the HTTP API (http://host:8081)."`
-	ServerID     string `yaml:"server_id" default:"localhost" doc:"Server ID in the API's paths."`
-	APITokenFile string `yaml:"api_token_file" doc:"File holding the API key."`
-	APITokenEnv  string `yaml:"api_token_env" doc:"Environment variable holding the API key."`
-}
-
-// APIToken is a hosted provider reached with an API token alone: its API's
-// address is fixed, so there is nothing else to set.
-type APIToken struct {
-	APITokenFile string `yaml:"api_token_file" doc:"File holding the API token."`
-	APITokenEnv  string `yaml:"api_token_env" doc:"Environment variable holding the API token."`
-}
-
-// Route53 is AWS Route 53.
-type Route53 struct {
-	Region              string `yaml:"region" doc:"AWS region."`
-	HostedZoneID        string `yaml:"hosted_zone_id" doc:"Hosted zone ID (optional)."`
-	AccessKeyIDFile     string `yaml:"access_key_id_file" doc:"File holding the access key ID."`
-	SecretAccessKeyFile string `yaml:"secret_access_key_file" doc:"File holding the secret access key."`
-}
-
-// Designate is OpenStack DNS.
-type Designate struct {
-	AuthURL                         string `yaml:"auth_url" doc:"Keystone v3 URL of the region that serves DNS."`
-	Region                          string `yaml:"region" doc:"Region of the Designate used (not the primary's)."`
-	Interface                       string `yaml:"interface" default:"public" doc:"Endpoint interface: public, internal or admin."`
-	ApplicationCredentialID         string `yaml:"application_credential_id" doc:"Application credential ID (not secret)."`
-	ApplicationCredentialSecretFile string `yaml:"application_credential_secret_file" doc:"File holding the application credential secret."`
-	Username                        string `yaml:"username" doc:"User name, instead of an application credential."`
-	UserDomainName                  string `yaml:"user_domain_name" doc:"The user's domain."`
-	ProjectName                     string `yaml:"project_name" doc:"Project that owns the zone."`
-	ProjectDomainName               string `yaml:"project_domain_name" doc:"The project's domain."`
-	PasswordFile                    string `yaml:"password_file" doc:"File holding the user's password."`
+	dnsprovider.Config `yaml:",inline"`
+	Records            []failover.Record `yaml:"records" doc:"The records to flip. Each has targets for both sites."`
 }
 
 // Log configures logging.

@@ -6,15 +6,13 @@ import (
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/hooks"
+	"github.com/drwatch/drwatch/internal/dnsname"
 	"github.com/drwatch/drwatch/internal/field"
 	"github.com/drwatch/drwatch/probes"
 	"io/fs"
-	"net"
 	"net/netip"
-	"net/url"
 	"os"
 	"regexp"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -72,33 +70,14 @@ func (v *validator) config(c *Config) {
 	v.log(c)
 }
 
-// clusterHealth applies the section's defaults and rules; its errors name
-// their field path.
+// clusterHealth applies the section's defaults and rules.
 func (v *validator) clusterHealth(c *Config) {
 	c.ClusterHealth = c.ClusterHealth.WithDefaults()
-	err := c.ClusterHealth.Validate()
-	if err == nil {
-		return
-	}
-	for _, e := range unjoin(err) {
-		path, rest, ok := strings.Cut(e.Error(), ": ")
-		if !ok {
-			path, rest = "cluster_health", e.Error()
-		}
-		v.add(path, "%s", rest)
-	}
+	v.section("cluster_health", c.ClusterHealth.Validate())
 }
 
 func (v *validator) hooks(c *Config) {
-	if err := c.Hooks.Validate(); err != nil {
-		for _, e := range unjoin(err) {
-			path, rest, ok := strings.Cut(e.Error(), ": ")
-			if !ok {
-				path, rest = "hooks", e.Error()
-			}
-			v.add(path, "%s", rest)
-		}
-	}
+	v.section("hooks", c.Hooks.Validate())
 	for phase, hs := range map[string][]hooks.Hook{"pre_failover": c.Hooks.PreFailover, "post_failover": c.Hooks.PostFailover} {
 		for i, h := range hs {
 			p := fmt.Sprintf("hooks.%s[%d]", phase, i)
@@ -110,20 +89,10 @@ func (v *validator) hooks(c *Config) {
 	}
 }
 
-// remediations applies the section's own defaults and rules. Its errors
-// already name their field path; the position is the section's.
+// remediations applies the section's own defaults and rules.
 func (v *validator) remediations(c *Config) {
 	c.Remediations = c.Remediations.WithDefaults()
-	if err := c.Remediations.Validate(); err != nil {
-		for _, e := range unjoin(err) {
-			msg := e.Error()
-			path, rest, ok := strings.Cut(msg, ": ")
-			if !ok || !strings.HasPrefix(path, "remediations") {
-				path, rest = "remediations", msg
-			}
-			v.add(path, "%s", rest)
-		}
-	}
+	v.section("remediations", c.Remediations.Validate())
 	for _, site := range []struct {
 		path string
 		kc   remediate.KubeCluster
@@ -141,15 +110,12 @@ func (v *validator) remediations(c *Config) {
 	}
 }
 
-func unjoin(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range j.Unwrap() {
-			out = append(out, unjoin(e)...)
-		}
-		return out
+// section reports the problems a section's own Validate found, each path
+// under the section's key.
+func (v *validator) section(key string, errs field.Errors) {
+	for _, e := range errs.Under(key) {
+		v.add(e.Path, "%s", e.Msg)
 	}
-	return []error{err}
 }
 
 func (v *validator) required(path, val string) bool {
@@ -161,19 +127,10 @@ func (v *validator) required(path, val string) bool {
 }
 
 func (v *validator) hostPort(path, val string) {
-	if !v.required(path, val) {
-		return
-	}
-	host, port, err := net.SplitHostPort(val)
-	if err != nil {
-		v.add(path, "%q is not host:port", val)
-		return
-	}
-	if host == "" {
-		v.add(path, "%q has no host; bind an explicit address", val)
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		v.add(path, "port %q is not 1-65535", port)
+	var errs field.Errors
+	errs.HostPort(path, val)
+	for _, e := range errs {
+		v.add(e.Path, "%s", e.Msg)
 	}
 }
 
@@ -304,67 +261,18 @@ func (v *validator) atMost(path string, d, limit time.Duration) bool {
 	return true
 }
 
-// Upper bounds of the Raft timings: beyond them a cluster takes minutes to
-// notice a dead leader or hours to compact its log.
-const (
-	maxRaftTimeout      = time.Minute
-	maxCommitTimeout    = 10 * time.Second
-	maxSnapshotInterval = 24 * time.Hour
-	maxDNSVerifyTimeout = 10 * time.Minute
-)
-
 func (v *validator) raft(c *Config) {
-	r := c.Raft
-	_ = v.positive("raft.heartbeat_timeout", r.HeartbeatTimeout) && v.atMost("raft.heartbeat_timeout", r.HeartbeatTimeout, maxRaftTimeout)
-	_ = v.positive("raft.election_timeout", r.ElectionTimeout) && v.atMost("raft.election_timeout", r.ElectionTimeout, maxRaftTimeout)
-	_ = v.positive("raft.commit_timeout", r.CommitTimeout) && v.atMost("raft.commit_timeout", r.CommitTimeout, maxCommitTimeout)
-	_ = v.positive("raft.snapshot_interval", r.SnapshotInterval) && v.atMost("raft.snapshot_interval", r.SnapshotInterval, maxSnapshotInterval)
-	if v.positive("raft.leader_lease_timeout", r.LeaderLeaseTimeout) && r.LeaderLeaseTimeout > r.HeartbeatTimeout {
-		v.add("raft.leader_lease_timeout", "%s must not exceed heartbeat_timeout (%s)", r.LeaderLeaseTimeout, r.HeartbeatTimeout)
-	}
-	if r.SnapshotThreshold < 16 {
-		v.add("raft.snapshot_threshold", "%d must be at least 16", r.SnapshotThreshold)
-	}
+	v.section("raft", c.Raft.Validate())
 }
 
+// policy applies the section's own rules and checks its quorum against
+// the peers.
 func (v *validator) policy(c *Config) {
-	p := c.Policy
-	okInterval := v.positive("policy.interval", p.Interval) && v.atMost("policy.interval", p.Interval, failover.MaxInterval)
-	if v.positive("policy.timeout", p.Timeout) && okInterval && p.Timeout >= p.Interval {
-		v.add("policy.timeout", "%s must be < interval (%s)", p.Timeout, p.Interval)
-	}
-	if p.Fall < 1 {
-		v.add("policy.fall", "%d must be ≥ 1", p.Fall)
-	}
-	if p.Rise < 1 {
-		v.add("policy.rise", "%d must be ≥ 1", p.Rise)
-	}
+	v.section("policy", c.Policy.Validate())
 	if n := len(c.Peers); n > 0 {
-		if p.Quorum <= n/2 || p.Quorum > n {
-			v.add("policy.quorum", "%d is not a majority of the %d peers (want %d..%d)", p.Quorum, n, n/2+1, n)
+		if q := c.Policy.Quorum; q <= n/2 || q > n {
+			v.add("policy.quorum", "%d is not a majority of the %d peers (want %d..%d)", q, n, n/2+1, n)
 		}
-	}
-	if okInterval && p.StaleAfter <= p.Interval {
-		v.add("policy.stale_after", "%s must be > interval (%s)", p.StaleAfter, p.Interval)
-	}
-	v.atMost("policy.stale_after", p.StaleAfter, failover.MaxWindow)
-	if p.BlockWindow < 0 {
-		v.add("policy.block_window", "%s must be ≥ 0", p.BlockWindow)
-	}
-	v.atMost("policy.block_window", p.BlockWindow, failover.MaxWindow)
-	v.atMost("policy.failback_after", p.FailbackAfter, failover.MaxWindow)
-	_ = v.positive("policy.max_pause", p.MaxPause) && v.atMost("policy.max_pause", p.MaxPause, failover.MaxWindow)
-	switch p.Failback {
-	case "manual":
-		if p.FailbackAfter != 0 {
-			v.add("policy.failback_after", "set only with failback: auto")
-		}
-	case "auto":
-		if p.FailbackAfter <= 0 {
-			v.add("policy.failback_after", "required > 0 with failback: auto")
-		}
-	default:
-		v.add("policy.failback", "%q must be manual or auto", p.Failback)
 	}
 }
 
@@ -382,8 +290,8 @@ func (v *validator) failbackGate(c *Config) {
 
 // site checks one site's probes: their own rules are the probes package's;
 // what crosses sections (policy.interval) and the files they name are here.
-func (v *validator) site(path string, s Site, pol Policy) {
-	v.addAll(probes.ValidateProbes(s.Probes).Under(path + ".probes"))
+func (v *validator) site(path string, s Site, pol failover.PolicySpec) {
+	v.section(path+".probes", probes.ValidateProbes(s.Probes))
 	labels := field.Labels{}
 	for i, p := range s.Probes {
 		pp := fmt.Sprintf("%s.probes[%s]", path, labels.Next(p.Name, i))
@@ -395,13 +303,6 @@ func (v *validator) site(path string, s Site, pol Policy) {
 		}
 		v.foreignFields(pp, p.Type)
 		v.probeFiles(pp, p)
-	}
-}
-
-// addAll adds problems whose paths are already the file's.
-func (v *validator) addAll(errs field.Errors) {
-	for _, e := range errs {
-		v.add(e.Path, "%s", e.Msg)
 	}
 }
 
@@ -451,21 +352,24 @@ func (v *validator) probeFiles(pp string, p probes.Spec) {
 	}
 }
 
-var dnsProviders = []string{"rfc2136", "powerdns", "cloudflare", "route53", "digitalocean", "hetzner", "desec", "designate"}
-
+// dns checks the provider's section with its own rules (dnsprovider), the
+// files and variables its credentials come from, and the records against
+// the zone.
 func (v *validator) dns(c *Config) {
 	d := c.DNS
-	zoneOK := false
-	if v.required("dns.zone", d.Zone) {
-		if !strings.HasSuffix(d.Zone, ".") {
-			v.add("dns.zone", "%q must be fully qualified, ending in '.'", d.Zone)
-		} else if _, ok := isDomainName(d.Zone); !ok {
-			v.add("dns.zone", "%q is not a domain name", d.Zone)
-		} else {
-			zoneOK = true
+	for _, e := range d.Config.Validate().Under("dns") {
+		v.add(e.Path, "%s", e.Msg)
+	}
+	for _, cr := range d.Credentials() {
+		path := "dns." + cr.Path
+		v.fileField(path, cr.File, false)
+		if cr.Env != "" && !v.opts.SkipFileChecks {
+			if _, ok := os.LookupEnv(cr.Env); !ok {
+				v.add(path, "no such environment variable (%s)", valueNotShown)
+			}
 		}
 	}
-	v.providerSection(d)
+	zoneOK := dnsname.IsDomainName(d.Zone)
 	if len(d.Records) == 0 {
 		v.add("dns.records", "required: at least one record to flip")
 	}
@@ -515,13 +419,6 @@ func (v *validator) dns(c *Config) {
 			}
 		}
 	}
-	for i, s := range d.Verify.Servers {
-		v.hostPort(fmt.Sprintf("dns.verify.servers[%d]", i), s)
-	}
-	_ = v.positive("dns.verify.timeout", d.Verify.Timeout) && v.atMost("dns.verify.timeout", d.Verify.Timeout, maxDNSVerifyTimeout)
-	if d.Fence == "" || strings.HasSuffix(d.Fence, ".") {
-		v.add("dns.fence", "%q must be a name relative to the zone", d.Fence)
-	}
 }
 
 func (v *validator) recordValue(path, typ, val string) {
@@ -532,115 +429,16 @@ func (v *validator) recordValue(path, typ, val string) {
 			v.add(path, "%q is not an IP address", val)
 			return
 		}
-		if typ == "A" && !a.Is4() {
+		if typ == "A" && !dnsname.AddrFits(typ, a) {
 			v.add(path, "%q is not an IPv4 address", val)
 		}
-		if typ == "AAAA" && !a.Is6() {
+		if typ == "AAAA" && !dnsname.AddrFits(typ, a) {
 			v.add(path, "%q is not an IPv6 address", val)
 		}
 	case "CNAME":
-		if _, ok := isDomainName(strings.TrimSuffix(val, ".") + "."); !ok || !strings.HasSuffix(val, ".") {
+		if !dnsname.IsDomainName(strings.TrimSuffix(val, ".")+".") || !strings.HasSuffix(val, ".") {
 			v.add(path, "%q must be a fully qualified name ending in '.'", val)
 		}
-	}
-}
-
-// providerSection checks that exactly the selected provider's section is set
-// and that its credentials come from files or the environment.
-func (v *validator) providerSection(d DNS) {
-	known := false
-	for _, p := range dnsProviders {
-		if d.Provider == p {
-			known = true
-		}
-		if p != d.Provider && v.present("dns."+p) {
-			v.add("dns."+p, "section for provider %s, but dns.provider is %q", p, d.Provider)
-		}
-	}
-	if !known {
-		v.add("dns.provider", "%q must be one of %s", d.Provider, strings.Join(dnsProviders, ", "))
-		return
-	}
-	base := "dns." + d.Provider
-	switch d.Provider {
-	case "rfc2136":
-		r := d.RFC2136
-		if r == nil {
-			v.add(base, "required for provider rfc2136")
-			return
-		}
-		v.hostPort(base+".server", r.Server)
-		v.required(base+".key_name", r.KeyName)
-		v.fileField(base+".key_file", r.KeyFile, true)
-		if r.Algorithm != "hmac-sha256" && r.Algorithm != "hmac-sha512" {
-			v.add(base+".algorithm", "%q must be hmac-sha256 or hmac-sha512", r.Algorithm)
-		}
-	case "powerdns":
-		t := d.PowerDNS
-		if t == nil {
-			v.add(base, "required for provider powerdns")
-			return
-		}
-		if v.required(base+".url", t.URL) {
-			if u, err := url.Parse(t.URL); err != nil || u.Host == "" {
-				v.add(base+".url", "%q is not a URL", t.URL)
-			}
-		}
-		v.tokenSource(base, t.APITokenFile, t.APITokenEnv)
-	case "cloudflare", "digitalocean", "hetzner", "desec":
-		t := map[string]*APIToken{"cloudflare": d.Cloudflare, "digitalocean": d.DigitalOcean, "hetzner": d.Hetzner, "desec": d.DeSEC}[d.Provider]
-		if t == nil {
-			v.add(base, "required for provider %s", d.Provider)
-			return
-		}
-		v.tokenSource(base, t.APITokenFile, t.APITokenEnv)
-	case "route53":
-		r := d.Route53
-		if r == nil {
-			v.add(base, "required for provider route53")
-			return
-		}
-		v.required(base+".region", r.Region)
-		v.fileField(base+".access_key_id_file", r.AccessKeyIDFile, true)
-		v.fileField(base+".secret_access_key_file", r.SecretAccessKeyFile, true)
-	case "designate":
-		g := d.Designate
-		if g == nil {
-			v.add(base, "required for provider designate")
-			return
-		}
-		if v.required(base+".auth_url", g.AuthURL) {
-			if u, err := url.Parse(g.AuthURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-				v.add(base+".auth_url", "%q is not an http(s) URL", g.AuthURL)
-			}
-		}
-		v.required(base+".region", g.Region)
-		switch {
-		case g.ApplicationCredentialID != "":
-			v.fileField(base+".application_credential_secret_file", g.ApplicationCredentialSecretFile, true)
-		case g.Username != "":
-			v.fileField(base+".password_file", g.PasswordFile, true)
-			v.required(base+".project_name", g.ProjectName)
-		default:
-			v.add(base, "needs application_credential_id + application_credential_secret_file, or username + password_file")
-		}
-	}
-}
-
-func (v *validator) tokenSource(base, file, env string) {
-	switch {
-	case file != "" && env != "":
-		v.add(base+".api_token_file", "set api_token_file or api_token_env, not both")
-	case file != "":
-		v.fileField(base+".api_token_file", file, true)
-	case env != "":
-		if !v.opts.SkipFileChecks {
-			if _, ok := os.LookupEnv(env); !ok {
-				v.add(base+".api_token_env", "no such environment variable (%s)", valueNotShown)
-			}
-		}
-	default:
-		v.add(base, "needs api_token_file or api_token_env")
 	}
 }
 
@@ -658,38 +456,9 @@ func (v *validator) log(c *Config) {
 // qualify returns name as a lower-case FQDN in zone, and whether it lies in
 // the zone. "@" is the apex.
 func qualify(name, zone string) (string, bool) {
-	zone = strings.ToLower(zone)
-	n := strings.ToLower(name)
-	if n == "@" {
-		return zone, true
+	fq := dnsname.Absolute(name, zone)
+	if strings.HasSuffix(name, ".") {
+		return fq, dnsname.InZone(fq, strings.ToLower(zone))
 	}
-	if strings.HasSuffix(n, ".") {
-		return n, n == zone || strings.HasSuffix(n, "."+zone)
-	}
-	fq := n + "." + zone
-	_, ok := isDomainName(fq)
-	return fq, ok
-}
-
-// isDomainName reports whether s is a syntactically valid FQDN (RFC 1035
-// label rules, allowing '_' and '*' as DNS-SD and wildcards do).
-func isDomainName(s string) (string, bool) {
-	if len(s) < 2 || len(s) > 254 || !strings.HasSuffix(s, ".") {
-		return s, false
-	}
-	for _, lab := range strings.Split(strings.TrimSuffix(s, "."), ".") {
-		if lab == "" || len(lab) > 63 {
-			return s, false
-		}
-		for i, r := range lab {
-			switch {
-			case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_':
-			case r == '-' && i > 0 && i < len(lab)-1:
-			case r == '*' && lab == "*":
-			default:
-				return s, false
-			}
-		}
-	}
-	return s, true
+	return fq, name == "@" || dnsname.IsDomainName(fq)
 }

@@ -7,4 +7,7 @@
 // a tiny Keystone + Octavia API that answers the calls the octavia probe
 // makes. A site can be taken down (every listener closed, so probes see
 // connection refused, as when a region melts down) and brought back.
+//
+// It runs where nothing is installed, so it never imports the test harness
+// (test/...), whose helpers start installed servers.
 package demo

@@ -1,9 +1,9 @@
 package clusterhealth
 
 import (
-	"errors"
-	"fmt"
 	"time"
+
+	"github.com/drwatch/drwatch/internal/field"
 )
 
 // Config is the `cluster_health:` section of a node's config file. The
@@ -42,21 +42,21 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// Validate returns every problem at once, each naming its field path. Call
-// it on WithDefaults' result.
-func (c Config) Validate() error {
-	var errs []error
+// Validate returns every problem at once, each naming its field by its path
+// inside the section ("timeout"). Call it on WithDefaults' result.
+func (c Config) Validate() field.Errors {
+	var errs field.Errors
 	if c.Interval < MinInterval {
-		errs = append(errs, fmt.Errorf("cluster_health.interval: %s must be >= %s", c.Interval, MinInterval))
+		errs.Add("interval", "%s must be >= %s", c.Interval, MinInterval)
 	}
 	if c.Timeout <= 0 || c.Timeout >= c.Interval {
-		errs = append(errs, fmt.Errorf("cluster_health.timeout: %s must be > 0 and below interval (%s)", c.Timeout, c.Interval))
+		errs.Add("timeout", "%s must be > 0 and below interval (%s)", c.Timeout, c.Interval)
 	}
 	if c.LBPendingAfter <= 0 {
-		errs = append(errs, fmt.Errorf("cluster_health.lb_pending_after: %s must be > 0", c.LBPendingAfter))
+		errs.Add("lb_pending_after", "%s must be > 0", c.LBPendingAfter)
 	}
 	if c.EventWindow <= 0 {
-		errs = append(errs, fmt.Errorf("cluster_health.event_window: %s must be > 0", c.EventWindow))
+		errs.Add("event_window", "%s must be > 0", c.EventWindow)
 	}
-	return errors.Join(errs...)
+	return errs
 }

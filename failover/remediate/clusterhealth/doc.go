@@ -16,4 +16,6 @@
 // read them and when. Every read is bounded: a timeout per site, paged lists
 // with a cap on items, a cap on each response's bytes, and caps on what is
 // kept and shown, so a huge or hostile API answer costs at most those.
+//
+// Like every remediation package it never imports cluster.
 package clusterhealth

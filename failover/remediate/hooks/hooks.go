@@ -1,15 +1,3 @@
-// Package hooks runs the operator's pre- and post-failover hooks: a command
-// (with the decision in DRWATCH_* environment variables) or a webhook (the
-// decision as JSON, signed with HMAC-SHA256 over a timestamp, a nonce and
-// the body, so it cannot be replayed; receivers check it with Verify), each
-// with a timeout.
-//
-// A failing pre-failover hook blocks an automatic flip and says so; a manual
-// or forced flip goes ahead and records the failure. A hook that times out
-// is not a failure unless its on_timeout says block: by default the flip
-// goes ahead and the record says the hook timed out, so a hung hook never
-// holds a flip for ever. Post-failover hooks run once the flip is verified;
-// their failures are recorded, never undone.
 package hooks
 
 import (
@@ -26,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/drwatch/drwatch/internal/field"
 )
 
 // Event is what a hook is told about a decision.
@@ -93,39 +83,44 @@ const MaxTimeout = 10 * time.Minute
 // maxOutput bounds what a failing command's output contributes to the error.
 const maxOutput = 512
 
-// Validate reports every problem, naming the field.
-func (c Config) Validate() error {
-	var errs []error
-	for phase, hs := range map[string][]Hook{"pre_failover": c.PreFailover, "post_failover": c.PostFailover} {
-		for i, h := range hs {
-			p := fmt.Sprintf("hooks.%s[%d]", phase, i)
+// Validate reports every problem, naming the field by its path inside the
+// hooks section: a hook by its name, or its index when it has none
+// ("pre_failover[check-db].timeout").
+func (c Config) Validate() field.Errors {
+	var errs field.Errors
+	for _, phase := range []struct {
+		name  string
+		hooks []Hook
+	}{{"pre_failover", c.PreFailover}, {"post_failover", c.PostFailover}} {
+		for i, h := range phase.hooks {
+			p := fmt.Sprintf("%s[%d]", phase.name, i)
 			if h.Name != "" {
-				p = fmt.Sprintf("hooks.%s[%s]", phase, h.Name)
+				p = fmt.Sprintf("%s[%s]", phase.name, h.Name)
 			}
 			switch {
 			case (len(h.Command) > 0) == (h.URL != ""):
-				errs = append(errs, fmt.Errorf("%s: set exactly one of command and url", p))
+				errs.Add(p, "set exactly one of command and url")
 			case h.URL != "" && h.SecretFile == "":
-				errs = append(errs, fmt.Errorf("%s.secret_file: required with url (the webhook is signed)", p))
+				errs.Add(p+".secret_file", "required with url (the webhook is signed)")
 			case h.URL != "" && !strings.HasPrefix(h.URL, "https://") && !strings.HasPrefix(h.URL, "http://"):
-				errs = append(errs, fmt.Errorf("%s.url: must be http(s)", p))
+				errs.Add(p+".url", "must be http(s)")
 			}
 			switch {
 			case h.Timeout < 0:
-				errs = append(errs, fmt.Errorf("%s.timeout: %s must be >= 0", p, h.Timeout))
+				errs.Add(p+".timeout", "%s must be >= 0", h.Timeout)
 			case h.Timeout > MaxTimeout:
-				errs = append(errs, fmt.Errorf("%s.timeout: %s must be at most %s", p, h.Timeout, MaxTimeout))
+				errs.Add(p+".timeout", "%s must be at most %s", h.Timeout, MaxTimeout)
 			}
 			switch {
 			case h.OnTimeout == "":
-			case phase != "pre_failover":
-				errs = append(errs, fmt.Errorf("%s.on_timeout: only pre_failover hooks hold a flip", p))
+			case phase.name != "pre_failover":
+				errs.Add(p+".on_timeout", "only pre_failover hooks hold a flip")
 			case h.OnTimeout != OnTimeoutProceed && h.OnTimeout != OnTimeoutBlock:
-				errs = append(errs, fmt.Errorf("%s.on_timeout: %q must be %s or %s", p, h.OnTimeout, OnTimeoutProceed, OnTimeoutBlock))
+				errs.Add(p+".on_timeout", "%q must be %s or %s", h.OnTimeout, OnTimeoutProceed, OnTimeoutBlock)
 			}
 		}
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // Label is the hook's name, or what it runs.

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/drwatch/drwatch/internal/field"
 )
 
 var ev = Event{Phase: "pre-failover", Gen: 42, From: "primary", To: "backup", Kind: "auto_failover", Actor: "drwatch", Reason: "primary DOWN at quorum", Node: "a"}
@@ -84,10 +86,24 @@ func TestWebhookIsSigned(t *testing.T) {
 func TestValidate(t *testing.T) {
 	c := Config{PreFailover: []Hook{{Name: "both", Command: []string{"x"}, URL: "https://x"}, {Name: "unsigned", URL: "https://x"}},
 		PostFailover: []Hook{{Name: "ftp", URL: "ftp://x", SecretFile: "k"}}}
-	err := c.Validate()
-	for _, want := range []string{"hooks.pre_failover[both]: set exactly one", "hooks.pre_failover[unsigned].secret_file", "hooks.post_failover[ftp].url"} {
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("missing %q in %v", want, err)
+	errs := c.Validate()
+	for _, want := range []string{"pre_failover[both]: set exactly one", "pre_failover[unsigned].secret_file", "post_failover[ftp].url"} {
+		if !hasProblem(errs, want) {
+			t.Errorf("missing %q in %v", want, errs)
+		}
+		if shown := errs.Under("hooks").Error(); !strings.Contains(shown, "hooks."+want) {
+			t.Errorf("missing %q in %v under hooks", "hooks."+want, shown)
 		}
 	}
+}
+
+// hasProblem reports whether errs has a problem whose "path: message" starts
+// with want, its path relative to the hooks section.
+func hasProblem(errs field.Errors, want string) bool {
+	for _, e := range errs {
+		if strings.HasPrefix(e.Error(), want) {
+			return true
+		}
+	}
+	return false
 }

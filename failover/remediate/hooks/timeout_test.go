@@ -165,18 +165,21 @@ func TestValidateTimeoutAndOnTimeout(t *testing.T) {
 		},
 		PostFailover: []Hook{{Name: "post", Command: []string{"x"}, OnTimeout: OnTimeoutBlock}},
 	}
-	err := c.Validate()
+	errs := c.Validate()
 	for _, want := range []string{
-		"hooks.pre_failover[long].timeout: 1h0m0s must be at most 10m0s",
-		"hooks.pre_failover[neg].timeout: -1s must be >= 0",
-		`hooks.pre_failover[maybe].on_timeout: "maybe" must be proceed or block`,
-		"hooks.post_failover[post].on_timeout: only pre_failover hooks hold a flip",
+		"pre_failover[long].timeout: 1h0m0s must be at most 10m0s",
+		"pre_failover[neg].timeout: -1s must be >= 0",
+		`pre_failover[maybe].on_timeout: "maybe" must be proceed or block`,
+		"post_failover[post].on_timeout: only pre_failover hooks hold a flip",
 	} {
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("missing %q in %v", want, err)
+		if !hasProblem(errs, want) {
+			t.Errorf("missing %q in %v", want, errs)
+		}
+		if shown := errs.Under("hooks").Error(); !strings.Contains(shown, "hooks."+want) {
+			t.Errorf("missing %q in %v under hooks", "hooks."+want, shown)
 		}
 	}
-	if err != nil && strings.Contains(err.Error(), "[fine]") {
-		t.Errorf("a valid hook was refused: %v", err)
+	if strings.Contains(errs.Error(), "[fine]") {
+		t.Errorf("a valid hook was refused: %v", errs)
 	}
 }

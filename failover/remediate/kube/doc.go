@@ -40,4 +40,6 @@
 // object and re-check the precondition, write with the object's UID (or
 // resourceVersion) as a precondition, and treat an effect already in place
 // as success.
+//
+// Like every remediation package it never imports cluster.
 package kube

@@ -88,7 +88,7 @@ func (c Clients) site(s string) kubernetes.Interface {
 // nothing moves.
 func Entries(cfg remediate.Config, clients Clients, instances InstanceChecker, nodes NodeCloud, pools LoadBalancerPools, decision func() remediate.Decision, now func() time.Time) ([]remediate.Entry, error) {
 	cfg = cfg.WithDefaults()
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Validate().Under(remediate.Section).Err(); err != nil {
 		return nil, err
 	}
 	var out []remediate.Entry

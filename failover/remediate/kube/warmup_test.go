@@ -182,7 +182,7 @@ func failedBack(t *testing.T) (kubernetes.Interface, remediate.Workload, *remedi
 	}
 	fc := remediatetest.NewLog()
 	fc.FailoverToBackup(t) // records with a TTL of 60s
-	fc.Step(t, failover.Failback{Actor: "alice", Reason: "primary back", Force: true}.Command())
+	fc.Step(t, failover.Command{Payload: failover.Failback{Actor: "alice", Reason: "primary back", Force: true}})
 	return c, remediate.Workload{Kind: "Deployment", Namespace: ns, Name: "web", Replicas: 3, IdleReplicas: 1}, fc
 }
 
@@ -215,9 +215,9 @@ func TestBackupWarmupScaleDownAtFailback(t *testing.T) {
 		t.Fatalf("without the option: got %q, want nothing", got)
 	}
 	untouched("failback written but not verified")
-	fc.Step(t, failover.ActionResult{Gen: failback, Outcome: failover.OutcomeWritten, Actor: "a", WrittenAt: verifiedAt.UnixNano()}.Command())
+	fc.Step(t, failover.Command{Payload: failover.ActionResult{Gen: failback, Outcome: failover.OutcomeWritten, Actor: "a", WrittenAt: verifiedAt.UnixNano()}})
 	untouched("failback written, not yet verified at every server")
-	fc.Step(t, failover.ActionResult{Gen: failback, Outcome: failover.OutcomeVerified, Actor: "a", VerifiedAt: verifiedAt.UnixNano()}.Command())
+	fc.Step(t, failover.Command{Payload: failover.ActionResult{Gen: failback, Outcome: failover.OutcomeVerified, Actor: "a", VerifiedAt: verifiedAt.UnixNano()}})
 	now = verifiedAt.Add(59 * time.Second)
 	untouched("verified 59s ago, TTL 60s")
 
@@ -240,14 +240,14 @@ func TestBackupWarmupScaleDownRechecksTheDecision(t *testing.T) {
 	c, web, fc := failedBack(t)
 	ctx := context.Background()
 	verifiedAt := time.Now().Truncate(time.Second)
-	fc.Step(t, failover.ActionResult{Gen: fc.M.Desired().Gen, Outcome: failover.OutcomeVerified, Actor: "a", VerifiedAt: verifiedAt.UnixNano()}.Command())
+	fc.Step(t, failover.Command{Payload: failover.ActionResult{Gen: fc.M.Desired().Gen, Outcome: failover.OutcomeVerified, Actor: "a", VerifiedAt: verifiedAt.UnixNano()}})
 	r := NewBackupWarmup(c, []remediate.Workload{web}, func() remediate.Decision { return remediate.NewDecision(fc.M.Desired(), fc.M.History()) }).
 		WithScaleDown(true, func() time.Time { return verifiedAt.Add(time.Hour) })
 	actions, err := r.Plan(ctx)
 	if err != nil || len(actions) != 1 {
 		t.Fatalf("got %d actions, %v; want the scale-down", len(actions), err)
 	}
-	fc.Step(t, failover.Failover{To: failover.Backup, Force: true, Actor: "bob", Reason: "primary down again"}.Command())
+	fc.Step(t, failover.Command{Payload: failover.Failover{To: failover.Backup, Force: true, Actor: "bob", Reason: "primary down again"}})
 	if err := r.Apply(ctx, actions[0]); !errors.Is(err, remediate.ErrPrecondition) {
 		t.Fatalf("apply after a new failover: got %v, want ErrPrecondition", err)
 	}

@@ -13,7 +13,7 @@ func TestConfigValidate(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		cfg  remediate.OctaviaStuckLBConfig
-		want string // substring of the error; empty means valid
+		want string // substring of the problems as the config file shows them; empty means valid
 	}{
 		{"off needs nothing", remediate.OctaviaStuckLBConfig{}, ""},
 		{"on with cloud", remediate.OctaviaStuckLBConfig{Settings: on, OpenStackAuth: remediate.OpenStackAuth{Cloud: "c"}}, ""},
@@ -28,12 +28,18 @@ func TestConfigValidate(t *testing.T) {
 		{"bad mode", remediate.OctaviaStuckLBConfig{Settings: remediate.Settings{Mode: "maybe"}}, "remediations.octavia_stuck_lb.mode"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := remediate.Config{OctaviaStuckLB: tc.cfg}.WithDefaults().Validate()
+			errs := remediate.Config{OctaviaStuckLB: tc.cfg}.WithDefaults().Validate()
+			shown := errs.Under(remediate.Section).Err()
 			switch {
-			case tc.want == "" && err != nil:
-				t.Fatalf("got %v, want valid", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			case tc.want == "" && shown != nil:
+				t.Fatalf("got %v, want valid", shown)
+			case tc.want != "" && (shown == nil || !strings.Contains(shown.Error(), tc.want)):
+				t.Fatalf("got %v, want an error containing %q", shown, tc.want)
+			}
+			for _, e := range errs {
+				if !strings.HasPrefix(e.Path, "octavia_stuck_lb.") {
+					t.Errorf("got a problem at %q, want its path relative to the remediations section (octavia_stuck_lb.…)", e.Path)
+				}
 			}
 		})
 	}

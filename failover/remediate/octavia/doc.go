@@ -35,4 +35,6 @@
 // annotation, else by the name kube_service_<cluster>_<namespace>_<name>
 // within the credentials' own project. A load balancer not ACTIVE is an
 // error (its pools may be changing), so drain-trap moves nothing.
+//
+// Like every remediation package it never imports cluster.
 package octavia

@@ -46,6 +46,14 @@
 //     anything else (paused, suspended, no power state, no single name
 //     match, any error) is ACTIVE or UNKNOWN, so the caller fails closed.
 //
+// CloudRemediators builds what the config enables without touching the
+// cloud: the clients authenticate on first use and retry on the next use
+// after a failure, so a watcher starts while the primary's Keystone is down.
+// RouteQuotaReader gives the cluster-health page the router's route quota
+// through the same lazy clients.
+//
 // Plans only read. Applies re-read and re-check their precondition, and
 // treat an effect already in place as success.
+//
+// Like every remediation package it never imports cluster.
 package openstack

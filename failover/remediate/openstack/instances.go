@@ -211,7 +211,7 @@ var _ kube.NodeRebooter = (*NovaInstances)(nil)
 // makes either fail to build when enabled; now may be nil.
 func Entries(cfg remediate.Config, clients *Clients, nodes NodeReader, now func() time.Time) ([]remediate.Entry, error) {
 	cfg = cfg.WithDefaults()
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Validate().Under(remediate.Section).Err(); err != nil {
 		return nil, err
 	}
 	o := cfg.OpenStack

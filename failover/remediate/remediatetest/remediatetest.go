@@ -1,6 +1,3 @@
-// Package remediatetest holds what every remediator's tests share: a
-// one-process replicated log in front of a real failover.Machine, and a
-// helper that runs one Runner pass and returns the records it added.
 package remediatetest
 
 import (
@@ -15,20 +12,22 @@ import (
 
 // Log is the replicated log in one process: every proposal is stamped with
 // the time and applied to M in order, as a one-node cluster would. It
-// satisfies remediate.Cluster.
+// satisfies failover.Leader.
 type Log struct {
 	mu  sync.Mutex
 	M   *failover.Machine
 	idx uint64
 }
 
+var _ failover.Leader = (*Log)(nil)
+
 // NewLog returns an empty log.
 func NewLog() *Log { return &Log{M: failover.New()} }
 
-// VerifyLeader implements remediate.Cluster: this log always leads.
+// VerifyLeader implements failover.Leader: this log always leads.
 func (c *Log) VerifyLeader(context.Context) error { return nil }
 
-// Propose implements remediate.Cluster.
+// Propose implements failover.Leader.
 func (c *Log) Propose(_ context.Context, cmd []byte) ([]byte, uint64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -43,12 +42,7 @@ func (c *Log) Propose(_ context.Context, cmd []byte) ([]byte, uint64, error) {
 // Step proposes cmd and fails t if the core rejects it.
 func (c *Log) Step(t testing.TB, cmd failover.Command) {
 	t.Helper()
-	b, err := failover.Encode(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, _, _ := c.Propose(context.Background(), b)
-	if _, err := failover.DecodeResponse(resp); err != nil {
+	if _, _, err := failover.Submit(context.Background(), c, cmd); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -58,11 +52,11 @@ func (c *Log) Step(t testing.TB, cmd failover.Command) {
 func (c *Log) FailoverToBackup(t testing.TB) uint64 {
 	t.Helper()
 	refs := []failover.ProbeRef{{Name: "p", Critical: true}}
-	c.Step(t, failover.SetPolicy{Policy: failover.Policy{Nodes: []string{"a", "b", "c"}, Quorum: 2, Fall: 3, Rise: 2,
+	c.Step(t, failover.Command{Payload: failover.SetPolicy{Policy: failover.Policy{Nodes: []string{"a", "b", "c"}, Quorum: 2, Fall: 3, Rise: 2,
 		Interval: time.Second, Sites: map[failover.Site]failover.SitePolicy{failover.Primary: {Probes: refs}, failover.Backup: {Probes: refs}},
 		Zone:    "example.org.",
-		Records: []failover.Record{{Name: "www", Type: "A", TTL: 60, Primary: []string{"192.0.2.1"}, Backup: []string{"192.0.2.2"}}}}}.Command())
-	c.Step(t, failover.Failover{To: failover.Backup, Force: true, Actor: "alice", Reason: "drill"}.Command())
+		Records: []failover.Record{{Name: "www", Type: "A", TTL: 60, Primary: []string{"192.0.2.1"}, Backup: []string{"192.0.2.2"}}}}}})
+	c.Step(t, failover.Command{Payload: failover.Failover{To: failover.Backup, Force: true, Actor: "alice", Reason: "drill"}})
 	return c.M.Desired().Gen
 }
 

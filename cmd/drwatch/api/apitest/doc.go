@@ -5,5 +5,6 @@
 // Chromium and returns the DOM after its scripts ran, with a screenshot.
 //
 // It deliberately does not import package api, so that api's own
-// in-package tests can use it without an import cycle.
+// in-package tests can use it without an import cycle. Only tests import
+// it, never the code of a package outside test/.
 package apitest

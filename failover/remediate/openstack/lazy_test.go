@@ -1,4 +1,4 @@
-package node
+package openstack
 
 import (
 	"context"
@@ -9,86 +9,33 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drwatch/drwatch/cmd/drwatch/config"
-	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/kube"
-	"github.com/drwatch/drwatch/probes"
 	"github.com/drwatch/drwatch/test/openstacksim"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 )
 
-// The replicated policy built from a config is valid and names every probe.
-func TestPolicyFromExample(t *testing.T) {
-	cfg, err := config.Load("../../../deploy/examples/node-a.yaml", config.Options{SkipFileChecks: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := PolicyFrom(cfg)
-	if err := p.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	if len(p.Nodes) != 3 || p.Quorum != 2 || len(p.Records) != len(cfg.DNS.Records) {
-		t.Errorf("got nodes %v quorum %d records %d", p.Nodes, p.Quorum, len(p.Records))
-	}
-}
-
-func TestRemediatorsFromConfig(t *testing.T) {
-	kc := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kc, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: p, cluster: {server: "https://127.0.0.1:1"}}]
-users: [{name: u, user: {token: not-a-real-token}}]
-contexts: [{name: p, context: {cluster: p, user: u}}]
-current-context: p
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load("../../../deploy/examples/node-a.yaml", config.Options{SkipFileChecks: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := &Node{machine: failover.New(), now: time.Now}
-	if got, err := remediators(cfg, n); err != nil || len(got) != 0 {
-		t.Fatalf("default config: got %d remediators, %v; want none (all off by default)", len(got), err)
-	}
-	cfg.Remediations.Kubernetes.Primary.Kubeconfig = kc
-	cfg.Remediations.OrphanedPods.Mode = "dry-run"
-	cfg.Remediations.DrainTrap.Mode = "on"
-	got, err := remediators(cfg, n)
-	if err != nil || len(got) != 2 {
-		t.Fatalf("got %d remediators, %v; want orphaned-pods and drain-trap", len(got), err)
-	}
-	cfg.Remediations.BackupWarmup.Mode = "on"
-	if _, err := remediators(cfg, n); err == nil || !strings.Contains(err.Error(), "remediations.kubernetes.backup") {
-		t.Errorf("backup-warmup without a backup kubeconfig: got %v, want an error naming remediations.kubernetes.backup", err)
-	}
-}
-
 // The OpenStack repairs are built without touching the cloud: a node must
 // start while the primary's Keystone is down.
 func TestCloudRemediatorsStartWithoutTheCloud(t *testing.T) {
-	cfg, err := config.Load("../../../deploy/examples/node-a.yaml", config.Options{SkipFileChecks: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := remediate.Config{}.WithDefaults() // the example configs enable no remediation
 	dir := t.TempDir()
 	for _, f := range []string{"id", "secret"} {
 		if err := os.WriteFile(filepath.Join(dir, f), []byte("x\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	o := &cfg.Remediations.OpenStack
+	o := &cfg.OpenStack
 	o.AuthURL = "https://127.0.0.1:1/v3" // nothing listens: the cloud is down
 	o.ApplicationCredentialIDFile, o.ApplicationCredentialSecretFile = filepath.Join(dir, "id"), filepath.Join(dir, "secret")
 	o.RouterID, o.PodCIDR, o.InstanceNamePrefix = "r1", "198.19.0.0/16", "k-"
 	o.NeutronRouteGC.Mode = "dry-run"
-	if _, err := cloudRemediators(cfg, kube.Clients{}, slog.New(slog.DiscardHandler), time.Now); err == nil ||
+	if _, err := CloudRemediators(cfg, kube.Clients{}, slog.New(slog.DiscardHandler), time.Now); err == nil ||
 		!strings.Contains(err.Error(), "remediations.openstack.neutron_route_gc") || !strings.Contains(err.Error(), "remediations.kubernetes.primary") {
 		t.Fatalf("route gc without the primary's kubernetes client: got %v, want an error naming both fields", err)
 	}
-	cloud, err := cloudRemediators(cfg, kube.Clients{Primary: unreachableKube(t)}, slog.New(slog.DiscardHandler), time.Now)
+	cloud, err := CloudRemediators(cfg, kube.Clients{Primary: unreachableKube(t)}, slog.New(slog.DiscardHandler), time.Now)
 	entries, instances := cloud.Entries, cloud.Instances
 	if err != nil {
 		t.Fatalf("got %v; a down cloud must not stop the node", err)
@@ -118,8 +65,8 @@ func TestCloudRemediatorsStartWithoutTheCloud(t *testing.T) {
 		t.Errorf("pool members with the cloud down: got %v found=%v err=%v, want an error (fail closed)", ms, found, err)
 	}
 	// Drain-trap on the other site gets no pool reader, so it moves nothing.
-	cfg.Remediations.DrainTrap.Site = "backup"
-	if cloud, err := cloudRemediators(cfg, kube.Clients{Primary: unreachableKube(t)}, slog.New(slog.DiscardHandler), time.Now); err != nil || cloud.Pools != nil {
+	cfg.DrainTrap.Site = "backup"
+	if cloud, err := CloudRemediators(cfg, kube.Clients{Primary: unreachableKube(t)}, slog.New(slog.DiscardHandler), time.Now); err != nil || cloud.Pools != nil {
 		t.Errorf("drain-trap on the backup, cloud for the primary: got pools %v (%v), want none", cloud.Pools, err)
 	}
 }
@@ -147,23 +94,20 @@ func unreachableKube(t *testing.T) kubernetes.Interface {
 func TestCloudRemediatorsEachBuildsBesideTheOthers(t *testing.T) {
 	s := openstacksim.Start()
 	defer s.Close()
-	cfg, err := config.Load("../../../deploy/examples/node-a.yaml", config.Options{SkipFileChecks: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := remediate.Config{}.WithDefaults() // the example configs enable no remediation
 	dir := t.TempDir()
 	for f, v := range map[string]string{"id": openstacksim.AppCredID, "secret": openstacksim.AppCredSecret} {
 		if err := os.WriteFile(filepath.Join(dir, f), []byte(v+"\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	o := &cfg.Remediations.OpenStack
+	o := &cfg.OpenStack
 	o.AuthURL, o.Region = s.AuthURL(), openstacksim.Region
 	o.ApplicationCredentialIDFile, o.ApplicationCredentialSecretFile = filepath.Join(dir, "id"), filepath.Join(dir, "secret")
 	o.RouterID, o.PodCIDR, o.InstanceNamePrefix = "r1", "198.19.0.0/16", "k-"
 	o.SecurityGroups.RequiredGroup = "k-nodes"
 	o.NeutronRouteGC.Mode, o.SecurityGroups.Mode, o.NeverReadyInstances.Mode = "dry-run", "dry-run", "dry-run"
-	cloud, err := cloudRemediators(cfg, kube.Clients{Primary: unreachableKube(t)}, slog.New(slog.DiscardHandler), time.Now)
+	cloud, err := CloudRemediators(cfg, kube.Clients{Primary: unreachableKube(t)}, slog.New(slog.DiscardHandler), time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,26 +122,5 @@ func TestCloudRemediatorsEachBuildsBesideTheOthers(t *testing.T) {
 		if _, err := lazy.resolve(context.Background()); err != nil {
 			t.Errorf("%s: build: %v", lazy.name, err)
 		}
-	}
-}
-
-// A report carries each probe's completion time on the watcher's clock, so
-// the decision can say when the failure was seen rather than when the
-// leader committed it; a probe that never ran says nothing.
-func TestObservationCarriesCompletionTimes(t *testing.T) {
-	done := time.Date(2026, 1, 1, 0, 0, 2, 500_000_000, time.UTC)
-	r := probes.Round{Seq: 7, Results: []probes.NamedResult{
-		{Site: "primary", Probe: "web", Completed: done, Result: probes.Result{Class: probes.ClassRefused, Phase: "connect", Reason: "refused", Duration: 3 * time.Millisecond}},
-		{Site: "backup", Probe: "web", Result: probes.Result{Class: probes.ClassError, Reason: "not run: scheduler stopped"}},
-	}}
-	o := Observation("a", "hash", r)
-	if o.Node != "a" || o.Seq != 7 || o.PolicyHash != "hash" || len(o.Results) != 2 {
-		t.Fatalf("got %+v, want node a seq 7 with 2 results", o)
-	}
-	if got := o.Results[0]; got.CompletedAt != done.UnixNano() || got.OK || got.Class != "refused" || got.LatencyMS != 3 {
-		t.Fatalf("primary/web: got %+v, want refused, 3ms, completed at %d", got, done.UnixNano())
-	}
-	if got := o.Results[1].CompletedAt; got != 0 {
-		t.Fatalf("backup/web never ran: got completed at %d, want 0 (unknown)", got)
 	}
 }

@@ -1,4 +1,4 @@
-package node
+package watcher
 
 import (
 	"context"
@@ -25,32 +25,32 @@ type checker interface {
 	Check(ctx context.Context, desired []dnsprovider.RRset) (*dnsprovider.Verification, error)
 }
 
-func (n *Node) dnsCheckLoop(ctx context.Context) {
-	chk, ok := n.verifier.(checker)
+func (w *Watcher) dnsCheckLoop(ctx context.Context) {
+	chk, ok := w.cfg.Verifier.(checker)
 	if !ok {
 		return
 	}
-	every := max(5*n.cfg.Policy.Interval, 2*time.Second)
+	every := max(5*w.cfg.Interval, 2*time.Second)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		n.checkDNS(ctx, chk)
+		w.checkDNS(ctx, chk)
 		select {
 		case <-ctx.Done():
 			return
-		case <-n.dnsChanged:
+		case <-w.cfg.FSM.dnsChanged:
 			// A new decision: look again soon, not at the next tick.
 		case <-t.C:
 		}
 	}
 }
 
-func (n *Node) checkDNS(ctx context.Context, chk checker) {
-	d := n.machine.Desired()
-	want := reconcile.ToProvider(d.Records, n.dns.Zone())
+func (w *Watcher) checkDNS(ctx context.Context, chk checker) {
+	d := w.machine.Desired()
+	want := reconcile.ToProvider(d.Records, w.cfg.DNS.Zone())
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	res := DNSCheck{At: n.now(), Gen: d.Gen, Desired: want}
+	res := DNSCheck{At: w.cfg.Now(), Gen: d.Gen, Desired: want}
 	v, err := chk.Check(cctx, want)
 	if err != nil {
 		res.Err = err.Error()
@@ -58,12 +58,12 @@ func (n *Node) checkDNS(ctx context.Context, chk checker) {
 		res.Servers = v.Servers
 		res.Match = v.OK()
 	}
-	n.mu.Lock()
-	n.dnsCheck = res
-	n.mu.Unlock()
+	w.mu.Lock()
+	w.dnsCheck = res
+	w.mu.Unlock()
 	if res.Match {
-		n.metrics.dnsMatch.Set(1)
+		w.metrics.dnsMatch.Set(1)
 	} else {
-		n.metrics.dnsMatch.Set(0)
+		w.metrics.dnsMatch.Set(0)
 	}
 }

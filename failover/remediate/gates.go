@@ -1,24 +1,60 @@
-package node
+package remediate
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/failover/reconcile"
-	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/hooks"
-	"github.com/drwatch/drwatch/failover/remediate/kube"
 )
+
+// Gates builds the DNS reconciler's gates and its post-verification step
+// from what the config enables: a warm-up gate for the entry named warmup
+// (kube.BackupWarmupName) when it is a ReadyChecker, waiting up to
+// readyTimeout, then the pre-failover hooks; after runs the post-failover
+// hooks once a flip is verified (nil without any).
+//
+// They live here, not in reconcile: each one drives a remediation (Plan and
+// Apply under its Mode) or a hook, which are this package's, while the
+// reconciler only knows the Gate interface it declares and stays free of
+// remediations.
+func Gates(node string, entries []Entry, warmup string, readyTimeout time.Duration, h hooks.Config, log *slog.Logger) (gates []reconcile.Gate, after func(context.Context, reconcile.Decision) string) {
+	for _, e := range entries {
+		if e.Remediator.Name() != warmup {
+			continue
+		}
+		if rc, ok := e.Remediator.(ReadyChecker); ok {
+			gates = append(gates, warmupGate{w: e.Remediator, ready: rc, mode: e.Settings.Mode, timeout: readyTimeout})
+		}
+	}
+	if len(h.PreFailover) > 0 {
+		gates = append(gates, hookGate{node: node, hooks: h.PreFailover})
+	}
+	if post := h.PostFailover; len(post) > 0 {
+		after = func(ctx context.Context, d reconcile.Decision) string {
+			if d.From == d.To {
+				return ""
+			}
+			if err := hooks.RunAll(ctx, post, event("post-failover", node, d)); err != nil {
+				log.Warn("post-failover hook failed", "gen", d.Gen, "err", err)
+				return "post-failover hooks: " + err.Error()
+			}
+			return fmt.Sprintf("%d post-failover hook(s) ok", len(post))
+		}
+	}
+	return gates, after
+}
 
 // warmupGate scales the backup's workloads when a flip to the backup is
 // about to be written, and waits (up to its timeout) until they are ready;
 // then the flip goes ahead either way, and the record says which.
 type warmupGate struct {
-	w       remediate.Remediator // *kube.BackupWarmup
-	ready   remediate.ReadyChecker
-	mode    remediate.Mode
+	w       Remediator // *kube.BackupWarmup
+	ready   ReadyChecker
+	mode    Mode
 	timeout time.Duration
 }
 
@@ -32,7 +68,7 @@ func (g warmupGate) Before(ctx context.Context, d reconcile.Decision) (string, e
 	if err != nil {
 		return fmt.Sprintf("backup warm-up could not plan (%v); flipping without it", err), nil
 	}
-	if g.mode != remediate.ModeOn {
+	if g.mode != ModeOn {
 		return fmt.Sprintf("backup warm-up in %s: would scale %d workload(s)", g.mode, len(actions)), nil
 	}
 	for _, a := range actions {
@@ -40,7 +76,7 @@ func (g warmupGate) Before(ctx context.Context, d reconcile.Decision) (string, e
 			return fmt.Sprintf("backup warm-up: %s %s failed (%v); flipping anyway", a.Verb, a.Target, err), nil
 		}
 	}
-	res, err := remediate.WaitReady(ctx, g.ready, g.timeout, 2*time.Second)
+	res, err := WaitReady(ctx, g.ready, g.timeout, 2*time.Second)
 	switch {
 	case err != nil:
 		return "", err // ctx ended: leadership lost; the next leader waits again
@@ -69,34 +105,4 @@ func (g hookGate) Before(ctx context.Context, d reconcile.Decision) (string, err
 func event(phase, node string, d reconcile.Decision) hooks.Event {
 	return hooks.Event{Phase: phase, Gen: d.Gen, From: string(d.From), To: string(d.To), Kind: d.Kind,
 		Forced: d.Forced, Actor: d.Actor, Reason: d.Reason, Node: node}
-}
-
-// gates builds the reconciler's gates and post-verification step.
-func (n *Node) gates() ([]reconcile.Gate, func(context.Context, reconcile.Decision) string) {
-	var gs []reconcile.Gate
-	for _, e := range n.remediators {
-		if e.Remediator.Name() != kube.BackupWarmupName {
-			continue
-		}
-		if rc, ok := e.Remediator.(remediate.ReadyChecker); ok {
-			gs = append(gs, warmupGate{w: e.Remediator, ready: rc, mode: e.Settings.Mode, timeout: n.cfg.Remediations.BackupWarmup.ReadyTimeout})
-		}
-	}
-	if len(n.cfg.Hooks.PreFailover) > 0 {
-		gs = append(gs, hookGate{node: n.cfg.Node.ID, hooks: n.cfg.Hooks.PreFailover})
-	}
-	var after func(context.Context, reconcile.Decision) string
-	if post := n.cfg.Hooks.PostFailover; len(post) > 0 {
-		after = func(ctx context.Context, d reconcile.Decision) string {
-			if d.From == d.To {
-				return ""
-			}
-			if err := hooks.RunAll(ctx, post, event("post-failover", n.cfg.Node.ID, d)); err != nil {
-				n.log.Warn("post-failover hook failed", "gen", d.Gen, "err", err)
-				return "post-failover hooks: " + err.Error()
-			}
-			return fmt.Sprintf("%d post-failover hook(s) ok", len(post))
-		}
-	}
-	return gs, after
 }

@@ -1,4 +1,4 @@
-package node
+package openstack
 
 import (
 	"context"
@@ -7,11 +7,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/drwatch/drwatch/cmd/drwatch/config"
 	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/failover/remediate/clusterhealth"
 	"github.com/drwatch/drwatch/failover/remediate/kube"
 	"github.com/drwatch/drwatch/failover/remediate/octavia"
-	"github.com/drwatch/drwatch/failover/remediate/openstack"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -22,10 +21,10 @@ type lazyClients struct {
 	auth remediate.OpenStackAuth
 
 	mu sync.Mutex
-	c  *openstack.Clients
+	c  *Clients
 }
 
-func (l *lazyClients) get(ctx context.Context) (*openstack.Clients, error) {
+func (l *lazyClients) get(ctx context.Context) (*Clients, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.c != nil {
@@ -33,7 +32,7 @@ func (l *lazyClients) get(ctx context.Context) (*openstack.Clients, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	c, err := openstack.NewClients(ctx, l.auth)
+	c, err := NewClients(ctx, l.auth)
 	if err != nil {
 		return nil, fmt.Errorf("openstack: %w", err)
 	}
@@ -45,7 +44,7 @@ func (l *lazyClients) get(ctx context.Context) (*openstack.Clients, error) {
 type lazyRemediator struct {
 	name    string
 	clients *lazyClients
-	build   func(*openstack.Clients) (remediate.Remediator, error)
+	build   func(*Clients) (remediate.Remediator, error)
 
 	mu sync.Mutex
 	r  remediate.Remediator
@@ -98,7 +97,7 @@ func (l lazyInstances) RebootNode(ctx context.Context, node *corev1.Node) error 
 	if err != nil {
 		return err
 	}
-	return openstack.NewNovaInstances(c).RebootNode(ctx, node)
+	return NewNovaInstances(c).RebootNode(ctx, node)
 }
 
 func (l lazyInstances) InstanceState(ctx context.Context, node *corev1.Node) (kube.InstanceState, error) {
@@ -106,12 +105,7 @@ func (l lazyInstances) InstanceState(ctx context.Context, node *corev1.Node) (ku
 	if err != nil {
 		return kube.InstanceUnknown, err
 	}
-	return openstack.NewNovaInstances(c).InstanceState(ctx, node)
-}
-
-// cloudRemediators builds the OpenStack repairs the config enables.
-func cloudRemediators(c *config.Config, clients kube.Clients, log *slog.Logger, now func() time.Time) (Cloud, error) {
-	return CloudRemediators(c.Remediations, clients, log, now)
+	return NewNovaInstances(c).InstanceState(ctx, node)
 }
 
 // Cloud is what the OpenStack side gives the remediations.
@@ -166,7 +160,7 @@ func CloudRemediators(r remediate.Config, kubeClients kube.Clients, log *slog.Lo
 	// never-ready-instances reads node readiness, neutron-route-gc node
 	// pod CIDRs, both from the site's own API server. Every lazy build
 	// gets the reader: Entries builds all that is enabled.
-	var nodes openstack.NodeReader
+	var nodes NodeReader
 	for _, need := range []struct {
 		on    bool
 		field string
@@ -181,20 +175,20 @@ func CloudRemediators(r remediate.Config, kubeClients kube.Clients, log *slog.Lo
 		if kc == nil {
 			return Cloud{}, fmt.Errorf("remediations.openstack.%s needs the %s site's kubernetes client (remediations.kubernetes.%s)", need.field, os.Site, os.Site)
 		}
-		nodes = openstack.NewKubeReadiness(kc)
+		nodes = NewKubeReadiness(kc)
 	}
 	// Entries validates the section and picks what is enabled; build it
 	// once with no clients to learn the names and settings, then defer the
 	// real construction to first use.
-	for _, name := range []string{openstack.RouteGCName, openstack.SecurityGroupsName, openstack.NeverReadyName} {
+	for _, name := range []string{RouteGCName, SecurityGroupsName, NeverReadyName} {
 		settings, on := cloudSettings(os, name)
 		if !on {
 			continue
 		}
 		name := name
 		out = append(out, remediate.Entry{Settings: settings, Remediator: &lazyRemediator{name: name, clients: clients,
-			build: func(cl *openstack.Clients) (remediate.Remediator, error) {
-				es, err := openstack.Entries(r, cl, nodes, now)
+			build: func(cl *Clients) (remediate.Remediator, error) {
+				es, err := Entries(r, cl, nodes, now)
 				if err != nil {
 					return nil, err
 				}
@@ -213,12 +207,38 @@ func CloudRemediators(r remediate.Config, kubeClients kube.Clients, log *slog.Lo
 func cloudSettings(o remediate.OpenStackClusterConfig, name string) (remediate.Settings, bool) {
 	var s remediate.Settings
 	switch name {
-	case openstack.RouteGCName:
+	case RouteGCName:
 		s = o.NeutronRouteGC.Settings
-	case openstack.SecurityGroupsName:
+	case SecurityGroupsName:
 		s = o.SecurityGroups.Settings
-	case openstack.NeverReadyName:
+	case NeverReadyName:
 		s = o.NeverReadyInstances.Settings
 	}
 	return s, s.Mode.Enabled()
+}
+
+// RouteQuotaReader reads the router neutron-route-gc is configured with, when
+// remediations.openstack names one for site; otherwise it says why the
+// quota is unknown.
+func RouteQuotaReader(os remediate.OpenStackClusterConfig, site string) (clusterhealth.RouteQuotaFunc, string) {
+	switch {
+	case os.AuthURL == "" && os.Cloud == "":
+		return nil, "unknown: remediations.openstack is not configured"
+	case os.Site != site:
+		return nil, "unknown: remediations.openstack is for the " + os.Site + " site"
+	case os.RouterID == "":
+		return nil, "unknown: remediations.openstack.router_id is not set"
+	}
+	clients := &lazyClients{auth: os.OpenStackAuth}
+	return func(ctx context.Context) (clusterhealth.Routes, error) {
+		c, err := clients.get(ctx)
+		if err != nil {
+			return clusterhealth.Routes{}, err
+		}
+		q, err := ReadRouteQuota(ctx, c, os.RouterID, os.NeutronRouteGC.RouteLimit)
+		if err != nil {
+			return clusterhealth.Routes{}, err
+		}
+		return clusterhealth.Routes{RouterID: q.RouterID, Used: q.Used, Limit: q.Limit}, nil
+	}, ""
 }

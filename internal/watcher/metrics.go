@@ -1,4 +1,4 @@
-package node
+package watcher
 
 import (
 	"time"
@@ -17,7 +17,7 @@ var BuildInfo = struct{ Version, Commit, Date string }{"dev", "unknown", "unknow
 type metrics struct {
 	dnsUpdate prometheus.Histogram
 	dnsMatch  prometheus.Gauge
-	n         *Node
+	w         *Watcher
 }
 
 var (
@@ -38,9 +38,9 @@ var (
 	descCertExp   = prometheus.NewDesc("drwatch_tls_cert_expiry_timestamp_seconds", "When this node's own certificate expires.", nil, nil)
 )
 
-func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, w *Watcher) (*metrics, error) {
 	m := &metrics{
-		n: n,
+		w: w,
 		dnsUpdate: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "drwatch_dns_update_duration_seconds", Help: "Duration of DNS writes made by the reconciler.",
 			Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
@@ -73,7 +73,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (m *metrics) Collect(ch chan<- prometheus.Metric) {
-	v := m.n.machine.View()
+	v := m.w.machine.View()
 	gauge := func(d *prometheus.Desc, val float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, val, labels...)
 	}
@@ -84,8 +84,8 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		return 0
 	}
 	gauge(descBuild, 1, BuildInfo.Version, BuildInfo.Commit, BuildInfo.Date)
-	if m.n.creds != nil {
-		gauge(descCertExp, float64(m.n.creds.NotAfter().Unix()))
+	if c := m.w.cfg.Credentials; c != nil {
+		gauge(descCertExp, float64(c.NotAfter().Unix()))
 	}
 	if v.Policy != nil {
 		gauge(descQuorum, float64(v.Policy.Quorum))
@@ -113,7 +113,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	gauge(descWatchers, float64(fresh))
 	counts := map[[2]string]float64{}
 	var last int64
-	for _, e := range m.n.machine.History() {
+	for _, e := range m.w.machine.History() {
 		trigger := ""
 		switch e.Kind {
 		case failover.KindAutoFailover, failover.KindAutoFailback:

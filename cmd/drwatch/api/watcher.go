@@ -1,0 +1,93 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/drwatch/drwatch/cluster"
+	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/failover/reconcile"
+	"github.com/drwatch/drwatch/internal/watcher"
+)
+
+// WatcherBackend serves a running watcher: it reads from the watcher's
+// replica and what its loops last saw, and writes through its cluster. The
+// watcher answers in its own types; this maps them onto the API's.
+type WatcherBackend struct{ *watcher.Watcher }
+
+var _ Backend = WatcherBackend{}
+
+// Status implements ReadModel: the whole status from the local replica.
+func (wb WatcherBackend) Status(ctx context.Context) Status {
+	now := wb.Now()
+	v := wb.Machine().View()
+	st := wb.Stats()
+	s := Status{
+		ServedBy: wb.ID(), ServedAt: now, Leader: st.LeaderID, State: v,
+		Raft: RaftStatus{State: st.State, Term: st.Term, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex,
+			LastSnapshotIndex: st.LastSnapshotIndex, LeaderAddr: st.LeaderAddr, Members: st.Peers, StorageError: st.StorageError},
+	}
+	s.Raft.LastContactSecs = st.LastContact.Seconds()
+	if st.LastContact < 0 {
+		s.Raft.LastContactSecs = -1
+	}
+	if v.Now > 0 {
+		s.StaleSeconds = now.Sub(time.Unix(0, v.Now)).Seconds()
+	}
+	chk := wb.LastDNSCheck()
+	rec, leading := wb.LastReconcile()
+	zone := wb.Zone()
+	s.DNS = DNSCheck{At: chk.At, Gen: chk.Gen, Desired: reconcile.FromProvider(chk.Desired, zone), Match: chk.Match, Error: chk.Err}
+	for _, sr := range chk.Servers {
+		sc := ServerCheck{Server: sr.Server, NS: sr.NS, Matched: sr.Matched, Got: reconcile.FromProvider(sr.Got, zone)}
+		if sr.Err != nil {
+			sc.Error = sr.Err.Error()
+		}
+		s.DNS.Servers = append(s.DNS.Servers, sc)
+	}
+	if leading && !rec.At.IsZero() {
+		s.Reconcile = &ReconcileStatus{At: rec.At, Gen: rec.Gen, Action: rec.Action, Match: rec.Match, Fence: rec.Fence}
+		if rec.Err != nil {
+			s.Reconcile.Error = rec.Err.Error()
+		}
+	}
+	s.Warnings = wb.Warnings(v, st, s.StaleSeconds)
+	s.ClusterHealth = wb.ClusterHealth()
+	return s
+}
+
+// DryRun implements Writes: the command is stamped as the leader would
+// and stepped on a copy of the local replica by the decision core, through
+// the same code as the real command, which also says which safety rules it
+// faces. The one rule outside the core is the cluster's: with no leader the
+// dry run fails as the write would, so the caller asks another node.
+func (wb WatcherBackend) DryRun(c failover.Command) (DryRun, error) {
+	st := wb.Stats()
+	if st.LeaderID == "" {
+		return DryRun{}, fmt.Errorf("dry run: %w (%w)", cluster.ErrNoLeader, cluster.ErrNotSent)
+	}
+	b, err := failover.Encode(c)
+	if err != nil {
+		return DryRun{}, err
+	}
+	if b, err = failover.Stamp(b, wb.Now().UnixNano()); err != nil {
+		return DryRun{}, err
+	}
+	cmd, err := failover.Decode(b)
+	if err != nil {
+		return DryRun{}, err
+	}
+	d := wb.Machine().DryRun(cmd)
+	var ref *failover.RefusedError
+	out := DryRun{Result: d.Result, From: d.Before.Records, To: d.After.Records, Changes: d.Result.Gen != 0}
+	switch {
+	case errors.As(d.Err, &ref):
+		out.Error = &ErrorDetail{Code: CodeRefused, Message: ref.Message, Rule: ref.Rule, Override: ref.Override}
+	case d.Err != nil:
+		return DryRun{}, d.Err
+	}
+	out.Checks = append([]Check{{Rule: "leader", OK: true, Detail: "a leader can commit the command (leader: " + st.LeaderID + ")"}}, d.Checks...)
+	return out, nil
+}

@@ -1,0 +1,352 @@
+package watcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/drwatch/drwatch/cluster"
+	"github.com/drwatch/drwatch/dnsprovider"
+	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/failover/reconcile"
+	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/failover/remediate/clusterhealth"
+	"github.com/drwatch/drwatch/probes"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Cluster is what the watcher needs of its Raft member; *cluster.Node
+// satisfies it.
+type Cluster interface {
+	failover.Leader
+	// RunWhileLeader calls fn each time this node gains leadership, with a
+	// context cancelled when it is lost; it returns once ctx ends.
+	RunWhileLeader(ctx context.Context, fn func(leaderCtx context.Context))
+	// WaitApplied waits until the local replica has applied index.
+	WaitApplied(ctx context.Context, index uint64) error
+	// Stats is this member's Raft state.
+	Stats() cluster.Stats
+	Members(ctx context.Context) ([]cluster.Member, error)
+	AddVoter(ctx context.Context, id, addr string) error
+	RemoveServer(ctx context.Context, id string, force bool) error
+}
+
+var _ Cluster = (*cluster.Node)(nil)
+
+// Config is a watcher's built parts and the few settings its loops use.
+// Every field is required unless it says otherwise.
+type Config struct {
+	Node string
+	// Policy is this node's file's policy, already validated; the leader
+	// replicates it, and every report names its hash.
+	Policy failover.Policy
+	// Interval is the probe interval: the deadline of a report, the tick
+	// period and the reconciler's pace.
+	Interval time.Duration
+	// HeartbeatTimeout and DataDir only shape the status warnings.
+	HeartbeatTimeout time.Duration
+	DataDir          string
+	// FSM is the replica the cluster applies to (NewFSM).
+	FSM      *FSM
+	Cluster  Cluster
+	DNS      dnsprovider.Provider
+	Verifier reconcile.Verifier
+	// Remediators run on the leader, every RemediationInterval (none: no runner).
+	Remediators         []remediate.Entry
+	RemediationInterval time.Duration
+	// Gates and AfterVerified go to the DNS reconciler (remediate.Gates).
+	Gates         []reconcile.Gate
+	AfterVerified func(context.Context, reconcile.Decision) string
+	// Health is the read-only view of both sites' clusters (every node runs it).
+	Health *clusterhealth.Monitor
+	// Credentials is this node's TLS identity (optional): its expiry is a
+	// metric, and its files (CAFile, CertFile: named in the logs) are looked
+	// at every CredentialsReloadEvery (0: never) and changed ones taken into use.
+	Credentials            *cluster.Credentials
+	CAFile, CertFile       string
+	CredentialsReloadEvery time.Duration
+	Registry               *prometheus.Registry
+	Logger                 *slog.Logger
+	Now                    func() time.Time
+}
+
+// FSM adapts the decision core to cluster.StateMachine and wakes the
+// watcher's loops on every applied command.
+type FSM struct {
+	m          *failover.Machine
+	changed    chan struct{} // wakes the reconciler
+	dnsChanged chan struct{} // wakes the DNS check
+}
+
+// NewFSM wraps m for the cluster.
+func NewFSM(m *failover.Machine) *FSM {
+	return &FSM{m: m, changed: make(chan struct{}, 1), dnsChanged: make(chan struct{}, 1)}
+}
+
+var _ cluster.StateMachine = (*FSM)(nil)
+
+// Apply implements cluster.StateMachine.
+func (s *FSM) Apply(index uint64, cmd []byte) []byte {
+	out := s.m.Apply(index, cmd)
+	for _, ch := range []chan struct{}{s.changed, s.dnsChanged} {
+		select {
+		case ch <- struct{}{}:
+		default: // a wake-up is already pending
+		}
+	}
+	return out
+}
+
+// Snapshot implements cluster.StateMachine.
+func (s *FSM) Snapshot() ([]byte, error) { return s.m.Snapshot() }
+
+// Restore implements cluster.StateMachine.
+func (s *FSM) Restore(b []byte) error { return s.m.Restore(b) }
+
+// Watcher is one watcher's running loops and what they last saw.
+type Watcher struct {
+	cfg     Config
+	machine *failover.Machine
+	hash    string
+	log     *slog.Logger
+	metrics *metrics
+
+	mu         sync.Mutex
+	leading    bool // a reconciler runs
+	lastRec    reconcile.Report
+	dnsCheck   DNSCheck
+	lastReport struct {
+		at  time.Time
+		err error
+	}
+	stopping  atomic.Bool
+	lastRound atomic.Int64 // unix ns when the scheduler last delivered a round
+}
+
+// New registers the watcher's metrics; Run starts its loops.
+func New(cfg Config) (*Watcher, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	w := &Watcher{cfg: cfg, machine: cfg.FSM.m, hash: cfg.Policy.Hash(), log: cfg.Logger}
+	w.lastRound.Store(cfg.Now().UnixNano())
+	var err error
+	if w.metrics, err = newMetrics(cfg.Registry, w); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// Run runs the report loop over rounds, the DNS check, the cluster-health
+// monitor, the credentials reload and, while this node leads, the leader's
+// loops. It returns once
+// ctx ends and every loop has stopped.
+func (w *Watcher) Run(ctx context.Context, rounds <-chan probes.Round) {
+	var reload func()
+	if w.cfg.Credentials != nil && w.cfg.CredentialsReloadEvery > 0 {
+		reload = func() { w.credsLoop(ctx) }
+	}
+	var wg sync.WaitGroup
+	for _, f := range []func(){
+		reload,
+		func() { w.reportLoop(ctx, rounds) },
+		func() { w.dnsCheckLoop(ctx) },
+		func() { w.cfg.Health.Run(ctx) },
+		func() { w.cfg.Cluster.RunWhileLeader(ctx, w.lead) },
+	} {
+		if f == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f()
+		}()
+	}
+	wg.Wait()
+}
+
+// credsLoop reloads the TLS files when they change, so a renewed
+// certificate or a CA bundle for a rotation is used by every new connection
+// (Raft, cluster RPC, HTTP API) without a restart.
+func (w *Watcher) credsLoop(ctx context.Context) {
+	t := time.NewTicker(w.cfg.CredentialsReloadEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		changed, err := w.cfg.Credentials.Reload()
+		switch {
+		case err != nil:
+			w.log.Error("tls files changed but were not taken into use", "ca_file", w.cfg.CAFile, "cert_file", w.cfg.CertFile, "err", err)
+		case changed:
+			w.log.Info("tls files reloaded", "cert_file", w.cfg.CertFile, "not_after", w.cfg.Credentials.NotAfter().UTC().Format(time.RFC3339))
+		}
+	}
+}
+
+// Stopping marks the watcher as shutting down: it is no longer ready, and a
+// report that fails from now on is no warning.
+func (w *Watcher) Stopping() { w.stopping.Store(true) }
+
+// Hash is the hash of this node's policy.
+func (w *Watcher) Hash() string { return w.hash }
+
+// Machine is the local replica (read-only use).
+func (w *Watcher) Machine() *failover.Machine { return w.machine }
+
+// LastReconcile is the reconciler's last pass, and whether one runs: only
+// the leader has one.
+func (w *Watcher) LastReconcile() (reconcile.Report, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.lastRec, w.leading
+}
+
+// LastDNSCheck is the last read-only comparison of DNS with the decision.
+func (w *Watcher) LastDNSCheck() DNSCheck {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.dnsCheck
+}
+
+// Warnings are what the status page shouts first: this node's own view may
+// be wrong, and the reader must know it.
+func (w *Watcher) Warnings(v failover.View, st cluster.Stats, stale float64) []string {
+	var out []string
+	id := w.cfg.Node
+	if st.StorageError != "" {
+		out = append(out, fmt.Sprintf("this node (%s) cannot write its raft log: %s; it cannot persist decisions and its view is falling behind — free or fix %s", id, st.StorageError, w.cfg.DataDir))
+	}
+	interval := w.cfg.Interval.Seconds()
+	switch {
+	case st.LeaderID == "":
+		out = append(out, fmt.Sprintf("this node (%s) has no leader: no quorum of watchers is reachable, so nothing is decided or written; what follows may be stale", id))
+	case st.LastContact > 3*w.cfg.HeartbeatTimeout:
+		out = append(out, fmt.Sprintf("this node last heard from the leader %s ago", st.LastContact.Round(time.Second)))
+	}
+	if v.Now > 0 && stale > 3*interval {
+		out = append(out, fmt.Sprintf("stale data: the last command applied here is %.0f s old", stale))
+	}
+	if v.Policy != nil && v.PolicyHash != w.hash {
+		out = append(out, fmt.Sprintf("this node's config file differs from the replicated policy (file %s, cluster %s): the cluster decides by its replicated policy", failover.ShortHash(w.hash), failover.ShortHash(v.PolicyHash)))
+	}
+	w.mu.Lock()
+	repErr := w.lastReport.err
+	w.mu.Unlock()
+	if repErr != nil && !w.stopping.Load() {
+		out = append(out, "this node's probe reports are not being committed: "+repErr.Error())
+	}
+	return append(out, v.Warnings...)
+}
+
+// History is the replicated history, oldest first.
+func (w *Watcher) History() []failover.Entry { return w.machine.History() }
+
+// Explain describes the evidence behind decision gen.
+func (w *Watcher) Explain(gen uint64) (string, error) { return w.machine.Explain(gen) }
+
+// Members lists the Raft configuration.
+func (w *Watcher) Members(ctx context.Context) ([]cluster.Member, error) {
+	return w.cfg.Cluster.Members(ctx)
+}
+
+// RemoveMember removes a voter and records it in the log.
+func (w *Watcher) RemoveMember(ctx context.Context, id string, force bool, actor, reason string) error {
+	if err := w.cfg.Cluster.RemoveServer(ctx, id, force); err != nil {
+		return err
+	}
+	return w.recordMembership(ctx, failover.Membership{Op: failover.MemberRemove, ID: id, Actor: actor, Reason: reason})
+}
+
+// AddMember adds (or re-addresses) a voter and records it in the log.
+func (w *Watcher) AddMember(ctx context.Context, id, raftAddr, actor, reason string) error {
+	if err := w.cfg.Cluster.AddVoter(ctx, id, raftAddr); err != nil {
+		return err
+	}
+	return w.recordMembership(ctx, failover.Membership{Op: failover.MemberAdd, ID: id, Addr: raftAddr, Actor: actor, Reason: reason})
+}
+
+// recordMembership commits the record of a membership change the cluster
+// has made. Its failure must not read as "nothing was committed": the
+// change stands, so the sentinels of the propose error are dropped.
+func (w *Watcher) recordMembership(ctx context.Context, m failover.Membership) error {
+	if _, _, err := w.Submit(ctx, failover.Command{Payload: m}); err != nil {
+		return fmt.Errorf("member %s %s done, but its history record was not committed: %v", m.Op, m.ID, err)
+	}
+	return nil
+}
+
+// Submit proposes a command and returns the decision core's result.
+func (w *Watcher) Submit(ctx context.Context, c failover.Command) (failover.Result, uint64, error) {
+	res, index, err := failover.Submit(ctx, w.cfg.Cluster, c)
+	if err != nil {
+		return failover.Result{}, index, err
+	}
+	// Make the local replica catch up, so a read right after sees the write.
+	_ = w.cfg.Cluster.WaitApplied(ctx, index)
+	return res, index, nil
+}
+
+// Ready returns nil once Raft has joined and a leader is known.
+func (w *Watcher) Ready() error {
+	st := w.cfg.Cluster.Stats()
+	switch {
+	case w.stopping.Load():
+		return errors.New("shutting down")
+	case st.StorageError != "":
+		return fmt.Errorf("cannot write the raft log: %s", st.StorageError)
+	case st.LeaderID == "":
+		return errors.New("no leader")
+	case !slices.ContainsFunc(st.Peers, func(m cluster.Member) bool { return m.ID == w.cfg.Node }):
+		return errors.New("not a member of the raft configuration yet")
+	}
+	return nil
+}
+
+// Alive returns nil while probe rounds keep arriving. A round takes at most
+// one interval plus its timeout, so five intervals of silence mean a wedged
+// loop, not a slow one.
+func (w *Watcher) Alive() error {
+	last := time.Unix(0, w.lastRound.Load())
+	if since := w.cfg.Now().Sub(last); since > 5*w.cfg.Interval {
+		return fmt.Errorf("no probe round for %s (interval %s)", since.Round(time.Second), w.cfg.Interval)
+	}
+	return nil
+}
+
+// Metrics serves this node's Prometheus registry.
+func (w *Watcher) Metrics() http.Handler {
+	return promhttp.HandlerFor(w.cfg.Registry, promhttp.HandlerOpts{})
+}
+
+// Stats is this member's Raft state.
+func (w *Watcher) Stats() cluster.Stats { return w.cfg.Cluster.Stats() }
+
+// Zone is the zone the DNS provider writes.
+func (w *Watcher) Zone() string { return w.cfg.DNS.Zone() }
+
+// ClusterHealth is each site's cluster as this node last read it.
+func (w *Watcher) ClusterHealth() []clusterhealth.Site { return w.cfg.Health.Sites() }
+
+// Now reads the watcher's clock.
+func (w *Watcher) Now() time.Time { return w.cfg.Now() }
+
+// ID is this node's ID.
+func (w *Watcher) ID() string { return w.cfg.Node }

@@ -1,0 +1,15 @@
+// Package importrules holds drwatch's package map as one table and checks
+// every package of the module against it with `go list`: the decision core
+// imports the standard library and internal/field only; probes, dnsprovider
+// and cluster never import failover or each other; no library package
+// imports cmd/...; no package outside test/ imports a test helper from its
+// code. Each package's doc.go says the same rule in words.
+//
+// It sits in test/ rather than beside any one package because its rows
+// speak of all of them, and its test lists the whole module, which no
+// package's own edit-compile loop should wait for. A new package gets one
+// row (TestRulesNameEveryPackage asks for it); a row that names a package
+// that does not exist fails.
+//
+// It has no code besides its test, and imports no drwatch package.
+package importrules

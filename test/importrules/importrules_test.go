@@ -1,0 +1,301 @@
+package importrules
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// What a row says of its packages' dependencies.
+const (
+	// only: their code depends, directly or not, on the standard library
+	// and the listed packages and on nothing else.
+	only = "only"
+	// never: neither their code (directly or not) nor their tests
+	// import a listed package.
+	never = "never"
+	// neverInCode: their code does not depend on a listed package, directly
+	// or not; their tests may.
+	neverInCode = "never-in-code"
+)
+
+// rules is the package map, one row a rule; each package's doc.go says the
+// same in words. Both columns of paths are space-separated and relative to
+// the module: "dir" is one package, "dir/..." is dir and every package
+// below it, "..." is every package, and "-dir/..." takes a tree out of the
+// packages a row holds. A path that matches no package fails the test, so
+// a row cannot outlive what it guards.
+var rules = []struct{ pkgs, kind, deps string }{
+	// The pure decision core and the vocabulary it shares (failover/DESIGN.md).
+	{"failover", only, "internal/field internal/dnsname"},
+	{"internal/field", only, ""},
+	{"internal/dnsname", only, ""},
+	// The leader's loops act through the leadership interfaces the core declares, never the Raft plumbing,
+	// and know the probes only by the results the core was given.
+	{"failover/reconcile failover/remediate/...", never, "cluster/... probes/..."},
+	// The parts the core decides from and acts through know nothing of it or of each other.
+	{"probes/...", never, "failover/... cluster/... dnsprovider/..."},
+	{"dnsprovider/...", never, "failover/... cluster/... probes/..."},
+	{"cluster/...", never, "failover/... dnsprovider/... probes/..."},
+	// OpenStack credentials serve the probes and the repairs alike, so they belong to neither.
+	{"internal/openstackauth", never, "failover/... probes/... cmd/..."},
+	// The watcher's runtime (reports, the leader's loops) is a library the node wires; it may drive
+	// the core and the parts, but never reaches into the shell.
+	{"internal/watcher", never, "cmd/..."},
+	// The shell: no library reaches up into it, and its parts depend one way.
+	{"... -cmd/... -test/...", never, "cmd/..."},
+	{"cmd/drwatch/config", never, "cmd/drwatch/api/... cmd/drwatch/node cmd/drwatch/demo"},
+	{"cmd/drwatch/api", never, "cmd/drwatch/config cmd/drwatch/node cmd/drwatch/demo"},
+	{"cmd/drwatch/api/apitest", never, "cmd/drwatch/api"},
+	{"cmd/drwatch/node", never, "cmd/drwatch/demo"},
+	// The binary and the demo may wire everything but the harness of the tests, which needs servers installed.
+	{"cmd/drwatch cmd/drwatch/demo", neverInCode, "test/..."},
+	// Test helpers serve tests only.
+	{"... -test/...", neverInCode, "test/... cmd/drwatch/api/apitest dnsprovider/providertest failover/remediate/remediatetest"},
+	// The real servers and tools tests run against owe nothing to drwatch.
+	{"test/poll test/daemon test/faultproxy test/idleconn test/caddytest test/dnsservers test/kubetest test/openstacksim test/openstacktest", neverInCode, "cluster/... cmd/... dnsprovider/... failover/... internal/... probes/..."},
+	{"test/clustertest", never, "failover/... dnsprovider/... probes/... cmd/..."},
+	// The suites that check the product from outside run the binary and read files.
+	{"test/e2e test/quickstart test/deploytest", never, "cmd/drwatch/node cmd/drwatch/demo"},
+	{"test/promrules", never, "cluster/... cmd/... dnsprovider/... failover/... internal/... probes/..."},
+	{"test/importrules", never, "cluster/... cmd/... dnsprovider/... failover/... internal/... probes/... test/..."},
+}
+
+// TestImportRules holds every package of the module to the rows of rules
+// that name it.
+func TestImportRules(t *testing.T) {
+	pkgs := listModule(t)
+	all := slices.Sorted(maps.Keys(pkgs))
+	for _, r := range rules {
+		t.Run(r.pkgs+" "+r.kind+" "+cmp.Or(r.deps, "stdlib"), func(t *testing.T) {
+			held, err := selectPackages(all, r.pkgs)
+			if err != nil {
+				t.Fatalf("packages: %v", err)
+			}
+			deps := strings.Fields(r.deps)
+			for _, d := range deps {
+				if !matchesAny(all, d) {
+					t.Fatalf("dependencies: %q names no package of %s: remove or correct the row", d, module)
+				}
+			}
+			for _, name := range held {
+				for _, msg := range check(pkgs[name], r.kind, deps) {
+					t.Error(msg)
+				}
+			}
+		})
+	}
+}
+
+// TestRulesNameEveryPackage makes a new package take a position: every
+// package of the module is held by a row other than the two that hold all
+// of them.
+func TestRulesNameEveryPackage(t *testing.T) {
+	all := slices.Sorted(maps.Keys(listModule(t)))
+	named := map[string]bool{}
+	for _, r := range rules {
+		if strings.HasPrefix(r.pkgs, "...") {
+			continue
+		}
+		held, err := selectPackages(all, r.pkgs)
+		if err != nil {
+			t.Fatalf("row %q: %v", r.pkgs, err)
+		}
+		for _, p := range held {
+			named[p] = true
+		}
+	}
+	for _, p := range all {
+		if !named[p] {
+			t.Errorf("%s is held by no row of its own in rules: add one that says what it must never import (and say it in its doc.go)", p)
+		}
+	}
+}
+
+// check returns one message for each dependency of p that the rule forbids.
+func check(p listedPackage, kind string, deps []string) []string {
+	var msgs []string
+	name := rel(p.ImportPath)
+	code := dedup(slices.Concat(p.Imports, p.Deps))
+	switch kind {
+	case only:
+		for _, d := range code {
+			if isStd(d) {
+				continue
+			}
+			if r, ok := local(d); ok && inAnyTree(deps, r) {
+				continue
+			}
+			msgs = append(msgs, fmt.Sprintf("%s depends on %s, want the standard library%s only", name, rel(d), andList(deps)))
+		}
+	case never, neverInCode:
+		for _, d := range code {
+			if r, ok := local(d); ok && inAnyTree(deps, r) {
+				msgs = append(msgs, fmt.Sprintf("%s depends on %s, want no dependency on %s", name, r, strings.Join(deps, " ")))
+			}
+		}
+		if kind == never {
+			for _, d := range dedup(slices.Concat(p.TestImports, p.XTestImports)) {
+				if r, ok := local(d); ok && inAnyTree(deps, r) {
+					msgs = append(msgs, fmt.Sprintf("the tests of %s import %s, want no dependency on %s", name, r, strings.Join(deps, " ")))
+				}
+			}
+		}
+	default:
+		msgs = append(msgs, fmt.Sprintf("unknown kind %q, want %s, %s or %s", kind, only, never, neverInCode))
+	}
+	return msgs
+}
+
+// selectPackages returns the packages of all that the space-separated
+// patterns hold, or an error naming a pattern that matches none.
+func selectPackages(all []string, patterns string) ([]string, error) {
+	var in, out []string
+	for _, f := range strings.Fields(patterns) {
+		pat, excluded := strings.CutPrefix(f, "-")
+		if !matchesAny(all, pat) {
+			return nil, fmt.Errorf("%q names no package of %s: remove or correct the row", pat, module)
+		}
+		if excluded {
+			out = append(out, pat)
+		} else {
+			in = append(in, pat)
+		}
+	}
+	var held []string
+	for _, p := range all {
+		if inAnyTree(in, p) && !inAnyTree(out, p) {
+			held = append(held, p)
+		}
+	}
+	return held, nil
+}
+
+// matchesAny reports whether pattern holds at least one of pkgs.
+func matchesAny(pkgs []string, pattern string) bool {
+	return slices.ContainsFunc(pkgs, func(p string) bool { return inTree(pattern, p) })
+}
+
+func inAnyTree(patterns []string, p string) bool {
+	return slices.ContainsFunc(patterns, func(pat string) bool { return inTree(pat, p) })
+}
+
+// inTree reports whether module-relative package p is pattern or, for
+// "dir/...", dir or below it.
+func inTree(pattern, p string) bool {
+	if pattern == "..." {
+		return true
+	}
+	if dir, ok := strings.CutSuffix(pattern, "/..."); ok {
+		return p == dir || strings.HasPrefix(p, dir+"/")
+	}
+	return p == pattern
+}
+
+const module = "github.com/drwatch/drwatch"
+
+// local returns import path p relative to the module, and whether p is in
+// the module at all (the standard library has internal/... too).
+func local(p string) (string, bool) {
+	return strings.CutPrefix(p, module+"/")
+}
+
+// rel is p relative to the module; a path outside it is returned whole.
+func rel(p string) string {
+	if r, ok := local(p); ok {
+		return r
+	}
+	return p
+}
+
+func andList(deps []string) string {
+	if len(deps) == 0 {
+		return ""
+	}
+	return " and " + strings.Join(deps, " ")
+}
+
+func dedup(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return slices.Compact(s)
+}
+
+type listedPackage struct {
+	ImportPath   string
+	Imports      []string
+	Deps         []string
+	TestImports  []string
+	XTestImports []string
+}
+
+// listModule runs `go list -e -json ./...` at the module root and returns
+// the packages by module-relative path. -e keeps going when a sibling
+// package is mid-edit, and GOPROXY=off keeps the test offline: the import
+// lists of our own packages are all it needs.
+func listModule(t *testing.T) map[string]listedPackage {
+	t.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("go tool not found in PATH: %v (the import rule test runs `go list`)", err)
+	}
+	args := []string{"list", "-e", "-json=ImportPath,Imports,Deps,TestImports,XTestImports", "./..."}
+	cmd := exec.Command(gobin, args...)
+	cmd.Dir = moduleRoot(t)
+	cmd.Env = append(os.Environ(), "GOPROXY=off", "GOFLAGS=-mod=readonly")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	out := map[string]listedPackage{}
+	dec := json.NewDecoder(&stdout)
+	for {
+		var p listedPackage
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("decode go list output: %v", err)
+		}
+		out[rel(p.ImportPath)] = p
+	}
+	if len(out) == 0 {
+		t.Fatal("go list ./...: got no packages, want the module's")
+	}
+	return out
+}
+
+// isStd reports whether an import path belongs to the standard library:
+// its first element has no dot (vendor-free module mode).
+func isStd(path string) bool {
+	first, _, _ := strings.Cut(path, "/")
+	return !strings.Contains(first, ".")
+}
+
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatalf("getwd: %v", err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatalf("no go.mod above the test directory")
+		}
+		dir = parent
+	}
+}
