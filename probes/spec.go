@@ -4,7 +4,6 @@ import (
 	"net"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -144,26 +143,15 @@ func required(es *field.Errors, path, val string) bool {
 	return true
 }
 
-// checkHostPort checks a required host:port, or also a bare host when
-// portOptional.
+// checkHostPort checks a required host:port (field.Errors.HostPort), or
+// also a bare host when portOptional.
 func checkHostPort(es *field.Errors, path, val string, portOptional bool) {
-	if !required(es, path, val) {
-		return
-	}
-	host, port, err := net.SplitHostPort(val)
-	if err != nil {
-		if h := strings.Trim(val, "[]"); portOptional && h != "" && !(strings.Contains(h, ":") && net.ParseIP(h) == nil) {
+	if _, _, err := net.SplitHostPort(val); err != nil && portOptional {
+		if h := strings.Trim(val, "[]"); strings.TrimSpace(h) != "" && !(strings.Contains(h, ":") && net.ParseIP(h) == nil) {
 			return
 		}
-		es.Add(path, "%q is not host:port", val)
-		return
 	}
-	if host == "" {
-		es.Add(path, "%q has no host; bind an explicit address", val)
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		es.Add(path, "port %q is not 1-65535", port)
-	}
+	es.HostPort(path, val)
 }
 
 // checkCertMinValidity checks cert_min_validity's bounds.
