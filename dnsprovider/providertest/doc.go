@@ -1,6 +1,9 @@
 // Package providertest is the one conformance suite every dnsprovider
 // implementation runs: the embedded server, real BIND9 and Knot DNS through
-// the RFC 2136 client, and real PowerDNS through libdns/powerdns.
+// the RFC 2136 client, real PowerDNS through libdns/powerdns, and the
+// simulator's in-memory authority (test/sim/simdns), which has no wire and
+// so gives the SOA serial and the verifier itself (Target.Serial,
+// Target.NewVerifier).
 //
 // Run(t, factory) checks reads, unconditional set and its idempotency (the
 // SOA serial does not move when nothing changes), multi-RRset atomic

@@ -27,6 +27,18 @@ type Target struct {
 	New func(t *testing.T, fence string, wrongCredentials bool) dnsprovider.Provider
 	// Verify configures verification against the target's authoritative servers.
 	Verify dnsprovider.VerifyConfig
+	// Serial, if set, returns the zone's SOA serial instead of a query to
+	// DNS: for a target with no wire (the simulator's in-memory authority).
+	Serial func(t *testing.T) uint32
+	// NewVerifier, if set, replaces dnsprovider.NewVerifier(Zone, cfg): for
+	// a target with no wire, whose servers cannot be queried.
+	NewVerifier func(t *testing.T, cfg dnsprovider.VerifyConfig) Verifier
+}
+
+// Verifier checks what every authoritative server of a target serves
+// (dnsprovider.Verifier's Verify).
+type Verifier interface {
+	Verify(ctx context.Context, desired []dnsprovider.RRset) (*dnsprovider.Verification, error)
 }
 
 var seq atomic.Int64
@@ -140,6 +152,9 @@ func sameValues(a, b []string) bool {
 // serial reads the zone's SOA serial from the target's DNS server.
 func serial(t *testing.T, tg Target) uint32 {
 	t.Helper()
+	if tg.Serial != nil {
+		return tg.Serial(t)
+	}
 	m := new(dns.Msg)
 	m.SetQuestion(dns.CanonicalName(tg.Zone), dns.TypeSOA)
 	m.RecursionDesired = false
@@ -355,10 +370,7 @@ func testVerify(t *testing.T, tg Target, c *tcase) {
 	cfg := tg.Verify
 	cfg.Timeout = 20 * time.Second
 	cfg.Interval = 50 * time.Millisecond
-	v, err := dnsprovider.NewVerifier(tg.Zone, cfg, nil)
-	if err != nil {
-		t.Fatalf("NewVerifier: %v", err)
-	}
+	v := newVerifier(t, tg, cfg)
 	res, err := v.Verify(ctx(t), want)
 	if err != nil {
 		t.Fatalf("Verify: got error %v, want nil", err)
@@ -373,7 +385,7 @@ func testVerify(t *testing.T, tg Target, c *tcase) {
 	}
 	// Something nobody serves: every server is named after the timeout.
 	cfg.Timeout = 300 * time.Millisecond
-	v, _ = dnsprovider.NewVerifier(tg.Zone, cfg, nil)
+	v = newVerifier(t, tg, cfg)
 	other := []dnsprovider.RRset{a(c.name("v1"), 60, "192.0.2.250")}
 	res, err = v.Verify(ctx(t), other)
 	if err != nil {
@@ -387,4 +399,17 @@ func testVerify(t *testing.T, tg Target, c *tcase) {
 			t.Errorf("server %s: got matched=%v, named in %q; want unmatched and named", s.Server, s.Matched, res.Err())
 		}
 	}
+}
+
+// newVerifier returns the target's verifier for cfg.
+func newVerifier(t *testing.T, tg Target, cfg dnsprovider.VerifyConfig) Verifier {
+	t.Helper()
+	if tg.NewVerifier != nil {
+		return tg.NewVerifier(t, cfg)
+	}
+	v, err := dnsprovider.NewVerifier(tg.Zone, cfg, nil)
+	if err != nil {
+		t.Fatalf("NewVerifier: %v", err)
+	}
+	return v
 }
