@@ -68,6 +68,8 @@ var rules = []struct{ pkgs, kind, deps string }{
 	// The suites that check the product from outside run the binary and read files.
 	{"test/e2e test/quickstart test/deploytest", never, "cmd/drwatch/node cmd/drwatch/demo"},
 	{"test/promrules", never, "cluster/... cmd/... dnsprovider/... failover/... internal/... probes/..."},
+	// The simulator runs the real parts in one process, never the shell.
+	{"test/sim/...", never, "cmd/..."},
 	{"test/importrules", never, "cluster/... cmd/... dnsprovider/... failover/... internal/... probes/... test/..."},
 }
 
