@@ -90,8 +90,10 @@ type Authority struct {
 	cur     int // the call whose effect runs under the lock
 	history []Write
 	fault   FaultKind
-	left    int // calls the fault still applies to; <0: until Clear
-	hook    func(Call)
+	// writesOnly: the fault spares reads.
+	writesOnly bool
+	left       int // calls the fault still applies to; <0: until Clear
+	hook       func(Call)
 }
 
 // New returns an empty authority for zone whose fence TXT (the one Fence,
@@ -111,10 +113,16 @@ func (a *Authority) Zone() string { return a.zone }
 
 // Inject makes the next n calls (n < 0: every call until Clear) suffer k.
 // It replaces any fault still pending.
-func (a *Authority) Inject(k FaultKind, n int) {
+func (a *Authority) Inject(k FaultKind, n int) { a.inject(k, n, false) }
+
+// InjectWrites is Inject for writes (SetRecords, Swap) only: reads pass and
+// do not count.
+func (a *Authority) InjectWrites(k FaultKind, n int) { a.inject(k, n, true) }
+
+func (a *Authority) inject(k FaultKind, n int, writesOnly bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.fault, a.left = k, n
+	a.fault, a.left, a.writesOnly = k, n, writesOnly
 	if n == 0 {
 		a.fault = FaultNone
 	}
@@ -352,8 +360,11 @@ func (c *Client) do(ctx context.Context, op string, effect func(*Authority) erro
 	a := c.a
 	a.mu.Lock()
 	a.seq++
-	call := Call{Seq: a.seq, Op: op, Fault: a.fault}
-	if a.left > 0 {
+	call := Call{Seq: a.seq, Op: op}
+	if !a.writesOnly || rcodeOp(op) == "update" {
+		call.Fault = a.fault
+	}
+	if call.Fault != FaultNone && a.left > 0 {
 		a.left--
 		if a.left == 0 {
 			a.fault = FaultNone

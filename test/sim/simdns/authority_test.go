@@ -122,6 +122,21 @@ func TestFaultUntilCleared(t *testing.T) {
 	}
 }
 
+func TestWriteFaultSparesReads(t *testing.T) {
+	auth, c := seeded(t)
+	auth.InjectWrites(simdns.FaultTimeout, 1)
+	if gen, err := c.GetFence(context.Background()); err != nil || gen != 1 {
+		t.Fatalf("read under a write fault: got %d, %v; want 1, nil", gen, err)
+	}
+	if _, err := c.SetRecords(context.Background(), backup); !dnsprovider.IsRetryable(err) {
+		t.Fatalf("write under a write fault: got %v, want a retryable timeout", err)
+	}
+	if _, err := c.SetRecords(context.Background(), backup); err != nil {
+		t.Fatalf("second write: got %v, want nil (the fault was for one write)", err)
+	}
+	holds(t, c, backup)
+}
+
 func TestHookSeesEveryCallAroundItsEffect(t *testing.T) {
 	auth, c := seeded(t)
 	var seen []simdns.Call

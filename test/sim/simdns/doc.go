@@ -34,10 +34,10 @@
 //
 // # Faults and observation
 //
-// Between calls the simulator sets faults (Inject): the next N calls, or all
-// until Clear, time out without applying (os.ErrDeadlineExceeded, as a
-// network timeout), are answered REFUSED or SERVFAIL (*dnsprovider.RcodeError),
-// or apply and lose the reply (the ambiguous write: the zone changes, the
+// Between calls the simulator sets faults (Inject, or InjectWrites to spare
+// reads): the next N calls, or all until Clear, time out without applying
+// (os.ErrDeadlineExceeded, as a network timeout), are answered REFUSED or
+// SERVFAIL (*dnsprovider.RcodeError), or apply and lose the reply (the ambiguous write: the zone changes, the
 // caller gets a timeout). A hook (SetHook) is called before and after each
 // call takes effect, so the simulator can interleave. Records, Fence,
 // Serial, History and FenceWentBackwards observe the zone for invariants;
