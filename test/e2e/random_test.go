@@ -27,11 +27,18 @@ import (
 //   - DNS converges: BIND serves the desired site's record and fence;
 //   - every node's history is identical, and SIGTERM always exits 0.
 //
-// E2E_CHAOS_N schedules run (default 1; `make chaos` runs more), from seed
-// E2E_CHAOS_SEED (default: the clock). A failure prints the seed; rerun
-// with E2E_CHAOS_SEED=<seed> E2E_CHAOS_N=1 to replay its schedule.
+// Each schedule opens in one of three strata, chosen by its seed (seed mod
+// 3), so that any three consecutive seeds cover all three: the primary
+// fails and then, after a delay drawn from the seed that lands before or
+// after the flip decision, the leader is SIGKILLed (0), the leader is
+// partitioned from its peers (1), or BIND goes down (2). E2E_CHAOS_STEPS
+// random steps follow.
+//
+// E2E_CHAOS_N schedules run (default 3, one per stratum; `make chaos` runs
+// 200), from seed E2E_CHAOS_SEED (default: the clock). A failed schedule
+// prints its steps and a one-line command that replays it.
 func TestChaos12Randomized(t *testing.T) {
-	n := envInt(t, "E2E_CHAOS_N", 1)
+	n := envInt(t, "E2E_CHAOS_N", 3)
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("E2E_CHAOS_SEED"); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)
@@ -44,12 +51,13 @@ func TestChaos12Randomized(t *testing.T) {
 	for i := range n {
 		s := seed + uint64(i)
 		t.Run(fmt.Sprintf("seed=%d", s), func(t *testing.T) {
+			c := newChaos(t, s, steps)
 			t.Cleanup(func() {
 				if t.Failed() {
-					t.Logf("replay with: E2E_CHAOS_SEED=%d E2E_CHAOS_N=1 E2E_CHAOS_STEPS=%d go test -race -count=1 -run TestChaos12Randomized ./test/e2e/", s, steps)
+					t.Log(c.report())
 				}
 			})
-			runSchedule(t, s, steps)
+			c.run()
 		})
 	}
 }
@@ -74,24 +82,67 @@ type acked struct {
 	what  string
 }
 
+// stratum is how a schedule opens: which fault strikes while the primary's
+// outage is on its way to a flip.
+type stratum int
+
+const (
+	leaderKilled stratum = iota
+	leaderPartitioned
+	bindDown
+	strata // how many
+)
+
+func (s stratum) String() string {
+	return [...]string{"leader SIGKILLed during the primary outage", "leader partitioned during the primary outage", "BIND down during the primary outage"}[s]
+}
+
+// stratumOf is the stratum of the schedule drawn from seed: consecutive
+// seeds take consecutive strata, so any three consecutive seeds cover them all.
+func stratumOf(seed uint64) stratum { return stratum(seed % uint64(strata)) }
+
 type chaos struct {
-	t     *testing.T
-	w     *World
-	rng   *rand.Rand
-	acked []acked
-	log   []string
+	t       *testing.T
+	w       *World
+	seed    uint64
+	steps   int
+	stratum stratum
+	rng     *rand.Rand
+	started time.Time
+	acked   []acked
+	log     []string
+}
+
+func newChaos(t *testing.T, seed uint64, steps int) *chaos {
+	return &chaos{t: t, seed: seed, steps: steps, stratum: stratumOf(seed),
+		rng: rand.New(rand.NewPCG(seed, seed^0x5851f42d4c957f2d)), started: time.Now()}
 }
 
 func (c *chaos) note(format string, args ...any) {
-	line := fmt.Sprintf("%6.1fs "+format, append([]any{time.Since(c.w.started).Seconds()}, args...)...)
+	line := fmt.Sprintf("%6.1fs "+format, append([]any{time.Since(c.started).Seconds()}, args...)...)
 	c.log = append(c.log, line)
 	c.t.Log(line)
 }
 
-func runSchedule(t *testing.T, seed uint64, steps int) {
+// report is the schedule as it ran, one line a step, and the command that
+// replays it: what a failure prints last, after the nodes' logs.
+func (c *chaos) report() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "schedule seed=%d (%s, %d steps):\n", c.seed, c.stratum, c.steps)
+	for _, l := range c.log {
+		fmt.Fprintf(&b, "  %s\n", l)
+	}
+	fmt.Fprintf(&b, "replay with: E2E_CHAOS_SEED=%d E2E_CHAOS_N=1 E2E_CHAOS_STEPS=%d go test -race -count=1 -run TestChaos12Randomized -v ./test/e2e/", c.seed, c.steps)
+	return b.String()
+}
+
+func (c *chaos) run() {
+	t, steps := c.t, c.steps
+	c.note("start the world (%s)", c.stratum)
 	w := Start(t, Options{})
-	c := &chaos{t: t, w: w, rng: rand.New(rand.NewPCG(seed, seed^0x5851f42d4c957f2d))}
+	c.w = w
 	primary := w.Sites[failover.Primary]
+	c.open()
 	for i := range steps {
 		switch k := c.rng.IntN(11); k {
 		case 0: // crash a node, keeping at least two running most of the time
@@ -179,6 +230,41 @@ func runSchedule(t *testing.T, seed uint64, steps int) {
 	c.checkConverged()
 }
 
+// open makes the primary fail and then, after a delay drawn from the seed
+// (up to (fall+1) rounds and a second, so before or after the flip
+// decision), strikes with the schedule's stratum fault. The fault stays
+// until a random step or the final heal lifts it.
+func (c *chaos) open() {
+	w, primary := c.w, c.w.Sites[failover.Primary]
+	if c.rng.IntN(2) == 0 {
+		c.note("open: kill primary caddy")
+		_ = primary.Caddy.Stop()
+	} else {
+		c.note("open: reset every path to the primary")
+		primary.SetMode(faultproxy.Reset)
+	}
+	window := time.Duration(w.Opts.Fall+1)*w.Opts.Interval + time.Second
+	time.Sleep(time.Duration(c.rng.Int64N(int64(window)))) // the kill phase: part of the schedule, not a wait
+	switch c.stratum {
+	case leaderKilled, leaderPartitioned:
+		l := w.Leader()
+		if l == nil {
+			l = w.Running()[0]
+			c.note("open: no node names a leader; striking node %s", l.ID)
+		}
+		if c.stratum == leaderKilled {
+			c.note("open: SIGKILL leader %s", l.ID)
+			l.Kill()
+		} else {
+			c.note("open: partition leader %s from the others", l.ID)
+			w.Partition(l)
+		}
+	case bindDown:
+		c.note("open: BIND down")
+		w.StopBIND()
+	}
+}
+
 func (c *chaos) restartOne(i int) {
 	for _, n := range c.w.Nodes {
 		if !n.Running() {
@@ -248,10 +334,12 @@ func (c *chaos) checkConverged() {
 	}) {
 		t.Fatalf("DNS did not converge after the faults healed: desired %+v, BIND answers %s", st.State.Desired, w.Answer())
 	}
+	c.note("converged: BIND serves the desired site")
 	if g := st.State.Desired.Gen; g != 0 {
 		checkFence(t, w, g)
 	}
 	h := w.SameHistory(60 * time.Second)
+	c.note("every running node's history is identical")
 	if err := CheckQuorumEvidence(h, w.Opts.Quorum); err != nil {
 		t.Errorf("invariant 1: %v", err)
 	}
