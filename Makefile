@@ -53,7 +53,7 @@ fuzz-long:
 
 ## chaos: 200 randomized real chaos schedules, 3 at a time (E2E_CHAOS_N, E2E_CHAOS_SEED, E2E_CHAOS_STEPS, E2E_CHAOS_PARALLEL), about 50 minutes on 2 cores; make test runs 3.
 chaos: install-test-deps
-	E2E_CHAOS_N=$${E2E_CHAOS_N:-200} $(GO) test -race -count=1 -timeout 120m -run TestChaos12Randomized -v ./test/e2e/
+	E2E_CHAOS_N=$${E2E_CHAOS_N:-200} E2E_CHAOS_PARALLEL=$${E2E_CHAOS_PARALLEL:-3} $(GO) test -race -count=1 -timeout 120m -run TestChaos12Randomized -v ./test/e2e/
 
 clean:
 	rm -rf bin
