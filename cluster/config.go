@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/internal/field"
+	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -70,12 +71,32 @@ type Config struct {
 	// (retries), and must be safe for concurrent use. May be nil.
 	LeaderTransform func(cmd []byte) ([]byte, error)
 
+	// Raft, when set, replaces the raft transport and the stores under
+	// DataDir (then unused) with the ones it holds. It is for simulation:
+	// test/sim runs a whole cluster in one process on raft.InmemTransport
+	// and in-memory stores, under a virtual clock. The cluster RPC (a
+	// follower's forwarding to the leader) still runs over TLS on
+	// Listener and Dial. nil, as in production: TLS over TCP, raft.db and
+	// file snapshots.
+	Raft *RaftParts
+
 	// Dial opens the TCP connection under TLS; nil uses net.Dialer. Tests
 	// use it to route a node's outbound traffic through a fault proxy.
 	Dial func(ctx context.Context, addr string) (net.Conn, error)
 
 	Logger     *slog.Logger          // nil discards
 	Registerer prometheus.Registerer // nil registers no metrics
+}
+
+// RaftParts are the transport and stores a simulated node runs raft on
+// (Config.Raft). The Node never closes the stores: a simulated crash keeps
+// them, as a disk would, for the next New to restart from. Raft closes the
+// transport at shutdown when it implements raft.WithClose.
+type RaftParts struct {
+	Transport raft.Transport
+	Log       raft.LogStore
+	Stable    raft.StableStore
+	Snapshots raft.SnapshotStore
 }
 
 // RaftTiming is the `raft:` section of a node's config file: how soon Raft
@@ -238,8 +259,11 @@ func (c Config) validate() error {
 	if err := ValidNodeID(c.NodeID); err != nil {
 		bad("node_id", "%v", err)
 	}
-	if c.DataDir == "" {
+	if c.Raft == nil && c.DataDir == "" {
 		bad("data_dir", "required")
+	}
+	if r := c.Raft; r != nil && (r.Transport == nil || r.Log == nil || r.Stable == nil || r.Snapshots == nil) {
+		bad("raft", "transport, log, stable and snapshot stores are all required")
 	}
 	if c.BindAddr == "" && c.Listener == nil {
 		bad("bind_addr", "required")

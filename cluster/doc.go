@@ -5,7 +5,10 @@
 // and file snapshots (DataDir/snapshots). Raft and the cluster RPC share
 // one TCP port; every connection is TLS 1.3 with client certificates from
 // the cluster CA, and each certificate names its node with the URI SAN
-// drwatch://node/<id> (see IssueNodeCert).
+// drwatch://node/<id> (see IssueNodeCert). For simulation, Config.Raft
+// swaps the raft transport and the stores for in-memory ones (test/sim runs
+// a whole cluster in one process on a virtual clock); the cluster RPC still
+// runs over TLS, on whatever Config.Listener and Config.Dial connect.
 //
 // Any node can Propose: a follower forwards to the leader and retries when
 // leadership moves, with one idempotency key per call, so a command is

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 )
@@ -142,26 +143,11 @@ func New(ctx context.Context, cfg Config, sm StateMachine) (*Node, error) {
 	n.mux.start()
 	n.rpc = &rpcClient{m: n.mux, idle: map[string][]*rpcConn{}}
 
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("data dir: %w", err)
-	}
-	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.DataDir, "raft.db")})
-	if err != nil {
-		return nil, fmt.Errorf("open raft.db: %w", err)
-	}
-	n.store = &trackedStore{BoltStore: store}
 	hl := newHCLog(n.logger.With("component", "raft"), newRepeatLimiter(cfg.RefusalLogInterval))
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, cfg.SnapshotRetain, hl)
+	trans, snaps, err := n.openRaftParts(hl)
 	if err != nil {
-		return nil, fmt.Errorf("snapshot store: %w", err)
+		return nil, err
 	}
-
-	n.transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream:  newRaftLayer(n.mux),
-		MaxPool: 3,
-		Timeout: cfg.TransportTimeout,
-		Logger:  hl,
-	})
 
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.NodeID)
@@ -182,7 +168,7 @@ func New(ctx context.Context, cfg Config, sm StateMachine) (*Node, error) {
 	}
 
 	n.fsm = newFSM(sm, cfg.DedupeEntries)
-	r, err := raft.NewRaft(rc, n.fsm, n.store, n.store, snaps, n.transport)
+	r, err := raft.NewRaft(rc, n.fsm, n.store, n.store, snaps, trans)
 	if err != nil {
 		return nil, fmt.Errorf("start raft: %w", err)
 	}
@@ -213,6 +199,35 @@ func New(ctx context.Context, cfg Config, sm StateMachine) (*Node, error) {
 	ok = true
 	n.logger.Info("cluster node started", "addr", advertise)
 	return n, nil
+}
+
+// openRaftParts opens raft's transport and stores: raft.db, file
+// snapshots and the TLS transport under DataDir, or those of Config.Raft.
+func (n *Node) openRaftParts(hl hclog.Logger) (raft.Transport, raft.SnapshotStore, error) {
+	cfg := n.cfg
+	if p := cfg.Raft; p != nil {
+		n.store = &trackedStore{log: p.Log, stable: p.Stable}
+		return p.Transport, p.Snapshots, nil
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, nil, fmt.Errorf("data dir: %w", err)
+	}
+	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.DataDir, "raft.db")})
+	if err != nil {
+		return nil, nil, fmt.Errorf("open raft.db: %w", err)
+	}
+	n.store = &trackedStore{log: store, stable: store, closer: store}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, cfg.SnapshotRetain, hl)
+	if err != nil {
+		return nil, nil, fmt.Errorf("snapshot store: %w", err)
+	}
+	n.transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  newRaftLayer(n.mux),
+		MaxPool: 3,
+		Timeout: cfg.TransportTimeout,
+		Logger:  hl,
+	})
+	return n.transport, snaps, nil
 }
 
 func (n *Node) bootstrapPeer() bool {

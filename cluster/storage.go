@@ -1,18 +1,20 @@
 package cluster
 
 import (
+	"io"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 )
 
 // trackedStore is the log and stable store, remembering whether its last
 // write failed. A node whose disk is full or read-only cannot persist the
 // log, and must say so rather than look healthy (DESIGN.md §4, invariant 7).
 type trackedStore struct {
-	*raftboltdb.BoltStore
+	log    raft.LogStore
+	stable raft.StableStore
+	closer io.Closer // raft.db; nil for stores the caller keeps (Config.Raft)
 
 	mu  sync.Mutex
 	err error
@@ -35,18 +37,44 @@ func (s *trackedStore) track(err error) error {
 	return err
 }
 
+// FirstIndex implements raft.LogStore.
+func (s *trackedStore) FirstIndex() (uint64, error) { return s.log.FirstIndex() }
+
+// LastIndex implements raft.LogStore.
+func (s *trackedStore) LastIndex() (uint64, error) { return s.log.LastIndex() }
+
+// GetLog implements raft.LogStore.
+func (s *trackedStore) GetLog(index uint64, l *raft.Log) error { return s.log.GetLog(index, l) }
+
 // StoreLog implements raft.LogStore.
-func (s *trackedStore) StoreLog(l *raft.Log) error { return s.track(s.BoltStore.StoreLog(l)) }
+func (s *trackedStore) StoreLog(l *raft.Log) error { return s.track(s.log.StoreLog(l)) }
 
 // StoreLogs implements raft.LogStore.
-func (s *trackedStore) StoreLogs(ls []*raft.Log) error { return s.track(s.BoltStore.StoreLogs(ls)) }
+func (s *trackedStore) StoreLogs(ls []*raft.Log) error { return s.track(s.log.StoreLogs(ls)) }
+
+// DeleteRange implements raft.LogStore.
+func (s *trackedStore) DeleteRange(lo, hi uint64) error { return s.log.DeleteRange(lo, hi) }
+
+// Get implements raft.StableStore.
+func (s *trackedStore) Get(k []byte) ([]byte, error) { return s.stable.Get(k) }
+
+// GetUint64 implements raft.StableStore.
+func (s *trackedStore) GetUint64(k []byte) (uint64, error) { return s.stable.GetUint64(k) }
 
 // Set implements raft.StableStore.
-func (s *trackedStore) Set(k, v []byte) error { return s.track(s.BoltStore.Set(k, v)) }
+func (s *trackedStore) Set(k, v []byte) error { return s.track(s.stable.Set(k, v)) }
 
 // SetUint64 implements raft.StableStore.
 func (s *trackedStore) SetUint64(k []byte, v uint64) error {
-	return s.track(s.BoltStore.SetUint64(k, v))
+	return s.track(s.stable.SetUint64(k, v))
+}
+
+// Close closes raft.db; stores the caller keeps stay open.
+func (s *trackedStore) Close() error {
+	if s.closer == nil {
+		return nil
+	}
+	return s.closer.Close()
 }
 
 // failure returns the last write error, if the last write failed.

@@ -306,3 +306,20 @@ func TestRefusalLogOncePerInterval(t *testing.T) {
 		}
 	}
 }
+
+func TestConfigRaftPartsReplaceDataDir(t *testing.T) {
+	c := Config{NodeID: "a", BindAddr: "127.0.0.1:1", Raft: &RaftParts{Log: raft.NewInmemStore()}}
+	err := c.withDefaults().validate()
+	if err == nil || !strings.Contains(err.Error(), "raft: transport, log, stable and snapshot stores are all required") {
+		t.Fatalf("validate with a partial Raft: got %v, want a problem for raft", err)
+	}
+	if strings.Contains(err.Error(), "data_dir:") {
+		t.Fatalf("validate with Raft set: got %v, want no data_dir problem (the stores replace it)", err)
+	}
+	s := raft.NewInmemStore()
+	_, tr := raft.NewInmemTransport("")
+	c.Raft = &RaftParts{Transport: tr, Log: s, Stable: s, Snapshots: raft.NewInmemSnapshotStore()}
+	if err := c.withDefaults().validate(); err != nil && strings.Contains(err.Error(), "raft:") {
+		t.Fatalf("validate with every Raft part: got %v, want no raft problem", err)
+	}
+}
