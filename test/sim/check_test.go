@@ -1,0 +1,74 @@
+package sim
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/internal/watcher"
+)
+
+func checkWorld() *World {
+	return &World{policy: simPolicy(), snaps: map[uint64]snapSeen{}, rounds: map[string][]round{}, flips: map[uint64]bool{}}
+}
+
+// The invariant 1 check must flag an automatic flip that the scripted
+// truth cannot explain, and pass one it can.
+func TestAutoFlipCheckNeedsQuorumScriptedEvidence(t *testing.T) {
+	at := time.Unix(1000, 0)
+	flip := failover.Entry{Index: 40, At: at.UnixNano(), Kind: failover.KindAutoFailover, From: failover.Primary, To: failover.Backup}
+	rounds := func(primaryDown bool) []round {
+		var rs []round
+		for i := range 3 {
+			rs = append(rs, round{at: at.Add(-time.Duration(i) * Interval), down: map[failover.Site]bool{failover.Primary: primaryDown}})
+		}
+		return rs
+	}
+	for _, tc := range []struct {
+		name    string
+		failing []string
+		want    bool
+	}{
+		{"one node failing", []string{"a"}, true},
+		{"quorum failing", []string{"a", "b"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := checkWorld()
+			for _, id := range []string{"a", "b", "c"} {
+				w.rounds[id] = rounds(strings.Contains(strings.Join(tc.failing, ","), id))
+			}
+			w.checkAutoFlip("a", flip)
+			if got := len(w.violations) > 0; got != tc.want {
+				t.Fatalf("violation: got %v (%v), want %v", got, w.violations, tc.want)
+			}
+		})
+	}
+}
+
+// The invariant 6 check must flag two replicas whose states differ after
+// applying the same index.
+func TestSnapshotCheckFlagsDivergentReplicas(t *testing.T) {
+	w := checkWorld()
+	replica := func(node string) *replica {
+		m := failover.New()
+		return &replica{FSM: watcher.NewFSM(m), machine: m, w: w, node: node}
+	}
+	policy, err := failover.Encode(failover.Command{Payload: failover.SetPolicy{Policy: simPolicy()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tick, err := failover.Encode(failover.Command{At: 5, Payload: failover.Tick{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	replica("a").Apply(1, policy)
+	replica("b").Apply(1, policy)
+	if len(w.violations) > 0 {
+		t.Fatalf("same command at index 1: got %v, want no violation", w.violations)
+	}
+	replica("c").Apply(1, tick)
+	if len(w.violations) != 1 || !strings.Contains(w.violations[0], "invariant 6") {
+		t.Fatalf("different command at index 1: got %v, want one invariant 6 violation", w.violations)
+	}
+}

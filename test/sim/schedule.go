@@ -1,0 +1,134 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/drwatch/drwatch/failover"
+)
+
+// Event is one scripted step of a schedule, at a virtual time from the
+// start of the run.
+type Event struct {
+	Seq  int
+	At   time.Duration
+	Kind string // outage, crash, restart, partition, heal, op
+	// Node is the node crashed, restarted or partitioned; Peer, when set,
+	// makes a partition cut only the Node-Peer link (else Node is isolated).
+	Node, Peer string
+	// Site, Nodes and For describe an outage: the nodes that see Site fail, and for how long.
+	Site  failover.Site
+	Nodes []string
+	For   time.Duration
+	// Op is an operator command: pause, resume, failover, failback or ack.
+	Op string
+}
+
+func (e Event) String() string {
+	at := fmt.Sprintf("%6.1fs", e.At.Seconds())
+	switch e.Kind {
+	case "outage":
+		return fmt.Sprintf("%s outage   %s seen down by %s for %s", at, e.Site, strings.Join(e.Nodes, ","), e.For)
+	case "partition", "heal":
+		if e.Peer != "" {
+			return fmt.Sprintf("%s %-9s %s<->%s", at, e.Kind, e.Node, e.Peer)
+		}
+		return fmt.Sprintf("%s %-9s %s isolated", at, e.Kind, e.Node)
+	case "op":
+		return fmt.Sprintf("%s op        %s (op%d)", at, e.Op, e.Seq)
+	}
+	return fmt.Sprintf("%s %-9s %s", at, e.Kind, e.Node)
+}
+
+// Schedule is what happens in one run: the probe truth each watcher sees,
+// the faults and the operators' commands, all a function of the seed.
+type Schedule struct {
+	Seed   uint64
+	Length time.Duration
+	Events []Event
+
+	start time.Time // the bubble's clock at the run's start
+}
+
+// Length of every schedule in virtual time, before the settling phase.
+const scheduleLength = 60 * time.Second
+
+// Generate draws the schedule of seed.
+func Generate(seed uint64) Schedule {
+	rng := rand.New(rand.NewPCG(seed, 0x51a1))
+	s := Schedule{Seed: seed, Length: scheduleLength}
+	nodes := []string{"a", "b", "c"}
+	between := func(lo, hi time.Duration) time.Duration {
+		return lo + time.Duration(rng.Int64N(int64(hi-lo)))/(100*time.Millisecond)*(100*time.Millisecond)
+	}
+	add := func(e Event) { s.Events = append(s.Events, e) }
+	for range 1 + rng.IntN(3) {
+		site := failover.Primary
+		if rng.IntN(5) == 0 {
+			site = failover.Backup
+		}
+		seen := slices.Clone(nodes)
+		rng.Shuffle(len(seen), func(i, j int) { seen[i], seen[j] = seen[j], seen[i] })
+		seen = seen[:1+rng.IntN(3)]
+		slices.Sort(seen)
+		add(Event{At: between(3*time.Second, 45*time.Second), Kind: "outage", Site: site, Nodes: seen, For: between(2*time.Second, 20*time.Second)})
+	}
+	for range rng.IntN(3) {
+		n := nodes[rng.IntN(3)]
+		at := between(5*time.Second, 50*time.Second)
+		add(Event{At: at, Kind: "crash", Node: n})
+		add(Event{At: at + between(time.Second, 10*time.Second), Kind: "restart", Node: n})
+	}
+	for range rng.IntN(3) {
+		n := nodes[rng.IntN(3)]
+		peer := ""
+		if rng.IntN(2) == 0 {
+			peer = nodes[(slices.Index(nodes, n)+1+rng.IntN(2))%3]
+		}
+		at := between(5*time.Second, 50*time.Second)
+		add(Event{At: at, Kind: "partition", Node: n, Peer: peer})
+		add(Event{At: at + between(time.Second, 10*time.Second), Kind: "heal", Node: n, Peer: peer})
+	}
+	ops := []string{"pause", "resume", "failover", "failback", "ack"}
+	for range rng.IntN(5) {
+		add(Event{At: between(5*time.Second, 55*time.Second), Kind: "op", Op: ops[rng.IntN(len(ops))]})
+	}
+	slices.SortStableFunc(s.Events, func(a, b Event) int { return int(a.At - b.At) })
+	for i := range s.Events {
+		s.Events[i].Seq = i + 1
+	}
+	return s
+}
+
+// Down reports whether node sees site failing at virtual time now.
+func (s Schedule) Down(node string, site failover.Site, now time.Duration) bool {
+	for _, e := range s.Events {
+		if e.Kind == "outage" && e.Site == site && now >= e.At && now < e.At+e.For && slices.Contains(e.Nodes, node) {
+			return true
+		}
+	}
+	return false
+}
+
+// Faults counts the crashes and partitions.
+func (s Schedule) Faults() int {
+	n := 0
+	for _, e := range s.Events {
+		if e.Kind == "crash" || e.Kind == "partition" {
+			n++
+		}
+	}
+	return n
+}
+
+func (s Schedule) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "schedule seed=%d length=%s\n", s.Seed, s.Length)
+	for _, e := range s.Events {
+		b.WriteString("  " + e.String() + "\n")
+	}
+	return b.String()
+}

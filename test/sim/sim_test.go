@@ -1,0 +1,60 @@
+package sim
+
+import (
+	"os"
+	"strconv"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// TestSimSchedules runs SIM_N seeded schedules (default 30), or the one
+// schedule SIM_SEED names, each in its own synctest bubble, and fails with
+// the replay command and the schedule when an invariant breaks.
+func TestSimSchedules(t *testing.T) {
+	first, n := uint64(1), 30
+	if s := os.Getenv("SIM_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("SIM_SEED=%q: %v", s, err)
+		}
+		first, n = v, 1
+	}
+	if s := os.Getenv("SIM_N"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 1 {
+			t.Fatalf("SIM_N=%q: want a count >= 1", s)
+		}
+		n = v
+	}
+	start := time.Now()
+	var total Stats
+	for seed := first; seed < first+uint64(n); seed++ {
+		sched := Generate(seed)
+		synctest.Test(t, func(t *testing.T) {
+			w, err := Run(sched)
+			if err != nil {
+				t.Fatalf("seed %d: %v\nreplay: SIM_SEED=%d go test -race -count=1 -run TestSimSchedules ./test/sim/\n%s", seed, err, seed, sched)
+			}
+			if v := w.Violations(); len(v) > 0 {
+				t.Fatalf("seed %d: %s\nreplay: SIM_SEED=%d go test -race -count=1 -run TestSimSchedules ./test/sim/\n%s", seed, v[0], seed, sched)
+			}
+			s := w.Stats()
+			total.Reports += s.Reports
+			total.ReportsCommitted += s.ReportsCommitted
+			total.Commands += s.Commands
+			total.CommandsAcked += s.CommandsAcked
+			total.Faults += s.Faults
+			total.AutoFlips += s.AutoFlips
+			total.Virtual += s.Virtual
+		})
+		if t.Failed() {
+			return
+		}
+	}
+	wall := time.Since(start)
+	t.Logf("%d schedules in %s wall (%.1f/s); per schedule: %s virtual, %.1f faults, %.1f operator commands (%.1f acknowledged), %.0f reports (%.0f committed); %d automatic flips in all",
+		n, wall.Round(time.Millisecond), float64(n)/wall.Seconds(), total.Virtual/time.Duration(n),
+		float64(total.Faults)/float64(n), float64(total.Commands)/float64(n), float64(total.CommandsAcked)/float64(n),
+		float64(total.Reports)/float64(n), float64(total.ReportsCommitted)/float64(n), total.AutoFlips)
+}

@@ -1,0 +1,516 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/drwatch/drwatch/cluster"
+	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/internal/watcher"
+	"github.com/drwatch/drwatch/probes"
+	"github.com/hashicorp/raft"
+)
+
+// Interval is the probe interval of the simulated policy: one report per
+// node per Interval, and one Tick from the leader.
+const Interval = time.Second
+
+// simPolicy is the replicated policy every simulated node runs: three
+// voters, quorum two, fall three, one critical probe per site.
+func simPolicy() failover.Policy {
+	return failover.Policy{
+		Nodes: []string{"a", "b", "c"}, Quorum: 2, Fall: 3, Rise: 2, Interval: Interval,
+		AutoFailover: true, BlockWindow: 30 * time.Second, Failback: failover.FailbackPolicy{Mode: failover.FailbackManual},
+		Sites: map[failover.Site]failover.SitePolicy{
+			failover.Primary: {Probes: []failover.ProbeRef{{Name: "web", Critical: true}}},
+			failover.Backup:  {Probes: []failover.ProbeRef{{Name: "web", Critical: true}}},
+		},
+		Zone:    "example.org.",
+		Records: []failover.Record{{Name: "lms", Type: "A", TTL: 60, Primary: []string{"192.0.2.10"}, Backup: []string{"198.51.100.10"}}},
+	}
+}
+
+// World is three watchers in one synctest bubble: the real cluster code on
+// raft.InmemTransport and in-memory stores, the real FSM and decision core,
+// the leader's policy and tick loop, and probe reports scripted by a
+// Schedule. Its invariant checks record violations instead of failing the
+// test, so a run can print its schedule and replay line.
+type World struct {
+	sched  Schedule
+	policy failover.Policy
+	hash   string
+	nw     *network
+	nodes  []*simNode
+	parted map[[2]string]bool // partitioned pairs, by node id
+
+	mu         sync.Mutex
+	snaps      map[uint64]snapSeen // invariant 6: first snapshot seen at each index
+	acked      []acked             // invariant 3: commands acknowledged to an operator
+	rounds     map[string][]round  // reports sent, for invariant 1
+	flips      map[uint64]bool     // automatic flips checked, by index
+	violations []string
+	stats      Stats
+}
+
+// Stats counts what a run did.
+type Stats struct {
+	Reports, ReportsCommitted int
+	Commands, CommandsAcked   int
+	Faults                    int
+	AutoFlips                 int
+	Virtual                   time.Duration
+}
+
+type snapSeen struct {
+	node string
+	sum  [32]byte
+}
+
+type acked struct {
+	index  uint64
+	reason string
+	kind   string
+}
+
+type round struct {
+	at   time.Time
+	down map[failover.Site]bool
+}
+
+type simNode struct {
+	id, addr string
+	creds    *cluster.Credentials
+	store    *raft.InmemStore
+	snaps    *raft.InmemSnapshotStore
+	trans    *raft.InmemTransport
+	node     *cluster.Node // nil while crashed
+	machine  *failover.Machine
+	rounds   chan probes.Round
+	seq      uint64
+	stop     context.CancelFunc
+	wg       sync.WaitGroup
+	checked  int // history entries already checked
+}
+
+// NewWorld builds (but does not start) the three nodes of sched. It must
+// be called inside the bubble: the certificates take the bubble's clock.
+func NewWorld(sched Schedule) (*World, error) {
+	w := &World{sched: sched, policy: simPolicy(), nw: newNetwork(), parted: map[[2]string]bool{},
+		snaps: map[uint64]snapSeen{}, rounds: map[string][]round{}, flips: map[uint64]bool{}}
+	w.hash = w.policy.Hash()
+	caPEM, caKeyPEM, err := cluster.NewCA("sim", 24*time.Hour)
+	if err != nil {
+		return nil, err
+	}
+	ca, caKey, err := cluster.ParseCA(caPEM, caKeyPEM)
+	if err != nil {
+		return nil, err
+	}
+	for i, id := range w.policy.Nodes {
+		addr := fmt.Sprintf("10.0.0.%d:7400", i+1)
+		certPEM, keyPEM, err := cluster.IssueNodeCert(ca, caKey, id, nil, 24*time.Hour)
+		if err != nil {
+			return nil, err
+		}
+		creds, err := cluster.CredentialsFromPEM(caPEM, certPEM, keyPEM)
+		if err != nil {
+			return nil, err
+		}
+		w.nodes = append(w.nodes, &simNode{id: id, addr: addr, creds: creds,
+			store: raft.NewInmemStore(), snaps: raft.NewInmemSnapshotStore()})
+	}
+	return w, nil
+}
+
+func (w *World) peers() []cluster.Peer {
+	var ps []cluster.Peer
+	for _, n := range w.nodes {
+		ps = append(ps, cluster.Peer{ID: n.id, RaftAddr: n.addr})
+	}
+	return ps
+}
+
+func (w *World) byID(id string) *simNode {
+	for _, n := range w.nodes {
+		if n.id == id {
+			return n
+		}
+	}
+	panic("sim: no node " + id)
+}
+
+// start starts (or restarts, from its stores) node n.
+func (w *World) start(n *simNode) error {
+	_, n.trans = raft.NewInmemTransport(raft.ServerAddress(n.addr))
+	n.machine = failover.New()
+	sm := &replica{FSM: watcher.NewFSM(n.machine), machine: n.machine, w: w, node: n.id}
+	cfg := cluster.Config{
+		NodeID: n.id, AdvertiseAddr: n.addr, Listener: w.nw.listen(n.addr), Peers: w.peers(), TLS: n.creds,
+		RaftTiming: cluster.RaftTiming{
+			HeartbeatTimeout: 500 * time.Millisecond, ElectionTimeout: 500 * time.Millisecond,
+			LeaderLeaseTimeout: 250 * time.Millisecond, CommitTimeout: 50 * time.Millisecond,
+			SnapshotInterval: 5 * time.Second, SnapshotThreshold: 32, TrailingLogs: 16,
+		},
+		TransportTimeout: 2 * time.Second,
+		Raft:             &cluster.RaftParts{Transport: n.trans, Log: n.store, Stable: n.store, Snapshots: n.snaps},
+		Dial:             w.nw.dialer(n.addr),
+		LeaderTransform:  func(cmd []byte) ([]byte, error) { return failover.Stamp(cmd, time.Now().UnixNano()) },
+	}
+	n.checked = 0
+	w.applyLinks()
+	node, err := cluster.New(context.Background(), cfg, sm)
+	if err != nil {
+		return fmt.Errorf("start %s: %w", n.id, err)
+	}
+	n.node = node
+	w.applyLinks()
+	ctx, cancel := context.WithCancel(context.Background())
+	n.stop = cancel
+	n.rounds = make(chan probes.Round, 1)
+	n.wg.Add(2)
+	go func() {
+		defer n.wg.Done()
+		node.RunWhileLeader(ctx, func(lctx context.Context) { w.leaderLoop(lctx, n, node) })
+	}()
+	go func() {
+		defer n.wg.Done()
+		w.reportLoop(ctx, n, node)
+	}()
+	return nil
+}
+
+// crash stops n as a power cut would, from its peers' view: it is cut off
+// first, so nothing it does while stopping reaches them. Its stores stay.
+func (w *World) crash(n *simNode) {
+	node := n.node
+	n.node = nil
+	w.applyLinks()
+	n.stop()
+	n.wg.Wait()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // no leadership transfer: a crash hands nothing over
+	_ = node.Shutdown(ctx)
+}
+
+// applyLinks makes raft's transports and the RPC network match the crashes
+// and partitions: a link is up when both ends run and no partition cuts it.
+func (w *World) applyLinks() {
+	for _, a := range w.nodes {
+		for _, b := range w.nodes {
+			if a == b {
+				continue
+			}
+			up := a.node != nil && b.node != nil && !w.parted[pair(a.id, b.id)]
+			if a.trans != nil && b.trans != nil {
+				if up {
+					a.trans.Connect(raft.ServerAddress(b.addr), b.trans)
+				} else {
+					a.trans.Disconnect(raft.ServerAddress(b.addr))
+				}
+			}
+			w.nw.setCut(a.addr, b.addr, !up)
+		}
+	}
+}
+
+// leaderLoop is what the watcher's leader runs besides the reconciler
+// (internal/watcher tickLoop): keep the replicated policy equal to the
+// file's, and tick the replicated clock once per interval.
+func (w *World) leaderLoop(ctx context.Context, n *simNode, node *cluster.Node) {
+	t := time.NewTicker(Interval)
+	defer t.Stop()
+	for {
+		var c failover.Command
+		if n.machine.View().PolicyHash != w.hash {
+			c = failover.Command{Payload: failover.SetPolicy{Policy: w.policy, Actor: "node:" + n.id}}
+		} else {
+			c = failover.Command{Payload: failover.Tick{}}
+		}
+		pctx, cancel := context.WithTimeout(ctx, Interval)
+		_, _, _ = failover.Submit(pctx, node, c)
+		cancel()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// reportLoop sends each scripted round as the watcher does
+// (internal/watcher reportLoop): one Observe per round, abandoned after
+// one interval.
+func (w *World) reportLoop(ctx context.Context, n *simNode, node *cluster.Node) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case r := <-n.rounds:
+			if n.machine.View().Policy == nil {
+				continue
+			}
+			pctx, cancel := context.WithTimeout(ctx, Interval)
+			_, _, err := failover.Submit(pctx, node, failover.Command{Payload: watcher.Observation(n.id, w.hash, r)})
+			cancel()
+			if err == nil {
+				w.mu.Lock()
+				w.stats.ReportsCommitted++
+				w.mu.Unlock()
+			}
+		}
+	}
+}
+
+// probeRound hands every running node its round at now: what the schedule
+// says that node sees of each site.
+func (w *World) probeRound(now time.Duration, at time.Time) {
+	for _, n := range w.nodes {
+		if n.node == nil {
+			continue
+		}
+		n.seq++
+		r := probes.Round{Seq: n.seq, Start: at}
+		rec := round{at: at, down: map[failover.Site]bool{}}
+		for _, site := range []failover.Site{failover.Primary, failover.Backup} {
+			down := w.sched.Down(n.id, site, now)
+			rec.down[site] = down
+			res := probes.NamedResult{Site: string(site), Probe: "web", Type: "http", Critical: true, Completed: at, Result: probes.Result{OK: !down}}
+			if down {
+				res.Class, res.Phase, res.Reason = probes.ClassRefused, "connect", "connection refused"
+			}
+			r.Results = append(r.Results, res)
+		}
+		select {
+		case n.rounds <- r:
+			w.mu.Lock()
+			w.stats.Reports++
+			w.rounds[n.id] = append(w.rounds[n.id], rec)
+			w.mu.Unlock()
+		default: // the last round is still being reported: this one is dropped
+		}
+	}
+}
+
+// via is the node an operator's command goes through: a follower when
+// there is one, as the API forwards a write; nil when no node runs.
+func (w *World) via() *cluster.Node {
+	var via *cluster.Node
+	for _, n := range w.nodes {
+		if n.node != nil && (via == nil || (via.IsLeader() && !n.node.IsLeader())) {
+			via = n.node
+		}
+	}
+	return via
+}
+
+// operator submits ev's command through node and records it when it is
+// acknowledged.
+func (w *World) operator(ctx context.Context, node *cluster.Node, ev Event) {
+	reason := fmt.Sprintf("op%d", ev.Seq)
+	actor := "operator"
+	var p failover.Payload
+	switch ev.Op {
+	case "pause":
+		p = failover.Pause{Reason: reason, Actor: actor}
+	case "resume":
+		p = failover.Resume{Reason: reason, Actor: actor}
+	case "failover":
+		p = failover.Failover{To: failover.Backup, Reason: reason, Actor: actor}
+	case "failback":
+		p = failover.Failback{Reason: reason, Actor: actor}
+	case "ack":
+		p = failover.Ack{Reason: reason, Actor: actor}
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	res, index, err := failover.Submit(cctx, node, failover.Command{Payload: p})
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stats.Commands++
+	if err != nil {
+		return
+	}
+	w.stats.CommandsAcked++
+	if res.Noop == "" && res.Kind != "" {
+		w.acked = append(w.acked, acked{index: index, reason: reason, kind: res.Kind})
+	}
+}
+
+func (w *World) count(f func(*Stats)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	f(&w.stats)
+}
+
+func (w *World) violate(format string, args ...any) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.violations = append(w.violations, fmt.Sprintf(format, args...))
+}
+
+// Violations are the invariant breaches seen so far.
+func (w *World) Violations() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.violations)
+}
+
+// replica is the node's state machine as the cluster sees it: the watcher's
+// FSM, with invariant 6 checked after every apply.
+type replica struct {
+	*watcher.FSM
+	machine *failover.Machine
+	w       *World
+	node    string
+}
+
+func (r *replica) Apply(index uint64, cmd []byte) []byte {
+	out := r.FSM.Apply(index, cmd)
+	b, err := r.machine.Snapshot()
+	if err != nil {
+		r.w.violate("node %s: snapshot at index %d: %v", r.node, index, err)
+		return out
+	}
+	sum := sha256.Sum256(b)
+	r.w.mu.Lock()
+	defer r.w.mu.Unlock()
+	if s, ok := r.w.snaps[index]; !ok {
+		r.w.snaps[index] = snapSeen{node: r.node, sum: sum}
+	} else if s.sum != sum {
+		r.w.violations = append(r.w.violations, fmt.Sprintf("invariant 6: at index %d the snapshots of %s and %s differ", index, s.node, r.node))
+	}
+	return out
+}
+
+// check runs the invariants that read the replicas' histories: 3 (every
+// acknowledged command in every replica's history, at its index) and 1
+// (no automatic flip without quorum evidence in the scripted truth).
+func (w *World) check() {
+	w.mu.Lock()
+	ack := slices.Clone(w.acked)
+	w.mu.Unlock()
+	for _, n := range w.nodes {
+		if n.node == nil {
+			continue
+		}
+		h := n.machine.History()
+		applied := n.machine.View().Index
+		for _, a := range ack {
+			if a.index > applied || (len(h) == failover.MaxHistory && h[0].Index > a.index) {
+				continue
+			}
+			i := slices.IndexFunc(h, func(e failover.Entry) bool { return e.Index == a.index })
+			if i < 0 || h[i].Reason != a.reason || h[i].Kind != a.kind {
+				w.violate("invariant 3: %s applied index %d but its history lacks the acknowledged %s %q there", n.id, applied, a.kind, a.reason)
+			}
+		}
+		for _, e := range h[min(n.checked, len(h)):] {
+			if strings.HasPrefix(e.Kind, "auto_") {
+				w.checkAutoFlip(n.id, e)
+			}
+		}
+		n.checked = len(h)
+	}
+}
+
+// checkAutoFlip holds an automatic flip to invariant 1 against what the
+// nodes were scripted to see: at least quorum nodes sent fall reports with
+// the old site failing within the staleness window plus fall rounds, and at
+// least quorum nodes saw the target UP within the staleness window. This is
+// necessary for a correct flip (the reports that decided it were among
+// those sent), so it never fails a correct machine.
+func (w *World) checkAutoFlip(node string, e failover.Entry) {
+	at := time.Unix(0, e.At)
+	stale := 3 * Interval
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	downVotes, upVotes := 0, 0
+	for id, rs := range w.rounds {
+		failing, targetUp := 0, false
+		for _, r := range rs {
+			if r.at.After(at) {
+				continue
+			}
+			if !r.at.Before(at.Add(-stale-time.Duration(w.policy.Fall)*Interval)) && r.down[e.From] {
+				failing++
+			}
+			if !r.at.Before(at.Add(-stale)) && !r.down[e.To] {
+				targetUp = true
+			}
+		}
+		_ = id
+		if failing >= w.policy.Fall {
+			downVotes++
+		}
+		if targetUp {
+			upVotes++
+		}
+	}
+	if downVotes < w.policy.Quorum || upVotes < w.policy.Quorum {
+		w.violations = append(w.violations, fmt.Sprintf(
+			"invariant 1: %s flipped %s->%s at index %d (%s) with %d nodes scripted to see %s failing %d times and %d seeing %s UP, quorum %d",
+			node, e.From, e.To, e.Index, at.Sub(w.sched.start).Round(time.Millisecond), downVotes, e.From, w.policy.Fall, upVotes, e.To, w.policy.Quorum))
+	}
+	if !w.flips[e.Index] {
+		w.flips[e.Index] = true
+		w.stats.AutoFlips++
+	}
+}
+
+// leader returns the running node that leads, or nil.
+func (w *World) leader() *simNode {
+	for _, n := range w.nodes {
+		if n.node != nil && n.node.IsLeader() {
+			return n
+		}
+	}
+	return nil
+}
+
+// converged reports whether every node runs and has applied the leader's
+// last index, with byte-identical snapshots.
+func (w *World) converged() bool {
+	l := w.leader()
+	if l == nil {
+		return false
+	}
+	want, err := l.machine.Snapshot()
+	if err != nil {
+		return false
+	}
+	for _, n := range w.nodes {
+		if n.node == nil {
+			return false
+		}
+		b, err := n.machine.Snapshot()
+		if err != nil || !bytes.Equal(b, want) {
+			return false
+		}
+	}
+	return true
+}
+
+// shutdown stops every running node.
+func (w *World) shutdown() {
+	for _, n := range w.nodes {
+		if n.node == nil {
+			continue
+		}
+		n.stop()
+		n.wg.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := n.node.Shutdown(ctx)
+		cancel()
+		if err != nil && !errors.Is(err, cluster.ErrShutdown) {
+			w.violate("node %s: shutdown: %v", n.id, err)
+		}
+		n.node = nil
+	}
+}
