@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"testing"
 	"testing/synctest"
@@ -32,12 +34,20 @@ func TestSimSchedules(t *testing.T) {
 	for seed := first; seed < first+uint64(n); seed++ {
 		sched := Generate(seed)
 		synctest.Test(t, func(t *testing.T) {
+			// A run that never ends while raft's timers keep virtual time
+			// moving would hang the test until its -timeout; fail it
+			// with the stacks of the bubble instead.
+			watchdog := time.AfterFunc(runBound, func() {
+				buf := make([]byte, 1<<22)
+				panic(fmt.Sprintf("seed %d: still running after %s of virtual time\nreplay: %s\n%s\n%s", seed, runBound, replay(seed), sched, buf[:runtime.Stack(buf, true)]))
+			})
+			defer watchdog.Stop()
 			w, err := Run(sched)
 			if err != nil {
-				t.Fatalf("seed %d: %v\nreplay: SIM_SEED=%d go test -race -count=1 -run TestSimSchedules ./test/sim/\n%s", seed, err, seed, sched)
+				t.Fatalf("seed %d: %v\nreplay: %s\n%s", seed, err, replay(seed), sched)
 			}
 			if v := w.Violations(); len(v) > 0 {
-				t.Fatalf("seed %d: %s\nreplay: SIM_SEED=%d go test -race -count=1 -run TestSimSchedules ./test/sim/\n%s", seed, v[0], seed, sched)
+				t.Fatalf("seed %d: %s\nreplay: %s\n%s", seed, v[0], replay(seed), sched)
 			}
 			s := w.Stats()
 			total.Reports += s.Reports
@@ -57,4 +67,12 @@ func TestSimSchedules(t *testing.T) {
 		n, wall.Round(time.Millisecond), float64(n)/wall.Seconds(), total.Virtual/time.Duration(n),
 		float64(total.Faults)/float64(n), float64(total.Commands)/float64(n), float64(total.CommandsAcked)/float64(n),
 		float64(total.Reports)/float64(n), float64(total.ReportsCommitted)/float64(n), total.AutoFlips)
+}
+
+// runBound is far more virtual time than a run takes (its length, the
+// settling bound and raft's leftovers).
+const runBound = 5 * time.Minute
+
+func replay(seed uint64) string {
+	return fmt.Sprintf("SIM_SEED=%d go test -race -count=1 -run TestSimSchedules ./test/sim/", seed)
 }
