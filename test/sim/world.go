@@ -406,9 +406,15 @@ func (w *World) check() {
 			if a.index > applied || (len(h) == failover.MaxHistory && h[0].Index > a.index) {
 				continue
 			}
-			i := slices.IndexFunc(h, func(e failover.Entry) bool { return e.Index == a.index })
-			if i < 0 || h[i].Reason != a.reason || h[i].Kind != a.kind {
-				w.violate("invariant 3: %s applied index %d but its history lacks the acknowledged %s %q there", n.id, applied, a.kind, a.reason)
+			// One index may leave several entries (a manual move that
+			// acknowledges a block also records the ack; a resume may
+			// let an automatic flip happen at once, which is the
+			// result's Kind), so the command's own entry is found by
+			// its reason.
+			if !slices.ContainsFunc(h, func(e failover.Entry) bool {
+				return e.Index == a.index && e.Reason == a.reason
+			}) {
+				w.violate("invariant 3: %s applied index %d but its history lacks the acknowledged command %q (result %s) there", n.id, applied, a.reason, a.kind)
 			}
 		}
 		for _, e := range h[min(n.checked, len(h)):] {
@@ -421,32 +427,37 @@ func (w *World) check() {
 }
 
 // checkAutoFlip holds an automatic flip to invariant 1 against what the
-// nodes were scripted to see: at least quorum nodes sent fall reports with
-// the old site failing within the staleness window plus fall rounds, and at
-// least quorum nodes saw the target UP within the staleness window. This is
-// necessary for a correct flip (the reports that decided it were among
-// those sent), so it never fails a correct machine.
+// nodes were scripted to see. A node's DOWN vote needs fall failing rounds
+// of the old site, each within stale+Interval of the next (else its
+// counters restart), the last one fresh: sent within stale+Interval before
+// the flip (the leader stamps a report up to one Interval after its round).
+// A node's UP vote for the target needs a fresh round seeing it UP. At
+// least quorum of each is necessary for a correct flip, since the reports
+// that decided it were among those sent, so the check never fails a
+// correct machine.
 func (w *World) checkAutoFlip(node string, e failover.Entry) {
 	at := time.Unix(0, e.At)
-	stale := 3 * Interval
+	fresh := 3*Interval + Interval
+	window := time.Duration(w.policy.Fall) * fresh
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	downVotes, upVotes := 0, 0
-	for id, rs := range w.rounds {
-		failing, targetUp := 0, false
+	for _, rs := range w.rounds {
+		failing, freshFail, targetUp := 0, false, false
 		for _, r := range rs {
 			if r.at.After(at) {
 				continue
 			}
-			if !r.at.Before(at.Add(-stale-time.Duration(w.policy.Fall)*Interval)) && r.down[e.From] {
+			recent := !r.at.Before(at.Add(-fresh))
+			if r.down[e.From] && !r.at.Before(at.Add(-window)) {
 				failing++
+				freshFail = freshFail || recent
 			}
-			if !r.at.Before(at.Add(-stale)) && !r.down[e.To] {
+			if recent && !r.down[e.To] {
 				targetUp = true
 			}
 		}
-		_ = id
-		if failing >= w.policy.Fall {
+		if failing >= w.policy.Fall && freshFail {
 			downVotes++
 		}
 		if targetUp {
