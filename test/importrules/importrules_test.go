@@ -65,12 +65,11 @@ var rules = []struct{ pkgs, kind, deps string }{
 	// The real servers and tools tests run against owe nothing to drwatch.
 	{"test/poll test/daemon test/faultproxy test/idleconn test/caddytest test/dnsservers test/kubetest test/openstacksim test/openstacktest", neverInCode, "cluster/... cmd/... dnsprovider/... failover/... internal/... probes/..."},
 	{"test/clustertest", never, "failover/... dnsprovider/... probes/... cmd/..."},
-	// The simulator drives the library the node wires (cluster, the core, the watcher's runtime), never the shell.
-	{"test/sim", never, "cmd/..."},
 	// The suites that check the product from outside run the binary and read files.
 	{"test/e2e test/quickstart test/deploytest", never, "cmd/drwatch/node cmd/drwatch/demo"},
 	{"test/promrules", never, "cluster/... cmd/... dnsprovider/... failover/... internal/... probes/..."},
-	// The simulator runs the real parts in one process, never the shell.
+	// The simulator runs the real parts the node wires (cluster, the core, the watcher's runtime) in one
+	// process, never the shell.
 	{"test/sim/...", never, "cmd/..."},
 	{"test/importrules", never, "cluster/... cmd/... dnsprovider/... failover/... internal/... probes/... test/..."},
 }
