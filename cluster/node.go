@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -71,6 +72,9 @@ type Node struct {
 
 	life     context.Context // cancelled at shutdown
 	stopLife context.CancelFunc
+	// raftDown is closed once raft has shut down; it ends the waits on
+	// futures raft will never answer (unblockAtShutdown).
+	raftDown chan struct{}
 
 	goMu     sync.Mutex
 	stopping bool
@@ -99,6 +103,7 @@ func New(ctx context.Context, cfg Config, sm StateMachine) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, id: cfg.NodeID, logger: cfg.Logger.With("node", cfg.NodeID)}
 	n.life, n.stopLife = context.WithCancel(context.WithoutCancel(ctx))
+	n.raftDown = make(chan struct{})
 	n.lead = newLeadership()
 	n.leaderCh = newBroadcast()
 	ok := false
@@ -540,6 +545,7 @@ func enqueueTimeout(ctx context.Context) time.Duration {
 // completes inside raft; its goroutine ends then) and maps raft's errors to
 // ours.
 func (n *Node) wait(ctx context.Context, f raft.Future) error {
+	unblockAtShutdown(f, n.raftDown)
 	done := make(chan error, 1)
 	if !n.spawn(func() { done <- f.Error() }) {
 		return ErrShutdown
@@ -549,6 +555,26 @@ func (n *Node) wait(ctx context.Context, f raft.Future) error {
 		return mapRaftErr(err)
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// unblockAtShutdown makes f.Error() return raft.ErrRaftShutdown once down
+// is closed. raft answers no future still queued when it shuts down (an
+// Apply, a VerifyLeader or a Barrier in its channels), and it never sets its
+// futures' ShutdownCh, the field that would end such a wait: without it the
+// goroutine in wait blocks for ever, and Shutdown, which waits for it, with
+// it (a SIGTERM that never finishes; the simulator found it). The field is
+// exported but sits on raft's unexported future types, hence reflection;
+// only Error reads it, and only our goroutine calls Error, after this. A
+// future of another shape is left as it is.
+func unblockAtShutdown(f raft.Future, down chan struct{}) {
+	v := reflect.ValueOf(f)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return
+	}
+	ch := v.Elem().FieldByName("ShutdownCh")
+	if ch.IsValid() && ch.CanSet() && ch.Type() == reflect.TypeOf(down) && ch.IsNil() {
+		ch.Set(reflect.ValueOf(down))
 	}
 }
 
@@ -731,6 +757,7 @@ func (n *Node) closeAll() error {
 	n.goMu.Lock()
 	n.stopping = true
 	n.goMu.Unlock()
+	close(n.raftDown)
 	n.wg.Wait()
 	if n.metrics != nil {
 		n.metrics.unregister()
