@@ -15,13 +15,6 @@ import (
 // the replay command and the schedule when an invariant breaks.
 func TestSimSchedules(t *testing.T) {
 	first, n := uint64(1), 30
-	if os.Getenv("SIM_N") == "" && os.Getenv("SIM_SEED") == "" {
-		// About one schedule in 100-300 (under -race) finds this hang,
-		// which would make the default run flaky; the watchdog below
-		// reports it with every goroutine's stack when SIM_N is set.
-		t.Skip("cluster.Node.Shutdown can wait forever for a raft future that raft never answers once it has shut down " +
-			"(closeAll waits for Node.wait's goroutine, blocked in Future.Error); set SIM_N or SIM_SEED to run")
-	}
 	if s := os.Getenv("SIM_SEED"); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
