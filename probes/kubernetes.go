@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -348,7 +347,7 @@ func kubeConnConfig(ks *KubernetesSpec) (kubeConn, error) {
 	}
 	c := kubeConn{server: ks.Server, tls: &tls.Config{MinVersion: tls.VersionTLS12}}
 	if ks.CAFile != "" {
-		pool, err := kubeLoadCA(ks.CAFile)
+		pool, err := connLoadCA(ks.CAFile)
 		if err != nil {
 			return kubeConn{}, err
 		}
@@ -413,18 +412,6 @@ func kubeConnFromKubeconfig(ks *KubernetesSpec) (kubeConn, error) {
 		return kubeConn{}, fmt.Errorf("kubeconfig %s: no server", ks.Kubeconfig)
 	}
 	return c, nil
-}
-
-func kubeLoadCA(path string) (*x509.CertPool, error) {
-	pem, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("ca file: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("ca file %s: no PEM certificates", path)
-	}
-	return pool, nil
 }
 
 func kubeReadToken(path string) (string, error) {
