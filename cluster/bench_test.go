@@ -111,9 +111,10 @@ func (s *lastReportSM) Restore([]byte) error { return nil }
 
 // BenchmarkDiskGrowth proposes three hours' worth of reports (3 nodes × 1
 // report/s = 10800 per hour, as fast as the cluster takes them) into a
-// three-node cluster with the default snapshot and truncation settings
-// (SnapshotThreshold 1024, TrailingLogs 2048; SnapshotInterval shortened
-// to 1s so the threshold is checked within the compressed run), and
+// three-node cluster with the default snapshot and truncation settings, as
+// a deployed node has them (SnapshotThreshold 2048, TrailingLogs 1024;
+// SnapshotInterval shortened to 1s so the threshold is checked within the
+// compressed run), and
 // measures the data dirs after each hour. After truncation bolt reuses its
 // free pages, so the last hour's growth is the long-run growth; bolt
 // allocates file space in 16 MiB steps, so sizes move in plateaus.

@@ -110,10 +110,8 @@ type RaftTiming struct {
 	LeaderLeaseTimeout time.Duration `yaml:"leader_lease_timeout" default:"1s" doc:"A leader steps down after this long without quorum contact. Must not exceed heartbeat_timeout."`
 	CommitTimeout      time.Duration `yaml:"commit_timeout" default:"50ms" doc:"Longest wait before an idle leader sends a heartbeat carrying the commit index."`
 	SnapshotInterval   time.Duration `yaml:"snapshot_interval" default:"2m" doc:"How often to check whether a snapshot is due."`
-	// SnapshotThreshold and TrailingLogs default, in the file, to the
-	// reverse of DefaultSnapshotThreshold and DefaultTrailingLogs.
-	SnapshotThreshold uint64 `yaml:"snapshot_threshold" default:"2048" doc:"Log entries since the last snapshot that trigger a new one."`
-	TrailingLogs      uint64 `yaml:"trailing_logs" default:"1024" doc:"Log entries kept after a snapshot, so a briefly lagging follower catches up without one."`
+	SnapshotThreshold  uint64        `yaml:"snapshot_threshold" default:"2048" doc:"Log entries since the last snapshot that trigger a new one."`
+	TrailingLogs       uint64        `yaml:"trailing_logs" default:"1024" doc:"Log entries kept after a snapshot, so a briefly lagging follower catches up without one."`
 }
 
 // Upper bounds of the Raft timings: beyond them a cluster takes minutes to
@@ -161,8 +159,8 @@ const (
 	DefaultTransportTimeout   = 10 * time.Second
 	DefaultHandshakeTimeout   = 5 * time.Second
 	DefaultSnapshotInterval   = 2 * time.Minute
-	DefaultSnapshotThreshold  = 1024
-	DefaultTrailingLogs       = 2048
+	DefaultSnapshotThreshold  = 2048
+	DefaultTrailingLogs       = 1024
 	DefaultSnapshotRetain     = 2
 	DefaultDedupeEntries      = 10000
 	DefaultRefusalLogInterval = 10 * time.Minute

@@ -3,6 +3,7 @@ package cluster
 import (
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -46,21 +47,33 @@ func TestRaftTimingValidate(t *testing.T) {
 }
 
 // The raft section's documented defaults are the ones a Config left zero
-// gets, for every duration.
+// gets, for every field: a node built without the config loader (tests,
+// benchmarks, the simulator) compacts its log as a deployed one does.
 func TestRaftTimingDefaultTagsMatchDefaults(t *testing.T) {
 	d := RaftTiming{}.withDefaults()
 	v, typ := reflect.ValueOf(d), reflect.TypeOf(d)
 	for i := range typ.NumField() {
 		f := typ.Field(i)
-		if f.Type != reflect.TypeOf(time.Duration(0)) {
-			continue
-		}
-		tag, err := time.ParseDuration(f.Tag.Get("default"))
-		if err != nil {
-			t.Fatalf("%s: default tag %q: %v", f.Name, f.Tag.Get("default"), err)
-		}
-		if got := time.Duration(v.Field(i).Int()); got != tag {
-			t.Errorf("%s: got default %s, want the documented %s", strings.Split(f.Tag.Get("yaml"), ",")[0], got, tag)
+		name, tag := strings.Split(f.Tag.Get("yaml"), ",")[0], f.Tag.Get("default")
+		switch f.Type {
+		case reflect.TypeOf(time.Duration(0)):
+			want, err := time.ParseDuration(tag)
+			if err != nil {
+				t.Fatalf("%s: default tag %q: %v", name, tag, err)
+			}
+			if got := time.Duration(v.Field(i).Int()); got != want {
+				t.Errorf("%s: got default %s, want the documented %s", name, got, want)
+			}
+		case reflect.TypeOf(uint64(0)):
+			want, err := strconv.ParseUint(tag, 10, 64)
+			if err != nil {
+				t.Fatalf("%s: default tag %q: %v", name, tag, err)
+			}
+			if got := v.Field(i).Uint(); got != want {
+				t.Errorf("%s: got default %d, want the documented %d", name, got, want)
+			}
+		default:
+			t.Errorf("%s: no check for a field of type %s", name, f.Type)
 		}
 	}
 }
