@@ -174,21 +174,22 @@ const (
 	MinOrphanRebootWait = time.Minute
 )
 
-// WithDefaults returns c with every zero field defaulted.
+// WithDefaults returns c with every zero field defaulted. A negative value
+// is kept, for Validate to name: it is a mistake, not "unset".
 func (c Config) WithDefaults() Config {
-	if c.Interval <= 0 {
+	if c.Interval == 0 {
 		c.Interval = DefaultInterval
 	}
-	if c.DeadNodeOutOfService.After <= 0 {
+	if c.DeadNodeOutOfService.After == 0 {
 		c.DeadNodeOutOfService.After = DefaultDeadNodeAfter
 	}
-	if c.OrphanedPods.After <= 0 {
+	if c.OrphanedPods.After == 0 {
 		c.OrphanedPods.After = DefaultOrphanAfter
 	}
 	if c.OrphanedPods.RebootWait == 0 {
 		c.OrphanedPods.RebootWait = DefaultOrphanRebootWait
 	}
-	if c.BackupWarmup.ReadyTimeout <= 0 {
+	if c.BackupWarmup.ReadyTimeout == 0 {
 		c.BackupWarmup.ReadyTimeout = DefaultReadyTimeout
 	}
 	for _, s := range []*string{&c.DeadNodeOutOfService.Site, &c.DrainTrap.Site, &c.OrphanedPods.Site} {
@@ -200,10 +201,10 @@ func (c Config) WithDefaults() Config {
 	c.DrainTrap.Settings = c.DrainTrap.withDefaults()
 	c.OrphanedPods.Settings = c.OrphanedPods.withDefaults()
 	c.BackupWarmup.Settings = c.BackupWarmup.withDefaults()
-	if c.OctaviaStuckLB.PendingTimeout <= 0 {
+	if c.OctaviaStuckLB.PendingTimeout == 0 {
 		c.OctaviaStuckLB.PendingTimeout = DefaultOctaviaPendingTimeout
 	}
-	if c.OctaviaStuckLB.FailoverTimeout <= 0 {
+	if c.OctaviaStuckLB.FailoverTimeout == 0 {
 		c.OctaviaStuckLB.FailoverTimeout = DefaultOctaviaFailoverTimeout
 	}
 	c.OctaviaStuckLB.Settings = c.OctaviaStuckLB.withDefaults()
@@ -225,6 +226,10 @@ func (c Config) Validate() field.Errors {
 			errs.Add(path+".site", "%q must be primary or backup", s)
 		}
 	}
+	nonNegative(&errs, "interval", c.Interval)
+	nonNegative(&errs, "dead_node_out_of_service.not_ready_for", c.DeadNodeOutOfService.After)
+	nonNegative(&errs, "orphaned_pods.terminating_for", c.OrphanedPods.After)
+	nonNegative(&errs, "backup_warmup.ready_timeout", c.BackupWarmup.ReadyTimeout)
 	errs.Append("dead_node_out_of_service", c.DeadNodeOutOfService.Settings.validate())
 	site("dead_node_out_of_service", c.DeadNodeOutOfService.Site)
 	errs.Append("drain_trap", c.DrainTrap.Settings.validate())
@@ -266,9 +271,8 @@ func (c Config) Validate() field.Errors {
 		}
 		seen[lb] = true
 	}
-	if c.OctaviaStuckLB.PendingTimeout < 0 || c.OctaviaStuckLB.FailoverTimeout < 0 {
-		errs.Add("octavia_stuck_lb.pending_timeout", "timeouts must be >= 0")
-	}
+	nonNegative(&errs, "octavia_stuck_lb.pending_timeout", c.OctaviaStuckLB.PendingTimeout)
+	nonNegative(&errs, "octavia_stuck_lb.failover_timeout", c.OctaviaStuckLB.FailoverTimeout)
 	errs.Append("openstack", c.OpenStack.validate())
 	return errs
 }
@@ -322,13 +326,13 @@ func (o OpenStackClusterConfig) withDefaults() OpenStackClusterConfig {
 	if o.Site == "" {
 		o.Site = "primary"
 	}
-	if o.NeutronRouteGC.RouteLimit <= 0 {
+	if o.NeutronRouteGC.RouteLimit == 0 {
 		o.NeutronRouteGC.RouteLimit = DefaultRouteLimit
 	}
-	if o.NeutronRouteGC.WarnMargin <= 0 {
+	if o.NeutronRouteGC.WarnMargin == 0 {
 		o.NeutronRouteGC.WarnMargin = DefaultRouteWarnMargin
 	}
-	if o.NeverReadyInstances.ActiveFor <= 0 {
+	if o.NeverReadyInstances.ActiveFor == 0 {
 		o.NeverReadyInstances.ActiveFor = DefaultNeverReadyActiveFor
 	}
 	o.NeutronRouteGC.Settings = o.NeutronRouteGC.withDefaults()
@@ -371,8 +375,16 @@ func (o OpenStackClusterConfig) validate() field.Errors {
 	if o.SecurityGroups.Mode.Enabled() && o.SecurityGroups.RequiredGroup == "" {
 		errs.Add("security_groups.required_security_group", "required when enabled")
 	}
-	if o.NeutronRouteGC.RouteLimit < 0 || o.NeutronRouteGC.WarnMargin < 0 || o.NeverReadyInstances.ActiveFor < 0 {
-		errs.Add("", "route_limit, route_warn_margin and active_for must be >= 0")
-	}
+	nonNegative(&errs, "neutron_route_gc.route_limit", o.NeutronRouteGC.RouteLimit)
+	nonNegative(&errs, "neutron_route_gc.route_warn_margin", o.NeutronRouteGC.WarnMargin)
+	nonNegative(&errs, "never_ready_instances.active_for", o.NeverReadyInstances.ActiveFor)
 	return errs
+}
+
+// nonNegative names a negative count or duration at path; zero means the
+// default.
+func nonNegative[T int | time.Duration](errs *field.Errors, path string, v T) {
+	if v < 0 {
+		errs.Add(path, "%v must be >= 0 (0 or unset: the default)", v)
+	}
 }

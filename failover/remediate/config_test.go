@@ -34,7 +34,7 @@ func TestConfigValidatePathsAreRelativeToTheSection(t *testing.T) {
 		{Path: "octavia_stuck_lb.cloud", Msg: "cloud or auth_url must be set when enabled"},
 		{Path: "octavia_stuck_lb.load_balancers[0]", Msg: "must not be empty"},
 		{Path: "octavia_stuck_lb.load_balancers[2]", Msg: `"a" is listed twice`},
-		{Path: "octavia_stuck_lb.pending_timeout", Msg: "timeouts must be >= 0"},
+		{Path: "octavia_stuck_lb.pending_timeout", Msg: "-1ns must be >= 0 (0 or unset: the default)"},
 		{Path: "openstack.security_groups.mode", Msg: `"sometimes" must be off, dry-run or on`},
 		{Path: "openstack.security_groups", Msg: "caps must be >= 0"},
 		{Path: "openstack.cloud", Msg: "cloud or auth_url must be set when enabled"},

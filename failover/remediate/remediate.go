@@ -194,13 +194,13 @@ func (s Settings) withDefaults() Settings {
 	if s.Mode == "" {
 		s.Mode = ModeOff
 	}
-	if s.MaxPerPass <= 0 {
+	if s.MaxPerPass == 0 {
 		s.MaxPerPass = DefaultMaxPerPass
 	}
-	if s.MaxPerHour <= 0 {
+	if s.MaxPerHour == 0 {
 		s.MaxPerHour = DefaultMaxPerHour
 	}
-	if s.BrakeShare <= 0 {
+	if s.BrakeShare == 0 {
 		s.BrakeShare = DefaultBrakeShare
 	}
 	return s

@@ -258,6 +258,33 @@ func TestRemediationsSection(t *testing.T) {
 	}
 }
 
+// A negative cap, brake or timeout in the remediations section is a
+// mistake to name, not a zero to replace with the default: a file saying
+// max_per_pass: -1 must not run with 1.
+func TestRemediationsNegativeValuesAreRefusedNotDefaulted(t *testing.T) {
+	_, ps := loadString(t, validYAML(t)+`remediations:
+  interval: -1m
+  orphaned_pods: { mode: dry-run, max_per_pass: -1, terminating_for: -5m }
+  drain_trap: { mode: on, brake_share: -0.5 }
+  backup_warmup: { ready_timeout: -1s }
+  octavia_stuck_lb: { pending_timeout: -1s }
+  openstack: { neutron_route_gc: { route_limit: -3 } }
+`)
+	for _, want := range []string{
+		"remediations.interval:",
+		"remediations.orphaned_pods: caps must be >= 0",
+		"remediations.orphaned_pods.terminating_for:",
+		"remediations.drain_trap.brake_share:",
+		"remediations.backup_warmup.ready_timeout:",
+		"remediations.octavia_stuck_lb.pending_timeout: -1s must be >= 0",
+		"remediations.openstack.neutron_route_gc.route_limit:",
+	} {
+		if !strings.Contains(ps.Error(), want) {
+			t.Errorf("missing %q in:\n%v", want, ps)
+		}
+	}
+}
+
 func TestFailbackGateNamesPrimaryProbes(t *testing.T) {
 	_, ps := loadString(t, strings.Replace(validYAML(t), "failback: manual }", "failback: manual, failback_gate: [ingress-lb, octavia] }", 1))
 	if ps == nil || !strings.Contains(ps.Error(), `policy.failback_gate[1]: "octavia" is not a probe of the primary site`) {
