@@ -79,11 +79,9 @@ func (v *validator) clusterHealth(c *Config) {
 func (v *validator) hooks(c *Config) {
 	v.section("hooks", c.Hooks.Validate())
 	for phase, hs := range map[string][]hooks.Hook{"pre_failover": c.Hooks.PreFailover, "post_failover": c.Hooks.PostFailover} {
+		labels := field.Labels{}
 		for i, h := range hs {
-			p := fmt.Sprintf("hooks.%s[%d]", phase, i)
-			if h.Name != "" {
-				p = fmt.Sprintf("hooks.%s[%s]", phase, h.Name)
-			}
+			p := fmt.Sprintf("hooks.%s[%s]", phase, labels.Next(h.Name, i))
 			v.fileField(p+".secret_file", h.SecretFile, false)
 		}
 	}

@@ -92,11 +92,13 @@ func (c Config) Validate() field.Errors {
 		name  string
 		hooks []Hook
 	}{{"pre_failover", c.PreFailover}, {"post_failover", c.PostFailover}} {
+		labels, names := field.Labels{}, map[string]bool{}
 		for i, h := range phase.hooks {
-			p := fmt.Sprintf("%s[%d]", phase.name, i)
-			if h.Name != "" {
-				p = fmt.Sprintf("%s[%s]", phase.name, h.Name)
+			p := phase.name + "[" + labels.Next(h.Name, i) + "]"
+			if h.Name != "" && names[h.Name] {
+				errs.Add(p+".name", "duplicate hook name %q", h.Name)
 			}
+			names[h.Name] = true
 			switch {
 			case (len(h.Command) > 0) == (h.URL != ""):
 				errs.Add(p, "set exactly one of command and url")

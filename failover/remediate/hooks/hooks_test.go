@@ -97,6 +97,23 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+// Two hooks of one phase with the same name would share a path in every
+// problem and a label in the history: the second is named as the config
+// walker names a repeated item, and refused.
+func TestValidateRefusesARepeatedHookName(t *testing.T) {
+	c := Config{PreFailover: []Hook{{Name: "page", Command: []string{"x"}}, {Name: "page", URL: "ftp://x", SecretFile: "k"}},
+		PostFailover: []Hook{{Name: "page", Command: []string{"y"}}}}
+	errs := c.Validate()
+	for _, want := range []string{`pre_failover[page#2].name: duplicate hook name "page"`, "pre_failover[page#2].url: must be http(s)"} {
+		if !hasProblem(errs, want) {
+			t.Errorf("missing %q in %v", want, errs)
+		}
+	}
+	if len(errs) != 2 {
+		t.Errorf("got %v, want only the two problems of the second pre_failover hook (a name may repeat across phases)", errs)
+	}
+}
+
 // hasProblem reports whether errs has a problem whose "path: message" starts
 // with want, its path relative to the hooks section.
 func hasProblem(errs field.Errors, want string) bool {
