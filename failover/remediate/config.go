@@ -243,8 +243,9 @@ func (c Config) Validate() field.Errors {
 		errs.Add("orphaned_pods.reboot_wait", "%s must be at least %s (0 means the default %s)", w, MinOrphanRebootWait, DefaultOrphanRebootWait)
 	}
 	errs.Append("backup_warmup", c.BackupWarmup.Settings.validate())
+	labels := field.Labels{}
 	for i, w := range c.BackupWarmup.Workloads {
-		p := fmt.Sprintf("backup_warmup.workloads[%d]", i)
+		p := "backup_warmup.workloads[" + labels.Next(w.Name, i) + "]"
 		if w.Kind != "Deployment" && w.Kind != "StatefulSet" {
 			errs.Add(p+".kind", "%q must be Deployment or StatefulSet", w.Kind)
 		}

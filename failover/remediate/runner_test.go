@@ -398,7 +398,7 @@ func TestConfigValidate(t *testing.T) {
 	c.DrainTrap.ClusterName = "my cluster"
 	c.BackupWarmup.Workloads = []Workload{{Kind: "DaemonSet", Name: "x"}}
 	err := c.Validate()
-	for _, want := range []string{"drain_trap.mode", "drain_trap.cloud_provider_cluster_name", "workloads[0].kind", "workloads[0]: namespace", "workloads[0].replicas"} {
+	for _, want := range []string{"drain_trap.mode", "drain_trap.cloud_provider_cluster_name", "workloads[x].kind", "workloads[x]: namespace", "workloads[x].replicas"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("got %v, want a problem naming %s", err, want)
 		}

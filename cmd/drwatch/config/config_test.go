@@ -285,6 +285,25 @@ func TestRemediationsNegativeValuesAreRefusedNotDefaulted(t *testing.T) {
 	}
 }
 
+// A problem of a named list item carries the path the file's walker gives
+// that item, so it is found in the file and printed with its line.
+func TestBackupWarmupWorkloadProblemsHaveTheirLine(t *testing.T) {
+	_, ps := loadString(t, validYAML(t)+`remediations:
+  backup_warmup:
+    workloads:
+      - { kind: DaemonSet, namespace: openedx, name: lms, replicas: 2 }
+`)
+	for _, p := range ps {
+		if p.Path == "remediations.backup_warmup.workloads[lms].kind" {
+			if p.Line == 0 {
+				t.Errorf("got %q without a line", p.String())
+			}
+			return
+		}
+	}
+	t.Errorf("got problems:\n%v\nwant remediations.backup_warmup.workloads[lms].kind", ps)
+}
+
 func TestFailbackGateNamesPrimaryProbes(t *testing.T) {
 	_, ps := loadString(t, strings.Replace(validYAML(t), "failback: manual }", "failback: manual, failback_gate: [ingress-lb, octavia] }", 1))
 	if ps == nil || !strings.Contains(ps.Error(), `policy.failback_gate[1]: "octavia" is not a probe of the primary site`) {
