@@ -125,7 +125,7 @@ type CloudflareConfig struct {
 // AWS SDK's default chain (environment, shared config, instance role) is used.
 type Route53Config struct {
 	Region              string `yaml:"region" doc:"AWS region."`
-	HostedZoneID        string `yaml:"hosted_zone_id" doc:"Hosted zone ID (optional)."`
+	HostedZoneID        string `yaml:"hosted_zone_id" doc:"Hosted zone ID, without the /hostedzone/ prefix (optional: found from the zone name, which needs route53:ListHostedZonesByName)."`
 	AccessKeyIDFile     string `yaml:"access_key_id_file" doc:"File holding the access key ID."`
 	SecretAccessKeyFile string `yaml:"secret_access_key_file" doc:"File holding the secret access key."`
 	Profile             string `yaml:"-"`
@@ -210,7 +210,7 @@ func New(cfg Config, logger *slog.Logger) (Provider, error) {
 		if err := errors.Join(errs...); err != nil {
 			return nil, err
 		}
-		return NewLibdns(NameRoute53, cfg.Zone, &route53.Provider{Region: c.Region, Profile: c.Profile, AccessKeyId: ak, SecretAccessKey: sk, SessionToken: st}, logger), nil
+		return NewLibdns(NameRoute53, cfg.Zone, &route53.Provider{Region: c.Region, HostedZoneID: c.HostedZoneID, Profile: c.Profile, AccessKeyId: ak, SecretAccessKey: sk, SessionToken: st}, logger), nil
 	case NameDigitalOcean:
 		tok, err := secret("api_token", orZero(cfg.DigitalOcean).Secret())
 		if err != nil {
