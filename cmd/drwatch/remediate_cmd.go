@@ -227,13 +227,11 @@ func (p *remediatePlanCmd) Run(ctx context.Context, w, errw io.Writer, name stri
 		fmt.Fprintln(w, "no remediation is enabled (every mode is off); name one to plan it anyway")
 		return nil
 	}
-	rems := make([]remediate.Remediator, len(entries))
 	mode := map[string]remediate.Mode{}
-	for i, e := range entries {
-		rems[i] = e.Remediator
+	for _, e := range entries {
 		mode[e.Remediator.Name()] = e.Settings.Mode
 	}
-	planned, planErr := remediate.PlanAll(ctx, rems)
+	planned, planErr := remediate.PlanAll(ctx, entries)
 	fmt.Fprintf(w, "decision: %s\n", source)
 	if cfg.DeadNodeOutOfService.Mode.Enabled() && instances == nil {
 		fmt.Fprintln(w, "note: dead-node-out-of-service has no cloud instance check (remediations.openstack is not set for its site), so it plans no taints")
@@ -258,10 +256,14 @@ func (p *remediatePlanCmd) Run(ctx context.Context, w, errw io.Writer, name stri
 }
 
 // planColumns is a planned action's MODE and REASON columns: a
-// report-only action shows "report-only", whatever the mode, and why.
+// report-only action shows "report-only", whatever the mode, and why; one
+// the disruption brake holds shows "held", and the brake's reason.
 func planColumns(a remediate.Planned, mode remediate.Mode) (string, string) {
-	if a.ReportOnly != "" {
+	switch {
+	case a.ReportOnly != "":
 		return "report-only", a.Reason + "; not applied: " + a.ReportOnly
+	case a.Held != "":
+		return "held", a.Reason + "; not applied: " + a.Held
 	}
 	return string(mode), a.Reason
 }

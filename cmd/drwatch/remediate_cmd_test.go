@@ -136,7 +136,8 @@ remediations:
 }
 
 // TestRemediatePlanShowsReportOnly: an action the cluster cannot take is
-// shown as report-only, with why, even when its remediator is on.
+// shown as report-only, with why, even when its remediator is on; one the
+// disruption brake holds is shown as held, with the brake's reason.
 func TestRemediatePlanShowsReportOnly(t *testing.T) {
 	a := remediate.Planned{Remediation: kube.DeadNodeName, Action: remediate.Action{Target: "node/w1", Verb: "taint",
 		Reason: "node w1 Ready=Unknown for 10m0s and its instance is HOST_DOWN", ReportOnly: "Kubernetes v1.24.17 ..."}}
@@ -147,5 +148,9 @@ func TestRemediatePlanShowsReportOnly(t *testing.T) {
 	a.ReportOnly = ""
 	if m, reason := planColumns(a, remediate.ModeOn); m != "on" || reason != a.Reason {
 		t.Fatalf("got %q %q, want on with the reason", m, reason)
+	}
+	a.Held = "disruption brake: 6 of 10 nodes qualify at once"
+	if m, reason := planColumns(a, remediate.ModeOn); m != "held" || reason != a.Reason+"; not applied: "+a.Held {
+		t.Fatalf("got %q %q, want held with the brake's reason", m, reason)
 	}
 }

@@ -223,25 +223,39 @@ func (s Settings) validate() field.Errors {
 }
 
 // Planned is one action with the remediator that planned it, for
-// `drwatch remediate plan`.
+// `drwatch remediate plan`. Held, when set, is why the runner would act on
+// none of its remediator's actions this pass (the disruption brake, or a
+// census that failed); report-only actions are never held.
 type Planned struct {
 	Remediation string
 	Action
+	Held string
 }
 
-// PlanAll runs Plan of each remediator, read-only, and returns all actions
-// sorted by remediation then plan order. It returns every error at once.
-func PlanAll(ctx context.Context, rems []Remediator) ([]Planned, error) {
+// PlanAll runs Plan of each entry's remediator, and the disruption brake as
+// the Runner judges it, read-only, and returns all actions sorted by
+// remediation then plan order. It returns every error at once.
+func PlanAll(ctx context.Context, entries []Entry) ([]Planned, error) {
 	var out []Planned
 	var errs []error
-	for _, r := range rems {
+	for _, e := range entries {
+		r := e.Remediator
 		acts, err := r.Plan(ctx)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", r.Name(), err))
 			continue
 		}
+		held, err := judgeBrake(ctx, r, e.Settings.BrakeShare, acts)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", r.Name(), err))
+			held = fmt.Sprintf("the population could not be counted, so the disruption brake cannot be judged: %v", err)
+		}
 		for _, a := range acts {
-			out = append(out, Planned{Remediation: r.Name(), Action: a})
+			p := Planned{Remediation: r.Name(), Action: a}
+			if a.ReportOnly == "" {
+				p.Held = held
+			}
+			out = append(out, p)
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Remediation < out[j].Remediation })

@@ -248,16 +248,10 @@ func (r *Runner) runOne(ctx context.Context, e Entry, gen uint64, now time.Time,
 	if err != nil {
 		return fmt.Errorf("plan: %w", err)
 	}
-	var brake string
-	// Report-only actions change nothing: the brake weighs the others.
-	acting := slices.DeleteFunc(slices.Clone(acts), func(a Action) bool { return a.ReportOnly != "" })
-	if c, ok := e.Remediator.(Census); ok && len(acting) > 0 {
-		pop, err := c.Census(ctx, acting)
-		if err != nil {
-			// Fail closed: without the population the brake cannot be judged.
-			return fmt.Errorf("census: %w", err)
-		}
-		brake = brakeReason(pop, set.BrakeShare)
+	brake, err := judgeBrake(ctx, e.Remediator, set.BrakeShare, acts)
+	if err != nil {
+		// Fail closed: without the population the brake cannot be judged.
+		return err
 	}
 	engaged := 0.0
 	if brake != "" {
@@ -364,6 +358,23 @@ func (r *Runner) runOne(ctx context.Context, e Entry, gen uint64, now time.Time,
 // brakeReason says why the disruption brake holds for pop, or "" when it
 // does not: more than share of the population, and at least
 // BrakeMinAffected members, qualify at once.
+// judgeBrake is the disruption brake's verdict on acts, just planned by r: why
+// none of them may be applied, or "" when they may. Report-only actions
+// change nothing, so the brake weighs the others. An error means r's
+// population could not be counted.
+func judgeBrake(ctx context.Context, r Remediator, share float64, acts []Action) (string, error) {
+	c, ok := r.(Census)
+	acting := slices.DeleteFunc(slices.Clone(acts), func(a Action) bool { return a.ReportOnly != "" })
+	if !ok || len(acting) == 0 {
+		return "", nil
+	}
+	pop, err := c.Census(ctx, acting)
+	if err != nil {
+		return "", fmt.Errorf("census: %w", err)
+	}
+	return brakeReason(pop, share), nil
+}
+
 func brakeReason(pop Population, share float64) string {
 	if pop.Affected < BrakeMinAffected || float64(pop.Affected) <= share*float64(pop.Total) {
 		return ""
