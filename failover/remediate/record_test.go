@@ -43,15 +43,17 @@ func TestRecordErrorsStopThePassAndNameTheRecord(t *testing.T) {
 	rec := failover.Remediation{Name: "n", Gen: 5, Target: "node/w3", Verb: "taint", Result: failover.RemediationPlanned, Key: "n/w3"}
 	huge := rec
 	huge.Detail = strings.Repeat("x", failover.MaxCommandSize)
-	check("encode", r.record(context.Background(), huge, count), "encode record: encode command: ...", failover.ErrBadCommand)
+	check("encode", recordErr(r.record(context.Background(), huge, count)), "encode record: encode command: ...", failover.ErrBadCommand)
 	if c.proposed != 0 {
 		t.Errorf("got %d proposals of a record that does not encode, want none", c.proposed)
 	}
-	check("rejected", r.record(context.Background(), rec, count),
+	check("rejected", recordErr(r.record(context.Background(), rec, count)),
 		"record taint node/w3: remediation for gen 5 (latest 0): unknown generation", failover.ErrUnknownGen)
 	r.cfg.Cluster = leaderless{}
-	check("propose", r.record(context.Background(), rec, count), "record taint node/w3: no leader", errNoLeader)
+	check("propose", recordErr(r.record(context.Background(), rec, count)), "record taint node/w3: no leader", errNoLeader)
 	if counted != 0 {
 		t.Errorf("got %d records counted, want none", counted)
 	}
 }
+
+func recordErr(_ bool, err error) error { return err }

@@ -311,14 +311,17 @@ func (r *Runner) runOne(ctx context.Context, e Entry, gen uint64, now time.Time,
 		default:
 			rec.Result = failover.RemediationPlanned
 		}
-		if err := r.record(ctx, rec, count); err != nil {
+		fresh, err := r.record(ctx, rec, count)
+		if err != nil {
 			return err
 		}
 		if rec.Result != failover.RemediationPlanned {
-			if rec.Result == failover.RemediationSkippedCap && brake == "" {
+			// The records say it every pass; the log says it when it is new.
+			switch {
+			case !fresh:
+			case rec.Result == failover.RemediationSkippedCap && brake == "":
 				r.log.Warn("remediation cap reached", "remediation", name, "target", a.Target, "reason", rec.Detail)
-			}
-			if a.ReportOnly != "" {
+			case a.ReportOnly != "":
 				r.log.Warn("remediation cannot be applied here", "remediation", name, "target", a.Target, "reason", a.ReportOnly)
 			}
 			continue
@@ -348,7 +351,7 @@ func (r *Runner) runOne(ctx context.Context, e Entry, gen uint64, now time.Time,
 			}
 			r.log.Error("remediation failed", "remediation", name, "target", a.Target, "gen", gen, "needs_admin", rec.NeedsAdmin, "err", aerr)
 		}
-		if err := r.record(ctx, rec, count); err != nil {
+		if _, err := r.record(ctx, rec, count); err != nil {
 			return err
 		}
 	}
@@ -478,23 +481,25 @@ func (r *Runner) backoff(n int) time.Duration {
 	return min(d, r.cfg.BackoffMax)
 }
 
-// record proposes rec and counts it when the machine recorded it (a
-// duplicate of the latest record for its Key is not counted again).
-func (r *Runner) record(ctx context.Context, rec failover.Remediation, count func(string)) error {
+// record proposes rec. fresh is whether the machine recorded it as new:
+// a duplicate of the latest record for its Key is not counted again in the
+// metric, nor logged again by the caller.
+func (r *Runner) record(ctx context.Context, rec failover.Remediation, count func(string)) (fresh bool, err error) {
 	rec.Reason = truncate(rec.Reason, 1024)
 	res, index, err := failover.Submit(ctx, r.cfg.Cluster, failover.Command{Payload: rec})
 	if err != nil {
 		if index == 0 && errors.Is(err, failover.ErrBadCommand) {
 			// Submit proposes nothing that does not encode.
-			return errStop{fmt.Errorf("encode record: %w", err)}
+			return false, errStop{fmt.Errorf("encode record: %w", err)}
 		}
-		return errStop{fmt.Errorf("record %s %s: %w", rec.Verb, rec.Target, err)}
+		return false, errStop{fmt.Errorf("record %s %s: %w", rec.Verb, rec.Target, err)}
 	}
 	count(rec.Result)
-	if res.Noop == "" {
-		r.actions.WithLabelValues(rec.Name, rec.Result).Inc()
+	if res.Noop != "" {
+		return false, nil
 	}
-	return nil
+	r.actions.WithLabelValues(rec.Name, rec.Result).Inc()
+	return true, nil
 }
 
 func truncate(s string, n int) string {

@@ -1,9 +1,11 @@
 package remediate
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -839,5 +841,34 @@ func TestRunnerNeverAppliesReportOnly(t *testing.T) {
 	}
 	if want := "planned: |applied: "; strings.Join(got["x2"], "|") != want {
 		t.Errorf("x2: got records %q, want %q", got["x2"], want)
+	}
+}
+
+// A warning about an action that is not applied (report-only, or over a
+// cap) is logged when the record is new, not again every pass that finds
+// the same thing: the record is deduplicated, and so is the log line.
+func TestRunnerWarnsOnceForARepeatedSkip(t *testing.T) {
+	clk := &clock{t: time.Unix(100000, 0)}
+	c := newFakeCluster(clk.Now)
+	f := &fakeRemediator{name: "fake", actions: []Action{
+		{Target: "node/w1", Verb: "taint", Reason: "down", Key: "taint/w1", ReportOnly: "Kubernetes v1.24"},
+		{Target: "node/w2", Verb: "taint", Reason: "down", Key: "taint/w2"},
+		{Target: "node/w3", Verb: "taint", Reason: "down", Key: "taint/w3"},
+	}}
+	var logs bytes.Buffer
+	r, err := NewRunner(RunnerConfig{Node: "a", Cluster: c, State: c.m, Registerer: prometheus.NewRegistry(), Now: clk.Now,
+		Logger:      slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Remediators: []Entry{{f, Settings{Mode: ModeDryRun, MaxPerPass: 1, MaxPerHour: 10, BrakeShare: 1}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		r.Pass(context.Background())
+		clk.Add(time.Minute)
+	}
+	for _, msg := range []string{"remediation cannot be applied here", "remediation cap reached"} {
+		if n := strings.Count(logs.String(), msg); n != 1 {
+			t.Errorf("%q: logged %d times in 3 passes, want 1:\n%s", msg, n, logs.String())
+		}
 	}
 }
