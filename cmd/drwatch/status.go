@@ -112,6 +112,13 @@ func printStatus(w io.Writer, st api.Status) {
 		fmt.Fprintf(w, "repairs:     last %s %s %s (%s, %s); 'drwatch remediate records' lists %d\n",
 			logText(r.Result), logText(r.Verb), logText(r.Target), logText(r.Name), ago(r.At, now), n)
 	}
+	for i, s := range st.ClusterHealth {
+		label := "cluster:    "
+		if i > 0 {
+			label = "            "
+		}
+		fmt.Fprintf(w, "%s %s\n", label, logText(api.ClusterText(s, now)))
+	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SITE\tVERDICT\tUP\tDOWN\tABSTAIN\tQUORUM")

@@ -3,9 +3,11 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drwatch/drwatch/cmd/drwatch/api"
 	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/failover/remediate/clusterhealth"
 )
 
 // TestStatusBeforeFirstReports: before any watcher has reported, the site
@@ -39,4 +41,26 @@ func siteRow(out, site string) string {
 		}
 	}
 	return ""
+}
+
+// TestStatusShowsClusterHealth: the status command says what the status
+// page's cluster health section says, one line per site, with what needs
+// attention and what could not be read.
+func TestStatusShowsClusterHealth(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	st := api.Status{ServedAt: now, ClusterHealth: []clusterhealth.Site{
+		{Site: "primary", Configured: true, ReadBy: "a", At: now.Add(-5 * time.Second), Version: "v1.31.14",
+			Nodes: &clusterhealth.Nodes{Total: 6, Unknown: 2}, EventsError: "forbidden", RoutesUnknown: "no router configured"},
+		{Site: "backup"},
+	}}
+	var b strings.Builder
+	printStatus(&b, st)
+	for _, want := range []string{
+		"cluster:     primary attention (read 5s ago by a): Unknown 2; events unreadable: forbidden",
+		"             backup not configured",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("got\n%s\nwant a line %q", b.String(), want)
+		}
+	}
 }

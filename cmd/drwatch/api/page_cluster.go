@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/drwatch/drwatch/failover/remediate/clusterhealth"
@@ -137,4 +138,26 @@ func clusterOf(s clusterhealth.Site, now time.Time) clusterModel {
 		m.Verdict, m.Class = "clear", "ok"
 	}
 	return m
+}
+
+// ClusterText is one site's cluster health on one line, as the status page
+// judges it: "primary attention (read 5s ago by a): Unknown 2; events
+// unreadable: forbidden". Only what needs attention or could not be read
+// is listed.
+func ClusterText(s clusterhealth.Site, now time.Time) string {
+	m := clusterOf(s, now)
+	out := m.Site + " " + m.Verdict
+	if m.Read != "" {
+		out += " (" + m.Read + ")"
+	}
+	var notes []string
+	for _, r := range m.Rows {
+		if r.Class == "warn" || r.Class == "unknown" {
+			notes = append(notes, r.Label+" "+r.Value)
+		}
+	}
+	if len(notes) > 0 {
+		out += ": " + strings.Join(notes, "; ")
+	}
+	return out
 }
