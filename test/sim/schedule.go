@@ -128,7 +128,7 @@ func (s Schedule) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "schedule seed=%d length=%s\n", s.Seed, s.Length)
 	for _, e := range s.Events {
-		b.WriteString("  " + e.String() + "\n")
+		fmt.Fprintf(&b, "  %3d %s\n", e.Seq, e) // the number SIM_DROP names
 	}
 	return b.String()
 }

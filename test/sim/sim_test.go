@@ -1,78 +1,45 @@
 package sim
 
 import (
-	"fmt"
-	"os"
-	"runtime"
-	"strconv"
 	"testing"
-	"testing/synctest"
 	"time"
 )
 
-// TestSimSchedules runs SIM_N seeded schedules (default 30), or the one
-// schedule SIM_SEED names, each in its own synctest bubble, and fails with
-// the replay command and the schedule when an invariant breaks.
+// TestSimSchedules runs SIM_N seeded schedules (default 30) from seed
+// SIM_SEED (default 1), SIM_PARALLEL at a time (default GOMAXPROCS), each
+// in its own synctest bubble. When an invariant breaks it fails with the
+// lowest failing seed's replay command and schedule, then shrinks that
+// schedule to one still failing the same way and prints it with its own
+// replay command (SIM_DROP names the events it leaves out).
 func TestSimSchedules(t *testing.T) {
-	first, n := uint64(1), 30
-	if s := os.Getenv("SIM_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("SIM_SEED=%q: %v", s, err)
-		}
-		first, n = v, 1
-	}
-	if s := os.Getenv("SIM_N"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil || v < 1 {
-			t.Fatalf("SIM_N=%q: want a count >= 1", s)
-		}
-		n = v
+	env, err := readSimEnv()
+	if err != nil {
+		t.Fatal(err)
 	}
 	start := time.Now()
-	var total Stats
-	for seed := first; seed < first+uint64(n); seed++ {
-		sched := Generate(seed)
-		synctest.Test(t, func(t *testing.T) {
-			// A run that never ends while raft's timers keep virtual time
-			// moving would hang the test until its -timeout; fail it
-			// with the stacks of the bubble instead.
-			watchdog := time.AfterFunc(runBound, func() {
-				buf := make([]byte, 1<<22)
-				panic(fmt.Sprintf("seed %d: still running after %s of virtual time\nreplay: %s\n%s\n%s", seed, runBound, replay(seed), sched, buf[:runtime.Stack(buf, true)]))
-			})
-			defer watchdog.Stop()
-			w, err := Run(sched)
-			if err != nil {
-				t.Fatalf("seed %d: %v\nreplay: %s\n%s", seed, err, replay(seed), sched)
-			}
-			if v := w.Violations(); len(v) > 0 {
-				t.Fatalf("seed %d: %s\nreplay: %s\n%s", seed, v[0], replay(seed), sched)
-			}
-			s := w.Stats()
-			total.Reports += s.Reports
-			total.ReportsCommitted += s.ReportsCommitted
-			total.Commands += s.Commands
-			total.CommandsAcked += s.CommandsAcked
-			total.Faults += s.Faults
-			total.AutoFlips += s.AutoFlips
-			total.Virtual += s.Virtual
-		})
-		if t.Failed() {
-			return
-		}
+	b := runSchedules(t, env.first, env.n, env.parallel, func(seed uint64) outcome {
+		return runOne(t, schedule(seed, env.drop), env.drop)
+	})
+	t.Log(summary(b, time.Since(start), env.parallel))
+	if b.first == nil {
+		return
 	}
-	wall := time.Since(start)
-	t.Logf("%d schedules in %s wall (%.1f/s); per schedule: %s virtual, %.1f faults, %.1f operator commands (%.1f acknowledged), %.0f reports (%.0f committed); %d automatic flips in all",
-		n, wall.Round(time.Millisecond), float64(n)/wall.Seconds(), total.Virtual/time.Duration(n),
-		float64(total.Faults)/float64(n), float64(total.Commands)/float64(n), float64(total.CommandsAcked)/float64(n),
-		float64(total.Reports)/float64(n), float64(total.ReportsCommitted)/float64(n), total.AutoFlips)
-}
-
-// runBound is far more virtual time than a run takes (its length, the
-// settling bound and raft's leftovers).
-const runBound = 5 * time.Minute
-
-func replay(seed uint64) string {
-	return fmt.Sprintf("SIM_SEED=%d go test -race -count=1 -run TestSimSchedules ./test/sim/", seed)
+	f := *b.first
+	sched := schedule(f.seed, env.drop)
+	t.Errorf("seed %d: %s\nreplay: %s\n%s", f.seed, f.failure, replayLine(f.seed, env.drop), sched)
+	if !env.shrink {
+		return
+	}
+	class := failureClass(f.failure)
+	same := func(o outcome) bool { return o.failure != "" && failureClass(o.failure) == class }
+	r := shrink(sched, env.drop, func(cand Schedule, drop []int) bool {
+		return anyRun(t, cand, drop, same, min(env.parallel, shrinkAttempts), shrinkAttempts)
+	}, defaultShrinkBudget)
+	note := "1-minimal"
+	if r.spent {
+		note = "budget spent, maybe not minimal"
+	}
+	t.Errorf("shrunk to %d of %d events (%s: %d candidates, %s), still failing %q\nreplay: %s\n%s",
+		len(r.sched.Events), len(sched.Events), note, r.candidates, r.wall.Round(time.Millisecond), class,
+		replayLine(f.seed, r.drop), r.sched)
 }

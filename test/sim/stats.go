@@ -1,0 +1,13 @@
+package sim
+
+// add adds o's counts to s. A new Stats field gets a line here;
+// TestStatsAddMergesEveryField fails until it does.
+func (s *Stats) add(o Stats) {
+	s.Reports += o.Reports
+	s.ReportsCommitted += o.ReportsCommitted
+	s.Commands += o.Commands
+	s.CommandsAcked += o.CommandsAcked
+	s.Faults += o.Faults
+	s.AutoFlips += o.AutoFlips
+	s.Virtual += o.Virtual
+}
