@@ -267,3 +267,26 @@ func TestRunSchedulesReportsTheLowestFailingSeed(t *testing.T) {
 		}
 	}
 }
+
+// Shrinking real runs: of a schedule whose runs flip automatically, only
+// the outage that a quorum sees is needed for the flip; the outage one
+// node sees, the crash, the partition and the operator's command go.
+func TestShrinkRealRunsToTheOutageAQuorumSees(t *testing.T) {
+	s := Schedule{Seed: 1, Length: 20 * time.Second, Events: []Event{
+		{Seq: 1, At: 3 * time.Second, Kind: "outage", Site: "primary", Nodes: []string{"a"}, For: 12 * time.Second},
+		{Seq: 2, At: 4 * time.Second, Kind: "outage", Site: "primary", Nodes: []string{"b", "c"}, For: 10 * time.Second},
+		{Seq: 3, At: 5 * time.Second, Kind: "crash", Node: "a"},
+		{Seq: 4, At: 6 * time.Second, Kind: "partition", Node: "b", Peer: "c"},
+		{Seq: 5, At: 7 * time.Second, Kind: "restart", Node: "a"},
+		{Seq: 6, At: 8 * time.Second, Kind: "heal", Node: "b", Peer: "c"},
+		{Seq: 7, At: 16 * time.Second, Kind: "op", Op: "ack"},
+	}}
+	flipped := func(o outcome) bool { return o.failure == "" && o.stats.AutoFlips > 0 }
+	r := shrink(s, nil, func(cand Schedule, drop []int) bool {
+		checkPaired(t, cand)
+		return anyRun(t, cand, drop, flipped, 2, shrinkAttempts)
+	}, defaultShrinkBudget)
+	if !reflect.DeepEqual(r.drop, []int{1, 3, 4, 5, 6, 7}) || r.spent {
+		t.Fatalf("shrunk (spent %v, %d candidates) to drop %v, want only event 2 left:\n%s", r.spent, r.candidates, r.drop, r.sched)
+	}
+}
