@@ -8,6 +8,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.d
 BIN       := bin/drwatch
 TEST_TIMEOUT ?= 20m
 FUZZ_TIME ?= 10m
+SIM_TEST_N ?= 1000
 
 .PHONY: all build test test-unit bench demo lint install-test-deps fuzz fuzz-long chaos sim clean
 
@@ -17,9 +18,10 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/drwatch
 
-## test: lint, install the real servers the tests need (as root), then every test with the race detector.
+## test: lint, install the real servers the tests need (as root), every test with the race detector (30 simulated schedules), then SIM_TEST_N more simulated schedules without it.
 test: lint install-test-deps
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
+	SIM_SEED=31 SIM_N=$(SIM_TEST_N) $(GO) test -count=1 -timeout 10m -run TestSimSchedules ./test/sim/
 
 ## test-unit: the fast tests only (no real servers); for the edit-compile loop, not for CI.
 test-unit:
@@ -51,7 +53,7 @@ fuzz:
 fuzz-long:
 	@FUZZTIME=$(FUZZ_TIME) bash test/deps/fuzz.sh
 
-## sim: a soak of the deterministic simulator (test/sim): SIM_N schedules (default 100000) from seed SIM_SEED (default 1); about 8 a second without -race; make test runs 30.
+## sim: a soak of the deterministic simulator (test/sim): SIM_N schedules (default 100000) from seed SIM_SEED (default 1), SIM_PARALLEL at a time (default: every core); about 15 a second without -race on 2 idle cores (about 2 hours); make test runs 30 under -race and 1000 without.
 sim:
 	SIM_N=$${SIM_N:-100000} $(GO) test -count=1 -timeout 0 -run TestSimSchedules -v ./test/sim/
 

@@ -24,17 +24,28 @@
 //   - and once the faults stop, every node runs and the replicas agree
 //     within settleBound of virtual time.
 //
-// TestSimSchedules runs SIM_N schedules (seeds 1..SIM_N), or the one
-// SIM_SEED names. Without either it skips for now: about one schedule in
-// 100-300 under -race hangs in cluster.Node.Shutdown, which waits (closeAll,
-// n.wg) for a goroutine of Node.wait blocked in a raft future's Error that
-// raft never answers once it has shut down (raft's Apply, VerifyLeader and
-// LeadershipTransfer futures carry no shutdown channel). A watchdog turns
-// such a hang into a failure with every goroutine's stack after runBound
-// of virtual time. A seed fixes the schedule, not the interleaving: synctest
-// makes time virtual, but the Go scheduler still orders runnable
-// goroutines as it likes, and idempotency keys and TLS keys come from
-// crypto/rand. Replaying a seed replays its schedule.
+// TestSimSchedules runs SIM_N schedules (default 30) from seed SIM_SEED
+// (default 1; SIM_SEED alone runs that one schedule), SIM_PARALLEL at a
+// time (default GOMAXPROCS), each in a synctest bubble of its own. Seeds
+// are handed out in order and none after a failure, so it reports the
+// lowest failing seed whatever the workers' timing: its violation, a
+// one-line replay command (with -race when the test binary has it) and
+// the schedule, its events numbered. It then shrinks the schedule by
+// delta debugging (shrink.go): it removes events, a fault together with
+// its end (the ends table: crash with restart, partition with heal),
+// while the rest still fails the same invariant, running each candidate
+// up to three times, within 200 candidates or two minutes; it prints the
+// shrunk schedule and its replay line, where SIM_DROP lists the events
+// of the seed's schedule to leave out. SIM_SHRINK=0 skips shrinking.
+//
+// A seed fixes the schedule, not the interleaving: synctest makes time
+// virtual, but the Go scheduler still orders runnable goroutines as it
+// likes, and idempotency keys and TLS keys come from crypto/rand.
+// Replaying a seed replays its schedule. A run still going after
+// runBound of virtual time fails with every goroutine's stack: that is
+// how the simulator found cluster.Node.Shutdown waiting for ever for a
+// raft future raft never answers once it has shut down (cluster now
+// unblocks such waits at shutdown, unblockAtShutdown).
 //
 // # Feasibility: hashicorp/raft v1.8.0 in a bubble
 //
