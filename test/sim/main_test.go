@@ -10,7 +10,8 @@ import (
 // A run's live heap is 2-4 MB, so at the default 100 the collector ran
 // every few MB allocated: 246 collections and 19% of the CPU over 30
 // schedules (GODEBUG=gctrace=1). At 800 it is 24 collections and 3%, for
-// a heap of about 32 MB.
+// a heap of about 32 MB: 100 schedules took 12.0 and 12.4 CPU-seconds
+// against 14.9 and 17.3 at 100, with a peak RSS of 72 MB against 40.
 const simGCPercent = 800
 
 func TestMain(m *testing.M) {
