@@ -53,7 +53,7 @@ fuzz:
 fuzz-long:
 	@FUZZTIME=$(FUZZ_TIME) bash test/deps/fuzz.sh
 
-## sim: a soak of the deterministic simulator (test/sim): SIM_N schedules (default 100000) from seed SIM_SEED (default 1), SIM_PARALLEL at a time (default: every core); about 15 a second without -race on 2 idle cores (about 2 hours); make test runs 30 under -race and 1000 without.
+## sim: a soak of the deterministic simulator (test/sim): SIM_N schedules (default 100000) from seed SIM_SEED (default 1), SIM_PARALLEL at a time (default: every core); about 15-25 a second without -race on 2 cores (one to two hours); make test runs 30 under -race and 1000 without.
 sim:
 	SIM_N=$${SIM_N:-100000} $(GO) test -count=1 -timeout 0 -run TestSimSchedules -v ./test/sim/
 
