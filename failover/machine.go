@@ -516,6 +516,7 @@ func (s *state) setPolicy(index uint64, now int64, c *SetPolicy, res *Result) er
 	case !equalRRsets(recs, s.Desired.Records):
 		// New records for the active site are a new desired state and need a fenced write.
 		s.Desired = Desired{Gen: index, Active: s.Active, Records: recs, Fence: fence(index)}
+		s.abortDrill(index)
 		e.Gen = index
 		e.To = s.Active
 		e.Detail = "records for " + string(s.Active) + " changed"
@@ -581,6 +582,7 @@ func (s *state) decide(index uint64, kind string, to Site, actor, reason string,
 		Timings: s.detection(from, s.Now),
 	}
 	e.Timings.DecidedAt = s.Now
+	s.abortDrill(index)
 	s.Active, s.ActiveSince = to, s.Now
 	s.Desired = Desired{Gen: index, Active: to, Records: s.Policy.rrsets(to), Fence: fence(index)}
 	s.Withheld = withheld{}
