@@ -44,9 +44,13 @@ const (
 	DrillStepBackupVerified  = "backup_verified"
 	DrillStepPrimaryWritten  = "primary_written"
 	DrillStepPrimaryVerified = "primary_verified"
+	// DrillStepRollback records that the drill is being rolled back, and
+	// why (a step failed, or a real decision arrived): a new leader carries
+	// on rolling back rather than moving the canary forward again.
+	DrillStepRollback = "rollback"
 )
 
-var drillSteps = []string{DrillStepBackupWritten, DrillStepBackupVerified, DrillStepPrimaryWritten, DrillStepPrimaryVerified}
+var drillSteps = []string{DrillStepBackupWritten, DrillStepBackupVerified, DrillStepRollback, DrillStepPrimaryWritten, DrillStepPrimaryVerified}
 
 // MaxDrills is how many ended drills the machine keeps.
 const MaxDrills = 100

@@ -32,6 +32,10 @@ type Options struct {
 	Registry *prometheus.Registry
 	// DNS replaces the provider built from the config (the demo's embedded server).
 	DNS dnsprovider.Provider
+	// DrillDNS replaces the drills' provider built from the config (fenced
+	// on the drill fence record). With DNS set and DrillDNS not, the node
+	// runs no drills: it cannot fence the given provider on another record.
+	DrillDNS dnsprovider.Provider
 	// Verifier replaces the verifier built from the config.
 	Verifier reconcile.Verifier
 	// Credentials replace those loaded from the tls section.
@@ -99,6 +103,18 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 			return nil, fmt.Errorf("dns: %w", err)
 		}
 	}
+	drillDNS := o.DrillDNS
+	if drillDNS == nil && o.DNS == nil {
+		dc := c.DNS.Config
+		dc.FenceName = c.DrillFence()
+		if drillDNS, err = dnsprovider.New(dc, log); err != nil {
+			return nil, fmt.Errorf("dns (drills): %w", err)
+		}
+	}
+	var drill *watcher.Drill
+	if drillDNS != nil {
+		drill = &watcher.Drill{DNS: drillDNS, Schedule: c.Drill.ScheduleInterval(), Canary: c.Canary, Timeout: c.Policy.Timeout}
+	}
 	verifier := o.Verifier
 	if verifier == nil {
 		v, err := dnsprovider.NewVerifierFromConfig(c.DNS.Config, log)
@@ -160,7 +176,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 		Node: c.Node.ID, Policy: policy, Interval: c.Policy.Interval, HeartbeatTimeout: c.Raft.HeartbeatTimeout, DataDir: c.Node.DataDir,
 		FSM: fsm, Cluster: n.cluster, DNS: dns, Verifier: verifier,
 		Remediators: fixes, RemediationInterval: c.Remediations.Interval, Gates: gates, AfterVerified: after,
-		Health: health, Credentials: creds, CAFile: c.TLS.CAFile, CertFile: c.TLS.CertFile, CredentialsReloadEvery: reloadEvery,
+		Drill: drill, Health: health, Credentials: creds, CAFile: c.TLS.CAFile, CertFile: c.TLS.CertFile, CredentialsReloadEvery: reloadEvery,
 		Registry: reg, Logger: log, Now: now,
 	})
 	if err != nil {
