@@ -71,6 +71,8 @@ func NewServer(b Backend, o Options) *Server {
 	route(http.MethodGet, "/api/v1/history", s.history)
 	route(http.MethodGet, "/api/v1/explain/{gen}", s.explain)
 	route(http.MethodGet, "/api/v1/members", s.members)
+	route(http.MethodGet, "/api/v1/drills", s.drills)
+	route(http.MethodPost, "/api/v1/drill", s.write(RoleOperate, s.drillCmd))
 	route(http.MethodPost, "/api/v1/failover", s.write(RoleOperate, s.failoverCmd))
 	route(http.MethodPost, "/api/v1/failback", s.write(RoleOperate, s.failbackCmd))
 	route(http.MethodPost, "/api/v1/switchover", s.write(RoleOperate, s.switchoverCmd))

@@ -29,6 +29,8 @@ type ReadModel interface {
 	Alive() error
 	// Metrics serves this node's Prometheus registry.
 	Metrics() http.Handler
+	// Drills returns the replicated drills with their measured RTO.
+	Drills() DrillHistory
 }
 
 // Writes is what the write endpoints need: commands committed through the
@@ -39,6 +41,9 @@ type Writes interface {
 	// DryRun applies c to a scratch copy of the local replica and reports
 	// what would change; nothing is proposed.
 	DryRun(c failover.Command) (DryRun, error)
+	// DrillCanary is the canary a drill started now would move; an error
+	// when the node runs no drills or knows no policy yet.
+	DrillCanary() (failover.DrillCanary, error)
 }
 
 // Membership is what the members endpoints need to change the Raft
@@ -77,6 +82,8 @@ type Status struct {
 	// ClusterHealth is each site's cluster as this node last read it
 	// (read-only, not replicated; never an input to a decision).
 	ClusterHealth []clusterhealth.Site `json:"cluster_health"`
+	// Drill is the last drill, the running one and whether to worry.
+	Drill DrillStatus `json:"drill"`
 }
 
 // RaftStatus summarises this node's Raft state.
