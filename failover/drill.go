@@ -48,9 +48,14 @@ const (
 	// why (a step failed, or a real decision arrived): a new leader carries
 	// on rolling back rather than moving the canary forward again.
 	DrillStepRollback = "rollback"
+	// DrillStepInterrupted records that a new leader found the drill half
+	// done (its predecessor died in the middle of it) and rolls it back:
+	// the drill ends rolled_back, not failed.
+	DrillStepInterrupted = "interrupted"
 )
 
-var drillSteps = []string{DrillStepBackupWritten, DrillStepBackupVerified, DrillStepRollback, DrillStepPrimaryWritten, DrillStepPrimaryVerified}
+var drillSteps = []string{DrillStepBackupWritten, DrillStepBackupVerified, DrillStepRollback, DrillStepInterrupted,
+	DrillStepPrimaryWritten, DrillStepPrimaryVerified}
 
 // MaxDrills is how many ended drills the machine keeps.
 const MaxDrills = 100

@@ -206,7 +206,7 @@ func TestCLIAgainstCluster(t *testing.T) {
 		if got, _ := d.Resolve("lms.demo.test"); len(got) != 1 || got[0] != demo.PrimaryIP {
 			t.Errorf("after the drill: lms -> %v, want %s", got, demo.PrimaryIP)
 		}
-		if got, _ := d.Resolve("_drwatch-drill.lms.demo.test"); len(got) != 1 || got[0] != demo.PrimaryIP {
+		if got, _ := d.Resolve("drwatch-drill.lms.demo.test"); len(got) != 1 || got[0] != demo.PrimaryIP {
 			t.Errorf("after the drill: the canary -> %v, want its primary value %s", got, demo.PrimaryIP)
 		}
 		if v := d.View(); v.Desired.Gen != 0 || v.Active != failover.Primary {

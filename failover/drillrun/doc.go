@@ -19,10 +19,11 @@
 //     and the drill fence, and the core refuses a canary that names a
 //     managed record.
 //   - It calls VerifyLeader right before every write.
-//   - A drill it finds running, because the previous leader died in the
-//     middle of it, it finishes; a drill that a real decision overtook, or
+//   - A drill it finds half done, because the previous leader died in the
+//     middle of it, a drill that a real decision overtook, and a drill
 //     whose step failed, it rolls back, retrying the write back until DNS
-//     takes it, so the canary ends at its primary values.
+//     takes it, so the canary ends at its primary values. (A drill whose
+//     leader died before its first step is simply run.)
 //   - The first DrillEnd counts, so a drill ends exactly once.
 //
 // Like the reconciler it never imports cluster: it declares the leadership

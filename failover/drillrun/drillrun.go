@@ -54,6 +54,9 @@ type Config struct {
 type Runner struct {
 	cfg Config
 	log *slog.Logger
+	// current is the drill this runner has moved forward: a drill with
+	// steps that is not current was left half done by another leader.
+	current uint64
 }
 
 // New checks cfg and returns a Runner.
@@ -89,16 +92,20 @@ func (r *Runner) Run(ctx context.Context, wake <-chan struct{}) {
 	backoff := reconcile.Backoff{Base: r.cfg.BackoffBase, Max: r.cfg.BackoffMax}
 	for {
 		wait, err := r.Pass(ctx)
+		woken := wake
 		switch {
 		case ctx.Err() != nil:
 			return
 		case err == nil:
 			backoff.Reset()
 		default:
-			wait = backoff.Next()
+			// Every applied command wakes the runner; a retry waits its
+			// backoff out all the same, so a DNS server that refuses is
+			// not asked again on every probe round.
+			wait, woken = backoff.Next(), nil
 			r.log.Warn("drill will retry", "err", err, "retry_in", wait)
 		}
-		if wait > 0 && !reconcile.Wait(ctx, wait, wake) {
+		if wait > 0 && !reconcile.Wait(ctx, wait, woken) {
 			return
 		}
 	}
@@ -183,8 +190,20 @@ func (r *Runner) canaryOf(d failover.DrillRecord) canary {
 
 func (r *Runner) execute(ctx context.Context, d failover.DrillRecord) error {
 	c := r.canaryOf(d)
-	_, rolling := d.Step(failover.DrillStepRollback)
-	if d.AbortedBy == 0 && !rolling {
+	_, failing := d.Step(failover.DrillStepRollback)
+	_, interrupted := d.Step(failover.DrillStepInterrupted)
+	// A drill with steps that this runner did not take was left half done
+	// by a leader that died: what it wrote and verified is not known for
+	// sure (a write of its may still land), so it is rolled back, never
+	// carried on as if nothing had happened.
+	if len(d.Steps) > 0 && r.current != d.ID && !failing && !interrupted && d.AbortedBy == 0 {
+		if err := r.step(ctx, d.ID, failover.DrillStepInterrupted, "the leader that ran it was lost mid-drill; "+r.cfg.Node+" rolls it back", nil); err != nil {
+			return err
+		}
+		interrupted = true
+	}
+	if d.AbortedBy == 0 && !failing && !interrupted {
+		r.current = d.ID
 		err := r.forward(ctx, &d, c)
 		var se *stepError
 		switch {
@@ -199,13 +218,13 @@ func (r *Runner) execute(ctx context.Context, d failover.DrillRecord) error {
 		default:
 			return err
 		}
-		// Read the drill again: the rollback step, or the abort, is on it.
-		_, running := r.cfg.State.Drills()
-		if running == nil || running.ID != d.ID {
-			return nil
-		}
-		d = *running
 	}
+	// Read the drill again: the rollback, the interruption or the abort is on it.
+	_, running := r.cfg.State.Drills()
+	if running == nil || running.ID != d.ID {
+		return nil
+	}
+	d = *running
 	if d.AbortedBy != 0 {
 		if _, ok := d.Step(failover.DrillStepRollback); !ok {
 			if err := r.step(ctx, d.ID, failover.DrillStepRollback, fmt.Sprintf("a real decision (gen %d) arrived mid-drill", d.AbortedBy), nil); err != nil {
@@ -213,14 +232,35 @@ func (r *Runner) execute(ctx context.Context, d failover.DrillRecord) error {
 			}
 		}
 	}
-	if err := r.writeBack(ctx, &d, c); err != nil {
+	if err := r.writeBack(ctx, &d, c); err != nil && !r.untouched(ctx, d, c, err) {
 		return err
 	}
-	if d.AbortedBy != 0 {
+	switch _, interrupted := d.Step(failover.DrillStepInterrupted); {
+	case d.AbortedBy != 0:
 		return r.finish(ctx, d, failover.DrillRolledBack, "", fmt.Sprintf("rolled back: a real decision (gen %d) arrived mid-drill", d.AbortedBy), nil)
+	case interrupted:
+		return r.finish(ctx, d, failover.DrillRolledBack, "", "rolled back: the leader that ran it was lost mid-drill", nil)
 	}
 	rb, _ := d.Step(failover.DrillStepRollback)
 	return r.end(ctx, d, failedStep(d), "rolled back after "+rb.Detail)
+}
+
+// untouched reports whether a write back that failed with err may be
+// given up: the zone refuses the drill's writes for good (a terminal
+// error: the update policy, the key), the drill never recorded writing
+// the canary, and the canary does not hold the backup values. Nothing of
+// the drill's is in the zone then, and retrying would keep the drill
+// running, and every later drill refused, for ever.
+func (r *Runner) untouched(ctx context.Context, d failover.DrillRecord, c canary, err error) bool {
+	if _, wrote := d.Step(failover.DrillStepBackupWritten); wrote || !dnsprovider.IsTerminal(err) {
+		return false
+	}
+	got, rerr := r.cfg.DNS.GetRecords(ctx, []dnsprovider.RRsetID{c.backup.ID()})
+	if rerr != nil || got[0].Equal(c.backup) {
+		return false
+	}
+	r.log.Error("the zone refuses the drill's writes; a human must act", "drill", d.ID, "err", err)
+	return true
 }
 
 // failedStep is the first step towards the backup that was not recorded

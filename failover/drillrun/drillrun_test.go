@@ -112,11 +112,11 @@ func (f *fixture) checkProduction(t *testing.T) {
 // under the drill's write-back fence.
 func (f *fixture) checkCanaryAtPrimary(t *testing.T, id uint64) {
 	t.Helper()
-	got, err := f.prov.GetRecords(context.Background(), []dnsprovider.RRsetID{{Name: "_drwatch-drill.lms", Type: "A"}})
+	got, err := f.prov.GetRecords(context.Background(), []dnsprovider.RRsetID{{Name: "drwatch-drill.lms", Type: "A"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (dnsprovider.RRset{Name: "_drwatch-drill.lms", Type: "A", TTL: 60 * time.Second, Values: []string{"192.0.2.1"}}); !got[0].Equal(want) {
+	if want := (dnsprovider.RRset{Name: "drwatch-drill.lms", Type: "A", TTL: 60 * time.Second, Values: []string{"192.0.2.1"}}); !got[0].Equal(want) {
 		t.Errorf("canary: got %s, want %s", got[0], want)
 	}
 	if fence, err := f.prov.GetFence(context.Background()); err != nil || fence != id+1 {
@@ -127,7 +127,7 @@ func (f *fixture) checkCanaryAtPrimary(t *testing.T, id uint64) {
 func (f *fixture) runner(t *testing.T, mod func(*Config)) *Runner {
 	t.Helper()
 	cfg := Config{Node: "a", State: f.log.M, Cluster: f.log, DNS: f.prov, Verifier: f.ver, Interval: time.Second,
-		Canary: func(p failover.Policy) failover.DrillCanary { return failover.CanaryFor(p, "_drwatch-drill.lms") }}
+		Canary: func(p failover.Policy) failover.DrillCanary { return failover.CanaryFor(p, "drwatch-drill.lms") }}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -143,7 +143,7 @@ func (f *fixture) start(t *testing.T) uint64 {
 	t.Helper()
 	v := f.log.M.View()
 	res, id, err := failover.Submit(context.Background(), f.log, failover.Command{Payload: failover.DrillStart{
-		Reason: "test", Actor: "alice", Canary: failover.CanaryFor(*v.Policy, "_drwatch-drill.lms"), RequestedAt: time.Now().UnixNano()}})
+		Reason: "test", Actor: "alice", Canary: failover.CanaryFor(*v.Policy, "drwatch-drill.lms"), RequestedAt: time.Now().UnixNano()}})
 	if err != nil {
 		t.Fatalf("drill start: %v", err)
 	}
@@ -242,36 +242,44 @@ func TestFailedReadinessFailsTheDrill(t *testing.T) {
 	f.checkProduction(t)
 }
 
-// downDNS is the drill's provider with a switch that makes every call fail
-// as a DNS server that does not answer would.
-type downDNS struct {
+// faultyDNS is the drill's provider with switches: down makes every call
+// fail as a DNS server that does not answer would; refuse makes every
+// write fail as a zone whose update policy refuses the canary.
+type faultyDNS struct {
 	*dnsprovider.RFC2136
-	mu   sync.Mutex
-	down bool
+	mu           sync.Mutex
+	down, refuse bool
 }
 
 var errDown = errors.New("read udp 127.0.0.1:53: i/o timeout")
 
-func (p *downDNS) set(down bool) { p.mu.Lock(); p.down = down; p.mu.Unlock() }
+func (p *faultyDNS) set(down, refuse bool) {
+	p.mu.Lock()
+	p.down, p.refuse = down, refuse
+	p.mu.Unlock()
+}
 
-func (p *downDNS) err() error {
+func (p *faultyDNS) err(write bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.down {
+	switch {
+	case p.down:
 		return errDown
+	case p.refuse && write:
+		return fmt.Errorf("rfc2136 swap: %w", dnsprovider.ErrRefused)
 	}
 	return nil
 }
 
-func (p *downDNS) GetRecords(ctx context.Context, want []dnsprovider.RRsetID) ([]dnsprovider.RRset, error) {
-	if err := p.err(); err != nil {
+func (p *faultyDNS) GetRecords(ctx context.Context, want []dnsprovider.RRsetID) ([]dnsprovider.RRset, error) {
+	if err := p.err(false); err != nil {
 		return nil, err
 	}
 	return p.RFC2136.GetRecords(ctx, want)
 }
 
-func (p *downDNS) Swap(ctx context.Context, expected, desired []dnsprovider.RRset, fenceOld, fenceNew uint64) error {
-	if err := p.err(); err != nil {
+func (p *faultyDNS) Swap(ctx context.Context, expected, desired []dnsprovider.RRset, fenceOld, fenceNew uint64) error {
+	if err := p.err(true); err != nil {
 		return err
 	}
 	return p.RFC2136.Swap(ctx, expected, desired, fenceOld, fenceNew)
@@ -281,7 +289,7 @@ func (p *downDNS) Swap(ctx context.Context, expected, desired []dnsprovider.RRse
 // back once the server answers again, and names the step and the error.
 func TestDrillWithDNSDownFailsAndRollsBack(t *testing.T) {
 	f := newFixture(t)
-	dns := &downDNS{RFC2136: f.prov, down: true}
+	dns := &faultyDNS{RFC2136: f.prov, down: true}
 	r := f.runner(t, func(c *Config) { c.DNS = dns })
 	id := f.start(t)
 	if _, err := r.Pass(context.Background()); err == nil {
@@ -291,7 +299,7 @@ func TestDrillWithDNSDownFailsAndRollsBack(t *testing.T) {
 	if d.Outcome != failover.DrillRunning || steps(d) != "rollback" {
 		t.Fatalf("with the DNS down: got %s with steps %s, want running and rolling back", d.Outcome, steps(d))
 	}
-	dns.set(false)
+	dns.set(false, false)
 	if _, err := r.Pass(context.Background()); err != nil {
 		t.Fatalf("pass with the DNS back: %v", err)
 	}
@@ -303,6 +311,31 @@ func TestDrillWithDNSDownFailsAndRollsBack(t *testing.T) {
 		t.Errorf("readiness: got %+v, want dns_credentials failing", d.Readiness)
 	}
 	f.checkCanaryAtPrimary(t, id)
+	f.checkProduction(t)
+}
+
+// A zone that refuses the canary for good (BIND's check-names, an update
+// policy without it) fails the drill at its first write; nothing was
+// written, so the drill ends rather than retrying its write back for ever
+// and refusing every later drill.
+func TestZoneRefusingTheCanaryEndsTheDrill(t *testing.T) {
+	f := newFixture(t)
+	dns := &faultyDNS{RFC2136: f.prov, refuse: true}
+	r := f.runner(t, func(c *Config) { c.DNS = dns })
+	id := f.start(t)
+	before := f.dns.Updates()
+	for range 2 {
+		if _, err := r.Pass(context.Background()); err != nil {
+			t.Fatalf("pass: %v", err)
+		}
+	}
+	d := f.drill(t, id)
+	if d.Outcome != failover.DrillFailed || d.Rule != failover.DrillStepBackupWritten || !strings.Contains(d.Detail, "refused") {
+		t.Errorf("got %s rule %q detail %q, want failed at backup_written, saying the zone refused", d.Outcome, d.Rule, d.Detail)
+	}
+	if n := f.dns.Updates() - before; n != 0 {
+		t.Errorf("got %d dns updates, want none", n)
+	}
 	f.checkProduction(t)
 }
 
@@ -342,7 +375,7 @@ func TestRealDecisionMidDrillRollsBack(t *testing.T) {
 
 // A leader that dies in the middle of a drill (its context ends after the
 // canary went to the backup values) leaves the drill running; the next
-// leader finishes it, the drill ends once, and a late end from the old
+// leader rolls it back, the drill ends once, and a late end from the old
 // leader changes nothing.
 func TestNextLeaderFinishesAnInterruptedDrillOnce(t *testing.T) {
 	f := newFixture(t)
@@ -365,10 +398,10 @@ func TestNextLeaderFinishesAnInterruptedDrillOnce(t *testing.T) {
 		t.Fatalf("next leader's pass: %v", err)
 	}
 	d := f.drill(t, id)
-	if d.Outcome != failover.DrillPassed || d.EndedBy != "b" {
-		t.Fatalf("got %s ended by %q, want passed, ended by b", d.Outcome, d.EndedBy)
+	if d.Outcome != failover.DrillRolledBack || d.EndedBy != "b" || steps(d) != "backup_written,interrupted,primary_written,primary_verified" {
+		t.Fatalf("got %s ended by %q with steps %s, want rolled_back by b after an interruption", d.Outcome, d.EndedBy, steps(d))
 	}
-	if err := old.finish(context.Background(), d, failover.DrillRolledBack, "", "late", nil); err != nil {
+	if err := old.finish(context.Background(), d, failover.DrillPassed, "", "late", nil); err != nil {
 		t.Fatal(err)
 	}
 	ended, running := f.log.M.Drills()
@@ -378,8 +411,8 @@ func TestNextLeaderFinishesAnInterruptedDrillOnce(t *testing.T) {
 			n++
 		}
 	}
-	if len(ended) != 1 || running != nil || n != 1 || ended[0].Outcome != failover.DrillPassed {
-		t.Errorf("got %d ended drills (running %v), %d drill history entries, want exactly one passed drill", len(ended), running, n)
+	if len(ended) != 1 || running != nil || n != 1 || ended[0].Outcome != failover.DrillRolledBack {
+		t.Errorf("got %d ended drills (running %v), %d drill history entries, want exactly one rolled back drill", len(ended), running, n)
 	}
 	f.checkCanaryAtPrimary(t, id)
 	f.checkProduction(t)
@@ -438,7 +471,7 @@ func TestDrillFailedByARuleWritesNothing(t *testing.T) {
 	}
 	v := f.log.M.View()
 	res, id, err := failover.Submit(context.Background(), f.log, failover.Command{Payload: failover.DrillStart{
-		Reason: "test", Actor: "alice", Canary: failover.CanaryFor(*v.Policy, "_drwatch-drill.lms")}})
+		Reason: "test", Actor: "alice", Canary: failover.CanaryFor(*v.Policy, "drwatch-drill.lms")}})
 	if err != nil {
 		t.Fatal(err)
 	}

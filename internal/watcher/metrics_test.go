@@ -26,7 +26,7 @@ func TestDrillMetrics(t *testing.T) {
 	}
 	drill := func(outcome string) {
 		round()
-		c := failover.CanaryFor(w.cfg.Policy, "_drwatch-drill.www")
+		c := failover.CanaryFor(w.cfg.Policy, "drwatch-drill.www")
 		res, id, err := failover.Submit(t.Context(), l, failover.Command{Payload: failover.DrillStart{Reason: "test", Canary: c}})
 		if err != nil || res.Kind != failover.KindDrill {
 			t.Fatalf("drill start: %v %+v", err, res)

@@ -13,7 +13,7 @@ import (
 func passedDrill(ago time.Duration, outcome string) *failover.DrillRecord {
 	start := fxAt(ago) - 1e9
 	return &failover.DrillRecord{ID: 7, Reason: "weekly", Outcome: outcome, RequestedAt: start - 40e6, StartedAt: start, EndedAt: start + 1e9,
-		Canary: failover.DrillCanary{Name: "_drwatch-drill.lms.example.org.", Type: "A", TTL: 60},
+		Canary: failover.DrillCanary{Name: "drwatch-drill.lms.example.org.", Type: "A", TTL: 60},
 		Steps: []failover.DrillStepRecord{{Step: failover.DrillStepBackupWritten, At: start + 60e6},
 			{Step: failover.DrillStepBackupVerified, At: start + 260e6, Servers: []failover.ServerVerification{{Server: "ns1:53", VerifiedAt: start + 200e6}}}}}
 }

@@ -13,7 +13,7 @@ import (
 // is not part of the replicated policy, so a config without it hashes as
 // it did before drills existed.
 type Drill struct {
-	Record          string        `yaml:"record" default:"_drwatch-drill.<first record>" doc:"The canary record a drill flips to the backup values and back, relative to dns.zone or fully qualified inside it; same zone and provider as dns.records, never one of them. Its values and TTL mirror the first record."`
+	Record          string        `yaml:"record" default:"drwatch-drill.<first record>" doc:"The canary record a drill flips to the backup values and back, relative to dns.zone or fully qualified inside it; same zone and provider as dns.records, never one of them. Its values and TTL mirror the first record. For A and AAAA a host name, without '_': BIND's default check-names refuses such an owner."`
 	Schedule        string        `yaml:"schedule" default:"off" doc:"How often the leader runs a drill by itself: a duration such as 168h (weekly), or off. A drill that a rule refuses is recorded as skipped."`
 	CertMinValidity time.Duration `yaml:"cert_min_validity" default:"336h" doc:"A drill's certificate check fails when a backup certificate for a public name expires sooner than this."`
 }
@@ -54,7 +54,7 @@ func (c *Config) DrillFence() string {
 	return f + "-drill"
 }
 
-// deriveDrill defaults the canary record to _drwatch-drill.<first record>.
+// deriveDrill defaults the canary record to drwatch-drill.<first record>.
 func deriveDrill(c *Config, present func(string) bool) {
 	if present("drill.record") {
 		return
@@ -63,9 +63,9 @@ func deriveDrill(c *Config, present func(string) bool) {
 	switch {
 	case len(c.DNS.Records) == 0:
 	case c.DNS.Records[0].Name == "@":
-		c.Drill.Record = "_drwatch-drill"
+		c.Drill.Record = "drwatch-drill"
 	default:
-		c.Drill.Record = "_drwatch-drill." + c.DNS.Records[0].Name
+		c.Drill.Record = "drwatch-drill." + c.DNS.Records[0].Name
 	}
 }
 
@@ -88,6 +88,9 @@ func (v *validator) drill(c *Config) {
 	if !ok || !dnsname.InZone(fq, strings.ToLower(dnsname.Absolute("@", c.DNS.Zone))) {
 		v.add("drill.record", "%q is not in zone %s", d.Record, c.DNS.Zone)
 		return
+	}
+	if len(c.DNS.Records) > 0 && c.DNS.Records[0].Type != "CNAME" && strings.Contains(fq, "_") {
+		v.add("drill.record", "%q holds '_': the canary is an %s record, and BIND's default check-names refuses a host record whose name is not a host name", d.Record, c.DNS.Records[0].Type)
 	}
 	for _, r := range c.DNS.Records {
 		if rq, _ := qualify(r.Name, c.DNS.Zone); rq == fq {

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// A config without a drill section drills on _drwatch-drill.<first record>,
+// A config without a drill section drills on drwatch-drill.<first record>,
 // never on a schedule, and keeps the policy hash it had before drills
 // existed: the drill section is not replicated policy.
 func TestDrillDefaultsKeepThePolicyHash(t *testing.T) {
@@ -14,9 +14,9 @@ func TestDrillDefaultsKeepThePolicyHash(t *testing.T) {
 	if ps != nil {
 		t.Fatalf("valid.yaml: %v", ps)
 	}
-	if c.Drill.Record != "_drwatch-drill.lms" || c.Drill.Schedule != "off" || c.Drill.ScheduleInterval() != 0 ||
+	if c.Drill.Record != "drwatch-drill.lms" || c.Drill.Schedule != "off" || c.Drill.ScheduleInterval() != 0 ||
 		c.Drill.CertMinValidity != 336*time.Hour {
-		t.Errorf("got drill %+v, want record _drwatch-drill.lms, schedule off, cert_min_validity 336h", c.Drill)
+		t.Errorf("got drill %+v, want record drwatch-drill.lms, schedule off, cert_min_validity 336h", c.Drill)
 	}
 	// The hash valid.yaml's policy had before the drill section existed.
 	const before = "d2fa9fa4fcd3"
@@ -50,6 +50,7 @@ func TestDrillSectionProblems(t *testing.T) {
 		{"  record: studio.example.org.\n", `drill.record: "studio.example.org." is the managed record studio`},
 		{"  record: canary.example.net.\n", `drill.record: "canary.example.net." is not in zone`},
 		{"  record: _drwatch\n", `drill.record: "_drwatch" is a fence record`},
+		{"  record: _canary.lms\n", `drill.record: "_canary.lms" holds '_'`},
 		{"  cert_min_validity: 0s\n", "drill.cert_min_validity: 0s must be > 0"},
 	} {
 		_, ps := loadString(t, validYAML(t)+"drill:\n"+tc.drill)
