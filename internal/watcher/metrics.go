@@ -36,7 +36,8 @@ var (
 	descGen       = prometheus.NewDesc("drwatch_desired_generation", "Generation of the current decision.", nil, nil)
 	descDone      = prometheus.NewDesc("drwatch_desired_verified", "1 once the current decision is verified at every authoritative server.", nil, nil)
 	descCertExp   = prometheus.NewDesc("drwatch_tls_cert_expiry_timestamp_seconds", "When this node's own certificate expires.", nil, nil)
-	descDrillOK   = prometheus.NewDesc("drwatch_drill_last_success_timestamp_seconds", "When the last drill that passed ended (absent before one has).", nil, nil)
+	descDrillOK   = prometheus.NewDesc("drwatch_drill_last_success_timestamp_seconds", "When the last drill that passed ended; 0 while none has.", nil, nil)
+	descDrillSch  = prometheus.NewDesc("drwatch_drill_schedule_seconds", "This node's drill.schedule; 0 when scheduled drills are off.", nil, nil)
 	descDrillRTO  = prometheus.NewDesc("drwatch_drill_rto_seconds", "What the last drill that passed measured, by step: commit, write, propagation, detection (the policy's floor), ttl, and total (detection, commit, write, propagation).", []string{"step"}, nil)
 	descDrillFail = prometheus.NewDesc("drwatch_drill_failures_total", "Drills that failed, among the last 100 the replicated state keeps.", nil, nil)
 )
@@ -70,7 +71,7 @@ func (m *metrics) reconciled(r reconcile.Report) {
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descDownVotes, descUpVotes, descQuorum, descVerdict, descActive, descPaused,
 		descBlocked, descFailovers, descLastFlip, descWatchers, descDisagree, descBuild, descGen, descDone, descCertExp,
-		descDrillOK, descDrillRTO, descDrillFail} {
+		descDrillOK, descDrillRTO, descDrillFail, descDrillSch} {
 		ch <- d
 	}
 }
@@ -160,7 +161,10 @@ func (m *metrics) collectDrills(ch chan<- prometheus.Metric, p *failover.Policy)
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(descDrillFail, prometheus.CounterValue, float64(failures))
+	schedule, timeout := m.w.DrillSchedule()
+	ch <- prometheus.MustNewConstMetric(descDrillSch, prometheus.GaugeValue, schedule.Seconds())
 	if ok == nil {
+		ch <- prometheus.MustNewConstMetric(descDrillOK, prometheus.GaugeValue, 0)
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(descDrillOK, prometheus.GaugeValue, float64(ok.EndedAt)/float64(time.Second))
@@ -168,7 +172,6 @@ func (m *metrics) collectDrills(ch chan<- prometheus.Metric, p *failover.Policy)
 	if p == nil || !measured {
 		return
 	}
-	_, timeout := m.w.DrillSchedule()
 	rto, _ := ok.RTO(*p, timeout)
 	for _, s := range []struct {
 		step string

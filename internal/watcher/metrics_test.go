@@ -12,11 +12,12 @@ import (
 // drill's end and what it measured by step, and the failures.
 func TestDrillMetrics(t *testing.T) {
 	w, fc := newTestWatcher(t, time.Second)
-	w.cfg.Drill = &Drill{Timeout: 500 * time.Millisecond}
+	w.cfg.Drill = &Drill{Timeout: 500 * time.Millisecond, Schedule: 168 * time.Hour}
 	l := fc.log
 	l.Step(t, failover.Command{Payload: failover.SetPolicy{Policy: w.cfg.Policy}})
-	if got := gather(t, w); got["drwatch_drill_failures_total"][""] != 0 || len(got["drwatch_drill_last_success_timestamp_seconds"]) != 0 {
-		t.Fatalf("before any drill: got %v, want no failures and no last success", got)
+	if got := gather(t, w); got["drwatch_drill_failures_total"][""] != 0 || got["drwatch_drill_last_success_timestamp_seconds"][""] != 0 ||
+		got["drwatch_drill_schedule_seconds"][""] != 168*3600 {
+		t.Fatalf("before any drill: got %v, want no failures, last success 0, schedule 604800", got)
 	}
 	round := func() {
 		for _, n := range []string{"a", "b", "c"} {
