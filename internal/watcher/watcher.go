@@ -50,6 +50,10 @@ type Config struct {
 	// Interval is the probe interval: the deadline of a report, the tick
 	// period and the reconciler's pace.
 	Interval time.Duration
+	// SetPhase, when set, is called after every round with this node's
+	// probing phase under the replicated policy (Phase);
+	// probes.Scheduler.SetPhase fits.
+	SetPhase func(time.Duration)
 	// HeartbeatTimeout and DataDir only shape the status warnings.
 	HeartbeatTimeout time.Duration
 	DataDir          string

@@ -126,7 +126,8 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 		return nil, fmt.Errorf("probe metrics: %w", err)
 	}
 	sched, err := probes.NewScheduler(c.Sites.Specs(), probes.SchedulerOptions{
-		Interval: c.Policy.Interval, DefaultTimeout: c.Policy.Timeout, Metrics: pm, Logger: log,
+		Interval: c.Policy.Interval, Phase: watcher.Phase(policy.Nodes, c.Node.ID, c.Policy.Interval),
+		DefaultTimeout: c.Policy.Timeout, Metrics: pm, Logger: log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("probes: %w", err)
@@ -157,7 +158,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	}
 	gates, after := remediate.Gates(c.Node.ID, fixes, kube.BackupWarmupName, c.Remediations.BackupWarmup.ReadyTimeout, c.Hooks, log)
 	n.Watcher, err = watcher.New(watcher.Config{
-		Node: c.Node.ID, Policy: policy, Interval: c.Policy.Interval, HeartbeatTimeout: c.Raft.HeartbeatTimeout, DataDir: c.Node.DataDir,
+		Node: c.Node.ID, Policy: policy, Interval: c.Policy.Interval, SetPhase: sched.SetPhase, HeartbeatTimeout: c.Raft.HeartbeatTimeout, DataDir: c.Node.DataDir,
 		FSM: fsm, Cluster: n.cluster, DNS: dns, Verifier: verifier,
 		Remediators: fixes, RemediationInterval: c.Remediations.Interval, Gates: gates, AfterVerified: after,
 		Health: health, Credentials: creds, CAFile: c.TLS.CAFile, CertFile: c.TLS.CertFile, CredentialsReloadEvery: reloadEvery,
