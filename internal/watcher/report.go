@@ -31,9 +31,10 @@ func Observation(node, hash string, r probes.Round) failover.Observe {
 
 // Phase is the offset within interval at which node probes: index/N ×
 // interval, its place among the policy's nodes, so that N watchers sample
-// each site at N distinct moments of every interval and a quorum of them
-// sees an outage up to (N-1)/N of an interval sooner than watchers probing
-// in step. A node not in the list probes at 0.
+// each site at N distinct moments of every interval. The quorum-th
+// watcher's first failing probe then comes (quorum-1)/N to quorum/N of an
+// interval after a fault, not anywhere within a whole interval as when all
+// probe in step. A node not in the list probes at 0.
 func Phase(nodes []string, node string, interval time.Duration) time.Duration {
 	i := slices.Index(nodes, node)
 	if i < 0 || len(nodes) == 0 {
