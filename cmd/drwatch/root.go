@@ -65,7 +65,8 @@ agrees through Raft whether the primary is down, and flips DNS to the backup.`,
 	})
 	root.AddCommand(newVersionCmd(), newConfigCmd(), newServeCmd(), newStatusCmd(),
 		newFailoverCmd(), newFailbackCmd(), newSwitchoverCmd(), newPauseCmd(), newResumeCmd(), newAckCmd(),
-		newHistoryCmd(), newExplainCmd(), newMembersCmd(), newDemoCmd(), newCertsCmd(), newDNSCmd(), newRemediateCmd())
+		newHistoryCmd(), newExplainCmd(), newMembersCmd(), newDemoCmd(), newCertsCmd(), newDNSCmd(), newRemediateCmd(),
+		newDrillWhatIfCmd()) // MERGER: the real drill command replaces newDrillWhatIfCmd (drill_whatif.go)
 	return root
 }
 

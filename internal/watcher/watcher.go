@@ -54,6 +54,10 @@ type Config struct {
 	// probing phase under the replicated policy (Phase);
 	// probes.Scheduler.SetPhase fits.
 	SetPhase func(time.Duration)
+	// ProbeTimeout is the longest timeout of a critical probe (optional):
+	// a blackholed site fails a round only then, so the what-if answer
+	// adds it to the time to the flip.
+	ProbeTimeout time.Duration
 	// HeartbeatTimeout and DataDir only shape the status warnings.
 	HeartbeatTimeout time.Duration
 	DataDir          string
@@ -351,6 +355,9 @@ func (w *Watcher) ClusterHealth() []clusterhealth.Site { return w.cfg.Health.Sit
 
 // Now reads the watcher's clock.
 func (w *Watcher) Now() time.Time { return w.cfg.Now() }
+
+// ProbeTimeout is the longest timeout of a critical probe (Config.ProbeTimeout).
+func (w *Watcher) ProbeTimeout() time.Duration { return w.cfg.ProbeTimeout }
 
 // ID is this node's ID.
 func (w *Watcher) ID() string { return w.cfg.Node }

@@ -69,6 +69,10 @@ var docTypes = []struct {
 	{"Result", reflect.TypeFor[failover.Result]()},
 	{"DryRun", reflect.TypeFor[DryRun]()},
 	{"Check", reflect.TypeFor[Check]()},
+	{"WhatIf", reflect.TypeFor[WhatIf]()},
+	{"WhatIfAnswer", reflect.TypeFor[failover.WhatIf]()},
+	{"RecordChange", reflect.TypeFor[failover.RecordChange]()},
+	{"WithheldRule", reflect.TypeFor[failover.WithheldRule]()},
 }
 
 type jsonField struct{ name, goType string }
