@@ -9,7 +9,7 @@ func (s Sites) CriticalProbeTimeout() time.Duration {
 	var longest time.Duration
 	for _, site := range []Site{s.Primary, s.Backup} {
 		for _, p := range site.Probes {
-			if p.Critical == nil || *p.Critical {
+			if p.IsCritical() {
 				longest = max(longest, p.Timeout)
 			}
 		}

@@ -214,6 +214,12 @@ func (n *Node) Shutdown(ctx context.Context) error {
 
 // remediators builds the repairs the config enables (none by default).
 func remediators(c *config.Config, m *failover.Machine, log *slog.Logger, now func() time.Time) ([]remediate.Entry, error) {
+	return remediatorsFor(c, func() remediate.Decision { return remediate.NewDecision(m.Desired(), m.History()) }, log, now)
+}
+
+// remediatorsFor builds the repairs the config enables, acting on the
+// decision that decision returns.
+func remediatorsFor(c *config.Config, decision func() remediate.Decision, log *slog.Logger, now func() time.Time) ([]remediate.Entry, error) {
 	r := c.Remediations
 	var clients kube.Clients
 	var err error
@@ -227,7 +233,6 @@ func remediators(c *config.Config, m *failover.Machine, log *slog.Logger, now fu
 			return nil, fmt.Errorf("remediations.kubernetes.backup: %w", err)
 		}
 	}
-	decision := func() remediate.Decision { return remediate.NewDecision(m.Desired(), m.History()) }
 	cloud, err := openstack.CloudRemediators(c.Remediations, clients, log, now)
 	if err != nil {
 		return nil, err
