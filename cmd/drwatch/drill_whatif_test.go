@@ -11,6 +11,7 @@ import (
 
 	"github.com/drwatch/drwatch/cmd/drwatch/api"
 	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/test/poll"
 )
 
 // whatIfNode serves GET /api/v1/what-if/{scenario} from a real decision
@@ -117,5 +118,43 @@ func TestDrillWhatIfUnknownScenarioListsTheKnownOnes(t *testing.T) {
 	}
 	if r := seen(); len(r) != 0 {
 		t.Errorf("got requests %v, want none", r)
+	}
+}
+
+// Against three real watchers: a follower answers from its replica over
+// the real API, the answer moves traffic to the backup's records, and
+// nothing is committed by asking.
+func TestDrillWhatIfAgainstCluster(t *testing.T) {
+	_, d := startDemo(t)
+	follower := ""
+	poll.Until(t, 60*time.Second, func() bool {
+		for i, n := range d.Nodes {
+			if l := d.Leader(); l != nil && n != l && len(n.Machine().View().Sites[failover.Backup].Up) == 3 &&
+				len(n.Machine().View().Sites[failover.Primary].Up) == 3 {
+				follower = d.APIURLs[i]
+				return true
+			}
+		}
+		return false
+	}, "a follower sees both sites UP on every watcher")
+	index := d.Leader().Machine().View().Index
+	out, stderr, code := run(t, "drill", "--what-if", "primary-down", "--endpoint", follower, "--ca-file", d.CAFile, "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var got api.WhatIf
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("json: %v\n%s", err, out)
+	}
+	if got.ServedBy == got.Leader || got.Answer.Outcome != failover.WhatIfMoves || got.Answer.To != failover.Backup {
+		t.Errorf("got %s by %s (leader %s) to %q, want a follower's answer moving to the backup:\n%s", got.Answer.Outcome, got.ServedBy, got.Leader, got.Answer.To, got.Answer.Text())
+	}
+	for _, e := range d.Leader().History() {
+		if e.Index > index {
+			t.Errorf("the history grew after the what-if: %+v", e)
+		}
+	}
+	if d.Leader().Machine().Desired().Gen != 0 {
+		t.Errorf("a decision was made: %+v", d.Leader().Machine().Desired())
 	}
 }
