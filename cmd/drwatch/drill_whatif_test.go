@@ -149,6 +149,20 @@ func TestDrillWhatIfAgainstCluster(t *testing.T) {
 	if got.ServedBy == got.Leader || got.Answer.Outcome != failover.WhatIfMoves || got.Answer.To != failover.Backup {
 		t.Errorf("got %s by %s (leader %s) to %q, want a follower's answer moving to the backup:\n%s", got.Answer.Outcome, got.ServedBy, got.Leader, got.Answer.To, got.Answer.Text())
 	}
+	// With a node's config the remediations a failover would run are
+	// planned too (the demo enables none).
+	// The config's first endpoint is node a, whose replica may trail.
+	var table string
+	poll.Until(t, 30*time.Second, func() bool {
+		table, _, _ = run(t, "drill", "--what-if", "primary-down", "--config", d.Configs[0])
+		return strings.Contains(table, "traffic moves")
+	}, "node a's what-if moves traffic")
+	for _, want := range []string{"traffic moves: auto_failover primary -> backup", "remediations after the move (a dry-run plan with backup active",
+		"no remediation is enabled"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("with --config: output lacks %q:\n%s", want, table)
+		}
+	}
 	for _, e := range d.Leader().History() {
 		if e.Index > index {
 			t.Errorf("the history grew after the what-if: %+v", e)
