@@ -108,3 +108,25 @@ func TestWhatIfMatchesWhatTheMachineThenDoes(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkWhatIf: one answer on a three-watcher state (copy, fall+1 rounds at most).
+func BenchmarkWhatIf(b *testing.B) {
+	m := New()
+	p := Policy{Nodes: []string{"a", "b", "c"}, Quorum: 2, Fall: 3, Rise: 2, Interval: time.Second, AutoFailover: true,
+		Sites: map[Site]SitePolicy{Primary: {Probes: []ProbeRef{{Name: "web", Critical: true}}}, Backup: {Probes: []ProbeRef{{Name: "web", Critical: true}}}},
+		Zone:  "example.org.", Records: []Record{{Name: "lms", Type: "A", TTL: 60, Primary: []string{"203.0.113.10"}, Backup: []string{"198.51.100.10"}}}}
+	if _, err := m.Step(1, Command{At: base, Payload: SetPolicy{Policy: p}}); err != nil {
+		b.Fatal(err)
+	}
+	for i, n := range p.Nodes {
+		o := Observe{Node: n, Results: []ProbeResult{{Site: Primary, Probe: "web", OK: true}, {Site: Backup, Probe: "web", OK: true}}}
+		if _, err := m.Step(uint64(i+2), Command{At: base, Payload: o}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for b.Loop() {
+		if w, err := m.WhatIf(WhatIfInput{Scenario: ScenarioPrimaryDown, Now: base}); err != nil || w.Outcome != WhatIfMoves {
+			b.Fatalf("got %v %v", w.Outcome, err)
+		}
+	}
+}
