@@ -54,10 +54,6 @@ type Config struct {
 	// probing phase under the replicated policy (Phase);
 	// probes.Scheduler.SetPhase fits.
 	SetPhase func(time.Duration)
-	// ProbeTimeout is the longest timeout of a critical probe (optional):
-	// a blackholed site fails a round only then, so the what-if answer
-	// adds it to the time to the flip.
-	ProbeTimeout time.Duration
 	// HeartbeatTimeout and DataDir only shape the status warnings.
 	HeartbeatTimeout time.Duration
 	DataDir          string
@@ -83,6 +79,10 @@ type Config struct {
 	Registry               *prometheus.Registry
 	Logger                 *slog.Logger
 	Now                    func() time.Time
+	// ProbeTimeout is the longest timeout of a critical probe (optional):
+	// a blackholed site fails a round only then, so the what-if answer
+	// adds it to the time to the flip.
+	ProbeTimeout time.Duration
 }
 
 // FSM adapts the decision core to cluster.StateMachine and wakes the

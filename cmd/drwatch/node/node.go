@@ -158,12 +158,11 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	}
 	gates, after := remediate.Gates(c.Node.ID, fixes, kube.BackupWarmupName, c.Remediations.BackupWarmup.ReadyTimeout, c.Hooks, log)
 	n.Watcher, err = watcher.New(watcher.Config{
-		Node: c.Node.ID, Policy: policy, Interval: c.Policy.Interval, SetPhase: sched.SetPhase, ProbeTimeout: c.Sites.CriticalProbeTimeout(),
-		HeartbeatTimeout: c.Raft.HeartbeatTimeout, DataDir: c.Node.DataDir,
+		Node: c.Node.ID, Policy: policy, Interval: c.Policy.Interval, SetPhase: sched.SetPhase, HeartbeatTimeout: c.Raft.HeartbeatTimeout, DataDir: c.Node.DataDir,
 		FSM: fsm, Cluster: n.cluster, DNS: dns, Verifier: verifier,
 		Remediators: fixes, RemediationInterval: c.Remediations.Interval, Gates: gates, AfterVerified: after,
 		Health: health, Credentials: creds, CAFile: c.TLS.CAFile, CertFile: c.TLS.CertFile, CredentialsReloadEvery: reloadEvery,
-		Registry: reg, Logger: log, Now: now,
+		Registry: reg, Logger: log, Now: now, ProbeTimeout: c.Sites.CriticalProbeTimeout(),
 	})
 	if err != nil {
 		_ = n.cluster.Shutdown(context.WithoutCancel(ctx))
