@@ -271,13 +271,6 @@ func (d DrillRecord) Times() (t DrillTimes, ok bool) {
 	return t, true
 }
 
-// DetectionFloor is how long the policy takes to see the primary DOWN at
-// quorum after it fails: between (fall-1)×interval and fall×interval plus
-// the probe timeout (the config's, which the replicated policy does not carry).
-func (p Policy) DetectionFloor(timeout time.Duration) (lo, hi time.Duration) {
-	return time.Duration(max(p.Fall-1, 0)) * p.Interval, time.Duration(p.Fall)*p.Interval + timeout
-}
-
 // DrillRTO is the time a real failover would take now, from a drill's
 // measurement and the policy: detection, the decision and write, the
 // propagation to every authoritative server, and caches up to the TTL.

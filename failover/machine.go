@@ -628,21 +628,31 @@ func (m *Machine) DryRun(c Command) DryRun {
 	if err := c.check(); err != nil {
 		return DryRun{Err: err}
 	}
-	m.mu.RLock()
-	snap, err := json.Marshal(m.st)
-	m.mu.RUnlock()
+	s, err := m.copyState()
 	if err != nil {
-		return DryRun{Err: fmt.Errorf("dry run: copy state: %w", err)}
-	}
-	// A deep copy: the snapshot encoding round-trips the state exactly.
-	var s state
-	if err := json.Unmarshal(snap, &s); err != nil {
-		return DryRun{Err: fmt.Errorf("dry run: copy state: %w", err)}
+		return DryRun{Err: fmt.Errorf("dry run: %w", err)}
 	}
 	d := DryRun{Before: s.Desired.clone()}
 	d.Result, d.Err = s.step(s.LastIndex+1, c, &d.Checks)
 	d.After = s.Desired
 	return d
+}
+
+// copyState returns a deep copy of the state, for the read-only questions
+// (DryRun, WhatIf) that step the real code on it.
+func (m *Machine) copyState() (state, error) {
+	m.mu.RLock()
+	snap, err := json.Marshal(m.st)
+	m.mu.RUnlock()
+	if err != nil {
+		return state{}, fmt.Errorf("copy state: %w", err)
+	}
+	// A deep copy: the snapshot encoding round-trips the state exactly.
+	var s state
+	if err := json.Unmarshal(snap, &s); err != nil {
+		return state{}, fmt.Errorf("copy state: %w", err)
+	}
+	return s, nil
 }
 
 // Desired returns the DNS state the reconciler must bring about.

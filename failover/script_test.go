@@ -367,6 +367,8 @@ func (h *harness) run(line string) string {
 			return "error: " + err.Error()
 		}
 		return s
+	case "whatif":
+		return h.whatIf(a)
 	case "snapshot-check":
 		h.checkReplay()
 		return ""

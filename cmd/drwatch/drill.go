@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os/signal"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -22,13 +23,14 @@ type drillCmd struct {
 	req     api.WriteRequest
 	timeout time.Duration
 	output  string
+	whatIf  string // --what-if SCENARIO: ask, write nothing
 }
 
 func newDrillCmd() *cobra.Command {
 	d := &drillCmd{}
 	c := &cobra.Command{
-		Use:   "drill --reason TEXT",
-		Short: "Rehearse the failover on the canary record and measure the RTO",
+		Use:   "drill --reason TEXT | --what-if SCENARIO",
+		Short: "Rehearse the failover on the canary record and measure the RTO; --what-if writes nothing",
 		Long: `Rehearse the failover on the canary record (drill.record), never a production
 record: the leader writes it to the backup values with the same compare-and-swap
 as a real flip, verifies it at every authoritative server, writes it back and
@@ -38,9 +40,20 @@ the readiness checks and the measured RTO.
 Exit 0 when the drill passed, 1 when it failed (a rule that would withhold a
 real failover, a failed step, or a failed readiness check), 3 when it was
 refused: while an outage is pending or active, while a decision's DNS write is
-not verified, while automatic decisions are paused, or while another drill runs.`,
+not verified, while automatic decisions are paused, or while another drill runs.
+
+With --what-if, ask the decision core, on a copy of a node's replica, what
+would happen if every critical probe of a site failed now: whether traffic
+would move and which records, which rules would withhold the move (backup not
+UP at quorum, paused, blocked, automatic failover off), the expected time to
+the flip, and, with --config, the remediations a failover would run. Nothing
+is written: no command is proposed, no DNS record changes. Scenarios: ` + strings.Join(failover.Scenarios(), ", ") + `
+(primary-down: the primary's critical probes fail; active-down: the active site's).`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if d.whatIf != "" {
+				return runWhatIf(c.Context(), stdout(c), c.ErrOrStderr(), &d.flags, cmp.Or(d.output, "table"), d.whatIf)
+			}
 			if err := requireReason(d.req.Reason); err != nil {
 				return err
 			}
@@ -58,7 +71,8 @@ not verified, while automatic decisions are paused, or while another drill runs.
 	c.Flags().StringVar(&d.req.Reason, "reason", "", "why (required; recorded in the history)")
 	c.Flags().BoolVar(&d.req.DryRun, "dry-run", false, "print the rules the drill would face now; start nothing")
 	c.Flags().DurationVar(&d.timeout, "timeout", 5*time.Minute, "give up waiting for the result after this long (the drill goes on)")
-	c.Flags().StringVarP(&d.output, "output", "o", "", "print the result as json or yaml")
+	c.Flags().StringVarP(&d.output, "output", "o", "", "print the result as json or yaml (with --what-if also table)")
+	c.Flags().StringVar(&d.whatIf, "what-if", "", "ask what would happen, writing nothing: "+strings.Join(failover.Scenarios(), " or "))
 	c.AddCommand(newDrillHistoryCmd())
 	return c
 }

@@ -51,6 +51,10 @@ type Config struct {
 	// Interval is the probe interval: the deadline of a report, the tick
 	// period and the reconciler's pace.
 	Interval time.Duration
+	// SetPhase, when set, is called after every round with this node's
+	// probing phase under the replicated policy (Phase);
+	// probes.Scheduler.SetPhase fits.
+	SetPhase func(time.Duration)
 	// HeartbeatTimeout and DataDir only shape the status warnings.
 	HeartbeatTimeout time.Duration
 	DataDir          string
@@ -80,6 +84,10 @@ type Config struct {
 	Registry               *prometheus.Registry
 	Logger                 *slog.Logger
 	Now                    func() time.Time
+	// ProbeTimeout is the longest timeout of a critical probe (optional):
+	// a blackholed site fails a round only then, so the what-if answer
+	// adds it to the time to the flip.
+	ProbeTimeout time.Duration
 }
 
 // Drill is what the leader's drill executor needs besides the watcher's parts.
@@ -393,6 +401,9 @@ func (w *Watcher) ClusterHealth() []clusterhealth.Site { return w.cfg.Health.Sit
 
 // Now reads the watcher's clock.
 func (w *Watcher) Now() time.Time { return w.cfg.Now() }
+
+// ProbeTimeout is the longest timeout of a critical probe (Config.ProbeTimeout).
+func (w *Watcher) ProbeTimeout() time.Duration { return w.cfg.ProbeTimeout }
 
 // ID is this node's ID.
 func (w *Watcher) ID() string { return w.cfg.Node }

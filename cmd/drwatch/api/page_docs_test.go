@@ -77,6 +77,10 @@ var docTypes = []struct {
 	{"DrillStepRecord", reflect.TypeFor[failover.DrillStepRecord]()},
 	{"DrillCheck", reflect.TypeFor[failover.DrillCheck]()},
 	{"DrillRTO", reflect.TypeFor[DrillRTO]()},
+	{"WhatIf", reflect.TypeFor[WhatIf]()},
+	{"WhatIfAnswer", reflect.TypeFor[failover.WhatIf]()},
+	{"RecordChange", reflect.TypeFor[failover.RecordChange]()},
+	{"WithheldRule", reflect.TypeFor[failover.WithheldRule]()},
 }
 
 type jsonField struct{ name, goType string }

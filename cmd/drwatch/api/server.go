@@ -70,6 +70,7 @@ func NewServer(b Backend, o Options) *Server {
 	route(http.MethodGet, "/api/v1/status", s.status)
 	route(http.MethodGet, "/api/v1/history", s.history)
 	route(http.MethodGet, "/api/v1/explain/{gen}", s.explain)
+	route(http.MethodGet, "/api/v1/what-if/{scenario}", s.whatIf)
 	route(http.MethodGet, "/api/v1/members", s.members)
 	route(http.MethodGet, "/api/v1/drills", s.drills)
 	route(http.MethodPost, "/api/v1/drill", s.write(RoleOperate, s.drillCmd))

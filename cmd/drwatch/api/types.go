@@ -20,6 +20,10 @@ type ReadModel interface {
 	History() []failover.Entry
 	// Explain describes the evidence behind decision gen.
 	Explain(gen uint64) (string, error)
+	// WhatIf asks the decision core, on a copy of the local replica, what
+	// would happen if every critical probe of the scenario's site failed
+	// now; an unknown scenario wraps failover.ErrUnknownScenario.
+	WhatIf(ctx context.Context, scenario string) (WhatIf, error)
 	// Members lists the Raft configuration.
 	Members(ctx context.Context) ([]cluster.Member, error)
 	// Ready returns nil once the config is loaded, Raft has joined and a leader is known.

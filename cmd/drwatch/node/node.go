@@ -142,7 +142,8 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 		return nil, fmt.Errorf("probe metrics: %w", err)
 	}
 	sched, err := probes.NewScheduler(c.Sites.Specs(), probes.SchedulerOptions{
-		Interval: c.Policy.Interval, DefaultTimeout: c.Policy.Timeout, Metrics: pm, Logger: log,
+		Interval: c.Policy.Interval, Phase: watcher.Phase(policy.Nodes, c.Node.ID, c.Policy.Interval),
+		DefaultTimeout: c.Policy.Timeout, Metrics: pm, Logger: log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("probes: %w", err)
@@ -173,11 +174,11 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	}
 	gates, after := remediate.Gates(c.Node.ID, fixes, kube.BackupWarmupName, c.Remediations.BackupWarmup.ReadyTimeout, c.Hooks, log)
 	n.Watcher, err = watcher.New(watcher.Config{
-		Node: c.Node.ID, Policy: policy, Interval: c.Policy.Interval, HeartbeatTimeout: c.Raft.HeartbeatTimeout, DataDir: c.Node.DataDir,
+		Node: c.Node.ID, Policy: policy, Interval: c.Policy.Interval, SetPhase: sched.SetPhase, HeartbeatTimeout: c.Raft.HeartbeatTimeout, DataDir: c.Node.DataDir,
 		FSM: fsm, Cluster: n.cluster, DNS: dns, Verifier: verifier,
 		Remediators: fixes, RemediationInterval: c.Remediations.Interval, Gates: gates, AfterVerified: after,
 		Drill: drill, Health: health, Credentials: creds, CAFile: c.TLS.CAFile, CertFile: c.TLS.CertFile, CredentialsReloadEvery: reloadEvery,
-		Registry: reg, Logger: log, Now: now,
+		Registry: reg, Logger: log, Now: now, ProbeTimeout: c.Sites.CriticalProbeTimeout(),
 	})
 	if err != nil {
 		_ = n.cluster.Shutdown(context.WithoutCancel(ctx))
@@ -228,6 +229,12 @@ func (n *Node) Shutdown(ctx context.Context) error {
 
 // remediators builds the repairs the config enables (none by default).
 func remediators(c *config.Config, m *failover.Machine, log *slog.Logger, now func() time.Time) ([]remediate.Entry, error) {
+	return remediatorsFor(c, func() remediate.Decision { return remediate.NewDecision(m.Desired(), m.History()) }, log, now)
+}
+
+// remediatorsFor builds the repairs the config enables, acting on the
+// decision that decision returns.
+func remediatorsFor(c *config.Config, decision func() remediate.Decision, log *slog.Logger, now func() time.Time) ([]remediate.Entry, error) {
 	r := c.Remediations
 	var clients kube.Clients
 	var err error
@@ -241,7 +248,6 @@ func remediators(c *config.Config, m *failover.Machine, log *slog.Logger, now fu
 			return nil, fmt.Errorf("remediations.kubernetes.backup: %w", err)
 		}
 	}
-	decision := func() remediate.Decision { return remediate.NewDecision(m.Desired(), m.History()) }
 	cloud, err := openstack.CloudRemediators(c.Remediations, clients, log, now)
 	if err != nil {
 		return nil, err
