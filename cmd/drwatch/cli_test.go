@@ -198,7 +198,8 @@ func TestCLIAgainstCluster(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("drill exit %d: %s\n%s", code, stderr, out)
 		}
-		for _, want := range []string{"PASSED", "backup_verified", "primary_verified", "[PASS] dns_credentials", "a real failover now would reach most clients in ≈"} {
+		for _, want := range []string{"PASSED", "backup_verified", "primary_verified", "[PASS] dns_credentials", "[PASS] ttl vs rto budget",
+			"a real failover now would reach most clients in ≈"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("drill output lacks %q:\n%s", want, out)
 			}

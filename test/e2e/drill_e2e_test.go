@@ -37,8 +37,9 @@ func TestDrills(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("drill: exit %d\n%s\n%s", code, out, stderr)
 		}
+		t.Logf("drwatch drill:\n%s", out)
 		for _, want := range []string{"PASSED", "backup_written", "backup_verified", "primary_written", "primary_verified",
-			"[PASS] dns_credentials", "a real failover now would reach most clients in ≈"} {
+			"[PASS] dns_credentials", "[PASS] ttl vs rto budget", "a real failover now would reach most clients in ≈"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("drill output lacks %q:\n%s", want, out)
 			}

@@ -111,10 +111,6 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 			return nil, fmt.Errorf("dns (drills): %w", err)
 		}
 	}
-	var drill *watcher.Drill
-	if drillDNS != nil {
-		drill = &watcher.Drill{DNS: drillDNS, Schedule: c.Drill.ScheduleInterval(), Canary: c.Canary, Timeout: c.Policy.Timeout}
-	}
 	verifier := o.Verifier
 	if verifier == nil {
 		v, err := dnsprovider.NewVerifierFromConfig(c.DNS.Config, log)
@@ -125,6 +121,21 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	}
 
 	machine := failover.New()
+	var drills *watcher.Drill
+	if drillDNS != nil {
+		ready, err := DrillReadiness(c, machine, c.Drill.CertMinValidity, 0, log, now)
+		if err != nil {
+			return nil, fmt.Errorf("drill readiness: %w", err)
+		}
+		drills = &watcher.Drill{DNS: drillDNS, Schedule: c.Drill.ScheduleInterval(), Canary: c.Canary, Timeout: c.Sites.CriticalProbeTimeout(),
+			Readiness: func(ctx context.Context) []failover.DrillCheck {
+				var out []failover.DrillCheck
+				for _, ck := range ready(ctx) {
+					out = append(out, failover.DrillCheck(ck))
+				}
+				return out
+			}}
+	}
 	fixes, err := remediators(c, machine, log, now)
 	if err != nil {
 		return nil, err
@@ -177,7 +188,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 		Node: c.Node.ID, Policy: policy, Interval: c.Policy.Interval, SetPhase: sched.SetPhase, HeartbeatTimeout: c.Raft.HeartbeatTimeout, DataDir: c.Node.DataDir,
 		FSM: fsm, Cluster: n.cluster, DNS: dns, Verifier: verifier,
 		Remediators: fixes, RemediationInterval: c.Remediations.Interval, Gates: gates, AfterVerified: after,
-		Drill: drill, Health: health, Credentials: creds, CAFile: c.TLS.CAFile, CertFile: c.TLS.CertFile, CredentialsReloadEvery: reloadEvery,
+		Drill: drills, Health: health, Credentials: creds, CAFile: c.TLS.CAFile, CertFile: c.TLS.CertFile, CredentialsReloadEvery: reloadEvery,
 		Registry: reg, Logger: log, Now: now, ProbeTimeout: c.Sites.CriticalProbeTimeout(),
 	})
 	if err != nil {
