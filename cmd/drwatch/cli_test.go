@@ -194,7 +194,14 @@ func TestCLIAgainstCluster(t *testing.T) {
 	})
 
 	t.Run("a drill passes on the canary, reports its RTO and leaves lms alone", func(t *testing.T) {
-		out, stderr, code := run(t, append([]string{"drill", "--reason", "first rehearsal", "--timeout", "60s"}, auth...)...)
+		out, stderr, code := run(t, append([]string{"drill", "--reason", "what would it face", "--dry-run"}, auth...)...)
+		if code != 0 || !strings.Contains(out, "dry run of drill") || !strings.Contains(out, "[PASS] target_unhealthy") {
+			t.Errorf("drill --dry-run: exit %d %s\n%s", code, stderr, out)
+		}
+		if d.View().Drill != nil {
+			t.Error("drill --dry-run started a drill")
+		}
+		out, stderr, code = run(t, append([]string{"drill", "--reason", "first rehearsal", "--timeout", "60s"}, auth...)...)
 		if code != 0 {
 			t.Fatalf("drill exit %d: %s\n%s", code, stderr, out)
 		}

@@ -84,18 +84,7 @@ func (d *drillCmd) Run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	if d.req.DryRun {
-		var dr api.DryRun
-		if err := cl.do(ctx, http.MethodPost, "/api/v1/drill", d.req, &dr); err != nil {
-			return cliErr(err)
-		}
-		if d.output != "" {
-			return structured(out, outputFormat(d.output), dr)
-		}
-		printDryRun(out, "drill", dr)
-		if dr.Error != nil && dr.Error.Code == api.CodeRefused {
-			return silentError{exitRefused}
-		}
-		return nil
+		return dryRun(ctx, cl, out, "drill", "/api/v1/drill", d.req, d.output)
 	}
 	var resp api.WriteResponse
 	if err := cl.do(ctx, http.MethodPost, "/api/v1/drill", d.req, &resp); err != nil {
