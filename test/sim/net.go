@@ -11,11 +11,16 @@ import (
 // between the simulated nodes: net.Pipe connections, so every read and
 // write blocks on channels of the bubble, never on a socket. Raft itself
 // runs on raft.InmemTransport; a partition cuts both.
+//
+// A cut has a direction, as InmemTransport's routes do: cutting from->to
+// stops from opening connections to to, and closes those it opened, while
+// to's connections to from, requests and replies, still work. A symmetric
+// partition cuts both directions.
 type network struct {
 	mu        sync.Mutex
 	listeners map[string]*listener     // by raft address
-	cut       map[[2]string]bool       // unordered pair of addresses
-	conns     map[[2]string][]*simConn // open conns, closed when their pair is cut
+	cut       map[[2]string]bool       // {from, to}: from cannot reach to
+	conns     map[[2]string][]*simConn // open conns by {dialer, listener}, closed when that direction is cut
 }
 
 func newNetwork() *network {
@@ -29,11 +34,11 @@ func pair(a, b string) [2]string {
 	return [2]string{a, b}
 }
 
-// setCut cuts or heals the link between a and b; cutting closes every
-// connection between them, as a lost route ends TCP streams.
+// setCut cuts or heals the direction from a to b; cutting closes every
+// connection a opened to b, as a lost route ends TCP streams.
 func (nw *network) setCut(a, b string, cut bool) {
 	nw.mu.Lock()
-	k := pair(a, b)
+	k := [2]string{a, b}
 	nw.cut[k] = cut
 	var doomed []*simConn
 	if cut {
@@ -48,7 +53,7 @@ func (nw *network) setCut(a, b string, cut bool) {
 func (nw *network) isCut(a, b string) bool {
 	nw.mu.Lock()
 	defer nw.mu.Unlock()
-	return nw.cut[pair(a, b)]
+	return nw.cut[[2]string{a, b}]
 }
 
 // listen registers the listener of the node at addr (a restart replaces it).
@@ -67,7 +72,7 @@ func (nw *network) dialer(from string) func(ctx context.Context, addr string) (n
 	return func(ctx context.Context, addr string) (net.Conn, error) {
 		nw.mu.Lock()
 		l := nw.listeners[addr]
-		cut := nw.cut[pair(from, addr)]
+		cut := nw.cut[[2]string{from, addr}]
 		nw.mu.Unlock()
 		if l == nil || cut {
 			return nil, errUnreachable
@@ -76,7 +81,7 @@ func (nw *network) dialer(from string) func(ctx context.Context, addr string) (n
 		ca := &simConn{Conn: a, local: tcpAddr(from), remote: tcpAddr(addr)}
 		cb := &simConn{Conn: b, local: tcpAddr(addr), remote: tcpAddr(from)}
 		nw.mu.Lock()
-		k := pair(from, addr)
+		k := [2]string{from, addr}
 		nw.conns[k] = append(nw.conns[k], ca, cb)
 		nw.mu.Unlock()
 		select {

@@ -70,9 +70,10 @@ func Run(sched Schedule) (*World, error) {
 		}
 	}
 
-	// The faults stop: every partition heals, every node runs again, and
-	// the replicas must agree within settleBound.
+	// The faults stop: every partition heals, every node runs again (and
+	// is a voter again), and the replicas must agree within settleBound.
 	clear(w.parted)
+	w.faults.clear()
 	for _, n := range w.nodes {
 		if n.node == nil {
 			if err := w.start(n); err != nil {
@@ -82,7 +83,7 @@ func Run(sched Schedule) (*World, error) {
 	}
 	w.applyLinks()
 	deadline := time.Now().Add(settleBound)
-	for !w.converged() {
+	for !w.readdAll() || !w.converged() {
 		if time.Now().After(deadline) {
 			w.violate("replicas did not converge within %s of the faults ending", settleBound)
 			break
@@ -128,7 +129,9 @@ func (w *World) do(ctx context.Context, ops *sync.WaitGroup, ev Event) error {
 			w.operator(ctx, node, ev)
 		}()
 	default:
-		return fmt.Errorf("unknown event %q", ev.Kind)
+		if !w.fault(ctx, ops, ev) {
+			return fmt.Errorf("unknown event %q", ev.Kind)
+		}
 	}
 	return nil
 }
