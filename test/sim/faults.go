@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,6 +50,11 @@ type faultState struct {
 	delayMax time.Duration // 0: raft messages go straight through
 	rng      *rand.Rand
 	delays   delayStats
+	// transports are the nodes' current raft transports. Raft closes a
+	// transport only when its first Shutdown future is waited on, which
+	// never happens when raft shuts itself down (a leader removed from
+	// the voters), so the world closes them too.
+	transports map[string]*delayTransport
 }
 
 // delayStats counts the raft messages the delay fault held back.
@@ -62,6 +68,32 @@ func (f *faultState) init(seed uint64) {
 	f.oneway = map[[2]string]bool{}
 	f.skew = map[string]time.Duration{}
 	f.rng = rand.New(rand.NewPCG(seed, 0xde1a))
+	f.transports = map[string]*delayTransport{}
+}
+
+// transport returns a new raft transport for node id over in, closing the
+// one its last run used.
+func (f *faultState) transport(id string, in *raft.InmemTransport) *delayTransport {
+	d := newDelayTransport(in, f)
+	f.mu.Lock()
+	old := f.transports[id]
+	f.transports[id] = d
+	f.mu.Unlock()
+	if old != nil {
+		_ = old.Close()
+	}
+	return d
+}
+
+// closeTransports closes every node's raft transport (the run's end).
+func (f *faultState) closeTransports() {
+	f.mu.Lock()
+	ts := f.transports
+	f.transports = map[string]*delayTransport{}
+	f.mu.Unlock()
+	for _, d := range ts {
+		_ = d.Close()
+	}
 }
 
 func (f *faultState) cut(from, to string) bool {
@@ -224,6 +256,9 @@ func (w *World) fault(ctx context.Context, ops *sync.WaitGroup, ev Event) bool {
 		}
 	case "remove", "readd":
 		n := w.byID(ev.Node)
+		if ev.Kind == "readd" {
+			w.restartRemovedLeader(n)
+		}
 		via := w.via()
 		if via == nil || (ev.Kind == "remove" && (n.node == nil || n.node.IsLeader())) {
 			// Removing the leader needs its own confirmation, and
@@ -296,10 +331,29 @@ func (w *World) member(ctx context.Context, via *cluster.Node, n *simNode, ev Ev
 	}
 }
 
+// restartRemovedLeader restarts n if its raft has shut down. The remove
+// of a follower can reach it as the leader, when leadership moved while
+// the command was on its way, and raft then shuts the removed leader's
+// raft down for good: its process runs on with no raft. As
+// docs/operations.md says for a watcher joining, operators start it
+// before adding it back.
+func (w *World) restartRemovedLeader(n *simNode) {
+	if n.node == nil || n.node.Stats().State != raft.Shutdown.String() {
+		return
+	}
+	w.crash(n)
+	if err := w.start(n); err != nil {
+		w.violate("readd: restart %s: %v", n.id, err)
+	}
+}
+
 // readdAll adds back, through the leader, every node the operators left
 // removed; false while there is no leader or a change failed (the
 // settling phase retries).
 func (w *World) readdAll() bool {
+	for _, n := range w.nodes {
+		w.restartRemovedLeader(n)
+	}
 	l := w.leader()
 	if l == nil {
 		return false
@@ -322,4 +376,25 @@ func (w *World) readdAll() bool {
 		cancel()
 	}
 	return ok
+}
+
+// raftStates describes every node's raft for a convergence failure: its
+// state, applied index, leader and the voters it knows.
+func (w *World) raftStates() string {
+	var b strings.Builder
+	for _, n := range w.nodes {
+		if n.node == nil {
+			fmt.Fprintf(&b, "; %s down", n.id)
+			continue
+		}
+		st := n.node.Stats()
+		var voters []string
+		for _, p := range st.Peers {
+			if p.Suffrage == "voter" {
+				voters = append(voters, p.ID)
+			}
+		}
+		fmt.Fprintf(&b, "; %s %s term %d applied %d leader %q voters %v", n.id, st.State, st.Term, st.AppliedIndex, st.LeaderID, voters)
+	}
+	return strings.TrimPrefix(b.String(), "; ")
 }

@@ -31,6 +31,7 @@ func liveWorld(t *testing.T) *World {
 	}
 	t.Cleanup(func() {
 		w.shutdown()
+		w.faults.closeTransports()
 		time.Sleep(raftLeftovers)
 	})
 	waitFor(t, 10*time.Second, "a leader and the policy on every node", func() bool {

@@ -36,6 +36,7 @@ func Run(sched Schedule) (*World, error) {
 		cancelOps()
 		ops.Wait()
 		w.shutdown()
+		w.faults.closeTransports()
 		w.count(func(s *Stats) { s.Virtual = time.Since(w.sched.start) })
 		// raft.Shutdown does not wait for every goroutine it started: a
 		// leadership transfer's TimeoutNow to a peer that has stopped
@@ -85,7 +86,7 @@ func Run(sched Schedule) (*World, error) {
 	deadline := time.Now().Add(settleBound)
 	for !w.readdAll() || !w.converged() {
 		if time.Now().After(deadline) {
-			w.violate("replicas did not converge within %s of the faults ending", settleBound)
+			w.violate("replicas did not converge within %s of the faults ending: %s", settleBound, w.raftStates())
 			break
 		}
 		time.Sleep(100 * time.Millisecond)

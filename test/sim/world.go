@@ -161,7 +161,7 @@ func (w *World) start(n *simNode) error {
 			SnapshotInterval: 5 * time.Second, SnapshotThreshold: 32, TrailingLogs: 16,
 		},
 		TransportTimeout: 2 * time.Second,
-		Raft:             &cluster.RaftParts{Transport: newDelayTransport(n.trans, &w.faults), Log: n.store, Stable: n.store, Snapshots: n.snaps},
+		Raft:             &cluster.RaftParts{Transport: w.faults.transport(n.id, n.trans), Log: n.store, Stable: n.store, Snapshots: n.snaps},
 		Dial:             w.nw.dialer(n.addr),
 		LeaderTransform:  func(cmd []byte) ([]byte, error) { return failover.Stamp(cmd, w.clock(n.id).UnixNano()) },
 	}
