@@ -405,8 +405,11 @@ func (w *World) check() {
 		if n.node == nil {
 			continue
 		}
-		h := n.machine.History()
+		// Applied first: the replica applies (or installs a snapshot)
+		// while this reads, and its history only grows, so every entry
+		// up to applied is in a history read after it.
 		applied := n.machine.View().Index
+		h := n.machine.History()
 		for _, a := range ack {
 			if a.index > applied || (len(h) == failover.MaxHistory && h[0].Index > a.index) {
 				continue
