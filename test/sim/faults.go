@@ -75,6 +75,7 @@ func (f *faultState) init(seed uint64) {
 // one its last run used.
 func (f *faultState) transport(id string, in *raft.InmemTransport) *delayTransport {
 	d := newDelayTransport(in, f)
+	d.self = id
 	f.mu.Lock()
 	old := f.transports[id]
 	f.transports[id] = d
@@ -160,9 +161,15 @@ func (w *World) clock(id string) time.Time { return time.Now().Add(w.faults.skew
 // bound before raft sees it, so messages sent close together may arrive
 // in another order. The sender waits for the reply as it would for a slow
 // peer. It blocks only on channels and timers of the bubble.
+//
+// It also drops the node's replies to a peer it is cut off from: a
+// one-way cut from x to y removes x's InmemTransport route to y, which
+// stops x's requests, and here x's replies to y's requests are lost too,
+// as a lost route loses every packet from x to y.
 type delayTransport struct {
 	*raft.InmemTransport
 	f    *faultState
+	self string // node id; "" keeps every reply
 	out  chan raft.RPC
 	stop chan struct{}
 	once sync.Once
@@ -182,6 +189,7 @@ func (d *delayTransport) forward() {
 	for {
 		select {
 		case rpc := <-in:
+			rpc = d.replyUnlessCut(rpc)
 			if wait := d.f.delay(); wait > 0 {
 				go func() {
 					t := time.NewTimer(wait)
@@ -199,6 +207,28 @@ func (d *delayTransport) forward() {
 			return
 		}
 	}
+}
+
+// replyUnlessCut routes rpc's reply through a goroutine that drops it if,
+// when raft answers, this node is cut off from the sender.
+func (d *delayTransport) replyUnlessCut(rpc raft.RPC) raft.RPC {
+	h, ok := rpc.Command.(raft.WithRPCHeader)
+	if !ok || d.self == "" {
+		return rpc
+	}
+	from := string(h.GetRPCHeader().ID)
+	reply, answer := rpc.RespChan, make(chan raft.RPCResponse, 1)
+	rpc.RespChan = answer
+	go func() {
+		select {
+		case r := <-answer:
+			if !d.f.cut(d.self, from) {
+				reply <- r // InmemTransport's reply channels hold one
+			}
+		case <-d.stop:
+		}
+	}()
+	return rpc
 }
 
 func (d *delayTransport) deliver(rpc raft.RPC) {

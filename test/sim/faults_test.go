@@ -451,3 +451,77 @@ func TestGenerateDrawsTheNewFaults(t *testing.T) {
 		t.Errorf("Faults counts %d of cut, mend, delay, skew, transfer, remove, readd; want 5", got)
 	}
 }
+
+// Under a one-way cut from x to y, y's requests still reach x, but x's
+// replies are lost: for raft, and on the cluster RPC's connections.
+func TestOneWayCutLosesTheCutSidesReplies(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var f faultState
+		f.init(1)
+		_, xin := raft.NewInmemTransport("x")
+		_, yin := raft.NewInmemTransport("y")
+		yin.Connect("x", xin)
+		x := f.transport("x", xin)
+		defer f.closeTransports()
+		go func() {
+			for {
+				select {
+				case rpc := <-x.Consumer():
+					rpc.Respond(&raft.RequestPreVoteResponse{Granted: true}, nil)
+				case <-x.stop:
+					return
+				}
+			}
+		}()
+		ask := func() (bool, error) {
+			var resp raft.RequestPreVoteResponse
+			err := yin.RequestPreVote("x", "x", &raft.RequestPreVoteRequest{RPCHeader: raft.RPCHeader{ID: []byte("y")}}, &resp)
+			return resp.Granted, err
+		}
+		if granted, err := ask(); err != nil || !granted {
+			t.Fatalf("no cut: reply %v, %v; want granted", granted, err)
+		}
+		f.oneway[[2]string{"x", "y"}] = true
+		if _, err := ask(); err == nil {
+			t.Errorf("cut x->y: y got x's raft reply")
+		}
+		f.oneway[[2]string{"x", "y"}] = false
+		if granted, err := ask(); err != nil || !granted {
+			t.Errorf("mended: reply %v, %v; want granted", granted, err)
+		}
+
+		nw := newNetwork()
+		l := nw.listen("x")
+		defer l.Close()
+		nw.setCut("x", "y", true)
+		if _, err := nw.dialer("x")(context.Background(), "y"); err == nil {
+			t.Errorf("cut x->y: x opened a connection to y")
+		}
+		got := make(chan string, 1)
+		go func() {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			buf := make([]byte, 4)
+			n, _ := c.Read(buf)
+			got <- string(buf[:n])
+			_, _ = c.Write([]byte("pong"))
+		}()
+		c, err := nw.dialer("y")(context.Background(), "x")
+		if err != nil {
+			t.Fatalf("cut x->y: y cannot reach x: %v", err)
+		}
+		defer c.Close()
+		if _, err := c.Write([]byte("ping")); err != nil {
+			t.Fatal(err)
+		}
+		if s := <-got; s != "ping" {
+			t.Errorf("x read %q, want y's ping", s)
+		}
+		_ = c.SetReadDeadline(time.Now().Add(time.Second))
+		if n, err := c.Read(make([]byte, 4)); err == nil {
+			t.Errorf("cut x->y: y read %d bytes of x's reply", n)
+		}
+	})
+}

@@ -12,10 +12,11 @@ import (
 // write blocks on channels of the bubble, never on a socket. Raft itself
 // runs on raft.InmemTransport; a partition cuts both.
 //
-// A cut has a direction, as InmemTransport's routes do: cutting from->to
-// stops from opening connections to to, and closes those it opened, while
-// to's connections to from, requests and replies, still work. A symmetric
-// partition cuts both directions.
+// A cut has a direction: cutting from->to stops from opening connections
+// to to and closes those it opened (a lost route ends TCP streams), and
+// what from writes on a connection to opened is lost on the way, so to
+// waits for a reply until its deadline. to's requests still reach from.
+// A symmetric partition cuts both directions.
 type network struct {
 	mu        sync.Mutex
 	listeners map[string]*listener     // by raft address
@@ -78,8 +79,8 @@ func (nw *network) dialer(from string) func(ctx context.Context, addr string) (n
 			return nil, errUnreachable
 		}
 		a, b := net.Pipe()
-		ca := &simConn{Conn: a, local: tcpAddr(from), remote: tcpAddr(addr)}
-		cb := &simConn{Conn: b, local: tcpAddr(addr), remote: tcpAddr(from)}
+		ca := &simConn{Conn: a, local: tcpAddr(from), remote: tcpAddr(addr), nw: nw}
+		cb := &simConn{Conn: b, local: tcpAddr(addr), remote: tcpAddr(from), nw: nw}
 		nw.mu.Lock()
 		k := [2]string{from, addr}
 		nw.conns[k] = append(nw.conns[k], ca, cb)
@@ -121,10 +122,21 @@ func (l *listener) Close() error {
 func (l *listener) Addr() net.Addr { return l.addr }
 
 // simConn gives a pipe the addresses of the nodes it joins, so the
-// cluster's admission control sees each peer's own IP.
+// cluster's admission control sees each peer's own IP, and loses what it
+// writes while its direction is cut.
 type simConn struct {
 	net.Conn
 	local, remote net.Addr
+	nw            *network
+}
+
+// Write implements net.Conn: while local cannot send to remote, the bytes
+// are lost on the way, and the writer does not know.
+func (c *simConn) Write(b []byte) (int, error) {
+	if c.nw != nil && c.nw.isCut(c.local.String(), c.remote.String()) {
+		return len(b), nil
+	}
+	return c.Conn.Write(b)
 }
 
 func (c *simConn) LocalAddr() net.Addr  { return c.local }
