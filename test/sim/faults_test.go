@@ -143,6 +143,9 @@ func TestOneWayCutDropsOnlyItsDirection(t *testing.T) {
 			t.Errorf("cut %s->%s: %s applied entry %d that only %s could send it", l.id, f.id, f.id, index, l.id)
 		}
 		cancel()
+		if got := w.Stats().Faults; got != 2 {
+			t.Errorf("faults counted %d for two cuts, want 2", got)
+		}
 	})
 }
 
@@ -305,6 +308,9 @@ func TestSkewedClockStampsReportsAndCommands(t *testing.T) {
 		now := time.Unix(0, l.machine.View().Now)
 		if now.Before(before.Add(skew)) || now.After(after.Add(skew)) {
 			t.Errorf("machine clock %s after the commit's start, want within [%s, %s]", now.Sub(before), skew, after.Sub(before)+skew)
+		}
+		if got := w.Stats().Faults; got != 2 {
+			t.Errorf("faults counted %d for two skews, want 2", got)
 		}
 	})
 }
