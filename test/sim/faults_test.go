@@ -157,7 +157,7 @@ func TestDelayTransportHoldsWithinBoundAndReorders(t *testing.T) {
 		t.Run(bound.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var f faultState
-				f.init(7)
+				f.init(7, nil)
 				f.delayMax = bound
 				_, from := raft.NewInmemTransport("x")
 				_, inner := raft.NewInmemTransport("y")
@@ -458,12 +458,15 @@ func TestGenerateDrawsTheNewFaults(t *testing.T) {
 	}
 }
 
-// Under a one-way cut from x to y, y's requests still reach x, but x's
-// replies are lost: for raft, and on the cluster RPC's connections.
+// Under a one-way cut from x to y, with loseReplies, y's requests still
+// reach x, but x's replies are lost: for raft, and on the cluster RPC's
+// connections.
 func TestOneWayCutLosesTheCutSidesReplies(t *testing.T) {
+	defer func(was bool) { loseReplies = was }(loseReplies)
+	loseReplies = true
 	synctest.Test(t, func(t *testing.T) {
 		var f faultState
-		f.init(1)
+		f.init(1, nil)
 		_, xin := raft.NewInmemTransport("x")
 		_, yin := raft.NewInmemTransport("y")
 		yin.Connect("x", xin)

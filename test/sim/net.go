@@ -14,8 +14,9 @@ import (
 //
 // A cut has a direction: cutting from->to stops from opening connections
 // to to and closes those it opened (a lost route ends TCP streams), and
-// what from writes on a connection to opened is lost on the way, so to
-// waits for a reply until its deadline. to's requests still reach from.
+// with loseReplies, what from writes on a connection to opened is lost on
+// the way, so to waits for a reply until its deadline. to's requests
+// still reach from.
 // A symmetric partition cuts both directions.
 type network struct {
 	mu        sync.Mutex
@@ -131,9 +132,9 @@ type simConn struct {
 }
 
 // Write implements net.Conn: while local cannot send to remote, the bytes
-// are lost on the way, and the writer does not know.
+// are lost on the way, and the writer does not know (with loseReplies).
 func (c *simConn) Write(b []byte) (int, error) {
-	if c.nw != nil && c.nw.isCut(c.local.String(), c.remote.String()) {
+	if loseReplies && c.nw != nil && c.nw.isCut(c.local.String(), c.remote.String()) {
 		return len(b), nil
 	}
 	return c.Conn.Write(b)

@@ -106,7 +106,7 @@ func NewWorld(sched Schedule) (*World, error) {
 	w := &World{sched: sched, policy: simPolicy(), nw: newNetwork(), parted: map[[2]string]bool{},
 		snaps: map[uint64]snapSeen{}, rounds: map[string][]round{}, flips: map[uint64]bool{}}
 	w.hash = w.policy.Hash()
-	w.faults.init(sched.Seed)
+	w.faults.init(sched.Seed, w.violate)
 	caPEM, caKeyPEM, err := cluster.NewCA("sim", 24*time.Hour)
 	if err != nil {
 		return nil, err
