@@ -534,3 +534,28 @@ func TestOneWayCutLosesTheCutSidesReplies(t *testing.T) {
 		}
 	})
 }
+
+// A burst of raft messages within one virtual instant past livelockBurst
+// is refused and recorded once; the count starts again when time moves.
+func TestLivelockBurstIsAViolation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var got []string
+		var f faultState
+		f.init(1, func(format string, args ...any) { got = append(got, format) })
+		for i := range livelockBurst {
+			if f.livelocked("a") {
+				t.Fatalf("message %d of one instant refused, want up to %d", i+1, livelockBurst)
+			}
+		}
+		if !f.livelocked("a") || !f.livelocked("a") {
+			t.Errorf("messages past %d in one instant passed", livelockBurst)
+		}
+		if len(got) != 1 || !strings.Contains(got[0], "livelock") {
+			t.Errorf("violations %v, want one livelock", got)
+		}
+		time.Sleep(time.Millisecond)
+		if f.livelocked("a") {
+			t.Errorf("first message of the next instant refused")
+		}
+	})
+}
