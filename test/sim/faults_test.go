@@ -490,11 +490,16 @@ func TestOneWayCutLosesTheCutSidesReplies(t *testing.T) {
 		if granted, err := ask(); err != nil || !granted {
 			t.Fatalf("no cut: reply %v, %v; want granted", granted, err)
 		}
-		f.oneway[[2]string{"x", "y"}] = true
+		cut := func(on bool) {
+			f.mu.Lock()
+			f.oneway[[2]string{"x", "y"}] = on
+			f.mu.Unlock()
+		}
+		cut(true)
 		if _, err := ask(); err == nil {
 			t.Errorf("cut x->y: y got x's raft reply")
 		}
-		f.oneway[[2]string{"x", "y"}] = false
+		cut(false)
 		if granted, err := ask(); err != nil || !granted {
 			t.Errorf("mended: reply %v, %v; want granted", granted, err)
 		}
