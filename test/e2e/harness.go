@@ -439,6 +439,7 @@ dns:
   verify: { servers: [ "{{.BIND}}" ], timeout: 10s }
   records:
     - { name: lms, type: A, ttl: 5, primary: [ {{.PrimaryIP}} ], backup: [ {{.BackupIP}} ] }
+drill: { cert_min_validity: 1h }   # Caddy's internal certificates live 12 h
 log: { level: {{.O.LogLevel}} }
 `))
 

@@ -8,7 +8,11 @@
 // crashes (the stores survive) and restarts, symmetric partitions of one
 // link or one node, and operator commands (pause, resume, failover,
 // failback, ack) sent through a follower, so they take the cluster's real
-// forwarding RPC.
+// forwarding RPC. faults.go adds one-way cuts, bounded delay and
+// reordering of raft messages, clock skew within half an interval, the
+// leader handing over as a deploy's graceful stop does, and operators
+// removing a follower from the voters (and adding it back) through a
+// follower.
 //
 // Invariants are checked continuously, after every scripted step, and
 // recorded rather than fatal, so a failing run can print its schedule:
@@ -16,7 +20,8 @@
 //     nodes that reported the old site failing fall times within the
 //     staleness window plus fall rounds, and quorum nodes that saw the
 //     target UP within the staleness window (a necessary condition, so it
-//     never fails a correct machine);
+//     never fails a correct machine); in a run that skews a clock, both
+//     windows widen by what the skew bound lets leaders' clocks stray;
 //   - 3: every command acknowledged to an operator is in every replica's
 //     history, at the index it was acknowledged with;
 //   - 6: replicas that applied the same index have byte-identical
@@ -32,7 +37,7 @@
 // one-line replay command (with -race when the test binary has it) and
 // the schedule, its events numbered. It then shrinks the schedule by
 // delta debugging (shrink.go): it removes events, a fault together with
-// its end (the ends table: crash with restart, partition with heal),
+// its end (the ends table: crash with restart, cut with mend, ...),
 // while the rest still fails the same invariant, running each candidate
 // up to three times, within 200 candidates or two minutes; it prints the
 // shrunk schedule and its replay line, where SIM_DROP lists the events

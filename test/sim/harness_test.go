@@ -86,6 +86,9 @@ func schedule(seed uint64, drop []int) Schedule {
 // -race when this binary has it.
 func replayLine(seed uint64, drop []int) string {
 	env := fmt.Sprintf("SIM_SEED=%d", seed)
+	if loseReplies {
+		env = "SIM_LOSE_REPLIES=1 " + env
+	}
 	if len(drop) > 0 {
 		env += " SIM_DROP=" + formatDrop(drop)
 	}

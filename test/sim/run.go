@@ -36,6 +36,7 @@ func Run(sched Schedule) (*World, error) {
 		cancelOps()
 		ops.Wait()
 		w.shutdown()
+		w.faults.closeTransports()
 		w.count(func(s *Stats) { s.Virtual = time.Since(w.sched.start) })
 		// raft.Shutdown does not wait for every goroutine it started: a
 		// leadership transfer's TimeoutNow to a peer that has stopped
@@ -70,9 +71,10 @@ func Run(sched Schedule) (*World, error) {
 		}
 	}
 
-	// The faults stop: every partition heals, every node runs again, and
-	// the replicas must agree within settleBound.
+	// The faults stop: every partition heals, every node runs again (and
+	// is a voter again), and the replicas must agree within settleBound.
 	clear(w.parted)
+	w.faults.clear()
 	for _, n := range w.nodes {
 		if n.node == nil {
 			if err := w.start(n); err != nil {
@@ -82,9 +84,9 @@ func Run(sched Schedule) (*World, error) {
 	}
 	w.applyLinks()
 	deadline := time.Now().Add(settleBound)
-	for !w.converged() {
+	for !w.readdAll() || !w.converged() {
 		if time.Now().After(deadline) {
-			w.violate("replicas did not converge within %s of the faults ending", settleBound)
+			w.violate("replicas did not converge within %s of the faults ending: %s", settleBound, w.raftStates())
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -128,7 +130,9 @@ func (w *World) do(ctx context.Context, ops *sync.WaitGroup, ev Event) error {
 			w.operator(ctx, node, ev)
 		}()
 	default:
-		return fmt.Errorf("unknown event %q", ev.Kind)
+		if !w.fault(ctx, ops, ev) {
+			return fmt.Errorf("unknown event %q", ev.Kind)
+		}
 	}
 	return nil
 }

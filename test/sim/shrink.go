@@ -15,6 +15,10 @@ import (
 var ends = map[string]string{
 	"crash":     "restart",
 	"partition": "heal",
+	"cut":       "mend",
+	"delay":     "undelay",
+	"skew":      "unskew",
+	"remove":    "readd",
 }
 
 // units groups the events of s into what shrinking removes as one: every

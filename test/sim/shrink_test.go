@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"maps"
 	"math/rand/v2"
 	"reflect"
 	"runtime"
@@ -17,13 +18,13 @@ func checkPaired(t *testing.T, cand Schedule) {
 	open := map[string]int{}
 	for _, e := range cand.Events {
 		key := e.Node + "|" + e.Peer
-		switch e.Kind {
-		case "crash", "partition":
+		if _, ok := ends[e.Kind]; ok {
 			open[e.Kind+key]++
-		case "restart":
-			open["crash"+key]--
-		case "heal":
-			open["partition"+key]--
+		}
+		for start, end := range ends {
+			if e.Kind == end {
+				open[start+key]--
+			}
 		}
 	}
 	for k, v := range open {
@@ -42,7 +43,7 @@ func TestUnitsPairFaultsWithTheirEnds(t *testing.T) {
 			first := s.Events[slices.IndexFunc(s.Events, func(e Event) bool { return e.Seq == u[0] })]
 			end, paired := ends[first.Kind]
 			switch {
-			case first.Kind == "restart" || first.Kind == "heal":
+			case slices.Contains(slices.Collect(maps.Values(ends)), first.Kind):
 				t.Fatalf("seed %d: unit %v starts with an ending event %s", seed, u, first)
 			case paired && len(u) != 2:
 				t.Fatalf("seed %d: unit %v: %s without its %s", seed, u, first, end)
