@@ -286,3 +286,40 @@ func stepNames(d failover.DrillRecord) string {
 	}
 	return strings.Join(out, ",")
 }
+
+// A backup certificate that expires sooner than drill.cert_min_validity
+// fails the drill's certificate check, by name, while the probes (which
+// only need a valid chain) keep the backup UP: the seed-000 trap of a
+// backup that cannot renew while DNS points away from it. Caddy's internal
+// certificates live 12 h, so a 24 h minimum is not met. The canary still
+// makes its round trip and production is untouched. A certificate already
+// expired fails the backup's own probes first, and a drill then fails by
+// target_unhealthy, as with the backup down (TestDrills); failover/drill
+// tests the check itself against a real Caddy serving an expired one.
+func TestDrillFailsOnABackupCertificateExpiringSoon(t *testing.T) {
+	w := Start(t, Options{Interval: 2 * time.Second, Timeout: time.Second, DrillCertMinValidity: 24 * time.Hour})
+	before := productionBytes(t, w)
+	f := w.Follower()
+	out, stderr, code := w.CLI(f, "drill", "--reason", "e2e drill, short-lived backup certificate", "--timeout", "60s")
+	if code != 1 {
+		t.Fatalf("drill: exit %d, want 1 (failed)\n%s\n%s", code, out, stderr)
+	}
+	d := lastDrill(t, w, f)
+	certName := "certificate " + strings.TrimSuffix(Name, ".")
+	var cert *failover.DrillCheck
+	for i, c := range d.Readiness {
+		if c.Name == certName {
+			cert = &d.Readiness[i]
+		}
+	}
+	if cert == nil || cert.Pass || !strings.Contains(cert.Reason, "expires") {
+		t.Errorf("drill %d readiness: got %+v, want %q failed saying when it expires", d.ID, d.Readiness, certName)
+	}
+	if d.Rule != certName {
+		t.Errorf("drill %d: got rule %q (%s), want the failed check %q", d.ID, d.Rule, d.Detail, certName)
+	}
+	if !strings.Contains(out, "[FAIL] "+certName) {
+		t.Errorf("drill output does not show the failed certificate check:\n%s", out)
+	}
+	checkDrillEnd(t, w, before, d, failover.DrillFailed)
+}
