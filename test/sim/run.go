@@ -70,8 +70,11 @@ func Run(sched Schedule) (*World, error) {
 		}
 	}
 
-	// The faults stop: every partition heals, every node runs again, and
-	// the replicas must agree within settleBound.
+	// The faults stop: every partition heals, every node runs again, the
+	// DNS authority answers at once, and within settleBound the replicas
+	// must agree and DNS hold their desired state (invariant 4).
+	w.faultsOver.Store(true)
+	w.auth.Clear()
 	clear(w.parted)
 	for _, n := range w.nodes {
 		if n.node == nil {
@@ -82,9 +85,18 @@ func Run(sched Schedule) (*World, error) {
 	}
 	w.applyLinks()
 	deadline := time.Now().Add(settleBound)
-	for !w.converged() {
+	for {
+		agree := w.converged()
+		dnsOK, why := w.dnsConverged()
+		if agree && dnsOK {
+			break
+		}
 		if time.Now().After(deadline) {
-			w.violate("replicas did not converge within %s of the faults ending", settleBound)
+			if !agree {
+				w.violate("replicas did not converge within %s of the faults ending", settleBound)
+			} else {
+				w.violate("invariant 4: DNS did not converge within %s of the faults ending: %s", dnsBound, why)
+			}
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -117,6 +129,12 @@ func (w *World) do(ctx context.Context, ops *sync.WaitGroup, ev Event) error {
 			}
 		}
 		w.applyLinks()
+	case "dnsfault":
+		return w.dnsFault(ev)
+	case "dnsslow": // read by dnsLatency while it lasts
+		w.count(func(s *Stats) { s.Faults++ })
+	case "broken":
+		w.breakTarget(ev)
 	case "op":
 		node := w.via()
 		if node == nil {

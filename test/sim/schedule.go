@@ -15,7 +15,7 @@ import (
 type Event struct {
 	Seq  int
 	At   time.Duration
-	Kind string // outage, crash, restart, partition, heal, op
+	Kind string // outage, crash, restart, partition, heal, op, dnsfault, dnsslow, broken
 	// Node is the node crashed, restarted or partitioned; Peer, when set,
 	// makes a partition cut only the Node-Peer link (else Node is isolated).
 	Node, Peer string
@@ -25,6 +25,18 @@ type Event struct {
 	For   time.Duration
 	// Op is an operator command: pause, resume, failover, failback or ack.
 	Op string
+	// Fault, Count and Writes describe a dnsfault: the next Count calls
+	// (only writes, with Writes) to the DNS authority time out, are
+	// REFUSED, SERVFAIL, or apply and lose their reply (lost-reply).
+	Fault  string
+	Count  int
+	Writes bool
+	// Latency is a dnsslow's: Node's DNS requests travel that long, for For.
+	Latency time.Duration
+	// Target is the scripted remediator's target a broken event breaks;
+	// Fail makes every repair of this breakage fail.
+	Target string
+	Fail   bool
 }
 
 func (e Event) String() string {
@@ -39,6 +51,20 @@ func (e Event) String() string {
 		return fmt.Sprintf("%s %-9s %s isolated", at, e.Kind, e.Node)
 	case "op":
 		return fmt.Sprintf("%s op        %s (op%d)", at, e.Op, e.Seq)
+	case "dnsfault":
+		what := "calls"
+		if e.Writes {
+			what = "writes"
+		}
+		return fmt.Sprintf("%s dnsfault  next %d %s %s", at, e.Count, what, e.Fault)
+	case "dnsslow":
+		return fmt.Sprintf("%s dnsslow   %s's DNS requests take %s for %s", at, e.Node, e.Latency, e.For)
+	case "broken":
+		fail := ""
+		if e.Fail {
+			fail = " (its repairs fail)"
+		}
+		return fmt.Sprintf("%s broken    %s needs a repair%s", at, e.Target, fail)
 	}
 	return fmt.Sprintf("%s %-9s %s", at, e.Kind, e.Node)
 }
@@ -96,6 +122,7 @@ func Generate(seed uint64) Schedule {
 	for range rng.IntN(5) {
 		add(Event{At: between(5*time.Second, 55*time.Second), Kind: "op", Op: ops[rng.IntN(len(ops))]})
 	}
+	genWorld(rng, between, add)
 	slices.SortStableFunc(s.Events, func(a, b Event) int { return int(a.At - b.At) })
 	for i := range s.Events {
 		s.Events[i].Seq = i + 1
@@ -113,11 +140,11 @@ func (s Schedule) Down(node string, site failover.Site, now time.Duration) bool 
 	return false
 }
 
-// Faults counts the crashes and partitions.
+// Faults counts the crashes, partitions and DNS faults.
 func (s Schedule) Faults() int {
 	n := 0
 	for _, e := range s.Events {
-		if e.Kind == "crash" || e.Kind == "partition" {
+		if e.Kind == "crash" || e.Kind == "partition" || e.Kind == "dnsfault" || e.Kind == "dnsslow" {
 			n++
 		}
 	}
@@ -131,4 +158,26 @@ func (s Schedule) String() string {
 		b.WriteString("  " + e.String() + "\n")
 	}
 	return b.String()
+}
+
+// genWorld draws the DNS faults and the remediator's breakages of a
+// schedule (after the rest, so the other events of a seed stay as they
+// were): up to three DNS faults of one to three calls each, up to two
+// stretches of DNS latency on one node (0.2-3 s for 2-15 s), and up to
+// five breakages of four targets, one in five of which no repair fixes.
+func genWorld(rng *rand.Rand, between func(lo, hi time.Duration) time.Duration, add func(Event)) {
+	nodes := []string{"a", "b", "c"}
+	faults := []string{"timeout", "refused", "servfail", "lost-reply"}
+	for range rng.IntN(4) {
+		add(Event{At: between(5*time.Second, 55*time.Second), Kind: "dnsfault", Fault: faults[rng.IntN(len(faults))],
+			Count: 1 + rng.IntN(3), Writes: rng.IntN(2) == 0})
+	}
+	for range rng.IntN(3) {
+		add(Event{At: between(5*time.Second, 50*time.Second), Kind: "dnsslow", Node: nodes[rng.IntN(3)],
+			Latency: between(200*time.Millisecond, 3*time.Second), For: between(2*time.Second, 15*time.Second)})
+	}
+	for range rng.IntN(6) {
+		add(Event{At: between(2*time.Second, 55*time.Second), Kind: "broken", Target: fmt.Sprintf("t%d", 1+rng.IntN(4)),
+			Fail: rng.IntN(5) == 0})
+	}
 }

@@ -56,6 +56,10 @@ func TestSimSchedules(t *testing.T) {
 			total.CommandsAcked += s.CommandsAcked
 			total.Faults += s.Faults
 			total.AutoFlips += s.AutoFlips
+			total.DNSFaults += s.DNSFaults
+			total.DNSWrites += s.DNSWrites
+			total.RemediationActions += s.RemediationActions
+			total.Leaderships += s.Leaderships
 			total.Virtual += s.Virtual
 		})
 		if t.Failed() {
@@ -63,10 +67,11 @@ func TestSimSchedules(t *testing.T) {
 		}
 	}
 	wall := time.Since(start)
-	t.Logf("%d schedules in %s wall (%.1f/s); per schedule: %s virtual, %.1f faults, %.1f operator commands (%.1f acknowledged), %.0f reports (%.0f committed); %d automatic flips in all",
+	t.Logf("%d schedules in %s wall (%.1f/s); per schedule: %s virtual, %.1f faults (%.1f DNS), %.1f operator commands (%.1f acknowledged), %.0f reports (%.0f committed), %.1f leaderships, %.1f DNS swaps, %.1f remediation actions; %d automatic flips in all",
 		n, wall.Round(time.Millisecond), float64(n)/wall.Seconds(), total.Virtual/time.Duration(n),
-		float64(total.Faults)/float64(n), float64(total.Commands)/float64(n), float64(total.CommandsAcked)/float64(n),
-		float64(total.Reports)/float64(n), float64(total.ReportsCommitted)/float64(n), total.AutoFlips)
+		float64(total.Faults)/float64(n), float64(total.DNSFaults)/float64(n), float64(total.Commands)/float64(n), float64(total.CommandsAcked)/float64(n),
+		float64(total.Reports)/float64(n), float64(total.ReportsCommitted)/float64(n), float64(total.Leaderships)/float64(n),
+		float64(total.DNSWrites)/float64(n), float64(total.RemediationActions)/float64(n), total.AutoFlips)
 }
 
 // runBound is far more virtual time than a run takes (its length, the

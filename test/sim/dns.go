@@ -1,0 +1,208 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/drwatch/drwatch/dnsprovider"
+	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/failover/reconcile"
+	"github.com/drwatch/drwatch/test/sim/simdns"
+)
+
+// dnsBound is how long, in virtual time, DNS may take to hold the desired
+// state of the replicas (records and fence, the decision verified) once
+// the faults stop: every node runs, no link is cut, the authority answers
+// at once. It is the same bound the replicas have to agree (settleBound):
+// a leader is elected within about two election timeouts, and the
+// reconciler, wired as the watcher wires it, retries at most one Interval
+// apart.
+const dnsBound = settleBound
+
+// newAuthority is the one DNS authority all three nodes write: the zone
+// of the policy, holding the primary's records as the operator left them
+// before any decision (no fence).
+func newAuthority(p failover.Policy) (*simdns.Authority, error) {
+	auth := simdns.New(p.Zone, "")
+	if _, err := auth.Client("").SetRecords(context.Background(), siteRecords(p, failover.Primary)); err != nil {
+		return nil, fmt.Errorf("seed the authority: %w", err)
+	}
+	return auth, nil
+}
+
+// nodeDNS is one node's path to the authority: the simdns client, with the
+// latency the schedule gives that node's DNS traffic. A request in flight
+// lands even when its caller gives up (its context ends), as a UDP or TCP
+// message already sent does; the caller then sees its context's error.
+type nodeDNS struct {
+	w    *World
+	node string
+	c    *simdns.Client
+}
+
+var (
+	_ dnsprovider.Provider          = (*nodeDNS)(nil)
+	_ dnsprovider.CompareAndSwapper = (*nodeDNS)(nil)
+	_ reconcile.Verifier            = (*nodeVerifier)(nil)
+)
+
+func (d *nodeDNS) Zone() string      { return d.c.Zone() }
+func (d *nodeDNS) FenceName() string { return d.c.FenceName() }
+
+func (d *nodeDNS) GetRecords(ctx context.Context, want []dnsprovider.RRsetID) (out []dnsprovider.RRset, err error) {
+	err = d.w.inFlight(ctx, d.node, func(ctx context.Context) error {
+		var err error
+		out, err = d.c.GetRecords(ctx, want)
+		return err
+	})
+	return out, err
+}
+
+func (d *nodeDNS) SetRecords(ctx context.Context, sets []dnsprovider.RRset) (out []dnsprovider.RRset, err error) {
+	err = d.w.inFlight(ctx, d.node, func(ctx context.Context) error {
+		var err error
+		out, err = d.c.SetRecords(ctx, sets)
+		return err
+	})
+	return out, err
+}
+
+func (d *nodeDNS) GetFence(ctx context.Context) (gen uint64, err error) {
+	err = d.w.inFlight(ctx, d.node, func(ctx context.Context) error {
+		var err error
+		gen, err = d.c.GetFence(ctx)
+		return err
+	})
+	return gen, err
+}
+
+func (d *nodeDNS) Swap(ctx context.Context, expected, desired []dnsprovider.RRset, fenceOld, fenceNew uint64) error {
+	d.w.count(func(s *Stats) { s.DNSWrites++ })
+	return d.w.inFlight(ctx, d.node, func(ctx context.Context) error {
+		return d.c.Swap(ctx, expected, desired, fenceOld, fenceNew)
+	})
+}
+
+// nodeVerifier is the authority's verifier behind the same latency.
+type nodeVerifier struct {
+	w    *World
+	node string
+	v    *simdns.Verifier
+}
+
+func (v *nodeVerifier) Verify(ctx context.Context, desired []dnsprovider.RRset) (out *dnsprovider.Verification, err error) {
+	err = v.w.inFlight(ctx, v.node, func(ctx context.Context) error {
+		var err error
+		out, err = v.v.Verify(ctx, desired)
+		return err
+	})
+	return out, err
+}
+
+// inFlight runs call after the latency the schedule gives node's DNS
+// traffic now. Without latency it runs at once on the caller's goroutine.
+// With it, the request travels on its own goroutine and lands whatever
+// the caller does; the caller waits for the answer or its context.
+func (w *World) inFlight(ctx context.Context, node string, call func(context.Context) error) error {
+	lat := w.dnsLatency(node)
+	if lat == 0 {
+		return call(ctx)
+	}
+	done := make(chan error, 1)
+	go func() {
+		time.Sleep(lat)
+		done <- call(context.WithoutCancel(ctx))
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// dnsLatency is the one-way latency of node's DNS traffic now: the
+// largest of the dnsslow events covering now, none once the faults stop.
+func (w *World) dnsLatency(node string) time.Duration {
+	if w.faultsOver.Load() {
+		return 0
+	}
+	now := time.Since(w.sched.start)
+	var lat time.Duration
+	for _, e := range w.sched.Events {
+		if e.Kind == "dnsslow" && e.Node == node && now >= e.At && now < e.At+e.For {
+			lat = max(lat, e.Latency)
+		}
+	}
+	return lat
+}
+
+// dnsFaults maps a schedule's DNS fault names to simdns's.
+var dnsFaults = map[string]simdns.FaultKind{
+	"timeout": simdns.FaultTimeout, "refused": simdns.FaultRefused,
+	"servfail": simdns.FaultServFail, "lost-reply": simdns.FaultLostReply,
+}
+
+// dnsFault injects a dnsfault event's fault into the authority.
+func (w *World) dnsFault(ev Event) error {
+	k, ok := dnsFaults[ev.Fault]
+	if !ok {
+		return fmt.Errorf("dnsfault: unknown fault %q", ev.Fault)
+	}
+	w.count(func(s *Stats) { s.Faults++; s.DNSFaults++ })
+	if ev.Writes {
+		w.auth.InjectWrites(k, ev.Count)
+	} else {
+		w.auth.Inject(k, ev.Count)
+	}
+	return nil
+}
+
+// dnsWants is what the authority must hold for desired state d: the
+// decision's records and fence, or, before any decision, what the
+// operator left there (the primary's records, no fence).
+func (w *World) dnsWants(d failover.Desired) ([]dnsprovider.RRset, uint64) {
+	if d.Gen == 0 {
+		return siteRecords(w.policy, failover.Primary), 0
+	}
+	return reconcile.ToProvider(d.Records, w.auth.Zone()), d.Gen
+}
+
+// dnsHolds reports whether the authority holds want and fence gen (its
+// managed RRsets only; the fence is compared separately).
+func (w *World) dnsHolds(want []dnsprovider.RRset, gen uint64) (bool, string) {
+	fence, err := w.auth.Fence()
+	if err != nil {
+		return false, fmt.Sprintf("fence unreadable: %v", err)
+	}
+	got := w.managedRecords()
+	if fence != gen || !slices.EqualFunc(got, want, dnsprovider.RRset.Equal) {
+		return false, fmt.Sprintf("authority holds %v with fence gen=%d, want %v with gen=%d", got, fence, want, gen)
+	}
+	return true, ""
+}
+
+// managedRecords are the authority's RRsets but the fence.
+func (w *World) managedRecords() []dnsprovider.RRset {
+	fenceName := w.auth.Client("").FenceName()
+	return slices.DeleteFunc(w.auth.Records(), func(s dnsprovider.RRset) bool {
+		return s.Name == fenceName && s.Type == "TXT"
+	})
+}
+
+// siteRecords are the policy's records for site as the provider names
+// them (relative to the zone, values sorted).
+func siteRecords(p failover.Policy, site failover.Site) []dnsprovider.RRset {
+	var out []dnsprovider.RRset
+	for _, r := range p.Records {
+		vals := r.Primary
+		if site == failover.Backup {
+			vals = r.Backup
+		}
+		out = append(out, dnsprovider.RRset{Name: dnsprovider.RelativeName(dnsprovider.AbsoluteName(r.Name, p.Zone), p.Zone),
+			Type: r.Type, TTL: time.Duration(r.TTL) * time.Second, Values: slices.Sorted(slices.Values(vals))})
+	}
+	return out
+}
