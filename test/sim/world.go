@@ -56,14 +56,14 @@ type World struct {
 	faultsOver atomic.Bool
 
 	mu         sync.Mutex
-	snaps      map[uint64]snapSeen // invariant 6: first snapshot seen at each index
-	acked      []acked             // invariant 3: commands acknowledged to an operator
-	rounds     map[string][]round  // reports sent, for invariant 1
-	flips      map[uint64]bool     // automatic flips checked, by index
-	leads      []*leadTerm              // invariant 7: every stretch of leadership
-	termsSeen  []termSeen               // invariant 7: when each new highest term was applied
-	actions    []remAction              // invariant 7: every remediation that ran
-	broken     map[string]brokenTarget  // the scripted remediator's targets needing a repair
+	snaps      map[uint64]snapSeen     // invariant 6: first snapshot seen at each index
+	acked      []acked                 // invariant 3: commands acknowledged to an operator
+	rounds     map[string][]round      // reports sent, for invariant 1
+	flips      map[uint64]bool         // automatic flips checked, by index
+	leads      []*leadTerm             // invariant 7: every stretch of leadership
+	termsSeen  []termSeen              // invariant 7: when each new highest term was applied
+	actions    []remAction             // invariant 7: every remediation that ran
+	broken     map[string]brokenTarget // the scripted remediator's targets needing a repair
 	violations []string
 	stats      Stats
 }
