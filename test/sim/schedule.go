@@ -180,4 +180,59 @@ func genWorld(rng *rand.Rand, between func(lo, hi time.Duration) time.Duration, 
 		add(Event{At: between(2*time.Second, 55*time.Second), Kind: "broken", Target: fmt.Sprintf("t%d", 1+rng.IntN(4)),
 			Fail: rng.IntN(5) == 0})
 	}
+	if rng.IntN(4) == 0 {
+		staleWatcher(rng, between, add)
+	}
+	if rng.IntN(4) == 0 {
+		slowDeposedWriter(rng, between, add)
+	}
+}
+
+// staleWatcher is the partial view a stale vote needs to matter: one
+// watcher sees the primary fail for a while and crashes, or is cut off and
+// stops seeing it, while still DOWN in its last report; then another
+// watcher alone sees the primary fail. Only a stale vote counted as fresh
+// makes that a quorum.
+func staleWatcher(rng *rand.Rand, between func(lo, hi time.Duration) time.Duration, add func(Event)) {
+	nodes := []string{"a", "b", "c"}
+	rng.Shuffle(len(nodes), func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })
+	x, y := nodes[0], nodes[1]
+	at := between(8*time.Second, 30*time.Second)
+	silent := at + between(4*time.Second, 7*time.Second) // after fall failing rounds
+	add(Event{At: at, Kind: "outage", Site: failover.Primary, Nodes: []string{x}, For: silent - at + 100*time.Millisecond})
+	if rng.IntN(2) == 0 {
+		add(Event{At: silent, Kind: "crash", Node: x})
+		add(Event{At: silent + between(12*time.Second, 20*time.Second), Kind: "restart", Node: x})
+	} else {
+		add(Event{At: silent, Kind: "partition", Node: x})
+		add(Event{At: silent + between(12*time.Second, 20*time.Second), Kind: "heal", Node: x})
+	}
+	add(Event{At: silent + between(time.Second, 4*time.Second), Kind: "outage", Site: failover.Primary, Nodes: []string{y},
+		For: between(5*time.Second, 10*time.Second)})
+}
+
+// slowDeposedWriter gives one node a slow path to the DNS authority, then
+// two decisions in quick succession while that node crashes or is cut
+// off just after its swap for the first may have left: the write in
+// flight lands after the next leader wrote the newer decision, which the
+// fence must refuse. When the slow node is not the leader, the two quick
+// decisions still race the reconciler's verification and its
+// ActionResult.
+func slowDeposedWriter(rng *rand.Rand, between func(lo, hi time.Duration) time.Duration, add func(Event)) {
+	x := []string{"a", "b", "c"}[rng.IntN(3)]
+	at := between(8*time.Second, 30*time.Second)
+	lat := between(2500*time.Millisecond, 4*time.Second)
+	add(Event{At: at, Kind: "dnsslow", Node: x, Latency: lat, For: 20 * time.Second})
+	first := at + between(500*time.Millisecond, 1500*time.Millisecond)
+	add(Event{At: first, Kind: "op", Op: "failover"})
+	// The swap leaves after two reads, each one latency away.
+	gone := first + 2*lat + between(200*time.Millisecond, 800*time.Millisecond)
+	if rng.IntN(2) == 0 {
+		add(Event{At: gone, Kind: "crash", Node: x})
+		add(Event{At: gone + between(5*time.Second, 10*time.Second), Kind: "restart", Node: x})
+	} else {
+		add(Event{At: gone, Kind: "partition", Node: x})
+		add(Event{At: gone + between(5*time.Second, 10*time.Second), Kind: "heal", Node: x})
+	}
+	add(Event{At: gone + between(time.Second, 2*time.Second), Kind: "op", Op: "failback"})
 }
