@@ -170,26 +170,38 @@ func (w *World) dnsWants(d failover.Desired) ([]dnsprovider.RRset, uint64) {
 	return reconcile.ToProvider(d.Records, w.auth.Zone()), d.Gen
 }
 
-// dnsHolds reports whether the authority holds want and fence gen (its
-// managed RRsets only; the fence is compared separately).
+// dnsHolds reports whether the authority holds want and fence gen.
 func (w *World) dnsHolds(want []dnsprovider.RRset, gen uint64) (bool, string) {
-	fence, err := w.auth.Fence()
+	got, fence, err := w.zoneState()
 	if err != nil {
-		return false, fmt.Sprintf("fence unreadable: %v", err)
+		return false, err.Error()
 	}
-	got := w.managedRecords()
 	if fence != gen || !slices.EqualFunc(got, want, dnsprovider.RRset.Equal) {
 		return false, fmt.Sprintf("authority holds %v with fence gen=%d, want %v with gen=%d", got, fence, want, gen)
 	}
 	return true, ""
 }
 
-// managedRecords are the authority's RRsets but the fence.
-func (w *World) managedRecords() []dnsprovider.RRset {
+// zoneState reads the authority's managed RRsets and its fence in one
+// read, so a write landing meanwhile cannot split them.
+func (w *World) zoneState() ([]dnsprovider.RRset, uint64, error) {
 	fenceName := w.auth.Client("").FenceName()
-	return slices.DeleteFunc(w.auth.Records(), func(s dnsprovider.RRset) bool {
-		return s.Name == fenceName && s.Type == "TXT"
+	var fence []string
+	sets := slices.DeleteFunc(w.auth.Records(), func(s dnsprovider.RRset) bool {
+		if s.Name == fenceName && s.Type == "TXT" {
+			fence = s.Values
+			return true
+		}
+		return false
 	})
+	switch len(fence) {
+	case 0:
+		return sets, 0, nil
+	case 1:
+		gen, err := dnsprovider.ParseFence(fence[0])
+		return sets, gen, err
+	}
+	return sets, 0, fmt.Errorf("%d fence records: %v", len(fence), fence)
 }
 
 // siteRecords are the policy's records for site as the provider names
