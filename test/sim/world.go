@@ -428,8 +428,10 @@ func (w *World) check() {
 		if n.node == nil {
 			continue
 		}
-		h := n.machine.History()
+		// The applied index first: the history read after it holds at
+		// least every entry up to it (applies go on meanwhile).
 		applied := n.machine.View().Index
+		h := n.machine.History()
 		for _, a := range ack {
 			if a.index > applied || (len(h) == failover.MaxHistory && h[0].Index > a.index) {
 				continue
