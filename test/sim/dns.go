@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/drwatch/drwatch/dnsprovider"
@@ -79,8 +80,17 @@ func (d *nodeDNS) GetFence(ctx context.Context) (gen uint64, err error) {
 }
 
 func (d *nodeDNS) Swap(ctx context.Context, expected, desired []dnsprovider.RRset, fenceOld, fenceNew uint64) error {
-	d.w.count(func(s *Stats) { s.DNSWrites++ })
-	return d.w.inFlight(ctx, d.node, func(ctx context.Context) error {
+	w := d.w
+	w.mu.Lock()
+	w.stats.DNSWrites++
+	w.dnsw.inflight[d.node]++
+	w.mu.Unlock()
+	return w.inFlight(ctx, d.node, func(ctx context.Context) error {
+		defer func() {
+			w.mu.Lock()
+			w.dnsw.inflight[d.node]--
+			w.mu.Unlock()
+		}()
 		return d.c.Swap(ctx, expected, desired, fenceOld, fenceNew)
 	})
 }
@@ -124,19 +134,99 @@ func (w *World) inFlight(ctx context.Context, node string, call func(context.Con
 }
 
 // dnsLatency is the one-way latency of node's DNS traffic now: the
-// largest of the dnsslow events covering now, none once the faults stop.
+// largest of the slow stretches covering now, none once the faults stop.
 func (w *World) dnsLatency(node string) time.Duration {
 	if w.faultsOver.Load() {
 		return 0
 	}
 	now := time.Since(w.sched.start)
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	var lat time.Duration
-	for _, e := range w.sched.Events {
-		if e.Kind == "dnsslow" && e.Node == node && now >= e.At && now < e.At+e.For {
-			lat = max(lat, e.Latency)
+	for _, s := range w.dnsw.slow {
+		if s.node == node && now >= s.from && now < s.to {
+			lat = max(lat, s.lat)
 		}
 	}
 	return lat
+}
+
+// dnsWorld is what the simulator tracks of the nodes' DNS traffic.
+type dnsWorld struct {
+	slow     []slowSpan
+	inflight map[string]int // swaps sent and not yet landed, by node
+	deposed  bool           // a depose event has crashed a writer
+}
+
+// slowSpan is a stretch of virtual time when node's DNS requests travel lat.
+type slowSpan struct {
+	node     string
+	from, to time.Duration
+	lat      time.Duration
+}
+
+// dnsSlow starts a dnsslow event's stretch; its Node "leader" is whichever
+// node leads at that moment (none: no stretch).
+func (w *World) dnsSlow(ev Event) {
+	node := ev.Node
+	if node == "leader" {
+		l := w.leader()
+		if l == nil {
+			return
+		}
+		node = l.id
+	}
+	w.count(func(s *Stats) { s.Faults++ })
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.dnsw.slow = append(w.dnsw.slow, slowSpan{node: node, from: ev.At, to: ev.At + ev.For, lat: ev.Latency})
+}
+
+// depose crashes, the first time it finds one, every running node with a
+// DNS swap in flight, and has an operator send ev.Op through a surviving
+// node ev.For later: a newer decision racing the write the crashed leader
+// left in flight.
+func (w *World) depose(ctx context.Context, ops *sync.WaitGroup, ev Event) {
+	w.mu.Lock()
+	var writers []*simNode
+	if !w.dnsw.deposed {
+		for _, n := range w.nodes {
+			if n.node != nil && w.dnsw.inflight[n.id] > 0 {
+				writers = append(writers, n)
+			}
+		}
+		w.dnsw.deposed = len(writers) > 0
+	}
+	w.mu.Unlock()
+	if len(writers) == 0 {
+		return
+	}
+	for _, n := range writers {
+		w.count(func(s *Stats) { s.Faults++ })
+		w.crash(n)
+	}
+	via := w.via()
+	if via == nil {
+		return
+	}
+	ops.Add(1)
+	go func() {
+		defer ops.Done()
+		time.Sleep(ev.For)
+		w.operator(ctx, via, ev)
+	}()
+}
+
+// revive restarts every crashed node.
+func (w *World) revive() error {
+	for _, n := range w.nodes {
+		if n.node == nil {
+			if err := w.start(n); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // dnsFaults maps a schedule's DNS fault names to simdns's.

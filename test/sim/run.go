@@ -131,8 +131,12 @@ func (w *World) do(ctx context.Context, ops *sync.WaitGroup, ev Event) error {
 		w.applyLinks()
 	case "dnsfault":
 		return w.dnsFault(ev)
-	case "dnsslow": // read by dnsLatency while it lasts
-		w.count(func(s *Stats) { s.Faults++ })
+	case "dnsslow":
+		w.dnsSlow(ev)
+	case "depose":
+		w.depose(ctx, ops, ev)
+	case "revive":
+		return w.revive()
 	case "broken":
 		w.breakTarget(ev)
 	case "op":

@@ -15,7 +15,7 @@ import (
 type Event struct {
 	Seq  int
 	At   time.Duration
-	Kind string // outage, crash, restart, partition, heal, op, dnsfault, dnsslow, broken
+	Kind string // outage, crash, restart, partition, heal, op, dnsfault, dnsslow, depose, revive, broken
 	// Node is the node crashed, restarted or partitioned; Peer, when set,
 	// makes a partition cut only the Node-Peer link (else Node is isolated).
 	Node, Peer string
@@ -31,7 +31,8 @@ type Event struct {
 	Fault  string
 	Count  int
 	Writes bool
-	// Latency is a dnsslow's: Node's DNS requests travel that long, for For.
+	// Latency is a dnsslow's: Node's DNS requests travel that long, for
+	// For; Node "leader" is the node leading when the stretch starts.
 	Latency time.Duration
 	// Target is the scripted remediator's target a broken event breaks;
 	// Fail makes every repair of this breakage fail.
@@ -59,6 +60,10 @@ func (e Event) String() string {
 		return fmt.Sprintf("%s dnsfault  next %d %s %s", at, e.Count, what, e.Fault)
 	case "dnsslow":
 		return fmt.Sprintf("%s dnsslow   %s's DNS requests take %s for %s", at, e.Node, e.Latency, e.For)
+	case "depose":
+		return fmt.Sprintf("%s depose    a node with a DNS swap in flight, then op %s after %s (op%d)", at, e.Op, e.For, e.Seq)
+	case "revive":
+		return fmt.Sprintf("%s revive    every crashed node", at)
 	case "broken":
 		fail := ""
 		if e.Fail {
@@ -211,28 +216,23 @@ func staleWatcher(rng *rand.Rand, between func(lo, hi time.Duration) time.Durati
 		For: between(5*time.Second, 10*time.Second)})
 }
 
-// slowDeposedWriter gives one node a slow path to the DNS authority, then
-// two decisions in quick succession while that node crashes or is cut
-// off just after its swap for the first may have left: the write in
-// flight lands after the next leader wrote the newer decision, which the
-// fence must refuse. When the slow node is not the leader, the two quick
+// slowDeposedWriter slows the leader's path to the DNS authority (by 3-6 s
+// a request, the node that leads when it starts), has an operator fail
+// over, and then, the first time a node has a swap in flight (checked
+// every half second for 20 s), crashes it and has an operator fail back
+// 1-2 s later: the new leader writes the newer decision while the deposed
+// leader's write is still on its way, and the fence must refuse it when
+// it lands. When the swap lands before any check sees it, the two quick
 // decisions still race the reconciler's verification and its
 // ActionResult.
 func slowDeposedWriter(rng *rand.Rand, between func(lo, hi time.Duration) time.Duration, add func(Event)) {
-	x := []string{"a", "b", "c"}[rng.IntN(3)]
-	at := between(8*time.Second, 30*time.Second)
-	lat := between(2500*time.Millisecond, 4*time.Second)
-	add(Event{At: at, Kind: "dnsslow", Node: x, Latency: lat, For: 20 * time.Second})
+	at := between(8*time.Second, 25*time.Second)
+	add(Event{At: at, Kind: "dnsslow", Node: "leader", Latency: between(3*time.Second, 6*time.Second), For: 25 * time.Second})
 	first := at + between(500*time.Millisecond, 1500*time.Millisecond)
 	add(Event{At: first, Kind: "op", Op: "failover"})
-	// The swap leaves after two reads, each one latency away.
-	gone := first + 2*lat + between(200*time.Millisecond, 800*time.Millisecond)
-	if rng.IntN(2) == 0 {
-		add(Event{At: gone, Kind: "crash", Node: x})
-		add(Event{At: gone + between(5*time.Second, 10*time.Second), Kind: "restart", Node: x})
-	} else {
-		add(Event{At: gone, Kind: "partition", Node: x})
-		add(Event{At: gone + between(5*time.Second, 10*time.Second), Kind: "heal", Node: x})
+	back := between(time.Second, 2*time.Second)
+	for t := first + time.Second; t < first+20*time.Second; t += 500 * time.Millisecond {
+		add(Event{At: t, Kind: "depose", Op: "failback", For: back})
 	}
-	add(Event{At: gone + between(time.Second, 2*time.Second), Kind: "op", Op: "failback"})
+	add(Event{At: first + 25*time.Second, Kind: "revive"})
 }

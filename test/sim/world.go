@@ -52,6 +52,7 @@ type World struct {
 	nodes  []*simNode
 	parted map[[2]string]bool // partitioned pairs, by node id
 	auth   *simdns.Authority  // the one DNS authority every leader writes
+	dnsw   dnsWorld           // its traffic (under mu)
 	// faultsOver is set when the schedule's faults stop (DNS latency too).
 	faultsOver atomic.Bool
 
@@ -116,7 +117,8 @@ type simNode struct {
 // be called inside the bubble: the certificates take the bubble's clock.
 func NewWorld(sched Schedule) (*World, error) {
 	w := &World{sched: sched, policy: simPolicy(), nw: newNetwork(), parted: map[[2]string]bool{},
-		snaps: map[uint64]snapSeen{}, rounds: map[string][]round{}, flips: map[uint64]bool{}, broken: map[string]brokenTarget{}}
+		snaps: map[uint64]snapSeen{}, rounds: map[string][]round{}, flips: map[uint64]bool{}, broken: map[string]brokenTarget{},
+		dnsw: dnsWorld{inflight: map[string]int{}}}
 	w.hash = w.policy.Hash()
 	var err error
 	if w.auth, err = newAuthority(w.policy); err != nil {
