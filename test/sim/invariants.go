@@ -71,28 +71,35 @@ func (w *World) decisionSite(gen uint64) (failover.Site, bool) {
 	return "", false
 }
 
-// checkAntiFlap is invariant 5: in every replica's history, two automatic
-// flips less than BlockWindow apart have an ack between them (an operator
-// ack, or the ack a manual move records).
+// checkAntiFlap is invariant 5 on every replica's history.
 func (w *World) checkAntiFlap() {
-	window := int64(w.policy.BlockWindow)
 	for _, n := range w.nodes {
-		var last *failover.Entry
-		acked := false
-		for _, e := range n.machine.History() {
-			switch {
-			case e.Kind == failover.KindAck:
-				acked = true
-			case strings.HasPrefix(e.Kind, "auto_"):
-				if last != nil && !acked && e.At < last.At+window {
-					w.violate("invariant 5: %s flipped automatically at index %d (%s) only %s after the flip at index %d, with no ack between (block window %s)",
-						n.id, e.Index, e.Kind, time.Duration(e.At-last.At), last.Index, w.policy.BlockWindow)
-					return
-				}
-				last, acked = &e, false
-			}
+		if v := antiFlapViolation(n.machine.History(), w.policy.BlockWindow); v != "" {
+			w.violate("invariant 5: %s %s", n.id, v)
+			return
 		}
 	}
+}
+
+// antiFlapViolation says how history breaks invariant 5, or "": two
+// automatic flips less than window apart need an ack between them (an
+// operator's ack, or the one a manual move records).
+func antiFlapViolation(history []failover.Entry, window time.Duration) string {
+	var last *failover.Entry
+	acked := false
+	for _, e := range history {
+		switch {
+		case e.Kind == failover.KindAck:
+			acked = true
+		case strings.HasPrefix(e.Kind, "auto_"):
+			if last != nil && !acked && e.At < last.At+int64(window) {
+				return fmt.Sprintf("flipped automatically at index %d (%s) only %s after the flip at index %d, with no ack between (block window %s)",
+					e.Index, e.Kind, time.Duration(e.At-last.At), last.Index, window)
+			}
+			last, acked = &e, false
+		}
+	}
+	return ""
 }
 
 // dnsConverged is invariant 4's condition: the authority holds the
