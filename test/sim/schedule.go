@@ -191,6 +191,22 @@ func genWorld(rng *rand.Rand, between func(lo, hi time.Duration) time.Duration, 
 	if rng.IntN(4) == 0 {
 		slowDeposedWriter(rng, between, add)
 	}
+	if rng.IntN(4) == 0 {
+		slowVerifier(rng, between, add)
+	}
+}
+
+// slowVerifier slows the leader's path to the DNS authority (by 2-5 s a
+// request), has an operator fail over, and fail back 3-15 s later: the
+// second decision commits while the leader is still writing or verifying
+// the first, so the ActionResults of the first arrive for a generation
+// that is no longer the current one.
+func slowVerifier(rng *rand.Rand, between func(lo, hi time.Duration) time.Duration, add func(Event)) {
+	at := between(8*time.Second, 30*time.Second)
+	add(Event{At: at, Kind: "dnsslow", Node: "leader", Latency: between(2*time.Second, 5*time.Second), For: 25 * time.Second})
+	first := at + between(500*time.Millisecond, 1500*time.Millisecond)
+	add(Event{At: first, Kind: "op", Op: "failover"})
+	add(Event{At: first + between(3*time.Second, 15*time.Second), Kind: "op", Op: "failback"})
 }
 
 // staleWatcher is the partial view a stale vote needs to matter: one
