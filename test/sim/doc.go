@@ -16,6 +16,12 @@
 // SERVFAIL, or apply and lose their reply), DNS latency on one node's path
 // (a request in flight lands even after its sender gave up), and the
 // targets the remediator must repair (breakages; some repairs fail).
+// Three scenarios random schedules rarely build are added to one schedule
+// in four each: a stale watcher (one watcher last reported DOWN, then
+// crashed or was cut off, while another alone sees the outage), a slow
+// deposed writer (the first node seen with a DNS swap in flight is
+// crashed, and a newer decision follows) and a slow verifier (a second
+// decision while the slow leader still writes or verifies the first).
 //
 // Invariants are checked continuously, after every scripted step, and
 // recorded rather than fatal, so a failing run can print its schedule:
