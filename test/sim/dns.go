@@ -52,31 +52,22 @@ var (
 func (d *nodeDNS) Zone() string      { return d.c.Zone() }
 func (d *nodeDNS) FenceName() string { return d.c.FenceName() }
 
-func (d *nodeDNS) GetRecords(ctx context.Context, want []dnsprovider.RRsetID) (out []dnsprovider.RRset, err error) {
-	err = d.w.inFlight(ctx, d.node, func(ctx context.Context) error {
-		var err error
-		out, err = d.c.GetRecords(ctx, want)
-		return err
+func (d *nodeDNS) GetRecords(ctx context.Context, want []dnsprovider.RRsetID) ([]dnsprovider.RRset, error) {
+	return inFlight(ctx, d.w, d.node, func(ctx context.Context) ([]dnsprovider.RRset, error) {
+		return d.c.GetRecords(ctx, want)
 	})
-	return out, err
 }
 
-func (d *nodeDNS) SetRecords(ctx context.Context, sets []dnsprovider.RRset) (out []dnsprovider.RRset, err error) {
-	err = d.w.inFlight(ctx, d.node, func(ctx context.Context) error {
-		var err error
-		out, err = d.c.SetRecords(ctx, sets)
-		return err
+func (d *nodeDNS) SetRecords(ctx context.Context, sets []dnsprovider.RRset) ([]dnsprovider.RRset, error) {
+	return inFlight(ctx, d.w, d.node, func(ctx context.Context) ([]dnsprovider.RRset, error) {
+		return d.c.SetRecords(ctx, sets)
 	})
-	return out, err
 }
 
-func (d *nodeDNS) GetFence(ctx context.Context) (gen uint64, err error) {
-	err = d.w.inFlight(ctx, d.node, func(ctx context.Context) error {
-		var err error
-		gen, err = d.c.GetFence(ctx)
-		return err
+func (d *nodeDNS) GetFence(ctx context.Context) (uint64, error) {
+	return inFlight(ctx, d.w, d.node, func(ctx context.Context) (uint64, error) {
+		return d.c.GetFence(ctx)
 	})
-	return gen, err
 }
 
 func (d *nodeDNS) Swap(ctx context.Context, expected, desired []dnsprovider.RRset, fenceOld, fenceNew uint64) error {
@@ -85,14 +76,15 @@ func (d *nodeDNS) Swap(ctx context.Context, expected, desired []dnsprovider.RRse
 	w.stats.DNSWrites++
 	w.dnsw.inflight[d.node]++
 	w.mu.Unlock()
-	return w.inFlight(ctx, d.node, func(ctx context.Context) error {
+	_, err := inFlight(ctx, w, d.node, func(ctx context.Context) (struct{}, error) {
 		defer func() {
 			w.mu.Lock()
 			w.dnsw.inflight[d.node]--
 			w.mu.Unlock()
 		}()
-		return d.c.Swap(ctx, expected, desired, fenceOld, fenceNew)
+		return struct{}{}, d.c.Swap(ctx, expected, desired, fenceOld, fenceNew)
 	})
+	return err
 }
 
 // nodeVerifier is the authority's verifier behind the same latency.
@@ -102,34 +94,37 @@ type nodeVerifier struct {
 	v    *simdns.Verifier
 }
 
-func (v *nodeVerifier) Verify(ctx context.Context, desired []dnsprovider.RRset) (out *dnsprovider.Verification, err error) {
-	err = v.w.inFlight(ctx, v.node, func(ctx context.Context) error {
-		var err error
-		out, err = v.v.Verify(ctx, desired)
-		return err
+func (v *nodeVerifier) Verify(ctx context.Context, desired []dnsprovider.RRset) (*dnsprovider.Verification, error) {
+	return inFlight(ctx, v.w, v.node, func(ctx context.Context) (*dnsprovider.Verification, error) {
+		return v.v.Verify(ctx, desired)
 	})
-	return out, err
 }
 
 // inFlight runs call after the latency the schedule gives node's DNS
 // traffic now. Without latency it runs at once on the caller's goroutine.
 // With it, the request travels on its own goroutine and lands whatever
 // the caller does; the caller waits for the answer or its context.
-func (w *World) inFlight(ctx context.Context, node string, call func(context.Context) error) error {
+func inFlight[T any](ctx context.Context, w *World, node string, call func(context.Context) (T, error)) (T, error) {
 	lat := w.dnsLatency(node)
 	if lat == 0 {
 		return call(ctx)
 	}
-	done := make(chan error, 1)
+	type answer struct {
+		v   T
+		err error
+	}
+	done := make(chan answer, 1)
 	go func() {
 		time.Sleep(lat)
-		done <- call(context.WithoutCancel(ctx))
+		v, err := call(context.WithoutCancel(ctx))
+		done <- answer{v, err}
 	}()
 	select {
-	case err := <-done:
-		return err
+	case a := <-done:
+		return a.v, a.err
 	case <-ctx.Done():
-		return ctx.Err()
+		var zero T
+		return zero, ctx.Err()
 	}
 }
 
