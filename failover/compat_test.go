@@ -12,12 +12,12 @@ import (
 // TestOldLogReplaysUnchanged replays command logs exactly as leaders wrote
 // them (testdata/compat): manual_moves_v1 from before manual moves
 // acknowledged a standing block, remediations_v1 from before failures could
-// be marked needs_admin. It requires the responses, the desired state, the
+// be marked needs_admin, drills_v1 from the first binary with drills. It requires the responses, the desired state, the
 // block and the history that those leaders' replicas computed. Each golden
 // file was written by the binary of its time and is never rewritten: if this test fails, the change breaks
 // the replay of existing Raft logs, and the fix is in the code, not here.
 func TestOldLogReplaysUnchanged(t *testing.T) {
-	for _, name := range []string{"manual_moves_v1", "remediations_v1"} {
+	for _, name := range []string{"manual_moves_v1", "remediations_v1", "drills_v1"} {
 		t.Run(name, func(t *testing.T) {
 			log, err := os.ReadFile("testdata/compat/" + name + ".jsonl")
 			if err != nil {
@@ -61,4 +61,35 @@ func replayForCompat(t *testing.T, log []byte) string {
 			e.Index, e.Gen, e.Kind, e.From, e.To, e.Actor, e.Rule, e.Forced, e.Outcome, e.Reason, e.Detail)
 	}
 	return b.String()
+}
+
+// TestDrillLogReplaysToGoldenSnapshot: the drills the first binary with
+// drills recorded (started, stepped, ended once, skipped, failed by a
+// rule, aborted by a decision) replay to the snapshot it wrote, and that
+// snapshot restores to the same bytes.
+func TestDrillLogReplaysToGoldenSnapshot(t *testing.T) {
+	want := bytes.TrimSuffix(readFile(t, "testdata/compat/drills_v1.snapshot.json"), []byte("\n"))
+	m := New()
+	for i, l := range goldenLines(t, "testdata/compat/drills_v1.jsonl") {
+		m.Apply(uint64(i+1), l)
+	}
+	got, err := m.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("snapshot after replaying drills_v1.jsonl:\ngot  %s\nwant %s", got, want)
+	}
+	for _, s := range []string{`"outcome":"passed"`, `"outcome":"skipped"`, `"outcome":"rolled_back"`, `"aborted_by":76`} {
+		if !bytes.Contains(want, []byte(s)) {
+			t.Errorf("golden drill snapshot has no %s: the log no longer covers it", s)
+		}
+	}
+	r := New()
+	if err := r.Restore(want); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := r.Snapshot(); !bytes.Equal(again, want) {
+		t.Errorf("snapshot after restoring the drill snapshot:\ngot  %s\nwant %s", again, want)
+	}
 }

@@ -23,6 +23,10 @@
 // commands and reads the machine, and cluster must never import failover
 // (test/importrules), so that the Raft plumbing stays ignorant of what it
 // replicates. Nor does it live in cmd, so the loops are tested as a library.
+// DryRun and WhatIf answer questions ("what would this command do", "what
+// if every critical probe of a site failed now") by stepping the same code
+// on a copy of the state, so no second set of rules can drift.
+//
 // The package also owns the `policy:` section of a node's config file
 // (PolicySpec): its defaults and rules, and how it becomes the replicated
 // Policy.

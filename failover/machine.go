@@ -516,6 +516,7 @@ func (s *state) setPolicy(index uint64, now int64, c *SetPolicy, res *Result) er
 	case !equalRRsets(recs, s.Desired.Records):
 		// New records for the active site are a new desired state and need a fenced write.
 		s.Desired = Desired{Gen: index, Active: s.Active, Records: recs, Fence: fence(index)}
+		s.abortDrill(index)
 		e.Gen = index
 		e.To = s.Active
 		e.Detail = "records for " + string(s.Active) + " changed"
@@ -581,6 +582,7 @@ func (s *state) decide(index uint64, kind string, to Site, actor, reason string,
 		Timings: s.detection(from, s.Now),
 	}
 	e.Timings.DecidedAt = s.Now
+	s.abortDrill(index)
 	s.Active, s.ActiveSince = to, s.Now
 	s.Desired = Desired{Gen: index, Active: to, Records: s.Policy.rrsets(to), Fence: fence(index)}
 	s.Withheld = withheld{}
@@ -626,21 +628,31 @@ func (m *Machine) DryRun(c Command) DryRun {
 	if err := c.check(); err != nil {
 		return DryRun{Err: err}
 	}
-	m.mu.RLock()
-	snap, err := json.Marshal(m.st)
-	m.mu.RUnlock()
+	s, err := m.copyState()
 	if err != nil {
-		return DryRun{Err: fmt.Errorf("dry run: copy state: %w", err)}
-	}
-	// A deep copy: the snapshot encoding round-trips the state exactly.
-	var s state
-	if err := json.Unmarshal(snap, &s); err != nil {
-		return DryRun{Err: fmt.Errorf("dry run: copy state: %w", err)}
+		return DryRun{Err: fmt.Errorf("dry run: %w", err)}
 	}
 	d := DryRun{Before: s.Desired.clone()}
 	d.Result, d.Err = s.step(s.LastIndex+1, c, &d.Checks)
 	d.After = s.Desired
 	return d
+}
+
+// copyState returns a deep copy of the state, for the read-only questions
+// (DryRun, WhatIf) that step the real code on it.
+func (m *Machine) copyState() (state, error) {
+	m.mu.RLock()
+	snap, err := json.Marshal(m.st)
+	m.mu.RUnlock()
+	if err != nil {
+		return state{}, fmt.Errorf("copy state: %w", err)
+	}
+	// A deep copy: the snapshot encoding round-trips the state exactly.
+	var s state
+	if err := json.Unmarshal(snap, &s); err != nil {
+		return state{}, fmt.Errorf("copy state: %w", err)
+	}
+	return s, nil
 }
 
 // Desired returns the DNS state the reconciler must bring about.

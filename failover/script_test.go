@@ -285,18 +285,7 @@ func (h *harness) run(line string) string {
 		if _, ok := a.kv["verified"]; ok {
 			v = h.at(a, "verified")
 		}
-		// servers=ns1:53@4200ms,ns2:53@4300ms: per-server verification times
-		var servers []ServerVerification
-		if sv := a.str("servers", ""); sv != "" {
-			for _, x := range strings.Split(sv, ",") {
-				name, at, _ := strings.Cut(x, "@")
-				d, err := time.ParseDuration(at)
-				if err != nil {
-					t.Fatalf("servers=%q: %v", sv, err)
-				}
-				servers = append(servers, ServerVerification{Server: name, VerifiedAt: base + int64(d)})
-			}
-		}
+		servers := parseServers(t, a.str("servers", ""))
 		return h.cmd("action", Command{At: h.at(a, "at"), Payload: ActionResult{Gen: uint64(a.int(t, "gen", 0)), Outcome: a.str("outcome", ""),
 			Detail: a.str("detail", ""), Actor: a.str("actor", "a"), WrittenAt: w, VerifiedAt: v, Servers: servers}})
 	case "breakglass":
@@ -306,6 +295,51 @@ func (h *harness) run(line string) string {
 		}
 		return h.cmd("breakglass", Command{At: h.at(a, "at"), Payload: BreakGlass{Site: Site(a.str("site", "backup")), Actor: a.str("actor", "alice"),
 			Reason: a.str("reason", ""), WrittenAt: w}})
+	case "drill":
+		v := h.m.View()
+		var c DrillCanary
+		if v.Policy != nil {
+			c = CanaryFor(*v.Policy, a.str("canary", "_drwatch-drill.lms"))
+		}
+		if a.bool("no-values") {
+			c.Backup = nil
+		}
+		var req int64
+		if _, ok := a.kv["requested"]; ok {
+			req = h.at(a, "requested")
+		}
+		return h.cmd("drill", Command{At: h.at(a, "at"), Payload: DrillStart{Reason: a.str("reason", "rehearsal"), Actor: a.str("actor", "alice"),
+			Canary: c, Scheduled: a.bool("scheduled"), RequestedAt: req}})
+	case "drill-step":
+		servers := parseServers(t, a.str("servers", ""))
+		return h.cmd("drill-step", Command{At: h.at(a, "at"), Payload: DrillStep{ID: h.drillID(a), Step: a.str("step", ""),
+			StepAt: h.at(a, "step-at"), Detail: a.str("detail", ""), Servers: servers}})
+	case "drill-end":
+		var checks []DrillCheck
+		if rs := a.str("readiness", ""); rs != "" {
+			for _, x := range strings.Split(rs, ",") {
+				name, st, _ := strings.Cut(x, ":")
+				checks = append(checks, DrillCheck{Name: name, Pass: st == "pass", Reason: st})
+			}
+		}
+		return h.cmd("drill-end", Command{At: h.at(a, "at"), Payload: DrillEnd{ID: h.drillID(a), Outcome: a.str("outcome", ""),
+			Rule: a.str("rule", ""), Detail: a.str("detail", ""), Actor: a.str("actor", "a"), Readiness: checks}})
+	case "drills":
+		ended, running := h.m.Drills()
+		if n := a.int(t, "tail", 0); n > 0 && n < len(ended) {
+			ended = ended[len(ended)-n:]
+		}
+		var out []string
+		for _, d := range ended {
+			out = append(out, renderDrill(d))
+		}
+		if running != nil {
+			out = append(out, renderDrill(*running))
+		}
+		if len(out) == 0 {
+			return "drills: none"
+		}
+		return strings.Join(out, "\n")
 	case "verdicts":
 		return renderVerdicts(h.m.View())
 	case "desired":
@@ -333,6 +367,8 @@ func (h *harness) run(line string) string {
 			return "error: " + err.Error()
 		}
 		return s
+	case "whatif":
+		return h.whatIf(a)
 	case "snapshot-check":
 		h.checkReplay()
 		return ""
@@ -484,6 +520,9 @@ func (h *harness) apply(label string, b []byte) string {
 	if r.Kind == KindAction {
 		parts = append(parts, "recorded")
 	}
+	if r.Kind == KindDrill && r.Noop == "" {
+		parts = append(parts, r.Message)
+	}
 	if len(parts) == 0 {
 		return ""
 	}
@@ -519,6 +558,77 @@ func (h *harness) checkReplay() {
 }
 
 func list(xs []string) string { return "[" + strings.Join(xs, " ") + "]" }
+
+// parseServers reads servers=ns1:53@4200ms,ns2:53@4300ms: per-server
+// verification times as offsets from base.
+func parseServers(t *testing.T, sv string) []ServerVerification {
+	var servers []ServerVerification
+	if sv == "" {
+		return nil
+	}
+	for _, x := range strings.Split(sv, ",") {
+		name, at, _ := strings.Cut(x, "@")
+		d, err := time.ParseDuration(at)
+		if err != nil {
+			t.Fatalf("servers=%q: %v", sv, err)
+		}
+		servers = append(servers, ServerVerification{Server: name, VerifiedAt: base + int64(d)})
+	}
+	return servers
+}
+
+// drillID is the id argument, by default the running drill's (else the
+// last one's).
+func (h *harness) drillID(a args) uint64 {
+	if _, ok := a.kv["id"]; ok {
+		return uint64(a.int(h.t, "id", 0))
+	}
+	ended, running := h.m.Drills()
+	switch {
+	case running != nil:
+		return running.ID
+	case len(ended) > 0:
+		return ended[len(ended)-1].ID
+	}
+	return 0
+}
+
+func renderDrill(d DrillRecord) string {
+	s := fmt.Sprintf("drill %d %s by %s started=%s", d.ID, d.Outcome, d.Actor, rel(d.StartedAt))
+	if d.Scheduled {
+		s += " scheduled"
+	}
+	if d.EndedAt != 0 {
+		s += " ended=" + rel(d.EndedAt)
+	}
+	if d.Rule != "" {
+		s += " rule=" + d.Rule
+	}
+	if d.AbortedBy != 0 {
+		s += fmt.Sprintf(" aborted-by=%d", d.AbortedBy)
+	}
+	s += fmt.Sprintf(" canary=%s %d %s %s/%s", d.Canary.Name, d.Canary.TTL, d.Canary.Type,
+		strings.Join(d.Canary.Primary, ","), strings.Join(d.Canary.Backup, ","))
+	for _, c := range d.Checks {
+		s += fmt.Sprintf("\n  check %s ok=%v: %s", c.Rule, c.OK, c.Detail)
+	}
+	for _, st := range d.Steps {
+		s += fmt.Sprintf("\n  step %s at=%s", st.Step, rel(st.At))
+		for _, sv := range st.Servers {
+			s += fmt.Sprintf(" %s=%s", sv.Server, rel(sv.VerifiedAt))
+		}
+	}
+	for _, r := range d.Readiness {
+		s += fmt.Sprintf("\n  readiness %s pass=%v: %s", r.Name, r.Pass, r.Reason)
+	}
+	if tm, ok := d.Times(); ok {
+		s += fmt.Sprintf("\n  times commit=%s write=%s propagation=%s ttl=%s", tm.Commit, tm.Write, tm.Propagation, tm.TTL)
+	}
+	if d.Detail != "" {
+		s += "\n  detail: " + d.Detail
+	}
+	return s
+}
 
 func renderVerdicts(v View) string {
 	var b strings.Builder
@@ -617,6 +727,13 @@ func renderStatus(v View) string {
 	}
 	if v.LastDecision != "" {
 		fmt.Fprintf(&b, "last decision: %s\n", v.LastDecision)
+	}
+	if d := v.Drill; d != nil {
+		fmt.Fprintf(&b, "drill %d running since %s", d.ID, rel(d.StartedAt))
+		if d.AbortedBy != 0 {
+			fmt.Fprintf(&b, ", aborted by gen %d", d.AbortedBy)
+		}
+		b.WriteString("\n")
 	}
 	for _, w := range v.Warnings {
 		fmt.Fprintf(&b, "warning: %s\n", w)

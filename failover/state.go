@@ -337,6 +337,10 @@ type state struct {
 	History      []Entry               `json:"history"`
 	// Remediations are the remediation runner's records (bounded by MaxRemediations).
 	Remediations []RemediationRecord `json:"remediations,omitempty"`
+	// Drill is the running drill, nil when none runs; Drills the ended
+	// ones, bounded by MaxDrills. Both are absent from older snapshots.
+	Drill  *DrillRecord  `json:"drill,omitempty"`
+	Drills []DrillRecord `json:"drills,omitempty"`
 }
 
 func newState() state {

@@ -49,6 +49,10 @@ type View struct {
 	// Remediations is the tail of the remediation records, oldest first:
 	// what the repairs did, and in dry-run mode what they would have done.
 	Remediations []RemediationRecord `json:"remediations"`
+	// Drill is the running drill, nil when none runs; LastDrill the latest
+	// drill that ended, skipped ones left out (see LastDrill).
+	Drill     *DrillRecord `json:"drill,omitempty"`
+	LastDrill *DrillRecord `json:"last_drill,omitempty"`
 }
 
 // viewHistoryTail is how many history entries View carries;
@@ -180,6 +184,14 @@ func (m *Machine) View() View {
 	v.Remediations = slices.Clone(s.Remediations[max(0, len(s.Remediations)-viewRemediationsTail):])
 	if v.Remediations == nil {
 		v.Remediations = []RemediationRecord{}
+	}
+	if s.Drill != nil {
+		d := s.Drill.clone()
+		v.Drill = &d
+	}
+	if d, ok := LastDrill(s.Drills); ok {
+		d = d.clone()
+		v.LastDrill = &d
 	}
 	p := s.Policy
 	if p == nil {

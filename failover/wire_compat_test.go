@@ -76,6 +76,16 @@ func wireCommands() []struct {
 		{"remediation zero", Command{Payload: Remediation{}}},
 		{"membership", Command{At: 22, Payload: Membership{Op: MemberAdd, ID: "d", Addr: "10.4.0.5:7400", Reason: "new site", Actor: "alice"}}},
 		{"membership zero", Command{Payload: Membership{}}},
+		{"drill_start", Command{At: 23, Payload: DrillStart{Reason: "weekly", Actor: "alice", Scheduled: true, RequestedAt: 22,
+			Canary: DrillCanary{Name: "_drwatch-drill.lms.example.org.", Type: "A", TTL: 60, Primary: []string{"192.0.2.1"}, Backup: []string{"192.0.2.2"}}}}},
+		{"drill_start zero", Command{Payload: DrillStart{}}},
+		{"drill_step", Command{At: 24, Payload: DrillStep{ID: 23, Step: DrillStepBackupVerified, StepAt: 24, Detail: "verified at ns1:53",
+			Servers: []ServerVerification{{Server: "ns1:53", VerifiedAt: 24}}}}},
+		{"drill_step zero", Command{Payload: DrillStep{}}},
+		{"drill_end", Command{At: 25, Payload: DrillEnd{ID: 23, Outcome: DrillFailed, Rule: "certificates", Detail: "backup cert expires", Actor: "a",
+			Steps:     []DrillStepRecord{{Step: DrillStepBackupWritten, At: 23, Detail: "written"}},
+			Readiness: []DrillCheck{{Name: "certificates", Pass: false, Reason: "expires in 2h"}, {Name: "dns_credentials", Pass: true}}}}},
+		{"drill_end zero", Command{Payload: DrillEnd{}}},
 	}
 }
 
@@ -128,6 +138,9 @@ var wireDecodeInputs = []string{
 	`{"v":1,"type":"tick","tick":{"at":5}}}`,
 	`{"v":1,"type":"membership","membership":{"at":5,"op":"add","id":"d","reason":"r"}}`,
 	`{"v":1,"type":"remediation","remediation":{"at":5,"name":"n","gen":1,"target":"t","verb":"v","result":"applied","key":"k","needs_admin":true}}`,
+	`{"v":1,"type":"drill_start","drill_start":{"at":5,"reason":"r","canary":{"name":"c.example.org.","type":"A","ttl":60,"primary":["192.0.2.1"],"backup":["192.0.2.2"]}}}`,
+	`{"v":1,"type":"drill_step","drill_step":{"at":5,"id":4,"step":"backup_written","step_at":5,"x":1}}`,
+	`{"v":1,"type":"drill_end","drill_end":{"at":5,"id":4,"outcome":"passed","readiness":[{"name":"certificates","pass":true}]}}`,
 }
 
 func TestEncodeWritesVersion1Bytes(t *testing.T) {

@@ -31,8 +31,10 @@
 // # Scheduler
 //
 // The [Scheduler] runs every probe of every site once per interval and
-// emits one [Round] per interval. Ticks are absolute (start + k·interval),
-// so the schedule never drifts; each probe starts at a fixed offset from the
+// emits one [Round] per interval. Ticks are absolute, on a wall-clock grid
+// (Unix epoch + phase + k·interval), so the schedule never drifts and
+// watchers given phases index/N × interval sample at N distinct moments
+// (SchedulerOptions.Phase, Scheduler.SetPhase); each probe starts at a fixed offset from the
 // tick (a hash of its site and name, bounded by a fraction of the interval),
 // so probes spread out the same way every round. A semaphore bounds
 // concurrency. The scheduler enforces each probe's timeout itself: a prober

@@ -50,6 +50,12 @@ type SchedulerOptions struct {
 	// Interval between round ticks. Run needs it > 0; with 0 only RunOnce
 	// drives rounds, and there is no jitter.
 	Interval time.Duration
+	// Phase places Run's ticks on the wall clock: every tick t has
+	// t − Unix epoch ≡ Phase (mod Interval). Watchers that share a clock
+	// (NTP) and take phases index/N × Interval sample a site at N distinct
+	// moments of each interval instead of the same one. SetPhase changes it
+	// while Run runs. Negative or >= Interval is reduced modulo Interval.
+	Phase time.Duration
 	// JitterFraction bounds each probe's fixed start offset to this fraction
 	// of Interval (default 0.1, at most 0.5). The offset is also cut so that
 	// it never pushes a probe's deadline past the next tick. Negative
@@ -79,8 +85,8 @@ type SchedulerStats struct {
 	Abandoned uint64 // prober runs not returned by deadline + grace
 }
 
-// Scheduler runs every probe once per interval on absolute ticks from its
-// start time, each probe at a fixed offset (jitter) from the tick, with
+// Scheduler runs every probe once per interval on absolute ticks of a
+// wall-clock grid, each probe at a fixed offset (jitter) from the tick, with
 // bounded concurrency and enforced timeouts. It never retries and never
 // judges: it hands each Round to the consumer.
 type Scheduler struct {
@@ -95,6 +101,7 @@ type Scheduler struct {
 
 	seq, done, dropped, skipped, abandoned atomic.Uint64
 	ran                                    atomic.Bool
+	phase                                  atomic.Int64 // ns into the interval, see SchedulerOptions.Phase
 }
 
 type schedProbe struct {
@@ -165,6 +172,7 @@ func NewScheduler(sites []SiteSpec, opts SchedulerOptions) (*Scheduler, error) {
 		sem:    make(chan struct{}, opts.Concurrency),
 		rounds: make(chan Round, 1),
 	}
+	s.SetPhase(opts.Phase)
 	seenSite := map[string]bool{}
 	for si, site := range sites {
 		if site.Site == "" {
@@ -288,14 +296,15 @@ func (s *Scheduler) Stats() SchedulerStats {
 	}
 }
 
-// Run runs a round at every tick (its start time plus a multiple of the
-// interval) until ctx is done, delivering rounds on Rounds. Ticks are
-// absolute, so the schedule never drifts; a round that overruns by more
-// than an interval makes Run skip the missed ticks rather than burst. It
-// returns nil when ctx is done, after waiting up to Grace for probers still
-// running. Rounds is not closed: consumers also watch their own ctx. It
-// returns ErrNoInterval without an interval, and ErrRunTwice when called
-// again.
+// Run runs a round at every tick of its grid (the wall-clock times at
+// Phase from a multiple of the interval, see SchedulerOptions.Phase) until
+// ctx is done, delivering rounds on Rounds. Ticks are absolute, so the
+// schedule never drifts; a round that overruns by more than an interval
+// makes Run skip the missed ticks rather than burst. The first round runs
+// at the first tick at or after Run is called. It returns nil when ctx is
+// done, after waiting up to Grace for probers still running. Rounds is not
+// closed: consumers also watch their own ctx. It returns ErrNoInterval
+// without an interval, and ErrRunTwice when called again.
 func (s *Scheduler) Run(ctx context.Context) error {
 	if s.opts.Interval <= 0 {
 		return ErrNoInterval
@@ -305,32 +314,85 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	defer s.waitProbers()
 	interval := s.opts.Interval
-	start := time.Now()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	for k := int64(0); ; {
-		tick := start.Add(time.Duration(k) * interval)
+	var prev time.Time // the last round's tick; zero before the first
+	tick := s.following(prev)
+	for {
 		timer.Reset(time.Until(tick))
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-timer.C:
 		}
+		if !s.nextTick(tick).Equal(tick) {
+			tick = s.following(prev) // the phase changed while waiting
+			continue
+		}
 		round := s.runRound(ctx, tick)
 		if ctx.Err() != nil {
 			return nil
 		}
 		s.publish(round)
-		// The next tick is k+1, unless the round overran past it; then the
-		// latest tick already due, so at most one round is ever late.
-		next := max(k+1, int64(time.Since(start)/interval))
-		if n := next - k - 1; n > 0 {
+		prev, tick = tick, s.following(tick)
+		if n := int64((tick.Sub(prev) - interval/2) / interval); n > 0 {
 			s.skipped.Add(uint64(n))
 			s.opts.Metrics.ticksSkipped(int(n))
 			s.logger.Warn("probe ticks skipped: round overran", "skipped", n)
 		}
-		k = next
 	}
+}
+
+// following is the tick after prev: the first on the current grid at least
+// half an interval after prev (the grid moves when the phase does). When a
+// round overran past it, it is the latest tick already due instead, so the
+// ticks missed are skipped rather than burst and at most one round is ever
+// late. With no prev, it is the first tick from now.
+func (s *Scheduler) following(prev time.Time) time.Time {
+	now := time.Now()
+	if prev.IsZero() {
+		return s.nextTick(now)
+	}
+	next := s.nextTick(prev.Add(s.opts.Interval / 2))
+	if !next.Before(now) {
+		return next
+	}
+	due := s.nextTick(now)
+	if due.After(now) {
+		due = due.Add(-s.opts.Interval)
+	}
+	return due
+}
+
+// SetPhase moves Run's tick grid to phase (see SchedulerOptions.Phase); it
+// takes effect from the next tick, which is never less than half an
+// interval after the last. Safe for concurrent use.
+func (s *Scheduler) SetPhase(phase time.Duration) {
+	if s.opts.Interval <= 0 {
+		return
+	}
+	p := int64(phase) % int64(s.opts.Interval)
+	if p < 0 {
+		p += int64(s.opts.Interval)
+	}
+	s.phase.Store(p)
+}
+
+// Phase is the tick grid's current phase.
+func (s *Scheduler) Phase() time.Duration { return time.Duration(s.phase.Load()) }
+
+// nextTick is the first tick of the grid at or after t.
+func (s *Scheduler) nextTick(t time.Time) time.Time {
+	iv := int64(s.opts.Interval)
+	ns := t.UnixNano()
+	off := (ns - s.phase.Load()) % iv
+	if off < 0 {
+		off += iv
+	}
+	if off == 0 {
+		return t
+	}
+	return t.Add(time.Duration(iv - off))
 }
 
 // RunOnce runs one round now (each probe at its offset from now) and returns

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -400,4 +401,81 @@ func TestNewSchedulerValidates(t *testing.T) {
 	if err := s.Run(context.Background()); err != ErrNoInterval {
 		t.Fatalf("Run without interval: got %v, want ErrNoInterval", err)
 	}
+}
+
+// TestSchedulerPhaseSpreadsVantagePoints: three schedulers started at the
+// same moment, with phases index/3 × interval, tick at three distinct
+// moments of each interval, on the wall-clock grid rather than from their
+// start, so a quorum of watchers samples a site three times per interval.
+func TestSchedulerPhaseSpreadsVantagePoints(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const interval = time.Second
+		time.Sleep(123 * time.Millisecond) // virtual: start off the grid
+		var firsts []time.Time
+		for i := range 3 {
+			phase := time.Duration(i) * interval / 3
+			s := schedNew(t, schedSites(1, "p"), SchedulerOptions{Interval: interval, Phase: phase, Probers: map[string]ProbeFunc{"p": schedOK}})
+			stop := schedRun(t, s)
+			var starts []time.Time
+			for range 3 {
+				starts = append(starts, (<-s.Rounds()).Start)
+			}
+			stop()
+			for k, st := range starts {
+				if got := time.Duration(st.UnixNano() % int64(interval)); got != phase {
+					t.Fatalf("scheduler %d round %d: got phase %s, want %s", i, k, got, phase)
+				}
+				if k > 0 && st.Sub(starts[k-1]) != interval {
+					t.Fatalf("scheduler %d: rounds %s apart, want %s", i, st.Sub(starts[k-1]), interval)
+				}
+			}
+			firsts = append(firsts, starts[0])
+		}
+		// Measured spread: each pair of neighbours' phases, within 10% of
+		// interval/3.
+		var phases []time.Duration
+		for _, f := range firsts {
+			phases = append(phases, time.Duration(f.UnixNano()%int64(interval)))
+		}
+		slices.Sort(phases)
+		for i := range phases {
+			gap := (phases[(i+1)%3] - phases[i] + interval) % interval
+			if d := gap - interval/3; d < -interval/30 || d > interval/30 {
+				t.Fatalf("phases %v: gap %s, want %s ± 10%%", phases, gap, interval/3)
+			}
+		}
+	})
+}
+
+// TestSchedulerSetPhaseMovesGrid: a phase change moves the next tick onto
+// the new grid without a burst (no two rounds closer than half an
+// interval) and without counting a skipped tick.
+func TestSchedulerSetPhaseMovesGrid(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const interval = time.Second
+		s := schedNew(t, schedSites(1, "p"), SchedulerOptions{Interval: interval, Probers: map[string]ProbeFunc{"p": schedOK}})
+		stop := schedRun(t, s)
+		var starts []time.Duration
+		epoch := time.Now()
+		starts = append(starts, (<-s.Rounds()).Start.Sub(epoch))
+		s.SetPhase(200 * time.Millisecond) // closer than half an interval to the next tick
+		for range 2 {
+			starts = append(starts, (<-s.Rounds()).Start.Sub(epoch))
+		}
+		s.SetPhase(-100 * time.Millisecond) // 900ms, reduced modulo the interval
+		for range 2 {
+			starts = append(starts, (<-s.Rounds()).Start.Sub(epoch))
+		}
+		stop()
+		want := []time.Duration{0, 1200 * time.Millisecond, 2200 * time.Millisecond, 2900 * time.Millisecond, 3900 * time.Millisecond}
+		if fmt.Sprint(starts) != fmt.Sprint(want) {
+			t.Fatalf("got round starts %v, want %v", starts, want)
+		}
+		if got := s.Phase(); got != 900*time.Millisecond {
+			t.Fatalf("got phase %s, want 900ms", got)
+		}
+		if st := s.Stats(); st.Skipped != 0 {
+			t.Fatalf("got %d skipped ticks, want 0", st.Skipped)
+		}
+	})
 }

@@ -193,6 +193,50 @@ func TestCLIAgainstCluster(t *testing.T) {
 		}
 	})
 
+	t.Run("a drill passes on the canary, reports its RTO and leaves lms alone", func(t *testing.T) {
+		out, stderr, code := run(t, append([]string{"drill", "--reason", "what would it face", "--dry-run"}, auth...)...)
+		if code != 0 || !strings.Contains(out, "dry run of drill") || !strings.Contains(out, "[PASS] target_unhealthy") {
+			t.Errorf("drill --dry-run: exit %d %s\n%s", code, stderr, out)
+		}
+		if d.View().Drill != nil {
+			t.Error("drill --dry-run started a drill")
+		}
+		out, stderr, code = run(t, append([]string{"drill", "--reason", "first rehearsal", "--timeout", "60s"}, auth...)...)
+		if code != 0 {
+			t.Fatalf("drill exit %d: %s\n%s", code, stderr, out)
+		}
+		for _, want := range []string{"PASSED", "backup_verified", "primary_verified", "[PASS] dns_credentials", "[PASS] ttl vs rto budget",
+			"a real failover now would reach most clients in ≈"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("drill output lacks %q:\n%s", want, out)
+			}
+		}
+		if got, _ := d.Resolve("lms.demo.test"); len(got) != 1 || got[0] != demo.PrimaryIP {
+			t.Errorf("after the drill: lms -> %v, want %s", got, demo.PrimaryIP)
+		}
+		if got, _ := d.Resolve("drwatch-drill.lms.demo.test"); len(got) != 1 || got[0] != demo.PrimaryIP {
+			t.Errorf("after the drill: the canary -> %v, want its primary value %s", got, demo.PrimaryIP)
+		}
+		if v := d.View(); v.Desired.Gen != 0 || v.Active != failover.Primary {
+			t.Errorf("the drill made a decision: gen %d active %s", v.Desired.Gen, v.Active)
+		}
+		hist, stderr, code := run(t, append([]string{"drill", "history"}, conn...)...)
+		if code != 0 || !strings.Contains(hist, "passed") || !strings.Contains(hist, "first rehearsal") {
+			t.Errorf("drill history: exit %d %s\n%s", code, stderr, hist)
+		}
+		// Paused: refused with exit 3, naming the rule.
+		if _, stderr, code := run(t, append([]string{"pause", "--reason", "maintenance", "--yes"}, auth...)...); code != 0 {
+			t.Fatalf("pause: exit %d %s", code, stderr)
+		}
+		_, stderr, code = run(t, append([]string{"drill", "--reason", "while paused"}, auth...)...)
+		if code != 3 || !strings.Contains(stderr, "paused") {
+			t.Errorf("drill while paused: got exit %d, stderr %q; want 3 naming the rule paused", code, stderr)
+		}
+		if _, stderr, code := run(t, append([]string{"resume", "--reason", "done", "--yes"}, auth...)...); code != 0 {
+			t.Fatalf("resume: exit %d %s", code, stderr)
+		}
+	})
+
 	t.Run("manual failover and failback with --wait through a follower", func(t *testing.T) {
 		out, stderr, code := run(t, append([]string{"failover", "--to", "backup", "--reason", "drill", "--yes", "--wait", "--wait-timeout", "60s"}, auth...)...)
 		if code != 0 {

@@ -125,18 +125,7 @@ func (w *writeCmd) Run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	if w.req.DryRun {
-		var dr api.DryRun
-		if err := cl.do(ctx, http.MethodPost, w.path, w.req, &dr); err != nil {
-			return cliErr(err)
-		}
-		if w.output != "" {
-			return structured(out, outputFormat(w.output), dr)
-		}
-		printDryRun(out, w.name, dr)
-		if dr.Error != nil && dr.Error.Code == api.CodeRefused {
-			return silentError{exitRefused}
-		}
-		return nil
+		return dryRun(ctx, cl, out, w.name, w.path, w.req, w.output)
 	}
 	if !w.yes {
 		st, err := cl.status(ctx)
@@ -226,6 +215,23 @@ func (w *writeCmd) follow(ctx context.Context, cl *client, out io.Writer, gen ui
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// dryRun posts req to path as a dry run and prints what the write named
+// name would do: refused (exit 3) as the write would be.
+func dryRun(ctx context.Context, cl *client, out io.Writer, name, path string, req api.WriteRequest, output string) error {
+	var dr api.DryRun
+	if err := cl.do(ctx, http.MethodPost, path, req, &dr); err != nil {
+		return cliErr(err)
+	}
+	if output != "" {
+		return structured(out, outputFormat(output), dr)
+	}
+	printDryRun(out, name, dr)
+	if dr.Error != nil && dr.Error.Code == api.CodeRefused {
+		return silentError{exitRefused}
+	}
+	return nil
 }
 
 func printDryRun(out io.Writer, name string, dr api.DryRun) {

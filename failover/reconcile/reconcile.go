@@ -120,7 +120,7 @@ func (r *Reconciler) Last() Report {
 // bad config) are logged at error level and retried at the cap, since a
 // human may fix the key without restarting drwatch.
 func (r *Reconciler) Run(ctx context.Context, wake <-chan struct{}) {
-	backoff := time.Duration(0)
+	backoff := Backoff{Base: r.cfg.BackoffBase, Max: r.cfg.BackoffMax}
 	for {
 		res, err := r.Pass(ctx)
 		var wait time.Duration
@@ -128,31 +128,58 @@ func (r *Reconciler) Run(ctx context.Context, wake <-chan struct{}) {
 		case ctx.Err() != nil:
 			return
 		case err == nil:
-			backoff = 0
+			backoff.Reset()
 			wait = res.RequeueAfter
 		case dnsprovider.IsTerminal(err):
 			r.log.Error("dns reconcile failed; a human must act", "err", err)
-			backoff = r.cfg.BackoffMax
-			wait = backoff
+			wait = backoff.Cap()
 		default:
-			if backoff == 0 {
-				backoff = r.cfg.BackoffBase
-			} else {
-				backoff = min(2*backoff, r.cfg.BackoffMax)
-			}
-			wait = backoff
+			wait = backoff.Next()
 			r.log.Warn("dns reconcile will retry", "err", err, "retry_in", wait)
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !Wait(ctx, wait, wake) {
 			return
-		case <-wake:
-			t.Stop()
-		case <-t.C:
 		}
 	}
+}
+
+// Backoff is the capped exponential retry of the leader's loops: Base,
+// doubling up to Max, until Reset.
+type Backoff struct {
+	Base, Max time.Duration
+	cur       time.Duration
+}
+
+// Next returns the next wait after an error.
+func (b *Backoff) Next() time.Duration {
+	if b.cur == 0 {
+		b.cur = b.Base
+	} else {
+		b.cur = min(2*b.cur, b.Max)
+	}
+	return b.cur
+}
+
+// Cap jumps to the longest wait (a terminal error).
+func (b *Backoff) Cap() time.Duration {
+	b.cur = b.Max
+	return b.cur
+}
+
+// Reset starts again from Base after a success.
+func (b *Backoff) Reset() { b.cur = 0 }
+
+// Wait blocks for d, or until wake fires; it returns false once ctx ends.
+func Wait(ctx context.Context, d time.Duration, wake <-chan struct{}) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-wake:
+	case <-t.C:
+	}
+	return true
 }
 
 // Pass runs one reconciliation. It is safe to repeat.
@@ -370,6 +397,15 @@ func describe(sets []dnsprovider.RRset) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// ServerTimes is serverTimes for the drill executor, which verifies its
+// canary as the reconciler verifies a decision.
+func ServerTimes(v *dnsprovider.Verification, start time.Time) []failover.ServerVerification {
+	return serverTimes(v, start)
+}
+
+// DescribeVerification is describeVerification for the drill executor.
+func DescribeVerification(v *dnsprovider.Verification) string { return describeVerification(v) }
 
 // serverTimes is when each server was first seen serving the records, on
 // the reconciler's clock: the verification's start plus its propagation time.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/failover/drillrun"
 	"github.com/drwatch/drwatch/failover/reconcile"
 	"github.com/drwatch/drwatch/failover/remediate"
 )
@@ -50,6 +51,21 @@ func (w *Watcher) lead(ctx context.Context) {
 			go func() {
 				defer wg.Done()
 				runner.Run(ctx)
+			}()
+		}
+	}
+	if d := c.Drill; d != nil {
+		runner, err := drillrun.New(drillrun.Config{Node: c.Node, State: w.machine, Cluster: c.Cluster, DNS: d.DNS,
+			Verifier: c.Verifier, Schedule: d.Schedule, Canary: d.Canary, Readiness: d.Readiness,
+			Interval: c.Interval, BackoffBase: c.Interval / 10, BackoffMax: c.Interval,
+			Logger: w.log.With("component", "drill"), Now: c.Now})
+		if err != nil {
+			w.log.Error("drills not started", "err", err)
+		} else {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				runner.Run(ctx, c.FSM.drillChanged)
 			}()
 		}
 	}

@@ -36,6 +36,10 @@ var (
 	descGen       = prometheus.NewDesc("drwatch_desired_generation", "Generation of the current decision.", nil, nil)
 	descDone      = prometheus.NewDesc("drwatch_desired_verified", "1 once the current decision is verified at every authoritative server.", nil, nil)
 	descCertExp   = prometheus.NewDesc("drwatch_tls_cert_expiry_timestamp_seconds", "When this node's own certificate expires.", nil, nil)
+	descDrillOK   = prometheus.NewDesc("drwatch_drill_last_success_timestamp_seconds", "When the last drill that passed ended; 0 while none has.", nil, nil)
+	descDrillSch  = prometheus.NewDesc("drwatch_drill_schedule_seconds", "This node's drill.schedule; 0 when scheduled drills are off.", nil, nil)
+	descDrillRTO  = prometheus.NewDesc("drwatch_drill_rto_seconds", "What the last drill that passed measured, by step: commit, write, propagation, detection (the policy's floor), ttl, and total (detection, commit, write, propagation).", []string{"step"}, nil)
+	descDrillFail = prometheus.NewDesc("drwatch_drill_failures_total", "Drills that failed, among the last 100 the replicated state keeps.", nil, nil)
 )
 
 func newMetrics(reg prometheus.Registerer, w *Watcher) (*metrics, error) {
@@ -66,7 +70,8 @@ func (m *metrics) reconciled(r reconcile.Report) {
 // Describe implements prometheus.Collector.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descDownVotes, descUpVotes, descQuorum, descVerdict, descActive, descPaused,
-		descBlocked, descFailovers, descLastFlip, descWatchers, descDisagree, descBuild, descGen, descDone, descCertExp} {
+		descBlocked, descFailovers, descLastFlip, descWatchers, descDisagree, descBuild, descGen, descDone, descCertExp,
+		descDrillOK, descDrillRTO, descDrillFail, descDrillSch} {
 		ch <- d
 	}
 }
@@ -137,5 +142,41 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	if last > 0 {
 		gauge(descLastFlip, float64(last)/float64(time.Second))
+	}
+	m.collectDrills(ch, v.Policy)
+}
+
+// collectDrills reports the drills from the replicated state, so every
+// node reports the same.
+func (m *metrics) collectDrills(ch chan<- prometheus.Metric, p *failover.Policy) {
+	ended, _ := m.w.machine.Drills()
+	failures := 0
+	var ok *failover.DrillRecord
+	for i := range ended {
+		switch ended[i].Outcome {
+		case failover.DrillFailed:
+			failures++
+		case failover.DrillPassed:
+			ok = &ended[i]
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(descDrillFail, prometheus.CounterValue, float64(failures))
+	schedule, timeout := m.w.DrillSchedule()
+	ch <- prometheus.MustNewConstMetric(descDrillSch, prometheus.GaugeValue, schedule.Seconds())
+	if ok == nil {
+		ch <- prometheus.MustNewConstMetric(descDrillOK, prometheus.GaugeValue, 0)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(descDrillOK, prometheus.GaugeValue, float64(ok.EndedAt)/float64(time.Second))
+	t, measured := ok.Times()
+	if p == nil || !measured {
+		return
+	}
+	rto, _ := ok.RTO(*p, timeout)
+	for _, s := range []struct {
+		step string
+		d    time.Duration
+	}{{"commit", t.Commit}, {"write", t.Write}, {"propagation", t.Propagation}, {"detection", rto.Detection}, {"ttl", t.TTL}, {"total", rto.Total()}} {
+		ch <- prometheus.MustNewConstMetric(descDrillRTO, prometheus.GaugeValue, s.d.Seconds(), s.step)
 	}
 }

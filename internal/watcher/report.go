@@ -2,6 +2,8 @@ package watcher
 
 import (
 	"context"
+	"slices"
+	"time"
 
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/probes"
@@ -27,7 +29,23 @@ func Observation(node, hash string, r probes.Round) failover.Observe {
 	return obs
 }
 
-// reportLoop sends each probe round to the leader as an Observe command.
+// Phase is the offset within interval at which node probes: index/N ×
+// interval, its place among the policy's nodes, so that N watchers sample
+// each site at N distinct moments of every interval. The quorum-th
+// watcher's first failing probe then comes (quorum-1)/N to quorum/N of an
+// interval after a fault, not anywhere within a whole interval as when all
+// probe in step. A node not in the list probes at 0.
+func Phase(nodes []string, node string, interval time.Duration) time.Duration {
+	i := slices.Index(nodes, node)
+	if i < 0 || len(nodes) == 0 {
+		return 0
+	}
+	return time.Duration(int64(interval) * int64(i) / int64(len(nodes)))
+}
+
+// reportLoop sends each probe round to the leader as an Observe command,
+// and keeps the scheduler's phase at this node's place in the replicated
+// member order (the file's until a policy is replicated).
 func (w *Watcher) reportLoop(ctx context.Context, rounds <-chan probes.Round) {
 	for {
 		select {
@@ -36,8 +54,21 @@ func (w *Watcher) reportLoop(ctx context.Context, rounds <-chan probes.Round) {
 		case r := <-rounds:
 			w.lastRound.Store(w.cfg.Now().UnixNano())
 			w.report(ctx, r)
+			w.rephase()
 		}
 	}
+}
+
+// rephase hands SetPhase this node's phase under the replicated policy.
+func (w *Watcher) rephase() {
+	if w.cfg.SetPhase == nil {
+		return
+	}
+	nodes := w.cfg.Policy.Nodes
+	if p := w.machine.View().Policy; p != nil {
+		nodes = p.Nodes
+	}
+	w.cfg.SetPhase(Phase(nodes, w.cfg.Node, w.cfg.Interval))
 }
 
 func (w *Watcher) report(ctx context.Context, r probes.Round) {

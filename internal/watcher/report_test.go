@@ -27,3 +27,21 @@ func TestObservationCarriesCompletionTimes(t *testing.T) {
 		t.Fatalf("backup/web never ran: got completed at %d, want 0 (unknown)", got)
 	}
 }
+
+// Each watcher probes at its place among the nodes, index/N of the
+// interval, so three watchers sample a site at three distinct moments; a
+// node the list does not name (one being added) probes at 0.
+func TestPhaseSpreadsNodesAcrossTheInterval(t *testing.T) {
+	nodes := []string{"a", "b", "c"}
+	for _, c := range []struct {
+		node string
+		want time.Duration
+	}{{"a", 0}, {"b", 2 * time.Second / 3}, {"c", 4 * time.Second / 3}, {"d", 0}} {
+		if got := Phase(nodes, c.node, 2*time.Second); got != c.want {
+			t.Errorf("Phase(%v, %q, 2s): got %s, want %s", nodes, c.node, got, c.want)
+		}
+	}
+	if got := Phase(nil, "a", time.Second); got != 0 {
+		t.Errorf("Phase(no nodes): got %s, want 0", got)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/drwatch/drwatch/cluster"
 	"github.com/drwatch/drwatch/dnsprovider"
 	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/failover/drillrun"
 	"github.com/drwatch/drwatch/failover/reconcile"
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/clusterhealth"
@@ -50,6 +51,10 @@ type Config struct {
 	// Interval is the probe interval: the deadline of a report, the tick
 	// period and the reconciler's pace.
 	Interval time.Duration
+	// SetPhase, when set, is called after every round with this node's
+	// probing phase under the replicated policy (Phase);
+	// probes.Scheduler.SetPhase fits.
+	SetPhase func(time.Duration)
 	// HeartbeatTimeout and DataDir only shape the status warnings.
 	HeartbeatTimeout time.Duration
 	DataDir          string
@@ -64,6 +69,10 @@ type Config struct {
 	// Gates and AfterVerified go to the DNS reconciler (remediate.Gates).
 	Gates         []reconcile.Gate
 	AfterVerified func(context.Context, reconcile.Decision) string
+	// Drill runs the leader's drills (failover/drillrun); nil: no drills
+	// are executed, and a drill started by hand stays running until a
+	// leader with drills carries it out.
+	Drill *Drill
 	// Health is the read-only view of both sites' clusters (every node runs it).
 	Health *clusterhealth.Monitor
 	// Credentials is this node's TLS identity (optional): its expiry is a
@@ -75,19 +84,39 @@ type Config struct {
 	Registry               *prometheus.Registry
 	Logger                 *slog.Logger
 	Now                    func() time.Time
+	// ProbeTimeout is the longest timeout of a critical probe (optional):
+	// a blackholed site fails a round only then, so the what-if answer
+	// adds it to the time to the flip.
+	ProbeTimeout time.Duration
+}
+
+// Drill is what the leader's drill executor needs besides the watcher's parts.
+type Drill struct {
+	// DNS writes the canary, fenced on the drill fence record (never the
+	// production fence).
+	DNS dnsprovider.Provider
+	// Schedule is how often the leader starts a drill by itself; 0 never.
+	Schedule time.Duration
+	// Canary is the canary a drill moves under the replicated policy.
+	Canary func(failover.Policy) failover.DrillCanary
+	// Readiness, if set, runs the drill's readiness checks.
+	Readiness drillrun.Readiness
+	// Timeout is the probes' default timeout, part of the RTO estimate.
+	Timeout time.Duration
 }
 
 // FSM adapts the decision core to cluster.StateMachine and wakes the
 // watcher's loops on every applied command.
 type FSM struct {
-	m          *failover.Machine
-	changed    chan struct{} // wakes the reconciler
-	dnsChanged chan struct{} // wakes the DNS check
+	m            *failover.Machine
+	changed      chan struct{} // wakes the reconciler
+	dnsChanged   chan struct{} // wakes the DNS check
+	drillChanged chan struct{} // wakes the drill executor
 }
 
 // NewFSM wraps m for the cluster.
 func NewFSM(m *failover.Machine) *FSM {
-	return &FSM{m: m, changed: make(chan struct{}, 1), dnsChanged: make(chan struct{}, 1)}
+	return &FSM{m: m, changed: make(chan struct{}, 1), dnsChanged: make(chan struct{}, 1), drillChanged: make(chan struct{}, 1)}
 }
 
 var _ cluster.StateMachine = (*FSM)(nil)
@@ -95,7 +124,7 @@ var _ cluster.StateMachine = (*FSM)(nil)
 // Apply implements cluster.StateMachine.
 func (s *FSM) Apply(index uint64, cmd []byte) []byte {
 	out := s.m.Apply(index, cmd)
-	for _, ch := range []chan struct{}{s.changed, s.dnsChanged} {
+	for _, ch := range []chan struct{}{s.changed, s.dnsChanged, s.drillChanged} {
 		select {
 		case ch <- struct{}{}:
 		default: // a wake-up is already pending
@@ -259,6 +288,31 @@ func (w *Watcher) Warnings(v failover.View, st cluster.Stats, stale float64) []s
 // History is the replicated history, oldest first.
 func (w *Watcher) History() []failover.Entry { return w.machine.History() }
 
+// Drills returns the ended drills, oldest first, and the running one.
+func (w *Watcher) Drills() ([]failover.DrillRecord, *failover.DrillRecord) { return w.machine.Drills() }
+
+// DrillCanary is the canary a drill started now moves, under the replicated
+// policy; an error when this node runs no drills or knows no policy yet.
+func (w *Watcher) DrillCanary() (failover.DrillCanary, error) {
+	v := w.machine.View()
+	switch {
+	case w.cfg.Drill == nil:
+		return failover.DrillCanary{}, errors.New("this node runs no drills")
+	case v.Policy == nil:
+		return failover.DrillCanary{}, fmt.Errorf("drill: %w", failover.ErrNoPolicy)
+	}
+	return w.cfg.Drill.Canary(*v.Policy), nil
+}
+
+// DrillSchedule is how often the leader starts a drill by itself (0:
+// never), and the probe timeout the RTO estimate adds.
+func (w *Watcher) DrillSchedule() (schedule, timeout time.Duration) {
+	if w.cfg.Drill == nil {
+		return 0, 0
+	}
+	return w.cfg.Drill.Schedule, w.cfg.Drill.Timeout
+}
+
 // Explain describes the evidence behind decision gen.
 func (w *Watcher) Explain(gen uint64) (string, error) { return w.machine.Explain(gen) }
 
@@ -347,6 +401,9 @@ func (w *Watcher) ClusterHealth() []clusterhealth.Site { return w.cfg.Health.Sit
 
 // Now reads the watcher's clock.
 func (w *Watcher) Now() time.Time { return w.cfg.Now() }
+
+// ProbeTimeout is the longest timeout of a critical probe (Config.ProbeTimeout).
+func (w *Watcher) ProbeTimeout() time.Duration { return w.cfg.ProbeTimeout }
 
 // ID is this node's ID.
 func (w *Watcher) ID() string { return w.cfg.Node }

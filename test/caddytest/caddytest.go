@@ -44,6 +44,19 @@ type Options struct {
 	// `respond /slow "slow" 200`. Caddy orders directives itself; a path
 	// matcher wins over the catch-all respond.
 	Directives []string
+	// Manual are extra names served on the same port with a certificate
+	// and key of the test's own (an expired one, say) instead of one from
+	// the local CA. Each answers /heartbeat with "ok <Name>" too. Start
+	// waits only for the local-CA site, so a manual certificate need not
+	// be valid.
+	Manual []ManualCert
+}
+
+// ManualCert is one name served with the given PEM certificate and key files.
+type ManualCert struct {
+	Host     string
+	CertFile string
+	KeyFile  string
 }
 
 // Caddy is one running (or stopped) Caddy process.
@@ -63,6 +76,7 @@ type Caddy struct {
 	Dir string
 
 	directives []string
+	manual     []ManualCert
 	bin        string
 	ownDir     bool
 	mu         sync.Mutex
@@ -102,7 +116,7 @@ func New(opts Options) (*Caddy, error) {
 	if len(opts.Hosts) == 0 {
 		opts.Hosts = []string{"lms.example.test"}
 	}
-	c := &Caddy{Name: opts.Name, Hosts: opts.Hosts, Dir: opts.Dir, bin: bin, directives: opts.Directives}
+	c := &Caddy{Name: opts.Name, Hosts: opts.Hosts, Dir: opts.Dir, bin: bin, directives: opts.Directives, manual: opts.Manual}
 	if c.Dir == "" {
 		if c.Dir, err = os.MkdirTemp("", "caddytest-"); err != nil {
 			return nil, fmt.Errorf("temp dir: %w", err)
@@ -156,6 +170,10 @@ func (c *Caddy) caddyfile(httpPort int) string {
 		fmt.Fprintf(&b, "\t%s\n", d)
 	}
 	fmt.Fprintf(&b, "\trespond \"hello from %s\" 200\n}\n", c.Name)
+	for _, m := range c.manual {
+		fmt.Fprintf(&b, "https://%s:%d {\n\tbind 127.0.0.1\n\ttls %s %s\n", m.Host, c.Port, m.CertFile, m.KeyFile)
+		fmt.Fprintf(&b, "\trespond /heartbeat \"ok %s\" 200\n\trespond \"hello from %s\" 200\n}\n", c.Name, c.Name)
+	}
 	return b.String()
 }
 

@@ -42,7 +42,10 @@ var rules = []struct{ pkgs, kind, deps string }{
 	{"internal/dnsname", only, ""},
 	// The leader's loops act through the leadership interfaces the core declares, never the Raft plumbing,
 	// and know the probes only by the results the core was given.
-	{"failover/reconcile failover/remediate/...", never, "cluster/... probes/..."},
+	{"failover/reconcile failover/drillrun failover/remediate/...", never, "cluster/... probes/..."},
+	// A drill's readiness checks verify the backup's TLS as the probes do and plan the remediations
+	// read-only; they never reach the Raft plumbing, the watcher's runtime or the shell.
+	{"failover/drill", never, "cluster/... cmd/... internal/watcher"},
 	// The parts the core decides from and acts through know nothing of it or of each other.
 	{"probes/...", never, "failover/... cluster/... dnsprovider/..."},
 	{"dnsprovider/...", never, "failover/... cluster/... probes/..."},

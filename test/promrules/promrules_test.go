@@ -42,6 +42,8 @@ var exported = []string{
 	"drwatch_build_info", "drwatch_desired_generation", "drwatch_desired_verified",
 	"drwatch_dns_update_duration_seconds", "drwatch_dns_records_match_desired",
 	"drwatch_tls_cert_expiry_timestamp_seconds",
+	"drwatch_drill_last_success_timestamp_seconds", "drwatch_drill_rto_seconds", "drwatch_drill_failures_total",
+	"drwatch_drill_schedule_seconds",
 	// probes
 	"drwatch_probe_success", "drwatch_probe_duration_seconds", "drwatch_probe_cert_expiry_timestamp_seconds",
 	"drwatch_probe_failures_total", "drwatch_probe_rounds_total", "drwatch_probe_rounds_dropped_total",
@@ -52,6 +54,9 @@ var exported = []string{
 	"drwatch_raft_refused_connections_total", "drwatch_raft_peers",
 	// failover/remediate (const MetricActions, MetricBrake)
 	"drwatch_remediation_actions_total", "drwatch_remediation_brake_engaged",
+	// failover/drill (its Metric* constants; the drill executor registers them)
+	"drwatch_drill_last_success_timestamp_seconds", "drwatch_drill_rto_seconds", "drwatch_drill_failures_total",
+	"drwatch_drill_schedule_seconds",
 	// failover/remediate/clusterhealth
 	"drwatch_cluster_health_read_ok", "drwatch_cluster_health_read_timestamp_seconds", "drwatch_cluster_nodes",
 	"drwatch_cluster_node_condition", "drwatch_cluster_nodes_unknown", "drwatch_cluster_nodes_pleg_unhealthy",

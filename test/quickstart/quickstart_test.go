@@ -528,7 +528,7 @@ func TestQuickStart(t *testing.T) {
 	if !strings.Contains(polls[0], "desired:     gen 0, primary, verified=false; dns matches desired: true") {
 		t.Errorf("first status: got\n%s\nwant 'gen 0, primary, verified=false; dns matches desired: true' (the zone at the primary, nothing written before a decision)", polls[0])
 	}
-	// What the operator should have seen: the drill verified at the
+	// What the operator should have seen: the failover verified at the
 	// server, the record at the backup then back at the primary; the
 	// break-glass write at the backup, kept (and recorded) when quorum
 	// returned; the failback after it verified.
@@ -542,8 +542,15 @@ func TestQuickStart(t *testing.T) {
 			answers = append(answers, strings.TrimSpace(l))
 		}
 	}
-	if want := []string{backupIP, primaryIP, backupIP, backupIP, primaryIP}; !slices.Equal(answers, want) {
-		t.Errorf("dig answers: got %v, want %v (failover, failback, break glass, quorum back, failback)", answers, want)
+	if want := []string{primaryIP, backupIP, primaryIP, backupIP, backupIP, primaryIP}; !slices.Equal(answers, want) {
+		t.Errorf("dig answers: got %v, want %v (the canary after the drill, failover, failback, break glass, quorum back, failback)", answers, want)
+	}
+	// The first thing the operator ran after serve: a drill that passed and
+	// said what a real failover would take.
+	for _, want := range []string{"PASSED", "primary_verified", "a real failover now would reach most clients in ≈"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("the drill's output lacks %q:\n%s", want, all)
+		}
 	}
 	// History rows: INDEX GEN AT KIND MOVE ACTOR OUTCOME REASON.
 	for _, want := range []string{`manual_failover\s+primary->backup\s+ops\s+verified\s+quick start drill`, `break_glass.*primary->backup\s+operator\s+verified\s+break-glass drill`} {

@@ -22,6 +22,10 @@
 // deposed writer (the first node seen with a DNS swap in flight is
 // crashed, and a newer decision follows) and a slow verifier (a second
 // decision while the slow leader still writes or verifies the first).
+// faults.go adds one-way cuts, bounded delay and reordering of raft
+// messages, clock skew within half an interval, the leader handing over
+// as a deploy's graceful stop does, and operators removing a follower from
+// the voters (and adding it back) through a follower.
 //
 // Invariants are checked continuously, after every scripted step, and
 // recorded rather than fatal, so a failing run can print its schedule:
@@ -29,7 +33,8 @@
 //     nodes that reported the old site failing fall times within the
 //     staleness window plus fall rounds, and quorum nodes that saw the
 //     target UP within the staleness window (a necessary condition, so it
-//     never fails a correct machine);
+//     never fails a correct machine); in a run that skews a clock, both
+//     windows widen by what the skew bound lets leaders' clocks stray;
 //   - 2: the authority's fence never goes back to a lower generation (so a
 //     deposed leader's write never lands over a newer one), never names a
 //     generation no replica decided, and the records it holds are always

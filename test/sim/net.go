@@ -11,11 +11,18 @@ import (
 // between the simulated nodes: net.Pipe connections, so every read and
 // write blocks on channels of the bubble, never on a socket. Raft itself
 // runs on raft.InmemTransport; a partition cuts both.
+//
+// A cut has a direction: cutting from->to stops from opening connections
+// to to and closes those it opened (a lost route ends TCP streams), and
+// with loseReplies, what from writes on a connection to opened is lost on
+// the way, so to waits for a reply until its deadline. to's requests
+// still reach from.
+// A symmetric partition cuts both directions.
 type network struct {
 	mu        sync.Mutex
 	listeners map[string]*listener     // by raft address
-	cut       map[[2]string]bool       // unordered pair of addresses
-	conns     map[[2]string][]*simConn // open conns, closed when their pair is cut
+	cut       map[[2]string]bool       // {from, to}: from cannot reach to
+	conns     map[[2]string][]*simConn // open conns by {dialer, listener}, closed when that direction is cut
 }
 
 func newNetwork() *network {
@@ -29,11 +36,11 @@ func pair(a, b string) [2]string {
 	return [2]string{a, b}
 }
 
-// setCut cuts or heals the link between a and b; cutting closes every
-// connection between them, as a lost route ends TCP streams.
+// setCut cuts or heals the direction from a to b; cutting closes every
+// connection a opened to b, as a lost route ends TCP streams.
 func (nw *network) setCut(a, b string, cut bool) {
 	nw.mu.Lock()
-	k := pair(a, b)
+	k := [2]string{a, b}
 	nw.cut[k] = cut
 	var doomed []*simConn
 	if cut {
@@ -48,7 +55,7 @@ func (nw *network) setCut(a, b string, cut bool) {
 func (nw *network) isCut(a, b string) bool {
 	nw.mu.Lock()
 	defer nw.mu.Unlock()
-	return nw.cut[pair(a, b)]
+	return nw.cut[[2]string{a, b}]
 }
 
 // listen registers the listener of the node at addr (a restart replaces it).
@@ -67,16 +74,16 @@ func (nw *network) dialer(from string) func(ctx context.Context, addr string) (n
 	return func(ctx context.Context, addr string) (net.Conn, error) {
 		nw.mu.Lock()
 		l := nw.listeners[addr]
-		cut := nw.cut[pair(from, addr)]
+		cut := nw.cut[[2]string{from, addr}]
 		nw.mu.Unlock()
 		if l == nil || cut {
 			return nil, errUnreachable
 		}
 		a, b := net.Pipe()
-		ca := &simConn{Conn: a, local: tcpAddr(from), remote: tcpAddr(addr)}
-		cb := &simConn{Conn: b, local: tcpAddr(addr), remote: tcpAddr(from)}
+		ca := &simConn{Conn: a, local: tcpAddr(from), remote: tcpAddr(addr), nw: nw}
+		cb := &simConn{Conn: b, local: tcpAddr(addr), remote: tcpAddr(from), nw: nw}
 		nw.mu.Lock()
-		k := pair(from, addr)
+		k := [2]string{from, addr}
 		nw.conns[k] = append(nw.conns[k], ca, cb)
 		nw.mu.Unlock()
 		select {
@@ -116,10 +123,21 @@ func (l *listener) Close() error {
 func (l *listener) Addr() net.Addr { return l.addr }
 
 // simConn gives a pipe the addresses of the nodes it joins, so the
-// cluster's admission control sees each peer's own IP.
+// cluster's admission control sees each peer's own IP, and loses what it
+// writes while its direction is cut.
 type simConn struct {
 	net.Conn
 	local, remote net.Addr
+	nw            *network
+}
+
+// Write implements net.Conn: while local cannot send to remote, the bytes
+// are lost on the way, and the writer does not know (with loseReplies).
+func (c *simConn) Write(b []byte) (int, error) {
+	if loseReplies && c.nw != nil && c.nw.isCut(c.local.String(), c.remote.String()) {
+		return len(b), nil
+	}
+	return c.Conn.Write(b)
 }
 
 func (c *simConn) LocalAddr() net.Addr  { return c.local }

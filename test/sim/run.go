@@ -36,6 +36,7 @@ func Run(sched Schedule) (*World, error) {
 		cancelOps()
 		ops.Wait()
 		w.shutdown()
+		w.faults.closeTransports()
 		w.count(func(s *Stats) { s.Virtual = time.Since(w.sched.start) })
 		// raft.Shutdown does not wait for every goroutine it started: a
 		// leadership transfer's TimeoutNow to a peer that has stopped
@@ -70,12 +71,14 @@ func Run(sched Schedule) (*World, error) {
 		}
 	}
 
-	// The faults stop: every partition heals, every node runs again, the
-	// DNS authority answers at once, and within settleBound the replicas
-	// must agree and DNS hold their desired state (invariant 4).
+	// The faults stop: every partition heals, every node runs again (and
+	// is a voter again), the DNS authority answers at once, and within
+	// settleBound the replicas must agree and DNS hold their desired state
+	// (invariant 4).
 	w.faultsOver.Store(true)
 	w.auth.Clear()
 	clear(w.parted)
+	w.faults.clear()
 	for _, n := range w.nodes {
 		if n.node == nil {
 			if err := w.start(n); err != nil {
@@ -86,14 +89,14 @@ func Run(sched Schedule) (*World, error) {
 	w.applyLinks()
 	deadline := time.Now().Add(settleBound)
 	for {
-		agree := w.converged()
+		agree := w.readdAll() && w.converged()
 		dnsOK, why := w.dnsConverged()
 		if agree && dnsOK {
 			break
 		}
 		if time.Now().After(deadline) {
 			if !agree {
-				w.violate("replicas did not converge within %s of the faults ending", settleBound)
+				w.violate("replicas did not converge within %s of the faults ending: %s", settleBound, w.raftStates())
 			} else {
 				w.violate("invariant 4: DNS did not converge within %s of the faults ending: %s", dnsBound, why)
 			}
@@ -150,7 +153,9 @@ func (w *World) do(ctx context.Context, ops *sync.WaitGroup, ev Event) error {
 			w.operator(ctx, node, ev)
 		}()
 	default:
-		return fmt.Errorf("unknown event %q", ev.Kind)
+		if !w.fault(ctx, ops, ev) {
+			return fmt.Errorf("unknown event %q", ev.Kind)
+		}
 	}
 	return nil
 }

@@ -15,9 +15,10 @@ import (
 type Event struct {
 	Seq  int
 	At   time.Duration
-	Kind string // outage, crash, restart, partition, heal, op, dnsfault, dnsslow, depose, revive, broken
+	Kind string // outage, crash, restart, partition, heal, op, dnsfault, dnsslow, depose, revive, broken, and those of faults.go
 	// Node is the node crashed, restarted or partitioned; Peer, when set,
 	// makes a partition cut only the Node-Peer link (else Node is isolated).
+	// A one-way cut stops Node sending to Peer only.
 	Node, Peer string
 	// Site, Nodes and For describe an outage: the nodes that see Site fail, and for how long.
 	Site  failover.Site
@@ -38,6 +39,8 @@ type Event struct {
 	// Fail makes every repair of this breakage fail.
 	Target string
 	Fail   bool
+	// By is a delay's bound, or a clock's skew (negative: behind).
+	By time.Duration
 }
 
 func (e Event) String() string {
@@ -70,6 +73,20 @@ func (e Event) String() string {
 			fail = " (its repairs fail)"
 		}
 		return fmt.Sprintf("%s broken    %s needs a repair%s", at, e.Target, fail)
+	case "cut":
+		return fmt.Sprintf("%s cut       %s->%s one way (%s->%s still up)", at, e.Node, e.Peer, e.Peer, e.Node)
+	case "mend":
+		return fmt.Sprintf("%s mend      %s->%s", at, e.Node, e.Peer)
+	case "delay":
+		return fmt.Sprintf("%s delay     raft messages up to %s, reordered", at, e.By)
+	case "undelay":
+		return fmt.Sprintf("%s undelay   raft messages", at)
+	case "skew":
+		return fmt.Sprintf("%s skew      %s's clock by %+.1fs", at, e.Node, e.By.Seconds())
+	case "transfer":
+		return fmt.Sprintf("%s transfer  the leader hands over and restarts", at)
+	case "remove", "readd":
+		return fmt.Sprintf("%s %-9s %s (op%d, via a follower)", at, e.Kind, e.Node, e.Seq)
 	}
 	return fmt.Sprintf("%s %-9s %s", at, e.Kind, e.Node)
 }
@@ -127,6 +144,40 @@ func Generate(seed uint64) Schedule {
 	for range rng.IntN(5) {
 		add(Event{At: between(5*time.Second, 55*time.Second), Kind: "op", Op: ops[rng.IntN(len(ops))]})
 	}
+	// The faults of faults.go, drawn after the others so that a seed's
+	// outages, crashes, partitions and commands stay what they were.
+	for range rng.IntN(3) {
+		n := nodes[rng.IntN(3)]
+		peer := nodes[(slices.Index(nodes, n)+1+rng.IntN(2))%3]
+		at := between(5*time.Second, 50*time.Second)
+		add(Event{At: at, Kind: "cut", Node: n, Peer: peer})
+		add(Event{At: at + between(time.Second, 10*time.Second), Kind: "mend", Node: n, Peer: peer})
+	}
+	for range rng.IntN(2) {
+		at := between(3*time.Second, 50*time.Second)
+		by := 10*time.Millisecond + time.Duration(rng.Int64N(int64(delayBound-10*time.Millisecond)+1))/time.Millisecond*time.Millisecond
+		add(Event{At: at, Kind: "delay", By: by})
+		add(Event{At: at + between(2*time.Second, 15*time.Second), Kind: "undelay"})
+	}
+	for range rng.IntN(3) {
+		n := nodes[rng.IntN(3)]
+		by := time.Duration(1+rng.Int64N(int64(skewBound/(100*time.Millisecond)))) * 100 * time.Millisecond
+		if rng.IntN(2) == 0 {
+			by = -by
+		}
+		at := between(3*time.Second, 50*time.Second)
+		add(Event{At: at, Kind: "skew", Node: n, By: by})
+		add(Event{At: at + between(2*time.Second, 20*time.Second), Kind: "unskew", Node: n})
+	}
+	for range rng.IntN(3) {
+		add(Event{At: between(5*time.Second, 55*time.Second), Kind: "transfer"})
+	}
+	for range rng.IntN(2) {
+		n := nodes[rng.IntN(3)]
+		at := between(5*time.Second, 45*time.Second)
+		add(Event{At: at, Kind: "remove", Node: n})
+		add(Event{At: at + between(2*time.Second, 15*time.Second), Kind: "readd", Node: n})
+	}
 	genWorld(rng, between, add)
 	slices.SortStableFunc(s.Events, func(a, b Event) int { return int(a.At - b.At) })
 	for i := range s.Events {
@@ -145,11 +196,14 @@ func (s Schedule) Down(node string, site failover.Site, now time.Duration) bool 
 	return false
 }
 
-// Faults counts the crashes, partitions and DNS faults.
+// faultKinds are the event kinds that start a fault.
+var faultKinds = []string{"crash", "partition", "cut", "delay", "skew", "transfer", "remove", "dnsfault", "dnsslow"}
+
+// Faults counts the events that start a fault.
 func (s Schedule) Faults() int {
 	n := 0
 	for _, e := range s.Events {
-		if e.Kind == "crash" || e.Kind == "partition" || e.Kind == "dnsfault" || e.Kind == "dnsslow" {
+		if slices.Contains(faultKinds, e.Kind) {
 			n++
 		}
 	}

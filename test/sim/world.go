@@ -55,6 +55,7 @@ type World struct {
 	dnsw   dnsWorld           // its traffic (under mu)
 	// faultsOver is set when the schedule's faults stop (DNS latency too).
 	faultsOver atomic.Bool
+	faults     faultState // one-way cuts, delays, skews (faults.go)
 
 	mu         sync.Mutex
 	snaps      map[uint64]snapSeen     // invariant 6: first snapshot seen at each index
@@ -120,6 +121,7 @@ func NewWorld(sched Schedule) (*World, error) {
 		snaps: map[uint64]snapSeen{}, rounds: map[string][]round{}, flips: map[uint64]bool{}, broken: map[string]brokenTarget{},
 		dnsw: dnsWorld{inflight: map[string]int{}}}
 	w.hash = w.policy.Hash()
+	w.faults.init(sched.Seed, w.violate)
 	var err error
 	if w.auth, err = newAuthority(w.policy); err != nil {
 		return nil, err
@@ -179,9 +181,9 @@ func (w *World) start(n *simNode) error {
 			SnapshotInterval: 5 * time.Second, SnapshotThreshold: 32, TrailingLogs: 16,
 		},
 		TransportTimeout: 2 * time.Second,
-		Raft:             &cluster.RaftParts{Transport: n.trans, Log: n.store, Stable: n.store, Snapshots: n.snaps},
+		Raft:             &cluster.RaftParts{Transport: w.faults.transport(n.id, n.trans), Log: n.store, Stable: n.store, Snapshots: n.snaps},
 		Dial:             w.nw.dialer(n.addr),
-		LeaderTransform:  func(cmd []byte) ([]byte, error) { return failover.Stamp(cmd, time.Now().UnixNano()) },
+		LeaderTransform:  func(cmd []byte) ([]byte, error) { return failover.Stamp(cmd, w.clock(n.id).UnixNano()) },
 	}
 	n.checked = 0
 	w.applyLinks()
@@ -220,14 +222,15 @@ func (w *World) crash(n *simNode) {
 }
 
 // applyLinks makes raft's transports and the RPC network match the crashes
-// and partitions: a link is up when both ends run and no partition cuts it.
+// and partitions: the direction a->b is up when both ends run and no
+// partition or one-way cut stops it.
 func (w *World) applyLinks() {
 	for _, a := range w.nodes {
 		for _, b := range w.nodes {
 			if a == b {
 				continue
 			}
-			up := a.node != nil && b.node != nil && !w.parted[pair(a.id, b.id)]
+			up := a.node != nil && b.node != nil && !w.parted[pair(a.id, b.id)] && !w.faults.cut(a.id, b.id)
 			if a.trans != nil && b.trans != nil {
 				if up {
 					a.trans.Connect(raft.ServerAddress(b.addr), b.trans)
@@ -295,12 +298,14 @@ func (w *World) probeRound(now time.Duration, at time.Time) {
 			continue
 		}
 		n.seq++
-		r := probes.Round{Seq: n.seq, Start: at}
+		// The round carries the node's clock; the record, the truth.
+		nodeAt := at.Add(w.faults.skewOf(n.id))
+		r := probes.Round{Seq: n.seq, Start: nodeAt}
 		rec := round{at: at, down: map[failover.Site]bool{}}
 		for _, site := range []failover.Site{failover.Primary, failover.Backup} {
 			down := w.sched.Down(n.id, site, now)
 			rec.down[site] = down
-			res := probes.NamedResult{Site: string(site), Probe: "web", Type: "http", Critical: true, Completed: at, Result: probes.Result{OK: !down}}
+			res := probes.NamedResult{Site: string(site), Probe: "web", Type: "http", Critical: true, Completed: nodeAt, Result: probes.Result{OK: !down}}
 			if down {
 				res.Class, res.Phase, res.Reason = probes.ClassRefused, "connect", "connection refused"
 			}
@@ -430,8 +435,9 @@ func (w *World) check() {
 		if n.node == nil {
 			continue
 		}
-		// The applied index first: the history read after it holds at
-		// least every entry up to it (applies go on meanwhile).
+		// Applied first: the replica applies (or installs a snapshot)
+		// while this reads, and its history only grows, so every entry
+		// up to applied is in a history read after it.
 		applied := n.machine.View().Index
 		h := n.machine.History()
 		for _, a := range ack {
@@ -468,9 +474,15 @@ func (w *World) check() {
 // least quorum of each is necessary for a correct flip, since the reports
 // that decided it were among those sent, so the check never fails a
 // correct machine.
+//
+// Under clock skew the flip's time is a leader's clock, within slack of
+// the truth, and so is each report's: a report may count as fresh up to
+// 3×slack longer in true time (its stamp, the flip's, and a machine clock
+// a faster leader left ahead), and may be sent up to slack after e.At.
 func (w *World) checkAutoFlip(node string, e failover.Entry) {
+	slack := w.faults.skewSlack()
 	at := time.Unix(0, e.At)
-	fresh := 3*Interval + Interval
+	fresh := 3*Interval + Interval + 3*slack
 	window := time.Duration(w.policy.Fall) * fresh
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -478,7 +490,7 @@ func (w *World) checkAutoFlip(node string, e failover.Entry) {
 	for _, rs := range w.rounds {
 		failing, freshFail, targetUp := 0, false, false
 		for _, r := range rs {
-			if r.at.After(at) {
+			if r.at.After(at.Add(slack)) {
 				continue
 			}
 			recent := !r.at.Before(at.Add(-fresh))

@@ -69,6 +69,18 @@ var docTypes = []struct {
 	{"Result", reflect.TypeFor[failover.Result]()},
 	{"DryRun", reflect.TypeFor[DryRun]()},
 	{"Check", reflect.TypeFor[Check]()},
+	{"DrillStatus", reflect.TypeFor[DrillStatus]()},
+	{"DrillHistory", reflect.TypeFor[DrillHistory]()},
+	{"DrillReport", reflect.TypeFor[DrillReport]()},
+	{"DrillRecord", reflect.TypeFor[failover.DrillRecord]()},
+	{"DrillCanary", reflect.TypeFor[failover.DrillCanary]()},
+	{"DrillStepRecord", reflect.TypeFor[failover.DrillStepRecord]()},
+	{"DrillCheck", reflect.TypeFor[failover.DrillCheck]()},
+	{"DrillRTO", reflect.TypeFor[DrillRTO]()},
+	{"WhatIf", reflect.TypeFor[WhatIf]()},
+	{"WhatIfAnswer", reflect.TypeFor[failover.WhatIf]()},
+	{"RecordChange", reflect.TypeFor[failover.RecordChange]()},
+	{"WithheldRule", reflect.TypeFor[failover.WithheldRule]()},
 }
 
 type jsonField struct{ name, goType string }
@@ -194,7 +206,7 @@ func TestAPIDocExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	optional := map[string]bool{"reconcile": true, "paused_until": true, "paused_by": true, "pause_reason": true,
-		"pending": true, "withheld_rule": true, "withheld_reason": true, "withheld_since": true, "failback_in": true}
+		"pending": true, "withheld_rule": true, "withheld_reason": true, "withheld_since": true, "failback_in": true, "drill": true}
 	for _, tt := range []struct {
 		typ reflect.Type
 		got map[string]json.RawMessage

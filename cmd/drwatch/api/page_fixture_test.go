@@ -189,6 +189,12 @@ func (b *pageBackend) DryRun(failover.Command) (DryRun, error) {
 	return DryRun{}, errors.New("read-only")
 }
 func (b *pageBackend) Ready() error { return nil }
+func (b *pageBackend) Drills() DrillHistory {
+	return DrillHistory{Drills: []DrillReport{}}
+}
+func (b *pageBackend) DrillCanary() (failover.DrillCanary, error) {
+	return failover.DrillCanary{}, errors.New("read-only")
+}
 func (b *pageBackend) Metrics() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("# HELP drwatch_paused x\n# TYPE drwatch_paused gauge\ndrwatch_paused 0\n"))

@@ -45,6 +45,11 @@ type pageModel struct {
 	Decision    string
 	Gen         uint64
 	Fence       string
+	// Drill is the drill line ("last drill passed 2d ago; RTO ≈ 73 s"),
+	// DrillClass its colour: down when the last failed or none ran in
+	// twice the schedule.
+	Drill      string
+	DrillClass string
 
 	Sites    []siteModel
 	Pending  *pendingModel
@@ -290,6 +295,7 @@ func buildPage(st Status, now time.Time, nonce string) pageModel {
 		m.Since, m.SinceAbs = "since the cluster was formed", "no decision has moved it"
 	}
 	m.Mode, m.ModeClass, m.ModeDetail = mode(v, now)
+	m.Drill, m.DrillClass = drillLine(st.Drill, now)
 	if m.Decision == "" {
 		m.Decision = "none yet"
 	}
@@ -360,6 +366,44 @@ func mode(v *failover.View, now time.Time) (label, class, detail string) {
 		}
 	}
 	return label, class, detail
+}
+
+// drillLine is the status page's drill line and its class.
+func drillLine(d DrillStatus, now time.Time) (text, class string) {
+	switch l := d.Last; {
+	case d.Running != nil:
+		text, class = fmt.Sprintf("drill %d running since %s", d.Running.ID, ago(now, time.Unix(0, d.Running.StartedAt))), "warn"
+	case l == nil:
+		text, class = "no drill yet: run drwatch drill", "unknown"
+	default:
+		at := l.EndedAt
+		if at == 0 {
+			at = l.StartedAt
+		}
+		word := strings.ReplaceAll(l.Outcome, "_", " ")
+		text = fmt.Sprintf("last drill %s %s", word, ago(now, time.Unix(0, at)))
+		switch l.Outcome {
+		case failover.DrillPassed:
+			class = "ok"
+		case failover.DrillFailed:
+			class = "down"
+			if l.Rule != "" {
+				text += " (" + l.Rule + ")"
+			}
+		default:
+			class = "warn"
+		}
+		if l.RTO != nil {
+			text += fmt.Sprintf("; RTO ≈ %.0f s", l.RTO.RTOSeconds)
+		}
+	}
+	if d.Red {
+		class = "down"
+		if d.Last == nil || d.Last.Outcome != failover.DrillFailed {
+			text += " — " + d.Reason
+		}
+	}
+	return text, class
 }
 
 // TallyText is the one-line quorum summary of a site, e.g.

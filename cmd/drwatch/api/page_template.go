@@ -164,6 +164,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
 <div class="muted">{{.Since}} · <span class="small">{{.SinceAbs}}</span></div>
 <div class="chips"><span class="muted small">mode</span> <span class="pill {{.ModeClass}}" id="mode">{{.Mode}}</span>{{if .ModeDetail}} <span class="small muted">{{.ModeDetail}}</span>{{end}}</div>
 <div class="small"><span class="muted">last decision</span> <span id="last-decision">{{.Decision}}</span></div>
+<div class="small"><span class="muted">drill</span> <span class="pill {{.DrillClass}}" id="drill">{{.Drill}}</span></div>
 <div class="small muted">decision generation {{.Gen}} · fence <span class="mono">{{.Fence}}</span> · served by {{.ServedBy}} at {{.ServedAt}}{{if .DataAge}} · data {{.DataAge}} old{{end}} · leader {{if .Leader}}{{.Leader}}{{else}}<b class="down">none</b>{{end}}</div>
 </section>
 {{- if .Pending}}

@@ -20,6 +20,10 @@ type ReadModel interface {
 	History() []failover.Entry
 	// Explain describes the evidence behind decision gen.
 	Explain(gen uint64) (string, error)
+	// WhatIf asks the decision core, on a copy of the local replica, what
+	// would happen if every critical probe of the scenario's site failed
+	// now; an unknown scenario wraps failover.ErrUnknownScenario.
+	WhatIf(ctx context.Context, scenario string) (WhatIf, error)
 	// Members lists the Raft configuration.
 	Members(ctx context.Context) ([]cluster.Member, error)
 	// Ready returns nil once the config is loaded, Raft has joined and a leader is known.
@@ -29,6 +33,8 @@ type ReadModel interface {
 	Alive() error
 	// Metrics serves this node's Prometheus registry.
 	Metrics() http.Handler
+	// Drills returns the replicated drills with their measured RTO.
+	Drills() DrillHistory
 }
 
 // Writes is what the write endpoints need: commands committed through the
@@ -39,6 +45,9 @@ type Writes interface {
 	// DryRun applies c to a scratch copy of the local replica and reports
 	// what would change; nothing is proposed.
 	DryRun(c failover.Command) (DryRun, error)
+	// DrillCanary is the canary a drill started now would move; an error
+	// when the node runs no drills or knows no policy yet.
+	DrillCanary() (failover.DrillCanary, error)
 }
 
 // Membership is what the members endpoints need to change the Raft
@@ -77,6 +86,8 @@ type Status struct {
 	// ClusterHealth is each site's cluster as this node last read it
 	// (read-only, not replicated; never an input to a decision).
 	ClusterHealth []clusterhealth.Site `json:"cluster_health"`
+	// Drill is the last drill, the running one and whether to worry.
+	Drill DrillStatus `json:"drill"`
 }
 
 // RaftStatus summarises this node's Raft state.

@@ -55,7 +55,26 @@ func (wb WatcherBackend) Status(ctx context.Context) Status {
 	}
 	s.Warnings = wb.Warnings(v, st, s.StaleSeconds)
 	s.ClusterHealth = wb.ClusterHealth()
+	schedule, timeout := wb.DrillSchedule()
+	s.Drill = NewDrillStatus(v, schedule, timeout, now)
 	return s
+}
+
+// Drills implements ReadModel: the replicated drills, each with the RTO it
+// measured under the replicated policy and this node's probe timeout.
+func (wb WatcherBackend) Drills() DrillHistory {
+	ended, running := wb.Watcher.Drills()
+	v := wb.Machine().View()
+	schedule, timeout := wb.DrillSchedule()
+	h := DrillHistory{Drills: make([]DrillReport, 0, len(ended)), ScheduleSeconds: schedule.Seconds()}
+	for _, d := range ended {
+		h.Drills = append(h.Drills, NewDrillReport(d, v.Policy, timeout))
+	}
+	if running != nil {
+		r := NewDrillReport(*running, v.Policy, timeout)
+		h.Running = &r
+	}
+	return h
 }
 
 // DryRun implements Writes: the command is stamped as the leader would

@@ -120,6 +120,7 @@ func derive(c *Config, present func(string) bool) {
 		// while the server is down must not delay the retry after it returns.
 		c.DNS.RFC2136.Timeout = min(max(c.Policy.Interval, time.Second), 5*time.Second)
 	}
+	deriveDrill(c, present)
 	for _, site := range []struct {
 		path string
 		s    *Site

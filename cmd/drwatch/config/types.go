@@ -28,6 +28,7 @@ type Config struct {
 	// ClusterHealth tunes the read-only Cluster health section; the clusters
 	// are those of remediations.kubernetes.
 	ClusterHealth clusterhealth.Config `yaml:"cluster_health" doc:"Every watcher reads each site's cluster named in remediations.kubernetes (read-only) for the status page's Cluster health section, metrics and alerts; never for a decision."`
+	Drill         Drill                `yaml:"drill" doc:"Rehearsals of the failover on a canary record (drwatch drill), by hand or on a schedule. Not replicated: a config without it keeps its policy hash."`
 	Log           Log                  `yaml:"log" doc:"Logging."`
 }
 

@@ -67,6 +67,7 @@ func (v *validator) config(c *Config) {
 	v.remediations(c)
 	v.hooks(c)
 	v.clusterHealth(c)
+	v.drill(c)
 	v.log(c)
 }
 

@@ -269,6 +269,7 @@ dns:
   records:
     - { name: lms,    type: A, ttl: 5, primary: [ {{.PrimaryIP}} ], backup: [ {{.BackupIP}} ] }
     - { name: studio, type: A, ttl: 5, primary: [ {{.PrimaryIP}} ], backup: [ {{.BackupIP}} ] }
+drill: { cert_min_validity: 1h }   # the demo's certificates live a day
 {{- if .PreHook}}
 hooks:
   pre_failover:

@@ -32,6 +32,10 @@ type Options struct {
 	Registry *prometheus.Registry
 	// DNS replaces the provider built from the config (the demo's embedded server).
 	DNS dnsprovider.Provider
+	// DrillDNS replaces the drills' provider built from the config (fenced
+	// on the drill fence record). With DNS set and DrillDNS not, the node
+	// runs no drills: it cannot fence the given provider on another record.
+	DrillDNS dnsprovider.Provider
 	// Verifier replaces the verifier built from the config.
 	Verifier reconcile.Verifier
 	// Credentials replace those loaded from the tls section.
@@ -99,6 +103,14 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 			return nil, fmt.Errorf("dns: %w", err)
 		}
 	}
+	drillDNS := o.DrillDNS
+	if drillDNS == nil && o.DNS == nil {
+		dc := c.DNS.Config
+		dc.FenceName = c.DrillFence()
+		if drillDNS, err = dnsprovider.New(dc, log); err != nil {
+			return nil, fmt.Errorf("dns (drills): %w", err)
+		}
+	}
 	verifier := o.Verifier
 	if verifier == nil {
 		v, err := dnsprovider.NewVerifierFromConfig(c.DNS.Config, log)
@@ -109,6 +121,21 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	}
 
 	machine := failover.New()
+	var drills *watcher.Drill
+	if drillDNS != nil {
+		ready, err := DrillReadiness(c, machine, c.Drill.CertMinValidity, 0, log, now)
+		if err != nil {
+			return nil, fmt.Errorf("drill readiness: %w", err)
+		}
+		drills = &watcher.Drill{DNS: drillDNS, Schedule: c.Drill.ScheduleInterval(), Canary: c.Canary, Timeout: c.Sites.CriticalProbeTimeout(),
+			Readiness: func(ctx context.Context) []failover.DrillCheck {
+				var out []failover.DrillCheck
+				for _, ck := range ready(ctx) {
+					out = append(out, failover.DrillCheck(ck))
+				}
+				return out
+			}}
+	}
 	fixes, err := remediators(c, machine, log, now)
 	if err != nil {
 		return nil, err
@@ -126,7 +153,8 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 		return nil, fmt.Errorf("probe metrics: %w", err)
 	}
 	sched, err := probes.NewScheduler(c.Sites.Specs(), probes.SchedulerOptions{
-		Interval: c.Policy.Interval, DefaultTimeout: c.Policy.Timeout, Metrics: pm, Logger: log,
+		Interval: c.Policy.Interval, Phase: watcher.Phase(policy.Nodes, c.Node.ID, c.Policy.Interval),
+		DefaultTimeout: c.Policy.Timeout, Metrics: pm, Logger: log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("probes: %w", err)
@@ -157,11 +185,11 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	}
 	gates, after := remediate.Gates(c.Node.ID, fixes, kube.BackupWarmupName, c.Remediations.BackupWarmup.ReadyTimeout, c.Hooks, log)
 	n.Watcher, err = watcher.New(watcher.Config{
-		Node: c.Node.ID, Policy: policy, Interval: c.Policy.Interval, HeartbeatTimeout: c.Raft.HeartbeatTimeout, DataDir: c.Node.DataDir,
+		Node: c.Node.ID, Policy: policy, Interval: c.Policy.Interval, SetPhase: sched.SetPhase, HeartbeatTimeout: c.Raft.HeartbeatTimeout, DataDir: c.Node.DataDir,
 		FSM: fsm, Cluster: n.cluster, DNS: dns, Verifier: verifier,
 		Remediators: fixes, RemediationInterval: c.Remediations.Interval, Gates: gates, AfterVerified: after,
-		Health: health, Credentials: creds, CAFile: c.TLS.CAFile, CertFile: c.TLS.CertFile, CredentialsReloadEvery: reloadEvery,
-		Registry: reg, Logger: log, Now: now,
+		Drill: drills, Health: health, Credentials: creds, CAFile: c.TLS.CAFile, CertFile: c.TLS.CertFile, CredentialsReloadEvery: reloadEvery,
+		Registry: reg, Logger: log, Now: now, ProbeTimeout: c.Sites.CriticalProbeTimeout(),
 	})
 	if err != nil {
 		_ = n.cluster.Shutdown(context.WithoutCancel(ctx))
@@ -212,6 +240,12 @@ func (n *Node) Shutdown(ctx context.Context) error {
 
 // remediators builds the repairs the config enables (none by default).
 func remediators(c *config.Config, m *failover.Machine, log *slog.Logger, now func() time.Time) ([]remediate.Entry, error) {
+	return remediatorsFor(c, func() remediate.Decision { return remediate.NewDecision(m.Desired(), m.History()) }, log, now)
+}
+
+// remediatorsFor builds the repairs the config enables, acting on the
+// decision that decision returns.
+func remediatorsFor(c *config.Config, decision func() remediate.Decision, log *slog.Logger, now func() time.Time) ([]remediate.Entry, error) {
 	r := c.Remediations
 	var clients kube.Clients
 	var err error
@@ -225,7 +259,6 @@ func remediators(c *config.Config, m *failover.Machine, log *slog.Logger, now fu
 			return nil, fmt.Errorf("remediations.kubernetes.backup: %w", err)
 		}
 	}
-	decision := func() remediate.Decision { return remediate.NewDecision(m.Desired(), m.History()) }
 	cloud, err := openstack.CloudRemediators(c.Remediations, clients, log, now)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,50 @@
+package node
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/drwatch/drwatch/cmd/drwatch/config"
+	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/failover/drill"
+	"github.com/drwatch/drwatch/failover/remediate"
+)
+
+// DrillReadiness builds the readiness checks a drill runs, from the node's
+// config and its replica m: the backup's certificate for every public
+// name (the https probes' hosts, at the backup's address) with at least
+// certMinValidity left, the records' TTL with the detection floor against
+// rtoBudget (0: drill.DefaultRTOBudget), and the remediations' dry-run
+// plan as if the backup were active. The remediators are built once, here,
+// with their own clients; the returned function builds nothing and writes
+// nothing. Its TTL check has no measured step yet: a drill that measured
+// its commit, write and propagation words the full estimate with
+// drill.EstimateRTO and checks it with drill.TTLCheck.
+func DrillReadiness(c *config.Config, m *failover.Machine, certMinValidity, rtoBudget time.Duration, log *slog.Logger, now func() time.Time) (func(context.Context) []drill.Check, error) {
+	if now == nil {
+		now = time.Now
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	afterFailover := func() remediate.Decision {
+		return remediate.Decision{Gen: max(1, m.Desired().Gen), Active: failover.Backup}
+	}
+	fixes, err := remediatorsFor(c, afterFailover, log, now)
+	if err != nil {
+		return nil, err
+	}
+	sites := c.Sites.Specs()
+	probeTimeout := c.Sites.CriticalProbeTimeout()
+	return func(ctx context.Context) []drill.Check {
+		policy := c.ReplicatedPolicy()
+		if p := m.View().Policy; p != nil {
+			policy = *p // the replicated one decides, as in a real failover
+		}
+		return drill.Readiness(ctx, drill.Input{
+			Now: now(), Certificates: drill.CertTargets(sites, policy), CertMinValidity: certMinValidity,
+			Policy: policy, ProbeTimeout: probeTimeout, RTOBudget: rtoBudget, Remediations: fixes,
+		})
+	}, nil
+}
