@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -29,6 +30,11 @@ func TestSimSchedules(t *testing.T) {
 		}
 		n = v
 	}
+	// SIM_ALL=1 runs every seed and reports how many broke an invariant
+	// (for measuring how fast an injected bug is caught).
+	all := os.Getenv("SIM_ALL") != ""
+	var failed []uint64
+	caught := map[string]int{}
 	start := time.Now()
 	var total Stats
 	for seed := first; seed < first+uint64(n); seed++ {
@@ -47,6 +53,12 @@ func TestSimSchedules(t *testing.T) {
 				t.Fatalf("seed %d: %v\nreplay: %s\n%s", seed, err, replay(seed), sched)
 			}
 			if v := w.Violations(); len(v) > 0 {
+				if all {
+					caught[strings.SplitN(v[0], ":", 2)[0]]++
+					failed = append(failed, seed)
+					t.Logf("seed %d: %s", seed, v[0])
+					return
+				}
 				t.Fatalf("seed %d: %s\nreplay: %s\n%s", seed, v[0], replay(seed), sched)
 			}
 			s := w.Stats()
@@ -56,17 +68,25 @@ func TestSimSchedules(t *testing.T) {
 			total.CommandsAcked += s.CommandsAcked
 			total.Faults += s.Faults
 			total.AutoFlips += s.AutoFlips
+			total.DNSFaults += s.DNSFaults
+			total.DNSWrites += s.DNSWrites
+			total.RemediationActions += s.RemediationActions
+			total.Leaderships += s.Leaderships
 			total.Virtual += s.Virtual
 		})
 		if t.Failed() {
 			return
 		}
 	}
+	if len(failed) > 0 {
+		t.Fatalf("%d of %d schedules broke an invariant (first: seed %d; by first violation: %v)", len(failed), n, failed[0], caught)
+	}
 	wall := time.Since(start)
-	t.Logf("%d schedules in %s wall (%.1f/s); per schedule: %s virtual, %.1f faults, %.1f operator commands (%.1f acknowledged), %.0f reports (%.0f committed); %d automatic flips in all",
+	t.Logf("%d schedules in %s wall (%.1f/s); per schedule: %s virtual, %.1f faults (%.1f DNS), %.1f operator commands (%.1f acknowledged), %.0f reports (%.0f committed), %.1f leaderships, %.1f DNS swaps, %.1f remediation actions; %d automatic flips in all",
 		n, wall.Round(time.Millisecond), float64(n)/wall.Seconds(), total.Virtual/time.Duration(n),
-		float64(total.Faults)/float64(n), float64(total.Commands)/float64(n), float64(total.CommandsAcked)/float64(n),
-		float64(total.Reports)/float64(n), float64(total.ReportsCommitted)/float64(n), total.AutoFlips)
+		float64(total.Faults)/float64(n), float64(total.DNSFaults)/float64(n), float64(total.Commands)/float64(n), float64(total.CommandsAcked)/float64(n),
+		float64(total.Reports)/float64(n), float64(total.ReportsCommitted)/float64(n), float64(total.Leaderships)/float64(n),
+		float64(total.DNSWrites)/float64(n), float64(total.RemediationActions)/float64(n), total.AutoFlips)
 }
 
 // runBound is far more virtual time than a run takes (its length, the
