@@ -14,7 +14,8 @@
 // leadership moves, with one idempotency key per call, so a command is
 // applied at most once. The wrapped StateMachine sees only committed
 // commands, in order. RunWhileLeader runs leader-only work (the
-// reconciler) with a context cancelled the moment leadership is lost.
+// reconciler) with a context cancelled the moment leadership is lost, and
+// only once the local replica has applied everything committed before.
 //
 // The package owns the `raft:` section of a node's config file
 // (RaftTiming): its defaults and its rules, which Config embeds.

@@ -2,7 +2,9 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/raft"
 )
@@ -123,6 +125,14 @@ func (n *Node) watchObservations() {
 // to return before it can call fn again. If fn returns while this node
 // still leads, fn is not called again until leadership is lost and gained
 // again. RunWhileLeader returns only after fn has returned.
+//
+// fn is called only once the local replica has applied every entry
+// committed before this leadership began (a raft barrier): a new leader,
+// a restarted one above all, learns the commit index only by committing
+// in its own term, so until then its state machine may lag behind what
+// the cluster has decided, and leader-only work must not act on that
+// (a remediation cap counted from records not applied yet, a DNS write
+// for a decision already superseded).
 func (n *Node) RunWhileLeader(ctx context.Context, fn func(leaderCtx context.Context)) {
 	for {
 		lctx, changed := n.lead.current()
@@ -136,12 +146,14 @@ func (n *Node) RunWhileLeader(ctx context.Context, fn func(leaderCtx context.Con
 		}
 		runCtx, cancel := context.WithCancel(lctx)
 		stop := context.AfterFunc(ctx, cancel)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			fn(runCtx)
-		}()
-		<-done
+		if n.catchUp(runCtx) == nil {
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				fn(runCtx)
+			}()
+			<-done
+		}
 		stop()
 		cancel()
 		select {
@@ -157,4 +169,28 @@ func (n *Node) RunWhileLeader(ctx context.Context, fn func(leaderCtx context.Con
 func (n *Node) LeaderContext() (context.Context, bool) {
 	ctx, _ := n.lead.current()
 	return ctx, ctx != nil
+}
+
+// catchUpRetry is the pause between two barriers that failed: leadership
+// was lost (ctx ends as soon as this node hears of it) or raft was busy.
+const catchUpRetry = 50 * time.Millisecond
+
+// catchUp waits until the local replica has applied every entry committed
+// before now (a raft barrier on the leader). It gives up only when ctx
+// ends (leadership lost) or the node shuts down, so a leader never skips
+// its leader-only work for a barrier that failed once.
+func (n *Node) catchUp(ctx context.Context) error {
+	for {
+		_, err := n.barrierLocal(ctx)
+		if err == nil || errors.Is(err, ErrShutdown) {
+			return err
+		}
+		t := time.NewTimer(catchUpRetry)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
 }

@@ -286,6 +286,27 @@ type DrillRTO struct {
 // the old answer follow within TTL more.
 func (r DrillRTO) Total() time.Duration { return r.Detection + r.Decision + r.Propagation }
 
+// Summary is the sentence a drill reports: the total, caches included,
+// and its parts.
+func (r DrillRTO) Summary() string {
+	return fmt.Sprintf("a real failover now would reach most clients in ≈ %s (detection ≤ %s, decision and write %s, propagation %s, caches up to TTL %s)",
+		SecondsText(r.Total()+r.TTL), SecondsText(r.Detection), SecondsText(r.Decision), SecondsText(r.Propagation), SecondsText(r.TTL))
+}
+
+// SecondsText renders a drill's durations for people: milliseconds below
+// a second ("45 ms"), seconds with one decimal below a minute ("7.5 s"),
+// whole seconds above ("68 s").
+func SecondsText(d time.Duration) string {
+	switch s := d.Seconds(); {
+	case d < time.Second:
+		return fmt.Sprintf("%d ms", d.Milliseconds())
+	case s < 60:
+		return fmt.Sprintf("%.1f s", s)
+	default:
+		return fmt.Sprintf("%.0f s", s)
+	}
+}
+
 // RTO estimates a real failover's duration from d under p, with the probe
 // timeout; ok is false when d did not measure the write.
 func (d DrillRecord) RTO(p Policy, timeout time.Duration) (DrillRTO, bool) {

@@ -68,29 +68,9 @@ func longestTTL(p failover.Policy) time.Duration {
 	return ttl
 }
 
-// String is the sentence a drill reports.
+// String is the sentence a drill reports (failover.DrillRTO.Summary).
 func (r RTO) String() string {
-	return fmt.Sprintf("a real failover now would reach most clients in ≈ %s (detection ≤ %s, decision and write %s, propagation %s, caches up to TTL %s)",
-		seconds(r.Total), seconds(r.DetectionMax), seconds(r.DecisionAndWrite), seconds(r.Propagation), seconds(r.TTL))
-}
-
-// Steps are the per-server propagation times in words, one per server.
-func (r RTO) Steps() []string {
-	out := make([]string, 0, len(r.Servers))
-	for _, s := range r.Servers {
-		out = append(out, fmt.Sprintf("%s served the canary %s after the write", s.Server, seconds(s.After)))
-	}
-	return out
-}
-
-// seconds renders d in seconds with one decimal below a minute ("7.5 s"),
-// whole seconds above ("68 s").
-func seconds(d time.Duration) string {
-	s := d.Seconds()
-	if s < 60 {
-		return fmt.Sprintf("%.1f s", s)
-	}
-	return fmt.Sprintf("%.0f s", s)
+	return failover.DrillRTO{Detection: r.DetectionMax, Decision: r.DecisionAndWrite, Propagation: r.Propagation, TTL: r.TTL}.Summary()
 }
 
 // DefaultRTOBudget is the RTO budget when none is configured.
@@ -115,10 +95,10 @@ func TTLCheck(r RTO, budget time.Duration) Check {
 		verdict = "over"
 	}
 	c.Reason = fmt.Sprintf("TTL %s + detection ≤ %s + decision and write %s + propagation %s = %s, %s the RTO budget %s",
-		seconds(r.TTL), seconds(r.DetectionMax), seconds(r.DecisionAndWrite), seconds(r.Propagation), seconds(r.Total), verdict, seconds(budget))
+		failover.SecondsText(r.TTL), failover.SecondsText(r.DetectionMax), failover.SecondsText(r.DecisionAndWrite), failover.SecondsText(r.Propagation), failover.SecondsText(r.Total), verdict, failover.SecondsText(budget))
 	if !c.Pass {
 		if rest := r.Total - r.TTL; rest < budget {
-			c.Reason += fmt.Sprintf("; a TTL of at most %s would fit", seconds(budget-rest))
+			c.Reason += fmt.Sprintf("; a TTL of at most %s would fit", failover.SecondsText(budget-rest))
 		}
 	}
 	return c

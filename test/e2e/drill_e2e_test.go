@@ -20,7 +20,9 @@ const (
 )
 
 // Drills against real BIND and real Caddy, in one world to keep the suite
-// short: a drill passes and reports an RTO; a drill with BIND down fails
+// short: a drill passes and reports an RTO; a drill with the backup Caddy
+// down fails by the rule a real failover would face and writes nothing; a
+// drill with BIND down fails
 // and is rolled back once BIND is back; a leader SIGKILLed mid-drill leaves
 // the drill to the next leader, which rolls it back and ends it once, with
 // the canary at its primary values. After every drill the production RRsets at BIND are
@@ -56,6 +58,50 @@ func TestDrills(t *testing.T) {
 		}
 		if code, page, _ := w.get(f, "/"); code != 200 || !strings.Contains(page, "last drill passed") {
 			t.Errorf("status page of %s: no \"last drill passed\" line", f.ID)
+		}
+	})
+
+	t.Run("a drill with the backup Caddy down fails and says why, writing nothing", func(t *testing.T) {
+		backup := w.Sites[failover.Backup].Caddy
+		if err := backup.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := backup.Start(); err != nil {
+				t.Fatalf("restart the backup Caddy: %v", err)
+			}
+			w.WaitHealthy(60 * time.Second)
+		})
+		Eventually(t, 60*time.Second, func() bool {
+			st, ok := w.LeaderView()
+			return ok && st.State.Sites[failover.Backup].Verdict == failover.Down
+		}, "the leader sees the backup DOWN at quorum")
+		f := w.Follower()
+		canaryBefore, err := w.query(DrillFenceName, dns.TypeTXT)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, stderr, code := w.CLI(f, "drill", "--reason", "e2e drill with the backup down", "--timeout", "60s")
+		if code != 1 {
+			t.Fatalf("drill with the backup down: exit %d, want 1 (failed)\n%s\n%s", code, out, stderr)
+		}
+		for _, want := range []string{"FAILED", failover.RuleTargetUnhealthy, "backup"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("drill output lacks %q:\n%s", want, out)
+			}
+		}
+		d := lastDrill(t, w, f)
+		if d.Outcome != failover.DrillFailed || d.Rule != failover.RuleTargetUnhealthy || len(d.Steps) != 0 {
+			t.Errorf("drill %d: got %s, rule %q, steps %s; want failed by %s before any step", d.ID, d.Outcome, d.Rule, stepNames(d.DrillRecord), failover.RuleTargetUnhealthy)
+		}
+		if got, err := w.Lookup(CanaryName); err != nil || len(got) != 1 || got[0] != PrimaryIP {
+			t.Errorf("after drill %d the canary is %v (%v), want its primary value %s", d.ID, got, err, PrimaryIP)
+		}
+		if after, err := w.query(DrillFenceName, dns.TypeTXT); err != nil || fmt.Sprint(after.Answer) != fmt.Sprint(canaryBefore.Answer) {
+			t.Errorf("drill %d moved the drill fence from %v to %v (%v); a drill failed by a rule writes nothing", d.ID, canaryBefore.Answer, after, err)
+		}
+		if after := productionBytes(t, w); string(after) != string(before) {
+			t.Errorf("after drill %d the production RRsets at BIND changed", d.ID)
 		}
 	})
 
@@ -239,4 +285,41 @@ func stepNames(d failover.DrillRecord) string {
 		out = append(out, s.Step)
 	}
 	return strings.Join(out, ",")
+}
+
+// A backup certificate that expires sooner than drill.cert_min_validity
+// fails the drill's certificate check, by name, while the probes (which
+// only need a valid chain) keep the backup UP: the seed-000 trap of a
+// backup that cannot renew while DNS points away from it. Caddy's internal
+// certificates live 12 h, so a 24 h minimum is not met. The canary still
+// makes its round trip and production is untouched. A certificate already
+// expired fails the backup's own probes first, and a drill then fails by
+// target_unhealthy, as with the backup down (TestDrills); failover/drill
+// tests the check itself against a real Caddy serving an expired one.
+func TestDrillFailsOnABackupCertificateExpiringSoon(t *testing.T) {
+	w := Start(t, Options{Interval: 2 * time.Second, Timeout: time.Second, DrillCertMinValidity: 24 * time.Hour})
+	before := productionBytes(t, w)
+	f := w.Follower()
+	out, stderr, code := w.CLI(f, "drill", "--reason", "e2e drill, short-lived backup certificate", "--timeout", "60s")
+	if code != 1 {
+		t.Fatalf("drill: exit %d, want 1 (failed)\n%s\n%s", code, out, stderr)
+	}
+	d := lastDrill(t, w, f)
+	certName := "certificate " + strings.TrimSuffix(Name, ".")
+	var cert *failover.DrillCheck
+	for i, c := range d.Readiness {
+		if c.Name == certName {
+			cert = &d.Readiness[i]
+		}
+	}
+	if cert == nil || cert.Pass || !strings.Contains(cert.Reason, "expires") {
+		t.Errorf("drill %d readiness: got %+v, want %q failed saying when it expires", d.ID, d.Readiness, certName)
+	}
+	if d.Rule != certName {
+		t.Errorf("drill %d: got rule %q (%s), want the failed check %q", d.ID, d.Rule, d.Detail, certName)
+	}
+	if !strings.Contains(out, "[FAIL] "+certName) {
+		t.Errorf("drill output does not show the failed certificate check:\n%s", out)
+	}
+	checkDrillEnd(t, w, before, d, failover.DrillFailed)
 }

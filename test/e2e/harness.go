@@ -71,6 +71,9 @@ type Options struct {
 	// ProbesPerSite adds non-critical copies of the lms probe (lms-2, ...)
 	// so a node runs this many probes per site per round (cost benchmark).
 	ProbesPerSite int
+	// DrillCertMinValidity is drill.cert_min_validity (default 1h: Caddy's
+	// internal certificates live 12 h).
+	DrillCertMinValidity time.Duration
 }
 
 func (o *Options) defaults() {
@@ -97,6 +100,9 @@ func (o *Options) defaults() {
 	}
 	if o.LogLevel == "" {
 		o.LogLevel = "info"
+	}
+	if o.DrillCertMinValidity == 0 {
+		o.DrillCertMinValidity = time.Hour
 	}
 }
 
@@ -439,7 +445,7 @@ dns:
   verify: { servers: [ "{{.BIND}}" ], timeout: 10s }
   records:
     - { name: lms, type: A, ttl: 5, primary: [ {{.PrimaryIP}} ], backup: [ {{.BackupIP}} ] }
-drill: { cert_min_validity: 1h }   # Caddy's internal certificates live 12 h
+drill: { cert_min_validity: {{.O.DrillCertMinValidity}} }
 log: { level: {{.O.LogLevel}} }
 `))
 

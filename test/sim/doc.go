@@ -2,17 +2,30 @@
 // testing/synctest bubble, on a virtual clock: three real cluster.Nodes on
 // hashicorp/raft with raft.InmemTransport and in-memory log, stable and
 // snapshot stores (cluster.Config.Raft), each with the real FSM
-// (internal/watcher.NewFSM over failover.New) and the leader's policy and
-// tick loop. Only the outside world is scripted, by a seeded Schedule:
-// what each watcher's probes see of each site over virtual time, node
-// crashes (the stores survive) and restarts, symmetric partitions of one
-// link or one node, and operator commands (pause, resume, failover,
-// failback, ack) sent through a follower, so they take the cluster's real
-// forwarding RPC. faults.go adds one-way cuts, bounded delay and
-// reordering of raft messages, clock skew within half an interval, the
-// leader handing over as a deploy's graceful stop does, and operators
-// removing a follower from the voters (and adding it back) through a
-// follower.
+// (internal/watcher.NewFSM over failover.New), and on the leader what
+// internal/watcher's lead runs there: the policy and tick loop, the real
+// DNS reconciler (failover/reconcile, wired with the watcher's backoff)
+// against one shared simdns authority and its verifier, and the real
+// remediation runner (failover/remediate) with one scripted remediator.
+// Only the outside world is scripted, by a seeded Schedule: what each
+// watcher's probes see of each site over virtual time, node crashes (the
+// stores survive) and restarts, symmetric partitions of one link or one
+// node, operator commands (pause, resume, failover, failback, ack) sent
+// through a follower, so they take the cluster's real forwarding RPC, DNS
+// faults (the next calls to the authority time out, are REFUSED or
+// SERVFAIL, or apply and lose their reply), DNS latency on one node's path
+// (a request in flight lands even after its sender gave up), and the
+// targets the remediator must repair (breakages; some repairs fail).
+// Three scenarios random schedules rarely build are added to one schedule
+// in four each: a stale watcher (one watcher last reported DOWN, then
+// crashed or was cut off, while another alone sees the outage), a slow
+// deposed writer (the first node seen with a DNS swap in flight is
+// crashed, and a newer decision follows) and a slow verifier (a second
+// decision while the slow leader still writes or verifies the first).
+// faults.go adds one-way cuts, bounded delay and reordering of raft
+// messages, clock skew within half an interval, the leader handing over
+// as a deploy's graceful stop does, and operators removing a follower from
+// the voters (and adding it back) through a follower.
 //
 // Invariants are checked continuously, after every scripted step, and
 // recorded rather than fatal, so a failing run can print its schedule:
@@ -22,12 +35,33 @@
 //     target UP within the staleness window (a necessary condition, so it
 //     never fails a correct machine); in a run that skews a clock, both
 //     windows widen by what the skew bound lets leaders' clocks stray;
+//   - 2: the authority's fence never goes back to a lower generation (so a
+//     deposed leader's write never lands over a newer one), never names a
+//     generation no replica decided, and the records it holds are always
+//     those of the decision its fence names;
 //   - 3: every command acknowledged to an operator is in every replica's
 //     history, at the index it was acknowledged with;
+//   - 4: once the faults stop (every node runs, no link is cut, the
+//     authority answers at once), within dnsBound (30 s) of virtual time
+//     the replicas agree and the authority holds the leader's desired
+//     state: its records and fence, verified (before any decision, the
+//     records the operator left, without a fence);
+//   - 5: in every replica's history, two automatic flips less than
+//     BlockWindow apart have an ack between them;
 //   - 6: replicas that applied the same index have byte-identical
 //     snapshots (checked after every apply);
-//   - and once the faults stop, every node runs and the replicas agree
-//     within settleBound of virtual time.
+//   - 7: the runner applies at most MaxPerPass actions per pass (counted
+//     between the remediator's Plan calls); the repairs that ran (each
+//     applied action plus each failed target once) stay within MaxPerHour
+//     plus those whose outcome no replica recorded (a leader deposed
+//     between Apply and its record leaves the next one unaware); and no
+//     action runs on a node that is no longer leader: not after its own
+//     leadership context ended (at an earlier virtual time), and not when
+//     some replica had applied an entry of a higher term before the
+//     VerifyLeader that preceded the action started. That last test never
+//     fails a correct machine: an applied entry of term T was stored by a
+//     quorum already at term T, and any quorum a later VerifyLeader of a
+//     lower term asks includes one of them, which refuses it.
 //
 // TestSimSchedules runs SIM_N schedules (default 30) from seed SIM_SEED
 // (default 1; SIM_SEED alone runs that one schedule), SIM_PARALLEL at a

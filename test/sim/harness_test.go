@@ -25,6 +25,7 @@ type simEnv struct {
 	drop     []int  // SIM_DROP: event numbers removed from each schedule
 	parallel int    // SIM_PARALLEL, default GOMAXPROCS
 	shrink   bool   // SIM_SHRINK=0 turns shrinking off
+	all      bool   // SIM_ALL=1 runs every seed and counts the failing ones
 }
 
 func readSimEnv() (simEnv, error) {
@@ -53,6 +54,13 @@ func readSimEnv() (simEnv, error) {
 	}
 	if e.parallel, err = countEnv("SIM_PARALLEL", e.parallel); err != nil {
 		return e, err
+	}
+	if s := os.Getenv("SIM_ALL"); s != "" {
+		v, err := strconv.ParseBool(s)
+		if err != nil {
+			return e, fmt.Errorf("SIM_ALL=%q: want 1 or 0", s)
+		}
+		e.all = v
 	}
 	if s := os.Getenv("SIM_SHRINK"); s != "" {
 		v, err := strconv.ParseBool(s)
@@ -137,22 +145,25 @@ func runOne(t *testing.T, sched Schedule, drop []int) outcome {
 
 // batch is what runSchedules found.
 type batch struct {
-	total Stats
-	ran   int
-	first *outcome // the failing run of the lowest seed, or nil
+	total  Stats
+	ran    int
+	first  *outcome       // the failing run of the lowest seed, or nil
+	failed int            // failing runs (all of them only when keepGoing)
+	caught map[string]int // failing runs by failureClass
 }
 
 // runSchedules runs the schedules of seeds first..first+n-1 with run,
-// par at a time. Seeds are handed out in order and none after the first
+// par at a time. Seeds are handed out in order and, unless keepGoing (to
+// count how many seeds an injected bug breaks), none after the first
 // failure, so every seed below a failing one has run when it returns:
 // the failure it reports is the lowest failing seed's, whatever the
 // workers' timing.
-func runSchedules(t *testing.T, first uint64, n, par int, run func(seed uint64) outcome) batch {
+func runSchedules(t *testing.T, first uint64, n, par int, keepGoing bool, run func(seed uint64) outcome) batch {
 	var (
 		mu   sync.Mutex
 		next = first
 		end  = first + uint64(n)
-		b    batch
+		b    = batch{caught: map[string]int{}}
 		wg   sync.WaitGroup
 	)
 	start := time.Now()
@@ -161,7 +172,7 @@ func runSchedules(t *testing.T, first uint64, n, par int, run func(seed uint64) 
 		wg.Go(func() {
 			for {
 				mu.Lock()
-				if b.first != nil || next >= end {
+				if (b.first != nil && !keepGoing) || next >= end {
 					mu.Unlock()
 					return
 				}
@@ -174,8 +185,12 @@ func runSchedules(t *testing.T, first uint64, n, par int, run func(seed uint64) 
 				mu.Lock()
 				b.total.add(o.stats)
 				b.ran++
-				if o.failure != "" && (b.first == nil || o.seed < b.first.seed) {
-					b.first = &o
+				if o.failure != "" {
+					b.failed++
+					b.caught[failureClass(o.failure)]++
+					if b.first == nil || o.seed < b.first.seed {
+						b.first = &o
+					}
 				}
 				if n > progress && b.ran%progress == 0 {
 					t.Logf("%d/%d schedules, %.1f/s", b.ran, n, float64(b.ran)/time.Since(start).Seconds())
@@ -193,9 +208,10 @@ func summary(b batch, wall time.Duration, par int) string {
 	n := max(b.ran, 1)
 	per := func(v int) float64 { return float64(v) / float64(n) }
 	s := b.total
-	return fmt.Sprintf("%d schedules in %s wall (%.1f/s, %d at a time, race=%v); per schedule: %s virtual, %.1f faults, %.1f operator commands (%.1f acknowledged), %.0f reports (%.0f committed); %d automatic flips in all",
+	return fmt.Sprintf("%d schedules in %s wall (%.1f/s, %d at a time, race=%v); per schedule: %s virtual, %.1f faults (%.1f DNS), %.1f operator commands (%.1f acknowledged), %.0f reports (%.0f committed), %.1f leaderships, %.1f DNS swaps, %.1f remediation actions; %d automatic flips in all",
 		b.ran, wall.Round(time.Millisecond), float64(b.ran)/wall.Seconds(), par, raceEnabled, (s.Virtual / time.Duration(n)).Round(100*time.Millisecond),
-		per(s.Faults), per(s.Commands), per(s.CommandsAcked), per(s.Reports), per(s.ReportsCommitted), s.AutoFlips)
+		per(s.Faults), per(s.DNSFaults), per(s.Commands), per(s.CommandsAcked), per(s.Reports), per(s.ReportsCommitted),
+		per(s.Leaderships), per(s.DNSWrites), per(s.RemediationActions), s.AutoFlips)
 }
 
 var failureNumbers = regexp.MustCompile(`[0-9]+(\.[0-9]+)?(ms|s|µs|ns)?`)

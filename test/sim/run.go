@@ -72,7 +72,11 @@ func Run(sched Schedule) (*World, error) {
 	}
 
 	// The faults stop: every partition heals, every node runs again (and
-	// is a voter again), and the replicas must agree within settleBound.
+	// is a voter again), the DNS authority answers at once, and within
+	// settleBound the replicas must agree and DNS hold their desired state
+	// (invariant 4).
+	w.faultsOver.Store(true)
+	w.auth.Clear()
 	clear(w.parted)
 	w.faults.clear()
 	for _, n := range w.nodes {
@@ -84,9 +88,18 @@ func Run(sched Schedule) (*World, error) {
 	}
 	w.applyLinks()
 	deadline := time.Now().Add(settleBound)
-	for !w.readdAll() || !w.converged() {
+	for {
+		agree := w.readdAll() && w.converged()
+		dnsOK, why := w.dnsConverged()
+		if agree && dnsOK {
+			break
+		}
 		if time.Now().After(deadline) {
-			w.violate("replicas did not converge within %s of the faults ending: %s", settleBound, w.raftStates())
+			if !agree {
+				w.violate("replicas did not converge within %s of the faults ending: %s", settleBound, w.raftStates())
+			} else {
+				w.violate("invariant 4: DNS did not converge within %s of the faults ending: %s", dnsBound, why)
+			}
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -119,6 +132,16 @@ func (w *World) do(ctx context.Context, ops *sync.WaitGroup, ev Event) error {
 			}
 		}
 		w.applyLinks()
+	case "dnsfault":
+		return w.dnsFault(ev)
+	case "dnsslow":
+		w.dnsSlow(ev)
+	case "depose":
+		w.depose(ctx, ops, ev)
+	case "revive":
+		return w.revive()
+	case "broken":
+		w.breakTarget(ev)
 	case "op":
 		node := w.via()
 		if node == nil {

@@ -15,7 +15,7 @@ import (
 type Event struct {
 	Seq  int
 	At   time.Duration
-	Kind string // outage, crash, restart, partition, heal, op, and those of faults.go
+	Kind string // outage, crash, restart, partition, heal, op, dnsfault, dnsslow, depose, revive, broken, and those of faults.go
 	// Node is the node crashed, restarted or partitioned; Peer, when set,
 	// makes a partition cut only the Node-Peer link (else Node is isolated).
 	// A one-way cut stops Node sending to Peer only.
@@ -26,6 +26,19 @@ type Event struct {
 	For   time.Duration
 	// Op is an operator command: pause, resume, failover, failback or ack.
 	Op string
+	// Fault, Count and Writes describe a dnsfault: the next Count calls
+	// (only writes, with Writes) to the DNS authority time out, are
+	// REFUSED, SERVFAIL, or apply and lose their reply (lost-reply).
+	Fault  string
+	Count  int
+	Writes bool
+	// Latency is a dnsslow's: Node's DNS requests travel that long, for
+	// For; Node "leader" is the node leading when the stretch starts.
+	Latency time.Duration
+	// Target is the scripted remediator's target a broken event breaks;
+	// Fail makes every repair of this breakage fail.
+	Target string
+	Fail   bool
 	// By is a delay's bound, or a clock's skew (negative: behind).
 	By time.Duration
 }
@@ -42,6 +55,24 @@ func (e Event) String() string {
 		return fmt.Sprintf("%s %-9s %s isolated", at, e.Kind, e.Node)
 	case "op":
 		return fmt.Sprintf("%s op        %s (op%d)", at, e.Op, e.Seq)
+	case "dnsfault":
+		what := "calls"
+		if e.Writes {
+			what = "writes"
+		}
+		return fmt.Sprintf("%s dnsfault  next %d %s %s", at, e.Count, what, e.Fault)
+	case "dnsslow":
+		return fmt.Sprintf("%s dnsslow   %s's DNS requests take %s for %s", at, e.Node, e.Latency, e.For)
+	case "depose":
+		return fmt.Sprintf("%s depose    a node with a DNS swap in flight, then op %s after %s (op%d)", at, e.Op, e.For, e.Seq)
+	case "revive":
+		return fmt.Sprintf("%s revive    every crashed node", at)
+	case "broken":
+		fail := ""
+		if e.Fail {
+			fail = " (its repairs fail)"
+		}
+		return fmt.Sprintf("%s broken    %s needs a repair%s", at, e.Target, fail)
 	case "cut":
 		return fmt.Sprintf("%s cut       %s->%s one way (%s->%s still up)", at, e.Node, e.Peer, e.Peer, e.Node)
 	case "mend":
@@ -147,6 +178,7 @@ func Generate(seed uint64) Schedule {
 		add(Event{At: at, Kind: "remove", Node: n})
 		add(Event{At: at + between(2*time.Second, 15*time.Second), Kind: "readd", Node: n})
 	}
+	genWorld(rng, between, add)
 	slices.SortStableFunc(s.Events, func(a, b Event) int { return int(a.At - b.At) })
 	for i := range s.Events {
 		s.Events[i].Seq = i + 1
@@ -165,7 +197,7 @@ func (s Schedule) Down(node string, site failover.Site, now time.Duration) bool 
 }
 
 // faultKinds are the event kinds that start a fault.
-var faultKinds = []string{"crash", "partition", "cut", "delay", "skew", "transfer", "remove"}
+var faultKinds = []string{"crash", "partition", "cut", "delay", "skew", "transfer", "remove", "dnsfault", "dnsslow"}
 
 // Faults counts the events that start a fault.
 func (s Schedule) Faults() int {
@@ -185,4 +217,92 @@ func (s Schedule) String() string {
 		fmt.Fprintf(&b, "  %3d %s\n", e.Seq, e) // the number SIM_DROP names
 	}
 	return b.String()
+}
+
+// genWorld draws the DNS faults and the remediator's breakages of a
+// schedule (after the rest, so the other events of a seed stay as they
+// were): up to three DNS faults of one to three calls each, up to two
+// stretches of DNS latency on one node (0.2-3 s for 2-15 s), and up to
+// five breakages of four targets, one in five of which no repair fixes.
+func genWorld(rng *rand.Rand, between func(lo, hi time.Duration) time.Duration, add func(Event)) {
+	nodes := []string{"a", "b", "c"}
+	faults := []string{"timeout", "refused", "servfail", "lost-reply"}
+	for range rng.IntN(4) {
+		add(Event{At: between(5*time.Second, 55*time.Second), Kind: "dnsfault", Fault: faults[rng.IntN(len(faults))],
+			Count: 1 + rng.IntN(3), Writes: rng.IntN(2) == 0})
+	}
+	for range rng.IntN(3) {
+		add(Event{At: between(5*time.Second, 50*time.Second), Kind: "dnsslow", Node: nodes[rng.IntN(3)],
+			Latency: between(200*time.Millisecond, 3*time.Second), For: between(2*time.Second, 15*time.Second)})
+	}
+	for range rng.IntN(6) {
+		add(Event{At: between(2*time.Second, 55*time.Second), Kind: "broken", Target: fmt.Sprintf("t%d", 1+rng.IntN(4)),
+			Fail: rng.IntN(5) == 0})
+	}
+	if rng.IntN(4) == 0 {
+		staleWatcher(rng, between, add)
+	}
+	if rng.IntN(4) == 0 {
+		slowDeposedWriter(rng, between, add)
+	}
+	if rng.IntN(4) == 0 {
+		slowVerifier(rng, between, add)
+	}
+}
+
+// slowVerifier slows the leader's path to the DNS authority (by 2-5 s a
+// request), has an operator fail over, and fail back 3-15 s later: the
+// second decision commits while the leader is still writing or verifying
+// the first, so the ActionResults of the first arrive for a generation
+// that is no longer the current one.
+func slowVerifier(rng *rand.Rand, between func(lo, hi time.Duration) time.Duration, add func(Event)) {
+	at := between(8*time.Second, 30*time.Second)
+	add(Event{At: at, Kind: "dnsslow", Node: "leader", Latency: between(2*time.Second, 5*time.Second), For: 25 * time.Second})
+	first := at + between(500*time.Millisecond, 1500*time.Millisecond)
+	add(Event{At: first, Kind: "op", Op: "failover"})
+	add(Event{At: first + between(3*time.Second, 15*time.Second), Kind: "op", Op: "failback"})
+}
+
+// staleWatcher is the partial view a stale vote needs to matter: one
+// watcher sees the primary fail for a while and crashes, or is cut off and
+// stops seeing it, while still DOWN in its last report; then another
+// watcher alone sees the primary fail. Only a stale vote counted as fresh
+// makes that a quorum.
+func staleWatcher(rng *rand.Rand, between func(lo, hi time.Duration) time.Duration, add func(Event)) {
+	nodes := []string{"a", "b", "c"}
+	rng.Shuffle(len(nodes), func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })
+	x, y := nodes[0], nodes[1]
+	at := between(8*time.Second, 30*time.Second)
+	silent := at + between(4*time.Second, 7*time.Second) // after fall failing rounds
+	add(Event{At: at, Kind: "outage", Site: failover.Primary, Nodes: []string{x}, For: silent - at + 100*time.Millisecond})
+	if rng.IntN(2) == 0 {
+		add(Event{At: silent, Kind: "crash", Node: x})
+		add(Event{At: silent + between(12*time.Second, 20*time.Second), Kind: "restart", Node: x})
+	} else {
+		add(Event{At: silent, Kind: "partition", Node: x})
+		add(Event{At: silent + between(12*time.Second, 20*time.Second), Kind: "heal", Node: x})
+	}
+	add(Event{At: silent + between(time.Second, 4*time.Second), Kind: "outage", Site: failover.Primary, Nodes: []string{y},
+		For: between(5*time.Second, 10*time.Second)})
+}
+
+// slowDeposedWriter slows the leader's path to the DNS authority (by 3-6 s
+// a request, the node that leads when it starts), has an operator fail
+// over, and then, the first time a node has a swap in flight (checked
+// every half second for 20 s), crashes it and has an operator fail back
+// 1-2 s later: the new leader writes the newer decision while the deposed
+// leader's write is still on its way, and the fence must refuse it when
+// it lands. When the swap lands before any check sees it, the two quick
+// decisions still race the reconciler's verification and its
+// ActionResult.
+func slowDeposedWriter(rng *rand.Rand, between func(lo, hi time.Duration) time.Duration, add func(Event)) {
+	at := between(8*time.Second, 25*time.Second)
+	add(Event{At: at, Kind: "dnsslow", Node: "leader", Latency: between(3*time.Second, 6*time.Second), For: 25 * time.Second})
+	first := at + between(500*time.Millisecond, 1500*time.Millisecond)
+	add(Event{At: first, Kind: "op", Op: "failover"})
+	back := between(time.Second, 2*time.Second)
+	for t := first + time.Second; t < first+20*time.Second; t += 500 * time.Millisecond {
+		add(Event{At: t, Kind: "depose", Op: "failback", For: back})
+	}
+	add(Event{At: first + 25*time.Second, Kind: "revive"})
 }

@@ -242,7 +242,7 @@ func TestRunSchedulesReportsTheLowestFailingSeed(t *testing.T) {
 	for trial := range 20 {
 		var mu = make(chan struct{}, 1)
 		ran := map[uint64]bool{}
-		b := runSchedules(t, 1, 200, 4, func(seed uint64) outcome {
+		b := runSchedules(t, 1, 200, 4, false, func(seed uint64) outcome {
 			for range (seed*7919 + uint64(trial)) % 50 {
 				runtime.Gosched() // vary how the workers interleave
 			}

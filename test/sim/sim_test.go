@@ -17,7 +17,7 @@ func TestSimSchedules(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	b := runSchedules(t, env.first, env.n, env.parallel, func(seed uint64) outcome {
+	b := runSchedules(t, env.first, env.n, env.parallel, env.all, func(seed uint64) outcome {
 		return runOne(t, schedule(seed, env.drop), env.drop)
 	})
 	t.Log(summary(b, time.Since(start), env.parallel))
@@ -25,6 +25,12 @@ func TestSimSchedules(t *testing.T) {
 		return
 	}
 	f := *b.first
+	if env.all {
+		// SIM_ALL=1 measures how fast an injected bug is caught: how
+		// many seeds broke an invariant, and which first.
+		t.Fatalf("%d of %d schedules broke an invariant (first: seed %d: %s; by first violation: %v)",
+			b.failed, b.ran, f.seed, f.failure, b.caught)
+	}
 	sched := schedule(f.seed, env.drop)
 	t.Errorf("seed %d: %s\nreplay: %s\n%s", f.seed, f.failure, replayLine(f.seed, env.drop), sched)
 	if !env.shrink {

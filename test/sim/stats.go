@@ -9,5 +9,9 @@ func (s *Stats) add(o Stats) {
 	s.CommandsAcked += o.CommandsAcked
 	s.Faults += o.Faults
 	s.AutoFlips += o.AutoFlips
+	s.DNSFaults += o.DNSFaults
+	s.DNSWrites += o.DNSWrites
+	s.RemediationActions += o.RemediationActions
+	s.Leaderships += o.Leaderships
 	s.Virtual += o.Virtual
 }

@@ -9,12 +9,14 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/drwatch/drwatch/cluster"
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/internal/watcher"
 	"github.com/drwatch/drwatch/probes"
+	"github.com/drwatch/drwatch/test/sim/simdns"
 	"github.com/hashicorp/raft"
 )
 
@@ -49,13 +51,21 @@ type World struct {
 	nw     *network
 	nodes  []*simNode
 	parted map[[2]string]bool // partitioned pairs, by node id
-	faults faultState         // one-way cuts, delays, skews (faults.go)
+	auth   *simdns.Authority  // the one DNS authority every leader writes
+	dnsw   dnsWorld           // its traffic (under mu)
+	// faultsOver is set when the schedule's faults stop (DNS latency too).
+	faultsOver atomic.Bool
+	faults     faultState // one-way cuts, delays, skews (faults.go)
 
 	mu         sync.Mutex
-	snaps      map[uint64]snapSeen // invariant 6: first snapshot seen at each index
-	acked      []acked             // invariant 3: commands acknowledged to an operator
-	rounds     map[string][]round  // reports sent, for invariant 1
-	flips      map[uint64]bool     // automatic flips checked, by index
+	snaps      map[uint64]snapSeen     // invariant 6: first snapshot seen at each index
+	acked      []acked                 // invariant 3: commands acknowledged to an operator
+	rounds     map[string][]round      // reports sent, for invariant 1
+	flips      map[uint64]bool         // automatic flips checked, by index
+	leads      []*leadTerm             // invariant 7: every stretch of leadership
+	termsSeen  []termSeen              // invariant 7: when each new highest term was applied
+	actions    []remAction             // invariant 7: every remediation that ran
+	broken     map[string]brokenTarget // the scripted remediator's targets needing a repair
 	violations []string
 	stats      Stats
 }
@@ -66,6 +76,9 @@ type Stats struct {
 	Commands, CommandsAcked   int
 	Faults                    int
 	AutoFlips                 int
+	DNSFaults, DNSWrites      int
+	RemediationActions        int
+	Leaderships               int
 	Virtual                   time.Duration
 }
 
@@ -94,6 +107,7 @@ type simNode struct {
 	node     *cluster.Node // nil while crashed
 	machine  *failover.Machine
 	rounds   chan probes.Round
+	changed  chan struct{} // wakes the reconciler on every apply, as watcher.FSM does
 	seq      uint64
 	stop     context.CancelFunc
 	wg       sync.WaitGroup
@@ -104,9 +118,14 @@ type simNode struct {
 // be called inside the bubble: the certificates take the bubble's clock.
 func NewWorld(sched Schedule) (*World, error) {
 	w := &World{sched: sched, policy: simPolicy(), nw: newNetwork(), parted: map[[2]string]bool{},
-		snaps: map[uint64]snapSeen{}, rounds: map[string][]round{}, flips: map[uint64]bool{}}
+		snaps: map[uint64]snapSeen{}, rounds: map[string][]round{}, flips: map[uint64]bool{}, broken: map[string]brokenTarget{},
+		dnsw: dnsWorld{inflight: map[string]int{}}}
 	w.hash = w.policy.Hash()
 	w.faults.init(sched.Seed, w.violate)
+	var err error
+	if w.auth, err = newAuthority(w.policy); err != nil {
+		return nil, err
+	}
 	caPEM, caKeyPEM, err := cluster.NewCA("sim", 24*time.Hour)
 	if err != nil {
 		return nil, err
@@ -152,7 +171,8 @@ func (w *World) byID(id string) *simNode {
 func (w *World) start(n *simNode) error {
 	_, n.trans = raft.NewInmemTransport(raft.ServerAddress(n.addr))
 	n.machine = failover.New()
-	sm := &replica{FSM: watcher.NewFSM(n.machine), machine: n.machine, w: w, node: n.id}
+	n.changed = make(chan struct{}, 1)
+	sm := &replica{FSM: watcher.NewFSM(n.machine), machine: n.machine, w: w, node: n.id, store: n.store, changed: n.changed}
 	cfg := cluster.Config{
 		NodeID: n.id, AdvertiseAddr: n.addr, Listener: w.nw.listen(n.addr), Peers: w.peers(), TLS: n.creds,
 		RaftTiming: cluster.RaftTiming{
@@ -179,7 +199,7 @@ func (w *World) start(n *simNode) error {
 	n.wg.Add(2)
 	go func() {
 		defer n.wg.Done()
-		node.RunWhileLeader(ctx, func(lctx context.Context) { w.leaderLoop(lctx, n, node) })
+		node.RunWhileLeader(ctx, func(lctx context.Context) { w.lead(lctx, n, node) })
 	}()
 	go func() {
 		defer n.wg.Done()
@@ -223,8 +243,7 @@ func (w *World) applyLinks() {
 	}
 }
 
-// leaderLoop is what the watcher's leader runs besides the reconciler
-// (internal/watcher tickLoop): keep the replicated policy equal to the
+// leaderLoop is the watcher's leader tick loop (internal/watcher tickLoop): keep the replicated policy equal to the
 // file's, and tick the replicated clock once per interval.
 func (w *World) leaderLoop(ctx context.Context, n *simNode, node *cluster.Node) {
 	t := time.NewTicker(Interval)
@@ -374,18 +393,29 @@ type replica struct {
 	machine *failover.Machine
 	w       *World
 	node    string
+	store   *raft.InmemStore // to read the term of each applied entry
+	changed chan struct{}
 }
 
 func (r *replica) Apply(index uint64, cmd []byte) []byte {
 	out := r.FSM.Apply(index, cmd)
+	select {
+	case r.changed <- struct{}{}:
+	default: // a wake-up is already pending
+	}
 	b, err := r.machine.Snapshot()
 	if err != nil {
 		r.w.violate("node %s: snapshot at index %d: %v", r.node, index, err)
 		return out
 	}
 	sum := sha256.Sum256(b)
+	var l raft.Log
+	haveTerm := r.store != nil && r.store.GetLog(index, &l) == nil
 	r.w.mu.Lock()
 	defer r.w.mu.Unlock()
+	if haveTerm && (len(r.w.termsSeen) == 0 || l.Term > r.w.termsSeen[len(r.w.termsSeen)-1].term) {
+		r.w.termsSeen = append(r.w.termsSeen, termSeen{at: time.Now(), term: l.Term})
+	}
 	if s, ok := r.w.snaps[index]; !ok {
 		r.w.snaps[index] = snapSeen{node: r.node, sum: sum}
 	} else if s.sum != sum {
@@ -432,6 +462,7 @@ func (w *World) check() {
 		}
 		n.checked = len(h)
 	}
+	w.checkWorldInvariants()
 }
 
 // checkAutoFlip holds an automatic flip to invariant 1 against what the

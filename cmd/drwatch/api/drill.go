@@ -83,13 +83,10 @@ func NewDrillReport(d failover.DrillRecord, p *failover.Policy, timeout time.Dur
 		}
 		out.Servers[s.Server] = seconds(s.After)
 	}
-	out.Summary = fmt.Sprintf("a real failover now would reach most clients in ≈ %.0f s (detection ≤ %s, decision and write %s, propagation %s, caches up to TTL %s)",
-		out.RTOSeconds, rto.Detection, round(rto.Decision), round(rto.Propagation), rto.TTL)
+	out.Summary = rto.Summary()
 	r.RTO = out
 	return r
 }
-
-func round(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 
 // NewDrillStatus is the drill line of the status at now.
 func NewDrillStatus(v failover.View, schedule, timeout time.Duration, now time.Time) DrillStatus {

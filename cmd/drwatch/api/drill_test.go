@@ -29,7 +29,7 @@ func TestDrillReportMeasuresTheRTO(t *testing.T) {
 		got.PropagationSeconds != 0.2 || got.TotalSeconds != 7.8 || got.RTOSeconds != 67.8 || got.Servers["ns1:53"] != 0.14 {
 		t.Errorf("got %+v, want detection 7.5 commit 0.04 write 0.06 propagation 0.2 total 7.8 rto 67.8, ns1:53 0.14", *got)
 	}
-	if want := "≈ 68 s (detection ≤ 7.5s, decision and write 100ms, propagation 200ms, caches up to TTL 1m0s)"; !strings.Contains(r.RTO.Summary, want) {
+	if want := "≈ 68 s (detection ≤ 7.5 s, decision and write 100 ms, propagation 200 ms, caches up to TTL 60 s)"; !strings.Contains(r.RTO.Summary, want) {
 		t.Errorf("summary %q lacks %q", r.RTO.Summary, want)
 	}
 	if r := NewDrillReport(failover.DrillRecord{ID: 8, Outcome: failover.DrillFailed}, p, 0); r.RTO != nil {

@@ -1,0 +1,123 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/drwatch/drwatch/dnsprovider"
+	"github.com/drwatch/drwatch/failover"
+)
+
+// checkWorldInvariants runs the invariants that read the DNS authority and
+// the remediations after every step: 2 (fencing), 5 (anti-flap) and 7's
+// hourly cap (its per-action parts run inside each Apply).
+func (w *World) checkWorldInvariants() {
+	w.checkFencing()
+	w.checkAntiFlap()
+	w.checkRemediationCaps()
+}
+
+// checkFencing is invariant 2: the authority's fence never goes back to a
+// lower generation (so no deposed leader's write lands over a newer one),
+// and the records it holds are always those of the decision its fence
+// names (a swap writes both at once; nothing else writes).
+func (w *World) checkFencing() {
+	if wr, back := w.auth.FenceWentBackwards(); back {
+		w.violate("invariant 2: DNS write #%d (%s) took the fence from gen=%d back to gen=%d: %v",
+			wr.Seq, wr.Op, wr.FenceBefore, wr.FenceAfter, wr.Sets)
+		return
+	}
+	got, gen, err := w.zoneState()
+	if err != nil {
+		w.violate("invariant 2: the authority's fence is unreadable: %v", err)
+		return
+	}
+	if gen == 0 {
+		return
+	}
+	site, known := w.decisionSite(gen)
+	if !known {
+		return
+	}
+	want := siteRecords(w.policy, site)
+	if !slices.EqualFunc(got, want, dnsprovider.RRset.Equal) {
+		w.violate("invariant 2: the fence says gen=%d (%s) but the authority holds %v, want %v; writes: %v", gen, site, got, want, w.auth.History())
+	}
+}
+
+// decisionSite is the site decision gen made active, as any replica
+// (running or crashed: its machine keeps what it applied) knows it. A
+// fence naming a generation above every replica's is a violation; one
+// that left every history (MaxHistory) is not checked.
+func (w *World) decisionSite(gen uint64) (failover.Site, bool) {
+	latest := uint64(0)
+	for _, n := range w.nodes {
+		d := n.machine.Desired()
+		latest = max(latest, d.Gen)
+		if d.Gen == gen {
+			return d.Active, true
+		}
+		for _, e := range n.machine.History() {
+			if e.Gen == gen && e.Index == gen && e.To != "" {
+				return e.To, true
+			}
+		}
+	}
+	if gen > latest {
+		w.violate("invariant 2: the authority's fence names gen=%d, above every replica's latest decision (gen %d)", gen, latest)
+	}
+	return "", false
+}
+
+// checkAntiFlap is invariant 5 on every replica's history.
+func (w *World) checkAntiFlap() {
+	for _, n := range w.nodes {
+		if v := antiFlapViolation(n.machine.History(), w.policy.BlockWindow); v != "" {
+			w.violate("invariant 5: %s %s", n.id, v)
+			return
+		}
+	}
+}
+
+// antiFlapViolation says how history breaks invariant 5, or "": two
+// automatic flips less than window apart need an ack between them (an
+// operator's ack, or the one a manual move records).
+func antiFlapViolation(history []failover.Entry, window time.Duration) string {
+	var last *failover.Entry
+	acked := false
+	for _, e := range history {
+		switch {
+		case e.Kind == failover.KindAck:
+			acked = true
+		case strings.HasPrefix(e.Kind, "auto_"):
+			if last != nil && !acked && e.At < last.At+int64(window) {
+				return fmt.Sprintf("flipped automatically at index %d (%s) only %s after the flip at index %d, with no ack between (block window %s)",
+					e.Index, e.Kind, time.Duration(e.At-last.At), last.Index, window)
+			}
+			last, acked = &e, false
+		}
+	}
+	return ""
+}
+
+// dnsConverged is invariant 4's condition: the authority holds the
+// desired state of the leader's replica (its records and fence, or the
+// operator's records before any decision), and that decision is recorded
+// as verified.
+func (w *World) dnsConverged() (bool, string) {
+	l := w.leader()
+	if l == nil {
+		return false, "no leader"
+	}
+	d := l.machine.Desired()
+	want, gen := w.dnsWants(d)
+	if ok, why := w.dnsHolds(want, gen); !ok {
+		return false, fmt.Sprintf("desired gen %d (%s): %s", d.Gen, d.Active, why)
+	}
+	if gen != 0 && !d.Done {
+		return false, fmt.Sprintf("desired gen %d (%s) is in DNS but not recorded as verified", d.Gen, d.Active)
+	}
+	return true, ""
+}
