@@ -69,12 +69,6 @@ func New(cfg Config) (*Runner, error) {
 	case cfg.Schedule > 0 && cfg.Canary == nil:
 		return nil, errors.New("drillrun: a Schedule needs a Canary")
 	}
-	if cfg.BackoffBase <= 0 {
-		cfg.BackoffBase = 200 * time.Millisecond
-	}
-	if cfg.BackoffMax <= 0 {
-		cfg.BackoffMax = 10 * time.Second
-	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}

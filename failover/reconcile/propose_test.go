@@ -3,8 +3,10 @@ package reconcile
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drwatch/drwatch/failover"
 )
@@ -62,5 +64,27 @@ func TestProposeErrorsSayWhichStepFailed(t *testing.T) {
 	}
 	if proposed != 0 {
 		t.Errorf("got %d proposals of a command that does not encode, want none", proposed)
+	}
+}
+
+// A loop whose config leaves its retry zero backs off from the shared
+// defaults, doubling to the cap; Cap and Reset keep to them.
+func TestBackoffZeroTakesTheSharedDefaults(t *testing.T) {
+	var b Backoff
+	var got []time.Duration
+	for range 8 {
+		got = append(got, b.Next())
+	}
+	want := []time.Duration{200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond, 1600 * time.Millisecond,
+		3200 * time.Millisecond, 6400 * time.Millisecond, 10 * time.Second, 10 * time.Second}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	b.Reset()
+	if d := b.Next(); d != DefaultBackoffBase {
+		t.Fatalf("after Reset: got %s, want %s", d, DefaultBackoffBase)
+	}
+	if d := (&Backoff{Base: time.Second, Max: 3 * time.Second}).Cap(); d != 3*time.Second {
+		t.Fatalf("Cap with Max 3s: got %s", d)
 	}
 }

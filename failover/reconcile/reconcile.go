@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -92,12 +93,6 @@ func New(cfg Config) (*Reconciler, error) {
 	case cfg.Interval <= 0:
 		return nil, errors.New("reconcile: Interval must be > 0")
 	}
-	if cfg.BackoffBase <= 0 {
-		cfg.BackoffBase = 200 * time.Millisecond
-	}
-	if cfg.BackoffMax <= 0 {
-		cfg.BackoffMax = 10 * time.Second
-	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -144,27 +139,36 @@ func (r *Reconciler) Run(ctx context.Context, wake <-chan struct{}) {
 }
 
 // Backoff is the capped exponential retry of the leader's loops: Base,
-// doubling up to Max, until Reset.
+// doubling up to Max, until Reset. A zero Base is DefaultBackoffBase and a
+// zero Max DefaultBackoffMax, so every loop that embeds one shares them.
 type Backoff struct {
 	Base, Max time.Duration
 	cur       time.Duration
 }
 
+// The leader's loops' retry when their config leaves it zero.
+const (
+	DefaultBackoffBase = 200 * time.Millisecond
+	DefaultBackoffMax  = 10 * time.Second
+)
+
 // Next returns the next wait after an error.
 func (b *Backoff) Next() time.Duration {
 	if b.cur == 0 {
-		b.cur = b.Base
+		b.cur = cmp.Or(max(b.Base, 0), DefaultBackoffBase)
 	} else {
-		b.cur = min(2*b.cur, b.Max)
+		b.cur = min(2*b.cur, b.max())
 	}
 	return b.cur
 }
 
 // Cap jumps to the longest wait (a terminal error).
 func (b *Backoff) Cap() time.Duration {
-	b.cur = b.Max
+	b.cur = b.max()
 	return b.cur
 }
+
+func (b *Backoff) max() time.Duration { return cmp.Or(max(b.Max, 0), DefaultBackoffMax) }
 
 // Reset starts again from Base after a success.
 func (b *Backoff) Reset() { b.cur = 0 }
