@@ -61,6 +61,14 @@ func (r result) str(path string) string {
 	return s
 }
 
+// orUnknown is s, or "not recorded" for a result file from before the key.
+func orUnknown(s string) string {
+	if s == "" {
+		return "not recorded"
+	}
+	return s
+}
+
 // verdict says whether got meets a target of at most limit.
 func verdict(got, limit float64) string {
 	if got <= limit {
@@ -83,14 +91,14 @@ func table(t *testing.T) string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s, `%s` |\n", what, measured, target, v, r.str("when"), r.str("command"))
 	}
 	pm, pp := peer.num(t, "ratio_drwatch_over_powerdns"), peer.num(t, "ratio_p90_drwatch_over_powerdns")
-	row(fmt.Sprintf("switch time vs PowerDNS 4.7 `ifurlup` (%.0f kills at stratified phases; interval 1 s, fall 1; drwatch quorum 2 of 3, read at BIND)", peer.num(t, "trials")),
+	row(fmt.Sprintf("switch time vs PowerDNS 4.7 `ifurlup` (%.0f kills at stratified phases; interval 1 s, fall 1; drwatch quorum 2 of 3, read at BIND; `fast_interval` %s)", peer.num(t, "trials"), orUnknown(peer.str("fast_interval"))),
 		fmt.Sprintf("drwatch median %.0f ms, p90 %.0f ms; PowerDNS median %.0f ms, p90 %.0f ms; ratio median **%.2f**, p90 **%.2f**",
 			peer.num(t, "drwatch_median_ms"), peer.num(t, "drwatch_p90_ms"), peer.num(t, "powerdns_median_ms"), peer.num(t, "powerdns_p90_ms"), pm, pp),
 		"median ≤ 0.5×, p90 ≤ 1.0×", verdict(pm, 0.5)+", "+verdict(pp, 1.0), peer)
 	budget := deploy.num(t, "fall") * deploy.num(t, "interval_s")
 	dr := deploy.num(t, "ratio_total_over_fall_x_interval_p50")
-	row(fmt.Sprintf("failover with the deploy/examples policy (%.0f kills; interval %.0f s, fall %.0f, quorum %.0f, default `fast_interval`): kill → BIND answers the backup",
-		deploy.num(t, "trials"), deploy.num(t, "interval_s"), deploy.num(t, "fall"), deploy.num(t, "quorum")),
+	row(fmt.Sprintf("failover with the deploy/examples policy (%.0f kills at stratified phases; interval %.0f s, fall %.0f, quorum %.0f; `fast_interval` %s): kill → BIND answers the backup",
+		deploy.num(t, "trials"), deploy.num(t, "interval_s"), deploy.num(t, "fall"), deploy.num(t, "quorum"), orUnknown(deploy.str("fast_interval"))),
 		fmt.Sprintf("median %.0f ms, p90 %.0f ms; ÷ fall × interval (%.0f s): median **%.2f**, p90 %.2f; kill → leader verified median %.0f ms",
 			deploy.num(t, "total_ms_p50"), deploy.num(t, "total_ms_p90"), budget, dr, deploy.num(t, "ratio_total_over_fall_x_interval_p90"), deploy.num(t, "verified_after_kill_ms_p50")),
 		"median ≤ 0.4 × fall × interval", verdict(dr, 0.4), deploy)

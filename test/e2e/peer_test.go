@@ -297,7 +297,7 @@ func BenchmarkPeerPowerDNS(b *testing.B) {
 		"kill_phases":                     "trial i of n kills at phase (i+0.5)/n of the second on the wall-clock grid (stratified); PowerDNS's schedule started at a random offset from the grid",
 		"powerdns_schedule_start_phase":   phaseOf(pdnsStart, time.Second),
 		"drwatch":                         "3 watchers, quorum 2, interval 1s, timeout 700ms, fall 1, fast_interval default; answer read at BIND (RFC 2136 + TSIG flip)",
-		"fast_interval":                   policyField(b, w, "fast_interval"),
+		"fast_interval":                   fastInterval(b, w),
 		"powerdns":                        "pdns_server 4.7, LUA A ifurlup({{primary},{backup}}), lua-health-checks-interval=1, caches off; one vantage point",
 		"drwatch_median_ms":               mdw,
 		"powerdns_median_ms":              mpd,
