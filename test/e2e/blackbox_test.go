@@ -120,9 +120,14 @@ func (bb *blackbox) drive(ctx context.Context, rate int) (ok, failed *atomic.Int
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		t := time.NewTicker(time.Second / time.Duration(rate))
+		// Probe i is due at start + i/rate; a late loop catches up, so a
+		// busy machine does not lower the rate (a ticker would drop ticks).
+		start := time.Now()
+		t := time.NewTimer(0)
 		defer t.Stop()
-		for {
+		for i := 0; ; i++ {
+			due := start.Add(time.Duration(i) * time.Second / time.Duration(rate))
+			t.Reset(time.Until(due))
 			select {
 			case <-ctx.Done():
 				return
