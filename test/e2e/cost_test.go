@@ -236,7 +236,7 @@ func BenchmarkCostPerNode(b *testing.B) {
 		Compacted             bool    `json:"snapshot_taken_in_window"`
 	}
 	var rows []nodeCost
-	var maxRSS, maxDir, maxPayload, maxWire, sumCPUPerProbe float64
+	var maxRSS, maxAnon, maxDir, maxPayload, maxWire, sumCPUPerProbe float64
 	compacted := true
 	fmt.Printf("\ncost per node, %d probes/s (%d per site, interval %s), %s window:\n", probesPerSecond, perSite, w.Opts.Interval, wall.Round(time.Second))
 	fmt.Printf("  %-4s %-8s %8s %8s %7s %10s %10s %12s %12s %10s\n", "node", "role", "RSS MiB", "anon MiB", "CPU %", "µs/probe", "entries/s", "payload B/s", "wire in B/s", "max dir MiB")
@@ -271,7 +271,7 @@ func BenchmarkCostPerNode(b *testing.B) {
 			c.BytesPerEntry = float64(y.size-x.size) / entries
 			c.RawMiBPerHour = c.BytesPerEntry * c.EntriesPerSecond * 3600 / (1 << 20)
 		}
-		maxRSS, maxDir = max(maxRSS, c.RSSMiB), max(maxDir, c.MaxDataDirMiB)
+		maxRSS, maxAnon, maxDir = max(maxRSS, c.RSSMiB), max(maxAnon, c.RSSAnonMiB), max(maxDir, c.MaxDataDirMiB)
 		compacted = compacted && c.Compacted
 		sumCPUPerProbe += c.CPUPerProbeMicros
 		rows = append(rows, c)
@@ -307,6 +307,7 @@ func BenchmarkCostPerNode(b *testing.B) {
 		},
 		"summary": map[string]any{
 			"max_rss_mib":                               maxRSS,
+			"max_rss_anon_mib":                          maxAnon,
 			"max_data_dir_mib":                          maxDir,
 			"every_node_took_a_snapshot":                compacted,
 			"max_replicated_payload_bytes_per_s":        maxPayload,
