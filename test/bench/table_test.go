@@ -61,6 +61,19 @@ func (r result) str(path string) string {
 	return s
 }
 
+// failedNote says how many probes failed on each side, when the file
+// records it: on a loaded machine some time out, on both sides alike.
+func failedNote(cost result) string {
+	summary, _ := cost.m["summary"].(map[string]any)
+	bb, _ := cost.m["blackbox"].(map[string]any)
+	d, ok1 := summary["max_failed_probe_fraction"].(float64)
+	x, ok2 := bb["failed_fraction"].(float64)
+	if !ok1 || !ok2 {
+		return ""
+	}
+	return fmt.Sprintf(" (failed probes: drwatch at most %.1f %%, blackbox_exporter %.1f %%)", 100*d, 100*x)
+}
+
 // orUnknown is s, or "not recorded" for a result file from before the key.
 func orUnknown(s string) string {
 	if s == "" {
@@ -109,7 +122,7 @@ func table(t *testing.T) string {
 	summary, _ := cost.m["summary"].(map[string]any)
 	cr := cost.num(t, "summary.ratio_cpu_per_probe_drwatch_over_blackbox")
 	row("all-in CPU per probe per node (probes, reports, Raft, FSM, status) vs blackbox_exporter probing the same Caddy at the same rate (100/s)",
-		fmt.Sprintf("drwatch %.0f µs, blackbox_exporter %.0f µs: **%.2f×**", cost.num(t, "summary.mean_cpu_per_probe_us"), cost.num(t, "blackbox.cpu_per_probe_us"), cr),
+		fmt.Sprintf("drwatch %.0f µs, blackbox_exporter %.0f µs: **%.2f×**%s", cost.num(t, "summary.mean_cpu_per_probe_us"), cost.num(t, "blackbox.cpu_per_probe_us"), cr, failedNote(cost)),
 		"≤ 0.5×", verdict(cr, 0.5), cost)
 	rss := cost.num(t, "summary.max_rss_mib")
 	anon := "not recorded"

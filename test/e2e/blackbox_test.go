@@ -104,17 +104,39 @@ func (bb *blackbox) probe(c *http.Client) (bool, string) {
 		return false, fmt.Sprintf("http %d", resp.StatusCode)
 	}
 	if !strings.Contains(string(body), "\nprobe_success 1\n") {
-		return false, "probe_success not 1:\n" + tail(string(body), 30)
+		// The phases' durations say where it failed (a timeout shows as
+		// a phase that ran to the module's timeout).
+		var phases []string
+		for _, l := range strings.Split(string(body), "\n") {
+			if strings.HasPrefix(l, "probe_http_duration_seconds{") || strings.HasPrefix(l, "probe_http_status_code ") {
+				phases = append(phases, l)
+			}
+		}
+		return false, "probe_success not 1: " + strings.Join(phases, "; ")
 	}
 	return true, ""
 }
 
+// driven counts the probes drive asked for, and keeps the first failure's
+// reason.
+type driven struct {
+	ok, failed atomic.Int64
+	mu         sync.Mutex
+	first      string
+}
+
+func (d *driven) firstFailure() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.first
+}
+
 // drive probes the target through the exporter at rate probes per second
 // until ctx ends, the way Prometheus drives it (one /probe request each),
-// and returns how many succeeded and failed. The benchmark's own CPU for
+// and counts how many succeeded and failed. The benchmark's own CPU for
 // this is not counted: only the exporter's process is measured.
-func (bb *blackbox) drive(ctx context.Context, rate int) (ok, failed *atomic.Int64, wait func()) {
-	ok, failed = new(atomic.Int64), new(atomic.Int64)
+func (bb *blackbox) drive(ctx context.Context, rate int) (d *driven, wait func()) {
+	d = &driven{}
 	c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: rate}}
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -136,13 +158,19 @@ func (bb *blackbox) drive(ctx context.Context, rate int) (ok, failed *atomic.Int
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if good, _ := bb.probe(c); good {
-					ok.Add(1)
-				} else {
-					failed.Add(1)
+				good, why := bb.probe(c)
+				if good {
+					d.ok.Add(1)
+					return
 				}
+				d.failed.Add(1)
+				d.mu.Lock()
+				if d.first == "" {
+					d.first = why
+				}
+				d.mu.Unlock()
 			}()
 		}
 	}()
-	return ok, failed, wg.Wait
+	return d, wg.Wait
 }
