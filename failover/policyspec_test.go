@@ -3,8 +3,8 @@ package failover
 import (
 	"encoding/json"
 	"reflect"
-	"strings"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
