@@ -342,6 +342,16 @@ func (h *harness) run(line string) string {
 		return strings.Join(out, "\n")
 	case "verdicts":
 		return renderVerdicts(h.m.View())
+	case "suspect":
+		v := h.m.View()
+		if len(v.Suspect) == 0 {
+			return "suspect: none"
+		}
+		var ss []string
+		for _, site := range v.Suspect {
+			ss = append(ss, string(site))
+		}
+		return "suspect: " + list(ss)
 	case "desired":
 		return renderDesired(h.m.Desired())
 	case "history":

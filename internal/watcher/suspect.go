@@ -28,31 +28,22 @@ var _ Reprober = (*probes.Scheduler)(nil)
 //     and has failed fewer than fall times in a row, and this node's
 //     replica does not already hold it DOWN for this node. It ends when the
 //     probe reaches fall (the vote is cast) or succeeds once.
-//   - committed: the replicated state shows a fresh, non-abstaining
-//     watcher (any, this one too) with a critical probe of it failing and
-//     not yet DOWN: counting down towards fall. The site is probed at once,
-//     then fast, until it settles: no watcher counts down any more (each
-//     sees it UP or has voted it DOWN), or a decision is taken (the desired
-//     generation moved), after which it is not suspect again until no
-//     watcher counts down.
+//   - committed: the replicated state names it suspect (failover.View
+//     Suspect): a committed report of some watcher, this one too, shows a
+//     critical probe of it counting down towards fall. It is probed at
+//     once, then fast, until it settles: nobody counts down any more, or a
+//     decision is taken.
 //
 // Only failures make a site suspect, and a probe already DOWN never does:
 // a recovering site is probed at the interval, so rise, and failback, are
 // never sped up.
 type suspicion struct {
-	mu    sync.Mutex
-	fall  int
-	fails map[string]int  // site/probe -> own consecutive failures of a critical probe
-	down  map[string]bool // site/probe this node's replica holds DOWN for this node
-	eps   map[failover.Site]*episode
-	fast  map[failover.Site]bool // what the Reprober was last told
-}
-
-// episode is one site's committed suspicion.
-type episode struct {
-	on       bool
-	disarmed bool   // ended by a decision: not again until nobody counts down
-	gen      uint64 // the desired generation when it began
+	mu        sync.Mutex
+	fall      int
+	fails     map[string]int  // site/probe -> own consecutive failures of a critical probe
+	down      map[string]bool // site/probe this node's replica holds DOWN for this node
+	committed map[failover.Site]bool
+	fast      map[failover.Site]bool // what the Reprober was last told
 }
 
 // reprobe is one change to tell the Reprober.
@@ -64,7 +55,7 @@ type reprobe struct {
 
 func newSuspicion(fall int) *suspicion {
 	return &suspicion{fall: fall, fails: map[string]int{}, down: map[string]bool{},
-		eps: map[failover.Site]*episode{}, fast: map[failover.Site]bool{}}
+		committed: map[failover.Site]bool{}, fast: map[failover.Site]bool{}}
 }
 
 func suspectKey(site failover.Site, probe string) string { return string(site) + "/" + probe }
@@ -95,39 +86,26 @@ func (s *suspicion) view(v failover.View, self string) []reprobe {
 		return nil
 	}
 	s.fall = v.Policy.Fall
-	counting := map[failover.Site]bool{}
 	clear(s.down)
 	for _, n := range v.Nodes {
+		if n.Node != self {
+			continue
+		}
 		for _, p := range n.Probes {
-			if !p.Critical {
-				continue
-			}
-			if n.Node == self && p.State == failover.Down {
+			if p.Critical && p.State == failover.Down {
 				s.down[suspectKey(p.Site, p.Probe)] = true
-			}
-			if !n.Stale && n.Abstain == "" && p.Fresh && p.Fails > 0 && p.State != failover.Down {
-				counting[p.Site] = true
 			}
 		}
 	}
 	var now []failover.Site
-	for _, site := range []failover.Site{failover.Primary, failover.Backup} {
-		ep := s.eps[site]
-		if ep == nil {
-			ep = &episode{}
-			s.eps[site] = ep
-		}
-		switch {
-		case !counting[site]:
-			*ep = episode{}
-		case ep.disarmed:
-		case !ep.on:
-			*ep = episode{on: true, gen: v.Desired.Gen}
+	committed := map[failover.Site]bool{}
+	for _, site := range v.Suspect {
+		committed[site] = true
+		if !s.committed[site] {
 			now = append(now, site)
-		case v.Desired.Gen != ep.gen:
-			*ep = episode{disarmed: true}
 		}
 	}
+	s.committed = committed
 	return s.changes(now)
 }
 
@@ -155,8 +133,7 @@ func cutSite(k string) (failover.Site, string, bool) {
 func (s *suspicion) changes(now []failover.Site) []reprobe {
 	var out []reprobe
 	for _, site := range []failover.Site{failover.Primary, failover.Backup} {
-		ep := s.eps[site]
-		fast := s.own(site) || (ep != nil && ep.on)
+		fast := s.own(site) || s.committed[site]
 		entered := false
 		for _, n := range now {
 			entered = entered || n == site

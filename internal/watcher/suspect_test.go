@@ -32,6 +32,7 @@ func newReplica(t *testing.T) *replica {
 func (r *replica) step(p failover.Payload) {
 	r.t.Helper()
 	r.index++
+	r.at = r.at.Add(100 * time.Millisecond)
 	if _, err := r.m.Step(r.index, failover.Command{At: r.at.UnixNano(), Payload: p}); err != nil {
 		r.t.Fatalf("step %s: %v", p.CommandType(), err)
 	}
