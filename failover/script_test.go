@@ -344,6 +344,9 @@ func (h *harness) run(line string) string {
 		return renderVerdicts(h.m.View())
 	case "suspect":
 		v := h.m.View()
+		if got := h.m.Suspicion("").Suspect; !slices.Equal(got, v.Suspect) {
+			t.Fatalf("Suspicion().Suspect %v differs from View().Suspect %v", got, v.Suspect)
+		}
 		if len(v.Suspect) == 0 {
 			return "suspect: none"
 		}

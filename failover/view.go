@@ -254,6 +254,41 @@ func (m *Machine) View() View {
 	return v
 }
 
+// Suspicion is what a watcher reads of the replicated state after every
+// applied command to decide which sites to re-probe fast, without building
+// a whole View.
+type Suspicion struct {
+	// Fall is the replicated policy's fall; 0 before a policy is set.
+	Fall int
+	// Suspect is View.Suspect.
+	Suspect []Site
+	// Down are the critical probes the state holds DOWN for the node
+	// asked about, as "site/probe".
+	Down []string
+}
+
+// Suspicion returns the suspect sites and node's DOWN critical probes.
+func (m *Machine) Suspicion(node string) Suspicion {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	s := &m.st
+	p := s.Policy
+	if p == nil {
+		return Suspicion{}
+	}
+	out := Suspicion{Fall: p.Fall, Suspect: s.suspects(s.Now, s.Now-int64(p.stale()))}
+	if ns := s.Nodes[node]; ns != nil {
+		for _, site := range sites {
+			for _, ref := range p.Sites[site].Probes {
+				if ps := ns.Probes[probeKey(site, ref.Name)]; ref.Critical && ps != nil && ps.State == Down {
+					out.Down = append(out.Down, probeKey(site, ref.Name))
+				}
+			}
+		}
+	}
+	return out
+}
+
 // suspects are the sites where a fresh watcher that does not abstain has a
 // critical probe counting down towards fall (failing, not DOWN) in a
 // failure that began after the last decision moved traffic. Every watcher

@@ -29,7 +29,7 @@ var _ Reprober = (*probes.Scheduler)(nil)
 //     replica does not already hold it DOWN for this node. It ends when the
 //     probe reaches fall (the vote is cast) or succeeds once.
 //   - committed: the replicated state names it suspect (failover.View
-//     Suspect): a committed report of some watcher, this one too, shows a
+//     Suspect, read through Machine.Suspicion after every applied command): a committed report of some watcher, this one too, shows a
 //     critical probe of it counting down towards fall. It is probed at
 //     once, then fast, until it settles: nobody counts down any more, or a
 //     decision is taken.
@@ -78,24 +78,18 @@ func (s *suspicion) round(r probes.Round) []reprobe {
 	return s.changes(nil)
 }
 
-// view takes the replicated state into account, as node self reads it.
-func (s *suspicion) view(v failover.View, self string) []reprobe {
+// view takes the replicated state into account, as this node reads it
+// (failover.Machine.Suspicion).
+func (s *suspicion) view(v failover.Suspicion) []reprobe {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if v.Policy == nil {
-		return nil
+	if v.Fall == 0 {
+		return nil // no policy replicated yet
 	}
-	s.fall = v.Policy.Fall
+	s.fall = v.Fall
 	clear(s.down)
-	for _, n := range v.Nodes {
-		if n.Node != self {
-			continue
-		}
-		for _, p := range n.Probes {
-			if p.Critical && p.State == failover.Down {
-				s.down[suspectKey(p.Site, p.Probe)] = true
-			}
-		}
+	for _, k := range v.Down {
+		s.down[k] = true
 	}
 	var now []failover.Site
 	committed := map[failover.Site]bool{}
@@ -181,7 +175,7 @@ func (w *Watcher) reprobe(changes []reprobe) {
 // re-probes the sites a committed report shows failing.
 func (w *Watcher) suspectLoop(ctx context.Context) {
 	for {
-		w.reprobe(w.susp.view(w.machine.View(), w.cfg.Node))
+		w.reprobe(w.susp.view(w.machine.Suspicion(w.cfg.Node)))
 		select {
 		case <-ctx.Done():
 			return

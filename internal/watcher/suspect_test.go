@@ -103,17 +103,17 @@ func TestSuspicionCommittedFailingReportOfAnotherNode(t *testing.T) {
 	for _, n := range []string{"a", "b", "c"} {
 		r.report(n, "up", "up")
 	}
-	wantReprobes(t, "all up", s.view(r.m.View(), "a"), "-")
+	wantReprobes(t, "all up", s.view(r.m.Suspicion("a")), "-")
 	r.report("b", "down", "up")
-	wantReprobes(t, "b's failure committed", s.view(r.m.View(), "a"), "primary fast=true now=true;")
+	wantReprobes(t, "b's failure committed", s.view(r.m.Suspicion("a")), "primary fast=true now=true;")
 	r.report("b", "down", "")
-	wantReprobes(t, "b's second failure, a fast round", s.view(r.m.View(), "a"), "-")
+	wantReprobes(t, "b's second failure, a fast round", s.view(r.m.Suspicion("a")), "-")
 	r.report("a", "up", "")
-	wantReprobes(t, "a still sees it up", s.view(r.m.View(), "a"), "-")
+	wantReprobes(t, "a still sees it up", s.view(r.m.Suspicion("a")), "-")
 	r.report("b", "up", "")
-	wantReprobes(t, "b sees it up again: settled", s.view(r.m.View(), "a"), "primary fast=false now=false;")
+	wantReprobes(t, "b sees it up again: settled", s.view(r.m.Suspicion("a")), "primary fast=false now=false;")
 	r.report("c", "", "down")
-	wantReprobes(t, "c fails the backup", s.view(r.m.View(), "a"), "backup fast=true now=true;")
+	wantReprobes(t, "c fails the backup", s.view(r.m.Suspicion("a")), "backup fast=true now=true;")
 }
 
 // Committed suspicion ends when a decision is taken, and does not start
@@ -125,23 +125,23 @@ func TestSuspicionEndsOnDecision(t *testing.T) {
 		r.report(n, "up", "up")
 	}
 	r.report("a", "down", "up")
-	wantReprobes(t, "a fails", s.view(r.m.View(), "c"), "primary fast=true now=true;")
+	wantReprobes(t, "a fails", s.view(r.m.Suspicion("c")), "primary fast=true now=true;")
 	r.report("b", "down", "up")
 	r.report("c", "up", "up")
 	r.report("a", "down", "")
 	r.report("b", "down", "")
-	wantReprobes(t, "counting down", s.view(r.m.View(), "c"), "-")
+	wantReprobes(t, "counting down", s.view(r.m.Suspicion("c")), "-")
 	r.report("c", "down", "") // c begins to count down just before the decision lands
 	r.report("a", "down", "")
 	r.report("b", "down", "")
 	if v := r.m.View(); v.Active != failover.Backup {
 		t.Fatalf("got active %s, want the backup after a and b voted the primary DOWN", v.Active)
 	}
-	wantReprobes(t, "decision taken", s.view(r.m.View(), "c"), "primary fast=false now=false;")
+	wantReprobes(t, "decision taken", s.view(r.m.Suspicion("c")), "primary fast=false now=false;")
 	r.report("c", "down", "")
-	wantReprobes(t, "c still counting down after the decision", s.view(r.m.View(), "c"), "-")
+	wantReprobes(t, "c still counting down after the decision", s.view(r.m.Suspicion("c")), "-")
 	r.report("c", "down", "")
-	wantReprobes(t, "c DOWN too", s.view(r.m.View(), "c"), "-")
+	wantReprobes(t, "c DOWN too", s.view(r.m.Suspicion("c")), "-")
 }
 
 // A DOWN site is never probed fast for its recovery: neither a committed
@@ -160,17 +160,17 @@ func TestSuspicionNeverSpeedsUpRise(t *testing.T) {
 	}
 	// Nothing the watcher does from here may make the primary fast: a's
 	// own failures started while it was not yet DOWN in the replica.
-	wantReprobes(t, "all DOWN", s.view(r.m.View(), "a"), "-")
+	wantReprobes(t, "all DOWN", s.view(r.m.Suspicion("a")), "-")
 	for i := range 3 {
 		wantReprobes(t, fmt.Sprintf("own failure %d while DOWN", i+1), s.round(ownRound(false)), "-")
 	}
 	for _, n := range []string{"a", "b", "c"} {
 		r.report(n, "up", "")
 	}
-	wantReprobes(t, "one success each (rise 2)", s.view(r.m.View(), "a"), "-")
+	wantReprobes(t, "one success each (rise 2)", s.view(r.m.Suspicion("a")), "-")
 	wantReprobes(t, "own success", s.round(ownRound(true)), "-")
 	r.report("b", "down", "")
-	wantReprobes(t, "b fails again while DOWN", s.view(r.m.View(), "a"), "-")
+	wantReprobes(t, "b fails again while DOWN", s.view(r.m.Suspicion("a")), "-")
 	wantReprobes(t, "own failure while DOWN", s.round(ownRound(false)), "-")
 	if got := fmtReprobes(s.changes(nil)); got != "-" {
 		t.Fatalf("got %s, want nothing fast", got)
