@@ -684,8 +684,9 @@ func (s *Scheduler) fastLoop(ctx context.Context, fs *fastSite) {
 	defer timer.Stop()
 	for {
 		var fire <-chan time.Time
-		if due, ok := s.fastDue(fs, time.Now()); ok {
-			timer.Reset(time.Until(due))
+		awaited, ok := s.fastDue(fs, time.Now())
+		if ok {
+			timer.Reset(time.Until(awaited))
 			fire = timer.C
 		}
 		select {
@@ -696,15 +697,26 @@ func (s *Scheduler) fastLoop(ctx context.Context, fs *fastSite) {
 			continue
 		case <-fire:
 		}
-		// A full round may have covered the site while waiting.
-		now := time.Now()
-		due, ok := s.fastDue(fs, now)
-		if !ok || due.After(now) {
+		tick, ok := s.fastReady(fs, awaited, time.Now())
+		if !ok {
 			continue
 		}
 		fs.now.Store(false)
-		s.runFast(ctx, fs, due)
+		s.runFast(ctx, fs, tick)
 	}
+}
+
+// fastReady says whether the fast round awaited is still due at now, and
+// at which tick: a full round may have covered the site, or SetFast
+// turned it off, while waiting. It asks from the awaited tick, not from
+// now, so a timer that fires late runs the tick it waited for instead of
+// moving on to the next one.
+func (s *Scheduler) fastReady(fs *fastSite, awaited, now time.Time) (time.Time, bool) {
+	tick, ok := s.fastDue(fs, awaited)
+	if !ok || tick.After(now) {
+		return time.Time{}, false
+	}
+	return tick, true
 }
 
 // fastDue is when fs's next fast round is due, if one is: at once for

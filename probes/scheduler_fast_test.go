@@ -249,3 +249,35 @@ func TestSchedulerMergesPendingRound(t *testing.T) {
 		t.Fatalf("got %d dropped, want 1", st.Dropped)
 	}
 }
+
+// A fast tick whose timer fires late (a busy machine) still runs, at the
+// tick it waited for, rather than moving on to the next one; one a full
+// round covered meanwhile, or one for a site no longer fast, does not.
+func TestSchedulerLateFastTimerRunsItsTick(t *testing.T) {
+	const interval, fast = 2 * time.Second, 500 * time.Millisecond
+	s := schedNew(t, fastSites("p"), SchedulerOptions{Interval: interval, FastInterval: fast, Probers: map[string]ProbeFunc{"p": schedOK}})
+	fs := s.sites["primary"]
+	grid := time.Unix(1_700_000_000, 0) // a full tick
+	fs.last.Store(grid.UnixNano())
+	fs.on.Store(true)
+	awaited, ok := s.fastDue(fs, grid.Add(10*time.Millisecond))
+	if !ok || !awaited.Equal(grid.Add(fast)) {
+		t.Fatalf("due after a full round: got %s %v, want +%s", awaited.Sub(grid), ok, fast)
+	}
+	late := awaited.Add(60 * time.Millisecond)
+	if tick, ok := s.fastReady(fs, awaited, late); !ok || !tick.Equal(awaited) {
+		t.Fatalf("timer 60ms late: got tick +%s ready=%v, want the awaited +%s", tick.Sub(grid), ok, awaited.Sub(grid))
+	}
+	if _, ok := s.fastReady(fs, awaited, awaited.Add(-time.Millisecond)); ok {
+		t.Fatalf("timer early: got ready, want not yet")
+	}
+	fs.last.Store(awaited.Add(-time.Millisecond).UnixNano()) // a round covered the site meanwhile
+	if _, ok := s.fastReady(fs, awaited, late); ok {
+		t.Fatalf("covered by another round meanwhile: got ready, want skipped")
+	}
+	fs.last.Store(grid.UnixNano())
+	fs.on.Store(false)
+	if _, ok := s.fastReady(fs, awaited, late); ok {
+		t.Fatalf("site no longer fast: got ready, want not")
+	}
+}
