@@ -650,12 +650,6 @@ func (s *Scheduler) SetFast(site string, on bool) {
 	fs.poke()
 }
 
-// Fast reports whether site is set fast.
-func (s *Scheduler) Fast(site string) bool {
-	fs := s.sites[site]
-	return fs != nil && fs.on.Load()
-}
-
 // ProbeNow asks Run for a fast round of site as soon as the bounds allow:
 // FastInterval after the tick of the last round that covered the site, and
 // not while one still runs its probes (that round's results are the fresh
