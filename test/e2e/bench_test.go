@@ -329,7 +329,7 @@ func report(b *testing.B, w *World, got []trial, run benchRun) {
 		"fault":            "primary Caddy killed (SIGKILL); probes see connection refused",
 		"kill_phases":      "trial i of n kills at phase (i+0.5)/n of the probe interval on the wall-clock grid (stratified)",
 		"floor_definition": "decision Timings.DetectedAt: completion of the probe that gave the quorum-th watcher its fall-th failure, on that watcher's clock",
-		"lower_bound":      "the first failing probe can run right after the kill, so kill -> floor >= (fall-1) x interval plus one probe's duration",
+		"lower_bound":      "without fast re-probing the first failing probe can run right after the kill and the others follow at interval, so kill -> floor >= (fall-1) x interval plus one probe's duration; with it (fast_interval) the others follow at fast_interval, so the floor is about phase + (fall-1) x fast_interval, and ratio_floor_after_kill_over_lower_bound below 1 is what fast re-probing gains",
 		"end_definition":   "first answer of the backup address by BIND, polled every 10 ms",
 		"machine":          "2 shared cores: other engineers' builds and tests ran during the trials, so compare ratios and percentiles, not single absolute times",
 		"trials_raw":       got,
