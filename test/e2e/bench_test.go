@@ -67,8 +67,8 @@ func BenchmarkFailoverDeploySettings(b *testing.B) {
 				command: "go test -run '^$' -bench BenchmarkFailoverDeploySettings -benchtime 1x ./test/e2e/",
 				file:    "failover_deploy.json",
 				extra: map[string]any{
-					"settings":      "deploy/examples policy: interval 2s, timeout 1500ms, fall 3, rise 5, quorum 2, fast_interval not set (its default)",
-					"target":        "median kill -> BIND answers backup <= 0.4 x fall x interval",
+					"settings": "deploy/examples policy: interval 2s, timeout 1500ms, fall 3, rise 5, quorum 2, fast_interval not set (its default)",
+					"target":   "median kill -> BIND answers backup <= 0.4 x fall x interval",
 				},
 			}
 		})
