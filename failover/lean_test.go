@@ -3,6 +3,7 @@ package failover
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -34,6 +35,8 @@ type leanPair struct {
 	// every compares the machines' whole states after every every-th
 	// command (and after every refusal); responses are compared always.
 	every, steps int
+	// log is every command the lean machine was given, in order.
+	log [][]byte
 }
 
 type leanPolicy struct {
@@ -66,6 +69,7 @@ func newLeanPair(t *testing.T) *leanPair {
 func (lp *leanPair) other(b []byte) {
 	lp.t.Helper()
 	lp.index++
+	lp.log = append(lp.log, b)
 	rf, rl := lp.full.Apply(lp.index, b), lp.lean.Apply(lp.index, b)
 	if !bytes.Equal(rf, rl) {
 		lp.t.Fatalf("index %d %s: full machine answered %s, lean machine %s", lp.index, b, rf, rl)
@@ -107,6 +111,7 @@ func (lp *leanPair) report(at int64, o Observe, now int64, lag int, fault leanFa
 	lp.stats.leanBytes += len(lb)
 	lp.stats.fullBytes += len(fb)
 	lp.index++
+	lp.log = append(lp.log, lb)
 	rl := lp.lean.Apply(lp.index, lb)
 	resL, errL := DecodeResponse(rl)
 	if errL != nil {
@@ -144,6 +149,7 @@ func (lp *leanPair) report(at int64, o Observe, now int64, lag int, fault leanFa
 	if fault == leanDuplicate {
 		lp.stats.dup++
 		lp.index++
+		lp.log = append(lp.log, lb)
 		rl, rf := lp.lean.Apply(lp.index, lb), lp.full.Apply(lp.index, fb)
 		if r, err := DecodeResponse(rl); err != nil || r.Noop != "duplicate" || !bytes.Equal(rl, rf) {
 			t.Fatalf("index %d: repeated report answered %s (full %s), want a duplicate no-op", lp.index, rl, rf)
@@ -525,4 +531,93 @@ func (n *leanNode) result(r *rand.Rand, site Site, probe string, stamp int64, si
 		}
 	}
 	return res
+}
+
+// A lean report the recorded state cannot complete as the watcher meant it
+// is refused with ErrBadCommand and changes nothing; a malformed one too.
+func TestLeanReportRefusals(t *testing.T) {
+	p := scriptPolicyDefaults()
+	p.Fall, p.Rise = 3, 2
+	p.Sites = map[Site]SitePolicy{Primary: {Probes: []ProbeRef{{Name: "web", Critical: true}, {Name: "api"}}}, Backup: {Probes: []ProbeRef{{Name: "web", Critical: true}}}}
+	h := p.Hash()
+	ok := func(site Site, probe string) ProbeResult {
+		return ProbeResult{Site: site, Probe: probe, OK: true, LatencyMS: 7, CompletedAt: base + 1}
+	}
+	setup := func(t *testing.T, first []ProbeResult) *Machine {
+		m := New()
+		mustStep(t, m, 1, Command{At: base, Payload: SetPolicy{Policy: p}})
+		mustStep(t, m, 2, Command{At: base + 1e9, Payload: Observe{Node: "a", Seq: 1, PolicyHash: h, Results: first}})
+		return m
+	}
+	all := []ProbeResult{ok(Primary, "web"), ok(Primary, "api"), ok(Backup, "web")}
+	both := []Site{Primary, Backup}
+	for _, c := range []struct {
+		name  string
+		first []ProbeResult
+		o     Observe
+		want  string
+	}{
+		{"base is not the last round", all, Observe{Node: "a", Seq: 3, Base: 2, PolicyHash: h, Sites: both}, "lean report on round 2, but the last applied round is 1"},
+		{"node never reported", all, Observe{Node: "b", Seq: 2, Base: 1, PolicyHash: h, Sites: both}, "last applied round is 0"},
+		{"other policy than the base's", all, Observe{Node: "a", Seq: 2, Base: 1, PolicyHash: "0123456789ab", Sites: both}, "lean report under policy 0123456789ab"},
+		{"repeat of a probe never recorded", all[:2], Observe{Node: "a", Seq: 2, Base: 1, PolicyHash: h, Sites: both}, "repeats backup/web, which has no recorded result"},
+		{"no site covered", all, Observe{Node: "a", Seq: 2, Base: 1, PolicyHash: h}, "covers no site"},
+		{"unknown site", all, Observe{Node: "a", Seq: 2, Base: 1, PolicyHash: h, Sites: []Site{"elsewhere"}}, `sites[0]: "elsewhere" must be primary or backup`},
+		{"site twice", all, Observe{Node: "a", Seq: 2, Base: 1, PolicyHash: h, Sites: []Site{Backup, Backup}}, "sites[1]: backup twice"},
+		{"sites without base", all, Observe{Node: "a", Seq: 2, PolicyHash: h, Sites: both, Results: all}, "sites or round_at without base"},
+		{"round_at without base", all, Observe{Node: "a", Seq: 2, PolicyHash: h, RoundAt: base, Results: all}, "sites or round_at without base"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := setup(t, c.first)
+			before := mustSnapshot(t, m)
+			_, err := m.Step(3, Command{At: base + 2e9, Payload: c.o})
+			if !errors.Is(err, ErrBadCommand) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want ErrBadCommand saying %q", err, c.want)
+			}
+			if after := mustSnapshot(t, m); !bytes.Equal(before, after) {
+				t.Errorf("the refused report changed the state:\n%s", jsonDiff(before, after))
+			}
+		})
+	}
+	t.Run("policy replaced since the base", func(t *testing.T) {
+		m := setup(t, all)
+		q := p.clone()
+		q.Fall = 4
+		mustStep(t, m, 3, Command{At: base + 2e9, Payload: SetPolicy{Policy: q}})
+		if _, err := m.Step(4, Command{At: base + 3e9, Payload: Observe{Node: "a", Seq: 2, Base: 1, PolicyHash: h, Sites: both}}); !errors.Is(err, ErrBadCommand) {
+			t.Fatalf("got %v, want ErrBadCommand", err)
+		}
+	})
+	t.Run("a retried round is a duplicate before its base is checked", func(t *testing.T) {
+		m := setup(t, all)
+		r, err := m.Step(3, Command{At: base + 2e9, Payload: Observe{Node: "a", Seq: 1, Base: 9, PolicyHash: h, Sites: both}})
+		if err != nil || r.Noop != "duplicate" {
+			t.Fatalf("got %+v, %v, want a duplicate no-op", r, err)
+		}
+	})
+	t.Run("heartbeat repeats every covered probe", func(t *testing.T) {
+		m := setup(t, all)
+		fail := ProbeResult{Site: Primary, Probe: "api", Class: "connect", Reason: "refused", CompletedAt: base + 2e9 - 5}
+		mustStep(t, m, 3, Command{At: base + 2e9, Payload: Observe{Node: "a", Seq: 2, Base: 1, PolicyHash: h, Sites: []Site{Primary}, RoundAt: base + 2e9, Results: []ProbeResult{fail}}})
+		mustStep(t, m, 4, Command{At: base + 3e9, Payload: Observe{Node: "a", Seq: 3, Base: 2, PolicyHash: h, Sites: both, RoundAt: base + 3e9, Results: []ProbeResult{}}})
+		ps := m.st.Nodes["a"].Probes
+		for k, want := range map[string]string{"primary/web": "+++", "primary/api": "+--", "backup/web": "++"} {
+			if got := ps[k].Ring; got != want {
+				t.Errorf("%s: ring %q, want %q", k, got, want)
+			}
+		}
+		if got := ps["primary/api"]; got.Fails != 2 || got.FirstFailAt != fail.CompletedAt || got.Last.CompletedAt != base+3e9 || got.Last.Reason != "refused" {
+			t.Errorf("primary/api: got %+v, want 2 failures from %d, the last one repeated at %d", got, fail.CompletedAt, base+3e9)
+		}
+		if got := ps["primary/web"].Last; got.LatencyMS != 7 || got.CompletedAt != base+3e9 {
+			t.Errorf("primary/web: got %+v, want the latency of round 1, completed at the heartbeat's round_at", got)
+		}
+	})
+}
+
+func mustStep(t *testing.T, m *Machine, index uint64, c Command) {
+	t.Helper()
+	if _, err := m.Step(index, c); err != nil {
+		t.Fatalf("step %d %s: %v", index, c.Type(), err)
+	}
 }
