@@ -615,7 +615,7 @@ func TestLeanReportRefusals(t *testing.T) {
 	})
 }
 
-func mustStep(t *testing.T, m *Machine, index uint64, c Command) {
+func mustStep(t testing.TB, m *Machine, index uint64, c Command) {
 	t.Helper()
 	if _, err := m.Step(index, c); err != nil {
 		t.Fatalf("step %d %s: %v", index, c.Type(), err)
