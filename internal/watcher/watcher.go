@@ -144,6 +144,7 @@ type Watcher struct {
 	cfg     Config
 	machine *failover.Machine
 	hash    string
+	rep     *Reporter // sends the rounds, lean when it can
 	log     *slog.Logger
 	metrics *metrics
 
@@ -171,6 +172,7 @@ func New(cfg Config) (*Watcher, error) {
 		cfg.Registry = prometheus.NewRegistry()
 	}
 	w := &Watcher{cfg: cfg, machine: cfg.FSM.m, hash: cfg.Policy.Hash(), log: cfg.Logger}
+	w.rep = NewReporter(cfg.Node, w.hash)
 	w.lastRound.Store(cfg.Now().UnixNano())
 	var err error
 	if w.metrics, err = newMetrics(cfg.Registry, w); err != nil {
