@@ -621,3 +621,75 @@ func mustStep(t testing.TB, m *Machine, index uint64, c Command) {
 		t.Fatalf("step %d %s: %v", index, c.Type(), err)
 	}
 }
+
+// The encoder sends what the log does not know: changes at once, material
+// latency changes at most every LeanLatencyEvery, small moves at most every
+// LeanRefreshEvery, and every result of a site the round does not cover.
+func TestLeanEncoderSendsWhatTheLogDoesNotKnow(t *testing.T) {
+	p := scriptPolicyDefaults()
+	p.Fall, p.Rise = 3, 2
+	p.Sites = map[Site]SitePolicy{Primary: {Probes: []ProbeRef{{Name: "web", Critical: true}, {Name: "api"}}}, Backup: {Probes: []ProbeRef{{Name: "web", Critical: true}}}}
+	m := New()
+	mustStep(t, m, 1, Command{At: base, Payload: SetPolicy{Policy: p}})
+	pol, h := m.Policy()
+	var e LeanEncoder
+	seq, idx := uint64(0), uint64(1)
+	lat := map[string]int64{"primary/web": 5, "primary/api": 5, "backup/web": 5}
+	cert := int64(1_800_000_000)
+	send := func(at time.Duration, extra ...ProbeResult) []string {
+		t.Helper()
+		seq++
+		now := base + int64(at)
+		o := Observe{Node: "a", Seq: seq, PolicyHash: h}
+		for _, k := range []string{"primary/web", "primary/api", "backup/web"} {
+			if lat[k] < 0 {
+				continue // not in this round
+			}
+			site, name, _ := cutKey(k)
+			o.Results = append(o.Results, ProbeResult{Site: site, Probe: name, OK: true, LatencyMS: lat[k], CertExpiry: cert, CompletedAt: now})
+		}
+		o.Results = append(o.Results, extra...)
+		lo := e.Encode(o, pol, h, now)
+		idx++
+		if _, err := m.Step(idx, Command{At: now, Payload: lo}); err != nil {
+			t.Fatalf("at %s: %v", at, err)
+		}
+		e.Applied(now)
+		var out []string
+		if lo.Base == 0 {
+			out = append(out, "full")
+		}
+		for _, r := range lo.Results {
+			out = append(out, probeKey(r.Site, r.Probe))
+		}
+		return out
+	}
+	check := func(step string, got []string, want ...string) {
+		t.Helper()
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: sent %v, want %v", step, got, want)
+		}
+	}
+	check("first round", send(0), "full", "primary/web", "primary/api", "backup/web")
+	lat["primary/web"] = 6
+	check("a small move", send(time.Second))
+	lat["primary/web"] = 40
+	check("a material change 2s after the last send", send(2*time.Second))
+	check("the same, 10s after", send(10*time.Second), "primary/web")
+	lat["primary/web"] = 5
+	check("back to normal 1s later", send(11*time.Second))
+	check("back to normal 10s later", send(21*time.Second), "primary/web")
+	lat["primary/api"] = 6
+	check("a small move before the refresh", send(29*time.Second))
+	check("a small move after the refresh period", send(61*time.Second), "primary/api")
+	lat["primary/api"] = -1
+	check("a round without primary/api", send(62*time.Second), "primary/web")
+	lat["primary/api"] = 6
+	check("an unknown probe", send(63*time.Second, ProbeResult{Site: Backup, Probe: "ghost", OK: true}), "backup/ghost")
+	cert += 90 * 86400
+	check("certificates renewed", send(64*time.Second), "primary/web", "primary/api", "backup/web")
+	check("nothing new", send(65*time.Second))
+	if got := m.st.Nodes["a"].Probes["primary/web"].Last.LatencyMS; got != 5 {
+		t.Errorf("primary/web: recorded latency %d, want 5", got)
+	}
+}
