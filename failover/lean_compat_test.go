@@ -53,14 +53,7 @@ func TestLeanEncodingIsStable(t *testing.T) {
 	if *rewriteGolden {
 		writeLeanGolden(t)
 	}
-	want := map[string]wireEncodeCase{}
-	for _, l := range goldenLines(t, leanEncodeGolden) {
-		var c wireEncodeCase
-		if err := json.Unmarshal(l, &c); err != nil {
-			t.Fatalf("%s: %v", leanEncodeGolden, err)
-		}
-		want[c.Name] = c
-	}
+	want := goldenCases(t, leanEncodeGolden, func(c wireEncodeCase) string { return c.Name })
 	for _, tc := range leanWireCommands() {
 		w, ok := want[tc.name]
 		if !ok {
@@ -74,14 +67,7 @@ func TestLeanEncodingIsStable(t *testing.T) {
 			t.Errorf("%s: got %s (%v) after Stamp, want %s", tc.name, s, err, w.Stamped)
 		}
 	}
-	got := map[string]wireDecodeCase{}
-	for _, l := range goldenLines(t, leanDecodeGolden) {
-		var c wireDecodeCase
-		if err := json.Unmarshal(l, &c); err != nil {
-			t.Fatalf("%s: %v", leanDecodeGolden, err)
-		}
-		got[c.In] = c
-	}
+	got := goldenCases(t, leanDecodeGolden, func(c wireDecodeCase) string { return c.In })
 	for _, in := range leanDecodeInputs {
 		if w, ok := got[in]; !ok {
 			t.Errorf("%q: not in %s", in, leanDecodeGolden)
