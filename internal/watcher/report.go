@@ -44,9 +44,9 @@ func Phase(nodes []string, node string, interval time.Duration) time.Duration {
 }
 
 // reportLoop sends each probe round to the leader as an Observe command
-// (lean when it can, see Reporter),
-// and keeps the scheduler's phase at this node's place in the replicated
-// member order (the file's until a policy is replicated).
+// (lean when it can, see Reporter), and keeps the scheduler's phase at this
+// node's place in the replicated member order (the file's until a policy
+// is replicated).
 func (w *Watcher) reportLoop(ctx context.Context, rounds <-chan probes.Round) {
 	for {
 		select {
