@@ -31,17 +31,18 @@ func NewReporter(node, hash string) *Reporter {
 
 // Report proposes round r through p and waits for its outcome; policy and
 // policyHash are the replicated policy as the local replica has it, now
-// this watcher's clock. The result and error are failover.Submit's. Its
+// this watcher's clock. The result and error are failover.Submit's; lean
+// says whether the report sent was a lean one. Its
 // outcome updates the view: applied, the next report builds on it; not
 // sent at all (cluster.ErrNotSent), the view still holds; otherwise
 // (refused, or unknown as after a timeout) the next report is full, and a
 // failed lean report keeps reports full for failover.LeanBackoff, since a
 // leader older than lean reports refuses them all.
-func (rp *Reporter) Report(ctx context.Context, p failover.Proposer, policy *failover.Policy, policyHash string, r probes.Round, now func() time.Time) (failover.Result, error) {
+func (rp *Reporter) Report(ctx context.Context, p failover.Proposer, policy *failover.Policy, policyHash string, r probes.Round, now func() time.Time) (res failover.Result, lean bool, err error) {
 	rp.mu.Lock()
 	defer rp.mu.Unlock()
 	o := rp.enc.Encode(Observation(rp.node, rp.hash, r), policy, policyHash, now().UnixNano())
-	res, _, err := failover.Submit(ctx, p, failover.Command{Payload: o})
+	res, _, err = failover.Submit(ctx, p, failover.Command{Payload: o})
 	switch {
 	case err == nil && res.Noop != "duplicate":
 		rp.enc.Applied(now().UnixNano())
@@ -52,5 +53,5 @@ func (rp *Reporter) Report(ctx context.Context, p failover.Proposer, policy *fai
 		// not this one: what the log holds is unknown.
 		rp.enc.Lost(now().UnixNano())
 	}
-	return res, err
+	return res, o.Base != 0, err
 }

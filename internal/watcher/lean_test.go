@@ -85,7 +85,10 @@ func TestReporterSendsLeanReportsOnlyOnAKnownBase(t *testing.T) {
 		t.Helper()
 		lp.at = lp.at.Add(time.Second)
 		p, h := m.Policy()
-		_, err := rep.Report(context.Background(), lp, p, h, round(webOK), func() time.Time { return lp.at })
+		_, lean, err := rep.Report(context.Background(), lp, p, h, round(webOK), func() time.Time { return lp.at })
+		if lean != wantLean {
+			t.Fatalf("%s: Report says lean %v, want %v", step, lean, wantLean)
+		}
 		if lp.fail == nil && err != nil && !errors.Is(err, cluster.ErrNotSent) && !errors.Is(err, errLost) {
 			t.Fatalf("%s: %v", step, err)
 		}

@@ -81,7 +81,7 @@ func (w *Watcher) report(ctx context.Context, r probes.Round) {
 	}
 	// A report older than one interval is worth little; do not queue it.
 	pctx, cancel := context.WithTimeout(ctx, w.cfg.Interval)
-	_, err := w.rep.Report(pctx, w.cfg.Cluster, p, hash, r, w.cfg.Now)
+	_, _, err := w.rep.Report(pctx, w.cfg.Cluster, p, hash, r, w.cfg.Now)
 	cancel()
 	w.mu.Lock()
 	prevErr := w.lastReport.err

@@ -73,6 +73,7 @@ type World struct {
 // Stats counts what a run did.
 type Stats struct {
 	Reports, ReportsCommitted int
+	ReportsLean               int // committed lean reports
 	Commands, CommandsAcked   int
 	Faults                    int
 	AutoFlips                 int
@@ -283,11 +284,14 @@ func (w *World) reportLoop(ctx context.Context, n *simNode, node *cluster.Node) 
 				continue
 			}
 			pctx, cancel := context.WithTimeout(ctx, Interval)
-			_, err := rep.Report(pctx, node, p, hash, r, clock)
+			_, lean, err := rep.Report(pctx, node, p, hash, r, clock)
 			cancel()
 			if err == nil {
 				w.mu.Lock()
 				w.stats.ReportsCommitted++
+				if lean {
+					w.stats.ReportsLean++
+				}
 				w.mu.Unlock()
 			}
 		}
