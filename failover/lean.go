@@ -17,7 +17,8 @@ import (
 // The pacing of what is sent anyway, for the status page:
 const (
 	// LeanLatencyEvery is how often at most a probe's latency goes out
-	// when it changed materially (LeanMaterialMS and half the recorded one).
+	// when it changed materially: by LeanMaterialMS and half the recorded
+	// one, in this round and the one before (a one-round blip is noise).
 	LeanLatencyEvery = 10 * time.Second
 	// LeanMaterialMS is the smallest latency change, in milliseconds, that
 	// counts as material.
@@ -50,9 +51,9 @@ const (
 // than fall recorded failures in a row (so the failure that starts an
 // episode and the one that makes the probe DOWN carry their own completion
 // times, and Timings come out as from full reports), when its latency
-// changed materially (at most every LeanLatencyEvery), when its latency
-// changed at all and LeanRefreshEvery passed, when the probe has no
-// recorded result, and whenever its site is not covered: a round that
+// changed materially for two rounds (at most every LeanLatencyEvery), when
+// its latency changed at all and LeanRefreshEvery passed, when the probe
+// has no recorded result, and whenever its site is not covered: a round that
 // lacks a result for some probe of the policy's site sends that site's
 // results as they are. Results for probes the policy does not name always
 // go out. The zero value is ready to use; it is not safe for concurrent use.
@@ -70,6 +71,7 @@ type leanProbe struct {
 	fails      int         // recorded failures in a row, never more than the log's
 	sentAt     int64       // when a result of the probe last went out
 	recordedAt int64       // when a report that recorded it was known applied
+	prev       int64       // the latency of the round before, sent or not
 }
 
 // leanPending is the report awaiting its outcome.
@@ -137,6 +139,11 @@ func (e *LeanEncoder) encode(o Observe, p *Policy, hash string, now int64) Obser
 			lean.Results = append(lean.Results, r)
 		}
 	}
+	for _, r := range o.Results {
+		if v := e.view[probeKey(r.Site, r.Probe)]; v != nil {
+			v.prev = r.LatencyMS
+		}
+	}
 	return lean
 }
 
@@ -151,18 +158,23 @@ func (e *LeanEncoder) send(k string, r ProbeResult, fall int, now int64) bool {
 	case !r.OK && v.fails < fall:
 		return true
 	}
-	d := r.LatencyMS - v.last.LatencyMS
-	if d < 0 {
-		d = -d
-	}
 	since := now - v.sentAt
 	switch {
-	case d == 0:
+	case r.LatencyMS == v.last.LatencyMS:
 		return false
-	case d >= LeanMaterialMS && 2*d >= v.last.LatencyMS && since >= int64(LeanLatencyEvery):
+	case v.material(r.LatencyMS) && v.material(v.prev) && (r.LatencyMS > v.last.LatencyMS) == (v.prev > v.last.LatencyMS) && since >= int64(LeanLatencyEvery):
 		return true
 	}
 	return since >= int64(LeanRefreshEvery)-refreshOffset(k)
+}
+
+// material reports whether latency differs materially from the recorded one.
+func (v *leanProbe) material(latency int64) bool {
+	d := latency - v.last.LatencyMS
+	if d < 0 {
+		d = -d
+	}
+	return d >= LeanMaterialMS && 2*d >= v.last.LatencyMS
 }
 
 // refreshOffset spreads the probes' refreshes over the second half of
@@ -204,7 +216,7 @@ func (e *LeanEncoder) Applied(now int64) {
 			v = &leanProbe{}
 			e.view[k] = v
 		}
-		v.last, v.sentAt, v.recordedAt = r, pd.at, now
+		v.last, v.sentAt, v.recordedAt, v.prev = r, pd.at, now, r.LatencyMS
 		v.count(r.OK)
 	}
 	for _, site := range o.Sites {

@@ -711,6 +711,10 @@ func TestLeanEncoderSendsWhatTheLogDoesNotKnow(t *testing.T) {
 	check("back to normal 10s later", send(21*time.Second), "primary/web")
 	lat["primary/api"] = 6
 	check("a small move before the refresh", send(29*time.Second))
+	lat["primary/web"] = 90
+	check("a one-round blip", send(40*time.Second))
+	lat["primary/web"] = 5
+	check("gone the next round", send(41*time.Second))
 	check("a small move after the refresh period", send(61*time.Second), "primary/api")
 	lat["primary/api"] = -1
 	check("a round without primary/api", send(62*time.Second), "primary/web")
