@@ -54,6 +54,7 @@ func (w *Watcher) reportLoop(ctx context.Context, rounds <-chan probes.Round) {
 			return
 		case r := <-rounds:
 			w.lastRound.Store(w.cfg.Now().UnixNano())
+			w.reprobe(w.susp.round(r)) // before the report: a commit takes a while
 			w.report(ctx, r)
 			w.rephase()
 		}
