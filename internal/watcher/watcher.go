@@ -149,6 +149,7 @@ type Watcher struct {
 	cfg     Config
 	machine *failover.Machine
 	hash    string
+	rep     *Reporter // sends the rounds, lean when it can
 	log     *slog.Logger
 	metrics *metrics
 	susp    *suspicion
@@ -177,6 +178,7 @@ func New(cfg Config) (*Watcher, error) {
 		cfg.Registry = prometheus.NewRegistry()
 	}
 	w := &Watcher{cfg: cfg, machine: cfg.FSM.m, hash: cfg.Policy.Hash(), log: cfg.Logger, susp: newSuspicion(cfg.Policy.Fall)}
+	w.rep = NewReporter(cfg.Node, w.hash)
 	w.lastRound.Store(cfg.Now().UnixNano())
 	var err error
 	if w.metrics, err = newMetrics(cfg.Registry, w); err != nil {
