@@ -28,7 +28,7 @@ const (
 	// NeutronMaxRoutes is neutron.conf's max_routes: how many extra routes
 	// one router may hold. Neutron's default is 30; a small value lets a
 	// test reach the limit with a handful of routes.
-	NeutronMaxRoutes = 8
+	NeutronMaxRoutes = 16
 )
 
 // neutronBinaries are what Options.Neutron runs, with their Debian package.
