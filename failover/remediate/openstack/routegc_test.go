@@ -3,6 +3,7 @@ package openstack
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/remediatetest"
 	"github.com/drwatch/drwatch/test/openstacksim"
+	"github.com/drwatch/drwatch/test/openstacktest"
+	"github.com/gophercloud/gophercloud/v2"
 )
 
 // fakeNodes is the cluster's Kubernetes nodes as the route GC reads them;
@@ -361,5 +364,136 @@ func TestRouteGCRefusesNodesOfAnotherCluster(t *testing.T) {
 	}
 	if _, err := NewRouteGC(w.c, w.router, podCIDR, cluster, nil, 31, 3).Plan(context.Background()); err == nil {
 		t.Fatal("got no error without a node reader, want a refusal")
+	}
+}
+
+// Neutron validates extra routes, which a simulator would have to guess:
+// a next hop must lie in a subnet of one of the router's ports and must
+// not be one of the router's own addresses.
+func TestNeutronValidatesExtraRouteNextHops(t *testing.T) {
+	w := newWorld(t)
+	for _, tt := range []struct{ route, want string }{
+		{"198.19.4.0/24>10.99.0.1", "the nexthop is not connected with router"},
+		{"198.19.4.0/24>10.180.255.254", "the nexthop is used by router"},
+	} {
+		if err := w.addRoutes(tt.route); err == nil || !strings.Contains(err.Error(), "InvalidRoutes") || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("add route %s: got %v, want Neutron's InvalidRoutes saying %q", tt.route, err, tt.want)
+		}
+	}
+	check(t, "routes", w.routes(), []string{})
+}
+
+// insertRoutes writes routes straight into Neutron's database, as a route
+// that today's validation refuses or a lowered max_routes leaves them: an
+// older release or a restored database.
+func insertRoutes(t *testing.T, w *world, routes ...string) {
+	t.Helper()
+	var vals []string
+	for _, r := range routes {
+		d, h, _ := strings.Cut(r, ">")
+		vals = append(vals, fmt.Sprintf("('%s','%s','%s')", d, h, w.router))
+	}
+	if err := w.stack.Exec(context.Background(), "neutron",
+		"INSERT INTO routerroutes (destination, nexthop, router_id) VALUES "+strings.Join(vals, ",")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// remove_extraroutes re-validates every route the router keeps: one
+// invalid route left on the router makes Neutron refuse every removal,
+// and the failure names that route.
+func TestRouteGCReportsARouteNeutronNoLongerAccepts(t *testing.T) {
+	w, nodes := routeGCWorld(t)
+	insertRoutes(t, w, "198.19.50.0/24>10.99.0.1")
+	before := w.routes()
+	r := NewRouteGC(w.c, w.router, podCIDR, cluster, nodes, 31, 3)
+	acts, err := r.Plan(context.Background())
+	if err != nil || len(acts) != 2 {
+		t.Fatalf("got %v %v, want the two stale routes (the invalid one is not provably ours)", acts, err)
+	}
+	err = r.Apply(context.Background(), acts[0])
+	if err == nil || errorsIsPrecondition(err) {
+		t.Fatalf("got %v, want a failure that is no precondition (the next pass cannot do better)", err)
+	}
+	for _, want := range []string{"198.19.50.0/24 via 10.99.0.1 (next hop outside the router's subnets 10.180.0.0/16)",
+		"the nexthop is not connected with router", "re-validates every route left"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("got %v, want it to say %q", err, want)
+		}
+	}
+	check(t, "routes", w.routes(), before)
+}
+
+// Neutron refuses any change that leaves more than max_routes routes,
+// removals included: a router over the limit by two or more cannot lose
+// a route through remove_extraroutes, and the failure says so; at the
+// limit plus one it can.
+func TestRouteGCReportsARouterOverMaxRoutes(t *testing.T) {
+	w, nodes := routeGCWorld(t)
+	var extra []string
+	for i := len(allRoutes); i < openstacktest.NeutronMaxRoutes+2; i++ {
+		extra = append(extra, fmt.Sprintf("10.%d.0.0/16>10.180.0.1", 100+i))
+	}
+	insertRoutes(t, w, extra...)
+	before := w.routes()
+	r := NewRouteGC(w.c, w.router, podCIDR, cluster, nodes, 31, 3)
+	acts, err := r.Plan(context.Background())
+	if err != nil || len(acts) < 2 || acts[0].Verb != "remove-route" {
+		t.Fatalf("got %v %v, want the two stale routes", acts, err)
+	}
+	err = r.Apply(context.Background(), acts[0])
+	if err == nil || errorsIsPrecondition(err) {
+		t.Fatalf("got %v, want a failure that is no precondition", err)
+	}
+	for _, want := range []string{"RoutesExhausted", fmt.Sprintf("holds %d routes", openstacktest.NeutronMaxRoutes+2), "max_routes + 1",
+		fmt.Sprintf("maximum %d", openstacktest.NeutronMaxRoutes)} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("got %v, want it to say %q", err, want)
+		}
+	}
+	check(t, "routes", w.routes(), before)
+	// One route fewer (by hand): the removal leaves max_routes, which
+	// Neutron accepts.
+	if err := w.stack.Exec(context.Background(), "neutron", fmt.Sprintf("DELETE FROM routerroutes WHERE router_id='%s' AND destination='%s'",
+		w.router, strings.TrimSuffix(extra[0], ">10.180.0.1"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Apply(context.Background(), acts[0]); err != nil {
+		t.Fatalf("at max_routes + 1: got %v, want the removal to pass", err)
+	}
+	if n := len(w.routes()); n != openstacktest.NeutronMaxRoutes {
+		t.Fatalf("got %d routes, want %d", n, openstacktest.NeutronMaxRoutes)
+	}
+}
+
+// With route_limit set to Neutron's max_routes, the warning comes while
+// Neutron still accepts routes, and Neutron really refuses the route past
+// the limit with RoutesExhausted.
+func TestRouteGCWarnsBeforeNeutronRefusesRoutes(t *testing.T) {
+	const margin = 3
+	limit := openstacktest.NeutronMaxRoutes
+	var routes []string
+	for i := 0; i < limit-margin; i++ {
+		routes = append(routes, fmt.Sprintf("10.%d.0.0/16>10.180.0.1", 100+i))
+	}
+	w, nodes := routeGCWorld(t, routes...)
+	r := NewRouteGC(w.c, w.router, podCIDR, cluster, nodes, limit, margin)
+	acts, err := r.Plan(context.Background())
+	if err != nil || len(acts) != 1 || acts[0].Verb != VerbWarn || !strings.Contains(acts[0].Reason, "400 RoutesExhausted") {
+		t.Fatalf("at %d routes: got %v %v, want one warn naming Neutron's answer", limit-margin, acts, err)
+	}
+	var more []string
+	for i := limit - margin; i < limit; i++ {
+		more = append(more, fmt.Sprintf("10.%d.0.0/16>10.180.0.1", 100+i))
+	}
+	if err := w.addRoutes(more...); err != nil {
+		t.Fatalf("up to max_routes: %v", err)
+	}
+	err = w.addRoutes("10.250.0.0/16>10.180.0.1")
+	if !gophercloud.ResponseCodeIs(err, 400) || !strings.Contains(err.Error(), "RoutesExhausted") {
+		t.Fatalf("past max_routes: got %v, want 400 RoutesExhausted", err)
+	}
+	if n := len(w.routes()); n != limit {
+		t.Fatalf("got %d routes, want %d", n, limit)
 	}
 }
