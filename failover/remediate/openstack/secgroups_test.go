@@ -2,12 +2,16 @@ package openstack
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/remediatetest"
+	"github.com/drwatch/drwatch/test/openstacksim"
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/portsecurity"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 )
 
@@ -104,4 +108,116 @@ func TestSecurityGroups(t *testing.T) {
 		got = remediatetest.Summary(remediatetest.Pass(t, fc, r, remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 5, MaxPerHour: 10}))
 		check(t, "next pass", got, []string{"planned add-address-pair port/" + port8, "applied add-address-pair port/" + port8})
 	})
+}
+
+// portWithoutSecurity creates a port for server with port security off
+// (and so no security group), and returns its ID.
+func portWithoutSecurity(t *testing.T, w *world, server, ip string) string {
+	t.Helper()
+	off, none := false, []string{}
+	opts := portsecurity.PortCreateOptsExt{PortSecurityEnabled: &off, CreateOptsBuilder: ports.CreateOpts{NetworkID: w.net,
+		DeviceID: server, DeviceOwner: "compute:nova", SecurityGroups: &none,
+		FixedIPs: []ports.IP{{SubnetID: w.subnet, IPAddress: ip}}}}
+	p, err := ports.Create(context.Background(), w.member, opts).Extract()
+	if err != nil {
+		t.Fatalf("create port without port security: %v", err)
+	}
+	w.ports[server] = p.ID
+	return p.ID
+}
+
+// Neutron refuses security groups and allowed_address_pairs on a port
+// with port security off, which filters nothing: such a port needs
+// neither, and the remediator plans neither.
+func TestSecurityGroupsLeavePortsWithoutPortSecurity(t *testing.T) {
+	w := newWorld(t)
+	sgK := w.group("k-nodes")
+	vm5 := w.id("vm5")
+	w.sim.PutServer(openstacksim.Server{ID: vm5, Name: "k-node-5", Status: "ACTIVE", Metadata: map[string]string{"kluster": "k"}, Created: t0})
+	port5 := portWithoutSecurity(t, w, vm5, "10.180.0.5")
+	w.node("vm4", "k-node-4", "ACTIVE", "10.180.0.4", t0, []string{sgK}, "198.19.0.0/16")
+	ctx := context.Background()
+
+	pairs := []ports.AddressPair{{IPAddress: podCIDR.String()}}
+	_, err := ports.Update(ctx, w.member, port5, ports.UpdateOpts{AllowedAddressPairs: &pairs}).Extract()
+	if !gophercloud.ResponseCodeIs(err, 409) || !strings.Contains(err.Error(), "AddressPairAndPortSecurityRequired") {
+		t.Fatalf("pair on a port without port security: got %v, want Neutron's 409 AddressPairAndPortSecurityRequired", err)
+	}
+	groupsK := []string{sgK}
+	_, err = ports.Update(ctx, w.member, port5, ports.UpdateOpts{SecurityGroups: &groupsK}).Extract()
+	if !gophercloud.ResponseCodeIs(err, 400) || !strings.Contains(err.Error(), "PortSecurityAndIPRequiredForSecurityGroups") {
+		t.Fatalf("group on a port without port security: got %v, want Neutron's 400 PortSecurityAndIPRequiredForSecurityGroups", err)
+	}
+
+	r := NewSecurityGroups(w.c, cluster, w.groupName("k-nodes"), podCIDR)
+	if acts, err := r.Plan(ctx); err != nil || len(acts) != 0 {
+		t.Fatalf("got %v %v, want nothing to do", acts, err)
+	}
+
+	t.Run("port security turned off between plan and apply is a precondition", func(t *testing.T) {
+		vm6 := w.node("vm6", "k-node-6", "ACTIVE", "10.180.0.6", t0, []string{sgK})
+		port6 := w.ports[vm6]
+		acts, err := r.Plan(ctx)
+		if err != nil || len(acts) != 1 || acts[0].Target != "port/"+port6 {
+			t.Fatalf("got %+v %v, want one add-address-pair for %s", acts, err, port6)
+		}
+		off, none := false, []string{}
+		if _, err := ports.Update(ctx, w.member, port6, portsecurity.PortUpdateOptsExt{PortSecurityEnabled: &off,
+			UpdateOptsBuilder: ports.UpdateOpts{SecurityGroups: &none}}).Extract(); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Apply(ctx, acts[0]); !errorsIsPrecondition(err) || !strings.Contains(err.Error(), "port security was turned off") {
+			t.Fatalf("got %v, want ErrPrecondition saying port security was turned off", err)
+		}
+		if acts, err := r.Plan(ctx); err != nil || len(acts) != 0 {
+			t.Fatalf("next plan: got %v %v, want nothing to do", acts, err)
+		}
+	})
+}
+
+// Neutron holds at most max_allowed_address_pair (10) pairs on a port and
+// refuses a duplicate pair: a full port is reported as such, not retried
+// as a precondition, and a port whose pair covers the pod CIDR under
+// another MAC address gets no second one.
+func TestSecurityGroupsAddressPairConflicts(t *testing.T) {
+	w := newWorld(t)
+	sgK := w.group("k-nodes")
+	var ten []string
+	for i := 1; i <= 10; i++ {
+		ten = append(ten, fmt.Sprintf("10.200.0.%d/32", i))
+	}
+	vm4 := w.node("vm4", "k-node-4", "ACTIVE", "10.180.0.4", t0, []string{sgK}, ten...)
+	port4 := w.ports[vm4]
+	ctx := context.Background()
+	// The pod CIDR pair under a MAC address that is not the port's own.
+	vm6 := w.node("vm6", "k-node-6", "ACTIVE", "10.180.0.6", t0, []string{sgK})
+	port6 := w.ports[vm6]
+	macPair := []ports.AddressPair{{IPAddress: podCIDR.String(), MACAddress: "fa:16:3e:aa:bb:cc"}}
+	if _, err := ports.Update(ctx, w.member, port6, ports.UpdateOpts{AllowedAddressPairs: &macPair}).Extract(); err != nil {
+		t.Fatal(err)
+	}
+	dup := []ports.AddressPair{{IPAddress: podCIDR.String()}, {IPAddress: podCIDR.String()}}
+	_, err := ports.Update(ctx, w.member, port6, ports.UpdateOpts{AllowedAddressPairs: &dup}).Extract()
+	if !gophercloud.ResponseCodeIs(err, 400) || !strings.Contains(err.Error(), "DuplicateAddressPairInRequest") {
+		t.Fatalf("duplicate pair: got %v, want Neutron's 400 DuplicateAddressPairInRequest", err)
+	}
+
+	r := NewSecurityGroups(w.c, cluster, w.groupName("k-nodes"), podCIDR)
+	acts, err := r.Plan(ctx)
+	if err != nil || len(acts) != 1 || acts[0].Target != "port/"+port4 {
+		t.Fatalf("got %+v %v, want one add-address-pair for the full port %s only", acts, err, port4)
+	}
+	rev := w.getPort(port4).RevisionNumber
+	err = r.Apply(ctx, acts[0])
+	if err == nil || errorsIsPrecondition(err) {
+		t.Fatalf("got %v, want a failure that is no precondition (the next pass would be refused the same way)", err)
+	}
+	for _, want := range []string{"AllowedAddressPairExhausted", "has 10 allowed address pairs", "port " + port4} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("got %v, want it to say %q", err, want)
+		}
+	}
+	if p := w.getPort(port4); p.RevisionNumber != rev || len(p.AllowedAddressPairs) != 10 {
+		t.Fatalf("got revision %d and %d pairs, want the port untouched (%d, 10)", p.RevisionNumber, len(p.AllowedAddressPairs), rev)
+	}
 }
