@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -122,31 +123,40 @@ enable_security_group = true
 	// An empty --config-dir keeps oslo.config from reading conf.d
 	// directories under /etc/neutron.
 	args := []string{"--config-file", conf, "--config-dir", filepath.Join(dir, "conf.d")}
+	t0 := time.Now()
+	how := "loaded from the schema cache"
 	cache := neutronSchemaCache()
-	if cache != "" {
-		if _, err := os.Stat(cache); err == nil {
-			if err := s.loadDump(ctx, "neutron", cache); err != nil {
-				return err
-			}
-			return s.startProc("neutron", "/usr/bin/neutron-server", args, "neutron.log")
+	if _, err := os.Stat(cache); cache != "" && err == nil {
+		if err := s.loadDump(ctx, "neutron", cache); err != nil {
+			return err
+		}
+	} else {
+		how = "migrated (neutron-db-manage upgrade heads)"
+		if err := s.run(ctx, "neutron-db.log", "/usr/bin/neutron-db-manage", append(args, "upgrade", "heads")...); err != nil {
+			return fmt.Errorf("neutron-db-manage upgrade heads: %w", err)
+		}
+		if cache != "" {
+			// Best effort, like the Keystone and Octavia dumps.
+			s.saveDump(ctx, "neutron", cache)
 		}
 	}
-	if err := s.run(ctx, "neutron-db.log", "/usr/bin/neutron-db-manage", append(args, "upgrade", "heads")...); err != nil {
-		return fmt.Errorf("neutron-db-manage upgrade heads: %w", err)
+	if opts.Logger != nil {
+		opts.Logger.Info("openstacktest neutron database", "how", how, "took", time.Since(t0).Round(100*time.Millisecond))
 	}
-	if cache != "" {
-		// Best effort, like the Keystone and Octavia dumps.
-		s.saveDump(ctx, "neutron", cache)
-	}
+	s.neutronT0 = time.Now()
 	return s.startProc("neutron", "/usr/bin/neutron-server", args, "neutron.log")
 }
 
 // waitNeutron waits until neutron-server answers its version list.
-func (s *Stack) waitNeutron(ctx context.Context) error {
+func (s *Stack) waitNeutron(ctx context.Context, logger *slog.Logger) error {
 	if s.NeutronURL == "" {
 		return nil
 	}
-	return s.waitHTTP(ctx, "neutron", s.NeutronURL+"/", "neutron.log")
+	if err := s.waitHTTP(ctx, "neutron", s.NeutronURL+"/", "neutron.log"); err != nil {
+		return err
+	}
+	logger.Info("openstacktest step done", "step", "neutron-server", "since_its_start", time.Since(s.neutronT0).Round(100*time.Millisecond))
+	return nil
 }
 
 // neutronSchemaCache names the dump of the migrated neutron database: a file

@@ -2,7 +2,9 @@ package openstacktest
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 )
@@ -16,7 +18,9 @@ func TestNeutronServesTokenAuthenticatedAPI(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
 	defer cancel()
-	s, err := New(ctx, Options{Neutron: true})
+	// Start-up steps to stderr (-v): the Neutron steps carry the times
+	// docs/testing.md quotes.
+	s, err := New(ctx, Options{Neutron: true, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -76,6 +76,7 @@ type Stack struct {
 	// NeutronURL is the Neutron API root, http://127.0.0.1:<port> (the
 	// "network" endpoint in the catalog); empty without Options.Neutron.
 	NeutronURL string
+	neutronT0  time.Time // when neutron-server was started
 	// Dir holds all state and logs.
 	Dir string
 
@@ -253,7 +254,7 @@ GRANT ALL ON keystone.* TO 'os'@'127.0.0.1'; GRANT ALL ON octavia.* TO 'os'@'127
 		return nil, err
 	}
 	step("octavia-worker")
-	if err := s.waitNeutron(ctx); err != nil {
+	if err := s.waitNeutron(ctx, logger); err != nil {
 		return nil, err
 	}
 	return s, nil
