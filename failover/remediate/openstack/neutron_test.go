@@ -360,8 +360,8 @@ func (w *world) writes() int { return w.rec.Writes() + w.sim.Writes() }
 // underlay is the world's real Neutron under the simulated Nova.
 type underlay struct{ w *world }
 
-func (u underlay) ServerPorts(server string) ([]openstacksim.Port, error) {
-	pages, err := ports.List(u.w.member, ports.ListOpts{DeviceID: server}).AllPages(context.Background())
+func (u underlay) Ports() ([]openstacksim.Port, error) {
+	pages, err := ports.List(u.w.member, ports.ListOpts{NetworkID: u.w.net}).AllPages(context.Background())
 	if err != nil {
 		return nil, err
 	}
