@@ -155,6 +155,26 @@ type world struct {
 	router string
 	ports  map[string]string // server ID -> its port's ID
 	queued *[]ports.CreateOpts
+	// servers are the simulated Nova's servers, for fork.
+	servers []openstacksim.Server
+}
+
+// fork returns a world on the same Neutron network, router and ports,
+// with its own simulated Nova (holding the same servers) and recorder:
+// for subtests that write nothing to Neutron and change only Nova or the
+// nodes, so that they need not build their own.
+func (w *world) fork(t *testing.T) *world {
+	t.Helper()
+	s, simc := simClients(t)
+	f := *w
+	f.t, f.sim, f.rec = t, s, newRecorder(t, w.stack.NeutronURL)
+	f.c = &Clients{Network: f.rec.client(w.member), Compute: simc.Compute}
+	f.servers = slices.Clone(w.servers)
+	for _, v := range f.servers {
+		s.PutServer(v)
+	}
+	s.UseNeutron(underlay{&f})
+	return &f
 }
 
 var worldSeq struct {
@@ -306,6 +326,7 @@ func (w *world) instance(v openstacksim.Server, ip string, sgs []string, pairs .
 	w.t.Helper()
 	v.ID = w.id(v.ID)
 	w.sim.PutServer(v)
+	w.servers = append(w.servers, v)
 	w.port(v.ID, ip, sgs, pairs...)
 	return v.ID
 }
