@@ -374,6 +374,21 @@ func (w *world) addRoutes(rs ...string) error {
 	return err
 }
 
+// setRoutes makes rs ("dest>nexthop") the router's only routes, with
+// remove_extraroutes and add_extraroutes straight to Neutron.
+func (w *world) setRoutes(rs ...string) {
+	w.t.Helper()
+	old := w.getRouter().Routes
+	if len(old) > 0 {
+		if _, err := extraroutes.Remove(context.Background(), w.member, w.router, extraroutes.Opts{Routes: &old}).Extract(); err != nil {
+			w.t.Fatalf("clear routes: %v", err)
+		}
+	}
+	if err := w.addRoutes(rs...); err != nil {
+		w.t.Fatalf("set routes %v: %v", rs, err)
+	}
+}
+
 // writes counts every write the remediator made: to Neutron through the
 // recorder, and to the simulated Nova.
 func (w *world) writes() int { return w.rec.Writes() + w.sim.Writes() }

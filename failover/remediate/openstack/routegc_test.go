@@ -293,6 +293,9 @@ func TestRouteGCNoDeletesFromAPartialListing(t *testing.T) {
 }
 
 func TestRouteGCJudgesByPodCIDR(t *testing.T) {
+	// The cases share one Neutron world, one after the other: each sets
+	// its route on the router and gets its own simulated Nova and nodes.
+	base, baseNodes := routeGCWorld(t, "198.19.2.0/24>10.180.0.4")
 	for _, tt := range []struct {
 		name   string
 		route  string
@@ -330,8 +333,8 @@ func TestRouteGCJudgesByPodCIDR(t *testing.T) {
 			route: "198.19.8.0/24>10.180.0.8"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			w, nodes := routeGCWorld(t, tt.route)
+			w, nodes := base.fork(t), &fakeNodes{nodes: slices.Clone(baseNodes.nodes)}
+			w.setRoutes(tt.route)
 			if tt.change != nil {
 				tt.change(w, nodes)
 			}
