@@ -51,22 +51,25 @@ func realNeutron(t *testing.T) (*openstacktest.Stack, *gophercloud.ServiceClient
 	neutronClients.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		client := func(c openstacktest.Credentials) (*gophercloud.ServiceClient, error) {
-			p, err := openstack.AuthenticatedClient(ctx, gophercloud.AuthOptions{IdentityEndpoint: st.AuthURL,
-				Username: c.Username, Password: c.Password, DomainName: c.Domain,
-				Scope: &gophercloud.AuthScope{ProjectName: c.ProjectName, DomainName: c.Domain}, AllowReauth: true})
+		client := func(who string, ao gophercloud.AuthOptions) (*gophercloud.ServiceClient, error) {
+			ao.IdentityEndpoint, ao.AllowReauth = st.AuthURL, true
+			p, err := openstack.AuthenticatedClient(ctx, ao)
 			if err != nil {
-				return nil, fmt.Errorf("keystone as %s: %w", c.Username, err)
+				return nil, fmt.Errorf("keystone as %s: %w", who, err)
 			}
 			return openstack.NewNetworkV2(p, gophercloud.EndpointOpts{Region: st.Region})
 		}
 		n := &neutronClients
-		if n.member, n.err = client(st.Member); n.err != nil {
+		// The member project's application credential, as a watcher
+		// node authenticates. Every test builds its own network and
+		// router there: the stack's Neutron keeps no quotas.
+		if n.member, n.err = client("the member's application credential", gophercloud.AuthOptions{
+			ApplicationCredentialID: st.MemberAppCredID, ApplicationCredentialSecret: st.MemberAppCredSecret}); n.err != nil {
 			return
 		}
-		// Every test builds its own network and router in the member
-		// project: the stack's Neutron keeps no quotas.
-		n.admin, n.err = client(st.Admin)
+		a := st.Admin
+		n.admin, n.err = client(a.Username, gophercloud.AuthOptions{Username: a.Username, Password: a.Password, DomainName: a.Domain,
+			Scope: &gophercloud.AuthScope{ProjectName: a.ProjectName, DomainName: a.Domain}})
 	})
 	if neutronClients.err != nil {
 		t.Fatalf("neutron clients: %v", neutronClients.err)
