@@ -73,6 +73,10 @@ type Stack struct {
 	// VIPNetworkID is the made-up network load balancers are created on; the
 	// noop network driver accepts any ID.
 	VIPNetworkID string
+	// NeutronURL is the Neutron API root, http://127.0.0.1:<port> (the
+	// "network" endpoint in the catalog); empty without Options.Neutron.
+	NeutronURL string
+	neutronT0  time.Time // when neutron-server was started
 	// Dir holds all state and logs.
 	Dir string
 
@@ -90,6 +94,8 @@ type Options struct {
 	// Logger, when set, gets one Info line per start-up step with its
 	// duration; nil logs nothing.
 	Logger *slog.Logger
+	// Neutron also runs neutron-server (see neutron.go).
+	Neutron bool
 }
 
 const (
@@ -211,6 +217,9 @@ GRANT ALL ON keystone.* TO 'os'@'127.0.0.1'; GRANT ALL ON octavia.* TO 'os'@'127
 		return nil, err
 	}
 	step("databases")
+	if err := s.startNeutron(ctx, opts, p); err != nil {
+		return nil, err
+	}
 	// Start Keystone, the Octavia API and the worker together: each spends
 	// seconds importing Python before it serves. The API needs Keystone
 	// only per request, the worker only RabbitMQ and the database.
@@ -245,6 +254,9 @@ GRANT ALL ON keystone.* TO 'os'@'127.0.0.1'; GRANT ALL ON octavia.* TO 'os'@'127
 		return nil, err
 	}
 	step("octavia-worker")
+	if err := s.waitNeutron(ctx, logger); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -723,6 +735,9 @@ func (s *Stack) createIdentities(ctx context.Context) error {
 	if _, err := userIn("octavia", octaviaPass, svc, "admin"); err != nil {
 		return err
 	}
+	if err := s.neutronIdentities(ctx, admin, svc, roles["admin"]); err != nil {
+		return err
+	}
 	if s.Member.ProjectID, err = project(s.Member.ProjectName); err != nil {
 		return err
 	}
@@ -1055,6 +1070,7 @@ func (s *Stack) Close() {
 		s.stopProc("octavia-worker", 10*time.Second)
 	}()
 	s.stopProc("octavia-api", 5*time.Second)
+	s.stopProc("neutron", neutronStopGrace)
 	s.stopProc("keystone", 5*time.Second)
 	wg.Wait()
 	s.stopProc("rabbitmq", 10*time.Second)
