@@ -2,6 +2,7 @@ package failover
 
 import (
 	"hash/fnv"
+	"slices"
 	"time"
 )
 
@@ -17,8 +18,12 @@ import (
 // The pacing of what is sent anyway, for the status page:
 const (
 	// LeanLatencyEvery is how often at most a probe's latency goes out
-	// when it changed materially: by LeanMaterialMS and half the recorded
-	// one, in this round and the one before (a one-round blip is noise).
+	// when its level changed materially: the median of its last three
+	// rounds (a one-round blip is noise) differs from the level when a
+	// result last went out by LeanMaterialMS and by a factor of two. Both
+	// are medians: a single https probe on a busy host jitters by more
+	// than half its latency from one round to the next, and comparing
+	// with one raw sample sent nearly every probe every LeanLatencyEvery.
 	LeanLatencyEvery = 10 * time.Second
 	// LeanMaterialMS is the smallest latency change, in milliseconds, that
 	// counts as material.
@@ -28,10 +33,11 @@ const (
 	// is at most this old. Each probe is due at its own offset within the
 	// second half of the period, so refreshes spread over time.
 	LeanRefreshEvery = time.Minute
-	// LeanBackoff is how long a watcher sends full reports after a lean
-	// report failed: a leader that predates lean reports refuses every
-	// one, and a minute of full reports costs less than a lost round each
-	// interval.
+	// LeanBackoff is how long a watcher sends full reports after the
+	// machine refused a lean report: a leader that predates lean reports
+	// refuses every one, and a minute of full reports costs less than a
+	// lost round each interval. A report whose outcome is unknown (a
+	// timeout on a busy cluster) is no refusal and starts no backoff.
 	LeanBackoff = time.Minute
 )
 
@@ -39,19 +45,19 @@ const (
 // the log holds of this watcher's applied reports (its committed view). It
 // is pure: the caller passes in the replicated policy and its own clock.
 // Use: o := Encode(round); propose o; then exactly one of Applied (the
-// machine applied o, not as a duplicate), Lost (refused, or outcome
-// unknown) or NotSent (o certainly never reached the log). A round goes
-// out full whenever the view may not match the log: before the first
-// applied report, after any report that was not known applied, under a
-// policy other than the replicated one, and for LeanBackoff after a lean
-// report failed.
+// machine applied o, not as a duplicate), Refused (the machine refused o),
+// Lost (outcome unknown) or NotSent (o certainly never reached the log).
+// A round goes out full whenever the view may not match the log: before
+// the first applied report, after any report that was not known applied,
+// under a policy other than the replicated one, and for LeanBackoff after
+// the machine refused a lean report.
 //
 // A result goes into a lean report when its OK, Class, Phase, Reason or
 // CertExpiry differs from the view, when it failed and the probe has fewer
 // than fall recorded failures in a row (so the failure that starts an
 // episode and the one that makes the probe DOWN carry their own completion
 // times, and Timings come out as from full reports), when its latency
-// changed materially for two rounds (at most every LeanLatencyEvery), when
+// level changed materially (at most every LeanLatencyEvery), when
 // its latency changed at all and LeanRefreshEvery passed, when the probe
 // has no recorded result, and whenever its site is not covered: a round that
 // lacks a result for some probe of the policy's site sends that site's
@@ -71,7 +77,9 @@ type leanProbe struct {
 	fails      int         // recorded failures in a row, never more than the log's
 	sentAt     int64       // when a result of the probe last went out
 	recordedAt int64       // when a report that recorded it was known applied
-	prev       int64       // the latency of the round before, sent or not
+	recent     [3]int64    // the latencies of the last rounds, sent or not, newest first
+	rounds     int         // how many of recent are filled
+	level      int64       // the latency level (median of recent) when last sent
 }
 
 // leanPending is the report awaiting its outcome.
@@ -87,7 +95,7 @@ type leanPending struct {
 // as the local replica has them (nil, "" when none).
 func (e *LeanEncoder) Encode(o Observe, p *Policy, hash string, now int64) Observe {
 	if e.pending != nil {
-		e.Lost(now)
+		e.Lost()
 	}
 	out := e.encode(o, p, hash, now)
 	e.pending = &leanPending{obs: out, policy: p, at: now}
@@ -134,14 +142,14 @@ func (e *LeanEncoder) encode(o Observe, p *Policy, hash string, now int64) Obser
 		return o
 	}
 	for _, r := range o.Results {
-		k := probeKey(r.Site, r.Probe)
-		if _, ok := p.probe(r.Site, r.Probe); !ok || !covered[r.Site] || e.send(k, r, p.Fall, now) {
-			lean.Results = append(lean.Results, r)
+		if v := e.view[probeKey(r.Site, r.Probe)]; v != nil {
+			v.observe(r.LatencyMS)
 		}
 	}
 	for _, r := range o.Results {
-		if v := e.view[probeKey(r.Site, r.Probe)]; v != nil {
-			v.prev = r.LatencyMS
+		k := probeKey(r.Site, r.Probe)
+		if _, ok := p.probe(r.Site, r.Probe); !ok || !covered[r.Site] || e.send(k, r, p.Fall, now) {
+			lean.Results = append(lean.Results, r)
 		}
 	}
 	return lean
@@ -162,19 +170,35 @@ func (e *LeanEncoder) send(k string, r ProbeResult, fall int, now int64) bool {
 	switch {
 	case r.LatencyMS == v.last.LatencyMS:
 		return false
-	case v.material(r.LatencyMS) && v.material(v.prev) && (r.LatencyMS > v.last.LatencyMS) == (v.prev > v.last.LatencyMS) && since >= int64(LeanLatencyEvery):
+	case since >= int64(LeanLatencyEvery) && material(v.median(), v.level):
 		return true
 	}
 	return since >= int64(LeanRefreshEvery)-refreshOffset(k)
 }
 
-// material reports whether latency differs materially from the recorded one.
-func (v *leanProbe) material(latency int64) bool {
-	d := latency - v.last.LatencyMS
-	if d < 0 {
-		d = -d
+// observe adds a round's latency to the probe's recent ones.
+func (v *leanProbe) observe(latency int64) {
+	copy(v.recent[1:], v.recent[:])
+	v.recent[0] = latency
+	v.rounds = min(v.rounds+1, len(v.recent))
+}
+
+// median is the median of the recent latencies (the upper one of two).
+func (v *leanProbe) median() int64 {
+	if v.rounds == 0 {
+		return v.last.LatencyMS
 	}
-	return d >= LeanMaterialMS && 2*d >= v.last.LatencyMS
+	s := v.recent
+	ls := s[:v.rounds]
+	slices.Sort(ls)
+	return ls[v.rounds/2]
+}
+
+// material reports whether level differs materially from was: by
+// LeanMaterialMS and by a factor of two.
+func material(level, was int64) bool {
+	lo, hi := min(level, was), max(level, was)
+	return hi-lo >= LeanMaterialMS && hi >= 2*lo
 }
 
 // refreshOffset spreads the probes' refreshes over the second half of
@@ -216,7 +240,11 @@ func (e *LeanEncoder) Applied(now int64) {
 			v = &leanProbe{}
 			e.view[k] = v
 		}
-		v.last, v.sentAt, v.recordedAt, v.prev = r, pd.at, now, r.LatencyMS
+		v.last, v.sentAt, v.recordedAt = r, pd.at, now
+		if v.rounds == 0 {
+			v.observe(r.LatencyMS)
+		}
+		v.level = v.median()
 		v.count(r.OK)
 	}
 	for _, site := range o.Sites {
@@ -238,15 +266,31 @@ func (v *leanProbe) count(ok bool) {
 	}
 }
 
-// Lost records that the pending report was refused or that its outcome is
-// unknown: the next report is full, and after a lean one, reports stay
-// full for LeanBackoff.
-func (e *LeanEncoder) Lost(now int64) {
+// Refused records that the machine refused the pending report: the next
+// report is full, and after a lean one, reports stay full for LeanBackoff.
+func (e *LeanEncoder) Refused(now int64) {
 	if pd := e.pending; pd != nil && pd.obs.Base != 0 {
 		e.fullUntil = now + int64(LeanBackoff)
 	}
+	e.Lost()
+}
+
+// Lost records that the pending report's outcome is unknown (it may be
+// applied yet): the next report is full.
+func (e *LeanEncoder) Lost() {
 	e.pending = nil
 	e.reset()
+}
+
+// Pending returns the report awaiting its outcome and the clock it was
+// encoded at; ok is false when there is none. A caller that could not
+// learn the outcome in time may look for it in the log (the node's last
+// applied Seq) before the next Encode, and call Applied with at.
+func (e *LeanEncoder) Pending() (o Observe, at int64, ok bool) {
+	if e.pending == nil {
+		return Observe{}, 0, false
+	}
+	return e.pending.obs, e.pending.at, true
 }
 
 // NotSent records that the pending report never reached the log: the view

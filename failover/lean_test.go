@@ -130,7 +130,7 @@ func (lp *leanPair) report(at int64, o Observe, now int64, lag int, fault leanFa
 		}
 		// The lean machine must still hold what the full one held before.
 		lp.steps = 0
-		e.Lost(now)
+		e.Refused(now)
 		lp.compare(string(lb))
 		return
 	}
@@ -140,7 +140,7 @@ func (lp *leanPair) report(at int64, o Observe, now int64, lag int, fault leanFa
 	switch {
 	case fault == leanLostAck || resL.Noop == "duplicate":
 		lp.stats.lostAcks++
-		e.Lost(now)
+		e.Lost()
 	default:
 		e.Applied(now)
 	}

@@ -178,7 +178,7 @@ func New(cfg Config) (*Watcher, error) {
 		cfg.Registry = prometheus.NewRegistry()
 	}
 	w := &Watcher{cfg: cfg, machine: cfg.FSM.m, hash: cfg.Policy.Hash(), log: cfg.Logger, susp: newSuspicion(cfg.Policy.Fall)}
-	w.rep = NewReporter(cfg.Node, w.hash)
+	w.rep = NewReporter(cfg.Node, w.hash, w.machine)
 	w.lastRound.Store(cfg.Now().UnixNano())
 	var err error
 	if w.metrics, err = newMetrics(cfg.Registry, w); err != nil {
