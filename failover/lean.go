@@ -2,7 +2,7 @@ package failover
 
 import (
 	"hash/fnv"
-	"slices"
+	"math"
 	"time"
 )
 
@@ -18,13 +18,18 @@ import (
 // The pacing of what is sent anyway, for the status page:
 const (
 	// LeanLatencyEvery is how often at most a probe's latency goes out
-	// when its level changed materially: the median of its last three
-	// rounds (a one-round blip is noise) differs from the level when a
-	// result last went out by LeanMaterialMS and by a factor of two. Both
-	// are medians: a single https probe on a busy host jitters by more
-	// than half its latency from one round to the next, and comparing
-	// with one raw sample sent nearly every probe every LeanLatencyEvery.
+	// when its level changed materially: the level (a moving average of
+	// the logarithm of its latency over its rounds, each weighing
+	// LeanLevelWeight) differs from the level when a result last went out
+	// by LeanMaterialMS and by a factor of two. One https probe on a busy
+	// host scatters by a factor of three from one round to the next;
+	// compared sample with sample, nearly every probe went out every
+	// LeanLatencyEvery. A one-round blip moves the level by a quarter of
+	// its factor, a lasting change moves it all the way in a few rounds.
 	LeanLatencyEvery = 10 * time.Second
+	// LeanLevelWeight is the weight of the newest round in a probe's
+	// latency level.
+	LeanLevelWeight = 0.25
 	// LeanMaterialMS is the smallest latency change, in milliseconds, that
 	// counts as material.
 	LeanMaterialMS = 20
@@ -77,9 +82,8 @@ type leanProbe struct {
 	fails      int         // recorded failures in a row, never more than the log's
 	sentAt     int64       // when a result of the probe last went out
 	recordedAt int64       // when a report that recorded it was known applied
-	recent     [3]int64    // the latencies of the last rounds, sent or not, newest first
-	rounds     int         // how many of recent are filled
-	level      int64       // the latency level (median of recent) when last sent
+	level      float64     // the latency level: a moving average of ln(ms) over the rounds, sent or not
+	sentLevel  float64     // the level when a result last went out
 }
 
 // leanPending is the report awaiting its outcome.
@@ -170,34 +174,23 @@ func (e *LeanEncoder) send(k string, r ProbeResult, fall int, now int64) bool {
 	switch {
 	case r.LatencyMS == v.last.LatencyMS:
 		return false
-	case since >= int64(LeanLatencyEvery) && material(v.median(), v.level):
+	case since >= int64(LeanLatencyEvery) && material(v.level, v.sentLevel):
 		return true
 	}
 	return since >= int64(LeanRefreshEvery)-refreshOffset(k)
 }
 
-// observe adds a round's latency to the probe's recent ones.
+// observe adds a round's latency to the probe's level.
 func (v *leanProbe) observe(latency int64) {
-	copy(v.recent[1:], v.recent[:])
-	v.recent[0] = latency
-	v.rounds = min(v.rounds+1, len(v.recent))
+	v.level += LeanLevelWeight * (logMS(latency) - v.level)
 }
 
-// median is the median of the recent latencies (the upper one of two).
-func (v *leanProbe) median() int64 {
-	if v.rounds == 0 {
-		return v.last.LatencyMS
-	}
-	s := v.recent
-	ls := s[:v.rounds]
-	slices.Sort(ls)
-	return ls[v.rounds/2]
-}
+func logMS(latency int64) float64 { return math.Log(float64(max(latency, 1))) }
 
-// material reports whether level differs materially from was: by
+// material reports whether the levels a and b differ materially: by
 // LeanMaterialMS and by a factor of two.
-func material(level, was int64) bool {
-	lo, hi := min(level, was), max(level, was)
+func material(a, b float64) bool {
+	lo, hi := math.Exp(min(a, b)), math.Exp(max(a, b))
 	return hi-lo >= LeanMaterialMS && hi >= 2*lo
 }
 
@@ -237,14 +230,10 @@ func (e *LeanEncoder) Applied(now int64) {
 		}
 		v := e.view[k]
 		if v == nil {
-			v = &leanProbe{}
+			v = &leanProbe{level: logMS(r.LatencyMS)}
 			e.view[k] = v
 		}
-		v.last, v.sentAt, v.recordedAt = r, pd.at, now
-		if v.rounds == 0 {
-			v.observe(r.LatencyMS)
-		}
-		v.level = v.median()
+		v.last, v.sentAt, v.recordedAt, v.sentLevel = r, pd.at, now, v.level
 		v.count(r.OK)
 	}
 	for _, site := range o.Sites {

@@ -653,8 +653,9 @@ func mustStep(t testing.TB, m *Machine, index uint64, c Command) {
 }
 
 // The encoder sends what the log does not know: changes at once, material
-// latency changes at most every LeanLatencyEvery, small moves at most every
-// LeanRefreshEvery, and every result of a site the round does not cover.
+// changes of the latency level at most every LeanLatencyEvery (a one-round
+// blip is none), small moves at most every LeanRefreshEvery, and every
+// result of a site the round does not cover.
 func TestLeanEncoderSendsWhatTheLogDoesNotKnow(t *testing.T) {
 	p := scriptPolicyDefaults()
 	p.Fall, p.Rise = 3, 2
@@ -704,11 +705,15 @@ func TestLeanEncoderSendsWhatTheLogDoesNotKnow(t *testing.T) {
 	lat["primary/web"] = 6
 	check("a small move", send(time.Second))
 	lat["primary/web"] = 40
-	check("a material change 2s after the last send", send(2*time.Second))
+	for at := 2; at < 10; at++ {
+		check(fmt.Sprintf("a material change, %ds after the last send", at), send(time.Duration(at)*time.Second))
+	}
 	check("the same, 10s after", send(10*time.Second), "primary/web")
 	lat["primary/web"] = 5
-	check("back to normal 1s later", send(11*time.Second))
-	check("back to normal 10s later", send(21*time.Second), "primary/web")
+	for at := 11; at < 20; at++ {
+		check(fmt.Sprintf("back to normal, %ds after the last send", at-10), send(time.Duration(at)*time.Second))
+	}
+	check("back to normal 10s later", send(20*time.Second), "primary/web")
 	lat["primary/api"] = 6
 	check("a small move before the refresh", send(29*time.Second))
 	lat["primary/web"] = 90
