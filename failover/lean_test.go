@@ -732,3 +732,34 @@ func TestLeanEncoderSendsWhatTheLogDoesNotKnow(t *testing.T) {
 		t.Errorf("primary/web: recorded latency %d, want 5", got)
 	}
 }
+
+// A probe whose latency scatters round to round around a steady level, as
+// an https probe does on a busy host, sends no latency until its refresh
+// is due; the old comparison with the last sent sample sent it every
+// LeanLatencyEvery.
+func TestLeanEncoderIgnoresLatencyJitter(t *testing.T) {
+	p := scriptPolicyDefaults()
+	p.Fall, p.Rise = 3, 2
+	p.Sites = map[Site]SitePolicy{Primary: {Probes: []ProbeRef{{Name: "web", Critical: true}}}, Backup: {Probes: []ProbeRef{{Name: "web", Critical: true}}}}
+	m := New()
+	mustStep(t, m, 1, Command{At: base, Payload: SetPolicy{Policy: p}})
+	pol, h := m.Policy()
+	var e LeanEncoder
+	// Around 30 ms, by up to 3x either way (the level stays put).
+	scatter := []int64{30, 90, 70, 10, 15, 60, 75, 12, 45, 30, 20, 80, 65, 11, 12}
+	for i := range int(LeanRefreshEvery/time.Second) / 2 {
+		now := base + int64(i)*int64(time.Second)
+		lat := scatter[i%len(scatter)]
+		o := Observe{Node: "a", Seq: uint64(i + 1), PolicyHash: h, Results: []ProbeResult{
+			{Site: Primary, Probe: "web", OK: true, LatencyMS: lat, CompletedAt: now},
+			{Site: Backup, Probe: "web", OK: true, LatencyMS: 30, CompletedAt: now}}}
+		lo := e.Encode(o, pol, h, now)
+		if _, err := m.Step(uint64(i+2), Command{At: now, Payload: lo}); err != nil {
+			t.Fatalf("second %d: %v", i, err)
+		}
+		e.Applied(now)
+		if i > 0 && (lo.Base == 0 || len(lo.Results) != 0) {
+			t.Fatalf("second %d (latency %d ms): sent %+v, want a heartbeat", i, lat, lo)
+		}
+	}
+}
