@@ -3,8 +3,22 @@
 // OpenStack remediators call. It is not OpenStack: it was written from the
 // public API references (and the shapes gophercloud v2 decodes), serves
 // those JSON shapes over HTTP on 127.0.0.1, applies changes in memory and
-// validates requests the way the real services do for these calls. Use it
-// in tests where a real Neutron and Nova are not available.
+// validates requests the way the real services do for these calls.
+//
+// What still uses it, and why. Neutron is real now: the route GC, route
+// quota and security-group tests of failover/remediate/openstack run
+// against neutron-server (test/openstacktest, Options.Neutron). Nova is
+// not yet, so those tests keep this simulator's Nova and put it on the
+// real Neutron (UseNeutron: addresses, security groups and addSecurityGroup
+// go to the real ports). The remainder: the Nova-only tests
+// (NovaInstances, never-ready-instances and its census: power states,
+// compute services, reboots, down cells and paging are Nova's, and this
+// simulator sets them), and two tests that build clients from one
+// Keystone catalog holding both a network and a compute endpoint
+// (failover/remediate/openstack lazy_test.go, cmd/drwatch/node
+// health_test.go), which the real stack cannot give without Nova. This
+// simulator's own Neutron serves only those two; it goes when Nova is
+// real.
 //
 // Covered:
 //
@@ -42,6 +56,9 @@
 //     Nova's down-cell support does: a minimal record with status UNKNOWN
 //     from microversion 2.69 on and only for a list with no filter, paging
 //     or sorting parameter; skipped silently otherwise.
+//
+// With UseNeutron, Nova reads and changes a real Neutron's ports instead
+// of the simulator's own (see Neutron).
 //
 // Not covered: Neutron pagination (everything fits in one page), other
 // microversion differences than the down-cell records and forced_down's

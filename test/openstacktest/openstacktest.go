@@ -77,6 +77,10 @@ type Stack struct {
 	// Options.Cinder; "" without. The catalog's volumev3 endpoint is
 	// CinderURL/v3/%(project_id)s.
 	CinderURL string
+	// NeutronURL is the Neutron API root, http://127.0.0.1:<port> (the
+	// "network" endpoint in the catalog); empty without Options.Neutron.
+	NeutronURL string
+	neutronT0  time.Time // when neutron-server was started
 	// Dir holds all state and logs.
 	Dir string
 
@@ -97,6 +101,8 @@ type Options struct {
 	// Cinder also runs cinder-api, cinder-scheduler and cinder-volume with
 	// the fake volume driver (cinder.go).
 	Cinder bool
+	// Neutron also runs neutron-server (see neutron.go).
+	Neutron bool
 }
 
 const (
@@ -218,6 +224,9 @@ GRANT ALL ON keystone.* TO 'os'@'127.0.0.1'; GRANT ALL ON octavia.* TO 'os'@'127
 		return nil, err
 	}
 	step("databases")
+	if err := s.startNeutron(ctx, opts, p); err != nil {
+		return nil, err
+	}
 	// Start Keystone, the Octavia API and the worker together: each spends
 	// seconds importing Python before it serves. The API needs Keystone
 	// only per request, the worker only RabbitMQ and the database.
@@ -255,6 +264,9 @@ GRANT ALL ON keystone.* TO 'os'@'127.0.0.1'; GRANT ALL ON octavia.* TO 'os'@'127
 		return nil, err
 	}
 	step("octavia-worker")
+	if err := s.waitNeutron(ctx, logger); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -735,6 +747,9 @@ func (s *Stack) createIdentities(ctx context.Context) error {
 	if _, err := userIn("octavia", octaviaPass, svc, "admin"); err != nil {
 		return err
 	}
+	if err := s.neutronIdentities(ctx, admin, svc, roles["admin"]); err != nil {
+		return err
+	}
 	if s.Member.ProjectID, err = project(s.Member.ProjectName); err != nil {
 		return err
 	}
@@ -1071,6 +1086,7 @@ func (s *Stack) Close() {
 	}()
 	s.stopProc("octavia-api", 5*time.Second)
 	s.stopCinder()
+	s.stopProc("neutron", neutronStopGrace)
 	s.stopProc("keystone", 5*time.Second)
 	wg.Wait()
 	s.stopProc("rabbitmq", 10*time.Second)

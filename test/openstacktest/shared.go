@@ -22,10 +22,21 @@ var shared struct {
 // slow step is the first thing to look at.
 func Shared(t testing.TB) *Stack {
 	t.Helper()
+	return SharedWith(t, Options{})
+}
+
+// SharedWith is Shared with options (Neutron, ...). The first call of the
+// test binary starts the stack; later calls get that stack whatever their
+// options, so a package passes the same options everywhere.
+func SharedWith(t testing.TB, opts Options) *Stack {
+	t.Helper()
 	shared.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
 		defer cancel()
-		shared.s, shared.err = New(ctx, Options{Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+		if opts.Logger == nil {
+			opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+		}
+		shared.s, shared.err = New(ctx, opts)
 	})
 	if shared.err != nil {
 		t.Fatalf("openstack stack: %v", shared.err)

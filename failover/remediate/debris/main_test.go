@@ -2,9 +2,7 @@ package debris
 
 import (
 	"context"
-	"log/slog"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,35 +16,19 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// One real Keystone + Octavia + Cinder stack and one real kube-apiserver
+// One real Keystone + Octavia + Neutron + Cinder stack and one real kube-apiserver
 // for the package, started on first use and stopped after every test ran.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if stack.s != nil {
-		stack.s.Close()
-	}
+	openstacktest.CloseShared()
 	kubetest.CloseShared()
 	os.Exit(code)
 }
 
-var stack struct {
-	once sync.Once
-	s    *openstacktest.Stack
-	err  error
-}
-
-// osStack returns the package's OpenStack stack, with Cinder.
+// osStack returns the package's OpenStack stack, with Neutron and Cinder.
 func osStack(t *testing.T) *openstacktest.Stack {
 	t.Helper()
-	stack.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), openstacktest.StartTimeout)
-		defer cancel()
-		stack.s, stack.err = openstacktest.New(ctx, openstacktest.Options{Cinder: true, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
-	})
-	if stack.err != nil {
-		t.Fatalf("openstack stack: %v", stack.err)
-	}
-	return stack.s
+	return openstacktest.SharedWith(t, openstacktest.Options{Neutron: true, Cinder: true})
 }
 
 func kubeClient(t *testing.T, ctxName string) kubernetes.Interface {

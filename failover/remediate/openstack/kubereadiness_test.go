@@ -10,6 +10,7 @@ import (
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/kube"
 	"github.com/drwatch/drwatch/test/kubetest"
+	"github.com/drwatch/drwatch/test/openstacktest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -18,6 +19,7 @@ import (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	kubetest.CloseShared()
+	openstacktest.CloseShared()
 	os.Exit(code)
 }
 
