@@ -45,15 +45,6 @@ const (
 // shim without Debian's packages.
 const pythonBin = "/usr/bin/python3"
 
-func checkCinderBinaries() error {
-	for _, b := range cinderBinaries {
-		if _, err := os.Stat(b.path); err != nil {
-			return fmt.Errorf("%s missing: install Debian package %s (make install-test-deps): %w", b.path, b.pkg, ErrNoBinary)
-		}
-	}
-	return nil
-}
-
 // startCinder creates and fills the cinder database (from the schema cache
 // when it has one), writes cinder.conf and starts the three services, then
 // waits until the API answers and cinder-volume has reported to the
@@ -63,7 +54,7 @@ func (s *Stack) startCinder(ctx context.Context, opts Options, p stackPorts) err
 	if !opts.Cinder {
 		return nil
 	}
-	if err := checkCinderBinaries(); err != nil {
+	if err := checkBinaries(cinderBinaries); err != nil {
 		return err
 	}
 	ports, err := daemon.FreePorts(1)

@@ -146,8 +146,10 @@ var binaries = []struct{ path, pkg string }{
 	{"octavia-worker", "octavia-worker"},
 }
 
-func checkBinaries() error {
-	for _, b := range binaries {
+// checkBinaries checks that each of list is installed: an absolute path
+// exists, a bare name is in PATH.
+func checkBinaries(list []struct{ path, pkg string }) error {
+	for _, b := range list {
 		if strings.HasPrefix(b.path, "/") {
 			if _, err := os.Stat(b.path); err != nil {
 				return fmt.Errorf("%s missing: install Debian package %s (make install-test-deps): %w", b.path, b.pkg, ErrNoBinary)
@@ -165,7 +167,7 @@ func checkBinaries() error {
 // octavia-worker serve. The caller must Close it. On error nothing is left
 // running.
 func New(ctx context.Context, opts Options) (_ *Stack, err error) {
-	if err := checkBinaries(); err != nil {
+	if err := checkBinaries(binaries); err != nil {
 		return nil, err
 	}
 	dir, err := os.MkdirTemp(opts.Dir, "openstacktest-")

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/internal/openstackauth"
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/blockstorage/v3/volumes"
-	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -69,9 +69,6 @@ type Debris struct {
 
 // Option tunes New.
 type Option func(*Debris)
-
-// WithClock sets the clock that ages stuck volumes (tests).
-func WithClock(now func() time.Time) Option { return func(d *Debris) { d.now = now } }
 
 // WithPollInterval sets how often Apply re-reads a resource it deletes
 // (default 2s).
@@ -480,7 +477,7 @@ func (d *Debris) clients(ctx context.Context) (cloud, error) {
 	}
 	c.project = d.cfg.ProjectID
 	if c.project == "" {
-		if c.project, err = tokenProject(provider); err != nil {
+		if c.project, err = openstackauth.TokenProject(provider); err != nil {
 			c.done()
 			return cloud{}, err
 		}
@@ -498,21 +495,4 @@ func (d *Debris) clients(ctx context.Context) (cloud, error) {
 		c.net = nil
 	}
 	return c, nil
-}
-
-// tokenProject is the project the token is scoped to; without one nothing
-// would limit which project's resources are the cluster's.
-func tokenProject(provider *gophercloud.ProviderClient) (string, error) {
-	res, ok := provider.GetAuthResult().(tokens.CreateResult)
-	if !ok {
-		return "", errors.New("keystone: no v3 token to read the project from: set project_id")
-	}
-	p, err := res.ExtractProject()
-	if err != nil {
-		return "", fmt.Errorf("keystone token project: %w", err)
-	}
-	if p == nil || p.ID == "" {
-		return "", errors.New("keystone: the credentials are not scoped to a project: set project_id")
-	}
-	return p.ID, nil
 }
