@@ -57,6 +57,12 @@ func (s *Stack) startCinder(ctx context.Context, opts Options, p stackPorts) err
 	if err := checkBinaries(cinderBinaries); err != nil {
 		return err
 	}
+	t0 := time.Now()
+	defer func() {
+		if opts.Logger != nil {
+			opts.Logger.Info("openstacktest cinder started", "took", time.Since(t0).Round(100*time.Millisecond))
+		}
+	}()
 	ports, err := daemon.FreePorts(1)
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package debris
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -9,8 +10,6 @@ import (
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/remediatetest"
 	"github.com/drwatch/drwatch/test/openstacktest"
-	"github.com/gophercloud/gophercloud/v2/openstack"
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 )
 
 // Against real Neutron, Octavia and kube-apiserver: an orphaned load
@@ -49,25 +48,17 @@ func TestFloatingIPsAndVIPPortGoWithTheirLoadBalancer(t *testing.T) {
 	call(s.Member, http.MethodPut, "/v2.0/routers/"+router+"/add_router_interface", map[string]any{"subnet_id": subnet})
 
 	vipPort := id(call(s.Member, http.MethodPost, "/v2.0/ports", map[string]any{"port": map[string]any{"network_id": tenant}}), "port")
-	ao, eo, _, err := remediate.OpenStackAuth{Cloud: "member", CloudsFile: s.CloudsFile}.Options()
+	lbID, err := s.CreateLB(ctx, "kube_service_net_web_gone")
 	if err != nil {
 		t.Fatal(err)
 	}
-	provider, err := openstack.AuthenticatedClient(ctx, ao)
-	if err != nil {
+	// Octavia's noop network driver invents the VIP port's ID (and cannot
+	// take a real port: it knows no fixed IPs); a real Octavia's VIP port is
+	// a Neutron port. Point the load balancer at one, in Octavia's database.
+	if err := s.Exec(ctx, "octavia", fmt.Sprintf("UPDATE vip SET port_id='%s' WHERE load_balancer_id='%s'", vipPort, lbID)); err != nil {
 		t.Fatal(err)
 	}
-	lbc, err := openstack.NewLoadBalancerV2(provider, eo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lb, err := loadbalancers.Create(ctx, lbc, loadbalancers.CreateOpts{Name: "kube_service_net_web_gone", VipPortID: vipPort, VipSubnetID: subnet, Provider: "amphora"}).Extract()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.WaitLB(ctx, lb.ID, "ACTIVE"); err != nil {
-		t.Fatal(err)
-	}
+	lb := struct{ ID string }{lbID}
 	// What Octavia names and owns its VIP ports.
 	call(s.Member, http.MethodPut, "/v2.0/ports/"+vipPort, map[string]any{"port": map[string]any{"name": "octavia-lb-" + lb.ID, "device_owner": "Octavia"}})
 
