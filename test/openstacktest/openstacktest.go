@@ -243,10 +243,11 @@ GRANT ALL ON keystone.* TO 'os'@'127.0.0.1'; GRANT ALL ON octavia.* TO 'os'@'127
 		return nil, err
 	}
 	step("rabbitmq")
-	if err := s.startCinder(ctx, opts, p); err != nil {
+	if err := s.startProc("octavia-worker", "octavia-worker", []string{"--config-file", s.path("octavia.conf")}, "worker.log"); err != nil {
 		return nil, err
 	}
-	if err := s.startProc("octavia-worker", "octavia-worker", []string{"--config-file", s.path("octavia.conf")}, "worker.log"); err != nil {
+	// Cinder boots while Keystone, Octavia and the worker do.
+	if err := s.startCinder(ctx, opts, p); err != nil {
 		return nil, err
 	}
 	if err := s.waitHTTP(ctx, "keystone", s.AuthURL, "keystone.log"); err != nil {

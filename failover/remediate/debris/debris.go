@@ -225,7 +225,13 @@ func (d *Debris) inventory(ctx context.Context) (inventory, error) {
 	}
 
 	// Volumes.
-	vpages, err := volumes.List(c.vol, volumes.ListOpts{Metadata: map[string]string{CSIClusterKey: d.cfg.CSICluster}}).AllPages(ctx)
+	vopts := volumes.ListOpts{Metadata: map[string]string{CSIClusterKey: d.cfg.CSICluster}}
+	if d.cfg.ProjectID != "" {
+		// Admin credentials list their own project's volumes unless told
+		// otherwise; the project filter needs all_tenants.
+		vopts.AllTenants, vopts.TenantID = true, c.project
+	}
+	vpages, err := volumes.List(c.vol, vopts).AllPages(ctx)
 	if err != nil {
 		return inv, fmt.Errorf("list volumes: %w", err)
 	}

@@ -232,3 +232,37 @@ func TestPerPassCap(t *testing.T) {
 		t.Fatalf("capped volume: got %+v %v, want available", v, err)
 	}
 }
+
+// With admin credentials, which list every project's resources, only the
+// configured project's are planned: an identical load balancer and volume
+// of the admin project are left alone.
+func TestAdminCredentialsStayInTheProject(t *testing.T) {
+	s := osStack(t)
+	kc := kubeClient(t, "")
+	ctx := ctxT(t)
+	var mine []string
+	for _, c := range []openstacktest.Credentials{s.Member, s.Admin} {
+		lb, err := s.CreateLBAs(ctx, c, "kube_service_adm_ns_web")
+		if err != nil {
+			t.Fatal(err)
+		}
+		vol, err := s.CreateVolume(ctx, c, "pvc-adm", csiMeta("adm", "pvc-adm"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c == s.Member {
+			mine = []string{"loadbalancer/" + lb, "volume/" + vol}
+		}
+	}
+	r := remediator(t, s, kc, "adm", func(c *remediate.CloudDebrisConfig) {
+		c.OpenStackAuth.Cloud = "admin"
+		c.ProjectID = s.Member.ProjectID
+	})
+	acts, err := r.Plan(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := targets(acts); !slices.Equal(got, mine) {
+		t.Fatalf("got %q, want only the member project's %q", got, mine)
+	}
+}
