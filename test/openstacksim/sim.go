@@ -197,7 +197,7 @@ type Sim struct {
 
 // Start serves a new empty simulator on 127.0.0.1 until Close.
 func Start() *Sim {
-	s := &Sim{Now: time.Now, maxRoutes: 31, tokens: map[string]bool{}, routers: map[string]*Router{},
+	s := &Sim{Now: time.Now, maxRoutes: 30, tokens: map[string]bool{}, routers: map[string]*Router{},
 		ports: map[string]*Port{}, groups: map[string]*SecurityGroup{}, servers: map[string]*Server{},
 		actions: map[string][]InstanceAction{}, services: map[int]*ComputeService{}, maxLimit: 1000, downCell: map[string]bool{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
@@ -211,7 +211,7 @@ func (s *Sim) Close() { s.srv.Close() }
 // version discovery).
 func (s *Sim) AuthURL() string { return s.srv.URL + "/identity/v3/" }
 
-// SetMaxRoutes sets Neutron's max_routes (default 31).
+// SetMaxRoutes sets Neutron's max_routes (default 30, as Neutron).
 func (s *Sim) SetMaxRoutes(n int) { s.mu.Lock(); s.maxRoutes = n; s.mu.Unlock() }
 
 // SetMaxLimit sets Nova's [api]max_limit (default 1000): a server list
