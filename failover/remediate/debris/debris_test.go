@@ -208,8 +208,9 @@ func TestStuckVolumeIsReportedNotRetried(t *testing.T) {
 
 // The runner's caps hold for cloud-debris as for every remediator: with a
 // per-pass cap of 1, one of two orphans is deleted and the other recorded
-// skipped_cap.
-func TestPerPassCap(t *testing.T) {
+// skipped_cap; with a per-hour cap of 1 (counted from the replicated
+// records), the other waits out the hour whatever the per-pass cap.
+func TestCaps(t *testing.T) {
 	s := osStack(t)
 	kc := kubeClient(t, "")
 	ctx := ctxT(t)
@@ -230,6 +231,14 @@ func TestPerPassCap(t *testing.T) {
 	}
 	if v, err := s.VolumeStatus(context.Background(), s.Member, ids[1]); err != nil || v.Status != "available" {
 		t.Fatalf("capped volume: got %+v %v, want available", v, err)
+	}
+	hour := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 5, MaxPerHour: 1}
+	recs := remediatetest.Pass(t, c, r, hour)
+	if got, w := remediatetest.Summary(recs), []string{"skipped_cap delete volume/" + ids[1]}; !slices.Equal(got, w) || !strings.Contains(recs[0].Detail, "per-hour cap 1") {
+		t.Fatalf("hour cap: got %q (%+v), want %q for the per-hour cap", got, recs, w)
+	}
+	if v, err := s.VolumeStatus(context.Background(), s.Member, ids[1]); err != nil || v.Status != "available" {
+		t.Fatalf("volume past the hour cap: got %+v %v, want available", v, err)
 	}
 }
 
