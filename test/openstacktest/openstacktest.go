@@ -75,12 +75,17 @@ type Stack struct {
 	VIPNetworkID string
 	// Dir holds all state and logs.
 	Dir string
+	// ComputeURL (Nova, http://127.0.0.1:<port>/v2.1) and PlacementURL are
+	// set with Options.Nova, and are the catalog's compute and placement
+	// endpoints.
+	ComputeURL, PlacementURL string
 
 	mu        sync.Mutex
 	closed    bool
 	procs     map[string]*daemon.Process
 	ksIni     string
 	mysqlSock string
+	nova      novaState
 }
 
 // Options tunes New. The zero value is ready to use.
@@ -90,6 +95,9 @@ type Options struct {
 	// Logger, when set, gets one Info line per start-up step with its
 	// duration; nil logs nothing.
 	Logger *slog.Logger
+	// Nova adds Placement and Nova (nova.go): API, conductor, scheduler
+	// and one fake-driver nova-compute per NovaHosts entry.
+	Nova bool
 }
 
 const (
@@ -245,6 +253,11 @@ GRANT ALL ON keystone.* TO 'os'@'127.0.0.1'; GRANT ALL ON octavia.* TO 'os'@'127
 		return nil, err
 	}
 	step("octavia-worker")
+	if opts.Nova {
+		if err := s.startNova(ctx, p, step); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -1000,6 +1013,11 @@ func isUUIDish(v string) bool {
 // call does one JSON request. uwsgi's http-socket cannot keep a connection
 // alive, so every request closes its connection.
 func (s *Stack) call(ctx context.Context, method, url, token string, in, out any) (http.Header, error) {
+	return s.callWith(ctx, method, url, token, nil, in, out)
+}
+
+// callWith is call with extra request headers.
+func (s *Stack) callWith(ctx context.Context, method, url, token string, hdr map[string]string, in, out any) (http.Header, error) {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -1017,6 +1035,9 @@ func (s *Stack) call(ctx context.Context, method, url, token string, in, out any
 	req.Header.Set("Accept", "application/json")
 	if token != "" {
 		req.Header.Set("X-Auth-Token", token)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
 	}
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	resp, err := client.Do(req)
@@ -1047,6 +1068,7 @@ func (s *Stack) Close() {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	s.stopNova()
 	// The worker's graceful stop is slow; stop it alongside the API.
 	var wg sync.WaitGroup
 	wg.Add(1)

@@ -17,6 +17,11 @@ var shared struct {
 	err  error
 }
 
+// SharedOptions are the Options Shared starts the stack with (Logger is
+// replaced). Set them in TestMain before m.Run: Nova: true for a package
+// that needs Nova.
+var SharedOptions Options
+
 // Shared returns the test binary's stack, starting it on first use. Its
 // start-up steps go to stderr (visible with -v): the stack is slow, and a
 // slow step is the first thing to look at.
@@ -25,7 +30,9 @@ func Shared(t testing.TB) *Stack {
 	shared.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
 		defer cancel()
-		shared.s, shared.err = New(ctx, Options{Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+		opts := SharedOptions
+		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+		shared.s, shared.err = New(ctx, opts)
 	})
 	if shared.err != nil {
 		t.Fatalf("openstack stack: %v", shared.err)
