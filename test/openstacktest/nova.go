@@ -62,6 +62,8 @@ type novaState struct {
 	stubLn    net.Listener
 	mysqlPort int
 	once      sync.Once
+	mu        sync.Mutex
+	tokens    map[string]cachedToken
 }
 
 func checkNovaBinaries() error {
@@ -239,6 +241,9 @@ report_interval = %[3]d
 service_down_time = %[4]d
 # The info cache heal asks Neutron about every instance each minute.
 heal_instance_info_cache_interval = -1
+# Power states written into the database by tests (SetPowerState) must
+# stay: the fake driver would "correct" them to RUNNING.
+sync_power_state_interval = -1
 [api]
 auth_strategy = keystone
 [api_database]
@@ -304,8 +309,11 @@ plugins = python3
 http-socket = 127.0.0.1:%d
 wsgi-file = /usr/bin/nova-api-wsgi
 master = true
-processes = 1
-threads = 4
+; nova-api monkey-patches eventlet, whose hub belongs to one thread: with
+; several uwsgi threads a request hangs ("cannot switch to a different
+; thread"). Concurrency comes from processes instead.
+processes = 2
+threads = 1
 enable-threads = true
 lazy-apps = true
 die-on-term = true
@@ -721,12 +729,41 @@ const NovaMicroversion = "2.74"
 // Nova does one compute API request as c at NovaMicroversion; path is
 // under ComputeURL.
 func (s *Stack) Nova(ctx context.Context, c Credentials, method, path string, in, out any) error {
-	tok, err := s.Token(ctx, c)
+	tok, err := s.novaToken(ctx, c)
 	if err != nil {
 		return err
 	}
 	_, err = s.callWith(ctx, method, s.ComputeURL+path, tok, map[string]string{"OpenStack-API-Version": "compute " + NovaMicroversion}, in, out)
 	return err
+}
+
+// novaToken returns a cached token for c, fresh for at least half of
+// Keystone's default hour: a new token per call makes Keystone and
+// nova-api's token validation the bottleneck while tests poll servers.
+func (s *Stack) novaToken(ctx context.Context, c Credentials) (string, error) {
+	key := c.Username + "/" + c.ProjectName
+	s.nova.mu.Lock()
+	t, ok := s.nova.tokens[key]
+	s.nova.mu.Unlock()
+	if ok && time.Since(t.at) < 30*time.Minute {
+		return t.tok, nil
+	}
+	tok, err := s.Token(ctx, c)
+	if err != nil {
+		return "", err
+	}
+	s.nova.mu.Lock()
+	if s.nova.tokens == nil {
+		s.nova.tokens = map[string]cachedToken{}
+	}
+	s.nova.tokens[key] = cachedToken{tok: tok, at: time.Now()}
+	s.nova.mu.Unlock()
+	return tok, nil
+}
+
+type cachedToken struct {
+	tok string
+	at  time.Time
 }
 
 // ServerOpts describe a server CreateServer makes in the Member's project.
@@ -858,7 +895,7 @@ func (s *Stack) WaitServer(ctx context.Context, id, want string) (Server, error)
 		select {
 		case <-ctx.Done():
 			return last, fmt.Errorf("server %s: status %q task %q, want %s: %w", id, last.Status, last.TaskState, want, ctx.Err())
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(500 * time.Millisecond):
 		}
 	}
 }

@@ -3,7 +3,6 @@ package openstack
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -14,12 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	kubetest.CloseShared()
-	os.Exit(code)
-}
 
 // realKube returns a client of the package's kube-apiserver
 // (kubetest.Shared), started on first use.
