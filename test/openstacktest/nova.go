@@ -455,7 +455,8 @@ func (s *Stack) saveDumps(ctx context.Context, dir string, dbs []string) {
 // createNovaIdentities adds the nova and placement service users, the
 // compute and placement catalog entries, and the admin role for the admin
 // user in the demo project (so tests can place the Member's servers on a
-// chosen host, an admin-only request).
+// chosen host, an admin-only request), with clouds.yaml entry
+// "demo-admin" for it.
 func (s *Stack) createNovaIdentities(ctx context.Context) error {
 	admin, err := s.Token(ctx, s.Admin)
 	if err != nil {
@@ -493,6 +494,30 @@ func (s *Stack) createNovaIdentities(ctx context.Context) error {
 		}
 	}
 	if err := put(fmt.Sprintf("/projects/%s/users/%s/roles/%s", s.Member.ProjectID, s.Admin.UserID, adminRole)); err != nil {
+		return err
+	}
+	// clouds.yaml gains "demo-admin": that admin in the demo project, as an
+	// operator gives a watcher admin rights in the cluster's project.
+	f, err := os.OpenFile(s.CloudsFile, os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(f, `  demo-admin:
+    auth:
+      auth_url: %s
+      username: %s
+      password: %s
+      project_name: %s
+      user_domain_name: Default
+      project_domain_name: Default
+    region_name: %s
+    interface: public
+    identity_api_version: 3
+`, s.AuthURL, s.Admin.Username, s.Admin.Password, s.Member.ProjectName, s.Region)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return err
 	}
 	for _, e := range []struct{ typ, name, url string }{{"compute", "nova", s.ComputeURL}, {"placement", "placement", s.PlacementURL}} {

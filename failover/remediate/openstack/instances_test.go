@@ -144,7 +144,7 @@ func TestNovaInstancesGoneNeedsNovasNotFound(t *testing.T) {
 // credentials the check is unavailable, never guessed.
 func TestNovaInstancesComputeHost(t *testing.T) {
 	s, member := novaClients(t, "member-appcred")
-	_, admin := novaClients(t, "admin")
+	_, admin := novaClients(t, "demo-admin")
 	ids := deadHost(t)
 	for k, v := range mkServers(t, s,
 		server{name: "ch-victim", host: hostVictim},
@@ -212,6 +212,19 @@ UTC_TIMESTAMP() - INTERVAL 1 DAY FROM services WHERE `+"`binary`"+`='nova-conduc
 			}
 		}
 	}
+	// An admin of another project finds the server by its providerID, but
+	// Nova lists only the token's own project: by name it finds nothing
+	// and proves nothing.
+	_, other := novaClients(t, "admin")
+	for _, tt := range []row{
+		{"ch-hv", pid("ch-hv"), kube.InstanceHostDown, ""},
+		{"ch-hv", "", kube.InstanceUnknown, ""},
+	} {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: tt.node}, Spec: corev1.NodeSpec{ProviderID: tt.provider}}
+		if got, err := NewNovaInstances(other).InstanceState(ctx, n); got != tt.admin || err != nil {
+			t.Errorf("admin of another project, %s %q: got %s %v, want %s", tt.node, tt.provider, got, err, tt.admin)
+		}
+	}
 }
 
 // TestDeadNodeWithNova runs dead-node-out-of-service against a real
@@ -223,7 +236,7 @@ UTC_TIMESTAMP() - INTERVAL 1 DAY FROM services WHERE `+"`binary`"+`='nova-conduc
 // cannot be seen, and nothing is tainted.
 func TestDeadNodeWithNova(t *testing.T) {
 	s, member := novaClients(t, "member-appcred")
-	_, admin := novaClients(t, "admin")
+	_, admin := novaClients(t, "demo-admin")
 	ids := deadHost(t)
 	for k, v := range mkServers(t, s,
 		server{name: "dn-err", then: resetError},

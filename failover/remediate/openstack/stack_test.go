@@ -35,8 +35,10 @@ var (
 
 // novaClients authenticates with the shared stack's Keystone through the
 // clouds.yaml entry cloud: "member-appcred" is the cluster's project
-// through an application credential, as a node would; "admin" also sees
-// hosts and compute services. Only Nova: the stack has no Neutron for
+// through an application credential, as a node would; "demo-admin" is an
+// admin in that project and also sees hosts and compute services; "admin"
+// is an admin of another project, whose server lists do not show the
+// cluster's servers (Nova scopes a list to the token's project). Only Nova: the stack has no Neutron for
 // NewClients to find.
 func novaClients(t *testing.T, cloud string) (*openstacktest.Stack, *Clients) {
 	t.Helper()
