@@ -300,7 +300,7 @@ type OpenStackClusterConfig struct {
 // NeutronRouteGCConfig configures neutron-route-gc.
 type NeutronRouteGCConfig struct {
 	Settings   `yaml:",inline"`
-	RouteLimit int `yaml:"route_limit" doc:"Neutron's max_routes for the router (default 31)."`
+	RouteLimit int `yaml:"route_limit" doc:"Neutron's max_routes for the router (default 30, Neutron's own default)."`
 	WarnMargin int `yaml:"route_warn_margin" doc:"Warn when the routes left after clean-up are within this many of route_limit (default 3)."`
 }
 
@@ -318,7 +318,7 @@ type NeverReadyInstancesConfig struct {
 
 // Defaults for the OpenStack cluster remediators.
 const (
-	DefaultRouteLimit          = 31
+	DefaultRouteLimit          = 30
 	DefaultRouteWarnMargin     = 3
 	DefaultNeverReadyActiveFor = 15 * time.Minute
 )

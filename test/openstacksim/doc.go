@@ -3,8 +3,22 @@
 // OpenStack remediators call. It is not OpenStack: it was written from the
 // public API references (and the shapes gophercloud v2 decodes), serves
 // those JSON shapes over HTTP on 127.0.0.1, applies changes in memory and
-// validates requests the way the real services do for these calls. Use it
-// in tests where a real Neutron and Nova are not available.
+// validates requests the way the real services do for these calls.
+//
+// What still uses it, and why. Neutron and Nova are real now
+// (test/openstacktest, Options.Neutron and Options.Nova): the instance
+// state, dead-node, reboot and never-ready-instances tests of
+// failover/remediate/openstack run against real Nova, the route GC, route
+// quota and security-group tests against neutron-server. The remainder:
+// the route GC and security-group tests keep this simulator's Nova on the
+// real Neutron (UseNeutron: addresses, security groups and
+// addSecurityGroup go to the real ports), since their servers need
+// addresses on Neutron ports, and Nova here creates servers with networks
+// "none" (no L2 agent binds a port); porting them means creating each
+// server's port with device_id and device_owner compute:nova, not yet
+// done. And cmd/drwatch/node health_test.go, which builds clients from one
+// catalog holding a network and a compute endpoint, would need the whole
+// real stack in its package for one router read.
 //
 // Covered:
 //
@@ -42,6 +56,9 @@
 //     Nova's down-cell support does: a minimal record with status UNKNOWN
 //     from microversion 2.69 on and only for a list with no filter, paging
 //     or sorting parameter; skipped silently otherwise.
+//
+// With UseNeutron, Nova reads and changes a real Neutron's ports instead
+// of the simulator's own (see Neutron).
 //
 // Not covered: Neutron pagination (everything fits in one page), other
 // microversion differences than the down-cell records and forced_down's

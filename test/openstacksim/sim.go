@@ -132,6 +132,23 @@ type ComputeService struct {
 	Zone       string
 }
 
+// Neutron is a real Neutron under the simulated Nova (UseNeutron). Nova
+// then reads a server's addresses and security groups from that Neutron's
+// ports (device_id == server ID) and applies addSecurityGroup to them, as
+// Nova does; the simulator's own ports and groups are left out of Nova's
+// answers. Errors become Nova's 500.
+type Neutron interface {
+	// ServerPorts returns the ports whose device_id is server, with
+	// their security group IDs.
+	ServerPorts(server string) ([]Port, error)
+	// SecurityGroups returns the security groups Nova may resolve a name
+	// or ID against.
+	SecurityGroups() ([]SecurityGroup, error)
+	// SetSecurityGroups replaces a port's security groups (Nova's port
+	// update on addSecurityGroup).
+	SetSecurityGroups(port string, groups []string) error
+}
+
 // InstanceAction is one entry of a server's os-instance-actions.
 type InstanceAction struct {
 	Action    string
@@ -173,11 +190,14 @@ type Sim struct {
 	maxLimit  int
 	downCell  map[string]bool
 	pageFault bool
+	// underlay, when set, is the real Neutron whose ports Nova shows
+	// and changes.
+	underlay Neutron
 }
 
 // Start serves a new empty simulator on 127.0.0.1 until Close.
 func Start() *Sim {
-	s := &Sim{Now: time.Now, maxRoutes: 31, tokens: map[string]bool{}, routers: map[string]*Router{},
+	s := &Sim{Now: time.Now, maxRoutes: 30, tokens: map[string]bool{}, routers: map[string]*Router{},
 		ports: map[string]*Port{}, groups: map[string]*SecurityGroup{}, servers: map[string]*Server{},
 		actions: map[string][]InstanceAction{}, services: map[int]*ComputeService{}, maxLimit: 1000, downCell: map[string]bool{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
@@ -191,7 +211,7 @@ func (s *Sim) Close() { s.srv.Close() }
 // version discovery).
 func (s *Sim) AuthURL() string { return s.srv.URL + "/identity/v3/" }
 
-// SetMaxRoutes sets Neutron's max_routes (default 31).
+// SetMaxRoutes sets Neutron's max_routes (default 30, as Neutron).
 func (s *Sim) SetMaxRoutes(n int) { s.mu.Lock(); s.maxRoutes = n; s.mu.Unlock() }
 
 // SetMaxLimit sets Nova's [api]max_limit (default 1000): a server list
@@ -209,6 +229,41 @@ func (s *Sim) SetCellDown(id string, down bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.downCell[id] = down
+}
+
+// UseNeutron puts the simulated Nova on a real Neutron (see Neutron).
+func (s *Sim) UseNeutron(n Neutron) { s.mu.Lock(); s.underlay = n; s.mu.Unlock() }
+
+// serverPorts returns the server's ports (sorted by ID) and the security
+// groups by ID, from the real Neutron when one is set, else the
+// simulator's own. Call with s.mu held.
+func (s *Sim) serverPorts(server string) ([]Port, map[string]SecurityGroup, error) {
+	groups := map[string]SecurityGroup{}
+	if s.underlay != nil {
+		ps, err := s.underlay.ServerPorts(server)
+		if err != nil {
+			return nil, nil, err
+		}
+		gs, err := s.underlay.SecurityGroups()
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, g := range gs {
+			groups[g.ID] = g
+		}
+		slices.SortFunc(ps, func(a, b Port) int { return strings.Compare(a.ID, b.ID) })
+		return ps, groups, nil
+	}
+	var out []Port
+	for _, id := range sortedKeys(s.ports) {
+		if p := s.ports[id]; p.DeviceID == server {
+			out = append(out, *p)
+		}
+	}
+	for id, g := range s.groups {
+		groups[id] = *g
+	}
+	return out, groups, nil
 }
 
 // SetPageFault makes every server list request that carries a marker (a
@@ -658,15 +713,15 @@ func sortedKeys[V any](m map[string]V) []string {
 
 func novaTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05Z") }
 
-func (s *Sim) serverJSON(v *Server, admin bool) map[string]any {
+func (s *Sim) serverJSON(v *Server, admin bool) (map[string]any, error) {
 	addrs := []map[string]any{}
 	groups := []map[string]any{}
 	seen := map[string]bool{}
-	for _, id := range sortedKeys(s.ports) {
-		p := s.ports[id]
-		if p.DeviceID != v.ID {
-			continue
-		}
+	ports, known, err := s.serverPorts(v.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range ports {
 		for _, ip := range p.FixedIPs {
 			ver := 4
 			if strings.Contains(ip, ":") {
@@ -675,7 +730,7 @@ func (s *Sim) serverJSON(v *Server, admin bool) map[string]any {
 			addrs = append(addrs, map[string]any{"addr": ip, "version": ver, "OS-EXT-IPS:type": "fixed", "OS-EXT-IPS-MAC:mac_addr": p.MACAddress})
 		}
 		for _, g := range p.SecurityGroups {
-			if sg := s.groups[g]; sg != nil && !seen[sg.Name] {
+			if sg, ok := known[g]; ok && !seen[sg.Name] {
 				seen[sg.Name] = true
 				groups = append(groups, map[string]any{"name": sg.Name})
 			}
@@ -709,7 +764,7 @@ func (s *Sim) serverJSON(v *Server, admin bool) map[string]any {
 		out["OS-EXT-SRV-ATTR:hypervisor_hostname"] = host + ".example"
 		out["OS-EXT-SRV-ATTR:instance_name"] = "instance-" + v.ID
 	}
-	return out
+	return out, nil
 }
 
 // osServices serves GET /os-services (admin only, as Nova's default
@@ -853,7 +908,12 @@ func (s *Sim) nova(w http.ResponseWriter, r *http.Request, parts []string, admin
 			if (re != nil && !re.MatchString(v.Name)) || !match(q, "status", v.Status) {
 				continue
 			}
-			out = append(out, s.serverJSON(v, admin))
+			j, err := s.serverJSON(v, admin)
+			if err != nil {
+				novaErr(w, 500, "Neutron: "+err.Error())
+				return
+			}
+			out = append(out, j)
 			last = id
 		}
 		body := map[string]any{"servers": out}
@@ -877,7 +937,12 @@ func (s *Sim) nova(w http.ResponseWriter, r *http.Request, parts []string, admin
 	}
 	switch {
 	case len(parts) == 2 && r.Method == http.MethodGet:
-		writeJSON(w, 200, map[string]any{"server": s.serverJSON(v, admin)})
+		j, err := s.serverJSON(v, admin)
+		if err != nil {
+			novaErr(w, 500, "Neutron: "+err.Error())
+			return
+		}
+		writeJSON(w, 200, map[string]any{"server": j})
 	case len(parts) == 3 && parts[2] == "os-instance-actions" && r.Method == http.MethodGet:
 		out := []map[string]any{}
 		for _, a := range s.actions[v.ID] {
@@ -917,9 +982,14 @@ func (s *Sim) nova(w http.ResponseWriter, r *http.Request, parts []string, admin
 			s.writes++
 			w.WriteHeader(http.StatusAccepted)
 		case body.AddSecurityGroup != nil:
+			ports, known, err := s.serverPorts(v.ID)
+			if err != nil {
+				novaErr(w, 500, "Neutron: "+err.Error())
+				return
+			}
 			var gid string
-			for _, id := range sortedKeys(s.groups) {
-				if s.groups[id].Name == body.AddSecurityGroup.Name || id == body.AddSecurityGroup.Name {
+			for _, id := range sortedKeys(known) {
+				if known[id].Name == body.AddSecurityGroup.Name || id == body.AddSecurityGroup.Name {
 					gid = id
 					break
 				}
@@ -928,18 +998,22 @@ func (s *Sim) nova(w http.ResponseWriter, r *http.Request, parts []string, admin
 				novaErr(w, 404, fmt.Sprintf("Security group %s not found for project p1.", body.AddSecurityGroup.Name))
 				return
 			}
-			n := 0
-			for _, id := range sortedKeys(s.ports) {
-				p := s.ports[id]
-				if p.DeviceID == v.ID {
-					n++
-					if !slices.Contains(p.SecurityGroups, gid) {
-						p.SecurityGroups = append(p.SecurityGroups, gid)
-						p.Revision++
-					}
+			for _, p := range ports {
+				if slices.Contains(p.SecurityGroups, gid) {
+					continue
 				}
+				if s.underlay != nil {
+					if err := s.underlay.SetSecurityGroups(p.ID, append(slices.Clone(p.SecurityGroups), gid)); err != nil {
+						novaErr(w, 500, "Neutron: "+err.Error())
+						return
+					}
+					continue
+				}
+				sp := s.ports[p.ID]
+				sp.SecurityGroups = append(sp.SecurityGroups, gid)
+				sp.Revision++
 			}
-			if n == 0 {
+			if len(ports) == 0 {
 				novaErr(w, 400, "Unable to add security group: the instance has no ports")
 				return
 			}

@@ -1,12 +1,23 @@
 // Package openstacktest runs a real, small OpenStack control plane for
 // integration tests: MariaDB, RabbitMQ, Keystone (uwsgi) and the Octavia API
-// (uwsgi) with octavia-worker, and with Options.Nova Placement and Nova.
+// (uwsgi) with octavia-worker, and with Options.Neutron neutron-server, with
+// Options.Nova Placement and Nova.
 //
 // Octavia uses the amphora provider with the noop amphora, compute, network
 // and volume drivers, so a load balancer goes from PENDING_CREATE to ACTIVE in
 // about a second without Nova or Neutron, and the failover API works. Error
 // states that the noop drivers never produce are written straight into
 // MariaDB ([Stack.SetLBStatus]).
+//
+// Neutron (neutron.go) is neutron-server 21 (Zed) with the ML2 core plugin
+// (flat and vxlan type drivers, no mechanism driver, port_security) and the
+// router service plugin, and no agent: networks, subnets, ports, security
+// groups, routers and extra routes are database operations that need no
+// dataplane, and the API validates them as in production (extraroute
+// nexthops, max_routes, If-Match revisions, allowed_address_pairs).
+// neutron.conf sets max_routes to [NeutronMaxRoutes]. Keystone's catalog
+// has it as the "network" endpoint ([Stack.NeutronURL]); the service user is
+// "neutron" in project service.
 //
 // Options.Nova (nova.go) adds placement-api and nova-api (uwsgi; nova-api
 // as two single-threaded processes, since its eventlet hub hangs under
@@ -29,13 +40,15 @@
 // Two services Nova calls are stand-ins served by the harness itself:
 // Debian 12 here has no glance-api installed, so an image endpoint serves
 // ImageID's record and schema (the fake driver never reads image data);
-// and until the stack runs neutron-server, a network endpoint answers
-// every list with an empty one (no ports, so a server has no addresses
-// or security groups; Nova's own view code asks Neutron for them on every
-// server read). Neither is in the catalog. With real Neutron and no L2
-// agent, port binding fails: servers would still be created with networks
-// "none", and ports made by the test with device_id and device_owner
-// compute:nova.
+// and without Options.Neutron a network endpoint answers every list with
+// an empty one (no ports, so a server has no addresses or security groups;
+// Nova's own view code asks Neutron for them on every server read).
+// Neither is in the catalog. With Options.Neutron, Nova uses the real
+// neutron-server. Neutron has no L2 agent and no mechanism driver, so Nova
+// could not bind a port it allocates: servers are created with networks
+// "none" either way, and a test that needs a server's port creates it in
+// Neutron with device_id (the server's ID) and device_owner compute:nova,
+// which is how Nova finds a server's ports.
 //
 // Everything binds to 127.0.0.1 on free ports and keeps its state in one
 // temporary directory. Close stops only the processes it started (their
@@ -48,19 +61,22 @@
 // bootstrapped databases under
 // ${XDG_CACHE_HOME:-$HOME/.cache}/drwatch/openstacktest-schema-<hash of the
 // package versions>; later starts load it in about a second.
-// OPENSTACKTEST_NO_CACHE=1 turns the cache off. Nova's and Placement's
+// OPENSTACKTEST_NO_CACHE=1 turns the cache off. The migrated neutron
+// database is a file of its own in that directory, named for the installed
+// Neutron packages. Nova's and Placement's
 // migrated databases (nova_api with the cell mappings, nova, nova_cell0,
 // placement) have their own dump beside it,
 // openstacktest-nova-schema-<hash of python3-nova, python3-placement and
 // mariadb-server versions>: migrating takes 14 s of a quiet machine, loading
 // the dump 2 s. Nova adds 15 s to the start on a quiet machine (40-60 s at
-// a load average above 10) and about 900 MB of memory.
+// a load average above 10) and about 1.2 GB of memory (RSS of its ten
+// processes).
 //
 // Packages (Debian 12): keystone octavia-api octavia-worker
-// uwsgi-plugin-python3 mariadb-server python3-pymysql rabbitmq-server, all
-// installed by make install-test-deps (test/deps/parts/openstack.sh); for
-// Options.Nova also nova-api nova-conductor nova-scheduler nova-compute
-// placement-api (test/deps/parts/nova.sh).
+// uwsgi-plugin-python3 mariadb-server python3-pymysql rabbitmq-server,
+// neutron-server for Neutron, and nova-api nova-conductor nova-scheduler
+// nova-compute placement-api for Nova, all installed by make
+// install-test-deps (test/deps/parts/openstack.sh, neutron.sh, nova.sh).
 //
 // It imports no drwatch package outside test/ (its tests may): what the
 // tests run against owes nothing to the code under test. Only tests import

@@ -66,20 +66,7 @@ type novaState struct {
 	tokens    map[string]cachedToken
 }
 
-func checkNovaBinaries() error {
-	for _, b := range novaBinaries {
-		if strings.HasPrefix(b.path, "/") {
-			if _, err := os.Stat(b.path); err != nil {
-				return fmt.Errorf("%s missing: install Debian package %s (make install-test-deps): %w", b.path, b.pkg, ErrNoBinary)
-			}
-			continue
-		}
-		if _, err := exec.LookPath(b.path); err != nil {
-			return fmt.Errorf("%s not found in PATH: install Debian package %s (make install-test-deps): %w", b.path, b.pkg, ErrNoBinary)
-		}
-	}
-	return nil
-}
+func checkNovaBinaries() error { return checkBinaryList(novaBinaries) }
 
 // startNova brings up Placement and Nova on the running MariaDB, RabbitMQ
 // and Keystone: databases (from the schema cache when it has them),
@@ -126,8 +113,7 @@ GRANT ALL ON nova_cell0.* TO 'os'@'127.0.0.1'; GRANT ALL ON placement.* TO 'os'@
 	if err := s.startProcEnv("placement-api", "uwsgi", []string{"--ini", s.path("placement-uwsgi.ini")}, env, "placement-uwsgi.out"); err != nil {
 		return err
 	}
-	env = []string{"OS_NOVA_CONFIG_DIR=" + s.path("nova")}
-	if err := s.startProcEnv("nova-api", "uwsgi", []string{"--ini", s.path("nova-api-uwsgi.ini")}, env, "nova-api-uwsgi.out"); err != nil {
+	if err := s.startNovaAPIProc(); err != nil {
 		return err
 	}
 	for _, svc := range []string{"nova-conductor", "nova-scheduler"} {
@@ -289,39 +275,11 @@ connection = %s
 [keystone_authtoken]
 www_authenticate_uri = http://127.0.0.1:%d
 %s`, db("placement"), p.keystone, auth("placement", placementPass)),
-		"placement-uwsgi.ini": fmt.Sprintf(`[uwsgi]
-plugins = python3
-http-socket = 127.0.0.1:%d
-wsgi-file = /usr/bin/placement-api
-master = true
-processes = 1
-threads = 4
-enable-threads = true
-lazy-apps = true
-die-on-term = true
-need-app = true
-buffer-size = 65535
-add-header = Connection: close
-logto = %s
-`, placementPort, s.path("placement.log")),
-		"nova-api-uwsgi.ini": fmt.Sprintf(`[uwsgi]
-plugins = python3
-http-socket = 127.0.0.1:%d
-wsgi-file = /usr/bin/nova-api-wsgi
-master = true
-; nova-api monkey-patches eventlet, whose hub belongs to one thread: with
-; several uwsgi threads a request hangs ("cannot switch to a different
-; thread"). Concurrency comes from processes instead.
-processes = 2
-threads = 1
-enable-threads = true
-lazy-apps = true
-die-on-term = true
-need-app = true
-buffer-size = 65535
-add-header = Connection: close
-logto = %s
-`, novaPort, s.path("nova-api.log")),
+		"placement-uwsgi.ini": uwsgiIni(placementPort, "/usr/bin/placement-api", 1, 4, s.path("placement.log")),
+		// nova-api monkey-patches eventlet, whose hub belongs to one
+		// thread: with several uwsgi threads a request hangs ("cannot
+		// switch to a different thread"). Concurrency comes from processes.
+		"nova-api-uwsgi.ini": uwsgiIni(novaPort, "/usr/bin/nova-api-wsgi", 2, 1, s.path("nova-api.log")),
 	}
 	for _, h := range NovaHosts {
 		files["nova/compute-"+h+".conf"] = fmt.Sprintf("[DEFAULT]\nhost = %s\n", h)
@@ -332,6 +290,26 @@ logto = %s
 		}
 	}
 	return nil
+}
+
+// uwsgiIni is the uwsgi configuration of a WSGI script served on port.
+func uwsgiIni(port int, wsgiFile string, processes, threads int, log string) string {
+	return fmt.Sprintf(`[uwsgi]
+plugins = python3
+http-socket = 127.0.0.1:%d
+wsgi-file = %s
+master = true
+processes = %d
+threads = %d
+enable-threads = true
+lazy-apps = true
+die-on-term = true
+need-app = true
+buffer-size = 65535
+; http-socket has no keep-alive: tell clients, or they see connection resets
+add-header = Connection: close
+logto = %s
+`, port, wsgiFile, processes, threads, log)
 }
 
 // novaSchemaDBs are the databases the Nova schema cache holds.
@@ -405,51 +383,6 @@ func novaSchemaCacheDir() string {
 	}
 	sum := sha256.Sum256(append(out, novaSchemaVersion...))
 	return filepath.Join(filepath.Dir(base), "openstacktest-nova-schema-"+hex.EncodeToString(sum[:6]))
-}
-
-// loadDumps loads dir/<db>.sql into each database.
-func (s *Stack) loadDumps(ctx context.Context, dir string, dbs []string) error {
-	for _, db := range dbs {
-		f, err := os.Open(filepath.Join(dir, db+".sql"))
-		if err != nil {
-			return fmt.Errorf("schema cache: %w", err)
-		}
-		cmd := exec.CommandContext(ctx, "mariadb", "--no-defaults", "-S", s.mysqlSock, "-uroot", db)
-		cmd.Stdin = f
-		out, err := cmd.CombinedOutput()
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("load cached %s schema (remove %s to rebuild): %w: %s", db, dir, err, strings.TrimSpace(string(out)))
-		}
-	}
-	return nil
-}
-
-// saveDumps stores a dump of each database under dir, atomically; best
-// effort, a failure only costs the next run time.
-func (s *Stack) saveDumps(ctx context.Context, dir string, dbs []string) {
-	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
-		return
-	}
-	tmp, err := os.MkdirTemp(filepath.Dir(dir), ".openstacktest-schema-")
-	if err != nil {
-		return
-	}
-	defer os.RemoveAll(tmp)
-	for _, db := range dbs {
-		f, err := os.Create(filepath.Join(tmp, db+".sql"))
-		if err != nil {
-			return
-		}
-		cmd := exec.CommandContext(ctx, "mariadb-dump", "--no-defaults", "-S", s.mysqlSock, "-uroot", "--single-transaction", db)
-		cmd.Stdout = f
-		err = cmd.Run()
-		f.Close()
-		if err != nil {
-			return
-		}
-	}
-	os.Rename(tmp, dir)
 }
 
 // createNovaIdentities adds the nova and placement service users, the
@@ -535,9 +468,13 @@ func (s *Stack) createNovaIdentities(ctx context.Context) error {
 	return nil
 }
 
-// neutronForNova is the network endpoint Nova calls. Until the stack runs
-// neutron-server, it is the in-process stand-in of startNovaStubs.
+// neutronForNova is the network endpoint Nova calls: the real
+// neutron-server with Options.Neutron, else the in-process stand-in of
+// startNovaStubs.
 func (s *Stack) neutronForNova() string {
+	if s.NeutronURL != "" {
+		return s.NeutronURL
+	}
 	return "http://" + s.nova.stubLn.Addr().String() + "/network"
 }
 
@@ -548,9 +485,9 @@ func (s *Stack) imageEndpoint() string { return "http://" + s.nova.stubLn.Addr()
 
 // startNovaStubs serves the two records Nova needs from services the
 // stack does not run: ImageID's image record (Glance v2: the record and
-// its schema), and an empty Neutron (no ports, so Nova's server views find
-// no security groups and no addresses; servers are created with networks
-// "none").
+// its schema), and, without Options.Neutron, an empty Neutron (no ports,
+// so Nova's server views find no security groups and no addresses; servers
+// are created with networks "none").
 func (s *Stack) startNovaStubs() error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -685,11 +622,17 @@ func (s *Stack) StartNovaAPI(ctx context.Context) error {
 	if s.alive("nova-api") {
 		return nil
 	}
-	env := []string{"OS_NOVA_CONFIG_DIR=" + s.path("nova")}
-	if err := s.startProcEnv("nova-api", "uwsgi", []string{"--ini", s.path("nova-api-uwsgi.ini")}, env, "nova-api-uwsgi.out"); err != nil {
+	if err := s.startNovaAPIProc(); err != nil {
 		return err
 	}
 	return s.waitHTTP(ctx, "nova-api", strings.TrimSuffix(s.ComputeURL, "/v2.1")+"/", "nova-api.log")
+}
+
+// startNovaAPIProc starts nova-api's uwsgi; it reads its configuration
+// from OS_NOVA_CONFIG_DIR.
+func (s *Stack) startNovaAPIProc() error {
+	env := []string{"OS_NOVA_CONFIG_DIR=" + s.path("nova")}
+	return s.startProcEnv("nova-api", "uwsgi", []string{"--ini", s.path("nova-api-uwsgi.ini")}, env, "nova-api-uwsgi.out")
 }
 
 // SetCellDown cuts nova-api off from cell1's database (down) or restores

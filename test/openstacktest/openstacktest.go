@@ -73,6 +73,10 @@ type Stack struct {
 	// VIPNetworkID is the made-up network load balancers are created on; the
 	// noop network driver accepts any ID.
 	VIPNetworkID string
+	// NeutronURL is the Neutron API root, http://127.0.0.1:<port> (the
+	// "network" endpoint in the catalog); empty without Options.Neutron.
+	NeutronURL string
+	neutronT0  time.Time // when neutron-server was started
 	// Dir holds all state and logs.
 	Dir string
 	// ComputeURL (Nova, http://127.0.0.1:<port>/v2.1) and PlacementURL are
@@ -95,6 +99,8 @@ type Options struct {
 	// Logger, when set, gets one Info line per start-up step with its
 	// duration; nil logs nothing.
 	Logger *slog.Logger
+	// Neutron also runs neutron-server (see neutron.go).
+	Neutron bool
 	// Nova adds Placement and Nova (nova.go): API, conductor, scheduler
 	// and one fake-driver nova-compute per NovaHosts entry.
 	Nova bool
@@ -141,8 +147,12 @@ var binaries = []struct{ path, pkg string }{
 	{"octavia-worker", "octavia-worker"},
 }
 
-func checkBinaries() error {
-	for _, b := range binaries {
+func checkBinaries() error { return checkBinaryList(binaries) }
+
+// checkBinaryList fails naming the Debian package of the first program of
+// list that is missing.
+func checkBinaryList(list []struct{ path, pkg string }) error {
+	for _, b := range list {
 		if strings.HasPrefix(b.path, "/") {
 			if _, err := os.Stat(b.path); err != nil {
 				return fmt.Errorf("%s missing: install Debian package %s (make install-test-deps): %w", b.path, b.pkg, ErrNoBinary)
@@ -219,6 +229,9 @@ GRANT ALL ON keystone.* TO 'os'@'127.0.0.1'; GRANT ALL ON octavia.* TO 'os'@'127
 		return nil, err
 	}
 	step("databases")
+	if err := s.startNeutron(ctx, opts, p); err != nil {
+		return nil, err
+	}
 	// Start Keystone, the Octavia API and the worker together: each spends
 	// seconds importing Python before it serves. The API needs Keystone
 	// only per request, the worker only RabbitMQ and the database.
@@ -253,6 +266,9 @@ GRANT ALL ON keystone.* TO 'os'@'127.0.0.1'; GRANT ALL ON octavia.* TO 'os'@'127
 		return nil, err
 	}
 	step("octavia-worker")
+	if err := s.waitNeutron(ctx, logger); err != nil {
+		return nil, err
+	}
 	if opts.Nova {
 		if err := s.startNova(ctx, p, step); err != nil {
 			return nil, err
@@ -558,7 +574,21 @@ func schemaCacheDir() string {
 }
 
 func (s *Stack) loadSchemaCache(ctx context.Context, dir string) error {
-	for _, db := range []string{"keystone", "octavia"} {
+	if err := s.loadDumps(ctx, dir, []string{"keystone", "octavia"}); err != nil {
+		return err
+	}
+	// Bootstrap wrote Keystone's own endpoints with the port of the run that
+	// made the dump.
+	return s.mysql(ctx, "keystone", fmt.Sprintf("UPDATE endpoint SET url='%s'", s.AuthURL))
+}
+
+func (s *Stack) saveSchemaCache(ctx context.Context, dir string) {
+	s.saveDumps(ctx, dir, []string{"keystone", "octavia"})
+}
+
+// loadDumps loads dir/<db>.sql into each database.
+func (s *Stack) loadDumps(ctx context.Context, dir string, dbs []string) error {
+	for _, db := range dbs {
 		f, err := os.Open(filepath.Join(dir, db+".sql"))
 		if err != nil {
 			return fmt.Errorf("schema cache: %w", err)
@@ -571,12 +601,12 @@ func (s *Stack) loadSchemaCache(ctx context.Context, dir string) error {
 			return fmt.Errorf("load cached %s schema (remove %s to rebuild): %w: %s", db, dir, err, strings.TrimSpace(string(out)))
 		}
 	}
-	// Bootstrap wrote Keystone's own endpoints with the port of the run that
-	// made the dump.
-	return s.mysql(ctx, "keystone", fmt.Sprintf("UPDATE endpoint SET url='%s'", s.AuthURL))
+	return nil
 }
 
-func (s *Stack) saveSchemaCache(ctx context.Context, dir string) {
+// saveDumps stores a dump of each database in directory dir, made
+// atomically; best effort, as a failed save only costs the next run time.
+func (s *Stack) saveDumps(ctx context.Context, dir string, dbs []string) {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return
 	}
@@ -585,7 +615,7 @@ func (s *Stack) saveSchemaCache(ctx context.Context, dir string) {
 		return
 	}
 	defer os.RemoveAll(tmp)
-	for _, db := range []string{"keystone", "octavia"} {
+	for _, db := range dbs {
 		f, err := os.Create(filepath.Join(tmp, db+".sql"))
 		if err != nil {
 			return
@@ -734,6 +764,9 @@ func (s *Stack) createIdentities(ctx context.Context) error {
 		return err
 	}
 	if _, err := userIn("octavia", octaviaPass, svc, "admin"); err != nil {
+		return err
+	}
+	if err := s.neutronIdentities(ctx, admin, svc, roles["admin"]); err != nil {
 		return err
 	}
 	if s.Member.ProjectID, err = project(s.Member.ProjectName); err != nil {
@@ -1077,6 +1110,7 @@ func (s *Stack) Close() {
 		s.stopProc("octavia-worker", 10*time.Second)
 	}()
 	s.stopProc("octavia-api", 5*time.Second)
+	s.stopProc("neutron", neutronStopGrace)
 	s.stopProc("keystone", 5*time.Second)
 	wg.Wait()
 	s.stopProc("rabbitmq", 10*time.Second)

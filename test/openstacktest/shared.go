@@ -17,21 +17,25 @@ var shared struct {
 	err  error
 }
 
-// SharedOptions are the Options Shared starts the stack with (Logger is
-// replaced). Set them in TestMain before m.Run: Nova: true for a package
-// that needs Nova.
-var SharedOptions Options
-
 // Shared returns the test binary's stack, starting it on first use. Its
 // start-up steps go to stderr (visible with -v): the stack is slow, and a
 // slow step is the first thing to look at.
 func Shared(t testing.TB) *Stack {
 	t.Helper()
+	return SharedWith(t, Options{})
+}
+
+// SharedWith is Shared with options (Neutron, ...). The first call of the
+// test binary starts the stack; later calls get that stack whatever their
+// options, so a package passes the same options everywhere.
+func SharedWith(t testing.TB, opts Options) *Stack {
+	t.Helper()
 	shared.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
 		defer cancel()
-		opts := SharedOptions
-		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+		if opts.Logger == nil {
+			opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+		}
 		shared.s, shared.err = New(ctx, opts)
 	})
 	if shared.err != nil {

@@ -2,6 +2,7 @@ package openstack
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -156,4 +157,24 @@ func precondition(err error) error {
 		return errors.Join(err, remediate.ErrPrecondition)
 	}
 	return err
+}
+
+// neutronFault returns the type and message of Neutron's error answer
+// ({"NeutronError": {"type": "RoutesExhausted", "message": ...}}), or
+// empty strings when err carries no such answer.
+func neutronFault(err error) (typ, msg string) {
+	var ue gophercloud.ErrUnexpectedResponseCode
+	if !errors.As(err, &ue) {
+		return "", ""
+	}
+	var body struct {
+		NeutronError struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"NeutronError"`
+	}
+	if json.Unmarshal(ue.Body, &body) != nil {
+		return "", ""
+	}
+	return body.NeutronError.Type, body.NeutronError.Message
 }

@@ -22,14 +22,22 @@
 //     as a no-op, so the warning is recorded once per route count in the
 //     replicated history (and counted like any action by the Runner's caps).
 //     With no cluster instance, no node, or no node matching a cluster
-//     instance, Plan refuses to judge (error).
+//     instance, Plan refuses to judge (error). Neutron re-validates every
+//     route the router keeps on each remove_extraroutes (max_routes, next
+//     hops in the router's subnets and not its own addresses), so a router
+//     over max_routes by two or more, or one invalid route left on it,
+//     makes every removal fail: Apply then says so and names the invalid
+//     routes (not a precondition: the next pass cannot do better).
 //   - security-groups: a cluster instance none of whose ports carries the
 //     required security group gets it back through Nova's addSecurityGroup;
 //     a node port (the port holding the instance's address) whose
 //     allowed_address_pairs do not cover the pod CIDR gets it added with a
 //     port update carrying If-Match: revision_number from Plan, so a port
 //     changed since Plan is refused by Neutron (412) and Apply returns
-//     remediate.ErrPrecondition; the next pass plans afresh.
+//     remediate.ErrPrecondition; the next pass plans afresh. A port with
+//     port security off filters nothing and Neutron refuses groups (400)
+//     and pairs (409) on it: it needs neither, and gets neither. A port at
+//     Neutron's max_allowed_address_pair fails with an error saying so.
 //   - never-ready-instances: an instance ACTIVE for longer than T (and T
 //     since its last reboot) whose node never became Ready (NodeReadiness)
 //     is soft rebooted, then hard rebooted, never more: the reboots are

@@ -14,6 +14,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/extraroutes"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	"github.com/gophercloud/gophercloud/v2/pagination"
 )
 
@@ -329,7 +330,7 @@ func (g *RouteGC) Plan(ctx context.Context) ([]remediate.Action, error) {
 		out = append(out, remediate.Action{
 			Target: "router/" + g.routerID,
 			Verb:   VerbWarn,
-			Reason: fmt.Sprintf("router %s keeps %d routes after clean-up, near Neutron's limit of %d: new nodes will get no route (409 in the route controller)", g.routerID, left, g.limit),
+			Reason: fmt.Sprintf("router %s keeps %d routes after clean-up, near Neutron's limit of %d: new nodes will get no route (Neutron answers 400 RoutesExhausted past max_routes)", g.routerID, left, g.limit),
 			Key:    "warn-routes/" + g.routerID + "/" + strconv.Itoa(left),
 		})
 	}
@@ -367,7 +368,61 @@ func (g *RouteGC) Apply(ctx context.Context, a remediate.Action) error {
 		if gophercloud.ResponseCodeIs(err, 404) {
 			return fmt.Errorf("router %s is gone: %w", g.routerID, remediate.ErrPrecondition)
 		}
-		return fmt.Errorf("remove route %s via %s: %w", d.route.DestinationCIDR, d.route.NextHop, precondition(err))
+		head := fmt.Sprintf("remove route %s via %s", d.route.DestinationCIDR, d.route.NextHop)
+		// remove_extraroutes re-validates every route the router keeps
+		// (neutron/db/extraroute_db.py), not only the one removed.
+		switch typ, msg := neutronFault(err); typ {
+		case "RoutesExhausted":
+			return fmt.Errorf("%s: Neutron refused (%s): router %s holds %d routes, and Neutron refuses any change that leaves more than its max_routes, removals too; no route can be removed one at a time until the router holds at most max_routes + 1 (remove routes by hand or raise max_routes): %w",
+				head, msg, g.routerID, len(r.Routes), err)
+		case "InvalidRoutes":
+			return fmt.Errorf("%s: Neutron refused, because it re-validates every route left on router %s and %s; fix or remove that route by hand (Neutron: %s): %w",
+				head, g.routerID, g.invalidLeft(ctx, r.Routes, d.route), msg, err)
+		}
+		return fmt.Errorf("%s: %w", head, precondition(err))
 	}
 	return nil
+}
+
+// invalidLeft says which routes other than removed Neutron's extraroute
+// validation refuses: a next hop outside every subnet of the router's
+// ports, or one of the router's own addresses.
+func (g *RouteGC) invalidLeft(ctx context.Context, all []routers.Route, removed routers.Route) string {
+	ps, err := serverPorts(ctx, g.c.Network, g.routerID)
+	if err != nil {
+		return "a route it keeps is invalid (its interfaces could not be read: " + err.Error() + ")"
+	}
+	var own []netip.Addr
+	var cidrs []netip.Prefix
+	for _, p := range ps {
+		for _, ip := range p.FixedIPs {
+			if a, err := netip.ParseAddr(ip.IPAddress); err == nil {
+				own = append(own, a)
+			}
+			sn, err := subnets.Get(ctx, g.c.Network, ip.SubnetID).Extract()
+			if err != nil {
+				return "a route it keeps is invalid (subnet " + ip.SubnetID + " could not be read: " + err.Error() + ")"
+			}
+			if c, err := netip.ParsePrefix(sn.CIDR); err == nil {
+				cidrs = append(cidrs, c)
+			}
+		}
+	}
+	var bad []string
+	for _, rt := range all {
+		hop, err := netip.ParseAddr(rt.NextHop)
+		switch {
+		case rt == removed:
+		case err != nil:
+			bad = append(bad, fmt.Sprintf("%s via %s (no address)", rt.DestinationCIDR, rt.NextHop))
+		case slices.Contains(own, hop):
+			bad = append(bad, fmt.Sprintf("%s via %s (the router's own address)", rt.DestinationCIDR, rt.NextHop))
+		case !slices.ContainsFunc(cidrs, func(c netip.Prefix) bool { return c.Contains(hop) }):
+			bad = append(bad, fmt.Sprintf("%s via %s (next hop outside the router's subnets %s)", rt.DestinationCIDR, rt.NextHop, joinPrefixes(cidrs)))
+		}
+	}
+	if len(bad) == 0 {
+		return "a route it keeps is invalid"
+	}
+	return "these routes it keeps are invalid: " + strings.Join(bad, "; ")
 }

@@ -3,6 +3,7 @@ package openstack
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
@@ -12,15 +13,9 @@ import (
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/remediatetest"
 	"github.com/drwatch/drwatch/test/openstacksim"
+	"github.com/drwatch/drwatch/test/openstacktest"
+	"github.com/gophercloud/gophercloud/v2"
 )
-
-func routesOf(s *openstacksim.Sim) []string {
-	out := []string{}
-	for _, r := range s.Router("r1").Routes {
-		out = append(out, r.Destination+">"+r.NextHop)
-	}
-	return out
-}
 
 // fakeNodes is the cluster's Kubernetes nodes as the route GC reads them;
 // err makes every read fail.
@@ -46,40 +41,51 @@ func kubeNode(name, id, ip string, cidrs ...string) ClusterNode {
 	return n
 }
 
-// routeGCWorld is seed 001's router: this cluster's nodes, a neighbouring
-// cluster in the same project sharing 198.19.0.0/16, and a live instance
-// that belongs to no cluster.
-func routeGCWorld(t *testing.T) (*openstacksim.Sim, *Clients, *fakeNodes) {
+// allRoutes are routeGCWorld's routes.
+var allRoutes = []string{
+	"198.19.1.0/24>10.180.0.3", // stale: node 5's pod CIDR, via a deleted node's address
+	"198.19.1.0/24>10.180.0.5", // node 5's route (SHUTOFF, still a node)
+	"198.19.2.0/24>10.180.0.4", // node 4's route
+	"198.19.9.0/24>10.180.0.9", // via a live non-cluster instance
+	"198.19.2.0/24>10.180.0.9", // our pod CIDR, but via a live non-cluster instance
+	"198.19.6.0/24>10.180.0.6", // node 6's route
+	"198.19.3.0/24>10.180.0.6", // stale: a deleted node's pod CIDR via its address, now node 6's
+	"198.19.1.0/24>10.180.1.1", // the neighbour's node
+	"198.19.7.0/24>10.180.1.7", // the neighbour's stale route: nothing says it is ours
+	"10.0.0.0/8>10.180.0.1",    // outside the pod CIDR
+}
+
+// routeGCWorld is seed 001's router in the real Neutron: this cluster's
+// nodes, a neighbouring cluster in the same project sharing 198.19.0.0/16,
+// and a live instance that belongs to no cluster. The router gets routes
+// (allRoutes when none are given) through add_extraroutes, which Neutron
+// validates: every next hop lies in the router's subnet 10.180.0.0/16.
+func routeGCWorld(t *testing.T, routes ...string) (*world, *fakeNodes) {
 	t.Helper()
-	s, c := simClients(t)
-	node(s, "vm4", "k-node-4", "ACTIVE", "10.180.0.4", t0, nil)
-	node(s, "vm5", "k-node-5", "SHUTOFF", "10.180.0.5", t0, nil)
-	node(s, "vm6", "k-node-6", "ACTIVE", "10.180.0.6", t0, nil)
-	// The neighbour: its name even starts like ours, its metadata says
-	// it is cluster n's; its node holds the same pod CIDR as our node 5.
-	s.PutServer(openstacksim.Server{ID: "vmn1", Name: "k-node-n1", Status: "ACTIVE", Metadata: map[string]string{"kluster": "n"}, Created: t0})
-	s.PutPort(openstacksim.Port{ID: "port-n1", DeviceID: "vmn1", FixedIPs: []string{"10.180.1.1"}})
-	// Not a cluster instance at all, and live.
-	s.PutServer(openstacksim.Server{ID: "vmx", Name: "other-9", Status: "ACTIVE", Created: t0})
-	s.PutPort(openstacksim.Port{ID: "port-x", DeviceID: "vmx", FixedIPs: []string{"10.180.0.9"}})
-	s.PutRouter(openstacksim.Router{ID: "r1", Revision: 10, Routes: []openstacksim.Route{
-		{Destination: "198.19.1.0/24", NextHop: "10.180.0.3"}, // stale: node 5's pod CIDR, via a deleted node's address
-		{Destination: "198.19.1.0/24", NextHop: "10.180.0.5"}, // node 5's route (SHUTOFF, still a node)
-		{Destination: "198.19.2.0/24", NextHop: "10.180.0.4"}, // node 4's route
-		{Destination: "198.19.9.0/24", NextHop: "10.180.0.9"}, // via a live non-cluster instance
-		{Destination: "198.19.2.0/24", NextHop: "10.180.0.9"}, // our pod CIDR, but via a live non-cluster instance
-		{Destination: "198.19.6.0/24", NextHop: "10.180.0.6"}, // node 6's route
-		{Destination: "198.19.3.0/24", NextHop: "10.180.0.6"}, // stale: a deleted node's pod CIDR via its address, now node 6's
-		{Destination: "198.19.1.0/24", NextHop: "10.180.1.1"}, // the neighbour's node
-		{Destination: "198.19.7.0/24", NextHop: "10.180.1.7"}, // the neighbour's stale route: nothing says it is ours
-		{Destination: "10.0.0.0/8", NextHop: "10.180.0.1"},    // outside the pod CIDR
-	}})
+	w := newWorld(t)
+	w.bulk(func() {
+		w.node("vm4", "k-node-4", "ACTIVE", "10.180.0.4", t0, nil)
+		w.node("vm5", "k-node-5", "SHUTOFF", "10.180.0.5", t0, nil)
+		w.node("vm6", "k-node-6", "ACTIVE", "10.180.0.6", t0, nil)
+		// The neighbour: its name even starts like ours, its metadata
+		// says it is cluster n's; its node holds the same pod CIDR as
+		// our node 5.
+		w.instance(openstacksim.Server{ID: "vmn1", Name: "k-node-n1", Status: "ACTIVE", Metadata: map[string]string{"kluster": "n"}, Created: t0}, "10.180.1.1", nil)
+		// Not a cluster instance at all, and live.
+		w.instance(openstacksim.Server{ID: "vmx", Name: "other-9", Status: "ACTIVE", Created: t0}, "10.180.0.9", nil)
+	})
+	if routes == nil {
+		routes = allRoutes
+	}
+	if err := w.addRoutes(routes...); err != nil {
+		t.Fatalf("add routes: %v", err)
+	}
 	nodes := &fakeNodes{nodes: []ClusterNode{
-		kubeNode("k-node-4", "vm4", "10.180.0.4", "198.19.2.0/24"),
-		kubeNode("k-node-5", "vm5", "10.180.0.5", "198.19.1.0/24"),
-		kubeNode("k-node-6", "vm6", "10.180.0.6", "198.19.6.0/24"),
+		kubeNode("k-node-4", w.id("vm4"), "10.180.0.4", "198.19.2.0/24"),
+		kubeNode("k-node-5", w.id("vm5"), "10.180.0.5", "198.19.1.0/24"),
+		kubeNode("k-node-6", w.id("vm6"), "10.180.0.6", "198.19.6.0/24"),
 	}}
-	return s, c, nodes
+	return w, nodes
 }
 
 // untouched are the routes of routeGCWorld that no pass may remove.
@@ -87,19 +93,26 @@ var untouched = []string{"198.19.1.0/24>10.180.0.5", "198.19.2.0/24>10.180.0.4",
 	"198.19.2.0/24>10.180.0.9", "198.19.6.0/24>10.180.0.6", "198.19.1.0/24>10.180.1.1", "198.19.7.0/24>10.180.1.7",
 	"10.0.0.0/8>10.180.0.1"}
 
+// sorted returns a sorted copy.
+func sorted(s []string) []string { s = slices.Clone(s); slices.Sort(s); return s }
+
 func TestRouteGC(t *testing.T) {
-	s, c, nodes := routeGCWorld(t)
-	r := NewRouteGC(c, "r1", podCIDR, cluster, nodes, 31, 3)
+	w, nodes := routeGCWorld(t)
+	rt := "router/" + w.router
+	r := NewRouteGC(w.c, w.router, podCIDR, cluster, nodes, 31, 3)
 	fc := remediatetest.NewLog()
 
 	t.Run("dry-run writes nothing", func(t *testing.T) {
-		w := s.Writes()
+		n, rev := w.writes(), w.getRouter().RevisionNumber
 		got := remediatetest.Summary(remediatetest.Pass(t, fc, r, remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5}))
 		check(t, "records", got, []string{
-			"dry_run remove-route router/r1/route/198.19.1.0/24/10.180.0.3",
-			"dry_run remove-route router/r1/route/198.19.3.0/24/10.180.0.6"})
-		if s.Writes() != w {
-			t.Fatalf("got %d writes after dry-run, want %d", s.Writes(), w)
+			"dry_run remove-route " + rt + "/route/198.19.1.0/24/10.180.0.3",
+			"dry_run remove-route " + rt + "/route/198.19.3.0/24/10.180.0.6"})
+		if w.writes() != n {
+			t.Fatalf("got %d writes after dry-run, want %d", w.writes(), n)
+		}
+		if got := w.getRouter().RevisionNumber; got != rev {
+			t.Fatalf("router revision %d after dry-run, want %d", got, rev)
 		}
 	})
 	t.Run("reasons name the node whose pod CIDR decided", func(t *testing.T) {
@@ -108,9 +121,9 @@ func TestRouteGC(t *testing.T) {
 			t.Fatalf("got %v, %v; want two actions", acts, err)
 		}
 		for i, want := range [][]string{{"k-node-5", "10.180.0.5"}, {"k-node-6", "198.19.6.0/24"}} {
-			for _, w := range want {
-				if !strings.Contains(acts[i].Reason, w) {
-					t.Errorf("action %d: got reason %q, want it to name %s", i, acts[i].Reason, w)
+			for _, word := range want {
+				if !strings.Contains(acts[i].Reason, word) {
+					t.Errorf("action %d: got reason %q, want it to name %s", i, acts[i].Reason, word)
 				}
 			}
 		}
@@ -119,77 +132,81 @@ func TestRouteGC(t *testing.T) {
 	t.Run("acts within the cap", func(t *testing.T) {
 		got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on))
 		check(t, "first pass", got, []string{
-			"planned remove-route router/r1/route/198.19.1.0/24/10.180.0.3",
-			"applied remove-route router/r1/route/198.19.1.0/24/10.180.0.3",
-			"skipped_cap remove-route router/r1/route/198.19.3.0/24/10.180.0.6"})
+			"planned remove-route " + rt + "/route/198.19.1.0/24/10.180.0.3",
+			"applied remove-route " + rt + "/route/198.19.1.0/24/10.180.0.3",
+			"skipped_cap remove-route " + rt + "/route/198.19.3.0/24/10.180.0.6"})
 		got = remediatetest.Summary(remediatetest.Pass(t, fc, r, on))
 		check(t, "second pass", got, []string{
-			"planned remove-route router/r1/route/198.19.3.0/24/10.180.0.6",
-			"applied remove-route router/r1/route/198.19.3.0/24/10.180.0.6"})
-		check(t, "routes", routesOf(s), untouched)
+			"planned remove-route " + rt + "/route/198.19.3.0/24/10.180.0.6",
+			"applied remove-route " + rt + "/route/198.19.3.0/24/10.180.0.6"})
+		check(t, "routes", w.routes(), sorted(untouched))
 	})
 	t.Run("repeated pass is a no-op", func(t *testing.T) {
-		w := s.Writes()
+		n := w.writes()
 		if got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on)); len(got) != 0 {
 			t.Fatalf("got records %q, want none", got)
 		}
-		if s.Writes() != w {
-			t.Fatalf("got %d writes, want %d", s.Writes(), w)
+		if w.writes() != n {
+			t.Fatalf("got %d writes, want %d", w.writes(), n)
 		}
 	})
 	t.Run("a route that comes back is removed again", func(t *testing.T) {
-		rt := s.Router("r1")
-		rt.Routes = append(rt.Routes, openstacksim.Route{Destination: "198.19.3.0/24", NextHop: "10.180.0.6"})
-		rt.Revision++
-		s.PutRouter(rt)
+		if err := w.addRoutes("198.19.3.0/24>10.180.0.6"); err != nil {
+			t.Fatal(err)
+		}
 		got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on))
 		check(t, "records", got, []string{
-			"planned remove-route router/r1/route/198.19.3.0/24/10.180.0.6",
-			"applied remove-route router/r1/route/198.19.3.0/24/10.180.0.6"})
+			"planned remove-route " + rt + "/route/198.19.3.0/24/10.180.0.6",
+			"applied remove-route " + rt + "/route/198.19.3.0/24/10.180.0.6"})
+		check(t, "routes", w.routes(), sorted(untouched))
 	})
 	t.Run("warns near the limit, once", func(t *testing.T) {
-		near := NewRouteGC(c, "r1", podCIDR, cluster, nodes, 10, 2)
-		w := s.Writes()
+		near := NewRouteGC(w.c, w.router, podCIDR, cluster, nodes, 10, 2)
+		n := w.writes()
 		got := remediatetest.Summary(remediatetest.Pass(t, fc, near, on))
-		check(t, "records", got, []string{"planned warn router/r1", "applied warn router/r1"})
+		check(t, "records", got, []string{"planned warn " + rt, "applied warn " + rt})
 		if got := remediatetest.Summary(remediatetest.Pass(t, fc, near, on)); len(got) != 0 {
 			t.Fatalf("repeated warn: got records %q, want none", got)
 		}
-		if s.Writes() != w {
-			t.Fatalf("warn wrote: got %d writes, want %d", s.Writes(), w)
+		if w.writes() != n {
+			t.Fatalf("warn wrote: got %d writes, want %d", w.writes(), n)
 		}
 	})
 	t.Run("never a full route replace", func(t *testing.T) {
-		if n := s.RouteReplaces(); n != 0 {
+		if n := w.rec.RouteReplaces(); n != 0 {
 			t.Fatalf("got %d full route replaces, want 0", n)
+		}
+		for _, wr := range w.rec.Requests() {
+			if !strings.HasSuffix(wr, "/remove_extraroutes") {
+				t.Errorf("got write %s, want only remove_extraroutes", wr)
+			}
 		}
 	})
 	t.Run("refuses without cluster instances", func(t *testing.T) {
-		wrong := NewRouteGC(c, "r1", podCIDR, Selector{NamePrefix: "nope-"}, nodes, 31, 3)
+		wrong := NewRouteGC(w.c, w.router, podCIDR, Selector{NamePrefix: "nope-"}, nodes, 31, 3)
 		if _, err := wrong.Plan(context.Background()); err == nil || !strings.Contains(err.Error(), "no live cluster instance") {
 			t.Fatalf("got %v, want a refusal", err)
 		}
 	})
 	t.Run("next hop taken by a non-cluster instance before apply is a precondition", func(t *testing.T) {
-		rt := s.Router("r1")
-		rt.Routes = append(rt.Routes, openstacksim.Route{Destination: "198.19.2.0/24", NextHop: "10.180.0.7"})
-		s.PutRouter(rt)
+		if err := w.addRoutes("198.19.2.0/24>10.180.0.7"); err != nil {
+			t.Fatal(err)
+		}
 		acts, err := r.Plan(context.Background())
 		if err != nil || len(acts) != 1 {
 			t.Fatalf("got %v %v, want one action", acts, err)
 		}
-		s.PutServer(openstacksim.Server{ID: "vmy", Name: "other-7", Status: "ACTIVE", Created: t0})
-		s.PutPort(openstacksim.Port{ID: "port-y", DeviceID: "vmy", FixedIPs: []string{"10.180.0.7"}})
+		w.instance(openstacksim.Server{ID: "vmy", Name: "other-7", Status: "ACTIVE", Created: t0}, "10.180.0.7", nil)
 		if err := r.Apply(context.Background(), acts[0]); !errorsIsPrecondition(err) {
 			t.Fatalf("got %v, want ErrPrecondition", err)
 		}
-		check(t, "routes", routesOf(s), append(slices.Clone(untouched), "198.19.2.0/24>10.180.0.7"))
+		check(t, "routes", w.routes(), sorted(append(slices.Clone(untouched), "198.19.2.0/24>10.180.0.7")))
 	})
 }
 
 func TestRouteGCNeverTouchesLookAlikes(t *testing.T) {
-	_, c, nodes := routeGCWorld(t)
-	r := NewRouteGC(c, "r1", podCIDR, cluster, nodes, 31, 3)
+	w, nodes := routeGCWorld(t)
+	r := NewRouteGC(w.c, w.router, podCIDR, cluster, nodes, 31, 3)
 	acts, err := r.Plan(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -206,7 +223,7 @@ func TestRouteGCNeverTouchesLookAlikes(t *testing.T) {
 		{"a healthy route to a node that is SHUTOFF", "198.19.1.0/24", "10.180.0.5"},
 		{"a route outside the pod CIDR", "10.0.0.0/8", "10.180.0.1"},
 	} {
-		if planned["router/r1/route/"+tt.dest+"/"+tt.hop] {
+		if planned["router/"+w.router+"/route/"+tt.dest+"/"+tt.hop] {
 			t.Errorf("%s (%s via %s): got a remove-route, want it untouched", tt.name, tt.dest, tt.hop)
 		}
 	}
@@ -217,26 +234,25 @@ func TestRouteGCNeverTouchesLookAlikes(t *testing.T) {
 
 func TestRouteGCNoDeletesFromAPartialListing(t *testing.T) {
 	on := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 5, MaxPerHour: 10}
-	all := []string{"198.19.1.0/24>10.180.0.3", "198.19.1.0/24>10.180.0.5", "198.19.2.0/24>10.180.0.4",
-		"198.19.9.0/24>10.180.0.9", "198.19.2.0/24>10.180.0.9", "198.19.6.0/24>10.180.0.6", "198.19.3.0/24>10.180.0.6",
-		"198.19.1.0/24>10.180.1.1", "198.19.7.0/24>10.180.1.7", "10.0.0.0/8>10.180.0.1"}
+	all := sorted(allRoutes)
 	for _, tt := range []struct {
 		name   string
-		spoil  func(*openstacksim.Sim, *fakeNodes)
+		spoil  func(*world, *fakeNodes)
 		reason string // a recorded warn says this; empty: Plan fails
 	}{
-		{"a cluster server in a down cell", func(s *openstacksim.Sim, _ *fakeNodes) { s.SetCellDown("vm4", true) }, "down cell"},
-		{"a server of another cluster in a down cell", func(s *openstacksim.Sim, _ *fakeNodes) { s.SetCellDown("vmn1", true) }, "down cell"},
-		{"a listing in several pages", func(s *openstacksim.Sim, _ *fakeNodes) { s.SetMaxLimit(3) }, "pages"},
-		{"a page that fails", func(s *openstacksim.Sim, _ *fakeNodes) { s.SetMaxLimit(3); s.SetPageFault(true) }, ""},
-		{"pod CIDRs that cannot be read", func(_ *openstacksim.Sim, n *fakeNodes) { n.fail(errors.New("kube: 503")) }, ""},
+		{"a cluster server in a down cell", func(w *world, _ *fakeNodes) { w.sim.SetCellDown(w.id("vm4"), true) }, "down cell"},
+		{"a server of another cluster in a down cell", func(w *world, _ *fakeNodes) { w.sim.SetCellDown(w.id("vmn1"), true) }, "down cell"},
+		{"a listing in several pages", func(w *world, _ *fakeNodes) { w.sim.SetMaxLimit(3) }, "pages"},
+		{"a page that fails", func(w *world, _ *fakeNodes) { w.sim.SetMaxLimit(3); w.sim.SetPageFault(true) }, ""},
+		{"pod CIDRs that cannot be read", func(_ *world, n *fakeNodes) { n.fail(errors.New("kube: 503")) }, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			s, c, nodes := routeGCWorld(t)
-			check(t, "routes before", routesOf(s), all)
-			r := NewRouteGC(c, "r1", podCIDR, cluster, nodes, 31, 3)
-			tt.spoil(s, nodes)
-			w := s.Writes()
+			t.Parallel()
+			w, nodes := routeGCWorld(t)
+			check(t, "routes before", w.routes(), all)
+			r := NewRouteGC(w.c, w.router, podCIDR, cluster, nodes, 31, 3)
+			tt.spoil(w, nodes)
+			n := w.writes()
 			if tt.reason == "" {
 				if acts, err := r.Plan(context.Background()); err == nil {
 					t.Fatalf("got actions %v and no error, want Plan to fail", acts)
@@ -244,76 +260,76 @@ func TestRouteGCNoDeletesFromAPartialListing(t *testing.T) {
 			} else {
 				fc := remediatetest.NewLog()
 				recs := remediatetest.Pass(t, fc, r, on)
-				check(t, "records", remediatetest.Summary(recs), []string{"planned warn router/r1", "applied warn router/r1"})
+				check(t, "records", remediatetest.Summary(recs), []string{"planned warn router/" + w.router, "applied warn router/" + w.router})
 				if !strings.Contains(recs[0].Reason, tt.reason) || !strings.Contains(recs[0].Reason, "no route removed") {
 					t.Fatalf("got reason %q, want it to say no route removed because of %s", recs[0].Reason, tt.reason)
 				}
 			}
-			if s.Writes() != w {
-				t.Fatalf("got %d writes, want %d", s.Writes(), w)
+			if w.writes() != n {
+				t.Fatalf("got %d writes, want %d", w.writes(), n)
 			}
-			check(t, "routes after", routesOf(s), all)
+			check(t, "routes after", w.routes(), all)
 		})
 	}
 	t.Run("a down cell between plan and apply is a precondition", func(t *testing.T) {
-		s, c, nodes := routeGCWorld(t)
-		r := NewRouteGC(c, "r1", podCIDR, cluster, nodes, 31, 3)
+		w, nodes := routeGCWorld(t)
+		r := NewRouteGC(w.c, w.router, podCIDR, cluster, nodes, 31, 3)
 		acts, err := r.Plan(context.Background())
 		if err != nil || len(acts) == 0 {
 			t.Fatalf("got %v %v, want actions", acts, err)
 		}
-		s.SetCellDown("vm6", true)
+		w.sim.SetCellDown(w.id("vm6"), true)
 		if err := r.Apply(context.Background(), acts[0]); !errorsIsPrecondition(err) {
 			t.Fatalf("got %v, want ErrPrecondition", err)
 		}
-		check(t, "routes", routesOf(s), all)
+		check(t, "routes", w.routes(), all)
 	})
 }
 
 func TestRouteGCJudgesByPodCIDR(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
-		route  openstacksim.Route
-		change func(*openstacksim.Sim, *fakeNodes)
+		route  string
+		change func(*world, *fakeNodes)
 		want   []string // words of the one remove-route's reason; nil: untouched
 	}{
 		{name: "the old pod CIDR, now another node's, via a reused address",
-			route: openstacksim.Route{Destination: "198.19.2.0/24", NextHop: "10.180.0.6"},
+			route: "198.19.2.0/24>10.180.0.6",
 			want:  []string{"pod CIDR of node k-node-4", "10.180.0.4", "10.180.0.6 is the address of node k-node-6"}},
 		{name: "the old pod CIDR, now nobody's, via a reused address",
-			route: openstacksim.Route{Destination: "198.19.3.0/24", NextHop: "10.180.0.6"},
+			route: "198.19.3.0/24>10.180.0.6",
 			want:  []string{"198.19.3.0/24 is no node's pod CIDR", "node k-node-6, whose pod CIDR is 198.19.6.0/24"}},
 		{name: "a cluster instance that is no node",
-			route: openstacksim.Route{Destination: "198.19.8.0/24", NextHop: "10.180.0.8"},
-			change: func(s *openstacksim.Sim, _ *fakeNodes) {
-				node(s, "vm8", "k-node-8", "SHUTOFF", "10.180.0.8", t0, nil)
+			route: "198.19.8.0/24>10.180.0.8",
+			change: func(w *world, _ *fakeNodes) {
+				w.node("vm8", "k-node-8", "SHUTOFF", "10.180.0.8", t0, nil)
 			},
 			want: []string{"cluster instance k-node-8 (SHUTOFF), which is no node"}},
 		{name: "a node with no pod CIDR yet is not judged",
-			route: openstacksim.Route{Destination: "198.19.3.0/24", NextHop: "10.180.0.6"},
-			change: func(_ *openstacksim.Sim, n *fakeNodes) {
+			route: "198.19.3.0/24>10.180.0.6",
+			change: func(_ *world, n *fakeNodes) {
 				n.nodes[2].PodCIDRs = nil
 			}},
 		{name: "a pod CIDR whose node has no known address is not judged",
-			route: openstacksim.Route{Destination: "198.19.7.0/24", NextHop: "10.180.0.3"},
-			change: func(_ *openstacksim.Sim, n *fakeNodes) {
+			route: "198.19.7.0/24>10.180.0.3",
+			change: func(_ *world, n *fakeNodes) {
 				n.nodes = append(n.nodes, ClusterNode{Name: "k-node-7", PodCIDRs: []netip.Prefix{netip.MustParsePrefix("198.19.7.0/24")}})
 			}},
 		{name: "a pod CIDR two nodes claim is not judged",
-			route: openstacksim.Route{Destination: "198.19.2.0/24", NextHop: "10.180.0.3"},
-			change: func(_ *openstacksim.Sim, n *fakeNodes) {
+			route: "198.19.2.0/24>10.180.0.3",
+			change: func(_ *world, n *fakeNodes) {
 				n.nodes[2].PodCIDRs = append(n.nodes[2].PodCIDRs, netip.MustParsePrefix("198.19.2.0/24"))
 			}},
 		{name: "a dead next hop toward no node's pod CIDR is not provably ours",
-			route: openstacksim.Route{Destination: "198.19.8.0/24", NextHop: "10.180.0.8"}},
+			route: "198.19.8.0/24>10.180.0.8"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			s, c, nodes := routeGCWorld(t)
-			s.PutRouter(openstacksim.Router{ID: "r1", Revision: 3, Routes: []openstacksim.Route{tt.route}})
+			t.Parallel()
+			w, nodes := routeGCWorld(t, tt.route)
 			if tt.change != nil {
-				tt.change(s, nodes)
+				tt.change(w, nodes)
 			}
-			acts, err := NewRouteGC(c, "r1", podCIDR, cluster, nodes, 31, 3).Plan(context.Background())
+			acts, err := NewRouteGC(w.c, w.router, podCIDR, cluster, nodes, 31, 3).Plan(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -326,9 +342,9 @@ func TestRouteGCJudgesByPodCIDR(t *testing.T) {
 			if len(acts) != 1 || acts[0].Verb != "remove-route" {
 				t.Fatalf("got %v, want one remove-route", acts)
 			}
-			for _, w := range tt.want {
-				if !strings.Contains(acts[0].Reason, w) {
-					t.Errorf("got reason %q, want it to say %q", acts[0].Reason, w)
+			for _, word := range tt.want {
+				if !strings.Contains(acts[0].Reason, word) {
+					t.Errorf("got reason %q, want it to say %q", acts[0].Reason, word)
 				}
 			}
 		})
@@ -336,17 +352,148 @@ func TestRouteGCJudgesByPodCIDR(t *testing.T) {
 }
 
 func TestRouteGCRefusesNodesOfAnotherCluster(t *testing.T) {
-	_, c, _ := routeGCWorld(t)
+	w, _ := routeGCWorld(t)
 	other := &fakeNodes{nodes: []ClusterNode{kubeNode("n-node-1", "vmn9", "10.180.2.1", "198.19.1.0/24")}}
-	if _, err := NewRouteGC(c, "r1", podCIDR, cluster, other, 31, 3).Plan(context.Background()); err == nil ||
+	if _, err := NewRouteGC(w.c, w.router, podCIDR, cluster, other, 31, 3).Plan(context.Background()); err == nil ||
 		!strings.Contains(err.Error(), "no Kubernetes node matches a cluster instance") {
 		t.Fatalf("got %v, want a refusal", err)
 	}
 	empty := &fakeNodes{}
-	if _, err := NewRouteGC(c, "r1", podCIDR, cluster, empty, 31, 3).Plan(context.Background()); err == nil {
+	if _, err := NewRouteGC(w.c, w.router, podCIDR, cluster, empty, 31, 3).Plan(context.Background()); err == nil {
 		t.Fatal("got no error without nodes, want a refusal")
 	}
-	if _, err := NewRouteGC(c, "r1", podCIDR, cluster, nil, 31, 3).Plan(context.Background()); err == nil {
+	if _, err := NewRouteGC(w.c, w.router, podCIDR, cluster, nil, 31, 3).Plan(context.Background()); err == nil {
 		t.Fatal("got no error without a node reader, want a refusal")
+	}
+}
+
+// Neutron validates extra routes, which a simulator would have to guess:
+// a next hop must lie in a subnet of one of the router's ports and must
+// not be one of the router's own addresses.
+func TestNeutronValidatesExtraRouteNextHops(t *testing.T) {
+	w := newWorld(t)
+	for _, tt := range []struct{ route, want string }{
+		{"198.19.4.0/24>10.99.0.1", "the nexthop is not connected with router"},
+		{"198.19.4.0/24>10.180.255.254", "the nexthop is used by router"},
+	} {
+		if err := w.addRoutes(tt.route); err == nil || !strings.Contains(err.Error(), "InvalidRoutes") || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("add route %s: got %v, want Neutron's InvalidRoutes saying %q", tt.route, err, tt.want)
+		}
+	}
+	check(t, "routes", w.routes(), []string{})
+}
+
+// insertRoutes writes routes straight into Neutron's database, as a route
+// that today's validation refuses or a lowered max_routes leaves them: an
+// older release or a restored database.
+func insertRoutes(t *testing.T, w *world, routes ...string) {
+	t.Helper()
+	var vals []string
+	for _, r := range routes {
+		d, h, _ := strings.Cut(r, ">")
+		vals = append(vals, fmt.Sprintf("('%s','%s','%s')", d, h, w.router))
+	}
+	if err := w.stack.Exec(context.Background(), "neutron",
+		"INSERT INTO routerroutes (destination, nexthop, router_id) VALUES "+strings.Join(vals, ",")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// remove_extraroutes re-validates every route the router keeps: one
+// invalid route left on the router makes Neutron refuse every removal,
+// and the failure names that route.
+func TestRouteGCReportsARouteNeutronNoLongerAccepts(t *testing.T) {
+	w, nodes := routeGCWorld(t)
+	insertRoutes(t, w, "198.19.50.0/24>10.99.0.1")
+	before := w.routes()
+	r := NewRouteGC(w.c, w.router, podCIDR, cluster, nodes, 31, 3)
+	acts, err := r.Plan(context.Background())
+	if err != nil || len(acts) != 2 {
+		t.Fatalf("got %v %v, want the two stale routes (the invalid one is not provably ours)", acts, err)
+	}
+	err = r.Apply(context.Background(), acts[0])
+	if err == nil || errorsIsPrecondition(err) {
+		t.Fatalf("got %v, want a failure that is no precondition (the next pass cannot do better)", err)
+	}
+	for _, want := range []string{"198.19.50.0/24 via 10.99.0.1 (next hop outside the router's subnets 10.180.0.0/16)",
+		"the nexthop is not connected with router", "re-validates every route left"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("got %v, want it to say %q", err, want)
+		}
+	}
+	check(t, "routes", w.routes(), before)
+}
+
+// Neutron refuses any change that leaves more than max_routes routes,
+// removals included: a router over the limit by two or more cannot lose
+// a route through remove_extraroutes, and the failure says so; at the
+// limit plus one it can.
+func TestRouteGCReportsARouterOverMaxRoutes(t *testing.T) {
+	w, nodes := routeGCWorld(t)
+	var extra []string
+	for i := len(allRoutes); i < openstacktest.NeutronMaxRoutes+2; i++ {
+		extra = append(extra, fmt.Sprintf("10.%d.0.0/16>10.180.0.1", 100+i))
+	}
+	insertRoutes(t, w, extra...)
+	before := w.routes()
+	r := NewRouteGC(w.c, w.router, podCIDR, cluster, nodes, 31, 3)
+	acts, err := r.Plan(context.Background())
+	if err != nil || len(acts) < 2 || acts[0].Verb != "remove-route" {
+		t.Fatalf("got %v %v, want the two stale routes", acts, err)
+	}
+	err = r.Apply(context.Background(), acts[0])
+	if err == nil || errorsIsPrecondition(err) {
+		t.Fatalf("got %v, want a failure that is no precondition", err)
+	}
+	for _, want := range []string{"RoutesExhausted", fmt.Sprintf("holds %d routes", openstacktest.NeutronMaxRoutes+2), "max_routes + 1",
+		fmt.Sprintf("maximum %d", openstacktest.NeutronMaxRoutes)} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("got %v, want it to say %q", err, want)
+		}
+	}
+	check(t, "routes", w.routes(), before)
+	// One route fewer (by hand): the removal leaves max_routes, which
+	// Neutron accepts.
+	if err := w.stack.Exec(context.Background(), "neutron", fmt.Sprintf("DELETE FROM routerroutes WHERE router_id='%s' AND destination='%s'",
+		w.router, strings.TrimSuffix(extra[0], ">10.180.0.1"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Apply(context.Background(), acts[0]); err != nil {
+		t.Fatalf("at max_routes + 1: got %v, want the removal to pass", err)
+	}
+	if n := len(w.routes()); n != openstacktest.NeutronMaxRoutes {
+		t.Fatalf("got %d routes, want %d", n, openstacktest.NeutronMaxRoutes)
+	}
+}
+
+// With route_limit set to Neutron's max_routes, the warning comes while
+// Neutron still accepts routes, and Neutron really refuses the route past
+// the limit with RoutesExhausted.
+func TestRouteGCWarnsBeforeNeutronRefusesRoutes(t *testing.T) {
+	const margin = 3
+	limit := openstacktest.NeutronMaxRoutes
+	var routes []string
+	for i := 0; i < limit-margin; i++ {
+		routes = append(routes, fmt.Sprintf("10.%d.0.0/16>10.180.0.1", 100+i))
+	}
+	w, nodes := routeGCWorld(t, routes...)
+	r := NewRouteGC(w.c, w.router, podCIDR, cluster, nodes, limit, margin)
+	acts, err := r.Plan(context.Background())
+	if err != nil || len(acts) != 1 || acts[0].Verb != VerbWarn || !strings.Contains(acts[0].Reason, "400 RoutesExhausted") {
+		t.Fatalf("at %d routes: got %v %v, want one warn naming Neutron's answer", limit-margin, acts, err)
+	}
+	var more []string
+	for i := limit - margin; i < limit; i++ {
+		more = append(more, fmt.Sprintf("10.%d.0.0/16>10.180.0.1", 100+i))
+	}
+	if err := w.addRoutes(more...); err != nil {
+		t.Fatalf("up to max_routes: %v", err)
+	}
+	err = w.addRoutes("10.250.0.0/16>10.180.0.1")
+	if !gophercloud.ResponseCodeIs(err, 400) || !strings.Contains(err.Error(), "RoutesExhausted") {
+		t.Fatalf("past max_routes: got %v, want 400 RoutesExhausted", err)
+	}
+	if n := len(w.routes()); n != limit {
+		t.Fatalf("got %d routes, want %d", n, limit)
 	}
 }

@@ -65,17 +65,45 @@ func (s *SecurityGroups) groupID(ctx context.Context) (string, error) {
 }
 
 func serverPorts(ctx context.Context, c *gophercloud.ServiceClient, server string) ([]ports.Port, error) {
+	ps, _, err := listPorts(ctx, c, server)
+	return ps, err
+}
+
+// listPorts returns the ports of server (device_id), sorted by ID, and
+// the IDs of those whose port security is off.
+func listPorts(ctx context.Context, c *gophercloud.ServiceClient, server string) ([]ports.Port, map[string]bool, error) {
 	pages, err := ports.List(c, ports.ListOpts{DeviceID: server}).AllPages(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list ports of %s: %w", server, err)
+		return nil, nil, fmt.Errorf("list ports of %s: %w", server, err)
 	}
 	ps, err := ports.ExtractPorts(pages)
 	if err != nil {
-		return nil, fmt.Errorf("decode ports: %w", err)
+		return nil, nil, fmt.Errorf("decode ports: %w", err)
+	}
+	// A second decode: ports.Port's own UnmarshalJSON would hide the
+	// attribute from a struct embedding it.
+	var sec []portSecurity
+	if err := ports.ExtractPortsInto(pages, &sec); err != nil {
+		return nil, nil, fmt.Errorf("decode ports: %w", err)
+	}
+	off := map[string]bool{}
+	for _, p := range sec {
+		if p.off() {
+			off[p.ID] = true
+		}
 	}
 	sort.Slice(ps, func(i, j int) bool { return ps[i].ID < ps[j].ID })
-	return ps, nil
+	return ps, off, nil
 }
+
+// portSecurity is a port's port_security_enabled. Absent (the extension
+// is off) Neutron filters the port as with port security on.
+type portSecurity struct {
+	ID      string `json:"id"`
+	Enabled *bool  `json:"port_security_enabled"`
+}
+
+func (p portSecurity) off() bool { return p.Enabled != nil && !*p.Enabled }
 
 // nodePort returns the port that holds the instance's node address.
 func nodePort(in Instance, ps []ports.Port) *ports.Port {
@@ -125,20 +153,23 @@ func (s *SecurityGroups) Plan(ctx context.Context) ([]remediate.Action, error) {
 		if in.gone() {
 			continue
 		}
-		ps, err := serverPorts(ctx, s.c.Network, in.ID)
+		ps, off, err := listPorts(ctx, s.c.Network, in.ID)
 		if err != nil {
 			return nil, err
 		}
 		if len(ps) == 0 {
 			continue
 		}
-		has := false
+		has, filtered := false, false
 		revs := ""
 		for _, p := range ps {
 			has = has || slices.Contains(p.SecurityGroups, gid)
+			filtered = filtered || !off[p.ID]
 			revs += "/" + strconv.Itoa(p.RevisionNumber)
 		}
-		if !has {
+		// A port with port security off filters nothing, and Neutron
+		// refuses security groups on it: no group is missing there.
+		if !has && filtered {
 			out = append(out, remediate.Action{
 				Target: "server/" + in.ID, Verb: "add-security-group",
 				Reason: fmt.Sprintf("instance %s has no port in security group %s", in.Name, s.group),
@@ -149,7 +180,10 @@ func (s *SecurityGroups) Plan(ctx context.Context) ([]remediate.Action, error) {
 		if !s.fixPairs {
 			continue
 		}
-		if np := nodePort(in, ps); np != nil && !s.covers(np.AllowedAddressPairs) {
+		// Nor a pair: Neutron refuses allowed_address_pairs on a port
+		// with port security off (409 AddressPairAndPortSecurityRequired),
+		// which lets the pod CIDR's traffic pass anyway.
+		if np := nodePort(in, ps); np != nil && !off[np.ID] && !s.covers(np.AllowedAddressPairs) {
 			out = append(out, remediate.Action{
 				Target: "port/" + np.ID, Verb: "add-address-pair",
 				Reason: fmt.Sprintf("node port %s of instance %s does not allow the pod CIDR %s", np.ID, in.Name, s.podCIDR),
@@ -188,9 +222,14 @@ func (s *SecurityGroups) Apply(ctx context.Context, a remediate.Action) error {
 		}
 		return nil
 	case pairData:
-		p, err := ports.Get(ctx, s.c.Network, d.port).Extract()
+		res := ports.Get(ctx, s.c.Network, d.port)
+		p, err := res.Extract()
 		if gophercloud.ResponseCodeIs(err, 404) {
 			return fmt.Errorf("port %s is gone: %w", d.port, remediate.ErrPrecondition)
+		}
+		var sec portSecurity
+		if err == nil {
+			err = res.ExtractInto(&sec)
 		}
 		if err != nil {
 			return fmt.Errorf("get port %s: %w", d.port, err)
@@ -198,10 +237,20 @@ func (s *SecurityGroups) Apply(ctx context.Context, a remediate.Action) error {
 		if s.covers(p.AllowedAddressPairs) {
 			return nil
 		}
+		if sec.off() {
+			return fmt.Errorf("port %s: port security was turned off since Plan, and Neutron refuses allowed_address_pairs there: %w", d.port, remediate.ErrPrecondition)
+		}
 		pairs := append(slices.Clone(p.AllowedAddressPairs), ports.AddressPair{IPAddress: s.podCIDR.String()})
 		rev := d.revision
 		if _, err := ports.Update(ctx, s.c.Network, d.port, ports.UpdateOpts{AllowedAddressPairs: &pairs, RevisionNumber: &rev}).Extract(); err != nil {
-			return fmt.Errorf("update port %s at revision %d: %w", d.port, rev, precondition(err))
+			head := fmt.Sprintf("update port %s at revision %d", d.port, rev)
+			if typ, msg := neutronFault(err); typ == "AllowedAddressPairExhausted" {
+				// Not a precondition: the next pass would be refused
+				// the same way.
+				return fmt.Errorf("%s: the port has %d allowed address pairs, and Neutron refuses one more (%s): remove an unused pair or cover the pod CIDR with a wider one by hand: %w",
+					head, len(p.AllowedAddressPairs), msg, err)
+			}
+			return fmt.Errorf("%s: %w", head, precondition(err))
 		}
 		return nil
 	}

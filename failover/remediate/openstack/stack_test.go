@@ -12,19 +12,21 @@ import (
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/test/kubetest"
 	"github.com/drwatch/drwatch/test/openstacktest"
-	"github.com/gophercloud/gophercloud/v2/openstack"
 )
 
 // One kube-apiserver (kubetest.Shared) and one real OpenStack stack with
-// Nova (openstacktest.Shared, Options.Nova) for the package, each started
-// on first use and stopped after every test ran.
+// Neutron and Nova (openstacktest.SharedWith, stackOptions) for the
+// package, each started on first use and stopped after every test ran.
 func TestMain(m *testing.M) {
-	openstacktest.SharedOptions.Nova = true
 	code := m.Run()
 	openstacktest.CloseShared()
 	kubetest.CloseShared()
 	os.Exit(code)
 }
+
+// stackOptions are the options of the package's one stack: every test
+// passes them, as the first call starts it.
+var stackOptions = openstacktest.Options{Neutron: true, Nova: true}
 
 // The three fake hypervisors of the shared stack.
 var (
@@ -38,29 +40,15 @@ var (
 // through an application credential, as a node would; "demo-admin" is an
 // admin in that project and also sees hosts and compute services; "admin"
 // is an admin of another project, whose server lists do not show the
-// cluster's servers (Nova scopes a list to the token's project). Only Nova: the stack has no Neutron for
-// NewClients to find.
+// cluster's servers (Nova scopes a list to the token's project).
 func novaClients(t *testing.T, cloud string) (*openstacktest.Stack, *Clients) {
 	t.Helper()
-	s := openstacktest.Shared(t)
-	ao, eo, tlsCfg, err := remediate.OpenStackAuth{Cloud: cloud, CloudsFile: s.CloudsFile}.Options()
+	s := openstacktest.SharedWith(t, stackOptions)
+	c, err := NewClients(context.Background(), remediate.OpenStackAuth{Cloud: cloud, CloudsFile: s.CloudsFile})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("clients as %s: %v", cloud, err)
 	}
-	provider, err := openstack.NewClient(ao.IdentityEndpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	provider.HTTPClient = http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsCfg}}
-	ao.AllowReauth = true
-	if err := openstack.Authenticate(context.Background(), provider, ao); err != nil {
-		t.Fatalf("keystone as %s: %v", cloud, err)
-	}
-	comp, err := openstack.NewComputeV2(provider, eo)
-	if err != nil {
-		t.Fatalf("compute endpoint: %v", err)
-	}
-	return s, &Clients{Compute: comp}
+	return s, c
 }
 
 // server describes one test server: created on host (hostOK when empty)
@@ -228,7 +216,7 @@ func waitActive(t *testing.T, s *openstacktest.Stack, id string) {
 func deadHost(t *testing.T) map[string]string {
 	t.Helper()
 	dead.once.Do(func() {
-		s := openstacktest.Shared(t)
+		s := openstacktest.SharedWith(t, stackOptions)
 		dead.ids = mkServers(t, s,
 			server{name: "ch-hv", host: hostDead},
 			server{name: "dn-hv", host: hostDead})
