@@ -92,6 +92,13 @@ notify_nova_on_port_status_changes = false
 notify_nova_on_port_data_changes = false
 allow_overlapping_ips = true
 max_routes = %[4]d
+# No agent runs: no DHCP port, no DHCP agent notification on each write.
+enable_traditional_dhcp = false
+dhcp_agent_notification = false
+[quotas]
+# No quota bookkeeping: it costs transactions on every create, and many
+# tests share one project.
+quota_driver = neutron.db.quota.driver_null.DbQuotaDriverNull
 [database]
 connection = mysql+pymysql://os:%[5]s@127.0.0.1:%[6]d/neutron
 [keystone_authtoken]
