@@ -100,9 +100,21 @@ type ProbeResult struct {
 	CompletedAt int64  `json:"completed_at,omitempty"`
 }
 
-// Observe is one probe round from one watcher, covering both sites. Seq is
-// the watcher's round counter; a repeat of the node's last Seq is a no-op
-// (0 disables that check). PolicyHash is the hash of the policy the watcher runs.
+// Observe is one probe round from one watcher. Seq is the watcher's round
+// counter; a repeat of the node's last Seq is a no-op (0 disables that
+// check). PolicyHash is the hash of the policy the watcher runs.
+//
+// A full report (Base 0) carries every result of the round. A lean report
+// (Base != 0) carries only what the log does not already know: it is
+// relative to the node's report with Seq == Base, which must be the last
+// one applied, under the replicated policy, and Sites names the sites the
+// round covered. Every policy probe of a covered site that has no result
+// in Results repeats its last recorded result in this round, completed at
+// RoundAt, exactly as if the watcher had sent it again: the hysteresis,
+// staleness and ring step as for a full report, so both forms give the
+// same decisions (LeanEncoder builds lean reports; see DESIGN.md). A lean
+// report with no Results that covers both sites is a heartbeat. The three
+// fields are absent from full reports, whose encoding is version 1's.
 type Observe struct {
 	Node string `json:"node"`
 	// Version 1 wrote the command's At here, after node (see wireAt).
@@ -110,6 +122,14 @@ type Observe struct {
 	Seq        uint64        `json:"seq,omitempty"`
 	PolicyHash string        `json:"policy_hash"`
 	Results    []ProbeResult `json:"results"`
+	// Base is the Seq of the node's applied report that a lean report
+	// builds on; 0 for a full report.
+	Base uint64 `json:"base,omitempty"`
+	// Sites are the sites a lean report's round covered.
+	Sites []Site `json:"sites,omitempty"`
+	// RoundAt is the watcher's clock when the round completed, unix ns: the
+	// CompletedAt of every repeated result (0: not stamped).
+	RoundAt int64 `json:"round_at,omitempty"`
 }
 
 // CommandType implements Payload.

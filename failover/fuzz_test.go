@@ -20,6 +20,12 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"v":1,"type":"tick","tick":{"at":1}} `))
 	f.Add([]byte(`{"v":1,"type":"tick","tick":{"at":1},"ack":{}}`))
 	f.Add([]byte(`{"V":1,"TYPE":"tick","Tick":{"AT":1}}`))
+	for _, c := range leanWireCommands() {
+		f.Add(mustEncode(c.cmd))
+	}
+	for _, in := range leanDecodeInputs {
+		f.Add([]byte(in))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := Decode(data)
 		resp := New().Apply(1, data) // must not panic either

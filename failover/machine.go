@@ -83,7 +83,16 @@ func (s *state) observe(index uint64, now int64, o *Observe, res *Result) error 
 		}
 		seen[k] = true
 	}
+	if err := o.checkLeanFields(); err != nil {
+		return err
+	}
 	ns := s.Nodes[o.Node]
+	dup := o.Seq != 0 && ns != nil && ns.Reported && o.Seq == ns.LastSeq
+	if o.Base != 0 && !dup {
+		if err := s.checkLeanBase(o, ns, seen); err != nil {
+			return err
+		}
+	}
 	if ns == nil {
 		ns = &nodeState{}
 		if s.Nodes == nil {
@@ -92,7 +101,7 @@ func (s *state) observe(index uint64, now int64, o *Observe, res *Result) error 
 		s.Nodes[o.Node] = ns
 	}
 	s.Now = now
-	if o.Seq != 0 && ns.Reported && o.Seq == ns.LastSeq {
+	if dup {
 		// A retried proposal of the same round: counting it twice would
 		// shorten the fall/rise hysteresis.
 		res.Noop = "duplicate"
@@ -127,7 +136,72 @@ func (s *state) observe(index uint64, now int64, o *Observe, res *Result) error 
 		}
 		ps.record(r, now, now-int64(p.stale()), p.Fall, p.Rise)
 	}
+	if o.Base != 0 {
+		// checkLeanBase made sure every repeated probe has a state.
+		for _, site := range o.Sites {
+			for _, ref := range p.Sites[site].Probes {
+				k := probeKey(site, ref.Name)
+				if seen[k] {
+					continue
+				}
+				ps := ns.Probes[k]
+				r := ps.Last
+				r.CompletedAt = o.RoundAt
+				ps.record(r, now, now-int64(p.stale()), p.Fall, p.Rise)
+			}
+		}
+	}
 	s.evaluate(index, res)
+	return nil
+}
+
+// checkLeanFields checks what a lean report adds, whatever the state:
+// Sites and RoundAt only with a Base, and each site named once.
+func (o *Observe) checkLeanFields() error {
+	if o.Base == 0 {
+		if len(o.Sites) > 0 || o.RoundAt != 0 {
+			return fmt.Errorf("observe from %q: sites or round_at without base: %w", o.Node, ErrBadCommand)
+		}
+		return nil
+	}
+	if len(o.Sites) == 0 {
+		return fmt.Errorf("observe from %q: lean report (base %d) covers no site: %w", o.Node, o.Base, ErrBadCommand)
+	}
+	for i, site := range o.Sites {
+		if !site.Valid() {
+			return fmt.Errorf("observe from %q: sites[%d]: %q must be primary or backup: %w", o.Node, i, site, ErrBadCommand)
+		}
+		if slices.Contains(o.Sites[:i], site) {
+			return fmt.Errorf("observe from %q: sites[%d]: %s twice: %w", o.Node, i, site, ErrBadCommand)
+		}
+	}
+	return nil
+}
+
+// checkLeanBase refuses a lean report that the node's recorded state cannot
+// complete as the watcher meant it: a base that is not the node's last
+// applied round (a report lost or applied in between), a policy other than
+// the one the base was reported and is replicated under, or a probe to
+// repeat that has no recorded result. The watcher then sends full reports.
+func (s *state) checkLeanBase(o *Observe, ns *nodeState, seen map[string]bool) error {
+	switch {
+	case ns == nil || !ns.Reported || ns.LastSeq != o.Base:
+		last := uint64(0)
+		if ns != nil {
+			last = ns.LastSeq
+		}
+		return fmt.Errorf("observe from %q: lean report on round %d, but the last applied round is %d: %w", o.Node, o.Base, last, ErrBadCommand)
+	case o.PolicyHash != ns.PolicyHash || o.PolicyHash != s.PolicyHash:
+		return fmt.Errorf("observe from %q: lean report under policy %s, but round %d was under %s and the policy is %s: %w",
+			o.Node, ShortHash(o.PolicyHash), o.Base, ShortHash(ns.PolicyHash), ShortHash(s.PolicyHash), ErrBadCommand)
+	}
+	for _, site := range o.Sites {
+		for _, ref := range s.Policy.Sites[site].Probes {
+			if k := probeKey(site, ref.Name); !seen[k] && ns.Probes[k] == nil {
+				return fmt.Errorf("observe from %q: lean report repeats %s, which has no recorded result: %w", o.Node, k, ErrBadCommand)
+			}
+		}
+	}
 	return nil
 }
 
@@ -742,4 +816,16 @@ func fmtTime(ns int64) string {
 		return "never"
 	}
 	return time.Unix(0, ns).UTC().Format(time.RFC3339Nano)
+}
+
+// Policy returns a copy of the replicated policy and its hash; nil and ""
+// before SetPolicy. It is View's policy without the cost of the rest.
+func (m *Machine) Policy() (*Policy, string) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.st.Policy == nil {
+		return nil, ""
+	}
+	p := m.st.Policy.clone()
+	return &p, m.st.PolicyHash
 }

@@ -109,6 +109,13 @@ type Policy struct {
 	// is not bounded). 0, as in every policy written before it existed,
 	// bounds nothing, so old logs replay unchanged.
 	MaxPause time.Duration `json:"max_pause,omitempty"`
+	// FastInterval is how often a watcher re-probes a site it suspects: its
+	// own critical probe of the site has just failed, or any watcher's
+	// committed report shows one failing. 0, as in every policy written
+	// before it existed, means DefaultFastInterval(Interval); normalize
+	// writes that value as 0, so a policy that spells out the default
+	// hashes as one that leaves it out.
+	FastInterval time.Duration `json:"fast_interval,omitempty"`
 }
 
 // Upper bounds of the policy's durations. They keep every time sum far from
@@ -117,6 +124,40 @@ const (
 	MaxInterval = time.Hour
 	MaxWindow   = 366 * 24 * time.Hour
 )
+
+// MinFastInterval is the shortest fast_interval: re-probing a suspect site
+// more often than ten times a second adds load on a site that may be
+// struggling and gains little against network round trips.
+const MinFastInterval = 100 * time.Millisecond
+
+// DefaultFastInterval is the fast_interval of a policy that sets none: a
+// quarter of interval, at least MinFastInterval, at most interval itself
+// (an interval below MinFastInterval is not sped up).
+func DefaultFastInterval(interval time.Duration) time.Duration {
+	return min(interval, max(interval/4, MinFastInterval))
+}
+
+// CheckFastInterval reports what is wrong with fast for interval: it must
+// be at least MinFastInterval and at most interval (equal to interval when
+// interval is shorter than MinFastInterval).
+func CheckFastInterval(fast, interval time.Duration) error {
+	switch {
+	case fast < MinFastInterval && fast != interval:
+		return fmt.Errorf("%s must be ≥ %s", fast, MinFastInterval)
+	case fast > interval:
+		return fmt.Errorf("%s must be ≤ interval (%s)", fast, interval)
+	}
+	return nil
+}
+
+// FastProbeInterval is how often a watcher re-probes a suspect site: the
+// policy's FastInterval, or its default.
+func (p *Policy) FastProbeInterval() time.Duration {
+	if p.FastInterval > 0 {
+		return p.FastInterval
+	}
+	return DefaultFastInterval(p.Interval)
+}
 
 // stale is the age after which a node's report no longer counts.
 func (p *Policy) stale() time.Duration {
@@ -172,6 +213,13 @@ func (p Policy) Validate() error {
 	}
 	if p.Interval <= 0 || p.Interval > MaxInterval {
 		bad("interval", "%s must be > 0 and <= %s", p.Interval, MaxInterval)
+	}
+	if p.FastInterval != 0 && p.Interval > 0 {
+		if err := CheckFastInterval(p.FastInterval, p.Interval); err != nil {
+			bad("fast_interval", "%v", err)
+		}
+	} else if p.FastInterval < 0 {
+		bad("fast_interval", "%s must be ≥ 0", p.FastInterval)
 	}
 	if p.StaleAfter < 0 || p.StaleAfter > MaxWindow || (p.StaleAfter > 0 && p.StaleAfter < p.Interval) {
 		bad("stale_after", "%s must be 0 (3 intervals) or between interval %s and %s", p.StaleAfter, p.Interval, MaxWindow)
@@ -323,6 +371,9 @@ func (p Policy) normalize() Policy {
 	slices.Sort(q.FailbackGate)
 	if q.Failback.Mode == "" {
 		q.Failback.Mode = FailbackManual
+	}
+	if q.FastInterval == DefaultFastInterval(q.Interval) {
+		q.FastInterval = 0
 	}
 	for s, sp := range q.Sites {
 		slices.SortStableFunc(sp.Probes, func(a, b ProbeRef) int { return strings.Compare(a.Name, b.Name) })

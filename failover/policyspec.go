@@ -30,12 +30,14 @@ type PolicySpec struct {
 	FailbackAfter time.Duration `yaml:"failback_after" doc:"With failback: auto, how long the primary must be UP at quorum without a break."`
 	MaxPause      time.Duration `yaml:"max_pause" default:"24h" doc:"Longest 'drwatch pause --until' accepted; a longer one is refused (a pause until 'drwatch resume' is not bounded). At most a year."`
 	FailbackGate  []string      `yaml:"failback_gate" doc:"Primary probes (typically its Octavia load balancers, often not critical) that must be UP at quorum before any failback; refused with exit 3 otherwise, unless --force."`
+	FastInterval  time.Duration `yaml:"fast_interval" default:"interval / 4, at least 100ms" doc:"How often a watcher re-probes a site it suspects (its own critical probe just failed, or a committed report shows one failing) until the site settles; between 100ms and interval. Recovery is never probed faster."`
 }
 
 // WithDerivedDefaults returns s with the defaults that depend on other
 // values, for each field the file left out (set reports whether it wrote
 // the field, by its path inside the section): quorum is a majority of the
-// nodes, when there are any, and stale_after three intervals. A field the
+// nodes, when there are any, stale_after three intervals, and
+// fast_interval DefaultFastInterval(interval). A field the
 // file sets, even to zero, is left for Validate to judge.
 func (s PolicySpec) WithDerivedDefaults(nodes int, set func(path string) bool) PolicySpec {
 	if !set("quorum") && nodes > 0 {
@@ -43,6 +45,9 @@ func (s PolicySpec) WithDerivedDefaults(nodes int, set func(path string) bool) P
 	}
 	if !set("stale_after") {
 		s.StaleAfter = 3 * s.Interval
+	}
+	if !set("fast_interval") {
+		s.FastInterval = DefaultFastInterval(s.Interval)
 	}
 	return s
 }
@@ -68,6 +73,11 @@ func (s PolicySpec) Validate() field.Errors {
 	okInterval := positive("interval", s.Interval) && atMost("interval", s.Interval, MaxInterval)
 	if positive("timeout", s.Timeout) && okInterval && s.Timeout >= s.Interval {
 		errs.Add("timeout", "%s must be < interval (%s)", s.Timeout, s.Interval)
+	}
+	if okInterval {
+		if err := CheckFastInterval(s.FastInterval, s.Interval); err != nil {
+			errs.Add("fast_interval", "%v", err)
+		}
 	}
 	if s.Fall < 1 {
 		errs.Add("fall", "%d must be ≥ 1", s.Fall)
@@ -119,5 +129,6 @@ func (s PolicySpec) Build(nodes []string, sites map[Site]SitePolicy, zone string
 		Records:      records,
 		FailbackGate: s.FailbackGate,
 		MaxPause:     s.MaxPause,
+		FastInterval: s.FastInterval,
 	}
 }

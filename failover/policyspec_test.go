@@ -1,8 +1,10 @@
 package failover
 
 import (
+	"encoding/json"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,7 +15,8 @@ import (
 // section, in the words `drwatch config validate` has always printed.
 func TestPolicySpecValidate(t *testing.T) {
 	good := PolicySpec{Interval: 2 * time.Second, Timeout: 1500 * time.Millisecond, Fall: 3, Rise: 5, Quorum: 2,
-		StaleAfter: 6 * time.Second, BlockWindow: time.Hour, Failback: FailbackManual, MaxPause: 24 * time.Hour}
+		StaleAfter: 6 * time.Second, BlockWindow: time.Hour, Failback: FailbackManual, MaxPause: 24 * time.Hour,
+		FastInterval: 500 * time.Millisecond}
 	year := 100000 * time.Hour
 	for _, tt := range []struct {
 		name   string
@@ -56,6 +59,20 @@ func TestPolicySpecValidate(t *testing.T) {
 			{Path: "max_pause", Msg: "-1s must be > 0"},
 			{Path: "failback_after", Msg: "required > 0 with failback: auto"},
 		}},
+		{"fast_interval below its minimum", func(s *PolicySpec) { s.FastInterval = 50 * time.Millisecond }, field.Errors{
+			{Path: "fast_interval", Msg: "50ms must be ≥ 100ms"},
+		}},
+		{"fast_interval above interval", func(s *PolicySpec) { s.FastInterval = 3 * time.Second }, field.Errors{
+			{Path: "fast_interval", Msg: "3s must be ≤ interval (2s)"},
+		}},
+		{"fast_interval set to zero", func(s *PolicySpec) { s.FastInterval = 0 }, field.Errors{
+			{Path: "fast_interval", Msg: "0s must be ≥ 100ms"},
+		}},
+		{"fast_interval at both ends", func(s *PolicySpec) { s.FastInterval = 100 * time.Millisecond }, nil},
+		{"fast_interval equal to interval", func(s *PolicySpec) { s.FastInterval = s.Interval }, nil},
+		{"an interval below the minimum is not sped up", func(s *PolicySpec) {
+			s.Interval, s.Timeout, s.StaleAfter, s.FastInterval = 80*time.Millisecond, 50*time.Millisecond, time.Second, 80*time.Millisecond
+		}, nil},
 		{"auto failback with its dwell", func(s *PolicySpec) { s.Failback, s.FailbackAfter = FailbackAuto, 10*time.Minute }, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -76,6 +93,16 @@ func TestPolicySpecDerivedDefaults(t *testing.T) {
 	if got := s.WithDerivedDefaults(3, none); got.Quorum != 2 || got.StaleAfter != 6*time.Second {
 		t.Errorf("3 nodes, nothing set: got quorum %d stale_after %s, want 2 and 6s", got.Quorum, got.StaleAfter)
 	}
+	if got := s.WithDerivedDefaults(3, none); got.FastInterval != 500*time.Millisecond {
+		t.Errorf("interval 2s, nothing set: got fast_interval %s, want 500ms (interval / 4)", got.FastInterval)
+	}
+	for _, tt := range []struct{ interval, want time.Duration }{
+		{time.Second, 250 * time.Millisecond}, {300 * time.Millisecond, 100 * time.Millisecond}, {50 * time.Millisecond, 50 * time.Millisecond},
+	} {
+		if got := (PolicySpec{Interval: tt.interval}).WithDerivedDefaults(3, none); got.FastInterval != tt.want {
+			t.Errorf("interval %s, nothing set: got fast_interval %s, want %s", tt.interval, got.FastInterval, tt.want)
+		}
+	}
 	if got := s.WithDerivedDefaults(5, none); got.Quorum != 3 {
 		t.Errorf("5 nodes: got quorum %d, want 3", got.Quorum)
 	}
@@ -83,8 +110,8 @@ func TestPolicySpecDerivedDefaults(t *testing.T) {
 		t.Errorf("no nodes: got quorum %d, want it left for the rules to judge", got.Quorum)
 	}
 	all := func(string) bool { return true }
-	if got := s.WithDerivedDefaults(3, all); got.Quorum != 0 || got.StaleAfter != 0 {
-		t.Errorf("both set to zero: got quorum %d stale_after %s, want both kept at zero", got.Quorum, got.StaleAfter)
+	if got := s.WithDerivedDefaults(3, all); got.Quorum != 0 || got.StaleAfter != 0 || got.FastInterval != 0 {
+		t.Errorf("all set to zero: got quorum %d stale_after %s fast_interval %s, want all kept at zero", got.Quorum, got.StaleAfter, got.FastInterval)
 	}
 }
 
@@ -94,7 +121,7 @@ func TestPolicySpecBuild(t *testing.T) {
 	off := false
 	s := PolicySpec{Interval: 2 * time.Second, Timeout: time.Second, Fall: 3, Rise: 5, Quorum: 2, StaleAfter: 9 * time.Second,
 		AutoFailover: &off, BlockWindow: time.Hour, Failback: FailbackAuto, FailbackAfter: 10 * time.Minute,
-		MaxPause: 24 * time.Hour, FailbackGate: []string{"lb"}}
+		MaxPause: 24 * time.Hour, FailbackGate: []string{"lb"}, FastInterval: 200 * time.Millisecond}
 	nodes := []string{"a", "b", "c"}
 	sites := map[Site]SitePolicy{
 		Primary: {Probes: []ProbeRef{{Name: "lms", Critical: true}, {Name: "lb"}}},
@@ -103,7 +130,8 @@ func TestPolicySpecBuild(t *testing.T) {
 	records := []Record{{Name: "lms", Type: "A", TTL: 60, Primary: []string{"203.0.113.10"}, Backup: []string{"198.51.100.10"}}}
 	want := Policy{Nodes: nodes, Quorum: 2, Fall: 3, Rise: 5, Interval: 2 * time.Second, StaleAfter: 9 * time.Second,
 		AutoFailover: false, BlockWindow: time.Hour, Failback: FailbackPolicy{Mode: FailbackAuto, After: 10 * time.Minute},
-		Sites: sites, Zone: "example.org.", Records: records, FailbackGate: []string{"lb"}, MaxPause: 24 * time.Hour}
+		Sites: sites, Zone: "example.org.", Records: records, FailbackGate: []string{"lb"}, MaxPause: 24 * time.Hour,
+		FastInterval: 200 * time.Millisecond}
 	got := s.Build(nodes, sites, "example.org.", records)
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got\n%+v\nwant\n%+v", got, want)
@@ -114,5 +142,42 @@ func TestPolicySpecBuild(t *testing.T) {
 	s.AutoFailover = nil
 	if !s.Build(nodes, sites, "example.org.", records).AutoFailover {
 		t.Errorf("auto_failover left out: got off, want on")
+	}
+}
+
+// fast_interval left out, or set to its default, keeps the hash a policy
+// had before the key existed: old logs and snapshots hash as they were
+// recorded, and nodes upgraded one by one agree on the policy. Any other
+// value is a different policy.
+func TestFastIntervalDefaultKeepsThePolicyHash(t *testing.T) {
+	p := testPolicy()
+	before := p.Hash()
+	if p.FastInterval != 0 {
+		t.Fatalf("testPolicy sets fast_interval %s, want it left out", p.FastInterval)
+	}
+	if got := p.FastProbeInterval(); got != DefaultFastInterval(p.Interval) {
+		t.Errorf("fast_interval left out: got %s, want the default %s", got, DefaultFastInterval(p.Interval))
+	}
+	p.FastInterval = DefaultFastInterval(p.Interval)
+	if got := p.Hash(); got != before {
+		t.Errorf("fast_interval set to its default: got hash %s, want %s", ShortHash(got), ShortHash(before))
+	}
+	b, err := json.Marshal(p.normalize())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "fast_interval") {
+		t.Errorf("normalized policy with the default fast_interval: got %s, want no fast_interval key", b)
+	}
+	p.FastInterval = p.Interval / 2
+	if got := p.Hash(); got == before {
+		t.Errorf("fast_interval %s: got the default's hash, want another", p.FastInterval)
+	}
+	if got := p.FastProbeInterval(); got != p.Interval/2 {
+		t.Errorf("fast_interval %s: got %s", p.Interval/2, got)
+	}
+	p.FastInterval = 10 * time.Millisecond
+	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "fast_interval: 10ms must be ≥ 100ms") {
+		t.Errorf("fast_interval 10ms: got %v, want fast_interval refused", err)
 	}
 }

@@ -342,6 +342,19 @@ func (h *harness) run(line string) string {
 		return strings.Join(out, "\n")
 	case "verdicts":
 		return renderVerdicts(h.m.View())
+	case "suspect":
+		v := h.m.View()
+		if got := h.m.Suspicion("").Suspect; !slices.Equal(got, v.Suspect) {
+			t.Fatalf("Suspicion().Suspect %v differs from View().Suspect %v", got, v.Suspect)
+		}
+		if len(v.Suspect) == 0 {
+			return "suspect: none"
+		}
+		var ss []string
+		for _, site := range v.Suspect {
+			ss = append(ss, string(site))
+		}
+		return "suspect: " + list(ss)
 	case "desired":
 		return renderDesired(h.m.Desired())
 	case "history":

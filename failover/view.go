@@ -34,10 +34,14 @@ type View struct {
 	Sites map[Site]Tally `json:"sites"`
 	// Pending says how close the active site is to DOWN at quorum; nil when
 	// no watcher fails it.
-	Pending        *Pending `json:"pending,omitempty"`
-	WithheldRule   string   `json:"withheld_rule,omitempty"`
-	WithheldReason string   `json:"withheld_reason,omitempty"`
-	WithheldSince  int64    `json:"withheld_since,omitempty"`
+	Pending *Pending `json:"pending,omitempty"`
+	// Suspect are the sites every watcher re-probes at the policy's fast
+	// interval (see Machine.View): a fresh watcher's critical probe of
+	// each is failing and counting down towards fall.
+	Suspect        []Site `json:"suspect,omitempty"`
+	WithheldRule   string `json:"withheld_rule,omitempty"`
+	WithheldReason string `json:"withheld_reason,omitempty"`
+	WithheldSince  int64  `json:"withheld_since,omitempty"`
 	// FailbackIn is how long until an automatic failback if the primary stays UP; 0 when none is due.
 	FailbackIn time.Duration `json:"failback_in,omitempty"`
 	Nodes      []NodeView    `json:"nodes"`
@@ -241,12 +245,80 @@ func (m *Machine) View() View {
 		v.Warnings = append(v.Warnings, "automatic flip withheld ("+s.Withheld.Rule+"): "+s.Withheld.Message)
 	}
 	v.Pending = s.pending(now, cutoff, t)
+	v.Suspect = s.suspects(now, cutoff)
 	if s.Active == Backup && p.Failback.Mode == FailbackAuto && s.PrimaryUp {
 		if left := int64(p.Failback.After) - (now - s.PrimaryUpAt); left > 0 {
 			v.FailbackIn = time.Duration(left)
 		}
 	}
 	return v
+}
+
+// Suspicion is what a watcher reads of the replicated state after every
+// applied command to decide which sites to re-probe fast, without building
+// a whole View.
+type Suspicion struct {
+	// Fall is the replicated policy's fall; 0 before a policy is set.
+	Fall int
+	// Suspect is View.Suspect.
+	Suspect []Site
+	// Down are the critical probes the state holds DOWN for the node
+	// asked about, as "site/probe".
+	Down []string
+}
+
+// Suspicion returns the suspect sites and node's DOWN critical probes.
+func (m *Machine) Suspicion(node string) Suspicion {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	s := &m.st
+	p := s.Policy
+	if p == nil {
+		return Suspicion{}
+	}
+	out := Suspicion{Fall: p.Fall, Suspect: s.suspects(s.Now, s.Now-int64(p.stale()))}
+	if ns := s.Nodes[node]; ns != nil {
+		for _, site := range sites {
+			for _, ref := range p.Sites[site].Probes {
+				if ps := ns.Probes[probeKey(site, ref.Name)]; ref.Critical && ps != nil && ps.State == Down {
+					out.Down = append(out.Down, probeKey(site, ref.Name))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// suspects are the sites where a fresh watcher that does not abstain has a
+// critical probe counting down towards fall (failing, not DOWN) in a
+// failure that began after the last decision moved traffic. Every watcher
+// reads them from its replica and re-probes them at once, then at the
+// fast interval: a failing report of one vantage point is confirmed or
+// refuted by the others within a fast interval, not an interval. A site
+// settles when no watcher counts down any more (each sees it UP, or has
+// voted it DOWN: re-probing can no longer hasten its vote) or when a
+// decision is taken; a probe already DOWN never makes its site suspect,
+// so a recovering site, and failback, keep the interval.
+func (s *state) suspects(now, cutoff int64) []Site {
+	p := s.Policy
+	var out []Site
+	for _, site := range sites {
+	nodes:
+		for _, id := range p.Nodes {
+			ns := s.Nodes[id]
+			if ns == nil || s.nodeVote(id, now).abstain != "" {
+				continue
+			}
+			for _, ref := range p.Sites[site].Probes {
+				ps := ns.Probes[probeKey(site, ref.Name)]
+				if ref.Critical && ps != nil && ps.LastAt >= cutoff && ps.Fails > 0 && ps.State != Down && ps.FailSince > s.ActiveSince {
+					out = append(out, site)
+					break nodes
+				}
+			}
+		}
+	}
+	return out
 }
 
 func (s *state) nodeView(id string, now, cutoff int64) NodeView {

@@ -144,14 +144,7 @@ var wireDecodeInputs = []string{
 }
 
 func TestEncodeWritesVersion1Bytes(t *testing.T) {
-	want := map[string]wireEncodeCase{}
-	for _, l := range goldenLines(t, wireEncodeGolden) {
-		var c wireEncodeCase
-		if err := json.Unmarshal(l, &c); err != nil {
-			t.Fatalf("%s: %v", wireEncodeGolden, err)
-		}
-		want[c.Name] = c
-	}
+	want := goldenCases(t, wireEncodeGolden, func(c wireEncodeCase) string { return c.Name })
 	types := map[CommandType]bool{}
 	for _, tc := range wireCommands() {
 		types[tc.cmd.Type()] = true
@@ -183,14 +176,7 @@ func TestEncodeWritesVersion1Bytes(t *testing.T) {
 }
 
 func TestDecodeReadsAsVersion1Did(t *testing.T) {
-	got := map[string]wireDecodeCase{}
-	for _, l := range goldenLines(t, wireDecodeGolden) {
-		var c wireDecodeCase
-		if err := json.Unmarshal(l, &c); err != nil {
-			t.Fatalf("%s: %v", wireDecodeGolden, err)
-		}
-		got[c.In] = c
-	}
+	got := goldenCases(t, wireDecodeGolden, func(c wireDecodeCase) string { return c.In })
 	for _, in := range wireDecodeInputs {
 		w, ok := got[in]
 		if !ok {
@@ -213,6 +199,20 @@ func decodeCase(in string) wireDecodeCase {
 		return wireDecodeCase{In: in, Err: "re-encode: " + err.Error()}
 	}
 	return wireDecodeCase{In: in, Encoded: string(b)}
+}
+
+// goldenCases reads the JSON lines of path, keyed by key.
+func goldenCases[T any](t *testing.T, path string, key func(T) string) map[string]T {
+	t.Helper()
+	out := map[string]T{}
+	for _, l := range goldenLines(t, path) {
+		var c T
+		if err := json.Unmarshal(l, &c); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		out[key(c)] = c
+	}
+	return out
 }
 
 func goldenLines(t *testing.T, path string) [][]byte {

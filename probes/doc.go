@@ -41,7 +41,20 @@
 // that ignores its context is abandoned after timeout + grace, reported as
 // a timeout, and not started again until it returns. Rounds are delivered
 // latest-wins: a slow consumer loses stale rounds (counted), never stalls
-// probing. With no interval, RunOnce drives rounds by hand.
+// probing; a replaced round's results for probes the newer round did not
+// run are carried into it. With no interval, RunOnce drives rounds by hand.
+//
+// Re-probing a suspect site (HAProxy's fastinter): with a FastInterval,
+// Scheduler.SetFast makes Run also run rounds of only that site's probes
+// (Round.Fast) on a grid FastInterval apart with the same phase, and
+// Scheduler.ProbeNow asks for one such round at once. The full rounds keep
+// their grid; a fast tick a full tick covers is left to it. A round that
+// covers a site is never less than FastInterval after the previous one when
+// either is fast, so re-probing adds at most one round per FastInterval per
+// site; and a probe never runs in two rounds at once (a fast round due while
+// a round of its site runs is skipped, a full round waits for a fast round's
+// probe). The scheduler only probes: which site is suspect, and for how
+// long, is the watcher's judgement.
 //
 // # Metrics
 //

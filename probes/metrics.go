@@ -18,6 +18,7 @@ type Metrics struct {
 	certExpiry *prometheus.GaugeVec
 	failures   *prometheus.CounterVec
 	rounds     prometheus.Counter
+	fastRounds *prometheus.CounterVec
 	dropped    prometheus.Counter
 	skipped    prometheus.Counter
 	abandoned  prometheus.Counter
@@ -54,6 +55,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "drwatch_probe_rounds_total",
 			Help: "Probe rounds completed.",
 		}),
+		fastRounds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "drwatch_probe_fast_rounds_total",
+			Help: "Rounds re-probing one suspect site at the policy's fast_interval, besides the full rounds.",
+		}, []string{"site"}),
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "drwatch_probe_rounds_dropped_total",
 			Help: "Rounds replaced before the consumer took them (the consumer is slower than the interval).",
@@ -74,7 +79,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		phases: map[[2]string]map[string]bool{},
 	}
 	for _, c := range []prometheus.Collector{m.success, m.duration, m.certExpiry, m.failures,
-		m.rounds, m.dropped, m.skipped, m.abandoned, m.lateness} {
+		m.rounds, m.fastRounds, m.dropped, m.skipped, m.abandoned, m.lateness} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register probe metrics: %w", err)
 		}
@@ -129,6 +134,12 @@ func (m *Metrics) observe(r NamedResult) {
 func (m *Metrics) roundDone() {
 	if m != nil {
 		m.rounds.Inc()
+	}
+}
+
+func (m *Metrics) fastRoundDone(site string) {
+	if m != nil {
+		m.fastRounds.WithLabelValues(site).Inc()
 	}
 }
 

@@ -34,14 +34,19 @@ type NamedResult struct {
 	Result
 }
 
-// Round is the outcome of running every probe once.
+// Round is the outcome of running every probe once, or, for a fast round,
+// every probe of one suspect site.
 type Round struct {
-	// Seq counts rounds run by this Scheduler, from 1.
+	// Seq counts rounds run by this Scheduler, full and fast alike, from 1.
 	Seq uint64
 	// Start is the round's tick: the intended start, not the actual one.
 	Start time.Time
-	// Results holds one entry per probe, in the order of the sites and
-	// probes given to NewScheduler.
+	// Fast is set on a round of re-probes of suspect sites only (SetFast,
+	// ProbeNow): it holds only their probes' results.
+	Fast bool
+	// Results holds one entry per probe the round ran, in the order of the
+	// sites and probes given to NewScheduler: every probe for a full round,
+	// one site's for a fast one.
 	Results []NamedResult
 }
 
@@ -71,6 +76,12 @@ type SchedulerOptions struct {
 	Grace time.Duration
 	// Probers maps types to probe functions (default Probers).
 	Probers map[string]ProbeFunc
+	// FastInterval is how often Run re-probes a site set fast (SetFast),
+	// on ticks of its own grid (Unix epoch + Phase + k·FastInterval), and
+	// the least time between two rounds that cover a site when one of them
+	// is a fast round. 0 disables re-probing: SetFast and ProbeNow do
+	// nothing. At most Interval.
+	FastInterval time.Duration
 	// Metrics, when set, records every outcome.
 	Metrics *Metrics
 	// Logger receives one debug line per result; nil discards.
@@ -83,6 +94,9 @@ type SchedulerStats struct {
 	Dropped   uint64 // rounds replaced before the consumer took them
 	Skipped   uint64 // ticks skipped because a round overran by more than an interval
 	Abandoned uint64 // prober runs not returned by deadline + grace
+	// FastRounds are fast rounds completed; FastSkipped fast rounds not run
+	// because a round of the site's probes was still running.
+	FastRounds, FastSkipped uint64
 }
 
 // Scheduler runs every probe once per interval on absolute ticks of a
@@ -96,12 +110,27 @@ type Scheduler struct {
 	logger  *slog.Logger
 	sem     chan struct{}
 	rounds  chan Round
-	roundMu sync.Mutex // one round at a time, so RunOnce and Run never interleave
+	roundMu sync.Mutex // one full round at a time, so RunOnce and Run never interleave
+	pubMu   sync.Mutex // publish is called by the full and the fast rounds
 	proberW sync.WaitGroup
+	sites   map[string]*fastSite
+	index   map[[2]string]int // (site, probe) -> index in probes
 
 	seq, done, dropped, skipped, abandoned atomic.Uint64
+	fastDone, fastSkipped                  atomic.Uint64
 	ran                                    atomic.Bool
 	phase                                  atomic.Int64 // ns into the interval, see SchedulerOptions.Phase
+}
+
+// fastSite is one site's re-probing state: whether it is fast, whether a
+// round was asked for now, and when a round last covered it.
+type fastSite struct {
+	site  string
+	order []int // its probes, indices into probes, by offset
+	on    atomic.Bool
+	now   atomic.Bool   // ProbeNow asked, not yet run
+	last  atomic.Int64  // unix ns of the tick of the latest round covering the site
+	wake  chan struct{} // 1-buffered: on or now changed
 }
 
 type schedProbe struct {
@@ -115,6 +144,10 @@ type schedProbe struct {
 	// prober that ignores its context is never started twice: the leak is
 	// bounded to one goroutine per probe.
 	running *atomic.Bool
+	// slot is held (1-buffered) by the round that runs the probe, from its
+	// tick until its result is in: a fast round never overlaps another
+	// round of the same probe.
+	slot chan struct{}
 }
 
 // Scheduler defaults.
@@ -155,6 +188,9 @@ func NewScheduler(sites []SiteSpec, opts SchedulerOptions) (*Scheduler, error) {
 	if opts.Grace <= 0 {
 		opts.Grace = schedDefaultGrace
 	}
+	if opts.FastInterval < 0 || (opts.Interval > 0 && opts.FastInterval > opts.Interval) {
+		errs = append(errs, fmt.Errorf("fast interval: %s must be between 0 and the interval %s", opts.FastInterval, opts.Interval))
+	}
 	if opts.Interval > 0 && opts.DefaultTimeout >= opts.Interval {
 		errs = append(errs, fmt.Errorf("default timeout: %s must be below the interval %s", opts.DefaultTimeout, opts.Interval))
 	}
@@ -171,6 +207,8 @@ func NewScheduler(sites []SiteSpec, opts SchedulerOptions) (*Scheduler, error) {
 		logger: logger,
 		sem:    make(chan struct{}, opts.Concurrency),
 		rounds: make(chan Round, 1),
+		sites:  map[string]*fastSite{},
+		index:  map[[2]string]int{},
 	}
 	s.SetPhase(opts.Phase)
 	seenSite := map[string]bool{}
@@ -203,6 +241,7 @@ func NewScheduler(sites []SiteSpec, opts SchedulerOptions) (*Scheduler, error) {
 				timeout: timeout,
 				logger:  logger.With("site", site.Site, "probe", spec.Name),
 				running: new(atomic.Bool),
+				slot:    make(chan struct{}, 1),
 			})
 		}
 	}
@@ -213,10 +252,20 @@ func NewScheduler(sites []SiteSpec, opts SchedulerOptions) (*Scheduler, error) {
 		p := &s.probes[i]
 		p.offset = jitterOffset(p.site, p.spec.Name, schedMaxJitter(opts, p.timeout))
 		s.order = append(s.order, i)
+		s.index[[2]string{p.site, p.spec.Name}] = i
 	}
 	slices.SortStableFunc(s.order, func(a, b int) int {
 		return int(s.probes[a].offset - s.probes[b].offset)
 	})
+	for _, i := range s.order {
+		site := s.probes[i].site
+		fs := s.sites[site]
+		if fs == nil {
+			fs = &fastSite{site: site, wake: make(chan struct{}, 1)}
+			s.sites[site] = fs
+		}
+		fs.order = append(fs.order, i)
+	}
 	return s, nil
 }
 
@@ -293,6 +342,9 @@ func (s *Scheduler) Stats() SchedulerStats {
 		Dropped:   s.dropped.Load(),
 		Skipped:   s.skipped.Load(),
 		Abandoned: s.abandoned.Load(),
+
+		FastRounds:  s.fastDone.Load(),
+		FastSkipped: s.fastSkipped.Load(),
 	}
 }
 
@@ -305,6 +357,9 @@ func (s *Scheduler) Stats() SchedulerStats {
 // done, after waiting up to Grace for probers still running. Rounds is not
 // closed: consumers also watch their own ctx. It returns ErrNoInterval
 // without an interval, and ErrRunTwice when called again.
+//
+// With a FastInterval, Run also runs the fast rounds of the sites SetFast
+// and ProbeNow ask for, beside the full rounds, whose grid they never move.
 func (s *Scheduler) Run(ctx context.Context) error {
 	if s.opts.Interval <= 0 {
 		return ErrNoInterval
@@ -313,6 +368,13 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		return ErrRunTwice
 	}
 	defer s.waitProbers()
+	var fastW sync.WaitGroup
+	defer fastW.Wait()
+	if s.opts.FastInterval > 0 {
+		for _, fs := range s.sites {
+			fastW.Go(func() { s.fastLoop(ctx, fs) })
+		}
+	}
 	interval := s.opts.Interval
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -402,23 +464,56 @@ func (s *Scheduler) RunOnce(ctx context.Context) Round {
 	return s.runRound(ctx, time.Now())
 }
 
+// publish hands r to the consumer. A round still pending is replaced and
+// counted as dropped, but its results for probes r does not run are
+// carried into r: a fast round of one site never costs the consumer the
+// other site's results of a full round it has not taken yet.
 func (s *Scheduler) publish(r Round) {
+	s.pubMu.Lock()
+	defer s.pubMu.Unlock()
 	select {
 	case s.rounds <- r:
 		return
 	default:
 	}
-	// Only this goroutine sends, so after taking the stale round there is room.
+	// Only a publisher sends, under pubMu, so after taking the stale round
+	// there is room.
 	select {
-	case <-s.rounds:
+	case old := <-s.rounds:
 		s.dropped.Add(1)
 		s.opts.Metrics.roundDropped()
+		r = s.merge(r, old)
 	default:
 	}
 	select {
 	case s.rounds <- r:
 	default:
 	}
+}
+
+// merge returns newer with the results of older for the probes newer does
+// not hold, in the order of the probes.
+func (s *Scheduler) merge(newer, older Round) Round {
+	has := make(map[int]bool, len(newer.Results))
+	for _, nr := range newer.Results {
+		has[s.index[[2]string{nr.Site, nr.Probe}]] = true
+	}
+	carried := false
+	for _, nr := range older.Results {
+		if !has[s.index[[2]string{nr.Site, nr.Probe}]] {
+			newer.Results = append(newer.Results, nr)
+			carried = true
+		}
+	}
+	if !carried {
+		return newer
+	}
+	newer.Results = slices.Clone(newer.Results)
+	slices.SortStableFunc(newer.Results, func(a, b NamedResult) int {
+		return s.index[[2]string{a.Site, a.Probe}] - s.index[[2]string{b.Site, b.Probe}]
+	})
+	newer.Fast = newer.Fast && older.Fast
+	return newer
 }
 
 // waitProbers waits up to Grace for prober goroutines still running.
@@ -440,13 +535,48 @@ func (s *Scheduler) waitProbers() {
 func (s *Scheduler) runRound(ctx context.Context, tick time.Time) Round {
 	s.roundMu.Lock()
 	defer s.roundMu.Unlock()
-	round := Round{Seq: s.seq.Add(1), Start: tick, Results: make([]NamedResult, len(s.probes))}
-	launched := make([]bool, len(s.probes))
+	round := Round{Seq: s.seq.Add(1), Start: tick}
+	// Hold every probe's slot from the tick, so no fast round starts a
+	// probe this round is about to run; one a fast round holds is waited for.
+	held := make([]bool, len(s.probes))
+	for i := range s.probes {
+		select {
+		case s.probes[i].slot <- struct{}{}:
+			held[i] = true
+		default:
+		}
+	}
+	for _, fs := range s.sites {
+		atomicMax(&fs.last, tick.UnixNano())
+	}
+	round.Results = s.runProbes(ctx, tick, s.order, held)
+	if ctx.Err() == nil {
+		s.done.Add(1)
+		s.opts.Metrics.roundDone()
+	}
+	return round
+}
+
+// runProbes runs the probes order (indices into probes, by offset), each
+// at tick plus its offset, and returns their results in the order of
+// probes. held[i] says the caller holds probe i's slot; the others wait
+// for theirs. Every slot is released when its probe's result is in.
+func (s *Scheduler) runProbes(ctx context.Context, tick time.Time, order []int, held []bool) []NamedResult {
+	results := make([]NamedResult, len(s.probes))
+	ran := make([]bool, len(s.probes)) // each written only by its probe's goroutine
 	var wg sync.WaitGroup
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	run := func(i int, at time.Time) {
+		p := &s.probes[i]
+		defer func() { <-p.slot }()
+		defer func() { <-s.sem }()
+		results[i] = s.runProbe(ctx, p, at)
+		ran[i] = true
+	}
+	done := make([]bool, len(s.probes)) // dispatched: its slot is released by its goroutine
 dispatch:
-	for _, i := range s.order {
+	for _, i := range order {
 		p := &s.probes[i]
 		at := tick.Add(p.offset)
 		if d := time.Until(at); d > 0 {
@@ -457,30 +587,219 @@ dispatch:
 				break dispatch
 			}
 		}
+		if !held[i] {
+			// A fast round runs this probe: wait for it without holding a
+			// concurrency slot, so the fast round can still take one.
+			done[i] = true
+			wg.Go(func() {
+				select {
+				case p.slot <- struct{}{}:
+				case <-ctx.Done():
+					return
+				}
+				select {
+				case s.sem <- struct{}{}:
+				case <-ctx.Done():
+					<-p.slot
+					return
+				}
+				run(i, at)
+			})
+			continue
+		}
 		select {
 		case s.sem <- struct{}{}:
 		case <-ctx.Done():
 			break dispatch
 		}
-		launched[i] = true
-		wg.Go(func() {
-			defer func() { <-s.sem }()
-			round.Results[i] = s.runProbe(ctx, p, at)
-		})
+		done[i] = true
+		wg.Go(func() { run(i, at) })
 	}
 	wg.Wait()
+	out := make([]NamedResult, 0, len(order))
+	in := make([]bool, len(s.probes))
+	for _, i := range order {
+		in[i] = true
+	}
 	for i := range s.probes {
-		if !launched[i] {
+		if !in[i] {
+			continue
+		}
+		if !ran[i] {
+			if held[i] && !done[i] {
+				<-s.probes[i].slot
+			}
 			p := &s.probes[i]
-			round.Results[i] = s.named(p, tick.Add(p.offset), time.Time{},
+			results[i] = s.named(p, tick.Add(p.offset), time.Time{},
 				connFail(ClassError, "scheduler", "not run: scheduler stopped"))
 		}
+		out = append(out, results[i])
 	}
-	if ctx.Err() == nil {
-		s.done.Add(1)
-		s.opts.Metrics.roundDone()
+	return out
+}
+
+// SetFast sets whether Run re-probes site at FastInterval, in rounds of
+// only its probes, besides the full rounds. It does nothing without a
+// FastInterval or for a site the Scheduler does not probe. Safe for
+// concurrent use.
+func (s *Scheduler) SetFast(site string, on bool) {
+	fs := s.sites[site]
+	if fs == nil || s.opts.FastInterval <= 0 || fs.on.Swap(on) == on {
+		return
 	}
-	return round
+	fs.poke()
+}
+
+// ProbeNow asks Run for a fast round of site as soon as the bounds allow:
+// FastInterval after the tick of the last round that covered the site, and
+// not while one still runs its probes (that round's results are the fresh
+// evidence asked for). It does nothing without a FastInterval or for a
+// site the Scheduler does not probe. Safe for concurrent use.
+func (s *Scheduler) ProbeNow(site string) {
+	fs := s.sites[site]
+	if fs == nil || s.opts.FastInterval <= 0 {
+		return
+	}
+	fs.now.Store(true)
+	fs.poke()
+}
+
+func (fs *fastSite) poke() {
+	select {
+	case fs.wake <- struct{}{}:
+	default:
+	}
+}
+
+// fastLoop runs fs's fast rounds until ctx is done, one at a time.
+func (s *Scheduler) fastLoop(ctx context.Context, fs *fastSite) {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		var fire <-chan time.Time
+		awaited, ok := s.fastDue(fs, time.Now())
+		if ok {
+			timer.Reset(time.Until(awaited))
+			fire = timer.C
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-fs.wake:
+			timer.Stop()
+			continue
+		case <-fire:
+		}
+		tick, ok := s.fastReady(fs, awaited, time.Now())
+		if !ok {
+			continue
+		}
+		fs.now.Store(false)
+		s.runFast(ctx, fs, tick)
+	}
+}
+
+// fastReady says whether the fast round awaited is still due at now, and
+// at which tick: a full round may have covered the site, or SetFast
+// turned it off, while waiting. It asks from the awaited tick, not from
+// now, so a timer that fires late runs the tick it waited for instead of
+// moving on to the next one.
+func (s *Scheduler) fastReady(fs *fastSite, awaited, now time.Time) (time.Time, bool) {
+	tick, ok := s.fastDue(fs, awaited)
+	if !ok || tick.After(now) {
+		return time.Time{}, false
+	}
+	return tick, true
+}
+
+// fastDue is when fs's next fast round is due, if one is: at once for
+// ProbeNow, else the next tick of the fast grid while fs is fast; never
+// sooner than FastInterval after the tick of the last round that covered
+// the site. A fast tick with a full tick at most half a FastInterval
+// after it is left to the full round.
+func (s *Scheduler) fastDue(fs *fastSite, now time.Time) (time.Time, bool) {
+	fast := s.opts.FastInterval
+	earliest := time.Unix(0, fs.last.Load()).Add(fast)
+	if fs.now.Load() {
+		return later(now, earliest), true
+	}
+	if !fs.on.Load() || fast >= s.opts.Interval {
+		return time.Time{}, false
+	}
+	t := s.nextFastTick(later(now, earliest))
+	for range 16 {
+		full := s.nextTick(t)
+		if full.Sub(t) > fast/2 {
+			break
+		}
+		t = s.nextFastTick(full.Add(fast))
+	}
+	return t, true
+}
+
+// nextFastTick is the first tick of the fast grid at or after t: the
+// Unix epoch plus the phase plus a multiple of FastInterval.
+func (s *Scheduler) nextFastTick(t time.Time) time.Time {
+	iv := int64(s.opts.FastInterval)
+	off := (t.UnixNano() - s.phase.Load()) % iv
+	if off < 0 {
+		off += iv
+	}
+	if off == 0 {
+		return t
+	}
+	return t.Add(time.Duration(iv - off))
+}
+
+// runFast runs one fast round of fs at tick and publishes it, unless a
+// round of the site's probes is still running: then that round's results
+// stand for this one, which is skipped.
+func (s *Scheduler) runFast(ctx context.Context, fs *fastSite, tick time.Time) {
+	held := make([]bool, len(s.probes))
+	for _, i := range fs.order {
+		select {
+		case s.probes[i].slot <- struct{}{}:
+			held[i] = true
+			continue
+		default:
+		}
+		for _, j := range fs.order {
+			if held[j] {
+				<-s.probes[j].slot
+			}
+		}
+		atomicMax(&fs.last, tick.UnixNano())
+		s.fastSkipped.Add(1)
+		s.logger.Debug("fast round skipped: a round of the site is running", "site", fs.site)
+		return
+	}
+	atomicMax(&fs.last, tick.UnixNano())
+	round := Round{Seq: s.seq.Add(1), Start: tick, Fast: true}
+	round.Results = s.runProbes(ctx, tick, fs.order, held)
+	if ctx.Err() != nil {
+		return
+	}
+	s.fastDone.Add(1)
+	s.opts.Metrics.fastRoundDone(fs.site)
+	s.publish(round)
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// atomicMax raises v to x if x is larger.
+func atomicMax(v *atomic.Int64, x int64) {
+	for {
+		old := v.Load()
+		if x <= old || v.CompareAndSwap(old, x) {
+			return
+		}
+	}
 }
 
 func (s *Scheduler) named(p *schedProbe, scheduled, started time.Time, r Result) NamedResult {

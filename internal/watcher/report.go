@@ -43,9 +43,10 @@ func Phase(nodes []string, node string, interval time.Duration) time.Duration {
 	return time.Duration(int64(interval) * int64(i) / int64(len(nodes)))
 }
 
-// reportLoop sends each probe round to the leader as an Observe command,
-// and keeps the scheduler's phase at this node's place in the replicated
-// member order (the file's until a policy is replicated).
+// reportLoop sends each probe round to the leader as an Observe command
+// (lean when it can, see Reporter), and keeps the scheduler's phase at this
+// node's place in the replicated member order (the file's until a policy
+// is replicated).
 func (w *Watcher) reportLoop(ctx context.Context, rounds <-chan probes.Round) {
 	for {
 		select {
@@ -53,6 +54,7 @@ func (w *Watcher) reportLoop(ctx context.Context, rounds <-chan probes.Round) {
 			return
 		case r := <-rounds:
 			w.lastRound.Store(w.cfg.Now().UnixNano())
+			w.reprobe(w.susp.round(r)) // before the report: a commit takes a while
 			w.report(ctx, r)
 			w.rephase()
 		}
@@ -72,14 +74,15 @@ func (w *Watcher) rephase() {
 }
 
 func (w *Watcher) report(ctx context.Context, r probes.Round) {
-	if w.machine.View().Policy == nil {
+	p, hash := w.machine.Policy()
+	if p == nil {
 		// The leader has not replicated the policy yet (first seconds of a
 		// new cluster); a report now would only be rejected.
 		return
 	}
 	// A report older than one interval is worth little; do not queue it.
 	pctx, cancel := context.WithTimeout(ctx, w.cfg.Interval)
-	_, _, err := failover.Submit(pctx, w.cfg.Cluster, failover.Command{Payload: Observation(w.cfg.Node, w.hash, r)})
+	_, _, err := w.rep.Report(pctx, w.cfg.Cluster, p, hash, r, w.cfg.Now)
 	cancel()
 	w.mu.Lock()
 	prevErr := w.lastReport.err

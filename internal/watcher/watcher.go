@@ -55,6 +55,9 @@ type Config struct {
 	// probing phase under the replicated policy (Phase);
 	// probes.Scheduler.SetPhase fits.
 	SetPhase func(time.Duration)
+	// Reprobe, when set, re-probes the sites this watcher suspects (see
+	// suspicion); *probes.Scheduler fits.
+	Reprobe Reprober
 	// HeartbeatTimeout and DataDir only shape the status warnings.
 	HeartbeatTimeout time.Duration
 	DataDir          string
@@ -108,15 +111,17 @@ type Drill struct {
 // FSM adapts the decision core to cluster.StateMachine and wakes the
 // watcher's loops on every applied command.
 type FSM struct {
-	m            *failover.Machine
-	changed      chan struct{} // wakes the reconciler
-	dnsChanged   chan struct{} // wakes the DNS check
-	drillChanged chan struct{} // wakes the drill executor
+	m              *failover.Machine
+	changed        chan struct{} // wakes the reconciler
+	dnsChanged     chan struct{} // wakes the DNS check
+	drillChanged   chan struct{} // wakes the drill executor
+	suspectChanged chan struct{} // wakes the suspicion loop
 }
 
 // NewFSM wraps m for the cluster.
 func NewFSM(m *failover.Machine) *FSM {
-	return &FSM{m: m, changed: make(chan struct{}, 1), dnsChanged: make(chan struct{}, 1), drillChanged: make(chan struct{}, 1)}
+	return &FSM{m: m, changed: make(chan struct{}, 1), dnsChanged: make(chan struct{}, 1), drillChanged: make(chan struct{}, 1),
+		suspectChanged: make(chan struct{}, 1)}
 }
 
 var _ cluster.StateMachine = (*FSM)(nil)
@@ -124,7 +129,7 @@ var _ cluster.StateMachine = (*FSM)(nil)
 // Apply implements cluster.StateMachine.
 func (s *FSM) Apply(index uint64, cmd []byte) []byte {
 	out := s.m.Apply(index, cmd)
-	for _, ch := range []chan struct{}{s.changed, s.dnsChanged, s.drillChanged} {
+	for _, ch := range []chan struct{}{s.changed, s.dnsChanged, s.drillChanged, s.suspectChanged} {
 		select {
 		case ch <- struct{}{}:
 		default: // a wake-up is already pending
@@ -144,8 +149,10 @@ type Watcher struct {
 	cfg     Config
 	machine *failover.Machine
 	hash    string
+	rep     *Reporter // sends the rounds, lean when it can
 	log     *slog.Logger
 	metrics *metrics
+	susp    *suspicion
 
 	mu         sync.Mutex
 	leading    bool // a reconciler runs
@@ -170,7 +177,8 @@ func New(cfg Config) (*Watcher, error) {
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
 	}
-	w := &Watcher{cfg: cfg, machine: cfg.FSM.m, hash: cfg.Policy.Hash(), log: cfg.Logger}
+	w := &Watcher{cfg: cfg, machine: cfg.FSM.m, hash: cfg.Policy.Hash(), log: cfg.Logger, susp: newSuspicion(cfg.Policy.Fall)}
+	w.rep = NewReporter(cfg.Node, w.hash)
 	w.lastRound.Store(cfg.Now().UnixNano())
 	var err error
 	if w.metrics, err = newMetrics(cfg.Registry, w); err != nil {
@@ -192,6 +200,7 @@ func (w *Watcher) Run(ctx context.Context, rounds <-chan probes.Round) {
 	for _, f := range []func(){
 		reload,
 		func() { w.reportLoop(ctx, rounds) },
+		func() { w.suspectLoop(ctx) },
 		func() { w.dnsCheckLoop(ctx) },
 		func() { w.cfg.Health.Run(ctx) },
 		func() { w.cfg.Cluster.RunWhileLeader(ctx, w.lead) },

@@ -136,11 +136,12 @@ type ComputeService struct {
 // then reads a server's addresses and security groups from that Neutron's
 // ports (device_id == server ID) and applies addSecurityGroup to them, as
 // Nova does; the simulator's own ports and groups are left out of Nova's
-// answers. Errors become Nova's 500.
+// answers. Errors become Nova's 500. Each Nova request reads the ports
+// and groups once.
 type Neutron interface {
-	// ServerPorts returns the ports whose device_id is server, with
-	// their security group IDs.
-	ServerPorts(server string) ([]Port, error)
+	// Ports returns every port Nova may show (Nova picks a server's by
+	// device_id), with their security group IDs.
+	Ports() ([]Port, error)
 	// SecurityGroups returns the security groups Nova may resolve a name
 	// or ID against.
 	SecurityGroups() ([]SecurityGroup, error)
@@ -193,6 +194,14 @@ type Sim struct {
 	// underlay, when set, is the real Neutron whose ports Nova shows
 	// and changes.
 	underlay Neutron
+	// snap is the underlay's ports and groups as read by the current
+	// Nova request (s.mu held throughout); nil outside one.
+	snap *snapshot
+}
+
+type snapshot struct {
+	ports  []Port
+	groups map[string]SecurityGroup
 }
 
 // Start serves a new empty simulator on 127.0.0.1 until Close.
@@ -240,19 +249,28 @@ func (s *Sim) UseNeutron(n Neutron) { s.mu.Lock(); s.underlay = n; s.mu.Unlock()
 func (s *Sim) serverPorts(server string) ([]Port, map[string]SecurityGroup, error) {
 	groups := map[string]SecurityGroup{}
 	if s.underlay != nil {
-		ps, err := s.underlay.ServerPorts(server)
-		if err != nil {
-			return nil, nil, err
+		if s.snap == nil {
+			ps, err := s.underlay.Ports()
+			if err != nil {
+				return nil, nil, err
+			}
+			gs, err := s.underlay.SecurityGroups()
+			if err != nil {
+				return nil, nil, err
+			}
+			for _, g := range gs {
+				groups[g.ID] = g
+			}
+			slices.SortFunc(ps, func(a, b Port) int { return strings.Compare(a.ID, b.ID) })
+			s.snap = &snapshot{ports: ps, groups: groups}
 		}
-		gs, err := s.underlay.SecurityGroups()
-		if err != nil {
-			return nil, nil, err
+		var out []Port
+		for _, p := range s.snap.ports {
+			if p.DeviceID == server {
+				out = append(out, p)
+			}
 		}
-		for _, g := range gs {
-			groups[g.ID] = g
-		}
-		slices.SortFunc(ps, func(a, b Port) int { return strings.Compare(a.ID, b.ID) })
-		return ps, groups, nil
+		return out, s.snap.groups, nil
 	}
 	var out []Port
 	for _, id := range sortedKeys(s.ports) {
@@ -835,6 +853,7 @@ func novaMicroversion(r *http.Request) int {
 func (s *Sim) nova(w http.ResponseWriter, r *http.Request, parts []string, admin bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer func() { s.snap = nil }()
 	if len(parts) == 1 && parts[0] == "os-services" {
 		s.osServices(w, r, admin)
 		return

@@ -54,7 +54,7 @@ func (s *Stack) startCinder(ctx context.Context, opts Options, p stackPorts) err
 	if !opts.Cinder {
 		return nil
 	}
-	if err := checkBinaries(cinderBinaries); err != nil {
+	if err := checkBinaryList(cinderBinaries); err != nil {
 		return err
 	}
 	t0 := time.Now()

@@ -83,12 +83,17 @@ type Stack struct {
 	neutronT0  time.Time // when neutron-server was started
 	// Dir holds all state and logs.
 	Dir string
+	// ComputeURL (Nova, http://127.0.0.1:<port>/v2.1) and PlacementURL are
+	// set with Options.Nova, and are the catalog's compute and placement
+	// endpoints.
+	ComputeURL, PlacementURL string
 
 	mu        sync.Mutex
 	closed    bool
 	procs     map[string]*daemon.Process
 	ksIni     string
 	mysqlSock string
+	nova      novaState
 }
 
 // Options tunes New. The zero value is ready to use.
@@ -103,6 +108,9 @@ type Options struct {
 	Cinder bool
 	// Neutron also runs neutron-server (see neutron.go).
 	Neutron bool
+	// Nova adds Placement and Nova (nova.go): API, conductor, scheduler
+	// and one fake-driver nova-compute per NovaHosts entry.
+	Nova bool
 }
 
 const (
@@ -146,9 +154,11 @@ var binaries = []struct{ path, pkg string }{
 	{"octavia-worker", "octavia-worker"},
 }
 
-// checkBinaries checks that each of list is installed: an absolute path
-// exists, a bare name is in PATH.
-func checkBinaries(list []struct{ path, pkg string }) error {
+func checkBinaries() error { return checkBinaryList(binaries) }
+
+// checkBinaryList fails naming the Debian package of the first program of
+// list that is missing.
+func checkBinaryList(list []struct{ path, pkg string }) error {
 	for _, b := range list {
 		if strings.HasPrefix(b.path, "/") {
 			if _, err := os.Stat(b.path); err != nil {
@@ -167,7 +177,7 @@ func checkBinaries(list []struct{ path, pkg string }) error {
 // octavia-worker serve. The caller must Close it. On error nothing is left
 // running.
 func New(ctx context.Context, opts Options) (_ *Stack, err error) {
-	if err := checkBinaries(binaries); err != nil {
+	if err := checkBinaries(); err != nil {
 		return nil, err
 	}
 	dir, err := os.MkdirTemp(opts.Dir, "openstacktest-")
@@ -269,6 +279,11 @@ GRANT ALL ON keystone.* TO 'os'@'127.0.0.1'; GRANT ALL ON octavia.* TO 'os'@'127
 	step("octavia-worker")
 	if err := s.waitNeutron(ctx, logger); err != nil {
 		return nil, err
+	}
+	if opts.Nova {
+		if err := s.startNova(ctx, p, step); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }
@@ -572,7 +587,21 @@ func schemaCacheDir() string {
 }
 
 func (s *Stack) loadSchemaCache(ctx context.Context, dir string) error {
-	for _, db := range []string{"keystone", "octavia"} {
+	if err := s.loadDumps(ctx, dir, []string{"keystone", "octavia"}); err != nil {
+		return err
+	}
+	// Bootstrap wrote Keystone's own endpoints with the port of the run that
+	// made the dump.
+	return s.mysql(ctx, "keystone", fmt.Sprintf("UPDATE endpoint SET url='%s'", s.AuthURL))
+}
+
+func (s *Stack) saveSchemaCache(ctx context.Context, dir string) {
+	s.saveDumps(ctx, dir, []string{"keystone", "octavia"})
+}
+
+// loadDumps loads dir/<db>.sql into each database.
+func (s *Stack) loadDumps(ctx context.Context, dir string, dbs []string) error {
+	for _, db := range dbs {
 		f, err := os.Open(filepath.Join(dir, db+".sql"))
 		if err != nil {
 			return fmt.Errorf("schema cache: %w", err)
@@ -585,12 +614,12 @@ func (s *Stack) loadSchemaCache(ctx context.Context, dir string) error {
 			return fmt.Errorf("load cached %s schema (remove %s to rebuild): %w: %s", db, dir, err, strings.TrimSpace(string(out)))
 		}
 	}
-	// Bootstrap wrote Keystone's own endpoints with the port of the run that
-	// made the dump.
-	return s.mysql(ctx, "keystone", fmt.Sprintf("UPDATE endpoint SET url='%s'", s.AuthURL))
+	return nil
 }
 
-func (s *Stack) saveSchemaCache(ctx context.Context, dir string) {
+// saveDumps stores a dump of each database in directory dir, made
+// atomically; best effort, as a failed save only costs the next run time.
+func (s *Stack) saveDumps(ctx context.Context, dir string, dbs []string) {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return
 	}
@@ -599,7 +628,7 @@ func (s *Stack) saveSchemaCache(ctx context.Context, dir string) {
 		return
 	}
 	defer os.RemoveAll(tmp)
-	for _, db := range []string{"keystone", "octavia"} {
+	for _, db := range dbs {
 		f, err := os.Create(filepath.Join(tmp, db+".sql"))
 		if err != nil {
 			return
@@ -1033,6 +1062,11 @@ func isUUIDish(v string) bool {
 // call does one JSON request. uwsgi's http-socket cannot keep a connection
 // alive, so every request closes its connection.
 func (s *Stack) call(ctx context.Context, method, url, token string, in, out any) (http.Header, error) {
+	return s.callWith(ctx, method, url, token, nil, in, out)
+}
+
+// callWith is call with extra request headers.
+func (s *Stack) callWith(ctx context.Context, method, url, token string, hdr map[string]string, in, out any) (http.Header, error) {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -1050,6 +1084,9 @@ func (s *Stack) call(ctx context.Context, method, url, token string, in, out any
 	req.Header.Set("Accept", "application/json")
 	if token != "" {
 		req.Header.Set("X-Auth-Token", token)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
 	}
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	resp, err := client.Do(req)
@@ -1080,6 +1117,7 @@ func (s *Stack) Close() {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	s.stopNova()
 	// The worker's graceful stop is slow; stop it alongside the API.
 	var wg sync.WaitGroup
 	wg.Add(1)

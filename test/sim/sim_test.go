@@ -22,6 +22,9 @@ func TestSimSchedules(t *testing.T) {
 	})
 	t.Log(summary(b, time.Since(start), env.parallel))
 	if b.first == nil {
+		if b.total.ReportsCommitted > 100 && b.total.ReportsLean == 0 {
+			t.Errorf("%d reports committed, none lean: the watchers' Reporter never sent a lean report", b.total.ReportsCommitted)
+		}
 		return
 	}
 	f := *b.first

@@ -5,6 +5,7 @@ package sim
 func (s *Stats) add(o Stats) {
 	s.Reports += o.Reports
 	s.ReportsCommitted += o.ReportsCommitted
+	s.ReportsLean += o.ReportsLean
 	s.Commands += o.Commands
 	s.CommandsAcked += o.CommandsAcked
 	s.Faults += o.Faults

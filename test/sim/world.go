@@ -73,6 +73,7 @@ type World struct {
 // Stats counts what a run did.
 type Stats struct {
 	Reports, ReportsCommitted int
+	ReportsLean               int // committed lean reports
 	Commands, CommandsAcked   int
 	Faults                    int
 	AutoFlips                 int
@@ -267,23 +268,30 @@ func (w *World) leaderLoop(ctx context.Context, n *simNode, node *cluster.Node) 
 }
 
 // reportLoop sends each scripted round as the watcher does
-// (internal/watcher reportLoop): one Observe per round, abandoned after
+// (internal/watcher reportLoop, through its Reporter, so lean reports
+// run here under every fault): one Observe per round, abandoned after
 // one interval.
 func (w *World) reportLoop(ctx context.Context, n *simNode, node *cluster.Node) {
+	rep := watcher.NewReporter(n.id, w.hash) // a new process reports full first
+	clock := func() time.Time { return w.clock(n.id) }
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case r := <-n.rounds:
-			if n.machine.View().Policy == nil {
+			p, hash := n.machine.Policy()
+			if p == nil {
 				continue
 			}
 			pctx, cancel := context.WithTimeout(ctx, Interval)
-			_, _, err := failover.Submit(pctx, node, failover.Command{Payload: watcher.Observation(n.id, w.hash, r)})
+			_, lean, err := rep.Report(pctx, node, p, hash, r, clock)
 			cancel()
 			if err == nil {
 				w.mu.Lock()
 				w.stats.ReportsCommitted++
+				if lean {
+					w.stats.ReportsLean++
+				}
 				w.mu.Unlock()
 			}
 		}

@@ -206,7 +206,7 @@ func TestAPIDocExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	optional := map[string]bool{"reconcile": true, "paused_until": true, "paused_by": true, "pause_reason": true,
-		"pending": true, "withheld_rule": true, "withheld_reason": true, "withheld_since": true, "failback_in": true, "drill": true}
+		"pending": true, "suspect": true, "withheld_rule": true, "withheld_reason": true, "withheld_since": true, "failback_in": true, "drill": true}
 	for _, tt := range []struct {
 		typ reflect.Type
 		got map[string]json.RawMessage

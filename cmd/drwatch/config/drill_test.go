@@ -59,3 +59,33 @@ func TestDrillSectionProblems(t *testing.T) {
 		}
 	}
 }
+
+// fast_interval left out takes interval / 4 and keeps the policy hash a
+// config had before the key existed; set to that same value it still does,
+// and set to another it is another policy.
+func TestFastIntervalKeepsThePolicyHash(t *testing.T) {
+	c, ps := loadString(t, validYAML(t))
+	if ps != nil {
+		t.Fatalf("valid.yaml: %v", ps)
+	}
+	if c.Policy.FastInterval != 500*time.Millisecond {
+		t.Errorf("fast_interval left out with interval 2s: got %s, want 500ms", c.Policy.FastInterval)
+	}
+	// The hash valid.yaml's policy had before fast_interval existed.
+	const before = "d2fa9fa4fcd3"
+	if got := c.ReplicatedPolicy().Hash(); !strings.HasPrefix(got, before) {
+		t.Errorf("policy hash without fast_interval: got %s, want %s…", got, before)
+	}
+	for _, tt := range []struct {
+		set  string
+		same bool
+	}{{"500ms", true}, {"250ms", false}} {
+		set, ps := loadString(t, strings.Replace(validYAML(t), "block_window: 1h", "block_window: 1h, fast_interval: "+tt.set, 1))
+		if ps != nil {
+			t.Fatalf("valid.yaml with fast_interval %s: %v", tt.set, ps)
+		}
+		if got := set.ReplicatedPolicy().Hash(); strings.HasPrefix(got, before) != tt.same {
+			t.Errorf("fast_interval %s: got hash %s, want same as without it: %v", tt.set, got, tt.same)
+		}
+	}
+}

@@ -154,7 +154,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	}
 	sched, err := probes.NewScheduler(c.Sites.Specs(), probes.SchedulerOptions{
 		Interval: c.Policy.Interval, Phase: watcher.Phase(policy.Nodes, c.Node.ID, c.Policy.Interval),
-		DefaultTimeout: c.Policy.Timeout, Metrics: pm, Logger: log,
+		FastInterval: policy.FastProbeInterval(), DefaultTimeout: c.Policy.Timeout, Metrics: pm, Logger: log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("probes: %w", err)
@@ -185,7 +185,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	}
 	gates, after := remediate.Gates(c.Node.ID, fixes, kube.BackupWarmupName, c.Remediations.BackupWarmup.ReadyTimeout, c.Hooks, log)
 	n.Watcher, err = watcher.New(watcher.Config{
-		Node: c.Node.ID, Policy: policy, Interval: c.Policy.Interval, SetPhase: sched.SetPhase, HeartbeatTimeout: c.Raft.HeartbeatTimeout, DataDir: c.Node.DataDir,
+		Node: c.Node.ID, Policy: policy, Interval: c.Policy.Interval, SetPhase: sched.SetPhase, Reprobe: sched, HeartbeatTimeout: c.Raft.HeartbeatTimeout, DataDir: c.Node.DataDir,
 		FSM: fsm, Cluster: n.cluster, DNS: dns, Verifier: verifier,
 		Remediators: fixes, RemediationInterval: c.Remediations.Interval, Gates: gates, AfterVerified: after,
 		Drill: drills, Health: health, Credentials: creds, CAFile: c.TLS.CAFile, CertFile: c.TLS.CertFile, CredentialsReloadEvery: reloadEvery,

@@ -47,26 +47,29 @@ var neutronClients struct {
 // clients, starting the stack on first use.
 func realNeutron(t *testing.T) (*openstacktest.Stack, *gophercloud.ServiceClient, *gophercloud.ServiceClient) {
 	t.Helper()
-	st := openstacktest.SharedWith(t, openstacktest.Options{Neutron: true})
+	st := openstacktest.SharedWith(t, stackOptions)
 	neutronClients.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		client := func(c openstacktest.Credentials) (*gophercloud.ServiceClient, error) {
-			p, err := openstack.AuthenticatedClient(ctx, gophercloud.AuthOptions{IdentityEndpoint: st.AuthURL,
-				Username: c.Username, Password: c.Password, DomainName: c.Domain,
-				Scope: &gophercloud.AuthScope{ProjectName: c.ProjectName, DomainName: c.Domain}, AllowReauth: true})
+		client := func(who string, ao gophercloud.AuthOptions) (*gophercloud.ServiceClient, error) {
+			ao.IdentityEndpoint, ao.AllowReauth = st.AuthURL, true
+			p, err := openstack.AuthenticatedClient(ctx, ao)
 			if err != nil {
-				return nil, fmt.Errorf("keystone as %s: %w", c.Username, err)
+				return nil, fmt.Errorf("keystone as %s: %w", who, err)
 			}
 			return openstack.NewNetworkV2(p, gophercloud.EndpointOpts{Region: st.Region})
 		}
 		n := &neutronClients
-		if n.member, n.err = client(st.Member); n.err != nil {
+		// The member project's application credential, as a watcher
+		// node authenticates. Every test builds its own network and
+		// router there: the stack's Neutron keeps no quotas.
+		if n.member, n.err = client("the member's application credential", gophercloud.AuthOptions{
+			ApplicationCredentialID: st.MemberAppCredID, ApplicationCredentialSecret: st.MemberAppCredSecret}); n.err != nil {
 			return
 		}
-		// Every test builds its own network and router in the member
-		// project: the stack's Neutron keeps no quotas.
-		n.admin, n.err = client(st.Admin)
+		a := st.Admin
+		n.admin, n.err = client(a.Username, gophercloud.AuthOptions{Username: a.Username, Password: a.Password, DomainName: a.Domain,
+			Scope: &gophercloud.AuthScope{ProjectName: a.ProjectName, DomainName: a.Domain}})
 	})
 	if neutronClients.err != nil {
 		t.Fatalf("neutron clients: %v", neutronClients.err)
@@ -155,6 +158,26 @@ type world struct {
 	router string
 	ports  map[string]string // server ID -> its port's ID
 	queued *[]ports.CreateOpts
+	// servers are the simulated Nova's servers, for fork.
+	servers []openstacksim.Server
+}
+
+// fork returns a world on the same Neutron network, router and ports,
+// with its own simulated Nova (holding the same servers) and recorder:
+// for subtests that write nothing to Neutron and change only Nova or the
+// nodes, so that they need not build their own.
+func (w *world) fork(t *testing.T) *world {
+	t.Helper()
+	s, simc := simClients(t)
+	f := *w
+	f.t, f.sim, f.rec = t, s, newRecorder(t, w.stack.NeutronURL)
+	f.c = &Clients{Network: f.rec.client(w.member), Compute: simc.Compute}
+	f.servers = slices.Clone(w.servers)
+	for _, v := range f.servers {
+		s.PutServer(v)
+	}
+	s.UseNeutron(underlay{&f})
+	return &f
 }
 
 var worldSeq struct {
@@ -306,6 +329,7 @@ func (w *world) instance(v openstacksim.Server, ip string, sgs []string, pairs .
 	w.t.Helper()
 	v.ID = w.id(v.ID)
 	w.sim.PutServer(v)
+	w.servers = append(w.servers, v)
 	w.port(v.ID, ip, sgs, pairs...)
 	return v.ID
 }
@@ -353,6 +377,21 @@ func (w *world) addRoutes(rs ...string) error {
 	return err
 }
 
+// setRoutes makes rs ("dest>nexthop") the router's only routes, with
+// remove_extraroutes and add_extraroutes straight to Neutron.
+func (w *world) setRoutes(rs ...string) {
+	w.t.Helper()
+	old := w.getRouter().Routes
+	if len(old) > 0 {
+		if _, err := extraroutes.Remove(context.Background(), w.member, w.router, extraroutes.Opts{Routes: &old}).Extract(); err != nil {
+			w.t.Fatalf("clear routes: %v", err)
+		}
+	}
+	if err := w.addRoutes(rs...); err != nil {
+		w.t.Fatalf("set routes %v: %v", rs, err)
+	}
+}
+
 // writes counts every write the remediator made: to Neutron through the
 // recorder, and to the simulated Nova.
 func (w *world) writes() int { return w.rec.Writes() + w.sim.Writes() }
@@ -360,8 +399,8 @@ func (w *world) writes() int { return w.rec.Writes() + w.sim.Writes() }
 // underlay is the world's real Neutron under the simulated Nova.
 type underlay struct{ w *world }
 
-func (u underlay) ServerPorts(server string) ([]openstacksim.Port, error) {
-	pages, err := ports.List(u.w.member, ports.ListOpts{DeviceID: server}).AllPages(context.Background())
+func (u underlay) Ports() ([]openstacksim.Port, error) {
+	pages, err := ports.List(u.w.member, ports.ListOpts{NetworkID: u.w.net}).AllPages(context.Background())
 	if err != nil {
 		return nil, err
 	}

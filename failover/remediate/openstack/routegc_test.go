@@ -235,6 +235,12 @@ func TestRouteGCNeverTouchesLookAlikes(t *testing.T) {
 func TestRouteGCNoDeletesFromAPartialListing(t *testing.T) {
 	on := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 5, MaxPerHour: 10}
 	all := sorted(allRoutes)
+	// No case writes to Neutron: they share its objects, each with its
+	// own simulated Nova and nodes (fork).
+	base, baseNodes := routeGCWorld(t)
+	forked := func(t *testing.T) (*world, *fakeNodes) {
+		return base.fork(t), &fakeNodes{nodes: slices.Clone(baseNodes.nodes)}
+	}
 	for _, tt := range []struct {
 		name   string
 		spoil  func(*world, *fakeNodes)
@@ -248,7 +254,7 @@ func TestRouteGCNoDeletesFromAPartialListing(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			w, nodes := routeGCWorld(t)
+			w, nodes := forked(t)
 			check(t, "routes before", w.routes(), all)
 			r := NewRouteGC(w.c, w.router, podCIDR, cluster, nodes, 31, 3)
 			tt.spoil(w, nodes)
@@ -272,7 +278,7 @@ func TestRouteGCNoDeletesFromAPartialListing(t *testing.T) {
 		})
 	}
 	t.Run("a down cell between plan and apply is a precondition", func(t *testing.T) {
-		w, nodes := routeGCWorld(t)
+		w, nodes := forked(t)
 		r := NewRouteGC(w.c, w.router, podCIDR, cluster, nodes, 31, 3)
 		acts, err := r.Plan(context.Background())
 		if err != nil || len(acts) == 0 {
@@ -287,6 +293,9 @@ func TestRouteGCNoDeletesFromAPartialListing(t *testing.T) {
 }
 
 func TestRouteGCJudgesByPodCIDR(t *testing.T) {
+	// The cases share one Neutron world, one after the other: each sets
+	// its route on the router and gets its own simulated Nova and nodes.
+	base, baseNodes := routeGCWorld(t, "198.19.2.0/24>10.180.0.4")
 	for _, tt := range []struct {
 		name   string
 		route  string
@@ -324,8 +333,8 @@ func TestRouteGCJudgesByPodCIDR(t *testing.T) {
 			route: "198.19.8.0/24>10.180.0.8"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			w, nodes := routeGCWorld(t, tt.route)
+			w, nodes := base.fork(t), &fakeNodes{nodes: slices.Clone(baseNodes.nodes)}
+			w.setRoutes(tt.route)
 			if tt.change != nil {
 				tt.change(w, nodes)
 			}

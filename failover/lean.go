@@ -1,0 +1,258 @@
+package failover
+
+import (
+	"hash/fnv"
+	"time"
+)
+
+// Lean reporting. A watcher at 100 probes a second that sent every result
+// of every round would replicate about 16 KB per report, nearly all of it
+// "still up, 4 ms". A lean report (Observe with Base) sends only what the
+// log does not already know, and the machine repeats each probe's last
+// recorded result for the rest of the covered sites. Because the repeat
+// runs the same hysteresis on the same results, a lean report changes the
+// state exactly as the full one would, except for the latency and
+// completion time a repeated result keeps (TestLeanReportsDecideAsFullReports).
+//
+// The pacing of what is sent anyway, for the status page:
+const (
+	// LeanLatencyEvery is how often at most a probe's latency goes out
+	// when it changed materially: by LeanMaterialMS and half the recorded
+	// one, in this round and the one before (a one-round blip is noise).
+	LeanLatencyEvery = 10 * time.Second
+	// LeanMaterialMS is the smallest latency change, in milliseconds, that
+	// counts as material.
+	LeanMaterialMS = 20
+	// LeanRefreshEvery is how often at most a result whose latency moved,
+	// but not materially, goes out again: the latency the status page shows
+	// is at most this old. Each probe is due at its own offset within the
+	// second half of the period, so refreshes spread over time.
+	LeanRefreshEvery = time.Minute
+	// LeanBackoff is how long a watcher sends full reports after a lean
+	// report failed: a leader that predates lean reports refuses every
+	// one, and a minute of full reports costs less than a lost round each
+	// interval.
+	LeanBackoff = time.Minute
+)
+
+// LeanEncoder turns one watcher's full rounds into lean reports, from what
+// the log holds of this watcher's applied reports (its committed view). It
+// is pure: the caller passes in the replicated policy and its own clock.
+// Use: o := Encode(round); propose o; then exactly one of Applied (the
+// machine applied o, not as a duplicate), Lost (refused, or outcome
+// unknown) or NotSent (o certainly never reached the log). A round goes
+// out full whenever the view may not match the log: before the first
+// applied report, after any report that was not known applied, under a
+// policy other than the replicated one, and for LeanBackoff after a lean
+// report failed.
+//
+// A result goes into a lean report when its OK, Class, Phase, Reason or
+// CertExpiry differs from the view, when it failed and the probe has fewer
+// than fall recorded failures in a row (so the failure that starts an
+// episode and the one that makes the probe DOWN carry their own completion
+// times, and Timings come out as from full reports), when its latency
+// changed materially for two rounds (at most every LeanLatencyEvery), when
+// its latency changed at all and LeanRefreshEvery passed, when the probe
+// has no recorded result, and whenever its site is not covered: a round that
+// lacks a result for some probe of the policy's site sends that site's
+// results as they are. Results for probes the policy does not name always
+// go out. The zero value is ready to use; it is not safe for concurrent use.
+type LeanEncoder struct {
+	view      map[string]*leanProbe
+	base      uint64 // Seq of the last report known applied; 0: none
+	hash      string // the policy hash that report was under
+	fullUntil int64  // full reports until then, after a lean one failed
+	pending   *leanPending
+}
+
+// leanProbe is what the log holds of one probe from this watcher.
+type leanProbe struct {
+	last       ProbeResult // the recorded result (its CompletedAt aside)
+	fails      int         // recorded failures in a row, never more than the log's
+	sentAt     int64       // when a result of the probe last went out
+	recordedAt int64       // when a report that recorded it was known applied
+	prev       int64       // the latency of the round before, sent or not
+}
+
+// leanPending is the report awaiting its outcome.
+type leanPending struct {
+	obs    Observe
+	policy *Policy
+	at     int64
+}
+
+// Encode returns the report to propose for the full round o (Base 0, as
+// the watcher built it) at the caller's clock now: lean when the view
+// allows, else o itself. p and hash are the replicated policy and its hash
+// as the local replica has them (nil, "" when none).
+func (e *LeanEncoder) Encode(o Observe, p *Policy, hash string, now int64) Observe {
+	if e.pending != nil {
+		e.Lost(now)
+	}
+	out := e.encode(o, p, hash, now)
+	e.pending = &leanPending{obs: out, policy: p, at: now}
+	return out
+}
+
+func (e *LeanEncoder) encode(o Observe, p *Policy, hash string, now int64) Observe {
+	if e.base == 0 || p == nil || o.Base != 0 || o.Seq == 0 || o.Seq == e.base ||
+		o.PolicyHash != hash || hash != e.hash || now < e.fullUntil {
+		return o
+	}
+	for _, v := range e.view {
+		if now-v.recordedAt >= int64(p.stale())/2 {
+			// The log may have aged the probe out (stale_after, on the
+			// leader's clock: a round without it, a silence) and will
+			// count its failures from one again: resend them until fall,
+			// so that their times are their own.
+			v.fails = 0
+		}
+	}
+	has := make(map[string]bool, len(o.Results))
+	var roundAt int64
+	for _, r := range o.Results {
+		k := probeKey(r.Site, r.Probe)
+		if has[k] {
+			return o // the machine refuses it; it must refuse the same round
+		}
+		has[k] = true
+		roundAt = max(roundAt, r.CompletedAt)
+	}
+	lean := Observe{Node: o.Node, Seq: o.Seq, PolicyHash: o.PolicyHash, Base: e.base, RoundAt: roundAt, Results: []ProbeResult{}}
+	covered := map[Site]bool{}
+	for _, site := range sites {
+		all := len(p.Sites[site].Probes) > 0
+		for _, ref := range p.Sites[site].Probes {
+			all = all && has[probeKey(site, ref.Name)]
+		}
+		if all {
+			covered[site] = true
+			lean.Sites = append(lean.Sites, site)
+		}
+	}
+	if len(lean.Sites) == 0 {
+		return o
+	}
+	for _, r := range o.Results {
+		k := probeKey(r.Site, r.Probe)
+		if _, ok := p.probe(r.Site, r.Probe); !ok || !covered[r.Site] || e.send(k, r, p.Fall, now) {
+			lean.Results = append(lean.Results, r)
+		}
+	}
+	for _, r := range o.Results {
+		if v := e.view[probeKey(r.Site, r.Probe)]; v != nil {
+			v.prev = r.LatencyMS
+		}
+	}
+	return lean
+}
+
+// send reports whether r must go out in a lean report (see LeanEncoder).
+func (e *LeanEncoder) send(k string, r ProbeResult, fall int, now int64) bool {
+	v := e.view[k]
+	switch {
+	case v == nil:
+		return true
+	case r.OK != v.last.OK || r.Class != v.last.Class || r.Phase != v.last.Phase || r.Reason != v.last.Reason || r.CertExpiry != v.last.CertExpiry:
+		return true
+	case !r.OK && v.fails < fall:
+		return true
+	}
+	since := now - v.sentAt
+	switch {
+	case r.LatencyMS == v.last.LatencyMS:
+		return false
+	case v.material(r.LatencyMS) && v.material(v.prev) && (r.LatencyMS > v.last.LatencyMS) == (v.prev > v.last.LatencyMS) && since >= int64(LeanLatencyEvery):
+		return true
+	}
+	return since >= int64(LeanRefreshEvery)-refreshOffset(k)
+}
+
+// material reports whether latency differs materially from the recorded one.
+func (v *leanProbe) material(latency int64) bool {
+	d := latency - v.last.LatencyMS
+	if d < 0 {
+		d = -d
+	}
+	return d >= LeanMaterialMS && 2*d >= v.last.LatencyMS
+}
+
+// refreshOffset spreads the probes' refreshes over the second half of
+// LeanRefreshEvery, by name, so that they do not all fall due in the round
+// after a full report.
+func refreshOffset(k string) int64 {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(k))
+	return int64(h.Sum32()) % int64(LeanRefreshEvery/2)
+}
+
+// Applied records that the machine applied the pending report, as a new
+// round (not a duplicate): the view becomes what the log now holds.
+func (e *LeanEncoder) Applied(now int64) {
+	pd := e.pending
+	e.pending = nil
+	if pd == nil {
+		return
+	}
+	o, p := pd.obs, pd.policy
+	if p == nil || o.PolicyHash == "" {
+		e.reset()
+		return
+	}
+	if o.Base == 0 {
+		// Probes missing from a full report keep older states in the log;
+		// forgetting them only sends them again.
+		e.view = map[string]*leanProbe{}
+	}
+	sent := make(map[string]bool, len(o.Results))
+	for _, r := range o.Results {
+		k := probeKey(r.Site, r.Probe)
+		sent[k] = true
+		if _, ok := p.probe(r.Site, r.Probe); !ok {
+			continue
+		}
+		v := e.view[k]
+		if v == nil {
+			v = &leanProbe{}
+			e.view[k] = v
+		}
+		v.last, v.sentAt, v.recordedAt, v.prev = r, pd.at, now, r.LatencyMS
+		v.count(r.OK)
+	}
+	for _, site := range o.Sites {
+		for _, ref := range p.Sites[site].Probes {
+			if v := e.view[probeKey(site, ref.Name)]; v != nil && !sent[probeKey(site, ref.Name)] {
+				v.recordedAt = now
+				v.count(v.last.OK)
+			}
+		}
+	}
+	e.base, e.hash = o.Seq, o.PolicyHash
+}
+
+func (v *leanProbe) count(ok bool) {
+	if ok {
+		v.fails = 0
+	} else {
+		v.fails++
+	}
+}
+
+// Lost records that the pending report was refused or that its outcome is
+// unknown: the next report is full, and after a lean one, reports stay
+// full for LeanBackoff.
+func (e *LeanEncoder) Lost(now int64) {
+	if pd := e.pending; pd != nil && pd.obs.Base != 0 {
+		e.fullUntil = now + int64(LeanBackoff)
+	}
+	e.pending = nil
+	e.reset()
+}
+
+// NotSent records that the pending report never reached the log: the view
+// still holds.
+func (e *LeanEncoder) NotSent() { e.pending = nil }
+
+func (e *LeanEncoder) reset() {
+	e.view, e.base, e.hash = nil, 0, ""
+}

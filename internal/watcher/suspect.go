@@ -1,0 +1,185 @@
+package watcher
+
+import (
+	"context"
+	"sync"
+
+	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/probes"
+)
+
+// Reprober re-probes a suspect site; *probes.Scheduler satisfies it. Both
+// methods are safe for concurrent use and bound themselves: a site is never
+// probed more often than once per fast interval on their account.
+type Reprober interface {
+	// SetFast sets whether site is re-probed at the fast interval.
+	SetFast(site string, on bool)
+	// ProbeNow asks for one round of site's probes as soon as allowed.
+	ProbeNow(site string)
+}
+
+var _ Reprober = (*probes.Scheduler)(nil)
+
+// suspicion decides which sites this watcher re-probes fast (HAProxy's
+// fastinter, confirmed across vantage points as Redis Sentinel's SDOWN
+// turns ODOWN). A site is fast while either holds:
+//
+//   - own: a critical probe of it failed in this watcher's own latest round
+//     and has failed fewer than fall times in a row, and this node's
+//     replica does not already hold it DOWN for this node. It ends when the
+//     probe reaches fall (the vote is cast) or succeeds once.
+//   - committed: the replicated state names it suspect (failover.View
+//     Suspect, read through Machine.Suspicion after every applied command): a committed report of some watcher, this one too, shows a
+//     critical probe of it counting down towards fall. It is probed at
+//     once, then fast, until it settles: nobody counts down any more, or a
+//     decision is taken.
+//
+// Only failures make a site suspect, and a probe already DOWN never does:
+// a recovering site is probed at the interval, so rise, and failback, are
+// never sped up.
+type suspicion struct {
+	mu        sync.Mutex
+	fall      int
+	fails     map[string]int  // site/probe -> own consecutive failures of a critical probe
+	down      map[string]bool // site/probe this node's replica holds DOWN for this node
+	committed map[failover.Site]bool
+	fast      map[failover.Site]bool // what the Reprober was last told
+}
+
+// reprobe is one change to tell the Reprober.
+type reprobe struct {
+	site failover.Site
+	fast bool
+	now  bool // probe at once
+}
+
+func newSuspicion(fall int) *suspicion {
+	return &suspicion{fall: fall, fails: map[string]int{}, down: map[string]bool{},
+		committed: map[failover.Site]bool{}, fast: map[failover.Site]bool{}}
+}
+
+func suspectKey(site failover.Site, probe string) string { return string(site) + "/" + probe }
+
+// round takes this watcher's own round (full or fast) into account.
+func (s *suspicion) round(r probes.Round) []reprobe {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, nr := range r.Results {
+		if !nr.Critical {
+			continue
+		}
+		k := suspectKey(failover.Site(nr.Site), nr.Probe)
+		if nr.OK {
+			delete(s.fails, k)
+		} else {
+			s.fails[k]++
+		}
+	}
+	return s.changes(nil)
+}
+
+// view takes the replicated state into account, as this node reads it
+// (failover.Machine.Suspicion).
+func (s *suspicion) view(v failover.Suspicion) []reprobe {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v.Fall == 0 {
+		return nil // no policy replicated yet
+	}
+	s.fall = v.Fall
+	clear(s.down)
+	for _, k := range v.Down {
+		s.down[k] = true
+	}
+	var now []failover.Site
+	committed := map[failover.Site]bool{}
+	for _, site := range v.Suspect {
+		committed[site] = true
+		if !s.committed[site] {
+			now = append(now, site)
+		}
+	}
+	s.committed = committed
+	return s.changes(now)
+}
+
+// own reports whether this watcher's own failures make site suspect.
+func (s *suspicion) own(site failover.Site) bool {
+	for k, n := range s.fails {
+		if st, _, _ := cutSite(k); st == site && n < s.fall && !s.down[k] {
+			return true
+		}
+	}
+	return false
+}
+
+func cutSite(k string) (failover.Site, string, bool) {
+	for i := 0; i < len(k); i++ {
+		if k[i] == '/' {
+			return failover.Site(k[:i]), k[i+1:], true
+		}
+	}
+	return "", k, false
+}
+
+// changes lists what to tell the Reprober: every site whose fast mode
+// changed, and the sites in now, probed at once.
+func (s *suspicion) changes(now []failover.Site) []reprobe {
+	var out []reprobe
+	for _, site := range []failover.Site{failover.Primary, failover.Backup} {
+		fast := s.own(site) || s.committed[site]
+		entered := false
+		for _, n := range now {
+			entered = entered || n == site
+		}
+		if fast != s.fast[site] || entered {
+			s.fast[site] = fast
+			out = append(out, reprobe{site: site, fast: fast, now: entered})
+		}
+	}
+	return out
+}
+
+// Suspect lists the sites this watcher re-probes fast now.
+func (w *Watcher) Suspect() []failover.Site {
+	w.susp.mu.Lock()
+	defer w.susp.mu.Unlock()
+	var out []failover.Site
+	for _, site := range []failover.Site{failover.Primary, failover.Backup} {
+		if w.susp.fast[site] {
+			out = append(out, site)
+		}
+	}
+	return out
+}
+
+// reprobe hands changes to the Reprober, and logs them.
+func (w *Watcher) reprobe(changes []reprobe) {
+	for _, c := range changes {
+		if c.fast {
+			w.log.Info("site suspect: re-probing at the fast interval", "site", string(c.site), "at_once", c.now)
+		} else {
+			w.log.Info("site settled: probing at the interval", "site", string(c.site))
+		}
+		if w.cfg.Reprobe == nil {
+			continue
+		}
+		if c.now {
+			w.cfg.Reprobe.ProbeNow(string(c.site))
+		}
+		w.cfg.Reprobe.SetFast(string(c.site), c.fast)
+	}
+}
+
+// suspectLoop reads the replicated state after every applied command and
+// re-probes the sites a committed report shows failing.
+func (w *Watcher) suspectLoop(ctx context.Context) {
+	for {
+		w.reprobe(w.susp.view(w.machine.Suspicion(w.cfg.Node)))
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.cfg.FSM.suspectChanged:
+		}
+	}
+}

@@ -1,0 +1,283 @@
+package probes
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// fastSites is a primary with two probes and a backup with one.
+func fastSites(typ string) []SiteSpec {
+	return []SiteSpec{
+		{Site: "primary", Probes: []Spec{{Name: "lms", Type: typ}, {Name: "api", Type: typ}}},
+		{Site: "backup", Probes: []Spec{{Name: "lms", Type: typ}}},
+	}
+}
+
+// collect reads rounds until the virtual clock reaches until.
+func collect(t *testing.T, s *Scheduler, until time.Time) []Round {
+	t.Helper()
+	var out []Round
+	timer := time.NewTimer(time.Until(until))
+	defer timer.Stop()
+	for {
+		select {
+		case r := <-s.Rounds():
+			out = append(out, r)
+		case <-timer.C:
+			return out
+		}
+	}
+}
+
+// TestSchedulerFastRoundsBounded: a site set fast is re-probed on the fast
+// grid between the full rounds, in rounds holding only its results, at most
+// once per fast interval; the full rounds keep their grid and phase, the
+// other site is probed once per interval, and setting the site back stops
+// the re-probing.
+func TestSchedulerFastRoundsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const interval, fast, phase = time.Second, 250 * time.Millisecond, 100 * time.Millisecond
+		var calls sync.Map // site/probe -> *atomic.Int64
+		probe := func(_ context.Context, sp Spec, _ *slog.Logger) Result {
+			n, _ := calls.LoadOrStore(sp.Name, new(atomic.Int64))
+			n.(*atomic.Int64).Add(1)
+			return Result{OK: true}
+		}
+		reg := prometheus.NewRegistry()
+		m, err := NewMetrics(reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := schedNew(t, fastSites("p"), SchedulerOptions{Interval: interval, Phase: phase, FastInterval: fast,
+			JitterFraction: -1, Metrics: m, Probers: map[string]ProbeFunc{"p": probe}})
+		epoch := time.Now() // on the grid: synctest starts at a whole second
+		stop := schedRun(t, s)
+		s.SetFast("primary", true)
+		s.SetFast("nowhere", true) // not a site: nothing happens
+		rounds := collect(t, s, epoch.Add(4*interval+phase+fast/2))
+		s.SetFast("primary", false)
+		after := collect(t, s, epoch.Add(7*interval+phase+fast/2))
+		stop()
+
+		var full, fastStarts []time.Duration
+		var covering []time.Time // ticks of every round covering the primary
+		for _, r := range rounds {
+			at := r.Start.Sub(epoch)
+			if r.Fast {
+				fastStarts = append(fastStarts, at)
+				if len(r.Results) != 2 || r.Results[0].Site != "primary" || r.Results[1].Site != "primary" {
+					t.Fatalf("fast round at +%s: got %d results %+v, want only the primary's two", at, len(r.Results), r.Results)
+				}
+			} else {
+				full = append(full, at)
+				if len(r.Results) != 3 {
+					t.Fatalf("full round at +%s: got %d results, want 3", at, len(r.Results))
+				}
+			}
+			covering = append(covering, r.Start)
+		}
+		wantFull := []time.Duration{phase, phase + interval, phase + 2*interval, phase + 3*interval, phase + 4*interval}
+		if fmt.Sprint(full) != fmt.Sprint(wantFull) {
+			t.Fatalf("full rounds at %v, want %v: the grid must not move", full, wantFull)
+		}
+		// The fast grid is the full one, four times finer; its ticks on a
+		// full tick are the full round's.
+		var wantFast []time.Duration
+		for k := range 4 {
+			for j := 1; j < 4; j++ {
+				wantFast = append(wantFast, phase+time.Duration(k)*interval+time.Duration(j)*fast)
+			}
+		}
+		if fmt.Sprint(fastStarts) != fmt.Sprint(wantFast) {
+			t.Fatalf("fast rounds at %v, want %v", fastStarts, wantFast)
+		}
+		for i := 1; i < len(covering); i++ {
+			if d := covering[i].Sub(covering[i-1]); d < fast {
+				t.Fatalf("rounds covering the primary %s apart, want at least the fast interval %s", d, fast)
+			}
+		}
+		for _, r := range after {
+			if r.Fast {
+				t.Fatalf("got a fast round at +%s after SetFast(false)", r.Start.Sub(epoch))
+			}
+		}
+		if len(after) != 3 {
+			t.Fatalf("got %d rounds in the 3 intervals after SetFast(false), want 3 full ones", len(after))
+		}
+		st := s.Stats()
+		if st.FastRounds != 12 || st.Rounds != 8 || st.Dropped != 0 || st.FastSkipped != 0 {
+			t.Fatalf("got stats %+v, want 12 fast rounds, 8 full, none dropped or skipped", st)
+		}
+		if got := metricsGather(t, reg)["drwatch_probe_fast_rounds_total{site=primary}"]; got != 12 {
+			t.Fatalf("drwatch_probe_fast_rounds_total{site=primary}: got %v, want 12", got)
+		}
+		// Both the primary's probes ran 8 full + 12 fast times; the backup's
+		// (whose name the primary shares: one counter) adds only the 8 full.
+		if n, _ := calls.Load("api"); n.(*atomic.Int64).Load() != 20 {
+			t.Fatalf("primary api probed %d times, want 20", n.(*atomic.Int64).Load())
+		}
+		if n, _ := calls.Load("lms"); n.(*atomic.Int64).Load() != 28 {
+			t.Fatalf("lms (primary and backup) probed %d times, want 20 + 8", n.(*atomic.Int64).Load())
+		}
+	})
+}
+
+// TestSchedulerProbeNow: ProbeNow runs one fast round at once when no round
+// covered the site within the fast interval, and otherwise as soon as that
+// bound allows; any number of calls before it runs make one round; without
+// SetFast no further fast rounds follow.
+func TestSchedulerProbeNow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const interval, fast = time.Second, 250 * time.Millisecond
+		s := schedNew(t, fastSites("p"), SchedulerOptions{Interval: interval, FastInterval: fast, JitterFraction: -1,
+			Probers: map[string]ProbeFunc{"p": schedOK}})
+		epoch := time.Now()
+		stop := schedRun(t, s)
+		if r := <-s.Rounds(); r.Fast || r.Start != epoch {
+			t.Fatalf("first round: got fast=%v at +%s, want the full round at +0", r.Fast, r.Start.Sub(epoch))
+		}
+		// 100ms after the full round: due at +250ms, the fast interval after it.
+		time.Sleep(100 * time.Millisecond)
+		for range 5 {
+			s.ProbeNow("backup")
+		}
+		r := <-s.Rounds()
+		if !r.Fast || r.Start.Sub(epoch) != fast || len(r.Results) != 1 || r.Results[0].Site != "backup" {
+			t.Fatalf("got fast=%v at +%s with %d results, want one backup result at +%s", r.Fast, r.Start.Sub(epoch), len(r.Results), fast)
+		}
+		// 600ms after the full round: at once.
+		time.Sleep(350 * time.Millisecond)
+		s.ProbeNow("primary")
+		r = <-s.Rounds()
+		if !r.Fast || r.Start.Sub(epoch) != 600*time.Millisecond || len(r.Results) != 2 {
+			t.Fatalf("got fast=%v at +%s with %d results, want the primary's two at +600ms", r.Fast, r.Start.Sub(epoch), len(r.Results))
+		}
+		if r = <-s.Rounds(); r.Fast || r.Start.Sub(epoch) != interval {
+			t.Fatalf("got fast=%v at +%s, want the next full round at +1s", r.Fast, r.Start.Sub(epoch))
+		}
+		stop()
+		if st := s.Stats(); st.FastRounds != 2 {
+			t.Fatalf("got %d fast rounds, want 2", st.FastRounds)
+		}
+	})
+}
+
+// TestSchedulerFastNeverOverlaps: probes that take longer than the fast
+// interval are never run twice at once; a fast round due while a round of
+// the site runs is skipped, and a full round due while a fast round runs
+// the site's probes waits for them instead of moving its tick.
+func TestSchedulerFastNeverOverlaps(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const interval, fast = time.Second, 250 * time.Millisecond
+		var inFlight, peak atomic.Int64
+		slow := func(ctx context.Context, sp Spec, _ *slog.Logger) Result {
+			if sp.Name == "api" {
+				n := inFlight.Add(1)
+				defer inFlight.Add(-1)
+				for {
+					p := peak.Load()
+					if n <= p || peak.CompareAndSwap(p, n) {
+						break
+					}
+				}
+				time.Sleep(400 * time.Millisecond) // virtual: a slow failure
+			}
+			return Result{Class: ClassTimeout, Reason: "slow"}
+		}
+		s := schedNew(t, fastSites("p"), SchedulerOptions{Interval: interval, FastInterval: fast, JitterFraction: -1,
+			DefaultTimeout: 500 * time.Millisecond, Probers: map[string]ProbeFunc{"p": slow}})
+		epoch := time.Now()
+		stop := schedRun(t, s)
+		s.SetFast("primary", true)
+		// Until the fifth full round, which waits up to 400ms for a fast
+		// round's probes, is in.
+		rounds := collect(t, s, epoch.Add(4*interval+900*time.Millisecond))
+		stop()
+		if got := peak.Load(); got != 1 {
+			t.Fatalf("got %d concurrent runs of one probe, want 1", got)
+		}
+		var full int
+		for _, r := range rounds {
+			if r.Fast {
+				continue
+			}
+			if r.Start.Sub(epoch) != time.Duration(full)*interval {
+				t.Fatalf("full round %d at +%s, want +%s", full, r.Start.Sub(epoch), time.Duration(full)*interval)
+			}
+			full++
+		}
+		st := s.Stats()
+		if full != 5 || st.FastRounds == 0 || st.FastSkipped == 0 {
+			t.Fatalf("got %d full rounds, stats %+v, want 5 full, some fast rounds and some skipped", full, st)
+		}
+	})
+}
+
+// TestSchedulerMergesPendingRound: a round replacing one the consumer has
+// not taken keeps the older round's results for the probes it did not
+// run, so a fast round never costs the other site's results.
+func TestSchedulerMergesPendingRound(t *testing.T) {
+	s := schedNew(t, fastSites("p"), SchedulerOptions{Probers: map[string]ProbeFunc{"p": schedOK}})
+	full := s.RunOnce(context.Background())
+	full.Seq = 1
+	s.publish(full)
+	fastR := Round{Seq: 2, Fast: true}
+	for _, nr := range full.Results[:2] {
+		nr.OK = false
+		fastR.Results = append(fastR.Results, nr)
+	}
+	s.publish(fastR)
+	got := <-s.Rounds()
+	if got.Seq != 2 || got.Fast || len(got.Results) != 3 {
+		t.Fatalf("got seq %d fast=%v %d results, want seq 2, not fast, 3 results", got.Seq, got.Fast, len(got.Results))
+	}
+	for i, nr := range got.Results {
+		want := full.Results[i]
+		if nr.Site != want.Site || nr.Probe != want.Probe || nr.OK != (want.Site == "backup") {
+			t.Fatalf("result %d: got %s/%s ok=%v, want %s/%s, the primary's from the fast round", i, nr.Site, nr.Probe, nr.OK, want.Site, want.Probe)
+		}
+	}
+	if st := s.Stats(); st.Dropped != 1 {
+		t.Fatalf("got %d dropped, want 1", st.Dropped)
+	}
+}
+
+// A fast tick whose timer fires late (a busy machine) still runs, at the
+// tick it waited for, rather than moving on to the next one; one a full
+// round covered meanwhile, or one for a site no longer fast, does not.
+func TestSchedulerLateFastTimerRunsItsTick(t *testing.T) {
+	const interval, fast = 2 * time.Second, 500 * time.Millisecond
+	s := schedNew(t, fastSites("p"), SchedulerOptions{Interval: interval, FastInterval: fast, Probers: map[string]ProbeFunc{"p": schedOK}})
+	fs := s.sites["primary"]
+	grid := time.Unix(1_700_000_000, 0) // a full tick
+	fs.last.Store(grid.UnixNano())
+	fs.on.Store(true)
+	awaited, ok := s.fastDue(fs, grid.Add(10*time.Millisecond))
+	if !ok || !awaited.Equal(grid.Add(fast)) {
+		t.Fatalf("due after a full round: got %s %v, want +%s", awaited.Sub(grid), ok, fast)
+	}
+	late := awaited.Add(60 * time.Millisecond)
+	if tick, ok := s.fastReady(fs, awaited, late); !ok || !tick.Equal(awaited) {
+		t.Fatalf("timer 60ms late: got tick +%s ready=%v, want the awaited +%s", tick.Sub(grid), ok, awaited.Sub(grid))
+	}
+	if _, ok := s.fastReady(fs, awaited, awaited.Add(-time.Millisecond)); ok {
+		t.Fatalf("timer early: got ready, want not yet")
+	}
+	fs.last.Store(awaited.Add(-time.Millisecond).UnixNano()) // a round covered the site meanwhile
+	if _, ok := s.fastReady(fs, awaited, late); ok {
+		t.Fatalf("covered by another round meanwhile: got ready, want skipped")
+	}
+	fs.last.Store(grid.UnixNano())
+	fs.on.Store(false)
+	if _, ok := s.fastReady(fs, awaited, late); ok {
+		t.Fatalf("site no longer fast: got ready, want not")
+	}
+}
