@@ -79,12 +79,17 @@ type Stack struct {
 	neutronT0  time.Time // when neutron-server was started
 	// Dir holds all state and logs.
 	Dir string
+	// ComputeURL (Nova, http://127.0.0.1:<port>/v2.1) and PlacementURL are
+	// set with Options.Nova, and are the catalog's compute and placement
+	// endpoints.
+	ComputeURL, PlacementURL string
 
 	mu        sync.Mutex
 	closed    bool
 	procs     map[string]*daemon.Process
 	ksIni     string
 	mysqlSock string
+	nova      novaState
 }
 
 // Options tunes New. The zero value is ready to use.
@@ -96,6 +101,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Neutron also runs neutron-server (see neutron.go).
 	Neutron bool
+	// Nova adds Placement and Nova (nova.go): API, conductor, scheduler
+	// and one fake-driver nova-compute per NovaHosts entry.
+	Nova bool
 }
 
 const (
@@ -139,8 +147,12 @@ var binaries = []struct{ path, pkg string }{
 	{"octavia-worker", "octavia-worker"},
 }
 
-func checkBinaries() error {
-	for _, b := range binaries {
+func checkBinaries() error { return checkBinaryList(binaries) }
+
+// checkBinaryList fails naming the Debian package of the first program of
+// list that is missing.
+func checkBinaryList(list []struct{ path, pkg string }) error {
+	for _, b := range list {
 		if strings.HasPrefix(b.path, "/") {
 			if _, err := os.Stat(b.path); err != nil {
 				return fmt.Errorf("%s missing: install Debian package %s (make install-test-deps): %w", b.path, b.pkg, ErrNoBinary)
@@ -256,6 +268,11 @@ GRANT ALL ON keystone.* TO 'os'@'127.0.0.1'; GRANT ALL ON octavia.* TO 'os'@'127
 	step("octavia-worker")
 	if err := s.waitNeutron(ctx, logger); err != nil {
 		return nil, err
+	}
+	if opts.Nova {
+		if err := s.startNova(ctx, p, step); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }
@@ -557,7 +574,21 @@ func schemaCacheDir() string {
 }
 
 func (s *Stack) loadSchemaCache(ctx context.Context, dir string) error {
-	for _, db := range []string{"keystone", "octavia"} {
+	if err := s.loadDumps(ctx, dir, []string{"keystone", "octavia"}); err != nil {
+		return err
+	}
+	// Bootstrap wrote Keystone's own endpoints with the port of the run that
+	// made the dump.
+	return s.mysql(ctx, "keystone", fmt.Sprintf("UPDATE endpoint SET url='%s'", s.AuthURL))
+}
+
+func (s *Stack) saveSchemaCache(ctx context.Context, dir string) {
+	s.saveDumps(ctx, dir, []string{"keystone", "octavia"})
+}
+
+// loadDumps loads dir/<db>.sql into each database.
+func (s *Stack) loadDumps(ctx context.Context, dir string, dbs []string) error {
+	for _, db := range dbs {
 		f, err := os.Open(filepath.Join(dir, db+".sql"))
 		if err != nil {
 			return fmt.Errorf("schema cache: %w", err)
@@ -570,12 +601,12 @@ func (s *Stack) loadSchemaCache(ctx context.Context, dir string) error {
 			return fmt.Errorf("load cached %s schema (remove %s to rebuild): %w: %s", db, dir, err, strings.TrimSpace(string(out)))
 		}
 	}
-	// Bootstrap wrote Keystone's own endpoints with the port of the run that
-	// made the dump.
-	return s.mysql(ctx, "keystone", fmt.Sprintf("UPDATE endpoint SET url='%s'", s.AuthURL))
+	return nil
 }
 
-func (s *Stack) saveSchemaCache(ctx context.Context, dir string) {
+// saveDumps stores a dump of each database in directory dir, made
+// atomically; best effort, as a failed save only costs the next run time.
+func (s *Stack) saveDumps(ctx context.Context, dir string, dbs []string) {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return
 	}
@@ -584,7 +615,7 @@ func (s *Stack) saveSchemaCache(ctx context.Context, dir string) {
 		return
 	}
 	defer os.RemoveAll(tmp)
-	for _, db := range []string{"keystone", "octavia"} {
+	for _, db := range dbs {
 		f, err := os.Create(filepath.Join(tmp, db+".sql"))
 		if err != nil {
 			return
@@ -1015,6 +1046,11 @@ func isUUIDish(v string) bool {
 // call does one JSON request. uwsgi's http-socket cannot keep a connection
 // alive, so every request closes its connection.
 func (s *Stack) call(ctx context.Context, method, url, token string, in, out any) (http.Header, error) {
+	return s.callWith(ctx, method, url, token, nil, in, out)
+}
+
+// callWith is call with extra request headers.
+func (s *Stack) callWith(ctx context.Context, method, url, token string, hdr map[string]string, in, out any) (http.Header, error) {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -1032,6 +1068,9 @@ func (s *Stack) call(ctx context.Context, method, url, token string, in, out any
 	req.Header.Set("Accept", "application/json")
 	if token != "" {
 		req.Header.Set("X-Auth-Token", token)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
 	}
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	resp, err := client.Do(req)
@@ -1062,6 +1101,7 @@ func (s *Stack) Close() {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	s.stopNova()
 	// The worker's graceful stop is slow; stop it alongside the API.
 	var wg sync.WaitGroup
 	wg.Add(1)
