@@ -3,9 +3,7 @@ package openstacktest
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"net/http"
-	"os"
 	"testing"
 	"time"
 )
@@ -16,11 +14,7 @@ import (
 func TestCinderCreatesAndDeletesVolumes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
 	defer cancel()
-	s, err := New(ctx, Options{Cinder: true, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s := stack(t)
 	meta := map[string]string{"cinder.csi.openstack.org/cluster": "k"}
 	id, err := s.CreateVolume(ctx, s.Member, "pvc-1", meta)
 	if err != nil {

@@ -2,8 +2,6 @@ package openstacktest
 
 import (
 	"context"
-	"log/slog"
-	"os"
 	"testing"
 	"time"
 )
@@ -17,11 +15,7 @@ func TestNovaStack(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
 	defer cancel()
-	s, err := New(ctx, Options{Nova: true, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s := stack(t)
 	id, err := s.CreateServer(ctx, ServerOpts{Name: "smoke", Host: NovaHosts[1]})
 	if err != nil {
 		t.Fatal(err)
