@@ -5,20 +5,20 @@
 // those JSON shapes over HTTP on 127.0.0.1, applies changes in memory and
 // validates requests the way the real services do for these calls.
 //
-// What still uses it, and why. Neutron is real now: the route GC, route
-// quota and security-group tests of failover/remediate/openstack run
-// against neutron-server (test/openstacktest, Options.Neutron). Nova is
-// not yet, so those tests keep this simulator's Nova and put it on the
-// real Neutron (UseNeutron: addresses, security groups and addSecurityGroup
-// go to the real ports). The remainder: the Nova-only tests
-// (NovaInstances, never-ready-instances and its census: power states,
-// compute services, reboots, down cells and paging are Nova's, and this
-// simulator sets them), and two tests that build clients from one
-// Keystone catalog holding both a network and a compute endpoint
-// (failover/remediate/openstack lazy_test.go, cmd/drwatch/node
-// health_test.go), which the real stack cannot give without Nova. This
-// simulator's own Neutron serves only those two; it goes when Nova is
-// real.
+// What still uses it, and why. Neutron and Nova are real now
+// (test/openstacktest, Options.Neutron and Options.Nova): the instance
+// state, dead-node, reboot and never-ready-instances tests of
+// failover/remediate/openstack run against real Nova, the route GC, route
+// quota and security-group tests against neutron-server. The remainder:
+// the route GC and security-group tests keep this simulator's Nova on the
+// real Neutron (UseNeutron: addresses, security groups and
+// addSecurityGroup go to the real ports), since their servers need
+// addresses on Neutron ports, and Nova here creates servers with networks
+// "none" (no L2 agent binds a port); porting them means creating each
+// server's port with device_id and device_owner compute:nova, not yet
+// done. And cmd/drwatch/node health_test.go, which builds clients from one
+// catalog holding a network and a compute endpoint, would need the whole
+// real stack in its package for one router read.
 //
 // Covered:
 //

@@ -2,9 +2,7 @@ package openstacktest
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 )
@@ -18,13 +16,7 @@ func TestNeutronServesTokenAuthenticatedAPI(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
 	defer cancel()
-	// Start-up steps to stderr (-v): the Neutron steps carry the times
-	// docs/testing.md quotes.
-	s, err := New(ctx, Options{Neutron: true, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := stack(t)
 	var nets struct {
 		Networks []struct{ ID string } `json:"networks"`
 	}

@@ -73,18 +73,27 @@ type Stack struct {
 	// VIPNetworkID is the made-up network load balancers are created on; the
 	// noop network driver accepts any ID.
 	VIPNetworkID string
+	// CinderURL is the Cinder API root, http://127.0.0.1:<port>, with
+	// Options.Cinder; "" without. The catalog's volumev3 endpoint is
+	// CinderURL/v3/%(project_id)s.
+	CinderURL string
 	// NeutronURL is the Neutron API root, http://127.0.0.1:<port> (the
 	// "network" endpoint in the catalog); empty without Options.Neutron.
 	NeutronURL string
 	neutronT0  time.Time // when neutron-server was started
 	// Dir holds all state and logs.
 	Dir string
+	// ComputeURL (Nova, http://127.0.0.1:<port>/v2.1) and PlacementURL are
+	// set with Options.Nova, and are the catalog's compute and placement
+	// endpoints.
+	ComputeURL, PlacementURL string
 
 	mu        sync.Mutex
 	closed    bool
 	procs     map[string]*daemon.Process
 	ksIni     string
 	mysqlSock string
+	nova      novaState
 }
 
 // Options tunes New. The zero value is ready to use.
@@ -94,8 +103,14 @@ type Options struct {
 	// Logger, when set, gets one Info line per start-up step with its
 	// duration; nil logs nothing.
 	Logger *slog.Logger
+	// Cinder also runs cinder-api, cinder-scheduler and cinder-volume with
+	// the fake volume driver (cinder.go).
+	Cinder bool
 	// Neutron also runs neutron-server (see neutron.go).
 	Neutron bool
+	// Nova adds Placement and Nova (nova.go): API, conductor, scheduler
+	// and one fake-driver nova-compute per NovaHosts entry.
+	Nova bool
 }
 
 const (
@@ -139,8 +154,12 @@ var binaries = []struct{ path, pkg string }{
 	{"octavia-worker", "octavia-worker"},
 }
 
-func checkBinaries() error {
-	for _, b := range binaries {
+func checkBinaries() error { return checkBinaryList(binaries) }
+
+// checkBinaryList fails naming the Debian package of the first program of
+// list that is missing.
+func checkBinaryList(list []struct{ path, pkg string }) error {
+	for _, b := range list {
 		if strings.HasPrefix(b.path, "/") {
 			if _, err := os.Stat(b.path); err != nil {
 				return fmt.Errorf("%s missing: install Debian package %s (make install-test-deps): %w", b.path, b.pkg, ErrNoBinary)
@@ -237,6 +256,10 @@ GRANT ALL ON keystone.* TO 'os'@'127.0.0.1'; GRANT ALL ON octavia.* TO 'os'@'127
 	if err := s.startProc("octavia-worker", "octavia-worker", []string{"--config-file", s.path("octavia.conf")}, "worker.log"); err != nil {
 		return nil, err
 	}
+	// Cinder boots while Keystone, Octavia and the worker do.
+	if err := s.startCinder(ctx, opts, p); err != nil {
+		return nil, err
+	}
 	if err := s.waitHTTP(ctx, "keystone", s.AuthURL, "keystone.log"); err != nil {
 		return nil, err
 	}
@@ -256,6 +279,11 @@ GRANT ALL ON keystone.* TO 'os'@'127.0.0.1'; GRANT ALL ON octavia.* TO 'os'@'127
 	step("octavia-worker")
 	if err := s.waitNeutron(ctx, logger); err != nil {
 		return nil, err
+	}
+	if opts.Nova {
+		if err := s.startNova(ctx, p, step); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }
@@ -540,8 +568,10 @@ func schemaCacheDir() string {
 		return ""
 	}
 	out, err := exec.Command("dpkg-query", "-W", "-f", "${Package}=${Version}\n",
-		"python3-keystone", "python3-octavia", "mariadb-server").Output()
-	if err != nil {
+		"python3-keystone", "python3-octavia", "python3-cinder", "mariadb-server").Output()
+	// A package not installed (python3-cinder without Options.Cinder) makes
+	// dpkg-query fail but still prints the others.
+	if err != nil && len(out) == 0 {
 		return ""
 	}
 	base := os.Getenv("XDG_CACHE_HOME")
@@ -557,7 +587,21 @@ func schemaCacheDir() string {
 }
 
 func (s *Stack) loadSchemaCache(ctx context.Context, dir string) error {
-	for _, db := range []string{"keystone", "octavia"} {
+	if err := s.loadDumps(ctx, dir, []string{"keystone", "octavia"}); err != nil {
+		return err
+	}
+	// Bootstrap wrote Keystone's own endpoints with the port of the run that
+	// made the dump.
+	return s.mysql(ctx, "keystone", fmt.Sprintf("UPDATE endpoint SET url='%s'", s.AuthURL))
+}
+
+func (s *Stack) saveSchemaCache(ctx context.Context, dir string) {
+	s.saveDumps(ctx, dir, []string{"keystone", "octavia"})
+}
+
+// loadDumps loads dir/<db>.sql into each database.
+func (s *Stack) loadDumps(ctx context.Context, dir string, dbs []string) error {
+	for _, db := range dbs {
 		f, err := os.Open(filepath.Join(dir, db+".sql"))
 		if err != nil {
 			return fmt.Errorf("schema cache: %w", err)
@@ -570,12 +614,12 @@ func (s *Stack) loadSchemaCache(ctx context.Context, dir string) error {
 			return fmt.Errorf("load cached %s schema (remove %s to rebuild): %w: %s", db, dir, err, strings.TrimSpace(string(out)))
 		}
 	}
-	// Bootstrap wrote Keystone's own endpoints with the port of the run that
-	// made the dump.
-	return s.mysql(ctx, "keystone", fmt.Sprintf("UPDATE endpoint SET url='%s'", s.AuthURL))
+	return nil
 }
 
-func (s *Stack) saveSchemaCache(ctx context.Context, dir string) {
+// saveDumps stores a dump of each database in directory dir, made
+// atomically; best effort, as a failed save only costs the next run time.
+func (s *Stack) saveDumps(ctx context.Context, dir string, dbs []string) {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return
 	}
@@ -584,7 +628,7 @@ func (s *Stack) saveSchemaCache(ctx context.Context, dir string) {
 		return
 	}
 	defer os.RemoveAll(tmp)
-	for _, db := range []string{"keystone", "octavia"} {
+	for _, db := range dbs {
 		f, err := os.Create(filepath.Join(tmp, db+".sql"))
 		if err != nil {
 			return
@@ -748,6 +792,9 @@ func (s *Stack) createIdentities(ctx context.Context) error {
 		return err
 	}
 	serviceID := out.Service.ID
+	if err := s.createCinderIdentities(ctx, admin); err != nil {
+		return err
+	}
 	for _, iface := range []string{"public", "internal", "admin"} {
 		if err := post("/endpoints", map[string]any{"endpoint": map[string]any{
 			"service_id": serviceID, "interface": iface, "region_id": s.Region, "url": s.OctaviaURL}}); err != nil {
@@ -1015,6 +1062,11 @@ func isUUIDish(v string) bool {
 // call does one JSON request. uwsgi's http-socket cannot keep a connection
 // alive, so every request closes its connection.
 func (s *Stack) call(ctx context.Context, method, url, token string, in, out any) (http.Header, error) {
+	return s.callWith(ctx, method, url, token, nil, in, out)
+}
+
+// callWith is call with extra request headers.
+func (s *Stack) callWith(ctx context.Context, method, url, token string, hdr map[string]string, in, out any) (http.Header, error) {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -1032,6 +1084,9 @@ func (s *Stack) call(ctx context.Context, method, url, token string, in, out any
 	req.Header.Set("Accept", "application/json")
 	if token != "" {
 		req.Header.Set("X-Auth-Token", token)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
 	}
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	resp, err := client.Do(req)
@@ -1062,6 +1117,7 @@ func (s *Stack) Close() {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	s.stopNova()
 	// The worker's graceful stop is slow; stop it alongside the API.
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -1070,6 +1126,7 @@ func (s *Stack) Close() {
 		s.stopProc("octavia-worker", 10*time.Second)
 	}()
 	s.stopProc("octavia-api", 5*time.Second)
+	s.stopCinder()
 	s.stopProc("neutron", neutronStopGrace)
 	s.stopProc("keystone", 5*time.Second)
 	wg.Wait()

@@ -42,6 +42,11 @@ func NewNovaInstances(c *Clients) *NovaInstances { return &NovaInstances{compute
 //     a name that matches no server proves nothing, since the node may be
 //     named otherwise.
 //
+// A name lookup sees only the servers of the credentials' project: Nova
+// scopes a server list to the token's project, an admin's too (without
+// all_tenants, which would bring in other projects' look-alikes). Admin
+// credentials for the host check belong in the cluster's project.
+//
 // Otherwise the server's status ERROR is ERROR (a failed operation, not a
 // stopped guest), a running ACTIVE guest is ACTIVE, and everything else
 // (paused, suspended, no power state, a name that matches several

@@ -2,6 +2,7 @@ package openstack
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -13,58 +14,65 @@ import (
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/kube"
 	"github.com/drwatch/drwatch/failover/remediate/remediatetest"
-	"github.com/drwatch/drwatch/test/openstacksim"
+	"github.com/drwatch/drwatch/test/openstacktest"
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestNovaInstances(t *testing.T) {
-	s, c := simClients(t)
-	node(s, "vm-a", "k-a", "ACTIVE", "10.180.0.1", t0, nil)
-	node(s, "vm-s", "k-s", "SHUTOFF", "10.180.0.2", t0, nil)
-	node(s, "vm-e", "k-e", "ERROR", "10.180.0.3", t0, nil)
-	node(s, "vm-b", "k-b", "BUILD", "10.180.0.4", t0, nil)
-	node(s, "vm-n", "k-named", "SHUTOFF", "10.180.0.5", t0, nil)
-	// Nova's status is not the guest's state: the power state is.
-	node(s, "vm-e-off", "k-e-off", "ERROR", "10.180.0.6", t0, nil)
-	s.SetPower("vm-e-off", openstacksim.PowerShutdown)
-	node(s, "vm-crash", "k-crash", "ACTIVE", "10.180.0.7", t0, nil)
-	s.SetPower("vm-crash", openstacksim.PowerCrashed)
-	node(s, "vm-nostate", "k-nostate", "ERROR", "10.180.0.8", t0, nil)
-	s.SetPower("vm-nostate", openstacksim.PowerNoState)
-	node(s, "vm-paused", "k-paused", "PAUSED", "10.180.0.9", t0, nil)
-	node(s, "vm-susp", "k-susp", "SUSPENDED", "10.180.0.10", t0, nil)
-	node(s, "vm-nopower", "k-nopower", "ACTIVE", "10.180.0.11", t0, nil)
-	s.SetPower("vm-nopower", openstacksim.PowerOmitted)
-	node(s, "vm-twin1", "k-twin", "ACTIVE", "10.180.0.12", t0, nil)
-	node(s, "vm-twin2", "k-twin", "SHUTOFF", "10.180.0.13", t0, nil)
+	s, c := novaClients(t, "member-appcred")
+	ids := mkServers(t, s,
+		server{name: "ni-a"},
+		server{name: "ni-s", then: stop},
+		// A failed resize or migration: ERROR, the guest running.
+		server{name: "ni-e", then: resetError},
+		// Nova's status is not the guest's state: the power state is.
+		server{name: "ni-e-off", then: then(stop, resetError)},
+		server{name: "ni-named", then: stop},
+		// A flavor no hypervisor fits: Nova's scheduler leaves the server in
+		// ERROR with power state NOSTATE, a guest that never ran.
+		server{name: "ni-nostate", noValidHost: true},
+		server{name: "ni-paused", then: act("pause", nil, "PAUSED")},
+		server{name: "ni-susp", then: act("suspend", nil, "SUSPENDED")},
+		server{name: "ni-twin", meta: inCluster},
+		server{name: "ni-twin", meta: map[string]string{"kluster": "other"}, then: stop},
+		// The fake virt driver never crashes a guest, never leaves a server
+		// in BUILD and always reports a power state: those three states are
+		// written into the cell database, as Nova records them.
+		server{name: "ni-crash", then: dbWrite(6, "", "")},             // CRASHED
+		server{name: "ni-b", then: dbWrite(0, "building", "spawning")}, // BUILD, NOSTATE
+		server{name: "ni-nopower", then: dbWrite(-1, "", "")},          // NULL
+	)
 	ni := NewNovaInstances(c)
+	const gone = "0a0a0a0a-0000-4000-8000-00000000dead" // a server Nova never had
+	pid := func(name string) string { return "openstack:///" + ids[name] }
 	tests := []struct {
 		node, provider string
 		want           kube.InstanceState
 		wantErr        bool
 	}{
-		{"k-a", "openstack:///vm-a", kube.InstanceActive, false},
-		{"k-s", "openstack:///vm-s", kube.InstanceShutoff, false},
-		// A failed resize or migration: ERROR, the guest running.
-		{"k-e", "openstack://RegionOne/vm-e", kube.InstanceError, false},
-		{"k-e-off", "openstack:///vm-e-off", kube.InstanceShutoff, false},
-		{"k-crash", "openstack:///vm-crash", kube.InstanceCrashed, false},
-		{"k-nostate", "openstack:///vm-nostate", kube.InstanceNoState, false},
+		{"ni-a", pid("ni-a"), kube.InstanceActive, false},
+		{"ni-s", pid("ni-s"), kube.InstanceShutoff, false},
+		{"ni-e", "openstack://RegionOne/" + ids["ni-e"], kube.InstanceError, false},
+		{"ni-e-off", pid("ni-e-off"), kube.InstanceShutoff, false},
+		{"ni-crash", pid("ni-crash"), kube.InstanceCrashed, false},
+		{"ni-nostate", pid("ni-nostate"), kube.InstanceNoState, false},
 		// Paused and suspended guests are not down.
-		{"k-paused", "openstack:///vm-paused", kube.InstanceUnknown, false},
-		{"k-susp", "openstack:///vm-susp", kube.InstanceUnknown, false},
+		{"ni-paused", pid("ni-paused"), kube.InstanceUnknown, false},
+		{"ni-susp", pid("ni-susp"), kube.InstanceUnknown, false},
 		// No power state is not NOSTATE.
-		{"k-nopower", "openstack:///vm-nopower", kube.InstanceUnknown, false},
+		{"ni-nopower", pid("ni-nopower"), kube.InstanceUnknown, false},
 		// Without a providerID, a name two servers carry (one of them
 		// another cluster's, powered off) proves nothing.
-		{"k-twin", "", kube.InstanceUnknown, false},
-		{"k-gone", "openstack:///vm-gone", kube.InstanceGone, false},
-		{"k-b", "openstack:///vm-b", kube.InstanceUnknown, false},
-		{"k-named", "", kube.InstanceShutoff, false},
-		{"k-nameless", "", kube.InstanceUnknown, false},
-		{"k-aws", "aws:///eu-west-1a/i-1", kube.InstanceUnknown, true},
-		{"k-empty", "openstack:///", kube.InstanceUnknown, true},
+		{"ni-twin", "", kube.InstanceUnknown, false},
+		{"ni-gone", "openstack:///" + gone, kube.InstanceGone, false},
+		{"ni-b", pid("ni-b"), kube.InstanceUnknown, false},
+		{"ni-named", "", kube.InstanceShutoff, false},
+		{"ni-nameless", "", kube.InstanceUnknown, false},
+		{"ni-aws", "aws:///eu-west-1a/i-1", kube.InstanceUnknown, true},
+		{"ni-empty", "openstack:///", kube.InstanceUnknown, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.node, func(t *testing.T) {
@@ -76,8 +84,15 @@ func TestNovaInstances(t *testing.T) {
 		})
 	}
 	t.Run("cloud down is unknown", func(t *testing.T) {
-		s.Close()
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "k-s"}, Spec: corev1.NodeSpec{ProviderID: "openstack:///vm-s"}}
+		s.StopNovaAPI()
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			if err := s.StartNovaAPI(ctx); err != nil {
+				t.Fatalf("restart nova-api: %v", err)
+			}
+		})
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ni-s"}, Spec: corev1.NodeSpec{ProviderID: pid("ni-s")}}
 		got, err := ni.InstanceState(context.Background(), n)
 		if got != kube.InstanceUnknown || err == nil {
 			t.Fatalf("got %s %v, want UNKNOWN with an error", got, err)
@@ -90,15 +105,16 @@ func TestNovaInstances(t *testing.T) {
 // the way, such as a proxy whose Nova back end is not back yet or a wrong
 // endpoint, proves nothing about the server.
 func TestNovaInstancesGoneNeedsNovasNotFound(t *testing.T) {
-	s, c := simClients(t)
-	node(s, "vm-s", "k-s", "SHUTOFF", "10.180.0.2", t0, nil)
-	sim, err := url.Parse(strings.TrimSuffix(s.AuthURL(), "/identity/v3/"))
+	s, c := novaClients(t, "member-appcred")
+	ids := mkServers(t, s, server{name: "nf-s", then: stop})
+	const gone = "0a0a0a0a-0000-4000-8000-00000000dead"
+	nova, err := url.Parse(strings.TrimSuffix(s.ComputeURL, "/v2.1"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rp := httputil.NewSingleHostReverseProxy(sim)
+	rp := httputil.NewSingleHostReverseProxy(nova)
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasSuffix(r.URL.Path, "/servers/vm-s") || strings.HasSuffix(r.URL.Path, "/servers/vm-gone") {
+		if strings.HasSuffix(r.URL.Path, "/servers/"+ids["nf-s"]) || strings.HasSuffix(r.URL.Path, "/servers/"+gone) {
 			http.Error(w, "404 page not found", http.StatusNotFound)
 			return
 		}
@@ -106,16 +122,16 @@ func TestNovaInstancesGoneNeedsNovasNotFound(t *testing.T) {
 	}))
 	t.Cleanup(proxy.Close)
 	compute := *c.Compute
-	compute.Endpoint = proxy.URL + "/compute/v2.1/"
+	compute.Endpoint = proxy.URL + "/v2.1/"
 	compute.ResourceBase = ""
 	ni := &NovaInstances{compute: &compute}
-	for _, id := range []string{"vm-s", "vm-gone"} {
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "k-" + id}, Spec: corev1.NodeSpec{ProviderID: "openstack:///" + id}}
+	for _, id := range []string{ids["nf-s"], gone} {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "nf-" + id}, Spec: corev1.NodeSpec{ProviderID: "openstack:///" + id}}
 		if got, err := ni.InstanceState(context.Background(), n); got != kube.InstanceUnknown || err == nil {
 			t.Errorf("%s behind a 404 that is not Nova's: got %s %v, want UNKNOWN with an error", id, got, err)
 		}
 	}
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "k-gone"}, Spec: corev1.NodeSpec{ProviderID: "openstack:///vm-gone"}}
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "nf-gone"}, Spec: corev1.NodeSpec{ProviderID: "openstack:///" + gone}}
 	if got, err := NewNovaInstances(c).InstanceState(context.Background(), n); got != kube.InstanceGone || err != nil {
 		t.Errorf("Nova's own 404: got %s %v, want GONE", got, err)
 	}
@@ -127,75 +143,115 @@ func TestNovaInstancesGoneNeedsNovasNotFound(t *testing.T) {
 // host that is merely disabled, or not listed, is not down; without admin
 // credentials the check is unavailable, never guessed.
 func TestNovaInstancesComputeHost(t *testing.T) {
-	s, member := simClients(t)
-	admin := simClientsAs(t, s, openstacksim.AdminAppCredID, openstacksim.AdminAppCredSecret)
-	hosted := func(id, name, status, host string) {
-		s.PutServer(openstacksim.Server{ID: id, Name: name, Status: status, Host: host, Created: t0, LaunchedAt: t0})
+	s, member := novaClients(t, "member-appcred")
+	_, admin := novaClients(t, "demo-admin")
+	ids := deadHost(t)
+	for k, v := range mkServers(t, s,
+		server{name: "ch-victim", host: hostVictim},
+		server{name: "ch-ok", host: hostOK},
+		server{name: "ch-err", host: hostOK, then: resetError},
+		// No host Nova lists a compute service for: the record is moved to
+		// one in the cell database, as nothing in Nova's API can.
+		server{name: "ch-nosvc", host: hostOK, then: func(ctx context.Context, s *openstacktest.Stack, id string) error {
+			return s.ExecNova(ctx, "nova", fmt.Sprintf("UPDATE instances SET host='cmp-unlisted', node='cmp-unlisted' WHERE uuid='%s'", id))
+		}},
+	) {
+		ids[k] = v
 	}
-	hosted("vm-hv", "k-hv", "ACTIVE", "cmp-dead")
-	hosted("vm-fenced", "k-fenced", "ACTIVE", "cmp-fenced")
-	hosted("vm-ok", "k-ok", "ACTIVE", "cmp-ok")
-	hosted("vm-err", "k-err", "ERROR", "cmp-ok")
-	hosted("vm-dis", "k-dis", "ACTIVE", "cmp-disabled")
-	hosted("vm-nosvc", "k-nosvc", "ACTIVE", "cmp-unlisted")
-	s.PutService(openstacksim.ComputeService{ID: 1, Host: "cmp-dead", Down: true})
-	s.PutService(openstacksim.ComputeService{ID: 2, Host: "cmp-fenced", ForcedDown: true})
-	s.PutService(openstacksim.ComputeService{ID: 3, Host: "cmp-ok"})
-	s.PutService(openstacksim.ComputeService{ID: 4, Host: "cmp-disabled", Disabled: true})
-	// Another binary on the healthy host is down: not nova-compute.
-	s.PutService(openstacksim.ComputeService{ID: 5, Host: "cmp-ok", Binary: "nova-conductor", Down: true})
-	tests := []struct {
+	ctx := context.Background()
+	// Another binary on the healthy host is down, long gone: not
+	// nova-compute. (A stale service row; Nova keeps them until deleted.)
+	if err := s.ExecNova(ctx, "nova", fmt.Sprintf(`INSERT INTO services (created_at, updated_at, host, `+"`binary`"+`, topic,
+report_count, disabled, deleted, forced_down, version, uuid, last_seen_up)
+SELECT UTC_TIMESTAMP() - INTERVAL 1 DAY, UTC_TIMESTAMP() - INTERVAL 1 DAY, '%s', 'nova-conductor', 'conductor', 1, 0, 0, 0, version, UUID(),
+UTC_TIMESTAMP() - INTERVAL 1 DAY FROM services WHERE `+"`binary`"+`='nova-conductor' LIMIT 1`, hostOK)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.ExecNova(context.Background(), "nova", fmt.Sprintf("DELETE FROM services WHERE host='%s' AND `binary`='nova-conductor'", hostOK))
+		if err := s.SetService(context.Background(), hostVictim, false, false); err != nil {
+			t.Errorf("restore %s: %v", hostVictim, err)
+		}
+	})
+	type row struct {
 		node, provider string
 		admin, member  kube.InstanceState
-	}{
-		{"k-hv", "openstack:///vm-hv", kube.InstanceHostDown, kube.InstanceActive},
-		{"k-fenced", "openstack:///vm-fenced", kube.InstanceHostDown, kube.InstanceActive},
-		{"k-hv", "", kube.InstanceHostDown, kube.InstanceActive},
-		{"k-ok", "openstack:///vm-ok", kube.InstanceActive, kube.InstanceActive},
-		{"k-err", "openstack:///vm-err", kube.InstanceError, kube.InstanceError},
-		{"k-dis", "openstack:///vm-dis", kube.InstanceActive, kube.InstanceActive},
-		{"k-nosvc", "openstack:///vm-nosvc", kube.InstanceActive, kube.InstanceActive},
 	}
-	for _, tt := range tests {
-		for _, as := range []struct {
-			who  string
-			c    *Clients
-			want kube.InstanceState
-		}{{"admin", admin, tt.admin}, {"member", member, tt.member}} {
-			t.Run(tt.node+"/"+tt.provider+"/"+as.who, func(t *testing.T) {
-				n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: tt.node}, Spec: corev1.NodeSpec{ProviderID: tt.provider}}
-				got, err := NewNovaInstances(as.c).InstanceState(context.Background(), n)
-				if got != as.want || err != nil {
-					t.Fatalf("got %s %v, want %s", got, err, as.want)
-				}
-			})
+	pid := func(name string) string { return "openstack:///" + ids[name] }
+	common := []row{
+		{"ch-hv", pid("ch-hv"), kube.InstanceHostDown, kube.InstanceActive},
+		{"ch-hv", "", kube.InstanceHostDown, kube.InstanceActive},
+		{"ch-ok", pid("ch-ok"), kube.InstanceActive, kube.InstanceActive},
+		{"ch-err", pid("ch-err"), kube.InstanceError, kube.InstanceError},
+		{"ch-nosvc", pid("ch-nosvc"), kube.InstanceActive, kube.InstanceActive},
+	}
+	for _, phase := range []struct {
+		name             string
+		disabled, forced bool
+		victimAdminWant  kube.InstanceState
+	}{
+		{"disabled", true, false, kube.InstanceActive},
+		{"forced down", false, true, kube.InstanceHostDown},
+	} {
+		if err := s.SetService(ctx, hostVictim, phase.disabled, phase.forced); err != nil {
+			t.Fatal(err)
+		}
+		for _, tt := range append(common, row{"ch-victim", pid("ch-victim"), phase.victimAdminWant, kube.InstanceActive}) {
+			for _, as := range []struct {
+				who  string
+				c    *Clients
+				want kube.InstanceState
+			}{{"admin", admin, tt.admin}, {"member", member, tt.member}} {
+				t.Run(phase.name+"/"+tt.node+"/"+tt.provider+"/"+as.who, func(t *testing.T) {
+					n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: tt.node}, Spec: corev1.NodeSpec{ProviderID: tt.provider}}
+					got, err := NewNovaInstances(as.c).InstanceState(context.Background(), n)
+					if got != as.want || err != nil {
+						t.Fatalf("got %s %v, want %s", got, err, as.want)
+					}
+				})
+			}
+		}
+	}
+	// An admin of another project finds the server by its providerID, but
+	// Nova lists only the token's own project: by name it finds nothing
+	// and proves nothing.
+	_, other := novaClients(t, "admin")
+	for _, tt := range []row{
+		{"ch-hv", pid("ch-hv"), kube.InstanceHostDown, ""},
+		{"ch-hv", "", kube.InstanceUnknown, ""},
+	} {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: tt.node}, Spec: corev1.NodeSpec{ProviderID: tt.provider}}
+		if got, err := NewNovaInstances(other).InstanceState(ctx, n); got != tt.admin || err != nil {
+			t.Errorf("admin of another project, %s %q: got %s %v, want %s", tt.node, tt.provider, got, err, tt.admin)
 		}
 	}
 }
 
 // TestDeadNodeWithNova runs dead-node-out-of-service against a real
-// kube-apiserver with Nova (the simulator) as its instance check: the
-// node on a dead hypervisor is tainted; the look-alikes (ERROR with a
-// running guest, a partitioned node on a healthy host, a name shared
-// with another cluster's powered-off server) are never written. Without
-// admin credentials the dead hypervisor cannot be seen, and nothing is
-// tainted.
+// kube-apiserver with real Nova as its instance check: the node on a dead
+// hypervisor (its nova-compute stopped, so Nova shows the service down)
+// is tainted; the look-alikes (ERROR with a running guest, a partitioned
+// node on a healthy host, a name shared with another cluster's powered-off
+// server) are never written. Without admin credentials the dead hypervisor
+// cannot be seen, and nothing is tainted.
 func TestDeadNodeWithNova(t *testing.T) {
-	s, member := simClients(t)
-	admin := simClientsAs(t, s, openstacksim.AdminAppCredID, openstacksim.AdminAppCredSecret)
-	s.PutServer(openstacksim.Server{ID: "vm-hv", Name: "k-hv", Status: "ACTIVE", Host: "cmp-dead"})
-	s.PutServer(openstacksim.Server{ID: "vm-err", Name: "k-err", Status: "ERROR", Host: "cmp-ok"})
-	s.PutServer(openstacksim.Server{ID: "vm-part", Name: "k-part", Status: "ACTIVE", Host: "cmp-ok"})
-	s.PutServer(openstacksim.Server{ID: "vm-twin1", Name: "k-twin", Status: "ACTIVE", Host: "cmp-ok"})
-	s.PutServer(openstacksim.Server{ID: "vm-twin2", Name: "k-twin", Status: "SHUTOFF", Host: "cmp-ok"})
-	s.PutService(openstacksim.ComputeService{ID: 1, Host: "cmp-dead", Down: true})
-	s.PutService(openstacksim.ComputeService{ID: 2, Host: "cmp-ok"})
+	s, member := novaClients(t, "member-appcred")
+	_, admin := novaClients(t, "demo-admin")
+	ids := deadHost(t)
+	for k, v := range mkServers(t, s,
+		server{name: "dn-err", then: resetError},
+		server{name: "dn-part"},
+		server{name: "dn-twin", meta: inCluster},
+		server{name: "dn-twin", meta: map[string]string{"kluster": "other"}, then: stop},
+	) {
+		ids[k] = v
+	}
 
 	c := realKube(t)
-	mkNode(t, c, "k-hv", "openstack:///vm-hv", corev1.ConditionUnknown, 0)
-	mkNode(t, c, "k-err", "openstack:///vm-err", corev1.ConditionUnknown, 0)
-	mkNode(t, c, "k-part", "openstack:///vm-part", corev1.ConditionFalse, 0)
-	mkNode(t, c, "k-twin", "", corev1.ConditionUnknown, 0)
+	mkNode(t, c, "dn-hv", "openstack:///"+ids["dn-hv"], corev1.ConditionUnknown, 0)
+	mkNode(t, c, "dn-err", "openstack:///"+ids["dn-err"], corev1.ConditionUnknown, 0)
+	mkNode(t, c, "dn-part", "openstack:///"+ids["dn-part"], corev1.ConditionFalse, 0)
+	mkNode(t, c, "dn-twin", "", corev1.ConditionUnknown, 0)
 	later := func() time.Time { return time.Now().Add(time.Hour) }
 	tainted := func(name string) bool {
 		n, err := c.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
@@ -216,11 +272,11 @@ func TestDeadNodeWithNova(t *testing.T) {
 		t.Fatalf("member credentials: got records %+v, want none", recs)
 	}
 	recs = remediatetest.Pass(t, remediatetest.NewLog(), kube.NewDeadNode(c, NewNovaInstances(admin), 5*time.Minute, later), on)
-	check(t, "admin credentials", remediatetest.Summary(recs), []string{"planned taint node/k-hv", "applied taint node/k-hv"})
-	if !tainted("k-hv") {
-		t.Fatal("k-hv: not tainted")
+	check(t, "admin credentials", remediatetest.Summary(recs), []string{"planned taint node/dn-hv", "applied taint node/dn-hv"})
+	if !tainted("dn-hv") {
+		t.Fatal("dn-hv: not tainted")
 	}
-	for _, n := range []string{"k-err", "k-part", "k-twin"} {
+	for _, n := range []string{"dn-err", "dn-part", "dn-twin"} {
 		if tainted(n) {
 			t.Errorf("look-alike %s tainted", n)
 		}
@@ -228,7 +284,7 @@ func TestDeadNodeWithNova(t *testing.T) {
 }
 
 func TestEntries(t *testing.T) {
-	_, c := simClients(t)
+	c := &Clients{} // building touches no cloud
 	base := remediate.Config{}
 	base.OpenStack.AuthURL = "https://keystone.example:5000/v3"
 	base.OpenStack.ApplicationCredentialIDFile = "/etc/drwatch/id"
@@ -297,42 +353,55 @@ func TestEntries(t *testing.T) {
 }
 
 func TestNovaRebootNode(t *testing.T) {
-	s, c := simClients(t)
-	node(s, "vm-a", "k-a", "ACTIVE", "10.180.0.1", t0, nil)
-	node(s, "vm-n", "k-named", "ACTIVE", "10.180.0.2", t0, nil)
-	node(s, "vm-d1", "k-dup", "ACTIVE", "10.180.0.3", t0, nil)
-	node(s, "vm-d2", "k-dup", "ACTIVE", "10.180.0.4", t0, nil)
+	s, c := novaClients(t, "member-appcred")
+	ids := mkServers(t, s,
+		server{name: "rn-a"},
+		server{name: "rn-named"},
+		server{name: "rn-dup"},
+		server{name: "rn-dup"},
+		server{name: "rn-err", then: resetError},
+	)
 	ni := NewNovaInstances(c)
 	reboot := func(name, provider string) error {
 		return ni.RebootNode(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{ProviderID: provider}})
 	}
-	if err := reboot("k-a", "openstack:///vm-a"); err != nil {
+	if err := reboot("rn-a", "openstack:///"+ids["rn-a"]); err != nil {
 		t.Fatalf("by providerID: %v", err)
 	}
-	if err := reboot("k-named", ""); err != nil {
+	if err := reboot("rn-named", ""); err != nil {
 		t.Fatalf("by name: %v", err)
 	}
-	reboots := func(id string) int {
-		n := 0
-		for _, a := range s.Actions(id) {
-			if a.Action == "reboot" {
-				n++
-			}
-		}
-		return n
-	}
-	for _, id := range []string{"vm-a", "vm-n"} {
-		if n := reboots(id); n != 1 {
-			t.Errorf("%s: got %d reboots, want 1", id, n)
+	for _, name := range []string{"rn-a", "rn-named"} {
+		if n := reboots(t, s, ids[name]); n != 1 {
+			t.Errorf("%s: got %d reboots, want 1", name, n)
 		}
 	}
-	if err := reboot("k-dup", ""); err == nil {
+	if err := reboot("rn-dup", ""); err == nil {
 		t.Error("two servers with the node's name: got nil error, want a refusal")
 	}
-	if err := reboot("k-aws", "aws:///eu-west-1a/i-1"); err == nil {
+	if err := reboot("rn-aws", "aws:///eu-west-1a/i-1"); err == nil {
 		t.Error("non-OpenStack providerID: got nil error")
 	}
-	if n := reboots("vm-d1") + reboots("vm-d2"); n != 0 {
-		t.Errorf("an ambiguous name rebooted %d servers", n)
+	all, err := servers.List(c.Compute, servers.ListOpts{Name: "^rn-dup$"}).AllPages(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dups, err := servers.ExtractServers(all)
+	if err != nil || len(dups) != 2 {
+		t.Fatalf("got %d rn-dup servers (%v), want 2", len(dups), err)
+	}
+	for _, d := range dups {
+		if n := reboots(t, s, d.ID); n != 0 {
+			t.Errorf("an ambiguous name rebooted %s %d times", d.ID, n)
+		}
+	}
+	// Nova refuses a soft reboot of a server in ERROR (409, vm_state
+	// error): the node is not rebooted, and the refusal is an error.
+	err = reboot("rn-err", "openstack:///"+ids["rn-err"])
+	if !gophercloud.ResponseCodeIs(err, http.StatusConflict) {
+		t.Errorf("soft reboot of a server in ERROR: got %v, want Nova's 409", err)
+	}
+	if n := reboots(t, s, ids["rn-err"]); n != 0 {
+		t.Errorf("server in ERROR: got %d reboots, want 0", n)
 	}
 }

@@ -3,25 +3,16 @@ package openstack
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/kube"
 	"github.com/drwatch/drwatch/test/kubetest"
-	"github.com/drwatch/drwatch/test/openstacktest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	kubetest.CloseShared()
-	openstacktest.CloseShared()
-	os.Exit(code)
-}
 
 // realKube returns a client of the package's kube-apiserver
 // (kubetest.Shared), started on first use.

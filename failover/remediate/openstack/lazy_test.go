@@ -11,7 +11,7 @@ import (
 
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/kube"
-	"github.com/drwatch/drwatch/test/openstacksim"
+	"github.com/drwatch/drwatch/test/openstacktest"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 )
@@ -92,17 +92,16 @@ func unreachableKube(t *testing.T) kubernetes.Interface {
 // which builds every enabled one: each build must get the node reader that
 // never-ready-instances and neutron-route-gc need.
 func TestCloudRemediatorsEachBuildsBesideTheOthers(t *testing.T) {
-	s := openstacksim.Start()
-	defer s.Close()
-	cfg := remediate.Config{}.WithDefaults() // the example configs enable no remediation
+	s := openstacktest.SharedWith(t, stackOptions) // real Keystone, Neutron and Nova
+	cfg := remediate.Config{}.WithDefaults()       // the example configs enable no remediation
 	dir := t.TempDir()
-	for f, v := range map[string]string{"id": openstacksim.AppCredID, "secret": openstacksim.AppCredSecret} {
+	for f, v := range map[string]string{"id": s.MemberAppCredID, "secret": s.MemberAppCredSecret} {
 		if err := os.WriteFile(filepath.Join(dir, f), []byte(v+"\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
 	o := &cfg.OpenStack
-	o.AuthURL, o.Region = s.AuthURL(), openstacksim.Region
+	o.AuthURL, o.Region = s.AuthURL, s.Region
 	o.ApplicationCredentialIDFile, o.ApplicationCredentialSecretFile = filepath.Join(dir, "id"), filepath.Join(dir, "secret")
 	o.RouterID, o.PodCIDR, o.InstanceNamePrefix = "r1", "198.19.0.0/16", "k-"
 	o.SecurityGroups.RequiredGroup = "k-nodes"

@@ -47,7 +47,7 @@ var neutronClients struct {
 // clients, starting the stack on first use.
 func realNeutron(t *testing.T) (*openstacktest.Stack, *gophercloud.ServiceClient, *gophercloud.ServiceClient) {
 	t.Helper()
-	st := openstacktest.SharedWith(t, openstacktest.Options{Neutron: true})
+	st := openstacktest.SharedWith(t, stackOptions)
 	neutronClients.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
