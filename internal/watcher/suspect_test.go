@@ -278,6 +278,10 @@ func TestWatcherReprobesSuspectSites(t *testing.T) {
 	defer func() { cancel(); wg.Wait() }()
 
 	fc.log.Step(t, failover.Command{Payload: failover.Observe{Node: "b", Results: []failover.ProbeResult{{Site: failover.Backup, Probe: "web"}}}})
+	// The fake log applies to the machine directly; wake the loops as the
+	// cluster's FSM.Apply does, or the suspicion loop, if it already ran
+	// its first look, never sees the report.
+	w.cfg.FSM.wake()
 	poll.Until(t, 10*time.Second, func() bool { return slices.Equal(rp.got(), []string{"now backup", "fast backup true"}) },
 		"the backup probed at once, then fast, after b's failing report")
 	if got := w.Suspect(); !slices.Equal(got, []failover.Site{failover.Backup}) {

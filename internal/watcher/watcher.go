@@ -129,13 +129,18 @@ var _ cluster.StateMachine = (*FSM)(nil)
 // Apply implements cluster.StateMachine.
 func (s *FSM) Apply(index uint64, cmd []byte) []byte {
 	out := s.m.Apply(index, cmd)
+	s.wake()
+	return out
+}
+
+// wake tells every loop that the state changed.
+func (s *FSM) wake() {
 	for _, ch := range []chan struct{}{s.changed, s.dnsChanged, s.drillChanged, s.suspectChanged} {
 		select {
 		case ch <- struct{}{}:
 		default: // a wake-up is already pending
 		}
 	}
-	return out
 }
 
 // Snapshot implements cluster.StateMachine.
