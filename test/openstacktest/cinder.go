@@ -194,38 +194,19 @@ func (s *Stack) createCinderIdentities(ctx context.Context, adminToken string) e
 	if s.CinderURL == "" {
 		return nil
 	}
-	var out identityOut
-	call := func(method, path string, body any) error {
-		out = identityOut{}
-		_, err := s.call(ctx, method, s.AuthURL+path, adminToken, body, &out)
+	k := &keystoneAdmin{s: s, ctx: ctx, token: adminToken}
+	project, err := k.one("projects", "service")
+	if err != nil {
 		return err
 	}
-	if err := call(http.MethodGet, "/projects?name=service", nil); err != nil || len(out.Projects) != 1 {
-		return fmt.Errorf("find service project: %v", err)
-	}
-	project := out.Projects[0].ID
-	if err := call(http.MethodGet, "/roles?name=admin", nil); err != nil || len(out.Roles) != 1 {
-		return fmt.Errorf("find admin role: %v", err)
-	}
-	role := out.Roles[0].ID
-	if err := call(http.MethodPost, "/users", map[string]any{"user": map[string]any{"name": "cinder", "domain_id": "default", "password": cinderPass}}); err != nil {
-		return fmt.Errorf("create cinder user: %w", err)
-	}
-	if err := call(http.MethodPut, fmt.Sprintf("/projects/%s/users/%s/roles/%s", project, out.User.ID, role), nil); err != nil {
-		return fmt.Errorf("cinder admin role: %w", err)
-	}
-	if err := call(http.MethodPost, "/services", map[string]any{"service": map[string]any{"type": "volumev3", "name": "cinderv3"}}); err != nil {
+	role, err := k.one("roles", "admin")
+	if err != nil {
 		return err
 	}
-	service := out.Service.ID
-	for _, iface := range []string{"public", "internal", "admin"} {
-		if err := call(http.MethodPost, "/endpoints", map[string]any{"endpoint": map[string]any{
-			"service_id": service, "interface": iface, "region_id": s.Region,
-			"url": s.CinderURL + "/v3/%(project_id)s"}}); err != nil {
-			return err
-		}
+	if err := k.serviceUser("cinder", cinderPass, project, role); err != nil {
+		return err
 	}
-	return nil
+	return k.catalog("volumev3", "cinderv3", s.CinderURL+"/v3/%(project_id)s")
 }
 
 // stopCinder stops the Cinder services, cinder-volume first (it may be

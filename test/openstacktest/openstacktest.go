@@ -788,18 +788,11 @@ func (s *Stack) createIdentities(ctx context.Context) error {
 	if s.Member.UserID, err = userIn(s.Member.Username, s.Member.Password, s.Member.ProjectID, "member", "load-balancer_member"); err != nil {
 		return err
 	}
-	if err := post("/services", map[string]any{"service": map[string]any{"type": "load-balancer", "name": "octavia"}}); err != nil {
+	if err := (&keystoneAdmin{s: s, ctx: ctx, token: admin}).catalog("load-balancer", "octavia", s.OctaviaURL); err != nil {
 		return err
 	}
-	serviceID := out.Service.ID
 	if err := s.createCinderIdentities(ctx, admin); err != nil {
 		return err
-	}
-	for _, iface := range []string{"public", "internal", "admin"} {
-		if err := post("/endpoints", map[string]any{"endpoint": map[string]any{
-			"service_id": serviceID, "interface": iface, "region_id": s.Region, "url": s.OctaviaURL}}); err != nil {
-			return err
-		}
 	}
 	// An application credential is created by its own user.
 	member, err := s.Token(ctx, s.Member)
