@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -292,4 +293,50 @@ func TestWatcherReprobesSuspectSites(t *testing.T) {
 	rounds <- r
 	poll.Until(t, 10*time.Second, func() bool { return slices.Contains(rp.got(), "fast primary true") },
 		"the primary fast after this node's own failure")
+}
+
+// barrierCluster counts the barriers the watcher asks for.
+type barrierCluster struct {
+	*fakeCluster
+	barriers atomic.Int32
+}
+
+func (c *barrierCluster) Barrier(context.Context) error {
+	c.barriers.Add(1)
+	return nil
+}
+
+// On the leader, a site newly suspect pushes the commit to the followers
+// with one barrier, so that their confirming probes do not wait for the
+// leader's next heartbeat; a site that stays suspect asks for no more,
+// and a follower never asks.
+func TestLeaderPushesTheCommitOfANewSuspicion(t *testing.T) {
+	for _, leading := range []bool{true, false} {
+		w, fc := newTestWatcher(t, time.Second)
+		bc := &barrierCluster{fakeCluster: fc}
+		w.cfg.Cluster = bc
+		w.setLeading(leading)
+		fc.log.Step(t, failover.Command{Payload: failover.SetPolicy{Policy: w.cfg.Policy, Actor: "test"}})
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		wg.Go(func() { w.suspectLoop(ctx) })
+		fc.log.Step(t, failover.Command{Payload: failover.Observe{Node: "b", Seq: 1, Results: []failover.ProbeResult{{Site: failover.Backup, Probe: "web"}}}})
+		w.cfg.FSM.wake()
+		poll.Until(t, 10*time.Second, func() bool { return slices.Contains(w.Suspect(), failover.Backup) }, "the backup suspect")
+		fc.log.Step(t, failover.Command{Payload: failover.Observe{Node: "b", Seq: 2, Results: []failover.ProbeResult{{Site: failover.Backup, Probe: "web"}}}})
+		w.cfg.FSM.wake()
+		want := int32(0)
+		if leading {
+			want = 1
+			poll.Until(t, 10*time.Second, func() bool { return bc.barriers.Load() >= 1 }, "a barrier from the leader")
+		}
+		// The loop has taken both reports once it has gone round again.
+		w.cfg.FSM.wake()
+		poll.Until(t, 10*time.Second, func() bool { return len(w.cfg.FSM.suspectChanged) == 0 }, "the loop idle")
+		cancel()
+		wg.Wait()
+		if got := bc.barriers.Load(); got != want {
+			t.Fatalf("leading %v: got %d barriers, want %d", leading, got, want)
+		}
+	}
 }
