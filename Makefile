@@ -27,9 +27,10 @@ test: lint install-test-deps
 test-unit:
 	$(GO) test -race -short -count=1 $(PKGS)
 
-## bench: benchmarks, reported as ratios against a floor or a peer measured in the same run.
+## bench: benchmarks, reported as ratios against a floor or a peer measured in the same run; the end-to-end ones write test/bench/results/*.json, from which the README's table is then rewritten.
 bench: install-test-deps
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 60m $(PKGS)
+	$(GO) test -count=1 -run TestReadmeTableMatchesResults ./test/bench/ -update
 
 ## demo: three local watchers, two simulated sites, an embedded DNS server; watch it on the status page.
 demo: build

@@ -112,7 +112,7 @@ func (s *lastReportSM) Restore([]byte) error { return nil }
 // BenchmarkDiskGrowth proposes three hours' worth of reports (3 nodes × 1
 // report/s = 10800 per hour, as fast as the cluster takes them) into a
 // three-node cluster with the default snapshot and truncation settings, as
-// a deployed node has them (SnapshotThreshold 2048, TrailingLogs 1024;
+// a deployed node has them (SnapshotThreshold 256, TrailingLogs 128;
 // SnapshotInterval shortened to 1s so the threshold is checked within the
 // compressed run), and
 // measures the data dirs after each hour. After truncation bolt reuses its

@@ -109,9 +109,9 @@ type RaftTiming struct {
 	ElectionTimeout    time.Duration `yaml:"election_timeout" default:"2s" doc:"Candidate election timeout."`
 	LeaderLeaseTimeout time.Duration `yaml:"leader_lease_timeout" default:"1s" doc:"A leader steps down after this long without quorum contact. Must not exceed heartbeat_timeout."`
 	CommitTimeout      time.Duration `yaml:"commit_timeout" default:"50ms" doc:"Longest wait before an idle leader sends a heartbeat carrying the commit index."`
-	SnapshotInterval   time.Duration `yaml:"snapshot_interval" default:"2m" doc:"How often to check whether a snapshot is due."`
-	SnapshotThreshold  uint64        `yaml:"snapshot_threshold" default:"2048" doc:"Log entries since the last snapshot that trigger a new one."`
-	TrailingLogs       uint64        `yaml:"trailing_logs" default:"1024" doc:"Log entries kept after a snapshot, so a briefly lagging follower catches up without one."`
+	SnapshotInterval   time.Duration `yaml:"snapshot_interval" default:"30s" doc:"How often to check whether a snapshot is due."`
+	SnapshotThreshold  uint64        `yaml:"snapshot_threshold" default:"256" doc:"Log entries since the last snapshot that trigger a new one."`
+	TrailingLogs       uint64        `yaml:"trailing_logs" default:"128" doc:"Log entries kept after a snapshot, so a briefly lagging follower catches up without one."`
 }
 
 // Upper bounds of the Raft timings: beyond them a cluster takes minutes to
@@ -158,9 +158,9 @@ const (
 	DefaultCommitTimeout      = 50 * time.Millisecond
 	DefaultTransportTimeout   = 10 * time.Second
 	DefaultHandshakeTimeout   = 5 * time.Second
-	DefaultSnapshotInterval   = 2 * time.Minute
-	DefaultSnapshotThreshold  = 2048
-	DefaultTrailingLogs       = 1024
+	DefaultSnapshotInterval   = 30 * time.Second
+	DefaultSnapshotThreshold  = 256
+	DefaultTrailingLogs       = 128
 	DefaultSnapshotRetain     = 2
 	DefaultDedupeEntries      = 10000
 	DefaultRefusalLogInterval = 10 * time.Minute

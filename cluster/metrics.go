@@ -62,6 +62,14 @@ func newMetrics(n *Node) *metrics {
 			}
 			return d.Seconds()
 		}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "drwatch_raft_log_appended_entries_total",
+			Help: "Log entries this node stored; on a follower, the entries the leader replicated to it.",
+		}, func() float64 { return float64(n.store.appendedEntries.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "drwatch_raft_log_appended_bytes_total",
+			Help: "Bytes of command data in the log entries this node stored (the payload replicated to a follower, without raft's framing or TLS).",
+		}, func() float64 { return float64(n.store.appendedBytes.Load()) }),
 		gauge("drwatch_raft_peers", "Servers in the latest raft configuration, this node included.", func() float64 {
 			return float64(len(n.servers()))
 		}),

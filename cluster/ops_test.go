@@ -409,6 +409,7 @@ func TestMetrics(t *testing.T) {
 		"drwatch_raft_is_leader", "drwatch_raft_has_leader", "drwatch_raft_term",
 		"drwatch_raft_commit_index", "drwatch_raft_last_contact_seconds",
 		"drwatch_raft_leader_changes_total", "drwatch_raft_peers",
+		"drwatch_raft_log_appended_entries_total", "drwatch_raft_log_appended_bytes_total",
 	}
 	leaders := 0.0
 	for i, reg := range regs {
@@ -428,6 +429,11 @@ func TestMetrics(t *testing.T) {
 		}
 		if got["drwatch_raft_has_leader"] != 1 || got["drwatch_raft_peers"] != 3 || got["drwatch_raft_commit_index"] < 2 {
 			t.Fatalf("node %d: got %v, want has_leader 1, peers 3, commit_index >= 2", i, got)
+		}
+		// Every node stored the proposal "m" (and the bootstrap's entries),
+		// the followers as the leader replicated it.
+		if got["drwatch_raft_log_appended_entries_total"] < 2 || got["drwatch_raft_log_appended_bytes_total"] < float64(len("m")) {
+			t.Fatalf("node %d: got %v, want log_appended_entries_total >= 2 and log_appended_bytes_total >= 1", i, got)
 		}
 		leaders += got["drwatch_raft_is_leader"]
 	}

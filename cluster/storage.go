@@ -3,6 +3,7 @@ package cluster
 import (
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -19,6 +20,10 @@ type trackedStore struct {
 	mu  sync.Mutex
 	err error
 	at  time.Time
+
+	// appended counts the log entries stored and the bytes of their data:
+	// on a follower, what the leader replicated to it.
+	appendedEntries, appendedBytes atomic.Uint64
 }
 
 var (
@@ -47,10 +52,21 @@ func (s *trackedStore) LastIndex() (uint64, error) { return s.log.LastIndex() }
 func (s *trackedStore) GetLog(index uint64, l *raft.Log) error { return s.log.GetLog(index, l) }
 
 // StoreLog implements raft.LogStore.
-func (s *trackedStore) StoreLog(l *raft.Log) error { return s.track(s.log.StoreLog(l)) }
+func (s *trackedStore) StoreLog(l *raft.Log) error { return s.StoreLogs([]*raft.Log{l}) }
 
 // StoreLogs implements raft.LogStore.
-func (s *trackedStore) StoreLogs(ls []*raft.Log) error { return s.track(s.log.StoreLogs(ls)) }
+func (s *trackedStore) StoreLogs(ls []*raft.Log) error {
+	err := s.track(s.log.StoreLogs(ls))
+	if err == nil {
+		var n uint64
+		for _, l := range ls {
+			n += uint64(len(l.Data) + len(l.Extensions))
+		}
+		s.appendedEntries.Add(uint64(len(ls)))
+		s.appendedBytes.Add(n)
+	}
+	return err
+}
 
 // DeleteRange implements raft.LogStore.
 func (s *trackedStore) DeleteRange(lo, hi uint64) error { return s.log.DeleteRange(lo, hi) }

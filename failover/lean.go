@@ -2,6 +2,7 @@ package failover
 
 import (
 	"hash/fnv"
+	"math"
 	"time"
 )
 
@@ -17,9 +18,18 @@ import (
 // The pacing of what is sent anyway, for the status page:
 const (
 	// LeanLatencyEvery is how often at most a probe's latency goes out
-	// when it changed materially: by LeanMaterialMS and half the recorded
-	// one, in this round and the one before (a one-round blip is noise).
+	// when its level changed materially: the level (a moving average of
+	// the logarithm of its latency over its rounds, each weighing
+	// LeanLevelWeight) differs from the level when a result last went out
+	// by LeanMaterialMS and by a factor of two. One https probe on a busy
+	// host scatters by a factor of three from one round to the next;
+	// compared sample with sample, nearly every probe went out every
+	// LeanLatencyEvery. A one-round blip moves the level by a quarter of
+	// its factor, a lasting change moves it all the way in a few rounds.
 	LeanLatencyEvery = 10 * time.Second
+	// LeanLevelWeight is the weight of the newest round in a probe's
+	// latency level.
+	LeanLevelWeight = 0.25
 	// LeanMaterialMS is the smallest latency change, in milliseconds, that
 	// counts as material.
 	LeanMaterialMS = 20
@@ -28,10 +38,11 @@ const (
 	// is at most this old. Each probe is due at its own offset within the
 	// second half of the period, so refreshes spread over time.
 	LeanRefreshEvery = time.Minute
-	// LeanBackoff is how long a watcher sends full reports after a lean
-	// report failed: a leader that predates lean reports refuses every
-	// one, and a minute of full reports costs less than a lost round each
-	// interval.
+	// LeanBackoff is how long a watcher sends full reports after the
+	// machine refused a lean report: a leader that predates lean reports
+	// refuses every one, and a minute of full reports costs less than a
+	// lost round each interval. A report whose outcome is unknown (a
+	// timeout on a busy cluster) is no refusal and starts no backoff.
 	LeanBackoff = time.Minute
 )
 
@@ -39,19 +50,19 @@ const (
 // the log holds of this watcher's applied reports (its committed view). It
 // is pure: the caller passes in the replicated policy and its own clock.
 // Use: o := Encode(round); propose o; then exactly one of Applied (the
-// machine applied o, not as a duplicate), Lost (refused, or outcome
-// unknown) or NotSent (o certainly never reached the log). A round goes
-// out full whenever the view may not match the log: before the first
-// applied report, after any report that was not known applied, under a
-// policy other than the replicated one, and for LeanBackoff after a lean
-// report failed.
+// machine applied o, not as a duplicate), Refused (the machine refused o),
+// Lost (outcome unknown) or NotSent (o certainly never reached the log).
+// A round goes out full whenever the view may not match the log: before
+// the first applied report, after any report that was not known applied,
+// under a policy other than the replicated one, and for LeanBackoff after
+// the machine refused a lean report.
 //
 // A result goes into a lean report when its OK, Class, Phase, Reason or
 // CertExpiry differs from the view, when it failed and the probe has fewer
 // than fall recorded failures in a row (so the failure that starts an
 // episode and the one that makes the probe DOWN carry their own completion
 // times, and Timings come out as from full reports), when its latency
-// changed materially for two rounds (at most every LeanLatencyEvery), when
+// level changed materially (at most every LeanLatencyEvery), when
 // its latency changed at all and LeanRefreshEvery passed, when the probe
 // has no recorded result, and whenever its site is not covered: a round that
 // lacks a result for some probe of the policy's site sends that site's
@@ -71,7 +82,8 @@ type leanProbe struct {
 	fails      int         // recorded failures in a row, never more than the log's
 	sentAt     int64       // when a result of the probe last went out
 	recordedAt int64       // when a report that recorded it was known applied
-	prev       int64       // the latency of the round before, sent or not
+	level      float64     // the latency level: a moving average of ln(ms) over the rounds, sent or not
+	sentLevel  float64     // the level when a result last went out
 }
 
 // leanPending is the report awaiting its outcome.
@@ -87,7 +99,7 @@ type leanPending struct {
 // as the local replica has them (nil, "" when none).
 func (e *LeanEncoder) Encode(o Observe, p *Policy, hash string, now int64) Observe {
 	if e.pending != nil {
-		e.Lost(now)
+		e.Lost()
 	}
 	out := e.encode(o, p, hash, now)
 	e.pending = &leanPending{obs: out, policy: p, at: now}
@@ -134,14 +146,14 @@ func (e *LeanEncoder) encode(o Observe, p *Policy, hash string, now int64) Obser
 		return o
 	}
 	for _, r := range o.Results {
-		k := probeKey(r.Site, r.Probe)
-		if _, ok := p.probe(r.Site, r.Probe); !ok || !covered[r.Site] || e.send(k, r, p.Fall, now) {
-			lean.Results = append(lean.Results, r)
+		if v := e.view[probeKey(r.Site, r.Probe)]; v != nil {
+			v.observe(r.LatencyMS)
 		}
 	}
 	for _, r := range o.Results {
-		if v := e.view[probeKey(r.Site, r.Probe)]; v != nil {
-			v.prev = r.LatencyMS
+		k := probeKey(r.Site, r.Probe)
+		if _, ok := p.probe(r.Site, r.Probe); !ok || !covered[r.Site] || e.send(k, r, p.Fall, now) {
+			lean.Results = append(lean.Results, r)
 		}
 	}
 	return lean
@@ -162,19 +174,24 @@ func (e *LeanEncoder) send(k string, r ProbeResult, fall int, now int64) bool {
 	switch {
 	case r.LatencyMS == v.last.LatencyMS:
 		return false
-	case v.material(r.LatencyMS) && v.material(v.prev) && (r.LatencyMS > v.last.LatencyMS) == (v.prev > v.last.LatencyMS) && since >= int64(LeanLatencyEvery):
+	case since >= int64(LeanLatencyEvery) && material(v.level, v.sentLevel):
 		return true
 	}
 	return since >= int64(LeanRefreshEvery)-refreshOffset(k)
 }
 
-// material reports whether latency differs materially from the recorded one.
-func (v *leanProbe) material(latency int64) bool {
-	d := latency - v.last.LatencyMS
-	if d < 0 {
-		d = -d
-	}
-	return d >= LeanMaterialMS && 2*d >= v.last.LatencyMS
+// observe adds a round's latency to the probe's level.
+func (v *leanProbe) observe(latency int64) {
+	v.level += LeanLevelWeight * (logMS(latency) - v.level)
+}
+
+func logMS(latency int64) float64 { return math.Log(float64(max(latency, 1))) }
+
+// material reports whether the levels a and b differ materially: by
+// LeanMaterialMS and by a factor of two.
+func material(a, b float64) bool {
+	lo, hi := math.Exp(min(a, b)), math.Exp(max(a, b))
+	return hi-lo >= LeanMaterialMS && hi >= 2*lo
 }
 
 // refreshOffset spreads the probes' refreshes over the second half of
@@ -213,10 +230,10 @@ func (e *LeanEncoder) Applied(now int64) {
 		}
 		v := e.view[k]
 		if v == nil {
-			v = &leanProbe{}
+			v = &leanProbe{level: logMS(r.LatencyMS)}
 			e.view[k] = v
 		}
-		v.last, v.sentAt, v.recordedAt, v.prev = r, pd.at, now, r.LatencyMS
+		v.last, v.sentAt, v.recordedAt, v.sentLevel = r, pd.at, now, v.level
 		v.count(r.OK)
 	}
 	for _, site := range o.Sites {
@@ -238,15 +255,31 @@ func (v *leanProbe) count(ok bool) {
 	}
 }
 
-// Lost records that the pending report was refused or that its outcome is
-// unknown: the next report is full, and after a lean one, reports stay
-// full for LeanBackoff.
-func (e *LeanEncoder) Lost(now int64) {
+// Refused records that the machine refused the pending report: the next
+// report is full, and after a lean one, reports stay full for LeanBackoff.
+func (e *LeanEncoder) Refused(now int64) {
 	if pd := e.pending; pd != nil && pd.obs.Base != 0 {
 		e.fullUntil = now + int64(LeanBackoff)
 	}
+	e.Lost()
+}
+
+// Lost records that the pending report's outcome is unknown (it may be
+// applied yet): the next report is full.
+func (e *LeanEncoder) Lost() {
 	e.pending = nil
 	e.reset()
+}
+
+// Pending returns the report awaiting its outcome and the clock it was
+// encoded at; ok is false when there is none. A caller that could not
+// learn the outcome in time may look for it in the log (the node's last
+// applied Seq) before the next Encode, and call Applied with at.
+func (e *LeanEncoder) Pending() (o Observe, at int64, ok bool) {
+	if e.pending == nil {
+		return Observe{}, 0, false
+	}
+	return e.pending.obs, e.pending.at, true
 }
 
 // NotSent records that the pending report never reached the log: the view

@@ -130,7 +130,7 @@ func (lp *leanPair) report(at int64, o Observe, now int64, lag int, fault leanFa
 		}
 		// The lean machine must still hold what the full one held before.
 		lp.steps = 0
-		e.Lost(now)
+		e.Refused(now)
 		lp.compare(string(lb))
 		return
 	}
@@ -140,7 +140,7 @@ func (lp *leanPair) report(at int64, o Observe, now int64, lag int, fault leanFa
 	switch {
 	case fault == leanLostAck || resL.Noop == "duplicate":
 		lp.stats.lostAcks++
-		e.Lost(now)
+		e.Lost()
 	default:
 		e.Applied(now)
 	}
@@ -653,8 +653,9 @@ func mustStep(t testing.TB, m *Machine, index uint64, c Command) {
 }
 
 // The encoder sends what the log does not know: changes at once, material
-// latency changes at most every LeanLatencyEvery, small moves at most every
-// LeanRefreshEvery, and every result of a site the round does not cover.
+// changes of the latency level at most every LeanLatencyEvery (a one-round
+// blip is none), small moves at most every LeanRefreshEvery, and every
+// result of a site the round does not cover.
 func TestLeanEncoderSendsWhatTheLogDoesNotKnow(t *testing.T) {
 	p := scriptPolicyDefaults()
 	p.Fall, p.Rise = 3, 2
@@ -704,11 +705,15 @@ func TestLeanEncoderSendsWhatTheLogDoesNotKnow(t *testing.T) {
 	lat["primary/web"] = 6
 	check("a small move", send(time.Second))
 	lat["primary/web"] = 40
-	check("a material change 2s after the last send", send(2*time.Second))
+	for at := 2; at < 10; at++ {
+		check(fmt.Sprintf("a material change, %ds after the last send", at), send(time.Duration(at)*time.Second))
+	}
 	check("the same, 10s after", send(10*time.Second), "primary/web")
 	lat["primary/web"] = 5
-	check("back to normal 1s later", send(11*time.Second))
-	check("back to normal 10s later", send(21*time.Second), "primary/web")
+	for at := 11; at < 20; at++ {
+		check(fmt.Sprintf("back to normal, %ds after the last send", at-10), send(time.Duration(at)*time.Second))
+	}
+	check("back to normal 10s later", send(20*time.Second), "primary/web")
 	lat["primary/api"] = 6
 	check("a small move before the refresh", send(29*time.Second))
 	lat["primary/web"] = 90
@@ -725,5 +730,36 @@ func TestLeanEncoderSendsWhatTheLogDoesNotKnow(t *testing.T) {
 	check("nothing new", send(65*time.Second))
 	if got := m.st.Nodes["a"].Probes["primary/web"].Last.LatencyMS; got != 5 {
 		t.Errorf("primary/web: recorded latency %d, want 5", got)
+	}
+}
+
+// A probe whose latency scatters round to round around a steady level, as
+// an https probe does on a busy host, sends no latency until its refresh
+// is due; the old comparison with the last sent sample sent it every
+// LeanLatencyEvery.
+func TestLeanEncoderIgnoresLatencyJitter(t *testing.T) {
+	p := scriptPolicyDefaults()
+	p.Fall, p.Rise = 3, 2
+	p.Sites = map[Site]SitePolicy{Primary: {Probes: []ProbeRef{{Name: "web", Critical: true}}}, Backup: {Probes: []ProbeRef{{Name: "web", Critical: true}}}}
+	m := New()
+	mustStep(t, m, 1, Command{At: base, Payload: SetPolicy{Policy: p}})
+	pol, h := m.Policy()
+	var e LeanEncoder
+	// Around 30 ms, by up to 3x either way (the level stays put).
+	scatter := []int64{30, 90, 70, 10, 15, 60, 75, 12, 45, 30, 20, 80, 65, 11, 12}
+	for i := range int(LeanRefreshEvery/time.Second) / 2 {
+		now := base + int64(i)*int64(time.Second)
+		lat := scatter[i%len(scatter)]
+		o := Observe{Node: "a", Seq: uint64(i + 1), PolicyHash: h, Results: []ProbeResult{
+			{Site: Primary, Probe: "web", OK: true, LatencyMS: lat, CompletedAt: now},
+			{Site: Backup, Probe: "web", OK: true, LatencyMS: 30, CompletedAt: now}}}
+		lo := e.Encode(o, pol, h, now)
+		if _, err := m.Step(uint64(i+2), Command{At: now, Payload: lo}); err != nil {
+			t.Fatalf("second %d: %v", i, err)
+		}
+		e.Applied(now)
+		if i > 0 && (lo.Base == 0 || len(lo.Results) != 0) {
+			t.Fatalf("second %d (latency %d ms): sent %+v, want a heartbeat", i, lat, lo)
+		}
 	}
 }

@@ -829,3 +829,15 @@ func (m *Machine) Policy() (*Policy, string) {
 	p := m.st.Policy.clone()
 	return &p, m.st.PolicyHash
 }
+
+// LastSeq returns the Seq of node's last applied report on this replica;
+// ok is false before its first one.
+func (m *Machine) LastSeq(node string) (seq uint64, ok bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	ns := m.st.Nodes[node]
+	if ns == nil || !ns.Reported {
+		return 0, false
+	}
+	return ns.LastSeq, true
+}

@@ -36,8 +36,9 @@ type View struct {
 	// no watcher fails it.
 	Pending *Pending `json:"pending,omitempty"`
 	// Suspect are the sites every watcher re-probes at the policy's fast
-	// interval (see Machine.View): a fresh watcher's critical probe of
-	// each is failing and counting down towards fall.
+	// interval: a fresh watcher's critical probe of each has been failing
+	// since after the last decision, for at most (fall+1) intervals, and
+	// the site is not DOWN at quorum yet.
 	Suspect        []Site `json:"suspect,omitempty"`
 	WithheldRule   string `json:"withheld_rule,omitempty"`
 	WithheldReason string `json:"withheld_reason,omitempty"`
@@ -245,7 +246,7 @@ func (m *Machine) View() View {
 		v.Warnings = append(v.Warnings, "automatic flip withheld ("+s.Withheld.Rule+"): "+s.Withheld.Message)
 	}
 	v.Pending = s.pending(now, cutoff, t)
-	v.Suspect = s.suspects(now, cutoff)
+	v.Suspect = s.suspects(now, cutoff, t)
 	if s.Active == Backup && p.Failback.Mode == FailbackAuto && s.PrimaryUp {
 		if left := int64(p.Failback.After) - (now - s.PrimaryUpAt); left > 0 {
 			v.FailbackIn = time.Duration(left)
@@ -276,7 +277,7 @@ func (m *Machine) Suspicion(node string) Suspicion {
 	if p == nil {
 		return Suspicion{}
 	}
-	out := Suspicion{Fall: p.Fall, Suspect: s.suspects(s.Now, s.Now-int64(p.stale()))}
+	out := Suspicion{Fall: p.Fall, Suspect: s.suspects(s.Now, s.Now-int64(p.stale()), s.tallies(s.Now))}
 	if ns := s.Nodes[node]; ns != nil {
 		for _, site := range sites {
 			for _, ref := range p.Sites[site].Probes {
@@ -289,20 +290,43 @@ func (m *Machine) Suspicion(node string) Suspicion {
 	return out
 }
 
-// suspects are the sites where a fresh watcher that does not abstain has a
-// critical probe counting down towards fall (failing, not DOWN) in a
-// failure that began after the last decision moved traffic. Every watcher
-// reads them from its replica and re-probes them at once, then at the
-// fast interval: a failing report of one vantage point is confirmed or
-// refuted by the others within a fast interval, not an interval. A site
-// settles when no watcher counts down any more (each sees it UP, or has
-// voted it DOWN: re-probing can no longer hasten its vote) or when a
-// decision is taken; a probe already DOWN never makes its site suspect,
-// so a recovering site, and failback, keep the interval.
-func (s *state) suspects(now, cutoff int64) []Site {
+// suspects are the sites every watcher reads from its replica and
+// re-probes at once, then at the fast interval, so that one vantage
+// point's failing report is confirmed or refuted by the others within a
+// fast interval, not at their next interval tick.
+//
+// A site is suspect while a fresh watcher that does not abstain has a
+// critical probe of it failing (Fails > 0, DOWN or not: with fall 1 the
+// first failing report is already DOWN, and still needs the others'
+// confirmation) in a failure episode that began after the last decision
+// moved traffic (FailSince > ActiveSince), and the site has not settled:
+//
+//   - a decision taken since the failure began settles it (the episode
+//     then began before ActiveSince);
+//   - DOWN at quorum settles it: there is nothing left to confirm, and a
+//     dead site's flickers (one success, then failures again while still
+//     DOWN) would otherwise speed up its rise;
+//   - UP at quorum with no failing watcher settles it;
+//   - and suspicion from one failure episode lasts at most suspectWindow
+//     after its FailSince, so one watcher cut off from a site that the
+//     others see UP costs them fast probing for that window, not for as
+//     long as the partition lasts.
+//
+// Only failures make a site suspect, never successes. A site failing since
+// before the last decision (the dead primary after a failover) is never
+// suspect, nor is a probe DOWN with fewer than fall failures in a row: it
+// was DOWN before this failure began (a recovering site's success, then a
+// failure again), which is no new failure to confirm. Together with the
+// watchers' side (a watcher does not re-probe fast a site it votes DOWN,
+// see internal/watcher) rise, and failback, keep the interval.
+func (s *state) suspects(now, cutoff int64, t map[Site]Tally) []Site {
 	p := s.Policy
+	window := int64(suspectWindow(p))
 	var out []Site
 	for _, site := range sites {
+		if t[site].Verdict == Down {
+			continue
+		}
 	nodes:
 		for _, id := range p.Nodes {
 			ns := s.Nodes[id]
@@ -311,7 +335,9 @@ func (s *state) suspects(now, cutoff int64) []Site {
 			}
 			for _, ref := range p.Sites[site].Probes {
 				ps := ns.Probes[probeKey(site, ref.Name)]
-				if ref.Critical && ps != nil && ps.LastAt >= cutoff && ps.Fails > 0 && ps.State != Down && ps.FailSince > s.ActiveSince {
+				if ref.Critical && ps != nil && ps.LastAt >= cutoff && ps.Fails > 0 &&
+					(ps.State != Down || ps.Fails >= p.Fall) &&
+					ps.FailSince > s.ActiveSince && now-ps.FailSince <= window {
 					out = append(out, site)
 					break nodes
 				}
@@ -319,6 +345,18 @@ func (s *state) suspects(now, cutoff int64) []Site {
 		}
 	}
 	return out
+}
+
+// suspectWindow bounds how long one failure episode keeps its site
+// suspect: (fall+1) intervals after it began. By then every watcher that
+// sees the site failing has had fall grid rounds of its own since the
+// failure began, and so has voted DOWN without any fast round; a watcher
+// that has not sees the site UP, and probing it fast any longer cannot
+// confirm what the first watcher saw. Fast rounds (at most an interval
+// apart) reach fall well within the window, the extra interval leaving
+// room for the probe's own time and the commit of the reports.
+func suspectWindow(p *Policy) time.Duration {
+	return time.Duration(p.Fall+1) * p.Interval
 }
 
 func (s *state) nodeView(id string, now, cutoff int64) NodeView {

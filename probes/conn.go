@@ -86,7 +86,6 @@ func connLoadCA(path string) (*x509.CertPool, error) {
 // the transport may call from its dialing goroutine, hence the mutex. A
 // phase seen more than once (redirects) accumulates.
 type connPhaseTimer struct {
-	begun   time.Time // the probe's start, for "timeout after"
 	mu      sync.Mutex
 	started map[string]time.Time
 	dur     map[string]time.Duration
@@ -229,11 +228,10 @@ func connClassify(ctx context.Context, err error, t *connPhaseTimer) Result {
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) ||
 		errors.As(err, &netErr) && netErr.Timeout():
-		r := connFail(ClassTimeout, phase, text+": timeout")
-		if !t.begun.IsZero() {
-			r.Reason += " after " + time.Since(t.begun).Round(time.Millisecond).String()
-		}
-		return r
+		// The reason names no elapsed time (the result's Duration has it):
+		// a probe that times out round after round then gives the same
+		// result each time, and a lean report need not resend it.
+		return connFail(ClassTimeout, phase, text+": timeout")
 	case errors.Is(err, context.Canceled):
 		return connFail(ClassError, phase, text+": cancelled")
 	case errors.As(err, &dnsErr):

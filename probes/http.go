@@ -226,7 +226,7 @@ func httpProbe(ctx context.Context, spec Spec) Result {
 	ctx, cancel := connWithTimeout(ctx, spec.Timeout)
 	defer cancel()
 
-	timer := &connPhaseTimer{begun: time.Now()}
+	timer := &connPhaseTimer{}
 	dialer := &net.Dialer{}
 	connectTo := h.ConnectTo
 	transport := &http.Transport{

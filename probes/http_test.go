@@ -134,6 +134,16 @@ func TestHTTPNetworkFailures(t *testing.T) {
 		got := ProbeHTTP(ctx, hpSpec(HTTPSpec{URL: "https://lms.example.test/", ConnectTo: hole}, time.Hour), hpLog)
 		hpCheck(t, got, ClassTimeout, "tls", "timeout")
 	})
+	// However long it took, a timeout reads the same, so that a watcher's
+	// lean reports need not resend a probe that keeps timing out.
+	t.Run("timeouts of different lengths give the same result", func(t *testing.T) {
+		spec := HTTPSpec{URL: "https://lms.example.test/", ConnectTo: hole}
+		a := ProbeHTTP(context.Background(), hpSpec(spec, 200*time.Millisecond), hpLog)
+		b := ProbeHTTP(context.Background(), hpSpec(spec, 350*time.Millisecond), hpLog)
+		if a.Class != b.Class || a.Phase != b.Phase || a.Reason != b.Reason || a.Reason != "tls handshake: timeout" {
+			t.Fatalf("got %q/%q/%q and %q/%q/%q, want both tls handshake: timeout", a.Class, a.Phase, a.Reason, b.Class, b.Phase, b.Reason)
+		}
+	})
 }
 
 // TestHTTPClosedByPeer: a listener that accepts and closes at once, as an

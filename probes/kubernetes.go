@@ -185,7 +185,7 @@ func kubeProbe(ctx context.Context, spec Spec) Result {
 
 	// The http prober's phase timer and classifier: one vocabulary of
 	// phases, classes and reasons for every HTTP-based probe.
-	timer := &connPhaseTimer{begun: time.Now()}
+	timer := &connPhaseTimer{}
 	req = req.WithContext(httptrace.WithClientTrace(ctx, timer.trace()))
 	resp, err := client.Do(req)
 	if err != nil {

@@ -80,7 +80,7 @@ func tcpProbe(ctx context.Context, spec Spec) Result {
 	ctx, cancel := connWithTimeout(ctx, spec.Timeout)
 	defer cancel()
 
-	timer := &connPhaseTimer{begun: time.Now()}
+	timer := &connPhaseTimer{}
 	timer.setTarget(ts.Address)
 	var d net.Dialer
 	conn, err := d.DialContext(httptrace.WithClientTrace(ctx, timer.trace()), "tcp", ts.Address)

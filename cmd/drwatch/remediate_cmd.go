@@ -14,6 +14,7 @@ import (
 
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/failover/remediate/debris"
 	"github.com/drwatch/drwatch/failover/remediate/kube"
 	"github.com/drwatch/drwatch/failover/remediate/octavia"
 	"github.com/drwatch/drwatch/failover/remediate/openstack"
@@ -137,7 +138,7 @@ Names: ` + strings.Join(remediationNames, ", ") + `.`,
 }
 
 var remediationNames = []string{kube.BackupWarmupName, kube.DeadNodeName, kube.DrainTrapName, kube.OrphanedPodsName,
-	octavia.Name, openstack.RouteGCName, openstack.SecurityGroupsName, openstack.NeverReadyName}
+	octavia.Name, openstack.RouteGCName, openstack.SecurityGroupsName, openstack.NeverReadyName, debris.Name}
 
 // remediationsFile is the part of a node's config file this command reads.
 // The section is read on its own (every other key is ignored), so a plan can
@@ -180,6 +181,7 @@ func enable(cfg remediate.Config, name string) (remediate.Config, error) {
 		openstack.RouteGCName:        &cfg.OpenStack.NeutronRouteGC.Settings,
 		openstack.SecurityGroupsName: &cfg.OpenStack.SecurityGroups.Settings,
 		openstack.NeverReadyName:     &cfg.OpenStack.NeverReadyInstances.Settings,
+		debris.Name:                  &cfg.CloudDebris.Settings,
 	}
 	if _, ok := modes[name]; !ok {
 		return cfg, usageError{fmt.Errorf("unknown remediation %q; known: %s", name, strings.Join(remediationNames, ", "))}

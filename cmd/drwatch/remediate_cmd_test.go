@@ -79,6 +79,19 @@ remediations:
     primary: {kubeconfig_file: `+kc.Kubeconfig+`}
 `)
 	bad := write("bad.yaml", "remediations: {drain_trap: {mode: always}}\n")
+	// cloud-debris of a decommissioned cluster, its Keystone unreachable:
+	// the plan names the remediation and the refusal, and plans nothing.
+	debrisCfg := write("debris.yaml", `
+remediations:
+  cloud_debris:
+    mode: dry-run
+    cluster_name: k
+    decommissioned: true
+    auth_url: http://127.0.0.1:1/v3
+    application_credential_id_file: `+write("ac-id", "id")+`
+    application_credential_secret_file: `+write("ac-secret", "s3cr3t-value")+`
+`)
+	debrisBad := write("debris-bad.yaml", "remediations: {cloud_debris: {mode: on, cloud: c}}\n")
 
 	tests := []struct {
 		name     string
@@ -100,6 +113,8 @@ remediations:
 		{"unknown name", []string{"reboot-everything", "--config", off}, 2, nil, nil},
 		{"bad mode", []string{"--config", bad}, 1, []string{"drain_trap.mode"}, nil},
 		{"bad active", []string{"--config", enabled, "--active", "mars"}, 2, nil, nil},
+		{"cloud-debris, keystone down", []string{"--config", debrisCfg}, 1, []string{"cloud-debris", "keystone", "0 actions planned by cloud-debris"}, []string{"s3cr3t-value"}},
+		{"cloud-debris without cluster_name", []string{"--config", debrisBad}, 1, []string{"remediations.cloud_debris.cluster_name: required when enabled"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -27,6 +27,23 @@ type Config struct {
 	OctaviaStuckLB       OctaviaStuckLBConfig `yaml:"octavia_stuck_lb" doc:"Fail over Octavia load balancers stuck in ERROR or PENDING_* (seed 000)."`
 	// OpenStack holds one cluster's Neutron and Nova remediators (seed 001).
 	OpenStack OpenStackClusterConfig `yaml:"openstack" doc:"One Kubernetes cluster's OpenStack project: Neutron route GC, security groups and never-ready instances (seed 001)."`
+	// CloudDebris deletes what a dead cluster's cloud provider left behind.
+	CloudDebris CloudDebrisConfig `yaml:"cloud_debris" doc:"Delete the Octavia load balancers, Cinder CSI volumes and Neutron floating IPs (and load-balancer VIP ports) one cluster's cloud provider left behind, once their Service or PersistentVolume is gone from the cluster or the cluster is decommissioned, and check in OpenStack that each is really gone (seed 001, the deorbiter)."`
+}
+
+// CloudDebrisConfig configures cloud-debris. A resource is the cluster's
+// only by its exact cloud-provider-openstack naming or Cinder CSI metadata.
+type CloudDebrisConfig struct {
+	Settings      `yaml:",inline"`
+	OpenStackAuth `yaml:",inline"`
+	Site          string `yaml:"site" doc:"Which site's Kubernetes cluster owns the resources (its Services and PersistentVolumes are checked): primary (default) or backup."`
+	ProjectID     string `yaml:"project_id" doc:"ID of the project whose resources are considered; empty means the credentials' own project. Another project's resources are never listed, counted or deleted, even with admin credentials."`
+	ClusterName   string `yaml:"cluster_name" doc:"The cloud provider's --cluster-name (required when enabled): load balancers named kube_service_<cluster_name>_<namespace>_<service> and floating IPs described \"Floating IP for Kubernetes external service <namespace>/<service> from cluster <cluster_name>\" are the cluster's."`
+	CSICluster    string `yaml:"csi_cluster" doc:"The Cinder CSI plugin's --cluster: volumes whose metadata cinder.csi.openstack.org/cluster equals it are the cluster's (default cluster_name)."`
+	// Decommissioned skips the Kubernetes check: the cluster is gone for
+	// good, so everything with its naming or metadata is debris.
+	Decommissioned bool          `yaml:"decommissioned" doc:"The cluster is gone for good: every resource with its naming or metadata is debris, without asking its Kubernetes API (default false: only those whose Service or PersistentVolume is absent there). Mind the caps and brake_share: with it, everything qualifies at once."`
+	DeleteTimeout  time.Duration `yaml:"delete_timeout" doc:"How long one delete is followed until OpenStack answers 404; a volume still deleting or error_deleting after it (or found so for longer) is reported for an admin and never retried (default 5m)."`
 }
 
 // KubeSites holds one Kubernetes API per site.
@@ -163,6 +180,8 @@ const (
 	DefaultOrphanAfter   = 10 * time.Minute
 	DefaultReadyTimeout  = 5 * time.Minute
 
+	DefaultDebrisDeleteTimeout = 5 * time.Minute
+
 	DefaultOctaviaPendingTimeout  = 10 * time.Minute
 	DefaultOctaviaFailoverTimeout = 5 * time.Minute
 
@@ -209,6 +228,7 @@ func (c Config) WithDefaults() Config {
 	}
 	c.OctaviaStuckLB.Settings = c.OctaviaStuckLB.withDefaults()
 	c.OpenStack = c.OpenStack.withDefaults()
+	c.CloudDebris = c.CloudDebris.withDefaults()
 	return c
 }
 
@@ -275,6 +295,40 @@ func (c Config) Validate() field.Errors {
 	nonNegative(&errs, "octavia_stuck_lb.pending_timeout", c.OctaviaStuckLB.PendingTimeout)
 	nonNegative(&errs, "octavia_stuck_lb.failover_timeout", c.OctaviaStuckLB.FailoverTimeout)
 	errs.Append("openstack", c.OpenStack.validate())
+	errs.Append("cloud_debris", c.CloudDebris.validate())
+	return errs
+}
+
+func (d CloudDebrisConfig) withDefaults() CloudDebrisConfig {
+	if d.Site == "" {
+		d.Site = "primary"
+	}
+	if d.CSICluster == "" {
+		d.CSICluster = d.ClusterName
+	}
+	if d.DeleteTimeout == 0 {
+		d.DeleteTimeout = DefaultDebrisDeleteTimeout
+	}
+	d.Settings = d.Settings.withDefaults()
+	return d
+}
+
+func (d CloudDebrisConfig) validate() field.Errors {
+	var errs field.Errors
+	errs = append(errs, d.Settings.validate()...)
+	errs = append(errs, d.OpenStackAuth.validate(d.Mode.Enabled())...)
+	if d.Site != "" && d.Site != "primary" && d.Site != "backup" {
+		errs.Add("site", "%q must be primary or backup", d.Site)
+	}
+	if d.Mode.Enabled() && d.ClusterName == "" {
+		errs.Add("cluster_name", "required when enabled: it is how the cluster's resources are told from any other's")
+	}
+	for _, f := range []struct{ path, v string }{{"cluster_name", d.ClusterName}, {"csi_cluster", d.CSICluster}} {
+		if len(f.v) > 200 || strings.ContainsAny(f.v, " \t\n/") {
+			errs.Add(f.path, "%q must be at most 200 bytes, without spaces or slashes", f.v)
+		}
+	}
+	nonNegative(&errs, "delete_timeout", d.DeleteTimeout)
 	return errs
 }
 

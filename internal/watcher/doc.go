@@ -4,9 +4,10 @@
 // replicated clock while it leads, runs the DNS reconciler and the
 // remediation runner only on the leader, checks what the authoritative
 // servers answer on every node, reloads the node's TLS files when they
-// change, re-probes suspect sites at the policy's fast interval (its own
-// critical probe of the site just failed, or the replicated state names
-// the site suspect) through the scheduler, and keeps what the status page
+// change, re-probes suspect sites at once and then at the policy's fast
+// interval (its own critical probe of the site just failed, or the
+// replicated state names the site suspect, unless this node already votes
+// it DOWN) through the scheduler, and keeps what the status page
 // and the metrics read of all that.
 //
 // It owns the loops and the state they leave behind, not the configuration:

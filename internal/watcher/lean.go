@@ -19,39 +19,80 @@ import (
 // concurrent use, though reports are meant to go one at a time.
 type Reporter struct {
 	node, hash string
+	replica    *failover.Machine // the local replica; nil: none
 
 	mu  sync.Mutex
 	enc failover.LeanEncoder
 }
 
 // NewReporter returns the reporter of node, running the policy with hash.
-func NewReporter(node, hash string) *Reporter {
-	return &Reporter{node: node, hash: hash}
+// replica is the local replica (nil for none): when a report's outcome is
+// unknown, as after a timeout on a busy cluster, the next report looks
+// there whether it was applied, and stays lean if so.
+func NewReporter(node, hash string, replica *failover.Machine) *Reporter {
+	return &Reporter{node: node, hash: hash, replica: replica}
 }
 
 // Report proposes round r through p and waits for its outcome; policy and
 // policyHash are the replicated policy as the local replica has it, now
 // this watcher's clock. The result and error are failover.Submit's; lean
-// says whether the report sent was a lean one. Its
-// outcome updates the view: applied, the next report builds on it; not
-// sent at all (cluster.ErrNotSent), the view still holds; otherwise
-// (refused, or unknown as after a timeout) the next report is full, and a
-// failed lean report keeps reports full for failover.LeanBackoff, since a
-// leader older than lean reports refuses them all.
+// says whether the report sent was a lean one. Its outcome updates the
+// view: applied, the next report builds on it; not sent at all
+// (cluster.ErrNotSent), the view still holds; refused by the machine, the
+// next report is full, and a refused lean report keeps reports full for
+// failover.LeanBackoff, since a leader older than lean reports refuses
+// them all. An unknown outcome (a timeout, a lost answer) is settled at
+// the next report from the local replica: the report is known applied
+// once the replica holds its Seq as this node's last; else the next
+// report is full.
 func (rp *Reporter) Report(ctx context.Context, p failover.Proposer, policy *failover.Policy, policyHash string, r probes.Round, now func() time.Time) (res failover.Result, lean bool, err error) {
 	rp.mu.Lock()
 	defer rp.mu.Unlock()
+	rp.settle()
 	o := rp.enc.Encode(Observation(rp.node, rp.hash, r), policy, policyHash, now().UnixNano())
-	res, _, err = failover.Submit(ctx, p, failover.Command{Payload: o})
+	b, err := failover.Encode(failover.Command{Payload: o})
+	if err != nil {
+		rp.enc.NotSent()
+		return failover.Result{}, o.Base != 0, err
+	}
+	resp, _, err := p.Propose(ctx, b)
 	switch {
-	case err == nil && res.Noop != "duplicate":
-		rp.enc.Applied(now().UnixNano())
 	case errors.Is(err, cluster.ErrNotSent):
 		rp.enc.NotSent()
+		return failover.Result{}, o.Base != 0, err
+	case err != nil:
+		// Unknown: settled at the next report.
+		return failover.Result{}, o.Base != 0, err
+	}
+	res, err = failover.DecodeResponse(resp)
+	switch {
+	case err != nil:
+		rp.enc.Refused(now().UnixNano())
+	case res.Noop == "duplicate":
+		// Another report of this Seq was applied, maybe not this one:
+		// what the log holds is unknown.
+		rp.enc.Lost()
 	default:
-		// A duplicate means another report of this Seq was applied, maybe
-		// not this one: what the log holds is unknown.
-		rp.enc.Lost(now().UnixNano())
+		rp.enc.Applied(now().UnixNano())
 	}
 	return res, o.Base != 0, err
+}
+
+// settle resolves a report left without a known outcome: applied when the
+// local replica holds its Seq as this node's last applied one (a lean
+// report applies only on its Base, and nothing else of this node carries
+// its Seq), else lost. Only a lean report is settled so: a full one's Seq
+// may repeat one an earlier process of this node sent.
+func (rp *Reporter) settle() {
+	o, at, ok := rp.enc.Pending()
+	if !ok {
+		return
+	}
+	if rp.replica != nil && o.Base != 0 {
+		if seq, ok := rp.replica.LastSeq(rp.node); ok && seq == o.Seq {
+			rp.enc.Applied(at)
+			return
+		}
+	}
+	rp.enc.Lost()
 }

@@ -56,8 +56,9 @@ func leanTestPolicy() failover.Policy {
 }
 
 // The reporter sends a full report first and after anything that leaves
-// the log's content unknown, lean ones otherwise, and keeps its view when
-// the report never left.
+// the log's content unknown, lean ones otherwise; it keeps its view when
+// the report never left, settles a lost answer from the local replica, and
+// backs off to full reports only after the machine refused a lean one.
 func TestReporterSendsLeanReportsOnlyOnAKnownBase(t *testing.T) {
 	pol := leanTestPolicy()
 	m := failover.New()
@@ -65,7 +66,7 @@ func TestReporterSendsLeanReportsOnlyOnAKnownBase(t *testing.T) {
 		t.Fatal(err)
 	}
 	lp := &logProposer{m: m, index: 1, at: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	rep := NewReporter("a", pol.Hash())
+	rep := NewReporter("a", pol.Hash(), m)
 	seq := uint64(0)
 	round := func(webOK bool) probes.Round {
 		seq++
@@ -111,9 +112,25 @@ func TestReporterSendsLeanReportsOnlyOnAKnownBase(t *testing.T) {
 	send("view kept after not sent", false, true, 1)
 	lp.fail = func() (bool, error) { return true, errLost }
 	send("answer lost", true, true, 1)
-	send("after a lost lean report: full", true, false, 4)
-	for i := range 58 {
-		send(fmt.Sprintf("backoff second %d: full", i+2), true, false, 4)
+	send("the replica holds the lost report: lean on it", true, true, 0)
+	lp.fail = func() (bool, error) { return false, errLost }
+	send("timed out, not applied", true, true, 0)
+	send("the replica lacks it: full", true, false, 4)
+	send("lean again", true, true, 0)
+	// Another report of node a (an earlier process, say) moves the log
+	// past this reporter's base: the machine refuses the next lean report,
+	// and reports stay full for LeanBackoff.
+	lp.at = lp.at.Add(time.Second)
+	if _, _, err := failover.Submit(context.Background(), lp, failover.Command{Payload: Observation("a", pol.Hash(), round(true))}); err != nil {
+		t.Fatal(err)
+	}
+	lp.at = lp.at.Add(time.Second)
+	p, h := m.Policy()
+	if _, lean, err := rep.Report(context.Background(), lp, p, h, round(true), func() time.Time { return lp.at }); !lean || !errors.Is(err, failover.ErrBadCommand) {
+		t.Fatalf("lean report on a base the log moved past: lean %v, err %v; want a lean report refused as a bad command", lean, err)
+	}
+	for i := range 59 {
+		send(fmt.Sprintf("backoff second %d: full", i+1), true, false, 4)
 	}
 	send("backoff over", true, true, 0)
 	if v := m.View(); len(v.Nodes) == 0 || v.Nodes[0].Node != "a" {

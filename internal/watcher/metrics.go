@@ -1,8 +1,10 @@
 package watcher
 
 import (
+	"errors"
 	"time"
 
+	"github.com/drwatch/drwatch/cluster"
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/failover/reconcile"
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,6 +19,7 @@ var BuildInfo = struct{ Version, Commit, Date string }{"dev", "unknown", "unknow
 type metrics struct {
 	dnsUpdate prometheus.Histogram
 	dnsMatch  prometheus.Gauge
+	reports   *prometheus.CounterVec
 	w         *Watcher
 }
 
@@ -52,13 +55,37 @@ func newMetrics(reg prometheus.Registerer, w *Watcher) (*metrics, error) {
 		dnsMatch: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "drwatch_dns_records_match_desired", Help: "1 when every authoritative server serves the desired records (last check).",
 		}),
+		reports: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "drwatch_reports_total",
+			Help: "Probe reports this watcher proposed, by encoding (lean: only what the log does not know; full) and result (committed, refused by the decision core, unknown: no answer in time, not_sent).",
+		}, []string{"encoding", "result"}),
 	}
-	for _, c := range []prometheus.Collector{m.dnsUpdate, m.dnsMatch, m} {
+	for _, c := range []prometheus.Collector{m.dnsUpdate, m.dnsMatch, m.reports, m} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
 	return m, nil
+}
+
+// reported counts one report Reporter.Report sent (lean or full) and
+// its outcome, err being Report's.
+func (m *metrics) reported(lean bool, err error) {
+	encoding, result := "full", "committed"
+	if lean {
+		encoding = "lean"
+	}
+	var refused *failover.RefusedError
+	switch {
+	case err == nil:
+	case errors.Is(err, cluster.ErrNotSent):
+		result = "not_sent"
+	case errors.As(err, &refused) || errors.Is(err, failover.ErrBadCommand) || errors.Is(err, failover.ErrNoPolicy) || errors.Is(err, failover.ErrUnknownNode):
+		result = "refused"
+	default:
+		result = "unknown"
+	}
+	m.reports.WithLabelValues(encoding, result).Inc()
 }
 
 func (m *metrics) reconciled(r reconcile.Report) {

@@ -1,10 +1,16 @@
 package watcher
 
 import (
+	"context"
+	"fmt"
+	"maps"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/drwatch/drwatch/cluster"
 	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/probes"
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -96,4 +102,45 @@ func value(m *dto.Metric) float64 {
 		return m.GetCounter().GetValue()
 	}
 	return 0
+}
+
+// Every report the watcher proposes is counted by its encoding and its
+// result: the first round goes full, the next lean, and failures count as
+// what they are.
+func TestReportsAreCountedByEncodingAndResult(t *testing.T) {
+	w, fc := newTestWatcher(t, time.Second)
+	fc.log.Step(t, failover.Command{Payload: failover.SetPolicy{Policy: w.cfg.Policy}})
+	for seq := range uint64(2) {
+		w.report(t.Context(), probes.Round{Seq: seq + 1, Results: []probes.NamedResult{
+			{Site: "primary", Probe: "web", Result: probes.Result{OK: true, Duration: 2 * time.Millisecond}},
+			{Site: "backup", Probe: "web", Result: probes.Result{OK: true, Duration: 2 * time.Millisecond}},
+		}})
+	}
+	w.metrics.reported(true, fmt.Errorf("observe: %w", failover.ErrBadCommand))
+	w.metrics.reported(true, context.DeadlineExceeded)
+	w.metrics.reported(false, fmt.Errorf("no leader (%w)", cluster.ErrNotSent))
+	mfs, err := w.cfg.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "drwatch_reports_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			var key []string
+			for _, lp := range m.GetLabel() {
+				key = append(key, lp.GetName()+"="+lp.GetValue())
+			}
+			got[strings.Join(key, ",")] = m.GetCounter().GetValue()
+		}
+	}
+	want := map[string]float64{
+		"encoding=full,result=committed": 1, "encoding=lean,result=committed": 1,
+		"encoding=lean,result=refused": 1, "encoding=lean,result=unknown": 1, "encoding=full,result=not_sent": 1,
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("drwatch_reports_total: got %v, want %v", got, want)
+	}
 }

@@ -82,8 +82,9 @@ func (w *Watcher) report(ctx context.Context, r probes.Round) {
 	}
 	// A report older than one interval is worth little; do not queue it.
 	pctx, cancel := context.WithTimeout(ctx, w.cfg.Interval)
-	_, _, err := w.rep.Report(pctx, w.cfg.Cluster, p, hash, r, w.cfg.Now)
+	_, lean, err := w.rep.Report(pctx, w.cfg.Cluster, p, hash, r, w.cfg.Now)
 	cancel()
+	w.metrics.reported(lean, err)
 	w.mu.Lock()
 	prevErr := w.lastReport.err
 	w.lastReport.at, w.lastReport.err = w.cfg.Now(), err

@@ -2,6 +2,7 @@ package watcher
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/drwatch/drwatch/failover"
@@ -29,14 +30,20 @@ var _ Reprober = (*probes.Scheduler)(nil)
 //     replica does not already hold it DOWN for this node. It ends when the
 //     probe reaches fall (the vote is cast) or succeeds once.
 //   - committed: the replicated state names it suspect (failover.View
-//     Suspect, read through Machine.Suspicion after every applied command): a committed report of some watcher, this one too, shows a
-//     critical probe of it counting down towards fall. It is probed at
-//     once, then fast, until it settles: nobody counts down any more, or a
-//     decision is taken.
+//     Suspect, read through Machine.Suspicion after every applied command):
+//     a committed report of some watcher, this one too, shows a critical
+//     probe of it failing since after the last decision, DOWN or not (with
+//     fall 1 the first failing report is DOWN at once). It is probed at
+//     once, then fast, until it settles: DOWN at quorum, UP at quorum with
+//     nobody failing, a decision taken, or the bounded window of the
+//     failure over (see failover's suspects).
 //
-// Only failures make a site suspect, and a probe already DOWN never does:
-// a recovering site is probed at the interval, so rise, and failback, are
-// never sped up.
+// A watcher that votes the site DOWN itself (its replica holds one of its
+// critical probes of the site DOWN for it) does not re-probe it fast on
+// the committed suspicion: its vote is cast, more failures add nothing,
+// and fast successes would only speed up its rise. So only watchers that
+// have not voted DOWN confirm, and a recovering site, and failback, are
+// probed at the interval: rise is never sped up.
 type suspicion struct {
 	mu        sync.Mutex
 	fall      int
@@ -113,6 +120,17 @@ func (s *suspicion) own(site failover.Site) bool {
 	return false
 }
 
+// votesDown reports whether this node's replica holds one of its critical
+// probes of site DOWN: the node votes the site DOWN.
+func (s *suspicion) votesDown(site failover.Site) bool {
+	for k := range s.down {
+		if st, _, _ := cutSite(k); st == site {
+			return true
+		}
+	}
+	return false
+}
+
 func cutSite(k string) (failover.Site, string, bool) {
 	for i := 0; i < len(k); i++ {
 		if k[i] == '/' {
@@ -127,11 +145,8 @@ func cutSite(k string) (failover.Site, string, bool) {
 func (s *suspicion) changes(now []failover.Site) []reprobe {
 	var out []reprobe
 	for _, site := range []failover.Site{failover.Primary, failover.Backup} {
-		fast := s.own(site) || s.committed[site]
-		entered := false
-		for _, n := range now {
-			entered = entered || n == site
-		}
+		fast := s.own(site) || s.committed[site] && !s.votesDown(site)
+		entered := fast && slices.Contains(now, site)
 		if fast != s.fast[site] || entered {
 			s.fast[site] = fast
 			out = append(out, reprobe{site: site, fast: fast, now: entered})

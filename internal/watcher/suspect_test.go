@@ -21,9 +21,13 @@ type replica struct {
 	at    time.Time
 }
 
-func newReplica(t *testing.T) *replica {
+func newReplica(t *testing.T) *replica { return newReplicaFall(t, 3) }
+
+// newReplicaFall is newReplica with the policy's fall set to fall.
+func newReplicaFall(t *testing.T, fall int) *replica {
 	r := &replica{t: t, m: failover.New(), at: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	p := testPolicy()
+	p.Fall = fall
 	p.AutoFailover = true
 	r.step(failover.SetPolicy{Policy: p, Actor: "test"})
 	return r
@@ -177,6 +181,63 @@ func TestSuspicionNeverSpeedsUpRise(t *testing.T) {
 	}
 }
 
+// With fall 1 a single failing report is DOWN at once: it makes every
+// other watcher probe the site at once, so that a second vantage point
+// confirms it within a fast interval. The watcher that voted DOWN does not
+// re-probe fast: its vote is cast, and fast successes would only speed up
+// its rise.
+func TestSuspicionFallOneFirstReportIsConfirmedAtOnce(t *testing.T) {
+	r := newReplicaFall(t, 1)
+	sa, sb := newSuspicion(1), newSuspicion(1)
+	for _, n := range []string{"a", "b", "c"} {
+		r.report(n, "up", "up")
+	}
+	r.report("b", "down", "up")
+	wantReprobes(t, "b's DOWN report committed, seen by a", sa.view(r.m.Suspicion("a")), "primary fast=true now=true;")
+	wantReprobes(t, "b's DOWN report committed, seen by b", sb.view(r.m.Suspicion("b")), "-")
+	wantReprobes(t, "b's own failure at fall 1", sb.round(ownRound(false)), "-")
+	r.report("c", "down", "")
+	if v := r.m.View(); v.Active != failover.Backup {
+		t.Fatalf("got active %s, want the backup once b and c voted the primary DOWN", v.Active)
+	}
+	wantReprobes(t, "decision taken", sa.view(r.m.Suspicion("a")), "primary fast=false now=false;")
+}
+
+// One watcher cut off from a site the others see UP keeps failing it, but
+// the others re-probe it fast only for (fall+1) intervals after its
+// failure began, not for as long as the partition lasts.
+func TestSuspicionOfOneCutOffWatcherEndsAfterItsWindow(t *testing.T) {
+	r := newReplica(t)
+	s := newSuspicion(3)
+	for _, n := range []string{"a", "b", "c"} {
+		r.report(n, "up", "up")
+	}
+	r.report("b", "down", "up")
+	began := r.at
+	wantReprobes(t, "b fails", s.view(r.m.Suspicion("a")), "primary fast=true now=true;")
+	window := 4 * time.Second // (fall+1) intervals
+	for {
+		r.report("b", "down", "up")
+		r.report("a", "up", "up")
+		r.report("c", "up", "up")
+		got := fmtReprobes(s.view(r.m.Suspicion("a")))
+		if v := r.m.View(); v.Sites[failover.Primary].Verdict != failover.Up {
+			t.Fatalf("got primary %s, want UP at quorum throughout", v.Sites[failover.Primary].Verdict)
+		}
+		elapsed := r.at.Sub(began)
+		if got == "-" {
+			if elapsed > window+300*time.Millisecond {
+				t.Fatalf("still fast %v after b's failure began, want settled after %v", elapsed, window)
+			}
+			continue
+		}
+		if got != "primary fast=false now=false;" || elapsed <= window {
+			t.Fatalf("after %v: got %s, want primary settled only after %v", elapsed, got, window)
+		}
+		break
+	}
+}
+
 // fakeReprober records what the watcher asks of the scheduler.
 type fakeReprober struct {
 	mu    sync.Mutex
@@ -217,6 +278,10 @@ func TestWatcherReprobesSuspectSites(t *testing.T) {
 	defer func() { cancel(); wg.Wait() }()
 
 	fc.log.Step(t, failover.Command{Payload: failover.Observe{Node: "b", Results: []failover.ProbeResult{{Site: failover.Backup, Probe: "web"}}}})
+	// The fake log applies to the machine directly; wake the loops as the
+	// cluster's FSM.Apply does, or the suspicion loop, if it already ran
+	// its first look, never sees the report.
+	w.cfg.FSM.wake()
 	poll.Until(t, 10*time.Second, func() bool { return slices.Equal(rp.got(), []string{"now backup", "fast backup true"}) },
 		"the backup probed at once, then fast, after b's failing report")
 	if got := w.Suspect(); !slices.Equal(got, []failover.Site{failover.Backup}) {

@@ -129,13 +129,18 @@ var _ cluster.StateMachine = (*FSM)(nil)
 // Apply implements cluster.StateMachine.
 func (s *FSM) Apply(index uint64, cmd []byte) []byte {
 	out := s.m.Apply(index, cmd)
+	s.wake()
+	return out
+}
+
+// wake tells every loop that the state changed.
+func (s *FSM) wake() {
 	for _, ch := range []chan struct{}{s.changed, s.dnsChanged, s.drillChanged, s.suspectChanged} {
 		select {
 		case ch <- struct{}{}:
 		default: // a wake-up is already pending
 		}
 	}
-	return out
 }
 
 // Snapshot implements cluster.StateMachine.
@@ -178,7 +183,7 @@ func New(cfg Config) (*Watcher, error) {
 		cfg.Registry = prometheus.NewRegistry()
 	}
 	w := &Watcher{cfg: cfg, machine: cfg.FSM.m, hash: cfg.Policy.Hash(), log: cfg.Logger, susp: newSuspicion(cfg.Policy.Fall)}
-	w.rep = NewReporter(cfg.Node, w.hash)
+	w.rep = NewReporter(cfg.Node, w.hash, w.machine)
 	w.lastRound.Store(cfg.Now().UnixNano())
 	var err error
 	if w.metrics, err = newMetrics(cfg.Registry, w); err != nil {

@@ -74,6 +74,10 @@ type Options struct {
 	// DrillCertMinValidity is drill.cert_min_validity (default 1h: Caddy's
 	// internal certificates live 12 h).
 	DrillCertMinValidity time.Duration
+	// RaftExtra is more keys for each node's raft: section, as YAML flow
+	// mapping entries ("snapshot_threshold: 2048, trailing_logs: 1024"): the
+	// cost benchmark reruns old retention settings with it.
+	RaftExtra string
 }
 
 func (o *Options) defaults() {
@@ -427,7 +431,7 @@ peers:
   - { id: {{.ID}}, raft_addr: "{{.RaftProxy.Addr}}", api_addr: "{{.APIAddr}}" }
 {{- end}}
 api: { tokens_file: "{{.Dir}}/tokens" }
-raft: { heartbeat_timeout: {{.HB}}, election_timeout: {{.HB}}, leader_lease_timeout: {{.Lease}} }
+raft: { heartbeat_timeout: {{.HB}}, election_timeout: {{.HB}}, leader_lease_timeout: {{.Lease}}{{with .O.RaftExtra}}, {{.}}{{end}} }
 policy: { interval: {{.O.Interval}}, timeout: {{.O.Timeout}}, fall: {{.O.Fall}}, rise: {{.O.Rise}}, quorum: {{.O.Quorum}}, auto_failover: {{.Auto}}, block_window: {{.O.BlockWindow}}, failback: manual }
 sites:
 {{- range .Sites}}

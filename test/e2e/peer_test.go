@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -214,20 +213,13 @@ func answerAt(server string) string {
 // same kill of the primary's health endpoint, seen side by side by drwatch
 // (three watchers, quorum 2, interval 1s, fall 1; the answer read at BIND) and by
 // PowerDNS 4.7 with an ifurlup() LUA record (lua-health-checks-interval=1,
-// one vantage point, no quorum). E2E_PEER_TRIALS kills (default 10); it
-// reports each one's median switch time and their ratio and writes
-// test/bench/results/peer_powerdns.json.
+// one vantage point, no quorum). E2E_PEER_TRIALS kills (default 40), trial
+// i at phase (i+0.5)/n of the second on the wall-clock grid (stratified, not
+// random); it reports each side's median and p90 switch time and their
+// ratios and writes test/bench/results/peer_powerdns.json.
 func BenchmarkPeerPowerDNS(b *testing.B) {
-	trials := 10
-	if s := os.Getenv("E2E_PEER_TRIALS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			b.Fatalf("E2E_PEER_TRIALS=%q", s)
-		}
-		trials = n
-	}
+	trials := envCount(b, "E2E_PEER_TRIALS", 40)
 	primary, backup, port := heartbeatPair(b)
-	_ = backup
 	pdns := startPowerDNSLua(b, port)
 	// PowerDNS starts its check schedule at the record's first query. Start
 	// it now, a random fraction of a second before the watchers start, so
@@ -235,10 +227,12 @@ func BenchmarkPeerPowerDNS(b *testing.B) {
 	// test's own sequencing (which made both switch in the same 10 ms).
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	answerAt(pdns)
+	pdnsStart := time.Now()
 	time.Sleep(time.Duration(rng.Int64N(int64(time.Second))))
 	w := Start(b, Options{Interval: time.Second, Timeout: 700 * time.Millisecond, Fall: 1, Rise: 2,
 		PlainSites: map[failover.Site]string{failover.Primary: primary.addr, failover.Backup: backup.addr}})
 	type pair struct {
+		KillPhase  float64 `json:"kill_phase"`
 		DrwatchMS  float64 `json:"drwatch_ms"`
 		PowerDNSMS float64 `json:"powerdns_ms"`
 	}
@@ -258,10 +252,9 @@ func BenchmarkPeerPowerDNS(b *testing.B) {
 		}
 		Eventually(b, 60*time.Second, func() bool { return answerAt(pdns) == PrimaryIP && w.Answer() == PrimaryIP },
 			"both answer the primary before trial %d", i)
-		// A random phase against both sides' check schedules: the wait
-		// above ends right after a PowerDNS check, which would bias it.
-		time.Sleep(time.Duration(rng.Int64N(int64(w.Opts.Interval))))
-		kill := time.Now()
+		// The kill's phase against the probe schedules is stratified: the
+		// wait above ends right after a PowerDNS check, which would bias it.
+		kill := waitForPhase(w.Opts.Interval, killPhase(i, trials))
 		primary.kill()
 		var dwAt, pdAt time.Duration
 		if !poll.WithinEvery(60*time.Second, 10*time.Millisecond, func() bool {
@@ -275,37 +268,44 @@ func BenchmarkPeerPowerDNS(b *testing.B) {
 		}) {
 			b.Fatalf("trial %d: not both switched (drwatch %s, powerdns %s)", i, dwAt, pdAt)
 		}
-		got = append(got, pair{float64(dwAt) / 1e6, float64(pdAt) / 1e6})
-		dw = append(dw, float64(dwAt)/1e6)
-		pd = append(pd, float64(pdAt)/1e6)
-		b.Logf("trial %2d: drwatch %s, powerdns %s (switch at wall-clock second fraction %.3f / %.3f)", i, dwAt.Round(time.Millisecond), pdAt.Round(time.Millisecond),
-			float64(kill.Add(dwAt).UnixNano()%1e9)/1e9, float64(kill.Add(pdAt).UnixNano()%1e9)/1e9)
+		p := pair{KillPhase: phaseOf(kill, w.Opts.Interval), DrwatchMS: float64(dwAt) / 1e6, PowerDNSMS: float64(pdAt) / 1e6}
+		got = append(got, p)
+		dw = append(dw, p.DrwatchMS)
+		pd = append(pd, p.PowerDNSMS)
+		b.Logf("trial %2d: kill at phase %.3f: drwatch %s, powerdns %s (switch at wall-clock second fraction %.3f / %.3f)", i, p.KillPhase,
+			dwAt.Round(time.Millisecond), pdAt.Round(time.Millisecond),
+			phaseOf(kill.Add(dwAt), time.Second), phaseOf(kill.Add(pdAt), time.Second))
 	}
 	b.StopTimer()
 	mdw, mpd := percentile(dw, 0.5), percentile(pd, 0.5)
+	pdw, ppd := percentile(dw, 0.9), percentile(pd, 0.9)
 	b.ReportMetric(mdw, "drwatch-median-ms")
 	b.ReportMetric(mpd, "powerdns-median-ms")
-	b.ReportMetric(mdw/mpd, "drwatch/powerdns")
-	fmt.Printf("\nswitch time after the primary's kill, %d trials (median): drwatch %.0f ms, PowerDNS ifurlup %.0f ms, ratio %.2f\n", len(got), mdw, mpd, mdw/mpd)
-	res := map[string]any{
-		"benchmark":                   "switch time against a peer: drwatch vs PowerDNS ifurlup",
-		"command":                     "go test -run '^$' -bench BenchmarkPeerPowerDNS -benchtime 1x ./test/e2e/",
-		"when":                        time.Now().UTC().Format(time.RFC3339),
-		"trials":                      len(got),
-		"fault":                       "primary heartbeat server closed (connection refused), seen by both at once",
-		"drwatch":                     "3 watchers, quorum 2, interval 1s, timeout 700ms, fall 1; answer read at BIND (RFC 2136 + TSIG flip)",
-		"powerdns":                    "pdns_server 4.7, LUA A ifurlup({{primary},{backup}}), lua-health-checks-interval=1, caches off; one vantage point",
-		"drwatch_median_ms":           mdw,
-		"powerdns_median_ms":          mpd,
-		"ratio_drwatch_over_powerdns": mdw / mpd,
-		"trials_raw":                  got,
-	}
-	dir := filepath.Join(moduleRoot(), "test", "bench", "results")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		b.Fatal(err)
-	}
-	out, _ := json.MarshalIndent(res, "", "  ")
-	if err := os.WriteFile(filepath.Join(dir, "peer_powerdns.json"), append(out, '\n'), 0o644); err != nil {
-		b.Fatal(err)
-	}
+	b.ReportMetric(mdw/mpd, "drwatch/powerdns-median")
+	b.ReportMetric(pdw/ppd, "drwatch/powerdns-p90")
+	fmt.Printf("\nswitch time after the primary's kill, %d trials at stratified phases:\n", len(got))
+	fmt.Printf("  %-28s %8s %8s\n", "", "median", "p90")
+	fmt.Printf("  %-28s %8.0f %8.0f ms\n", "drwatch, quorum 2 of 3", mdw, pdw)
+	fmt.Printf("  %-28s %8.0f %8.0f ms\n", "PowerDNS ifurlup", mpd, ppd)
+	fmt.Printf("  %-28s %8.2f %8.2f\n", "ratio drwatch/PowerDNS", mdw/mpd, pdw/ppd)
+	writeResult(b, "peer_powerdns.json", map[string]any{
+		"benchmark":                       "switch time against a peer: drwatch vs PowerDNS ifurlup",
+		"command":                         "go test -run '^$' -bench BenchmarkPeerPowerDNS -benchtime 1x ./test/e2e/",
+		"when":                            time.Now().UTC().Format(time.RFC3339),
+		"trials":                          len(got),
+		"fault":                           "primary heartbeat server closed (connection refused), seen by both at once",
+		"kill_phases":                     "trial i of n kills at phase (i+0.5)/n of the second on the wall-clock grid (stratified); PowerDNS's schedule started at a random offset from the grid",
+		"powerdns_schedule_start_phase":   phaseOf(pdnsStart, time.Second),
+		"drwatch":                         "3 watchers, quorum 2, interval 1s, timeout 700ms, fall 1, fast_interval default; answer read at BIND (RFC 2136 + TSIG flip)",
+		"fast_interval":                   fastInterval(b, w),
+		"powerdns":                        "pdns_server 4.7, LUA A ifurlup({{primary},{backup}}), lua-health-checks-interval=1, caches off; one vantage point",
+		"drwatch_median_ms":               mdw,
+		"powerdns_median_ms":              mpd,
+		"drwatch_p90_ms":                  pdw,
+		"powerdns_p90_ms":                 ppd,
+		"ratio_drwatch_over_powerdns":     mdw / mpd,
+		"ratio_p90_drwatch_over_powerdns": pdw / ppd,
+		"target":                          "median ratio <= 0.5, p90 ratio <= 1.0",
+		"trials_raw":                      got,
+	})
 }

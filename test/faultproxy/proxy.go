@@ -105,6 +105,9 @@ type Proxy struct {
 
 	accepted, dropped, dialed atomic.Uint64
 
+	bytesMu sync.Mutex
+	bytes   map[string]*Bytes // per client IP
+
 	wg   sync.WaitGroup
 	done chan struct{}
 }
@@ -123,6 +126,7 @@ func New(listenAddr, target string) (*Proxy, error) {
 		changed: make(chan struct{}),
 		conns:   make(map[*pconn]struct{}),
 		from:    make(map[string]Mode),
+		bytes:   make(map[string]*Bytes),
 		done:    make(chan struct{}),
 	}
 	p.wg.Add(1)
@@ -227,6 +231,32 @@ func (p *Proxy) Stats() Stats {
 		Dropped:  p.dropped.Load(),
 		Dialed:   p.dialed.Load(),
 	}
+}
+
+// Bytes counts the bytes a proxy delivered for the connections of one
+// client IP, in each direction: what a peer at that IP sent to the target,
+// and what the target sent back to it. They are the bytes on the wire
+// (TLS records included), not the application payload.
+type Bytes struct {
+	ToTarget, FromTarget atomic.Uint64
+}
+
+// BytesFrom returns the byte counters of client IP ip since the proxy
+// started (zero until that IP connects).
+func (p *Proxy) BytesFrom(ip string) (toTarget, fromTarget uint64) {
+	b := p.bytesOf(ip)
+	return b.ToTarget.Load(), b.FromTarget.Load()
+}
+
+func (p *Proxy) bytesOf(ip string) *Bytes {
+	p.bytesMu.Lock()
+	defer p.bytesMu.Unlock()
+	b, ok := p.bytes[ip]
+	if !ok {
+		b = &Bytes{}
+		p.bytes[ip] = b
+	}
+	return b
 }
 
 // Close stops listening, closes every connection and waits for the proxy's
@@ -372,10 +402,11 @@ func (c *pconn) run() {
 		return
 	default:
 	}
+	counts := c.p.bytesOf(c.src)
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); c.pipe(c.client, c.upstream.Load()) }()
-	go func() { defer wg.Done(); c.pipe(c.upstream.Load(), c.client) }()
+	go func() { defer wg.Done(); c.pipe(c.client, c.upstream.Load(), &counts.ToTarget) }()
+	go func() { defer wg.Done(); c.pipe(c.upstream.Load(), c.client, &counts.FromTarget) }()
 	wg.Wait()
 }
 
@@ -386,7 +417,8 @@ type chunk struct {
 
 // pipe copies src to dst through a queue so that Delay keeps reading while
 // chunks wait, and Blackhole can hold bytes without losing them.
-func (c *pconn) pipe(src, dst *net.TCPConn) {
+// n counts the bytes delivered.
+func (c *pconn) pipe(src, dst *net.TCPConn, n *atomic.Uint64) {
 	q := make(chan chunk, 64)
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -410,7 +442,7 @@ func (c *pconn) pipe(src, dst *net.TCPConn) {
 	}()
 	defer wg.Wait()
 	for ch := range q {
-		if !c.deliver(ch, dst) {
+		if !c.deliver(ch, dst, n) {
 			c.close()
 			for range q { // let the reader finish
 			}
@@ -423,7 +455,7 @@ func (c *pconn) pipe(src, dst *net.TCPConn) {
 
 // deliver writes one chunk when the mode allows it; false means the
 // connection is finished.
-func (c *pconn) deliver(ch chunk, dst *net.TCPConn) bool {
+func (c *pconn) deliver(ch chunk, dst *net.TCPConn, n *atomic.Uint64) bool {
 	for {
 		m, changed := c.p.state(c.src)
 		switch m.Kind {
@@ -451,7 +483,8 @@ func (c *pconn) deliver(ch chunk, dst *net.TCPConn) bool {
 				}
 			}
 		}
-		_, err := dst.Write(ch.data)
+		w, err := dst.Write(ch.data)
+		n.Add(uint64(w))
 		return err == nil
 	}
 }

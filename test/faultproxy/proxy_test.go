@@ -364,3 +364,25 @@ func TestModeFromFiltersBySourceIP(t *testing.T) {
 		t.Fatalf("conn from a passing IP after another's reset: got %q, %v, want a:z", got, err)
 	}
 }
+
+func TestBytesFromCountsEachDirectionPerClientIP(t *testing.T) {
+	p := newProxy(t, echoServer(t, "ab:"))
+	c := dial(t, p.Addr())
+	for _, in := range []string{"one", "two"} {
+		if _, err := c.roundTrip(in, long); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// "one\n" and "two\n" went out (8 bytes); "ab:one\n" and "ab:two\n" came
+	// back (14). The count follows the write the client may already have read.
+	var to, from uint64
+	if !poll.WithinEvery(long, 5*time.Millisecond, func() bool {
+		to, from = p.BytesFrom("127.0.0.1")
+		return to == 8 && from == 14
+	}) {
+		t.Fatalf("BytesFrom(127.0.0.1): got %d to target, %d from it; want 8 and 14", to, from)
+	}
+	if to, from := p.BytesFrom("127.0.0.2"); to != 0 || from != 0 {
+		t.Fatalf("BytesFrom(127.0.0.2), an IP that never connected: got %d, %d; want 0, 0", to, from)
+	}
+}

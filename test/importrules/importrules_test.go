@@ -70,7 +70,7 @@ var rules = []struct{ pkgs, kind, deps string }{
 	{"test/clustertest", never, "failover/... dnsprovider/... probes/... cmd/..."},
 	// The suites that check the product from outside run the binary and read files.
 	{"test/e2e test/quickstart test/deploytest", never, "cmd/drwatch/node cmd/drwatch/demo"},
-	{"test/promrules", never, "cluster/... cmd/... dnsprovider/... failover/... internal/... probes/..."},
+	{"test/promrules test/bench", never, "cluster/... cmd/... dnsprovider/... failover/... internal/... probes/..."},
 	// The simulator runs the real parts the node wires (cluster, the core, the watcher's runtime) in one
 	// process, never the shell.
 	{"test/sim/...", never, "cmd/..."},

@@ -84,6 +84,13 @@
 // nova-compute placement-api for Nova, all installed by make
 // install-test-deps (test/deps/parts/openstack.sh, neutron.sh, nova.sh).
 //
+// With Options.Cinder it also runs cinder-api, cinder-scheduler and
+// cinder-volume with Cinder's own fake volume driver (cinder.go); volumes
+// then go available and are deleted as Cinder decides, and the states a
+// broken backend leaves (stuck deleting, error_deleting) are written into
+// the cinder database ([Stack.SetVolumeStatus]). Packages: cinder-api
+// cinder-scheduler cinder-volume (test/deps/parts/cinder.sh).
+//
 // It imports no drwatch package outside test/ (its tests may): what the
 // tests run against owes nothing to the code under test. Only tests import
 // it, never the code of a package outside test/.

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -251,29 +250,11 @@ func (s *Stack) neutronIdentities(ctx context.Context, adminToken, serviceProjec
 	if s.NeutronURL == "" {
 		return nil
 	}
-	var out identityOut
-	post := func(path string, body any) error {
-		out = identityOut{}
-		_, err := s.call(ctx, http.MethodPost, s.AuthURL+path, adminToken, body, &out)
+	k := &keystoneAdmin{s: s, ctx: ctx, token: adminToken}
+	if err := k.serviceUser("neutron", neutronPass, serviceProjectID, adminRoleID); err != nil {
 		return err
 	}
-	if err := post("/users", map[string]any{"user": map[string]any{"name": "neutron", "domain_id": "default", "password": neutronPass}}); err != nil {
-		return err
-	}
-	if _, err := s.call(ctx, http.MethodPut, fmt.Sprintf("%s/projects/%s/users/%s/roles/%s", s.AuthURL, serviceProjectID, out.User.ID, adminRoleID), adminToken, nil, nil); err != nil {
-		return err
-	}
-	if err := post("/services", map[string]any{"service": map[string]any{"type": "network", "name": "neutron"}}); err != nil {
-		return err
-	}
-	serviceID := out.Service.ID
-	for _, iface := range []string{"public", "internal", "admin"} {
-		if err := post("/endpoints", map[string]any{"endpoint": map[string]any{
-			"service_id": serviceID, "interface": iface, "region_id": s.Region, "url": s.NeutronURL}}); err != nil {
-			return err
-		}
-	}
-	return nil
+	return k.catalog("network", "neutron", s.NeutronURL)
 }
 
 // NeutronCall does one Neutron API request as c (path from the API root,

@@ -2,9 +2,7 @@ package openstacktest
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 )
@@ -13,18 +11,9 @@ import (
 // the member project lists networks, no token is refused, and the catalog
 // names Neutron as the "network" endpoint.
 func TestNeutronServesTokenAuthenticatedAPI(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a real OpenStack control plane")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
 	defer cancel()
-	// Start-up steps to stderr (-v): the Neutron steps carry the times
-	// docs/testing.md quotes.
-	s, err := New(ctx, Options{Neutron: true, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := stack(t)
 	var nets struct {
 		Networks []struct{ ID string } `json:"networks"`
 	}

@@ -402,38 +402,21 @@ func (s *Stack) createNovaIdentities(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var out identityOut
-	post := func(path string, body any) error {
-		out = identityOut{}
-		_, err := s.call(ctx, http.MethodPost, s.AuthURL+path, admin, body, &out)
+	k := &keystoneAdmin{s: s, ctx: ctx, token: admin}
+	svc, err := k.one("projects", "service")
+	if err != nil {
 		return err
 	}
-	get := func(path string) error {
-		out = identityOut{}
-		_, err := s.call(ctx, http.MethodGet, s.AuthURL+path, admin, nil, &out)
+	adminRole, err := k.one("roles", "admin")
+	if err != nil {
 		return err
 	}
-	put := func(path string) error {
-		_, err := s.call(ctx, http.MethodPut, s.AuthURL+path, admin, nil, nil)
-		return err
-	}
-	if err := get("/projects?name=service"); err != nil || len(out.Projects) != 1 {
-		return fmt.Errorf("find service project: %v", err)
-	}
-	svc := out.Projects[0].ID
-	if err := get("/roles?name=admin"); err != nil || len(out.Roles) != 1 {
-		return fmt.Errorf("find admin role: %v", err)
-	}
-	adminRole := out.Roles[0].ID
 	for _, u := range []struct{ name, pass string }{{"nova", novaPass}, {"placement", placementPass}} {
-		if err := post("/users", map[string]any{"user": map[string]any{"name": u.name, "domain_id": "default", "password": u.pass}}); err != nil {
-			return err
-		}
-		if err := put(fmt.Sprintf("/projects/%s/users/%s/roles/%s", svc, out.User.ID, adminRole)); err != nil {
+		if err := k.serviceUser(u.name, u.pass, svc, adminRole); err != nil {
 			return err
 		}
 	}
-	if err := put(fmt.Sprintf("/projects/%s/users/%s/roles/%s", s.Member.ProjectID, s.Admin.UserID, adminRole)); err != nil {
+	if err := k.grant(s.Member.ProjectID, s.Admin.UserID, adminRole); err != nil {
 		return err
 	}
 	// clouds.yaml gains "demo-admin": that admin in the demo project, as an
@@ -460,19 +443,10 @@ func (s *Stack) createNovaIdentities(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, e := range []struct{ typ, name, url string }{{"compute", "nova", s.ComputeURL}, {"placement", "placement", s.PlacementURL}} {
-		if err := post("/services", map[string]any{"service": map[string]any{"type": e.typ, "name": e.name}}); err != nil {
-			return err
-		}
-		id := out.Service.ID
-		for _, iface := range []string{"public", "internal", "admin"} {
-			if err := post("/endpoints", map[string]any{"endpoint": map[string]any{
-				"service_id": id, "interface": iface, "region_id": s.Region, "url": e.url}}); err != nil {
-				return err
-			}
-		}
+	if err := k.catalog("compute", "nova", s.ComputeURL); err != nil {
+		return err
 	}
-	return nil
+	return k.catalog("placement", "placement", s.PlacementURL)
 }
 
 // neutronForNova is the network endpoint Nova calls: the real

@@ -2,9 +2,7 @@ package openstacktest
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
-	"os"
 	"slices"
 	"testing"
 	"time"
@@ -14,16 +12,9 @@ import (
 // computes, and drives one server the real way: scheduled to ACTIVE, a
 // flavor no host fits to ERROR, and a stopped compute goes down.
 func TestNovaStack(t *testing.T) {
-	if testing.Short() {
-		t.Skip("real OpenStack stack")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
 	defer cancel()
-	s, err := New(ctx, Options{Nova: true, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s := stack(t)
 	id, err := s.CreateServer(ctx, ServerOpts{Name: "smoke", Host: NovaHosts[1]})
 	if err != nil {
 		t.Fatal(err)
@@ -60,16 +51,9 @@ func TestNovaStack(t *testing.T) {
 // it already has, or the periodic heal (off here) refresh, and security
 // groups from Neutron's ports by device_id on every read.
 func TestNovaServerOnNeutronPort(t *testing.T) {
-	if testing.Short() {
-		t.Skip("real OpenStack stack")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
 	defer cancel()
-	s, err := New(ctx, Options{Neutron: true, Nova: true, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s := stack(t)
 	call := func(method, path string, in, out any) {
 		t.Helper()
 		if err := s.NeutronCall(ctx, s.Member, method, path, in, out); err != nil {

@@ -73,6 +73,10 @@ type Stack struct {
 	// VIPNetworkID is the made-up network load balancers are created on; the
 	// noop network driver accepts any ID.
 	VIPNetworkID string
+	// CinderURL is the Cinder API root, http://127.0.0.1:<port>, with
+	// Options.Cinder; "" without. The catalog's volumev3 endpoint is
+	// CinderURL/v3/%(project_id)s.
+	CinderURL string
 	// NeutronURL is the Neutron API root, http://127.0.0.1:<port> (the
 	// "network" endpoint in the catalog); empty without Options.Neutron.
 	NeutronURL string
@@ -99,6 +103,9 @@ type Options struct {
 	// Logger, when set, gets one Info line per start-up step with its
 	// duration; nil logs nothing.
 	Logger *slog.Logger
+	// Cinder also runs cinder-api, cinder-scheduler and cinder-volume with
+	// the fake volume driver (cinder.go).
+	Cinder bool
 	// Neutron also runs neutron-server (see neutron.go).
 	Neutron bool
 	// Nova adds Placement and Nova (nova.go): API, conductor, scheduler
@@ -247,6 +254,10 @@ GRANT ALL ON keystone.* TO 'os'@'127.0.0.1'; GRANT ALL ON octavia.* TO 'os'@'127
 	}
 	step("rabbitmq")
 	if err := s.startProc("octavia-worker", "octavia-worker", []string{"--config-file", s.path("octavia.conf")}, "worker.log"); err != nil {
+		return nil, err
+	}
+	// Cinder boots while Keystone, Octavia and the worker do.
+	if err := s.startCinder(ctx, opts, p); err != nil {
 		return nil, err
 	}
 	if err := s.waitHTTP(ctx, "keystone", s.AuthURL, "keystone.log"); err != nil {
@@ -557,8 +568,10 @@ func schemaCacheDir() string {
 		return ""
 	}
 	out, err := exec.Command("dpkg-query", "-W", "-f", "${Package}=${Version}\n",
-		"python3-keystone", "python3-octavia", "mariadb-server").Output()
-	if err != nil {
+		"python3-keystone", "python3-octavia", "python3-cinder", "mariadb-server").Output()
+	// A package not installed (python3-cinder without Options.Cinder) makes
+	// dpkg-query fail but still prints the others.
+	if err != nil && len(out) == 0 {
 		return ""
 	}
 	base := os.Getenv("XDG_CACHE_HOME")
@@ -775,15 +788,11 @@ func (s *Stack) createIdentities(ctx context.Context) error {
 	if s.Member.UserID, err = userIn(s.Member.Username, s.Member.Password, s.Member.ProjectID, "member", "load-balancer_member"); err != nil {
 		return err
 	}
-	if err := post("/services", map[string]any{"service": map[string]any{"type": "load-balancer", "name": "octavia"}}); err != nil {
+	if err := (&keystoneAdmin{s: s, ctx: ctx, token: admin}).catalog("load-balancer", "octavia", s.OctaviaURL); err != nil {
 		return err
 	}
-	serviceID := out.Service.ID
-	for _, iface := range []string{"public", "internal", "admin"} {
-		if err := post("/endpoints", map[string]any{"endpoint": map[string]any{
-			"service_id": serviceID, "interface": iface, "region_id": s.Region, "url": s.OctaviaURL}}); err != nil {
-			return err
-		}
+	if err := s.createCinderIdentities(ctx, admin); err != nil {
+		return err
 	}
 	// An application credential is created by its own user.
 	member, err := s.Token(ctx, s.Member)
@@ -1110,6 +1119,7 @@ func (s *Stack) Close() {
 		s.stopProc("octavia-worker", 10*time.Second)
 	}()
 	s.stopProc("octavia-api", 5*time.Second)
+	s.stopCinder()
 	s.stopProc("neutron", neutronStopGrace)
 	s.stopProc("keystone", 5*time.Second)
 	wg.Wait()

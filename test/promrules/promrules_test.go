@@ -52,6 +52,7 @@ var exported = []string{
 	"drwatch_raft_is_leader", "drwatch_raft_has_leader", "drwatch_raft_term", "drwatch_raft_commit_index",
 	"drwatch_raft_applied_index", "drwatch_raft_last_contact_seconds", "drwatch_raft_leader_changes_total",
 	"drwatch_raft_refused_connections_total", "drwatch_raft_peers",
+	"drwatch_raft_log_appended_entries_total", "drwatch_raft_log_appended_bytes_total",
 	// failover/remediate (const MetricActions, MetricBrake)
 	"drwatch_remediation_actions_total", "drwatch_remediation_brake_engaged",
 	// failover/drill (its Metric* constants; the drill executor registers them)

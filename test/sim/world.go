@@ -272,7 +272,7 @@ func (w *World) leaderLoop(ctx context.Context, n *simNode, node *cluster.Node) 
 // run here under every fault): one Observe per round, abandoned after
 // one interval.
 func (w *World) reportLoop(ctx context.Context, n *simNode, node *cluster.Node) {
-	rep := watcher.NewReporter(n.id, w.hash) // a new process reports full first
+	rep := watcher.NewReporter(n.id, w.hash, n.machine) // a new process reports full first
 	clock := func() time.Time { return w.clock(n.id) }
 	for {
 		select {

@@ -101,7 +101,8 @@ func (v *validator) remediations(c *Config) {
 	for _, cloud := range []struct {
 		path string
 		auth remediate.OpenStackAuth
-	}{{"remediations.octavia_stuck_lb", c.Remediations.OctaviaStuckLB.OpenStackAuth}, {"remediations.openstack", c.Remediations.OpenStack.OpenStackAuth}} {
+	}{{"remediations.octavia_stuck_lb", c.Remediations.OctaviaStuckLB.OpenStackAuth}, {"remediations.openstack", c.Remediations.OpenStack.OpenStackAuth},
+		{"remediations.cloud_debris", c.Remediations.CloudDebris.OpenStackAuth}} {
 		v.fileField(cloud.path+".clouds_file", cloud.auth.CloudsFile, false)
 		v.fileField(cloud.path+".application_credential_id_file", cloud.auth.ApplicationCredentialIDFile, false)
 		v.fileField(cloud.path+".application_credential_secret_file", cloud.auth.ApplicationCredentialSecretFile, false)

@@ -15,7 +15,6 @@ import (
 	"github.com/drwatch/drwatch/internal/openstackauth"
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
-	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 )
 
@@ -356,7 +355,7 @@ func (s *StuckLB) client(ctx context.Context) (_ *gophercloud.ServiceClient, pro
 	}
 	project = s.cfg.ProjectID
 	if project == "" {
-		if project, err = tokenProject(provider); err != nil {
+		if project, err = openstackauth.TokenProject(provider); err != nil {
 			done()
 			return nil, "", nil, err
 		}
@@ -367,22 +366,4 @@ func (s *StuckLB) client(ctx context.Context) (_ *gophercloud.ServiceClient, pro
 		return nil, "", nil, fmt.Errorf("octavia endpoint: %w", err)
 	}
 	return client, project, done, nil
-}
-
-// tokenProject is the project the credentials' token is scoped to. A token
-// without one (domain or system scope) is refused: with it, nothing would
-// limit which project's load balancers are ours.
-func tokenProject(provider *gophercloud.ProviderClient) (string, error) {
-	res, ok := provider.GetAuthResult().(tokens.CreateResult)
-	if !ok {
-		return "", errors.New("keystone: no v3 token to read the project from: set project_id")
-	}
-	p, err := res.ExtractProject()
-	if err != nil {
-		return "", fmt.Errorf("keystone token project: %w", err)
-	}
-	if p == nil || p.ID == "" {
-		return "", errors.New("keystone: the credentials are not scoped to a project: set project_id")
-	}
-	return p.ID, nil
 }

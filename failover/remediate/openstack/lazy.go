@@ -9,6 +9,7 @@ import (
 
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/clusterhealth"
+	"github.com/drwatch/drwatch/failover/remediate/debris"
 	"github.com/drwatch/drwatch/failover/remediate/kube"
 	"github.com/drwatch/drwatch/failover/remediate/octavia"
 	corev1 "k8s.io/api/core/v1"
@@ -121,7 +122,8 @@ type Cloud struct {
 	Pools kube.LoadBalancerPools
 }
 
-// CloudRemediators builds the OpenStack repairs r enables, the instance
+// CloudRemediators builds the OpenStack repairs r enables (cloud-debris
+// checks its site's Services and PersistentVolumes with kubeClients), the instance
 // checks dead-node and orphaned-pods use and the pool reader drain-trap
 // uses (nil when no cloud is configured for their site). Nothing here
 // touches the cloud: clients authenticate on first use. kubeClients give
@@ -136,6 +138,21 @@ func CloudRemediators(r remediate.Config, kubeClients kube.Clients, log *slog.Lo
 			return Cloud{}, fmt.Errorf("remediations.octavia_stuck_lb: %w", err)
 		}
 		out = append(out, remediate.Entry{Remediator: lb, Settings: o.Settings})
+	}
+	if dc := r.CloudDebris; dc.Mode.Enabled() {
+		kc := kubeClients.Primary
+		if dc.Site == "backup" {
+			kc = kubeClients.Backup
+		}
+		if dc.Decommissioned {
+			// Nothing is asked of a decommissioned cluster's API.
+			kc = nil
+		}
+		d, err := debris.New(dc, kc, log.With("remediation", debris.Name))
+		if err != nil {
+			return Cloud{}, fmt.Errorf("remediations.cloud_debris: %w", err)
+		}
+		out = append(out, remediate.Entry{Remediator: d, Settings: dc.Settings})
 	}
 	os := r.OpenStack
 	if os.AuthURL == "" && os.Cloud == "" {

@@ -1,0 +1,64 @@
+package debris_test
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/failover/remediate/debris"
+	"github.com/drwatch/drwatch/failover/remediate/kube"
+	"github.com/drwatch/drwatch/failover/remediate/openstack"
+	"github.com/drwatch/drwatch/test/kubetest"
+	"github.com/drwatch/drwatch/test/openstacktest"
+)
+
+// The remediations section turns cloud-debris on as `drwatch remediate
+// plan` and the node build it (openstack.CloudRemediators), and PlanAll,
+// what the plan command prints, lists its action against the real
+// services; off, it is not built at all.
+func TestPlanFromConfig(t *testing.T) {
+	discard := slog.New(slog.DiscardHandler)
+	s := openstacktest.SharedWith(t, openstacktest.Options{Neutron: true, Cinder: true})
+	kc := kubetest.Shared(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	vol, err := s.CreateVolume(ctx, s.Member, "pvc-wired", map[string]string{debris.CSIClusterKey: "wired", debris.CSIPVNameKey: "pvc-wired"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := remediate.Config{
+		Kubernetes: remediate.KubeSites{Primary: remediate.KubeCluster{Kubeconfig: kc.Kubeconfig}},
+		CloudDebris: remediate.CloudDebrisConfig{Settings: remediate.Settings{Mode: remediate.ModeDryRun},
+			OpenStackAuth: remediate.OpenStackAuth{Cloud: "member", CloudsFile: s.CloudsFile}, ClusterName: "wired"},
+	}
+	client, err := kube.NewClient(cfg.Kubernetes.Primary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cloud, err := openstack.CloudRemediators(cfg, kube.Clients{Primary: client}, discard, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	planned, err := remediate.PlanAll(ctx, cloud.Entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(planned) != 1 || planned[0].Remediation != debris.Name || planned[0].Target != "volume/"+vol || planned[0].Held != "" {
+		t.Fatalf("got %+v, want one cloud-debris delete of volume/%s", planned, vol)
+	}
+	if !strings.Contains(planned[0].Reason, "PersistentVolume pvc-wired") {
+		t.Errorf("reason %q does not name the PV", planned[0].Reason)
+	}
+
+	cfg.CloudDebris.Mode = remediate.ModeOff
+	if cloud, err = openstack.CloudRemediators(cfg, kube.Clients{Primary: client}, discard, nil); err != nil || len(cloud.Entries) != 0 {
+		t.Fatalf("off: got %d entries, %v; want none", len(cloud.Entries), err)
+	}
+	cfg.CloudDebris.Mode = remediate.ModeOn
+	if _, err := openstack.CloudRemediators(cfg, kube.Clients{}, discard, nil); err == nil || !strings.Contains(err.Error(), "remediations.kubernetes.primary") {
+		t.Fatalf("no kube client: got %v, want an error naming remediations.kubernetes.primary", err)
+	}
+}
