@@ -10,10 +10,10 @@
 // MariaDB ([Stack.SetLBStatus]).
 //
 // Neutron (neutron.go) is neutron-server 21 (Zed) with the ML2 core plugin
-// (flat and vxlan type drivers, no mechanism driver, port_security) and the
-// router service plugin, and no agent: networks, subnets, ports, security
-// groups, routers and extra routes are database operations that need no
-// dataplane, and the API validates them as in production (extraroute
+// (flat and vxlan type drivers, the openvswitch mechanism driver,
+// port_security) and the router service plugin, and no agent process:
+// networks, subnets, ports, security groups, routers and extra routes are
+// database operations that need no dataplane, and the API validates them as in production (extraroute
 // nexthops, max_routes, If-Match revisions, allowed_address_pairs).
 // neutron.conf sets max_routes to [NeutronMaxRoutes]. Keystone's catalog
 // has it as the "network" endpoint ([Stack.NeutronURL]); the service user is
@@ -33,7 +33,8 @@
 // 12 s: down about 13 s after the stop), forced_down and disabled through
 // os-services (SetService), a down cell by SetCellDown (cell1's mapping
 // points nova-api at the cell database through a fault proxy, which then
-// resets every connection). Power states the fake driver never produces
+// resets every connection; SetCell0Down does the same for cell0, where
+// the servers no host took live). Power states the fake driver never produces
 // (CRASHED, NULL, a server held in BUILD) are written into the cell
 // database (SetPowerState), as SetLBStatus does for Octavia.
 //
@@ -44,11 +45,16 @@
 // an empty one (no ports, so a server has no addresses or security groups;
 // Nova's own view code asks Neutron for them on every server read).
 // Neither is in the catalog. With Options.Neutron, Nova uses the real
-// neutron-server. Neutron has no L2 agent and no mechanism driver, so Nova
-// could not bind a port it allocates: servers are created with networks
-// "none" either way, and a test that needs a server's port creates it in
-// Neutron with device_id (the server's ID) and device_owner compute:nova,
-// which is how Nova finds a server's ports.
+// neutron-server, and a server boots with ports made in Neutron beforehand
+// (ServerOpts.Ports): Nova binds each to its host, which ML2's openvswitch
+// driver allows because every fake hypervisor has an Open vSwitch agent
+// row in Neutron's agents table (written at start, with a heartbeat that
+// never ages: no agent runs), sets device_id and device_owner compute:nova,
+// and keeps the port in its network info cache, where server views take
+// "addresses" from. A port made later with a server's device_id is not in
+// them: Nova refreshes that cache only on its own attach, on a
+// network-changed event for a port it already has, or in the periodic heal
+// (off here). Servers without Ports boot with networks "none".
 //
 // Everything binds to 127.0.0.1 on free ports and keeps its state in one
 // temporary directory. Close stops only the processes it started (their

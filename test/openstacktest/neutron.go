@@ -20,8 +20,15 @@ import (
 // core plugin and the router service plugin, on the stack's MariaDB,
 // RabbitMQ and Keystone. No agent runs: networks, subnets, ports, security
 // groups, routers and their extra routes are database-level API operations.
-// Ports stay unbound (no mechanism driver), which changes nothing the API
-// validates.
+//
+// Nova binds the ports a server boots with, and refuses a port whose
+// binding failed (PortBindingFailed). ML2 binds through the openvswitch
+// mechanism driver, which binds a port to a host that has a live Open
+// vSwitch agent. With Options.Nova every fake hypervisor gets one in
+// Neutron's agents table (l2AgentRows): a row the agent would write by
+// reporting its state, with a heartbeat that never ages, since no agent runs
+// here. Neutron's binding code is then the real one (vif_type "ovs"); only
+// the dataplane, which nothing here reads, is missing.
 
 const (
 	neutronPass = "neutronpw"
@@ -114,7 +121,7 @@ lock_path = %[9]s
 [ml2]
 type_drivers = flat,vxlan
 tenant_network_types = vxlan
-mechanism_drivers =
+mechanism_drivers = openvswitch
 extension_drivers = port_security
 [ml2_type_flat]
 flat_networks = *
@@ -146,11 +153,31 @@ enable_security_group = true
 			s.saveDump(ctx, "neutron", cache)
 		}
 	}
+	if opts.Nova {
+		if err := s.mysql(ctx, "neutron", l2AgentRows(NovaHosts)); err != nil {
+			return fmt.Errorf("neutron l2 agents: %w", err)
+		}
+	}
 	if opts.Logger != nil {
 		opts.Logger.Info("openstacktest neutron database", "how", how, "took", time.Since(t0).Round(100*time.Millisecond))
 	}
 	s.neutronT0 = time.Now()
 	return s.startProc("neutron", "/usr/bin/neutron-server", args, "neutron.log")
+}
+
+// l2AgentRows is the SQL that records a live Open vSwitch agent on each
+// host, as neutron-openvswitch-agent's first state report would: tunnel
+// type vxlan (the tenant networks' type) and no bridge mappings. Its
+// heartbeat lies in 2099, so Neutron (agent_down_time 75 s) never counts
+// it down.
+func l2AgentRows(hosts []string) string {
+	var rows []string
+	for i, h := range hosts {
+		rows = append(rows, fmt.Sprintf(`('a9e00000-0000-4000-8000-%012d','Open vSwitch agent','neutron-openvswitch-agent','N/A','%s',1,
+NOW(),NOW(),'2099-01-01 00:00:00','{"tunnel_types": ["vxlan"], "bridge_mappings": {}, "ovs_hybrid_plug": false, "integration_bridge": "br-int"}',0)`, i+1, h))
+	}
+	return "INSERT INTO agents (id, agent_type, `binary`, topic, host, admin_state_up, created_at, started_at, heartbeat_timestamp, configurations, `load`) VALUES " +
+		strings.Join(rows, ",")
 }
 
 // waitNeutron waits until neutron-server answers its version list.
@@ -247,3 +274,16 @@ func (s *Stack) NeutronCall(ctx context.Context, c Credentials, method, path str
 
 // neutronStopGrace is how long neutron-server gets to stop on TERM.
 const neutronStopGrace = 5 * time.Second
+
+// NeutronState sums up every Neutron resource's standard attributes: how
+// many there are, the sum of their revision_numbers and the latest
+// updated_at. Every create, update or delete through the API changes it,
+// so equal states before and after mean Neutron took no write.
+func (s *Stack) NeutronState(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, "mariadb", "--no-defaults", "-S", s.mysqlSock, "-uroot", "-N", "neutron", "-e",
+		"SELECT COUNT(*), COALESCE(SUM(revision_number), 0), COALESCE(MAX(updated_at), '') FROM standardattributes").Output()
+	if err != nil {
+		return "", fmt.Errorf("neutron state: %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}

@@ -58,12 +58,15 @@ type novaState struct {
 	// mapping points at it, so SetCellDown can cut the API off from the
 	// cell while conductor and compute keep their direct connection.
 	cellProxy *faultproxy.Proxy
-	stubs     *http.Server
-	stubLn    net.Listener
-	mysqlPort int
-	once      sync.Once
-	mu        sync.Mutex
-	tokens    map[string]cachedToken
+	// cell0Proxy does the same for cell0, where the servers no host
+	// took live (SetCell0Down).
+	cell0Proxy *faultproxy.Proxy
+	stubs      *http.Server
+	stubLn     net.Listener
+	mysqlPort  int
+	once       sync.Once
+	mu         sync.Mutex
+	tokens     map[string]cachedToken
 }
 
 func checkNovaBinaries() error { return checkBinaryList(novaBinaries) }
@@ -88,6 +91,10 @@ func (s *Stack) startNova(ctx context.Context, p stackPorts, step func(string)) 
 	s.nova.cellProxy, err = faultproxy.New("127.0.0.1:0", fmt.Sprintf("127.0.0.1:%d", p.mysql))
 	if err != nil {
 		return fmt.Errorf("cell database proxy: %w", err)
+	}
+	s.nova.cell0Proxy, err = faultproxy.New("127.0.0.1:0", fmt.Sprintf("127.0.0.1:%d", p.mysql))
+	if err != nil {
+		return fmt.Errorf("cell0 database proxy: %w", err)
 	}
 	if err := s.startNovaStubs(); err != nil {
 		return err
@@ -318,7 +325,7 @@ var novaSchemaDBs = []string{"nova_api", "nova", "nova_cell0", "placement"}
 // prepareNovaDatabases migrates the Nova API, cell0, cell1 and Placement
 // databases and maps the cells, or loads them from the schema cache, then
 // points the cell mappings at this run's ports (cell1's database through
-// the cell proxy).
+// the cell proxy, cell0's through the cell0 proxy).
 func (s *Stack) prepareNovaDatabases(ctx context.Context, p stackPorts) error {
 	cache := novaSchemaCacheDir()
 	loaded := false
@@ -359,9 +366,9 @@ func (s *Stack) prepareNovaDatabases(ctx context.Context, p stackPorts) error {
 			s.saveDumps(ctx, cache, novaSchemaDBs)
 		}
 	}
-	return s.mysql(ctx, "nova_api", fmt.Sprintf(`UPDATE cell_mappings SET database_connection='mysql+pymysql://os:%[1]s@127.0.0.1:%[2]d/nova_cell0' WHERE name='cell0';
+	return s.mysql(ctx, "nova_api", fmt.Sprintf(`UPDATE cell_mappings SET database_connection='mysql+pymysql://os:%[1]s@%[5]s/nova_cell0' WHERE name='cell0';
 UPDATE cell_mappings SET database_connection='mysql+pymysql://os:%[1]s@%[3]s/nova', transport_url='rabbit://guest:guest@127.0.0.1:%[4]d/' WHERE name='cell1';`,
-		dbPassword, p.mysql, s.nova.cellProxy.Addr(), p.rabbit))
+		dbPassword, p.mysql, s.nova.cellProxy.Addr(), p.rabbit, s.nova.cell0Proxy.Addr()))
 }
 
 // novaSchemaVersion changes whenever what the cached Nova dump contains
@@ -541,6 +548,9 @@ func (s *Stack) stopNova() {
 		if s.nova.stubs != nil {
 			s.nova.stubs.Close()
 		}
+		if s.nova.cell0Proxy != nil {
+			s.nova.cell0Proxy.Close()
+		}
 		if s.nova.cellProxy != nil {
 			s.nova.cellProxy.Close()
 		}
@@ -618,6 +628,17 @@ func (s *Stack) SetCellDown(down bool) {
 		s.nova.cellProxy.SetMode(faultproxy.Reset)
 	} else {
 		s.nova.cellProxy.SetMode(faultproxy.Pass)
+	}
+}
+
+// SetCell0Down does what SetCellDown does for cell0, which holds the
+// servers the scheduler found no host for (ERROR, NoValidHost): cell1's
+// servers stay readable.
+func (s *Stack) SetCell0Down(down bool) {
+	if down {
+		s.nova.cell0Proxy.SetMode(faultproxy.Reset)
+	} else {
+		s.nova.cell0Proxy.SetMode(faultproxy.Pass)
 	}
 }
 
@@ -717,6 +738,12 @@ type ServerOpts struct {
 	Host string
 	// Flavor is a flavor ID; empty is FlavorSmall.
 	Flavor string
+	// Ports are Neutron ports (made without device_id) the server boots
+	// with, in order; none boots it with networks "none". Nova binds them
+	// to the host (Options.Neutron's openvswitch agents), sets their
+	// device_id and device_owner, and records them in its network info
+	// cache, from which server views take "addresses".
+	Ports []string
 }
 
 // Flavors the stack creates: FlavorSmall fits every fake hypervisor,
@@ -740,8 +767,8 @@ type Server struct {
 	} `json:"fault"`
 }
 
-// CreateServer creates a server in the Member project with networks
-// "none" from ImageID, as admin when o.Host is set (admin has role admin
+// CreateServer creates a server in the Member project from ImageID, with
+// o.Ports or networks "none", as admin when o.Host is set (admin has role admin
 // in the demo project) and as the Member otherwise. It returns the ID
 // without waiting; see WaitServer.
 func (s *Stack) CreateServer(ctx context.Context, o ServerOpts) (string, error) {
@@ -753,6 +780,13 @@ func (s *Stack) CreateServer(ctx context.Context, o ServerOpts) (string, error) 
 		flavor = FlavorSmall
 	}
 	body := map[string]any{"name": o.Name, "imageRef": ImageID, "flavorRef": flavor, "networks": "none"}
+	if len(o.Ports) > 0 {
+		nets := make([]map[string]string, len(o.Ports))
+		for i, p := range o.Ports {
+			nets[i] = map[string]string{"port": p}
+		}
+		body["networks"] = nets
+	}
 	if o.Metadata != nil {
 		body["metadata"] = o.Metadata
 	}

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,25 +12,50 @@ import (
 	"github.com/drwatch/drwatch/cmd/drwatch/config"
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/clusterhealth"
-	"github.com/drwatch/drwatch/test/openstacksim"
+	"github.com/drwatch/drwatch/test/openstacktest"
 )
 
 // TestClusterHealthReadsTheConfiguredClustersOnly: the Cluster health
 // monitor reaches a site only through remediations.kubernetes and
-// remediations.openstack, and says why a route quota is unknown.
+// remediations.openstack, and says why a route quota is unknown. The
+// cloud is a real one (openstacktest with Neutron, and Nova, whose compute
+// endpoint the node's clients need in the catalog).
 func TestClusterHealthReadsTheConfiguredClustersOnly(t *testing.T) {
-	s := openstacksim.Start()
+	ctx, cancel := context.WithTimeout(context.Background(), openstacktest.StartTimeout)
+	defer cancel()
+	s, err := openstacktest.New(ctx, openstacktest.Options{Neutron: true, Nova: true})
+	if err != nil {
+		t.Fatalf("openstacktest: %v", err)
+	}
 	t.Cleanup(s.Close)
 	dir := t.TempDir()
 	idf, secf := filepath.Join(dir, "id"), filepath.Join(dir, "secret")
-	for f, v := range map[string]string{idf: openstacksim.AppCredID, secf: openstacksim.AppCredSecret} {
+	for f, v := range map[string]string{idf: s.MemberAppCredID, secf: s.MemberAppCredSecret} {
 		if err := os.WriteFile(f, []byte(v+"\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	s.PutRouter(openstacksim.Router{ID: "r-backup", Routes: []openstacksim.Route{
-		{Destination: "198.19.1.0/24", NextHop: "10.180.0.3"}, {Destination: "198.19.2.0/24", NextHop: "10.180.0.4"}}})
-	auth := remediate.OpenStackAuth{AuthURL: s.AuthURL(), ApplicationCredentialIDFile: idf, ApplicationCredentialSecretFile: secf, Region: openstacksim.Region}
+	// The backup site's router, with two extra routes through its subnet.
+	call := func(method, path string, in, out any) {
+		t.Helper()
+		if err := s.NeutronCall(ctx, s.Member, method, path, in, out); err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+	}
+	type idOnly struct{ ID string }
+	var net struct{ Network idOnly }
+	var sub struct{ Subnet idOnly }
+	var rt struct{ Router idOnly }
+	call(http.MethodPost, "/v2.0/networks", map[string]any{"network": map[string]any{"name": "backup"}}, &net)
+	call(http.MethodPost, "/v2.0/subnets", map[string]any{"subnet": map[string]any{"network_id": net.Network.ID,
+		"cidr": "10.180.0.0/16", "ip_version": 4, "enable_dhcp": false, "gateway_ip": "10.180.255.254"}}, &sub)
+	call(http.MethodPost, "/v2.0/routers", map[string]any{"router": map[string]any{"name": "r-backup"}}, &rt)
+	call(http.MethodPut, "/v2.0/routers/"+rt.Router.ID+"/add_router_interface", map[string]any{"subnet_id": sub.Subnet.ID}, nil)
+	call(http.MethodPut, "/v2.0/routers/"+rt.Router.ID+"/add_extraroutes", map[string]any{"router": map[string]any{"routes": []any{
+		map[string]any{"destination": "198.19.1.0/24", "nexthop": "10.180.0.3"},
+		map[string]any{"destination": "198.19.2.0/24", "nexthop": "10.180.0.4"}}}}, nil)
+	router := rt.Router.ID
+	auth := remediate.OpenStackAuth{AuthURL: s.AuthURL, ApplicationCredentialIDFile: idf, ApplicationCredentialSecretFile: secf, Region: s.Region}
 
 	for _, tt := range []struct {
 		name        string
@@ -40,7 +66,7 @@ func TestClusterHealthReadsTheConfiguredClustersOnly(t *testing.T) {
 			[2]string{"unknown: remediations.openstack is not configured", "unknown: remediations.openstack is not configured"}},
 		{"no router", remediate.OpenStackClusterConfig{OpenStackAuth: auth, Site: "backup"},
 			[2]string{"unknown: remediations.openstack is for the backup site", "unknown: remediations.openstack.router_id is not set"}},
-		{"backup router", remediate.OpenStackClusterConfig{OpenStackAuth: auth, Site: "backup", RouterID: "r-backup"},
+		{"backup router", remediate.OpenStackClusterConfig{OpenStackAuth: auth, Site: "backup", RouterID: router},
 			[2]string{"unknown: remediations.openstack is for the backup site", ""}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -49,7 +75,10 @@ func TestClusterHealthReadsTheConfiguredClustersOnly(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			writes := s.Writes()
+			before, err := s.NeutronState(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
 			m.ReadOnce(context.Background())
 			sites := m.Sites()
 			for i, site := range sites {
@@ -61,12 +90,14 @@ func TestClusterHealthReadsTheConfiguredClustersOnly(t *testing.T) {
 				}
 			}
 			if tt.wantUnknown[1] == "" {
-				if want := (&clusterhealth.Routes{RouterID: "r-backup", Used: 2, Limit: remediate.DefaultRouteLimit}); sites[1].Routes == nil || *sites[1].Routes != *want {
+				if want := (&clusterhealth.Routes{RouterID: router, Used: 2, Limit: remediate.DefaultRouteLimit}); sites[1].Routes == nil || *sites[1].Routes != *want {
 					t.Errorf("backup: got routes %+v, want %+v", sites[1].Routes, want)
 				}
 			}
-			if s.Writes() != writes {
-				t.Errorf("got %d cloud writes from reading the quota, want none", s.Writes()-writes)
+			// Reading the quota writes nothing: Neutron's resources
+			// (count, revisions, last update) are as before.
+			if after, err := s.NeutronState(ctx); err != nil || after != before {
+				t.Errorf("neutron after reading the quota: got %q %v, want %q (no write)", after, err, before)
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -16,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drwatch/drwatch/test/openstacksim"
 	"github.com/drwatch/drwatch/test/openstacktest"
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
@@ -28,11 +28,14 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 )
 
-// The Neutron side of these tests is a real neutron-server
-// (openstacktest with Options.Neutron, one per test binary). Nova is still
-// the simulator (openstacksim), put on the real Neutron with UseNeutron: it
-// reads its servers' addresses and security groups from the real ports and
-// applies addSecurityGroup to them, as Nova does.
+// These tests run on the package's one real stack (stackOptions): real
+// neutron-server and real Nova. A test's servers boot with ports made in
+// Neutron beforehand (openstacktest.ServerOpts.Ports), as a cluster's
+// nodes do: Nova binds each port, sets its device_id and keeps it in its
+// network info cache, from which server views take "addresses" (a port
+// made later with the server's device_id would not show there: Nova
+// refreshes that cache only on its own attach, on a network-changed event
+// for a port already cached, or by the periodic heal, one server per run).
 
 // neutronClients are the package's authenticated Neutron clients of the
 // shared stack: the member project's (whose resources the remediators
@@ -77,15 +80,22 @@ func realNeutron(t *testing.T) (*openstacktest.Stack, *gophercloud.ServiceClient
 	return st, neutronClients.member, neutronClients.admin
 }
 
-// recorder is a reverse proxy in front of the real Neutron that the
-// remediator under test talks to: it counts the writes and the full route
-// replaces (PUT /v2.0/routers/{id} with "routes"), which Neutron itself
-// cannot tell apart from a remove_extraroutes afterwards.
+// recorder is a reverse proxy in front of the real Neutron or Nova that
+// the remediator under test talks to: it counts the writes and the full
+// route replaces (PUT /v2.0/routers/{id} with "routes"), which Neutron
+// itself cannot tell apart from a remove_extraroutes afterwards. In front
+// of Nova it can page server lists (limit) and fail the later pages, which
+// real Nova does only past its max_limit (1000) servers.
 type recorder struct {
 	srv      *httptest.Server
 	mu       sync.Mutex
 	writes   []string
 	replaces int
+	// limit, when set, is added to server lists that carry none; then
+	// failPaged answers 500 to every list that carries a marker (the
+	// second and later pages).
+	limit     int
+	failPaged bool
 }
 
 func newRecorder(t *testing.T, target string) *recorder {
@@ -94,9 +104,24 @@ func newRecorder(t *testing.T, target string) *recorder {
 	if err != nil {
 		t.Fatal(err)
 	}
+	u.Path = ""
 	rec := &recorder{}
 	proxy := httputil.NewSingleHostReverseProxy(u)
 	rec.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && (strings.HasSuffix(r.URL.Path, "/servers") || strings.HasSuffix(r.URL.Path, "/servers/detail")) {
+			rec.mu.Lock()
+			limit, fail := rec.limit, rec.failPaged
+			rec.mu.Unlock()
+			q := r.URL.Query()
+			if fail && q.Has("marker") {
+				http.Error(w, `{"computeFault": {"code": 500, "message": "page fault (test)"}}`, http.StatusInternalServerError)
+				return
+			}
+			if limit > 0 && !q.Has("limit") {
+				q.Set("limit", fmt.Sprint(limit))
+				r.URL.RawQuery = q.Encode()
+			}
+		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			body, _ := io.ReadAll(r.Body)
 			r.Body = io.NopCloser(bytes.NewReader(body))
@@ -118,6 +143,14 @@ func newRecorder(t *testing.T, target string) *recorder {
 	return rec
 }
 
+// page makes server lists come in pages of limit, the later ones failing
+// when fail is set.
+func (r *recorder) page(limit int, fail bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.limit, r.failPaged = limit, fail
+}
+
 // Writes counts the write requests that went through the proxy.
 func (r *recorder) Writes() int { r.mu.Lock(); defer r.mu.Unlock(); return len(r.writes) }
 
@@ -132,52 +165,77 @@ func (r *recorder) Requests() []string {
 // RouteReplaces counts the full route-list replaces.
 func (r *recorder) RouteReplaces() int { r.mu.Lock(); defer r.mu.Unlock(); return r.replaces }
 
-// client is c with its endpoint moved to the proxy.
+// client is c with its endpoint moved to the proxy (same path).
 func (r *recorder) client(c *gophercloud.ServiceClient) *gophercloud.ServiceClient {
 	cp := *c
-	cp.Endpoint = r.srv.URL + "/"
-	cp.ResourceBase = r.srv.URL + "/v2.0/"
+	move := func(s string) string {
+		u, err := url.Parse(s)
+		if err != nil || s == "" {
+			return s
+		}
+		return r.srv.URL + u.Path
+	}
+	cp.Endpoint, cp.ResourceBase = move(c.Endpoint), move(c.ResourceBase)
 	return &cp
 }
 
 // world is one test's cloud: a network 10.180.0.0/16 and a router on it
 // in the real Neutron's member project, security groups named for the
-// test, and the simulated Nova on top. The remediators get c: Neutron
-// through the recorder, Nova from the simulator.
+// test, and real Nova servers booted with ports on that network. The
+// remediators get c: Neutron and Nova, each through its recorder, as the
+// member project's application credential.
+//
+// Every world's servers live in the one member project, whose whole server
+// list the route GC reads: a world deletes the servers it booted when its
+// test ends, so that the next world's lists hold only its own.
 type world struct {
 	t      *testing.T
 	stack  *openstacktest.Stack
 	member *gophercloud.ServiceClient // straight to Neutron, for set-up and checks
 	admin  *gophercloud.ServiceClient
-	rec    *recorder
-	sim    *openstacksim.Sim
+	rec    *recorder // Neutron
+	nova   *recorder // Nova
 	c      *Clients
 	tag    string
 	net    string
 	subnet string
 	router string
+	// ids are the Nova IDs of the servers by the test's key ("vm4").
+	ids    map[string]string
 	ports  map[string]string // server ID -> its port's ID
-	queued *[]ports.CreateOpts
-	// servers are the simulated Nova's servers, for fork.
-	servers []openstacksim.Server
+	queued *[]queuedServer
+	// booted are the servers this world (or fork) booted, deleted when its
+	// test ends.
+	booted []string
 }
 
-// fork returns a world on the same Neutron network, router and ports,
-// with its own simulated Nova (holding the same servers) and recorder:
-// for subtests that write nothing to Neutron and change only Nova or the
-// nodes, so that they need not build their own.
+// queuedServer is a server bulk boots at the end, with its port.
+type queuedServer struct {
+	key  string
+	spec server
+	port ports.CreateOpts
+}
+
+// fork returns a world on the same network, router, ports and servers,
+// with its own recorders: for subtests that share the world's objects.
+// Servers a fork boots are deleted when its subtest ends.
 func (w *world) fork(t *testing.T) *world {
 	t.Helper()
-	s, simc := simClients(t)
 	f := *w
-	f.t, f.sim, f.rec = t, s, newRecorder(t, w.stack.NeutronURL)
-	f.c = &Clients{Network: f.rec.client(w.member), Compute: simc.Compute}
-	f.servers = slices.Clone(w.servers)
-	for _, v := range f.servers {
-		s.PutServer(v)
-	}
-	s.UseNeutron(underlay{&f})
+	f.t, f.booted = t, nil
+	f.ids, f.ports = maps.Clone(w.ids), maps.Clone(w.ports)
+	f.clients()
+	t.Cleanup(f.deleteServers)
 	return &f
+}
+
+// clients sets w.c: Neutron and Nova of the member project, each through
+// a new recorder.
+func (w *world) clients() {
+	w.t.Helper()
+	_, c := novaClients(w.t, "member-appcred")
+	w.rec, w.nova = newRecorder(w.t, w.stack.NeutronURL), newRecorder(w.t, w.stack.ComputeURL)
+	w.c = &Clients{Network: w.rec.client(w.member), Compute: w.nova.client(c.Compute)}
 }
 
 var worldSeq struct {
@@ -185,9 +243,7 @@ var worldSeq struct {
 	n int
 }
 
-// newWorld builds a world. Server IDs are tagged with the world's number
-// (w.id), since Neutron finds a server's ports by device_id in the whole
-// project, which every test of the binary shares.
+// newWorld builds a world.
 func newWorld(t *testing.T) *world {
 	t.Helper()
 	st, member, admin := realNeutron(t)
@@ -195,10 +251,9 @@ func newWorld(t *testing.T) *world {
 	worldSeq.n++
 	tag := fmt.Sprintf("w%d", worldSeq.n)
 	worldSeq.Unlock()
-	s, simc := simClients(t)
-	w := &world{t: t, stack: st, member: member, admin: admin, rec: newRecorder(t, st.NeutronURL), sim: s, tag: tag, ports: map[string]string{}}
-	w.c = &Clients{Network: w.rec.client(member), Compute: simc.Compute}
-	s.UseNeutron(underlay{w})
+	w := &world{t: t, stack: st, member: member, admin: admin, tag: tag, ids: map[string]string{}, ports: map[string]string{}}
+	w.clients()
+	t.Cleanup(w.deleteServers)
 	ctx := context.Background()
 	n, err := networks.Create(ctx, member, networks.CreateOpts{Name: "k-net-" + tag}).Extract()
 	if err != nil {
@@ -225,8 +280,50 @@ func newWorld(t *testing.T) *world {
 	return w
 }
 
-// id is a server ID of this world.
-func (w *world) id(name string) string { return name + "-" + w.tag }
+// deleteServers deletes the servers w booted and waits until Nova has
+// none of them.
+func (w *world) deleteServers() {
+	if len(w.booted) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	errs := make(chan error, len(w.booted))
+	for _, id := range w.booted {
+		go func() {
+			errs <- func() error {
+				if err := w.stack.Nova(ctx, w.stack.Admin, http.MethodDelete, "/servers/"+id, nil, nil); err != nil {
+					return err
+				}
+				for {
+					if _, err := w.stack.GetServer(ctx, id); err != nil && strings.Contains(err.Error(), ": status 404") {
+						return nil
+					}
+					select {
+					case <-ctx.Done():
+						return fmt.Errorf("server %s still there: %w", id, ctx.Err())
+					case <-time.After(300 * time.Millisecond):
+					}
+				}
+			}()
+		}()
+	}
+	for range w.booted {
+		if err := <-errs; err != nil {
+			w.t.Errorf("delete servers: %v", err)
+		}
+	}
+}
+
+// id is the Nova ID of this world's server key.
+func (w *world) id(key string) string {
+	w.t.Helper()
+	id, ok := w.ids[key]
+	if !ok {
+		w.t.Fatalf("world has no server %s", key)
+	}
+	return id
+}
 
 // group creates a security group of this world (name tagged) and returns
 // its ID; w.groupName gives the tagged name.
@@ -256,82 +353,124 @@ func (w *world) defaultGroup() string {
 	return gs[0].ID
 }
 
-// port creates a port for server (device_id) holding ip, with the groups
-// (nil: Neutron's default) and allowed address pairs, and returns its ID.
-// Inside bulk it only queues a port without pairs and returns "".
-func (w *world) port(server, ip string, sgs []string, pairs ...string) string {
-	w.t.Helper()
-	opts := ports.CreateOpts{NetworkID: w.net, Name: "port-" + server, DeviceID: server, DeviceOwner: "compute:nova",
-		FixedIPs: []ports.IP{{SubnetID: w.subnet, IPAddress: ip}}}
+// portOpts describe a port holding ip, with the groups (nil: Neutron's
+// default) and allowed address pairs. No device_id: Nova sets it when a
+// server boots with the port.
+func (w *world) portOpts(name, ip string, sgs []string, pairs ...string) ports.CreateOpts {
+	opts := ports.CreateOpts{NetworkID: w.net, Name: "port-" + name, FixedIPs: []ports.IP{{SubnetID: w.subnet, IPAddress: ip}}}
 	if sgs != nil {
 		opts.SecurityGroups = &sgs
 	}
 	for _, p := range pairs {
 		opts.AllowedAddressPairs = append(opts.AllowedAddressPairs, ports.AddressPair{IPAddress: p})
 	}
-	// Neutron 21's bulk port create drops allowed_address_pairs
-	// (ml2 _create_port_bulk), so a port with pairs is made alone.
-	if w.queued != nil && len(pairs) == 0 {
-		*w.queued = append(*w.queued, opts)
-		return ""
-	}
-	p, err := ports.Create(context.Background(), w.member, opts).Extract()
-	if err != nil {
-		w.t.Fatalf("create port for %s at %s: %v", server, ip, err)
-	}
-	w.ports[server] = p.ID
-	return p.ID
+	return opts
 }
 
-// bulk runs f, creating the ports it asks for in one bulk request at the
-// end: each Neutron write costs a fraction of a second on a busy machine.
+// createPorts creates ports, several in one bulk request: each Neutron
+// write costs a fraction of a second on a busy machine. Neutron 21's bulk
+// port create drops allowed_address_pairs (ml2 _create_port_bulk), so a
+// port with pairs is made alone.
+func (w *world) createPorts(opts []ports.CreateOpts) []string {
+	w.t.Helper()
+	ctx := context.Background()
+	ids := make([]string, len(opts))
+	var bulk []int
+	for i, o := range opts {
+		if len(o.AllowedAddressPairs) == 0 {
+			bulk = append(bulk, i)
+			continue
+		}
+		p, err := ports.Create(ctx, w.member, o).Extract()
+		if err != nil {
+			w.t.Fatalf("create port %s: %v", o.Name, err)
+		}
+		ids[i] = p.ID
+	}
+	if len(bulk) == 0 {
+		return ids
+	}
+	list := make([]any, len(bulk))
+	for j, i := range bulk {
+		m, err := opts[i].ToPortCreateMap()
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		list[j] = m["port"]
+	}
+	var out struct {
+		Ports []ports.Port `json:"ports"`
+	}
+	if _, err := w.member.Post(ctx, w.member.ServiceURL("ports"), map[string]any{"ports": list}, &out, nil); err != nil || len(out.Ports) != len(bulk) {
+		w.t.Fatalf("create %d ports: got %d, %v", len(bulk), len(out.Ports), err)
+	}
+	for j, i := range bulk {
+		ids[i] = out.Ports[j].ID
+	}
+	return ids
+}
+
+// boot boots the servers, each with its port (ports[i]), and records them
+// by key.
+func (w *world) boot(keys []string, specs []server, portIDs []string) {
+	w.t.Helper()
+	for i := range specs {
+		specs[i].ports = []string{portIDs[i]}
+	}
+	ids := mkServers(w.t, w.stack, specs...)
+	for i, sp := range specs {
+		id := ids[sp.name]
+		w.ids[keys[i]] = id
+		w.ports[id] = portIDs[i]
+		w.booted = append(w.booted, id)
+	}
+}
+
+// bulk runs f, then creates the ports and boots the servers it asked for
+// all at once, and returns nothing until they are up.
 func (w *world) bulk(f func()) {
 	w.t.Helper()
-	var q []ports.CreateOpts
+	var q []queuedServer
 	w.queued = &q
 	f()
 	w.queued = nil
 	if len(q) == 0 {
 		return
 	}
-	body := map[string]any{}
-	list := make([]any, len(q))
-	for i, o := range q {
-		m, err := o.ToPortCreateMap()
-		if err != nil {
-			w.t.Fatal(err)
-		}
-		list[i] = m["port"]
+	opts, keys, specs := make([]ports.CreateOpts, len(q)), make([]string, len(q)), make([]server, len(q))
+	for i, s := range q {
+		opts[i], keys[i], specs[i] = s.port, s.key, s.spec
 	}
-	body["ports"] = list
-	var out struct {
-		Ports []ports.Port `json:"ports"`
-	}
-	if _, err := w.member.Post(context.Background(), w.member.ServiceURL("ports"), body, &out, nil); err != nil {
-		w.t.Fatalf("create %d ports: %v", len(q), err)
-	}
-	for _, p := range out.Ports {
-		w.ports[p.DeviceID] = p.ID
-	}
+	w.boot(keys, specs, w.createPorts(opts))
 }
 
-// node adds a cluster instance (ID w.id(id)) to the simulated Nova with
-// one real port holding ip, and returns the instance's ID.
-func (w *world) node(id, name, status, ip string, launched time.Time, sgs []string, pairs ...string) string {
+// node boots a cluster instance (key id) with one real port holding ip,
+// and returns its Nova ID ("" inside bulk).
+func (w *world) node(id, name, status, ip string, sgs []string, pairs ...string) string {
 	w.t.Helper()
-	return w.instance(openstacksim.Server{ID: id, Name: name, Status: status, Metadata: map[string]string{"kluster": "k"},
-		Created: launched, LaunchedAt: launched}, ip, sgs, pairs...)
+	return w.instance(id, name, inCluster, status, ip, sgs, pairs...)
 }
 
-// instance adds any instance (its ID tagged with w.id) with one real port
-// holding ip, and returns the instance's ID.
-func (w *world) instance(v openstacksim.Server, ip string, sgs []string, pairs ...string) string {
+// instance boots any instance (status ACTIVE or SHUTOFF) with one real
+// port holding ip, and returns its Nova ID ("" inside bulk, which boots it
+// at its end).
+func (w *world) instance(key, name string, meta map[string]string, status, ip string, sgs []string, pairs ...string) string {
 	w.t.Helper()
-	v.ID = w.id(v.ID)
-	w.sim.PutServer(v)
-	w.servers = append(w.servers, v)
-	w.port(v.ID, ip, sgs, pairs...)
-	return v.ID
+	sp := server{name: name, meta: meta}
+	switch status {
+	case "ACTIVE":
+	case "SHUTOFF":
+		sp.then = stop
+	default:
+		w.t.Fatalf("instance %s: status %s, want ACTIVE or SHUTOFF", name, status)
+	}
+	q := queuedServer{key: key, spec: sp, port: w.portOpts(name, ip, sgs, pairs...)}
+	if w.queued != nil {
+		*w.queued = append(*w.queued, q)
+		return ""
+	}
+	w.boot([]string{key}, []server{sp}, w.createPorts([]ports.CreateOpts{q.port}))
+	return w.ids[key]
 }
 
 // getPort reads a port straight from Neutron.
@@ -392,51 +531,5 @@ func (w *world) setRoutes(rs ...string) {
 	}
 }
 
-// writes counts every write the remediator made: to Neutron through the
-// recorder, and to the simulated Nova.
-func (w *world) writes() int { return w.rec.Writes() + w.sim.Writes() }
-
-// underlay is the world's real Neutron under the simulated Nova.
-type underlay struct{ w *world }
-
-func (u underlay) Ports() ([]openstacksim.Port, error) {
-	pages, err := ports.List(u.w.member, ports.ListOpts{NetworkID: u.w.net}).AllPages(context.Background())
-	if err != nil {
-		return nil, err
-	}
-	ps, err := ports.ExtractPorts(pages)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]openstacksim.Port, 0, len(ps))
-	for _, p := range ps {
-		sp := openstacksim.Port{ID: p.ID, Name: p.Name, NetworkID: p.NetworkID, DeviceID: p.DeviceID, MACAddress: p.MACAddress,
-			SecurityGroups: p.SecurityGroups, Revision: p.RevisionNumber}
-		for _, ip := range p.FixedIPs {
-			sp.FixedIPs = append(sp.FixedIPs, ip.IPAddress)
-		}
-		out = append(out, sp)
-	}
-	return out, nil
-}
-
-func (u underlay) SecurityGroups() ([]openstacksim.SecurityGroup, error) {
-	pages, err := groups.List(u.w.member, groups.ListOpts{TenantID: u.w.stack.Member.ProjectID}).AllPages(context.Background())
-	if err != nil {
-		return nil, err
-	}
-	gs, err := groups.ExtractGroups(pages)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]openstacksim.SecurityGroup, 0, len(gs))
-	for _, g := range gs {
-		out = append(out, openstacksim.SecurityGroup{ID: g.ID, Name: g.Name})
-	}
-	return out, nil
-}
-
-func (u underlay) SetSecurityGroups(port string, sgs []string) error {
-	_, err := ports.Update(context.Background(), u.w.member, port, ports.UpdateOpts{SecurityGroups: &sgs}).Extract()
-	return err
-}
+// writes counts every write the remediator made, to Neutron and to Nova.
+func (w *world) writes() int { return w.rec.Writes() + w.nova.Writes() }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/remediatetest"
-	"github.com/drwatch/drwatch/test/openstacksim"
 	"github.com/drwatch/drwatch/test/openstacktest"
 	"github.com/gophercloud/gophercloud/v2"
 )
@@ -64,15 +63,15 @@ func routeGCWorld(t *testing.T, routes ...string) (*world, *fakeNodes) {
 	t.Helper()
 	w := newWorld(t)
 	w.bulk(func() {
-		w.node("vm4", "k-node-4", "ACTIVE", "10.180.0.4", t0, nil)
-		w.node("vm5", "k-node-5", "SHUTOFF", "10.180.0.5", t0, nil)
-		w.node("vm6", "k-node-6", "ACTIVE", "10.180.0.6", t0, nil)
+		w.node("vm4", "k-node-4", "ACTIVE", "10.180.0.4", nil)
+		w.node("vm5", "k-node-5", "SHUTOFF", "10.180.0.5", nil)
+		w.node("vm6", "k-node-6", "ACTIVE", "10.180.0.6", nil)
 		// The neighbour: its name even starts like ours, its metadata
 		// says it is cluster n's; its node holds the same pod CIDR as
 		// our node 5.
-		w.instance(openstacksim.Server{ID: "vmn1", Name: "k-node-n1", Status: "ACTIVE", Metadata: map[string]string{"kluster": "n"}, Created: t0}, "10.180.1.1", nil)
+		w.instance("vmn1", "k-node-n1", map[string]string{"kluster": "n"}, "ACTIVE", "10.180.1.1", nil)
 		// Not a cluster instance at all, and live.
-		w.instance(openstacksim.Server{ID: "vmx", Name: "other-9", Status: "ACTIVE", Created: t0}, "10.180.0.9", nil)
+		w.instance("vmx", "other-9", nil, "ACTIVE", "10.180.0.9", nil)
 	})
 	if routes == nil {
 		routes = allRoutes
@@ -196,7 +195,7 @@ func TestRouteGC(t *testing.T) {
 		if err != nil || len(acts) != 1 {
 			t.Fatalf("got %v %v, want one action", acts, err)
 		}
-		w.instance(openstacksim.Server{ID: "vmy", Name: "other-7", Status: "ACTIVE", Created: t0}, "10.180.0.7", nil)
+		w.instance("vmy", "other-7", nil, "ACTIVE", "10.180.0.7", nil)
 		if err := r.Apply(context.Background(), acts[0]); !errorsIsPrecondition(err) {
 			t.Fatalf("got %v, want ErrPrecondition", err)
 		}
@@ -235,25 +234,40 @@ func TestRouteGCNeverTouchesLookAlikes(t *testing.T) {
 func TestRouteGCNoDeletesFromAPartialListing(t *testing.T) {
 	on := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 5, MaxPerHour: 10}
 	all := sorted(allRoutes)
-	// No case writes to Neutron: they share its objects, each with its
-	// own simulated Nova and nodes (fork).
+	// No case writes to Neutron: they share its objects and servers, each
+	// with its own recorders and nodes (fork), one after the other, since
+	// a down cell is down for the whole stack.
 	base, baseNodes := routeGCWorld(t)
+	// A server of the neighbouring cluster that no host took: it lives in
+	// cell0, the only cell but cell1 the stack has.
+	nv := mkServers(t, base.stack, server{name: "k-node-n2", meta: map[string]string{"kluster": "n"}, noValidHost: true})
+	base.booted = append(base.booted, nv["k-node-n2"])
 	forked := func(t *testing.T) (*world, *fakeNodes) {
 		return base.fork(t), &fakeNodes{nodes: slices.Clone(baseNodes.nodes)}
+	}
+	cellDown := func(cell string) func(*world, *fakeNodes) {
+		return func(w *world, _ *fakeNodes) {
+			set := w.stack.SetCellDown
+			if cell == "cell0" {
+				set = w.stack.SetCell0Down
+			}
+			set(true)
+			w.t.Cleanup(func() { set(false) })
+		}
 	}
 	for _, tt := range []struct {
 		name   string
 		spoil  func(*world, *fakeNodes)
 		reason string // a recorded warn says this; empty: Plan fails
 	}{
-		{"a cluster server in a down cell", func(w *world, _ *fakeNodes) { w.sim.SetCellDown(w.id("vm4"), true) }, "down cell"},
-		{"a server of another cluster in a down cell", func(w *world, _ *fakeNodes) { w.sim.SetCellDown(w.id("vmn1"), true) }, "down cell"},
-		{"a listing in several pages", func(w *world, _ *fakeNodes) { w.sim.SetMaxLimit(3) }, "pages"},
-		{"a page that fails", func(w *world, _ *fakeNodes) { w.sim.SetMaxLimit(3); w.sim.SetPageFault(true) }, ""},
+		// cell1 holds every server that runs: the cluster's among them.
+		{"a cluster server in a down cell", cellDown("cell1"), "down cell"},
+		{"a server of another cluster in a down cell", cellDown("cell0"), "down cell"},
+		{"a listing in several pages", func(w *world, _ *fakeNodes) { w.nova.page(3, false) }, "pages"},
+		{"a page that fails", func(w *world, _ *fakeNodes) { w.nova.page(3, true) }, ""},
 		{"pod CIDRs that cannot be read", func(_ *world, n *fakeNodes) { n.fail(errors.New("kube: 503")) }, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
 			w, nodes := forked(t)
 			check(t, "routes before", w.routes(), all)
 			r := NewRouteGC(w.c, w.router, podCIDR, cluster, nodes, 31, 3)
@@ -284,7 +298,7 @@ func TestRouteGCNoDeletesFromAPartialListing(t *testing.T) {
 		if err != nil || len(acts) == 0 {
 			t.Fatalf("got %v %v, want actions", acts, err)
 		}
-		w.sim.SetCellDown(w.id("vm6"), true)
+		cellDown("cell1")(w, nodes)
 		if err := r.Apply(context.Background(), acts[0]); !errorsIsPrecondition(err) {
 			t.Fatalf("got %v, want ErrPrecondition", err)
 		}
@@ -293,8 +307,9 @@ func TestRouteGCNoDeletesFromAPartialListing(t *testing.T) {
 }
 
 func TestRouteGCJudgesByPodCIDR(t *testing.T) {
-	// The cases share one Neutron world, one after the other: each sets
-	// its route on the router and gets its own simulated Nova and nodes.
+	// The cases share one world, one after the other: each sets its
+	// route on the router and gets its own recorders and nodes; a server
+	// a case boots is deleted when it ends.
 	base, baseNodes := routeGCWorld(t, "198.19.2.0/24>10.180.0.4")
 	for _, tt := range []struct {
 		name   string
@@ -311,7 +326,7 @@ func TestRouteGCJudgesByPodCIDR(t *testing.T) {
 		{name: "a cluster instance that is no node",
 			route: "198.19.8.0/24>10.180.0.8",
 			change: func(w *world, _ *fakeNodes) {
-				w.node("vm8", "k-node-8", "SHUTOFF", "10.180.0.8", t0, nil)
+				w.node("vm8", "k-node-8", "SHUTOFF", "10.180.0.8", nil)
 			},
 			want: []string{"cluster instance k-node-8 (SHUTOFF), which is no node"}},
 		{name: "a node with no pod CIDR yet is not judged",

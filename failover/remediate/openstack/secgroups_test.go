@@ -9,7 +9,6 @@ import (
 
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/remediatetest"
-	"github.com/drwatch/drwatch/test/openstacksim"
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/portsecurity"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
@@ -20,11 +19,11 @@ func TestSecurityGroups(t *testing.T) {
 	sgDefault, sgK := w.defaultGroup(), w.group("k-nodes")
 	w.bulk(func() {
 		// Healthy look-alike: has the group and the pod CIDR pair.
-		w.node("vm4", "k-node-4", "ACTIVE", "10.180.0.4", t0, []string{sgK}, "198.19.0.0/16")
+		w.node("vm4", "k-node-4", "ACTIVE", "10.180.0.4", []string{sgK}, "198.19.0.0/16")
 		// Covered by a wider pair: healthy too.
-		w.node("vm6", "k-node-6", "ACTIVE", "10.180.0.6", t0, []string{sgDefault, sgK}, "198.16.0.0/12")
+		w.node("vm6", "k-node-6", "ACTIVE", "10.180.0.6", []string{sgDefault, sgK}, "198.16.0.0/12")
 		// Broken: without the group, without the pair.
-		w.node("vm5", "k-node-5", "ACTIVE", "10.180.0.5", t0, []string{sgDefault})
+		w.node("vm5", "k-node-5", "ACTIVE", "10.180.0.5", []string{sgDefault})
 	})
 	vm5, port5 := w.id("vm5"), w.ports[w.id("vm5")]
 	lookAlikes := map[string]int{}
@@ -78,7 +77,7 @@ func TestSecurityGroups(t *testing.T) {
 		}
 	})
 	t.Run("stale revision is a precondition and re-planned", func(t *testing.T) {
-		w.node("vm7", "k-node-7", "ACTIVE", "10.180.0.7", t0, []string{sgK})
+		w.node("vm7", "k-node-7", "ACTIVE", "10.180.0.7", []string{sgK})
 		port7 := w.ports[w.id("vm7")]
 		acts, err := r.Plan(context.Background())
 		if err != nil || len(acts) != 1 || acts[0].Verb != "add-address-pair" {
@@ -100,7 +99,7 @@ func TestSecurityGroups(t *testing.T) {
 		check(t, "re-planned", got, []string{"planned add-address-pair port/" + port7, "applied add-address-pair port/" + port7})
 	})
 	t.Run("one pass with both actions: the group bumps the revision", func(t *testing.T) {
-		vm8 := w.node("vm8", "k-node-8", "ACTIVE", "10.180.0.8", t0, []string{sgDefault})
+		vm8 := w.node("vm8", "k-node-8", "ACTIVE", "10.180.0.8", []string{sgDefault})
 		port8 := w.ports[vm8]
 		got := remediatetest.Summary(remediatetest.Pass(t, fc, r, remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 5, MaxPerHour: 10}))
 		check(t, "records", got, []string{"planned add-security-group server/" + vm8, "applied add-security-group server/" + vm8,
@@ -110,20 +109,20 @@ func TestSecurityGroups(t *testing.T) {
 	})
 }
 
-// portWithoutSecurity creates a port for server with port security off
-// (and so no security group), and returns its ID.
-func portWithoutSecurity(t *testing.T, w *world, server, ip string) string {
+// bootWithoutPortSecurity boots a cluster instance (key) on a port with
+// port security off (and so no security group), and returns the
+// instance's and the port's IDs.
+func bootWithoutPortSecurity(t *testing.T, w *world, key, name, ip string) (string, string) {
 	t.Helper()
 	off, none := false, []string{}
 	opts := portsecurity.PortCreateOptsExt{PortSecurityEnabled: &off, CreateOptsBuilder: ports.CreateOpts{NetworkID: w.net,
-		DeviceID: server, DeviceOwner: "compute:nova", SecurityGroups: &none,
-		FixedIPs: []ports.IP{{SubnetID: w.subnet, IPAddress: ip}}}}
+		Name: "port-" + name, SecurityGroups: &none, FixedIPs: []ports.IP{{SubnetID: w.subnet, IPAddress: ip}}}}
 	p, err := ports.Create(context.Background(), w.member, opts).Extract()
 	if err != nil {
 		t.Fatalf("create port without port security: %v", err)
 	}
-	w.ports[server] = p.ID
-	return p.ID
+	w.boot([]string{key}, []server{{name: name, meta: inCluster}}, []string{p.ID})
+	return w.ids[key], p.ID
 }
 
 // Neutron refuses security groups and allowed_address_pairs on a port
@@ -132,10 +131,8 @@ func portWithoutSecurity(t *testing.T, w *world, server, ip string) string {
 func TestSecurityGroupsLeavePortsWithoutPortSecurity(t *testing.T) {
 	w := newWorld(t)
 	sgK := w.group("k-nodes")
-	vm5 := w.id("vm5")
-	w.sim.PutServer(openstacksim.Server{ID: vm5, Name: "k-node-5", Status: "ACTIVE", Metadata: map[string]string{"kluster": "k"}, Created: t0})
-	port5 := portWithoutSecurity(t, w, vm5, "10.180.0.5")
-	w.node("vm4", "k-node-4", "ACTIVE", "10.180.0.4", t0, []string{sgK}, "198.19.0.0/16")
+	_, port5 := bootWithoutPortSecurity(t, w, "vm5", "k-node-5", "10.180.0.5")
+	w.node("vm4", "k-node-4", "ACTIVE", "10.180.0.4", []string{sgK}, "198.19.0.0/16")
 	ctx := context.Background()
 
 	pairs := []ports.AddressPair{{IPAddress: podCIDR.String()}}
@@ -155,7 +152,7 @@ func TestSecurityGroupsLeavePortsWithoutPortSecurity(t *testing.T) {
 	}
 
 	t.Run("port security turned off between plan and apply is a precondition", func(t *testing.T) {
-		vm6 := w.node("vm6", "k-node-6", "ACTIVE", "10.180.0.6", t0, []string{sgK})
+		vm6 := w.node("vm6", "k-node-6", "ACTIVE", "10.180.0.6", []string{sgK})
 		port6 := w.ports[vm6]
 		acts, err := r.Plan(ctx)
 		if err != nil || len(acts) != 1 || acts[0].Target != "port/"+port6 {
@@ -186,11 +183,11 @@ func TestSecurityGroupsAddressPairConflicts(t *testing.T) {
 	for i := 1; i <= 10; i++ {
 		ten = append(ten, fmt.Sprintf("10.200.0.%d/32", i))
 	}
-	vm4 := w.node("vm4", "k-node-4", "ACTIVE", "10.180.0.4", t0, []string{sgK}, ten...)
+	vm4 := w.node("vm4", "k-node-4", "ACTIVE", "10.180.0.4", []string{sgK}, ten...)
 	port4 := w.ports[vm4]
 	ctx := context.Background()
 	// The pod CIDR pair under a MAC address that is not the port's own.
-	vm6 := w.node("vm6", "k-node-6", "ACTIVE", "10.180.0.6", t0, []string{sgK})
+	vm6 := w.node("vm6", "k-node-6", "ACTIVE", "10.180.0.6", []string{sgK})
 	port6 := w.ports[vm6]
 	macPair := []ports.AddressPair{{IPAddress: podCIDR.String(), MACAddress: "fa:16:3e:aa:bb:cc"}}
 	if _, err := ports.Update(ctx, w.member, port6, ports.UpdateOpts{AllowedAddressPairs: &macPair}).Extract(); err != nil {

@@ -62,6 +62,9 @@ type server struct {
 	// noValidHost asks for a flavor no hypervisor fits: the scheduler
 	// puts the server in ERROR, in cell0, with power state NOSTATE.
 	noValidHost bool
+	// ports are Neutron ports the server boots with (none: networks
+	// "none").
+	ports []string
 }
 
 // inCluster is the metadata of the cluster's instances.
@@ -82,7 +85,7 @@ func mkServers(t *testing.T, s *openstacktest.Stack, specs ...server) map[string
 		go func() {
 			defer wg.Done()
 			errs <- func() error {
-				o := openstacktest.ServerOpts{Name: sp.name, Metadata: sp.meta, Host: sp.host}
+				o := openstacktest.ServerOpts{Name: sp.name, Metadata: sp.meta, Host: sp.host, Ports: sp.ports}
 				want := "ACTIVE"
 				if sp.noValidHost {
 					o.Flavor, o.Host, want = openstacktest.FlavorHuge, "", "ERROR"
