@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/drwatch/drwatch/test/poll"
 )
 
 // Cinder with the fake driver takes a volume through Cinder's own state
@@ -40,15 +42,8 @@ func TestCinderCreatesAndDeletesVolumes(t *testing.T) {
 	if _, err := s.call(ctx, http.MethodDelete, s.volumesURL(s.Member)+"/volumes/"+id, tok, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(time.Minute)
-	for {
+	poll.UntilEvery(t, time.Minute, 200*time.Millisecond, func() bool {
 		_, err := s.VolumeStatus(ctx, s.Member, id)
-		if errors.Is(err, ErrNotFound) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("volume %s still there a minute after delete: %v", id, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return errors.Is(err, ErrNotFound)
+	}, "volume %s answers 404 after its delete", id)
 }
