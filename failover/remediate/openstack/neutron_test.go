@@ -187,7 +187,10 @@ func (r *recorder) client(c *gophercloud.ServiceClient) *gophercloud.ServiceClie
 //
 // Every world's servers live in the one member project, whose whole server
 // list the route GC reads: a world deletes the servers it booted when its
-// test ends, so that the next world's lists hold only its own.
+// test ends, so that the next world's lists hold only its own. The one
+// exception is the route GC tests' world (routeGCWorld), whose servers
+// outlive each test for the next route GC test, and are deleted before any
+// other world boots a server (see routeGCBase).
 type world struct {
 	t      *testing.T
 	stack  *openstacktest.Stack
@@ -207,6 +210,10 @@ type world struct {
 	// booted are the servers this world (or fork) booted, deleted when its
 	// test ends.
 	booted []string
+	// shared marks routeGCBase and its forks: a fork deletes the ports it
+	// made along with its servers, as the network outlives it.
+	shared    bool
+	madePorts []string
 }
 
 // queuedServer is a server bulk boots at the end, with its port.
@@ -222,10 +229,10 @@ type queuedServer struct {
 func (w *world) fork(t *testing.T) *world {
 	t.Helper()
 	f := *w
-	f.t, f.booted = t, nil
+	f.t, f.booted, f.madePorts = t, nil, nil
 	f.ids, f.ports = maps.Clone(w.ids), maps.Clone(w.ports)
 	f.clients()
-	t.Cleanup(f.deleteServers)
+	t.Cleanup(f.cleanup)
 	return &f
 }
 
@@ -243,8 +250,16 @@ var worldSeq struct {
 	n int
 }
 
-// newWorld builds a world.
+// newWorld builds a world whose servers are deleted when t ends.
 func newWorld(t *testing.T) *world {
+	t.Helper()
+	w := buildWorld(t)
+	t.Cleanup(w.cleanup)
+	return w
+}
+
+// buildWorld builds a world: network, subnet and router.
+func buildWorld(t *testing.T) *world {
 	t.Helper()
 	st, member, admin := realNeutron(t)
 	worldSeq.Lock()
@@ -253,7 +268,6 @@ func newWorld(t *testing.T) *world {
 	worldSeq.Unlock()
 	w := &world{t: t, stack: st, member: member, admin: admin, tag: tag, ids: map[string]string{}, ports: map[string]string{}}
 	w.clients()
-	t.Cleanup(w.deleteServers)
 	ctx := context.Background()
 	n, err := networks.Create(ctx, member, networks.CreateOpts{Name: "k-net-" + tag}).Extract()
 	if err != nil {
@@ -278,6 +292,21 @@ func newWorld(t *testing.T) *world {
 		t.Fatalf("router interface: %v", err)
 	}
 	return w
+}
+
+// cleanup deletes what w made that would outlive it: its servers, and in
+// a fork of routeGCBase the ports it made on the shared network, whose
+// addresses a later fork may ask for again.
+func (w *world) cleanup() {
+	w.deleteServers()
+	if !w.shared {
+		return
+	}
+	for _, id := range w.madePorts {
+		if err := ports.Delete(context.Background(), w.member, id).ExtractErr(); err != nil {
+			w.t.Errorf("delete port %s: %v", id, err)
+		}
+	}
 }
 
 // deleteServers deletes the servers w booted and waits until Nova has
@@ -386,6 +415,7 @@ func (w *world) createPorts(opts []ports.CreateOpts) []string {
 			w.t.Fatalf("create port %s: %v", o.Name, err)
 		}
 		ids[i] = p.ID
+		w.madePorts = append(w.madePorts, p.ID)
 	}
 	if len(bulk) == 0 {
 		return ids
@@ -406,6 +436,7 @@ func (w *world) createPorts(opts []ports.CreateOpts) []string {
 	}
 	for j, i := range bulk {
 		ids[i] = out.Ports[j].ID
+		w.madePorts = append(w.madePorts, ids[i])
 	}
 	return ids
 }
@@ -414,6 +445,9 @@ func (w *world) createPorts(opts []ports.CreateOpts) []string {
 // by key.
 func (w *world) boot(keys []string, specs []server, portIDs []string) {
 	w.t.Helper()
+	if !w.shared {
+		releaseRouteGCBase(w.t)
+	}
 	for i := range specs {
 		specs[i].ports = []string{portIDs[i]}
 	}
@@ -514,6 +548,23 @@ func (w *world) addRoutes(rs ...string) error {
 	}
 	_, err := extraroutes.Add(context.Background(), w.member, w.router, extraroutes.Opts{Routes: &list}).Extract()
 	return err
+}
+
+// resetRoutes makes rs ("dest>nexthop") the router's only routes: the
+// ones a test before left, valid or not (insertRoutes), are deleted from
+// Neutron's database, and rs are added with add_extraroutes, which
+// validates them.
+func (w *world) resetRoutes(rs ...string) {
+	w.t.Helper()
+	if err := w.stack.Exec(context.Background(), "neutron", fmt.Sprintf("DELETE FROM routerroutes WHERE router_id='%s'", w.router)); err != nil {
+		w.t.Fatalf("clear routes: %v", err)
+	}
+	if len(rs) == 0 {
+		return
+	}
+	if err := w.addRoutes(rs...); err != nil {
+		w.t.Fatalf("add routes: %v", err)
+	}
 }
 
 // setRoutes makes rs ("dest>nexthop") the router's only routes, with

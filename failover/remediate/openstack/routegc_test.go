@@ -56,12 +56,50 @@ var allRoutes = []string{
 
 // routeGCWorld is seed 001's router in the real Neutron: this cluster's
 // nodes, a neighbouring cluster in the same project sharing 198.19.0.0/16,
-// and a live instance that belongs to no cluster. The router gets routes
-// (allRoutes when none are given) through add_extraroutes, which Neutron
-// validates: every next hop lies in the router's subnet 10.180.0.0/16.
+// and a live instance that belongs to no cluster. The router gets exactly
+// routes (allRoutes when none are given) through add_extraroutes, which
+// Neutron validates: every next hop lies in the router's subnet
+// 10.180.0.0/16.
+//
+// The network, router and servers are routeGCBase, booted by the first
+// route GC test and shared by the next ones: the test gets a fork (its
+// own recorders; servers and ports it adds are deleted when it ends), and
+// the router's routes are reset to routes.
 func routeGCWorld(t *testing.T, routes ...string) (*world, *fakeNodes) {
 	t.Helper()
-	w := newWorld(t)
+	w := routeGCBaseWorld(t).fork(t)
+	if routes == nil {
+		routes = allRoutes
+	}
+	w.resetRoutes(routes...)
+	nodes := &fakeNodes{nodes: []ClusterNode{
+		kubeNode("k-node-4", w.id("vm4"), "10.180.0.4", "198.19.2.0/24"),
+		kubeNode("k-node-5", w.id("vm5"), "10.180.0.5", "198.19.1.0/24"),
+		kubeNode("k-node-6", w.id("vm6"), "10.180.0.6", "198.19.6.0/24"),
+	}}
+	return w, nodes
+}
+
+// routeGCBase is the route GC tests' world. Booting its five servers with
+// their ports costs more than most of those tests: they share it, one
+// after the other. Its servers carry the cluster's names and addresses,
+// so any other world deletes them before it boots a server of its own
+// (releaseRouteGCBase), and the next route GC test boots them again.
+var routeGCBase struct {
+	mu sync.Mutex
+	w  *world
+}
+
+// routeGCBaseWorld returns routeGCBase, building it when there is none.
+func routeGCBaseWorld(t *testing.T) *world {
+	t.Helper()
+	routeGCBase.mu.Lock()
+	defer routeGCBase.mu.Unlock()
+	if routeGCBase.w != nil {
+		return routeGCBase.w
+	}
+	w := buildWorld(t)
+	w.shared = true
 	w.bulk(func() {
 		w.node("vm4", "k-node-4", "ACTIVE", "10.180.0.4", nil)
 		w.node("vm5", "k-node-5", "SHUTOFF", "10.180.0.5", nil)
@@ -73,18 +111,23 @@ func routeGCWorld(t *testing.T, routes ...string) (*world, *fakeNodes) {
 		// Not a cluster instance at all, and live.
 		w.instance("vmx", "other-9", nil, "ACTIVE", "10.180.0.9", nil)
 	})
-	if routes == nil {
-		routes = allRoutes
+	routeGCBase.w = w
+	return w
+}
+
+// releaseRouteGCBase deletes routeGCBase's servers, if it has any, on
+// behalf of t.
+func releaseRouteGCBase(t *testing.T) {
+	t.Helper()
+	routeGCBase.mu.Lock()
+	defer routeGCBase.mu.Unlock()
+	if routeGCBase.w == nil {
+		return
 	}
-	if err := w.addRoutes(routes...); err != nil {
-		t.Fatalf("add routes: %v", err)
-	}
-	nodes := &fakeNodes{nodes: []ClusterNode{
-		kubeNode("k-node-4", w.id("vm4"), "10.180.0.4", "198.19.2.0/24"),
-		kubeNode("k-node-5", w.id("vm5"), "10.180.0.5", "198.19.1.0/24"),
-		kubeNode("k-node-6", w.id("vm6"), "10.180.0.6", "198.19.6.0/24"),
-	}}
-	return w, nodes
+	w := routeGCBase.w
+	routeGCBase.w = nil
+	w.t = t
+	w.deleteServers()
 }
 
 // untouched are the routes of routeGCWorld that no pass may remove.
