@@ -23,7 +23,10 @@
 // as two single-threaded processes, since its eventlet hub hangs under
 // uwsgi threads), nova-conductor, nova-scheduler and one nova-compute per
 // NovaHosts entry ("cmp-1", "cmp-2", "cmp-3") with compute_driver
-// fake.FakeDriver, in cell1 (cell0 for servers no host takes). Catalog
+// fake.FakeDriver, in cell1 (cell0 for servers no host takes);
+// nova-scheduler maps new compute nodes to cell1 itself every 2 s
+// (discover_hosts_in_cells_interval, with no random delay before the
+// first run), where a nova-manage run would cost seconds of CPU. Catalog
 // endpoints "compute" and "placement". Servers boot from ImageID with
 // networks "none" (microversion 2.37): states come the real way where Nova
 // can produce them: ACTIVE from the fake driver, ERROR with NOSTATE from
@@ -36,7 +39,12 @@
 // resets every connection; SetCell0Down does the same for cell0, where
 // the servers no host took live). Power states the fake driver never produces
 // (CRASHED, NULL, a server held in BUILD) are written into the cell
-// database (SetPowerState), as SetLBStatus does for Octavia.
+// database (SetPowerState), as SetLBStatus does for Octavia. WaitServer
+// reads its server once, then watches for it in one list of the servers
+// Nova changed lately (changes-since, all tenants), shared by every
+// WaitServer running: a GET per waiting server each poll, each with the
+// Neutron query nova-api makes for a server view, kept two busy cores busy
+// with polling alone while tests booted a dozen servers.
 //
 // Two services Nova calls are stand-ins served by the harness itself:
 // Debian 12 here has no glance-api installed, so an image endpoint serves

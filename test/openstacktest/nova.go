@@ -37,6 +37,9 @@ const (
 	// 10 s and 60 s).
 	novaReportInterval  = 2
 	novaServiceDownTime = 12
+	// novaDiscoverHostsInterval is how often nova-scheduler maps new
+	// compute nodes to their cell (default: never; nova-manage does it).
+	novaDiscoverHostsInterval = 2
 )
 
 // novaBinaries lists what Options.Nova adds, with the Debian package of
@@ -67,6 +70,7 @@ type novaState struct {
 	once       sync.Once
 	mu         sync.Mutex
 	tokens     map[string]cachedToken
+	board      serverBoard
 }
 
 func checkNovaBinaries() error { return checkBinaryList(novaBinaries) }
@@ -156,9 +160,10 @@ func (s *Stack) startCompute(host string) error {
 }
 
 // waitComputes waits until every host's nova-compute service is up and
-// its compute node is mapped to cell1 (nova-manage cell_v2
-// discover_hosts, which the scheduler would otherwise do only
-// periodically), and the scheduler consumes its queue.
+// its compute node is mapped to cell1, so that the scheduler takes it. The
+// scheduler maps new compute nodes itself every
+// novaDiscoverHostsInterval seconds: a nova-manage cell_v2
+// discover_hosts would cost seconds of CPU per try.
 func (s *Stack) waitComputes(ctx context.Context) error {
 	err := s.poll(ctx, "nova-scheduler", func() error {
 		svcs, err := s.ComputeServices(ctx)
@@ -174,27 +179,20 @@ func (s *Stack) waitComputes(ctx context.Context) error {
 		if up < len(NovaHosts) {
 			return fmt.Errorf("%d of %d nova-compute services up", up, len(NovaHosts))
 		}
-		// The compute node records appear a moment after the services.
-		return s.run(ctx, "nova-manage-discover.log", "nova-manage", "--config-file", s.path("nova/nova.conf"),
-			"cell_v2", "discover_hosts", "--strict", "--verbose")
-	})
-	if err != nil {
-		return fmt.Errorf("%w; log: %s", err, daemon.Tail(s.path("nova-compute-"+NovaHosts[0]+".log"), 10))
-	}
-	// discover_hosts --strict fails when it found nothing new; the loop
-	// ends on the first run that mapped hosts, so check all are mapped.
-	return s.poll(ctx, "nova-scheduler", func() error {
 		out, err := exec.CommandContext(ctx, "mariadb", "--no-defaults", "-S", s.mysqlSock, "-uroot", "-N", "nova_api",
 			"-e", "SELECT COUNT(*) FROM host_mappings").Output()
 		if err != nil {
 			return err
 		}
 		if n, _ := strconv.Atoi(strings.TrimSpace(string(out))); n < len(NovaHosts) {
-			s.run(ctx, "nova-manage-discover.log", "nova-manage", "--config-file", s.path("nova/nova.conf"), "cell_v2", "discover_hosts")
-			return fmt.Errorf("%d of %d hosts mapped", n, len(NovaHosts))
+			return fmt.Errorf("%d of %d hosts mapped to cell1", n, len(NovaHosts))
 		}
 		return nil
 	})
+	if err != nil {
+		return fmt.Errorf("%w; log: %s", err, daemon.Tail(s.path("nova-compute-"+NovaHosts[0]+".log"), 10))
+	}
+	return nil
 }
 
 func (s *Stack) writeNovaConfigs(p stackPorts, placementPort, novaPort int) error {
@@ -232,6 +230,9 @@ instances_path = %[2]s/instances
 my_ip = 127.0.0.1
 report_interval = %[3]d
 service_down_time = %[4]d
+# Periodic tasks start at once, not after a random delay of up to 60 s:
+# the scheduler's host discovery among them.
+periodic_fuzzy_delay = 0
 # The info cache heal asks Neutron about every instance each minute.
 heal_instance_info_cache_interval = -1
 # Power states written into the database by tests (SetPowerState) must
@@ -253,6 +254,7 @@ www_authenticate_uri = http://127.0.0.1:%[7]d
 endpoint_override = %[11]s
 [scheduler]
 workers = 1
+discover_hosts_in_cells_interval = %[14]d
 [conductor]
 workers = 1
 [oslo_concurrency]
@@ -272,7 +274,7 @@ enabled = false
 os_region_name = %[13]s
 `, p.rabbit, s.path("nova-state"), novaReportInterval, novaServiceDownTime, db("nova_api"), db("nova"),
 			p.keystone, auth("nova", novaPass), auth("placement", placementPass), s.neutronForNova(), s.imageEndpoint(),
-			s.path("nova-locks"), s.Region),
+			s.path("nova-locks"), s.Region, novaDiscoverHostsInterval),
 		"placement/placement.conf": fmt.Sprintf(`[DEFAULT]
 use_stderr = true
 [api]
@@ -850,28 +852,52 @@ func (s *Stack) GetServer(ctx context.Context, id string) (Server, error) {
 }
 
 // WaitServer polls until the server's status is want (ERROR is an error
-// unless wanted) and no task is running, or ctx ends.
+// unless wanted) and no task is running, or ctx ends. It reads the server
+// once, then looks for it in lists of the servers Nova changed since,
+// which every WaitServer running shares (serverBoard).
 func (s *Stack) WaitServer(ctx context.Context, id, want string) (Server, error) {
+	start := time.Now()
+	k := s.nova.board.register(start)
+	defer s.nova.board.unregister(k)
 	var last Server
-	for {
-		v, err := s.GetServer(ctx, id)
-		if err == nil {
-			last = v
-			if v.Status == want && v.TaskState == "" {
-				return v, nil
+	done := func(v Server) (bool, error) {
+		last = v
+		if v.Status == want && v.TaskState == "" {
+			return true, nil
+		}
+		if v.Status == "ERROR" && want != "ERROR" {
+			msg := ""
+			if v.Fault != nil {
+				msg = v.Fault.Message
 			}
-			if v.Status == "ERROR" && want != "ERROR" {
-				msg := ""
-				if v.Fault != nil {
-					msg = v.Fault.Message
+			return true, fmt.Errorf("server %s went to ERROR (%s), want %s", id, msg, want)
+		}
+		return false, nil
+	}
+	// Until one read of the server itself succeeds, a server that does
+	// not change would never show in the lists.
+	read := false
+	after := start
+	for {
+		if !read {
+			if v, err := s.GetServer(ctx, id); err == nil {
+				read = true
+				if ok, err := done(v); ok {
+					return v, err
 				}
-				return v, fmt.Errorf("server %s went to ERROR (%s), want %s", id, msg, want)
+			}
+		} else if views, started, err := s.changedServers(ctx, after); err == nil {
+			after = started
+			if v, ok := views[id]; ok {
+				if ok, err := done(v); ok {
+					return v, err
+				}
 			}
 		}
 		select {
 		case <-ctx.Done():
 			return last, fmt.Errorf("server %s: status %q task %q, want %s: %w", id, last.Status, last.TaskState, want, ctx.Err())
-		case <-time.After(500 * time.Millisecond):
+		case <-time.After(serverPoll):
 		}
 	}
 }
