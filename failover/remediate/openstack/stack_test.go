@@ -3,6 +3,7 @@ package openstack
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"sync"
@@ -19,6 +20,7 @@ import (
 // package, each started on first use and stopped after every test ran.
 func TestMain(m *testing.M) {
 	code := m.Run()
+	stopDeadHost()
 	openstacktest.CloseShared()
 	kubetest.CloseShared()
 	os.Exit(code)
@@ -44,6 +46,7 @@ var (
 func novaClients(t *testing.T, cloud string) (*openstacktest.Stack, *Clients) {
 	t.Helper()
 	s := openstacktest.SharedWith(t, stackOptions)
+	startDeadHost(s)
 	c, err := NewClients(context.Background(), remediate.OpenStackAuth{Cloud: cloud, CloudsFile: s.CloudsFile})
 	if err != nil {
 		t.Fatalf("clients as %s: %v", cloud, err)
@@ -76,6 +79,15 @@ func mkServers(t *testing.T, s *openstacktest.Stack, specs ...server) map[string
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
+	ids, err := bootServers(ctx, s, specs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+// bootServers is mkServers without a test: it returns the first error.
+func bootServers(ctx context.Context, s *openstacktest.Stack, specs ...server) (map[string]string, error) {
 	ids := make(map[string]string, len(specs))
 	var mu sync.Mutex
 	errs := make(chan error, len(specs))
@@ -115,10 +127,10 @@ func mkServers(t *testing.T, s *openstacktest.Stack, specs ...server) map[string
 	close(errs)
 	for err := range errs {
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 	}
-	return ids
+	return ids, nil
 }
 
 // act returns a then step: a server action, waiting for status want.
@@ -212,30 +224,65 @@ func waitActive(t *testing.T, s *openstacktest.Stack, id string) {
 	}
 }
 
-// deadHost stops hostDead's nova-compute once for the package, after
-// creating the servers that must live there (every test that needs one
-// names it here), and waits until os-services shows it down. It returns
-// the servers' IDs by name.
+// deadHost returns the IDs by name of the servers on hostDead, once its
+// nova-compute is stopped for good and os-services shows it down. Every
+// test that needs a server there names it in killHost.
 func deadHost(t *testing.T) map[string]string {
 	t.Helper()
-	dead.once.Do(func() {
-		s := openstacktest.SharedWith(t, stackOptions)
-		dead.ids = mkServers(t, s,
-			server{name: "ch-hv", host: hostDead},
-			server{name: "dn-hv", host: hostDead})
-		s.StopCompute(hostDead)
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		dead.err = s.WaitService(ctx, hostDead, "down")
-	})
-	if dead.err != nil || dead.ids == nil {
+	startDeadHost(openstacktest.SharedWith(t, stackOptions))
+	<-dead.done
+	if dead.err != nil {
 		t.Fatalf("dead hypervisor: %v", dead.err)
 	}
-	return dead.ids
+	return maps.Clone(dead.ids)
 }
 
+// dead is hostDead's end, which runs beside the tests from the first Nova
+// test on (startDeadHost): most of it is waiting until Nova sees the
+// stopped service down, service_down_time after its last heartbeat.
 var dead struct {
-	once sync.Once
-	ids  map[string]string
-	err  error
+	once   sync.Once
+	cancel context.CancelFunc
+	done   chan struct{} // closed when ids and err are set
+	ids    map[string]string
+	err    error
+}
+
+// startDeadHost starts killHost in the background, once for the package.
+// No test but those that call deadHost uses hostDead.
+func startDeadHost(s *openstacktest.Stack) {
+	dead.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		dead.cancel, dead.done = cancel, make(chan struct{})
+		go func() {
+			defer close(dead.done)
+			dead.ids, dead.err = killHost(ctx, s)
+		}()
+	})
+}
+
+// stopDeadHost cancels killHost, if it was started, and waits for it: for
+// TestMain, before the stack stops.
+func stopDeadHost() {
+	dead.once.Do(func() {}) // orders this after startDeadHost's set-up
+	if dead.done != nil {
+		dead.cancel()
+		<-dead.done
+	}
+}
+
+// killHost creates the servers that must live on hostDead, stops its
+// nova-compute and waits until os-services shows it down.
+func killHost(ctx context.Context, s *openstacktest.Stack) (map[string]string, error) {
+	ids, err := bootServers(ctx, s,
+		server{name: "ch-hv", host: hostDead},
+		server{name: "dn-hv", host: hostDead})
+	if err != nil {
+		return nil, err
+	}
+	s.StopCompute(hostDead)
+	if err := s.WaitService(ctx, hostDead, "down"); err != nil {
+		return nil, err
+	}
+	return ids, nil
 }
