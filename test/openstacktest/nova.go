@@ -888,9 +888,17 @@ func (s *Stack) WaitServer(ctx context.Context, id, want string) (Server, error)
 			}
 		} else if views, started, err := s.changedServers(ctx, after); err == nil {
 			after = started
+			// A list's view of a server in cell0 lacks its fault (Nova
+			// fills faults from cell1's database only): the end is
+			// read from the server itself.
 			if v, ok := views[id]; ok {
-				if ok, err := done(v); ok {
-					return v, err
+				last = v
+				if v.Status == want || v.Status == "ERROR" {
+					if v, err := s.GetServer(ctx, id); err == nil {
+						if ok, err := done(v); ok {
+							return v, err
+						}
+					}
 				}
 			}
 		}
