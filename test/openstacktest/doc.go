@@ -44,7 +44,8 @@
 // Nova changed lately (changes-since, all tenants), shared by every
 // WaitServer running: a GET per waiting server each poll, each with the
 // Neutron query nova-api makes for a server view, kept two busy cores busy
-// with polling alone while tests booted a dozen servers.
+// with polling alone while tests booted a dozen servers. WaitServerGone
+// waits for a deleted server the same way.
 //
 // Two services Nova calls are stand-ins served by the harness itself:
 // Debian 12 here has no glance-api installed, so an image endpoint serves

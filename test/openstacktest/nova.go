@@ -910,6 +910,47 @@ func (s *Stack) WaitServer(ctx context.Context, id, want string) (Server, error)
 	}
 }
 
+// WaitServerGone polls until Nova answers 404 for the server (deleted),
+// or ctx ends, looking for it in the same shared lists as WaitServer
+// (a deleted server shows there as DELETED).
+func (s *Stack) WaitServerGone(ctx context.Context, id string) error {
+	start := time.Now()
+	k := s.nova.board.register(start)
+	defer s.nova.board.unregister(k)
+	gone := func() bool {
+		_, err := s.GetServer(ctx, id)
+		return err != nil && strings.Contains(err.Error(), ": status 404")
+	}
+	if gone() {
+		return nil
+	}
+	last := ""
+	after := start
+	for i := 1; ; i++ {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("server %s: status %q, want it gone: %w", id, last, ctx.Err())
+		case <-time.After(serverPoll):
+		}
+		// Every few seconds the server itself too, in case its last
+		// change left updated_at behind.
+		if i%8 == 0 && gone() {
+			return nil
+		}
+		views, started, err := s.changedServers(ctx, after)
+		if err != nil {
+			continue
+		}
+		after = started
+		if v, ok := views[id]; ok {
+			last = v.Status
+			if v.Status == "DELETED" && gone() {
+				return nil
+			}
+		}
+	}
+}
+
 // ServerAction posts a server action (as admin: "os-stop", "pause",
 // "suspend", "reboot", "os-resetState", ...) with its body (nil is null).
 func (s *Stack) ServerAction(ctx context.Context, id, action string, body any) error {

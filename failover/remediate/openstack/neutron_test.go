@@ -324,16 +324,7 @@ func (w *world) deleteServers() {
 				if err := w.stack.Nova(ctx, w.stack.Admin, http.MethodDelete, "/servers/"+id, nil, nil); err != nil {
 					return err
 				}
-				for {
-					if _, err := w.stack.GetServer(ctx, id); err != nil && strings.Contains(err.Error(), ": status 404") {
-						return nil
-					}
-					select {
-					case <-ctx.Done():
-						return fmt.Errorf("server %s still there: %w", id, ctx.Err())
-					case <-time.After(300 * time.Millisecond):
-					}
-				}
+				return w.stack.WaitServerGone(ctx, id)
 			}()
 		}()
 	}
