@@ -1,5 +1,6 @@
 // Package kube holds the Kubernetes remediators, each a remediate.Remediator
-// over a client-go typed client:
+// over a kubeapi client (client-go's REST client, with only the API groups
+// drwatch calls):
 //
 //   - dead-node-out-of-service (seeds 003, 004): a node NotReady or Unknown for
 //     longer than a threshold whose guest the cloud confirms down (powered
