@@ -203,7 +203,7 @@ func (d *DeadNode) Plan(ctx context.Context) ([]remediate.Action, error) {
 // out-of-service taint works without a feature gate to turn on.
 var outOfServiceFrom = version.MajorMinor(1, 26)
 
-// outOfServiceUnsupported reads the server version (discovery's /version)
+// outOfServiceUnsupported reads the server version (the API server's /version)
 // and returns why the cluster cannot act on the out-of-service taint, or
 // "" when it can. 1.24 and 1.25 count as unable unless WithAlphaGate: their
 // alpha gate is off unless kube-controller-manager was started with it,

@@ -10,7 +10,7 @@
 //     Kubernetes force-deletes its pods and detaches their volumes; the
 //     taint drwatch set is removed when the node is Ready again. An UNKNOWN
 //     instance state, or a failed check, never taints (fail closed). On a
-//     cluster older than 1.26 (discovery's server version) the taint is
+//     cluster older than 1.26 (the API server's /version) the taint is
 //     planned report-only: recorded with the reason, never applied.
 //   - drain-trap (seed 002): a LoadBalancer Service with
 //     externalTrafficPolicy Local whose ready endpoints all sit on nodes out
