@@ -124,12 +124,18 @@ type Scheduler struct {
 
 // fastSite is one site's re-probing state: whether it is fast, whether a
 // round was asked for now, and when a round last covered it.
+//
+// A fast round starts the site's first probe at its tick, and the others
+// at their offsets less lead: the jitter spreads a full round's probes,
+// but on a fast round it would only delay the evidence asked for (a
+// ProbeNow waited up to JitterFraction of the interval before probing).
 type fastSite struct {
 	site  string
-	order []int // its probes, indices into probes, by offset
+	order []int         // its probes, indices into probes, by offset
+	lead  time.Duration // the offset of its first probe (order[0])
 	on    atomic.Bool
 	now   atomic.Bool   // ProbeNow asked, not yet run
-	last  atomic.Int64  // unix ns of the tick of the latest round covering the site
+	last  atomic.Int64  // unix ns when the latest round covering the site started its first probe of it
 	wake  chan struct{} // 1-buffered: on or now changed
 }
 
@@ -265,6 +271,9 @@ func NewScheduler(sites []SiteSpec, opts SchedulerOptions) (*Scheduler, error) {
 			s.sites[site] = fs
 		}
 		fs.order = append(fs.order, i)
+	}
+	for _, fs := range s.sites {
+		fs.lead = s.probes[fs.order[0]].offset
 	}
 	return s, nil
 }
@@ -547,9 +556,9 @@ func (s *Scheduler) runRound(ctx context.Context, tick time.Time) Round {
 		}
 	}
 	for _, fs := range s.sites {
-		atomicMax(&fs.last, tick.UnixNano())
+		atomicMax(&fs.last, tick.Add(fs.lead).UnixNano())
 	}
-	round.Results = s.runProbes(ctx, tick, s.order, held)
+	round.Results = s.runProbes(ctx, tick, 0, s.order, held)
 	if ctx.Err() == nil {
 		s.done.Add(1)
 		s.opts.Metrics.roundDone()
@@ -558,10 +567,10 @@ func (s *Scheduler) runRound(ctx context.Context, tick time.Time) Round {
 }
 
 // runProbes runs the probes order (indices into probes, by offset), each
-// at tick plus its offset, and returns their results in the order of
-// probes. held[i] says the caller holds probe i's slot; the others wait
+// at tick plus its offset less shift (a fast round's lead), and returns
+// their results in the order of probes. held[i] says the caller holds probe i's slot; the others wait
 // for theirs. Every slot is released when its probe's result is in.
-func (s *Scheduler) runProbes(ctx context.Context, tick time.Time, order []int, held []bool) []NamedResult {
+func (s *Scheduler) runProbes(ctx context.Context, tick time.Time, shift time.Duration, order []int, held []bool) []NamedResult {
 	results := make([]NamedResult, len(s.probes))
 	ran := make([]bool, len(s.probes)) // each written only by its probe's goroutine
 	var wg sync.WaitGroup
@@ -578,7 +587,7 @@ func (s *Scheduler) runProbes(ctx context.Context, tick time.Time, order []int, 
 dispatch:
 	for _, i := range order {
 		p := &s.probes[i]
-		at := tick.Add(p.offset)
+		at := tick.Add(p.offset - shift)
 		if d := time.Until(at); d > 0 {
 			timer.Reset(d)
 			select {
@@ -630,7 +639,7 @@ dispatch:
 				<-s.probes[i].slot
 			}
 			p := &s.probes[i]
-			results[i] = s.named(p, tick.Add(p.offset), time.Time{},
+			results[i] = s.named(p, tick.Add(p.offset-shift), time.Time{},
 				connFail(ClassError, "scheduler", "not run: scheduler stopped"))
 		}
 		out = append(out, results[i])
@@ -651,7 +660,8 @@ func (s *Scheduler) SetFast(site string, on bool) {
 }
 
 // ProbeNow asks Run for a fast round of site as soon as the bounds allow:
-// FastInterval after the tick of the last round that covered the site, and
+// FastInterval after the last round that covered the site started probing
+// it, and
 // not while one still runs its probes (that round's results are the fresh
 // evidence asked for). It does nothing without a FastInterval or for a
 // site the Scheduler does not probe. Safe for concurrent use.
@@ -715,9 +725,9 @@ func (s *Scheduler) fastReady(fs *fastSite, awaited, now time.Time) (time.Time, 
 
 // fastDue is when fs's next fast round is due, if one is: at once for
 // ProbeNow, else the next tick of the fast grid while fs is fast; never
-// sooner than FastInterval after the tick of the last round that covered
-// the site. A fast tick with a full tick at most half a FastInterval
-// after it is left to the full round.
+// sooner than FastInterval after the last round that covered the site
+// started probing it. A fast tick with a full round probing the site at
+// most half a FastInterval after it is left to the full round.
 func (s *Scheduler) fastDue(fs *fastSite, now time.Time) (time.Time, bool) {
 	fast := s.opts.FastInterval
 	earliest := time.Unix(0, fs.last.Load()).Add(fast)
@@ -730,10 +740,10 @@ func (s *Scheduler) fastDue(fs *fastSite, now time.Time) (time.Time, bool) {
 	t := s.nextFastTick(later(now, earliest))
 	for range 16 {
 		full := s.nextTick(t)
-		if full.Sub(t) > fast/2 {
+		if full.Add(fs.lead).Sub(t) > fast/2 {
 			break
 		}
-		t = s.nextFastTick(full.Add(fast))
+		t = s.nextFastTick(full.Add(fs.lead + fast))
 	}
 	return t, true
 }
@@ -776,7 +786,7 @@ func (s *Scheduler) runFast(ctx context.Context, fs *fastSite, tick time.Time) {
 	}
 	atomicMax(&fs.last, tick.UnixNano())
 	round := Round{Seq: s.seq.Add(1), Start: tick, Fast: true}
-	round.Results = s.runProbes(ctx, tick, fs.order, held)
+	round.Results = s.runProbes(ctx, tick, fs.lead, fs.order, held)
 	if ctx.Err() != nil {
 		return
 	}

@@ -281,3 +281,65 @@ func TestSchedulerLateFastTimerRunsItsTick(t *testing.T) {
 		t.Fatalf("site no longer fast: got ready, want not")
 	}
 }
+
+// TestSchedulerFastRoundSkipsTheJitter: the jitter spreads a full round's
+// probes, each at its fixed offset from the tick, but a fast round asked
+// for by ProbeNow starts the site's first probe at once and the others at
+// their offsets less the first's: waiting out the offset would only delay
+// the evidence asked for. The fast interval still counts from when the
+// last round started probing the site, so a site's probes never run more
+// often than once per fast interval.
+func TestSchedulerFastRoundSkipsTheJitter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const interval, fast = time.Second, 250 * time.Millisecond
+		var mu sync.Mutex
+		calls := map[string][]time.Time{}
+		probe := func(_ context.Context, sp Spec, _ *slog.Logger) Result {
+			mu.Lock()
+			defer mu.Unlock()
+			calls[sp.Name] = append(calls[sp.Name], time.Now())
+			return Result{OK: true}
+		}
+		sites := []SiteSpec{{Site: "primary", Probes: []Spec{{Name: "lms", Type: "p"}, {Name: "api", Type: "p"}}}}
+		s := schedNew(t, sites, SchedulerOptions{Interval: interval, FastInterval: fast, JitterFraction: 0.1,
+			Probers: map[string]ProbeFunc{"p": probe}})
+		bound := schedMaxJitter(s.opts, s.probes[0].timeout)
+		off := map[string]time.Duration{"lms": jitterOffset("primary", "lms", bound), "api": jitterOffset("primary", "api", bound)}
+		lead := min(off["lms"], off["api"])
+		if max(off["lms"], off["api"]) == 0 {
+			t.Fatalf("offsets %v: the test needs a probe with a non-zero offset", off)
+		}
+		epoch := time.Now()
+		stop := schedRun(t, s)
+		if r := <-s.Rounds(); r.Fast {
+			t.Fatal("first round: got a fast round, want the full one")
+		}
+		// 10ms after the full round probed the site: the fast interval
+		// counts from that probe, so the round is due at lead + fast.
+		time.Sleep(lead + 10*time.Millisecond)
+		s.ProbeNow("primary")
+		r := <-s.Rounds()
+		if !r.Fast || r.Start.Sub(epoch) != lead+fast {
+			t.Fatalf("got fast=%v at +%s, want a fast round at +%s (the full round's first probe + the fast interval)", r.Fast, r.Start.Sub(epoch), lead+fast)
+		}
+		// 600ms after the full round: the first probe runs at once.
+		time.Sleep(600*time.Millisecond - time.Since(epoch))
+		s.ProbeNow("primary")
+		if r = <-s.Rounds(); !r.Fast || r.Start.Sub(epoch) != 600*time.Millisecond {
+			t.Fatalf("got fast=%v at +%s, want a fast round at +600ms", r.Fast, r.Start.Sub(epoch))
+		}
+		stop()
+		mu.Lock()
+		defer mu.Unlock()
+		for name, o := range off {
+			want := []time.Duration{o, lead + fast + o - lead, 600*time.Millisecond + o - lead}
+			var got []time.Duration
+			for _, at := range calls[name] {
+				got = append(got, at.Sub(epoch))
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("%s (offset %s) probed at %v, want %v: at its offset in the full round, at its offset less %s in a fast one", name, o, got, want, lead)
+			}
+		}
+	})
+}
