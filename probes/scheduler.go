@@ -36,6 +36,13 @@ type NamedResult struct {
 
 // Round is the outcome of running every probe once, or, for a fast round,
 // every probe of one suspect site.
+//
+// A full round in which a critical probe of a site failed is delivered in
+// parts: that site's results as soon as all of them are in, with a Seq of
+// their own, and the other sites' when the round ends. A failure is then
+// reported as soon as its site's probes are done, not when the slowest
+// probe of another site (a far backup, a timeout) ends; a healthy round
+// is still delivered whole.
 type Round struct {
 	// Seq counts rounds run by this Scheduler, full and fast alike, from 1.
 	Seq uint64
@@ -400,11 +407,13 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			tick = s.following(prev) // the phase changed while waiting
 			continue
 		}
-		round := s.runRound(ctx, tick)
+		round := s.runRound(ctx, tick, true)
 		if ctx.Err() != nil {
 			return nil
 		}
-		s.publish(round)
+		if len(round.Results) > 0 {
+			s.publish(round)
+		}
 		prev, tick = tick, s.following(tick)
 		if n := int64((tick.Sub(prev) - interval/2) / interval); n > 0 {
 			s.skipped.Add(uint64(n))
@@ -470,7 +479,7 @@ func (s *Scheduler) nextTick(t time.Time) time.Time {
 // it; it does not deliver it on Rounds. Rounds never interleave: RunOnce
 // waits for a round Run has in progress. Safe for concurrent use.
 func (s *Scheduler) RunOnce(ctx context.Context) Round {
-	return s.runRound(ctx, time.Now())
+	return s.runRound(ctx, time.Now(), false)
 }
 
 // publish hands r to the consumer. A round still pending is replaced and
@@ -541,7 +550,10 @@ func (s *Scheduler) waitProbers() {
 	}
 }
 
-func (s *Scheduler) runRound(ctx context.Context, tick time.Time) Round {
+// runRound runs a full round at tick. With split, a site with a failed
+// critical probe is published on its own as soon as its results are in,
+// and left out of the round returned (see Round).
+func (s *Scheduler) runRound(ctx context.Context, tick time.Time, split bool) Round {
 	s.roundMu.Lock()
 	defer s.roundMu.Unlock()
 	round := Round{Seq: s.seq.Add(1), Start: tick}
@@ -558,7 +570,16 @@ func (s *Scheduler) runRound(ctx context.Context, tick time.Time) Round {
 	for _, fs := range s.sites {
 		atomicMax(&fs.last, tick.Add(fs.lead).UnixNano())
 	}
-	round.Results = s.runProbes(ctx, tick, 0, s.order, held)
+	var early sync.Map // site -> true: its results went out on their own
+	siteDone := func(site string, results []NamedResult) {
+		if !split || len(s.sites) < 2 || ctx.Err() != nil || !slices.ContainsFunc(results, func(nr NamedResult) bool { return nr.Critical && !nr.OK }) {
+			return
+		}
+		early.Store(site, true)
+		s.publish(Round{Seq: s.seq.Add(1), Start: tick, Results: results})
+	}
+	all := s.runProbes(ctx, tick, 0, s.order, held, siteDone)
+	round.Results = slices.DeleteFunc(all, func(nr NamedResult) bool { _, ok := early.Load(nr.Site); return ok })
 	if ctx.Err() == nil {
 		s.done.Add(1)
 		s.opts.Metrics.roundDone()
@@ -570,9 +591,22 @@ func (s *Scheduler) runRound(ctx context.Context, tick time.Time) Round {
 // at tick plus its offset less shift (a fast round's lead), and returns
 // their results in the order of probes. held[i] says the caller holds probe i's slot; the others wait
 // for theirs. Every slot is released when its probe's result is in.
-func (s *Scheduler) runProbes(ctx context.Context, tick time.Time, shift time.Duration, order []int, held []bool) []NamedResult {
+func (s *Scheduler) runProbes(ctx context.Context, tick time.Time, shift time.Duration, order []int, held []bool,
+	siteDone func(site string, results []NamedResult)) []NamedResult {
 	results := make([]NamedResult, len(s.probes))
 	ran := make([]bool, len(s.probes)) // each written only by its probe's goroutine
+	// left counts each site's probes of order whose result is not in; the
+	// probe that takes it to zero hands the site's results to siteDone.
+	left := map[string]*atomic.Int32{}
+	if siteDone != nil {
+		for _, i := range order {
+			site := s.probes[i].site
+			if left[site] == nil {
+				left[site] = new(atomic.Int32)
+			}
+			left[site].Add(1)
+		}
+	}
 	var wg sync.WaitGroup
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -582,6 +616,17 @@ func (s *Scheduler) runProbes(ctx context.Context, tick time.Time, shift time.Du
 		defer func() { <-s.sem }()
 		results[i] = s.runProbe(ctx, p, at)
 		ran[i] = true
+		if siteDone != nil && left[p.site].Add(-1) == 0 {
+			// Every result of the site is in: each was written before its
+			// probe's decrement, and this one saw the last.
+			var site []NamedResult
+			for _, j := range order {
+				if s.probes[j].site == p.site {
+					site = append(site, results[j])
+				}
+			}
+			siteDone(p.site, site)
+		}
 	}
 	done := make([]bool, len(s.probes)) // dispatched: its slot is released by its goroutine
 dispatch:
@@ -786,7 +831,7 @@ func (s *Scheduler) runFast(ctx context.Context, fs *fastSite, tick time.Time) {
 	}
 	atomicMax(&fs.last, tick.UnixNano())
 	round := Round{Seq: s.seq.Add(1), Start: tick, Fast: true}
-	round.Results = s.runProbes(ctx, tick, fs.lead, fs.order, held)
+	round.Results = s.runProbes(ctx, tick, fs.lead, fs.order, held, nil)
 	if ctx.Err() != nil {
 		return
 	}

@@ -204,14 +204,25 @@ func TestSchedulerFastNeverOverlaps(t *testing.T) {
 		if got := peak.Load(); got != 1 {
 			t.Fatalf("got %d concurrent runs of one probe, want 1", got)
 		}
+		// Every probe fails, so each full round comes in parts, a site
+		// each (see Round); the parts of one round share its tick.
 		var full int
+		var sites []string
 		for _, r := range rounds {
 			if r.Fast {
 				continue
 			}
+			if full > 0 && r.Start.Equal(epoch.Add(time.Duration(full-1)*interval)) {
+				sites = append(sites, r.Results[0].Site)
+				continue
+			}
+			if full > 0 && len(sites) != 2 {
+				t.Fatalf("full round %d came in parts for %v, want one per site", full-1, sites)
+			}
 			if r.Start.Sub(epoch) != time.Duration(full)*interval {
 				t.Fatalf("full round %d at +%s, want +%s", full, r.Start.Sub(epoch), time.Duration(full)*interval)
 			}
+			sites = []string{r.Results[0].Site}
 			full++
 		}
 		st := s.Stats()
@@ -340,6 +351,79 @@ func TestSchedulerFastRoundSkipsTheJitter(t *testing.T) {
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Fatalf("%s (offset %s) probed at %v, want %v: at its offset in the full round, at its offset less %s in a fast one", name, o, got, want, lead)
 			}
+		}
+	})
+}
+
+// TestSchedulerDeliversAFailingSiteFirst: in a full round, a site whose
+// critical probe failed is delivered as soon as its own probes are done,
+// not when the other site's slow probe ends, and the rest of the round
+// follows with a Seq of its own; a healthy round, or one where only a
+// non-critical probe failed, is delivered whole when its last probe ends.
+func TestSchedulerDeliversAFailingSiteFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const interval = time.Second
+		const slow = 300 * time.Millisecond
+		var primaryDown, extraDown atomic.Bool
+		probe := func(_ context.Context, sp Spec, _ *slog.Logger) Result {
+			switch sp.Name {
+			case "far":
+				time.Sleep(slow) // virtual: the backup answers slowly
+				return Result{OK: true}
+			case "lms":
+				if primaryDown.Load() {
+					return Result{Class: ClassRefused, Reason: "connection refused"}
+				}
+			case "extra":
+				if extraDown.Load() {
+					return Result{Class: ClassStatus, Reason: "status 500"}
+				}
+			}
+			return Result{OK: true}
+		}
+		no := false
+		sites := []SiteSpec{
+			{Site: "primary", Probes: []Spec{{Name: "lms", Type: "p"}, {Name: "extra", Type: "p", Critical: &no}}},
+			{Site: "backup", Probes: []Spec{{Name: "far", Type: "p"}}},
+		}
+		s := schedNew(t, sites, SchedulerOptions{Interval: interval, JitterFraction: -1, DefaultTimeout: 500 * time.Millisecond,
+			Probers: map[string]ProbeFunc{"p": probe}})
+		epoch := time.Now()
+		stop := schedRun(t, s)
+		defer stop()
+		type part struct {
+			at    time.Duration
+			seq   uint64
+			sites string
+		}
+		next := func() part {
+			r := <-s.Rounds()
+			var names []string
+			for _, nr := range r.Results {
+				names = append(names, nr.Site+"/"+nr.Probe)
+			}
+			if r.Fast {
+				t.Fatalf("got a fast round %v, want only full rounds", names)
+			}
+			return part{time.Since(epoch), r.Seq, fmt.Sprint(names)}
+		}
+		if p := next(); p.at != slow || p.sites != "[primary/lms primary/extra backup/far]" {
+			t.Fatalf("healthy round: got %+v, want the whole round once the slow probe ends at +%s", p, slow)
+		}
+		extraDown.Store(true)
+		if p := next(); p.at != interval+slow || p.sites != "[primary/lms primary/extra backup/far]" {
+			t.Fatalf("round with a non-critical failure: got %+v, want it whole at +%s", p, interval+slow)
+		}
+		primaryDown.Store(true)
+		first, rest := next(), next()
+		if first.at != 2*interval || first.sites != "[primary/lms primary/extra]" {
+			t.Fatalf("failing round, first part: got %+v, want the primary's results at once at +2s", first)
+		}
+		if rest.at != 2*interval+slow || rest.sites != "[backup/far]" {
+			t.Fatalf("failing round, rest: got %+v, want the backup's at +%s", rest, 2*interval+slow)
+		}
+		if first.seq == rest.seq {
+			t.Fatalf("both parts carry Seq %d, want one each (a report is deduplicated by its Seq)", first.seq)
 		}
 	})
 }
