@@ -782,22 +782,24 @@ func (s *Scheduler) fastDue(fs *fastSite, now time.Time) (time.Time, bool) {
 	if !fs.on.Load() || fast >= s.opts.Interval {
 		return time.Time{}, false
 	}
-	t := s.nextFastTick(later(now, earliest))
+	t := s.nextFastTick(fs, later(now, earliest))
 	for range 16 {
 		full := s.nextTick(t)
 		if full.Add(fs.lead).Sub(t) > fast/2 {
 			break
 		}
-		t = s.nextFastTick(full.Add(fs.lead + fast))
+		t = s.nextFastTick(fs, full.Add(fs.lead+fast))
 	}
 	return t, true
 }
 
-// nextFastTick is the first tick of the fast grid at or after t: the
-// Unix epoch plus the phase plus a multiple of FastInterval.
-func (s *Scheduler) nextFastTick(t time.Time) time.Time {
+// nextFastTick is the first tick of fs's fast grid at or after t: the
+// Unix epoch plus the phase plus fs's lead plus a multiple of
+// FastInterval. The lead puts the full rounds' first probes of the site on
+// the grid too, so a site's probes run exactly a fast interval apart.
+func (s *Scheduler) nextFastTick(fs *fastSite, t time.Time) time.Time {
 	iv := int64(s.opts.FastInterval)
-	off := (t.UnixNano() - s.phase.Load()) % iv
+	off := (t.UnixNano() - s.phase.Load() - int64(fs.lead)) % iv
 	if off < 0 {
 		off += iv
 	}

@@ -269,11 +269,12 @@ func TestSchedulerLateFastTimerRunsItsTick(t *testing.T) {
 	s := schedNew(t, fastSites("p"), SchedulerOptions{Interval: interval, FastInterval: fast, Probers: map[string]ProbeFunc{"p": schedOK}})
 	fs := s.sites["primary"]
 	grid := time.Unix(1_700_000_000, 0) // a full tick
-	fs.last.Store(grid.UnixNano())
+	probed := grid.Add(fs.lead)         // when that round started probing the site
+	fs.last.Store(probed.UnixNano())
 	fs.on.Store(true)
-	awaited, ok := s.fastDue(fs, grid.Add(10*time.Millisecond))
-	if !ok || !awaited.Equal(grid.Add(fast)) {
-		t.Fatalf("due after a full round: got %s %v, want +%s", awaited.Sub(grid), ok, fast)
+	awaited, ok := s.fastDue(fs, probed.Add(10*time.Millisecond))
+	if !ok || !awaited.Equal(probed.Add(fast)) {
+		t.Fatalf("due after a full round: got %s %v, want +%s", awaited.Sub(grid), ok, fs.lead+fast)
 	}
 	late := awaited.Add(60 * time.Millisecond)
 	if tick, ok := s.fastReady(fs, awaited, late); !ok || !tick.Equal(awaited) {
@@ -286,7 +287,7 @@ func TestSchedulerLateFastTimerRunsItsTick(t *testing.T) {
 	if _, ok := s.fastReady(fs, awaited, late); ok {
 		t.Fatalf("covered by another round meanwhile: got ready, want skipped")
 	}
-	fs.last.Store(grid.UnixNano())
+	fs.last.Store(probed.UnixNano())
 	fs.on.Store(false)
 	if _, ok := s.fastReady(fs, awaited, late); ok {
 		t.Fatalf("site no longer fast: got ready, want not")
@@ -424,6 +425,47 @@ func TestSchedulerDeliversAFailingSiteFirst(t *testing.T) {
 		}
 		if first.seq == rest.seq {
 			t.Fatalf("both parts carry Seq %d, want one each (a report is deduplicated by its Seq)", first.seq)
+		}
+	})
+}
+
+// TestSchedulerFastGridKeepsTheJitter: with jitter, a site set fast has
+// each of its probes run exactly a fast interval apart, the full rounds'
+// runs included: the fast grid is shifted by the site's first offset, so
+// the first re-probe after a full round does not slip to a later tick.
+func TestSchedulerFastGridKeepsTheJitter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const interval, fast = time.Second, 250 * time.Millisecond
+		var mu sync.Mutex
+		calls := map[string][]time.Time{}
+		probe := func(_ context.Context, sp Spec, _ *slog.Logger) Result {
+			mu.Lock()
+			defer mu.Unlock()
+			calls[sp.Name] = append(calls[sp.Name], time.Now())
+			return Result{Class: ClassRefused, Reason: "connection refused"}
+		}
+		sites := []SiteSpec{{Site: "primary", Probes: []Spec{{Name: "lms", Type: "p"}, {Name: "api", Type: "p"}}}}
+		s := schedNew(t, sites, SchedulerOptions{Interval: interval, FastInterval: fast, JitterFraction: 0.1,
+			Probers: map[string]ProbeFunc{"p": probe}})
+		if s.sites["primary"].lead == 0 {
+			t.Fatal("the test needs a site whose first probe has a non-zero offset")
+		}
+		epoch := time.Now()
+		s.SetFast("primary", true)
+		stop := schedRun(t, s)
+		time.Sleep(2*interval + interval/2)
+		stop()
+		mu.Lock()
+		defer mu.Unlock()
+		for name, at := range calls {
+			if len(at) != 10 {
+				t.Fatalf("%s probed %d times in 2.5 intervals, want 10 (every fast interval)", name, len(at))
+			}
+			for i := 1; i < len(at); i++ {
+				if d := at[i].Sub(at[i-1]); d != fast {
+					t.Fatalf("%s probed at +%s then +%s: %s apart, want the fast interval %s", name, at[i-1].Sub(epoch), at[i].Sub(epoch), d, fast)
+				}
+			}
 		}
 	})
 }
