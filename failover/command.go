@@ -115,12 +115,17 @@ type ProbeResult struct {
 // same decisions (LeanEncoder builds lean reports; see DESIGN.md). A lean
 // report with no Results that covers both sites is a heartbeat. The three
 // fields are absent from full reports, whose encoding is version 1's.
+//
+// A lean report may leave PolicyHash empty, meaning the policy of its
+// base, which must be the replicated one (effectiveHash): the encoding
+// then omits policy_hash, the largest field of a heartbeat. A full report
+// always writes policy_hash, empty or not, as version 1 did.
 type Observe struct {
 	Node string `json:"node"`
 	// Version 1 wrote the command's At here, after node (see wireAt).
 	_          wireAt
 	Seq        uint64        `json:"seq,omitempty"`
-	PolicyHash string        `json:"policy_hash"`
+	PolicyHash string        `json:"policy_hash" wire:"omitempty"`
 	Results    []ProbeResult `json:"results"`
 	// Base is the Seq of the node's applied report that a lean report
 	// builds on; 0 for a full report.
@@ -134,6 +139,21 @@ type Observe struct {
 
 // CommandType implements Payload.
 func (Observe) CommandType() CommandType { return CmdObserve }
+
+// wireOmitEmpty implements wireOmitter: a lean report leaves out an empty
+// policy_hash.
+func (o Observe) wireOmitEmpty() bool { return o.Base != 0 }
+
+// effectiveHash returns the hash of the policy o was observed under, given
+// its node's recorded state ns (nil: none): PolicyHash, or for a lean
+// report without one the hash recorded with its base, the node's last
+// applied report.
+func (o *Observe) effectiveHash(ns *nodeState) string {
+	if o.Base != 0 && o.PolicyHash == "" && ns != nil {
+		return ns.PolicyHash
+	}
+	return o.PolicyHash
+}
 
 func (Observe) text() (reason, actor string) { return "", "" }
 
