@@ -732,6 +732,26 @@ func TestLeanReportWithoutPolicyHash(t *testing.T) {
 			t.Errorf("the refused report changed the state:\n%s", jsonDiff(before, after))
 		}
 	})
+	t.Run("refused when its entry writes the hash empty", func(t *testing.T) {
+		// What a leader from before hashless lean reports stamps: its
+		// replicas refuse it, and so must every other.
+		for _, hash := range []string{`"policy_hash":"",`, `"policy_hash":null,`} {
+			m := setup(t)
+			before := mustSnapshot(t, m)
+			entry := `{"v":1,"type":"observe","observe":{"node":"a","at":` + strconv.FormatInt(base+2e9, 10) + `,"seq":2,` + hash + `"results":[],"base":1,"sites":["primary","backup"]}}`
+			_, err := DecodeResponse(m.Apply(3, []byte(entry)))
+			if !errors.Is(err, ErrBadCommand) || !strings.Contains(err.Error(), "lean report under policy ,") {
+				t.Fatalf("%s: got %v, want ErrBadCommand for a report under no policy", entry, err)
+			}
+			if after := mustSnapshot(t, m); !bytes.Equal(before, after) {
+				t.Errorf("%s: the refused report changed the state:\n%s", entry, jsonDiff(before, after))
+			}
+			without := strings.Replace(entry, hash, "", 1)
+			if _, err := DecodeResponse(m.Apply(3, []byte(without))); err != nil {
+				t.Errorf("%s: %v, want it applied", without, err)
+			}
+		}
+	})
 	t.Run("a full report without the hash is recorded as before", func(t *testing.T) {
 		m := setup(t)
 		mustStep(t, m, 3, Command{At: base + 2e9, Payload: Observe{Node: "a", Seq: 2, Results: all}})

@@ -193,10 +193,10 @@ func (s *state) checkLeanBase(o *Observe, ns *nodeState, seen map[string]bool) e
 			last = ns.LastSeq
 		}
 		return fmt.Errorf("observe from %q: lean report on round %d, but the last applied round is %d: %w", o.Node, o.Base, last, ErrBadCommand)
-	case o.PolicyHash == "" && ns.PolicyHash != s.PolicyHash:
+	case o.baseHash() && ns.PolicyHash != s.PolicyHash:
 		return fmt.Errorf("observe from %q: lean report under the policy of round %d, %s, but the policy is %s: %w",
 			o.Node, o.Base, cmp.Or(ShortHash(ns.PolicyHash), "none"), ShortHash(s.PolicyHash), ErrBadCommand)
-	case o.PolicyHash != "" && (o.PolicyHash != ns.PolicyHash || o.PolicyHash != s.PolicyHash):
+	case !o.baseHash() && (o.PolicyHash != ns.PolicyHash || o.PolicyHash != s.PolicyHash):
 		return fmt.Errorf("observe from %q: lean report under policy %s, but round %d was under %s and the policy is %s: %w",
 			o.Node, ShortHash(o.PolicyHash), o.Base, ShortHash(ns.PolicyHash), ShortHash(s.PolicyHash), ErrBadCommand)
 	}
