@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -294,6 +295,35 @@ func TestSchedulerLateFastTimerRunsItsTick(t *testing.T) {
 	}
 }
 
+// probeTimes is a prober that answers res and records when each probe ran.
+type probeTimes struct {
+	res   Result
+	mu    sync.Mutex
+	calls map[string][]time.Time
+}
+
+func (p *probeTimes) probe(_ context.Context, sp Spec, _ *slog.Logger) Result {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.calls == nil {
+		p.calls = map[string][]time.Time{}
+	}
+	p.calls[sp.Name] = append(p.calls[sp.Name], time.Now())
+	return p.res
+}
+
+// times returns when each probe ran, by name.
+func (p *probeTimes) times() map[string][]time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.calls)
+}
+
+// jitteredSite is a primary with two probes, whose offsets differ.
+func jitteredSite() []SiteSpec {
+	return []SiteSpec{{Site: "primary", Probes: []Spec{{Name: "lms", Type: "p"}, {Name: "api", Type: "p"}}}}
+}
+
 // TestSchedulerFastRoundSkipsTheJitter: the jitter spreads a full round's
 // probes, each at its fixed offset from the tick, but a fast round asked
 // for by ProbeNow starts the site's first probe at once and the others at
@@ -304,17 +334,9 @@ func TestSchedulerLateFastTimerRunsItsTick(t *testing.T) {
 func TestSchedulerFastRoundSkipsTheJitter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const interval, fast = time.Second, 250 * time.Millisecond
-		var mu sync.Mutex
-		calls := map[string][]time.Time{}
-		probe := func(_ context.Context, sp Spec, _ *slog.Logger) Result {
-			mu.Lock()
-			defer mu.Unlock()
-			calls[sp.Name] = append(calls[sp.Name], time.Now())
-			return Result{OK: true}
-		}
-		sites := []SiteSpec{{Site: "primary", Probes: []Spec{{Name: "lms", Type: "p"}, {Name: "api", Type: "p"}}}}
-		s := schedNew(t, sites, SchedulerOptions{Interval: interval, FastInterval: fast, JitterFraction: 0.1,
-			Probers: map[string]ProbeFunc{"p": probe}})
+		rec := &probeTimes{res: Result{OK: true}}
+		s := schedNew(t, jitteredSite(), SchedulerOptions{Interval: interval, FastInterval: fast, JitterFraction: 0.1,
+			Probers: map[string]ProbeFunc{"p": rec.probe}})
 		bound := schedMaxJitter(s.opts, s.probes[0].timeout)
 		off := map[string]time.Duration{"lms": jitterOffset("primary", "lms", bound), "api": jitterOffset("primary", "api", bound)}
 		lead := min(off["lms"], off["api"])
@@ -341,8 +363,7 @@ func TestSchedulerFastRoundSkipsTheJitter(t *testing.T) {
 			t.Fatalf("got fast=%v at +%s, want a fast round at +600ms", r.Fast, r.Start.Sub(epoch))
 		}
 		stop()
-		mu.Lock()
-		defer mu.Unlock()
+		calls := rec.times()
 		for name, o := range off {
 			want := []time.Duration{o, lead + fast + o - lead, 600*time.Millisecond + o - lead}
 			var got []time.Duration
@@ -436,17 +457,9 @@ func TestSchedulerDeliversAFailingSiteFirst(t *testing.T) {
 func TestSchedulerFastGridKeepsTheJitter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const interval, fast = time.Second, 250 * time.Millisecond
-		var mu sync.Mutex
-		calls := map[string][]time.Time{}
-		probe := func(_ context.Context, sp Spec, _ *slog.Logger) Result {
-			mu.Lock()
-			defer mu.Unlock()
-			calls[sp.Name] = append(calls[sp.Name], time.Now())
-			return Result{Class: ClassRefused, Reason: "connection refused"}
-		}
-		sites := []SiteSpec{{Site: "primary", Probes: []Spec{{Name: "lms", Type: "p"}, {Name: "api", Type: "p"}}}}
-		s := schedNew(t, sites, SchedulerOptions{Interval: interval, FastInterval: fast, JitterFraction: 0.1,
-			Probers: map[string]ProbeFunc{"p": probe}})
+		rec := &probeTimes{res: Result{Class: ClassRefused, Reason: "connection refused"}}
+		s := schedNew(t, jitteredSite(), SchedulerOptions{Interval: interval, FastInterval: fast, JitterFraction: 0.1,
+			Probers: map[string]ProbeFunc{"p": rec.probe}})
 		if s.sites["primary"].lead == 0 {
 			t.Fatal("the test needs a site whose first probe has a non-zero offset")
 		}
@@ -455,9 +468,7 @@ func TestSchedulerFastGridKeepsTheJitter(t *testing.T) {
 		stop := schedRun(t, s)
 		time.Sleep(2*interval + interval/2)
 		stop()
-		mu.Lock()
-		defer mu.Unlock()
-		for name, at := range calls {
+		for name, at := range rec.times() {
 			if len(at) != 10 {
 				t.Fatalf("%s probed %d times in 2.5 intervals, want 10 (every fast interval)", name, len(at))
 			}
