@@ -115,12 +115,22 @@ type ProbeResult struct {
 // same decisions (LeanEncoder builds lean reports; see DESIGN.md). A lean
 // report with no Results that covers both sites is a heartbeat. The three
 // fields are absent from full reports, whose encoding is version 1's.
+//
+// A lean report may leave PolicyHash empty, meaning the policy of its
+// base, which must be the replicated one (effectiveHash): the encoding
+// then omits policy_hash, the largest field of a heartbeat. A full report
+// always writes policy_hash, empty or not, as version 1 did.
+//
+// A lean report whose entry writes policy_hash empty (WrittenEmpty) is
+// what a leader from before hashless lean reports makes of one when it
+// stamps it: that leader and its replicas read it as under no policy and
+// refuse it, and so must every replica.
 type Observe struct {
 	Node string `json:"node"`
 	// Version 1 wrote the command's At here, after node (see wireAt).
 	_          wireAt
 	Seq        uint64        `json:"seq,omitempty"`
-	PolicyHash string        `json:"policy_hash"`
+	PolicyHash string        `json:"policy_hash" wire:"omitempty"`
 	Results    []ProbeResult `json:"results"`
 	// Base is the Seq of the node's applied report that a lean report
 	// builds on; 0 for a full report.
@@ -130,10 +140,39 @@ type Observe struct {
 	// RoundAt is the watcher's clock when the round completed, unix ns: the
 	// CompletedAt of every repeated result (0: not stamped).
 	RoundAt int64 `json:"round_at,omitempty"`
+	// WrittenEmpty is set by Decode on a lean report whose entry writes
+	// policy_hash empty or null: its policy is none, not its base's. It is
+	// no wire field of its own; with it, the encoding writes policy_hash.
+	WrittenEmpty bool `json:"-"`
 }
 
 // CommandType implements Payload.
 func (Observe) CommandType() CommandType { return CmdObserve }
+
+// wireOmitEmpty implements wireOmitter: a lean report leaves out an empty
+// policy_hash, unless its entry wrote it.
+func (o Observe) wireOmitEmpty() bool { return o.Base != 0 && !o.WrittenEmpty }
+
+// wireWritten implements wireOmitter.
+func (o Observe) wireWritten() Payload {
+	o.WrittenEmpty = o.PolicyHash == ""
+	return o
+}
+
+// baseHash reports whether o is under the policy of its base: a lean
+// report without a policy hash, its entry not writing one.
+func (o *Observe) baseHash() bool { return o.Base != 0 && o.PolicyHash == "" && !o.WrittenEmpty }
+
+// effectiveHash returns the hash of the policy o was observed under, given
+// its node's recorded state ns (nil: none): PolicyHash, or under the
+// policy of its base the hash recorded with the base, the node's last
+// applied report.
+func (o *Observe) effectiveHash(ns *nodeState) string {
+	if o.baseHash() && ns != nil {
+		return ns.PolicyHash
+	}
+	return o.PolicyHash
+}
 
 func (Observe) text() (reason, actor string) { return "", "" }
 

@@ -26,6 +26,12 @@ func FuzzDecode(f *testing.F) {
 	for _, in := range leanDecodeInputs {
 		f.Add([]byte(in))
 	}
+	for _, c := range hashlessWireCommands() {
+		f.Add(mustEncode(c.cmd))
+	}
+	for _, in := range hashlessDecodeInputs {
+		f.Add([]byte(in))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := Decode(data)
 		resp := New().Apply(1, data) // must not panic either

@@ -55,7 +55,8 @@ const (
 // A round goes out full whenever the view may not match the log: before
 // the first applied report, after any report that was not known applied,
 // under a policy other than the replicated one, and for LeanBackoff after
-// the machine refused a lean report.
+// the machine refused a lean report. A lean report leaves PolicyHash
+// empty: it goes out only under its base's policy, the replicated one.
 //
 // A result goes into a lean report when its OK, Class, Phase, Reason or
 // CertExpiry differs from the view, when it failed and the probe has fewer
@@ -90,6 +91,7 @@ type leanProbe struct {
 type leanPending struct {
 	obs    Observe
 	policy *Policy
+	hash   string // the policy hash of its round (obs leaves it out when lean)
 	at     int64
 }
 
@@ -102,7 +104,7 @@ func (e *LeanEncoder) Encode(o Observe, p *Policy, hash string, now int64) Obser
 		e.Lost()
 	}
 	out := e.encode(o, p, hash, now)
-	e.pending = &leanPending{obs: out, policy: p, at: now}
+	e.pending = &leanPending{obs: out, policy: p, hash: o.PolicyHash, at: now}
 	return out
 }
 
@@ -130,7 +132,9 @@ func (e *LeanEncoder) encode(o Observe, p *Policy, hash string, now int64) Obser
 		has[k] = true
 		roundAt = max(roundAt, r.CompletedAt)
 	}
-	lean := Observe{Node: o.Node, Seq: o.Seq, PolicyHash: o.PolicyHash, Base: e.base, RoundAt: roundAt, Results: []ProbeResult{}}
+	// The policy is the base's (o.PolicyHash == e.hash): the report
+	// leaves its hash out.
+	lean := Observe{Node: o.Node, Seq: o.Seq, Base: e.base, RoundAt: roundAt, Results: []ProbeResult{}}
 	covered := map[Site]bool{}
 	for _, site := range sites {
 		all := len(p.Sites[site].Probes) > 0
@@ -212,7 +216,7 @@ func (e *LeanEncoder) Applied(now int64) {
 		return
 	}
 	o, p := pd.obs, pd.policy
-	if p == nil || o.PolicyHash == "" {
+	if p == nil || pd.hash == "" {
 		e.reset()
 		return
 	}
@@ -244,7 +248,7 @@ func (e *LeanEncoder) Applied(now int64) {
 			}
 		}
 	}
-	e.base, e.hash = o.Seq, o.PolicyHash
+	e.base, e.hash = o.Seq, pd.hash
 }
 
 func (v *leanProbe) count(ok bool) {

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -103,6 +104,9 @@ func (lp *leanPair) report(at int64, o Observe, now int64, lag int, fault leanFa
 	}
 	fb, lb := mustEncode(Command{At: at, Payload: o}), mustEncode(Command{At: at, Payload: lo})
 	if lo.Base != 0 {
+		if lo.PolicyHash != "" || bytes.Contains(lb, []byte(`"policy_hash"`)) {
+			t.Fatalf("lean report %s carries a policy hash: it is its base's", lb)
+		}
 		lp.stats.lean++
 		if len(lo.Results) == 0 && len(lo.Sites) == len(sites) {
 			lp.stats.heartbeats++
@@ -641,6 +645,130 @@ func TestLeanReportRefusals(t *testing.T) {
 		}
 		if got := ps["primary/web"].Last; got.LatencyMS != 7 || got.CompletedAt != base+3e9 {
 			t.Errorf("primary/web: got %+v, want the latency of round 1, completed at the heartbeat's round_at", got)
+		}
+	})
+}
+
+// A lean report without a policy hash is under its base's policy: applied
+// exactly as the same report with the hash while that is the replicated
+// policy, refused with nothing changed once it is not, and the node's
+// recorded hash stays the policy's. A full report without a hash is
+// recorded as it came, a node running some other policy.
+func TestLeanReportWithoutPolicyHash(t *testing.T) {
+	p := scriptPolicyDefaults()
+	p.Fall, p.Rise = 3, 2
+	p.Sites = map[Site]SitePolicy{Primary: {Probes: []ProbeRef{{Name: "web", Critical: true}, {Name: "api"}}}, Backup: {Probes: []ProbeRef{{Name: "web", Critical: true}}}}
+	h := p.Hash()
+	all := []ProbeResult{
+		{Site: Primary, Probe: "web", OK: true, LatencyMS: 7, CompletedAt: base + 1},
+		{Site: Primary, Probe: "api", OK: true, LatencyMS: 7, CompletedAt: base + 1},
+		{Site: Backup, Probe: "web", OK: true, LatencyMS: 7, CompletedAt: base + 1},
+	}
+	both := []Site{Primary, Backup}
+	fail := ProbeResult{Site: Primary, Probe: "api", Class: "connect", Reason: "refused", CompletedAt: base + 2e9 - 5}
+	setup := func(t *testing.T) *Machine {
+		m := New()
+		mustStep(t, m, 1, Command{At: base, Payload: SetPolicy{Policy: p}})
+		mustStep(t, m, 2, Command{At: base + 1e9, Payload: Observe{Node: "a", Seq: 1, PolicyHash: h, Results: all}})
+		return m
+	}
+	lean := func(hash string) []Observe {
+		return []Observe{
+			{Node: "a", Seq: 2, Base: 1, PolicyHash: hash, Sites: []Site{Primary}, RoundAt: base + 2e9, Results: []ProbeResult{fail}},
+			{Node: "a", Seq: 3, Base: 2, PolicyHash: hash, Sites: both, RoundAt: base + 3e9, Results: []ProbeResult{}},
+		}
+	}
+	t.Run("applied as with the hash", func(t *testing.T) {
+		with, without := setup(t), setup(t)
+		for i := range 2 {
+			c := Command{At: base + int64(i+2)*1e9, Payload: lean(h)[i]}
+			rw, err := with.Step(uint64(i+3), c)
+			if err != nil {
+				t.Fatalf("report %d with the hash: %v", i, err)
+			}
+			c.Payload = lean("")[i]
+			rn, err := without.Step(uint64(i+3), c)
+			if err != nil {
+				t.Fatalf("report %d without the hash: %v", i, err)
+			}
+			if !reflect.DeepEqual(rw, rn) {
+				t.Errorf("report %d: with the hash %+v, without %+v", i, rw, rn)
+			}
+			if a, b := mustSnapshot(t, with), mustSnapshot(t, without); !bytes.Equal(a, b) {
+				t.Fatalf("report %d: the states differ:\n%s", i, jsonDiff(a, b))
+			}
+		}
+		if got := without.st.Nodes["a"].Probes["primary/api"].Fails; got != 2 {
+			t.Errorf("primary/api: %d failures, want 2 (one sent, one repeated)", got)
+		}
+		v := without.View()
+		if n := v.Nodes[0]; n.Node != "a" || n.PolicyHash != h || n.HashMismatch {
+			t.Errorf("node view %s: policy hash %q (mismatch %v), want %q", n.Node, n.PolicyHash, n.HashMismatch, h)
+		}
+		for _, w := range v.Warnings {
+			if strings.Contains(w, "runs policy") {
+				t.Errorf("warning %q for a node that runs the replicated policy", w)
+			}
+		}
+		b, err := json.Marshal(v.Nodes[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(b, []byte(`"policy_hash":"`+h+`"`)) {
+			t.Errorf("node a's status %s: want its policy hash %s", b, ShortHash(h))
+		}
+	})
+	t.Run("refused after a policy change", func(t *testing.T) {
+		m := setup(t)
+		q := p.clone()
+		q.Fall = 4
+		mustStep(t, m, 3, Command{At: base + 2e9, Payload: SetPolicy{Policy: q}})
+		before := mustSnapshot(t, m)
+		_, err := m.Step(4, Command{At: base + 3e9, Payload: lean("")[0]})
+		if want := "lean report under the policy of round 1, " + ShortHash(h) + ", but the policy is " + ShortHash(q.Hash()); !errors.Is(err, ErrBadCommand) || !strings.Contains(err.Error(), want) {
+			t.Fatalf("got %v, want ErrBadCommand saying %q", err, want)
+		}
+		if after := mustSnapshot(t, m); !bytes.Equal(before, after) {
+			t.Errorf("the refused report changed the state:\n%s", jsonDiff(before, after))
+		}
+	})
+	t.Run("refused when its entry writes the hash empty", func(t *testing.T) {
+		// What a leader from before hashless lean reports stamps: its
+		// replicas refuse it, and so must every other.
+		for _, hash := range []string{`"policy_hash":"",`, `"policy_hash":null,`} {
+			m := setup(t)
+			before := mustSnapshot(t, m)
+			entry := `{"v":1,"type":"observe","observe":{"node":"a","at":` + strconv.FormatInt(base+2e9, 10) + `,"seq":2,` + hash + `"results":[],"base":1,"sites":["primary","backup"]}}`
+			_, err := DecodeResponse(m.Apply(3, []byte(entry)))
+			if !errors.Is(err, ErrBadCommand) || !strings.Contains(err.Error(), "lean report under policy ,") {
+				t.Fatalf("%s: got %v, want ErrBadCommand for a report under no policy", entry, err)
+			}
+			if after := mustSnapshot(t, m); !bytes.Equal(before, after) {
+				t.Errorf("%s: the refused report changed the state:\n%s", entry, jsonDiff(before, after))
+			}
+			without := strings.Replace(entry, hash, "", 1)
+			if _, err := DecodeResponse(m.Apply(3, []byte(without))); err != nil {
+				t.Errorf("%s: %v, want it applied", without, err)
+			}
+		}
+	})
+	t.Run("a full report without the hash is recorded as before", func(t *testing.T) {
+		m := setup(t)
+		mustStep(t, m, 3, Command{At: base + 2e9, Payload: Observe{Node: "a", Seq: 2, Results: all}})
+		if got := m.st.Nodes["a"].PolicyHash; got != "" {
+			t.Errorf("recorded policy hash %q, want none, as the report said", got)
+		}
+		if n := m.View().Nodes[0]; !n.HashMismatch {
+			t.Errorf("node view %+v: want a policy mismatch", n)
+		}
+		// Its policy is none: a lean report on it, with or without a
+		// hash, is refused.
+		for _, hash := range []string{"", h} {
+			o := lean(hash)[0]
+			o.Base, o.Seq = 2, 3
+			if _, err := m.Step(4, Command{At: base + 3e9, Payload: o}); !errors.Is(err, ErrBadCommand) {
+				t.Errorf("lean report with hash %q on a report without one: got %v, want ErrBadCommand", hash, err)
+			}
 		}
 	})
 }

@@ -2,6 +2,7 @@ package failover
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -112,7 +113,7 @@ func (s *state) observe(index uint64, now int64, o *Observe, res *Result) error 
 	ns.Reported = true
 	ns.LastAt = now
 	ns.LastSeq = o.Seq
-	ns.PolicyHash = o.PolicyHash
+	ns.PolicyHash = o.effectiveHash(ns)
 	for _, r := range o.Results {
 		if _, ok := p.probe(r.Site, r.Probe); !r.Site.Valid() || !ok {
 			if ns.Unknown == nil {
@@ -183,6 +184,7 @@ func (o *Observe) checkLeanFields() error {
 // applied round (a report lost or applied in between), a policy other than
 // the one the base was reported and is replicated under, or a probe to
 // repeat that has no recorded result. The watcher then sends full reports.
+// A report without a policy hash is under its base's policy.
 func (s *state) checkLeanBase(o *Observe, ns *nodeState, seen map[string]bool) error {
 	switch {
 	case ns == nil || !ns.Reported || ns.LastSeq != o.Base:
@@ -191,7 +193,10 @@ func (s *state) checkLeanBase(o *Observe, ns *nodeState, seen map[string]bool) e
 			last = ns.LastSeq
 		}
 		return fmt.Errorf("observe from %q: lean report on round %d, but the last applied round is %d: %w", o.Node, o.Base, last, ErrBadCommand)
-	case o.PolicyHash != ns.PolicyHash || o.PolicyHash != s.PolicyHash:
+	case o.baseHash() && ns.PolicyHash != s.PolicyHash:
+		return fmt.Errorf("observe from %q: lean report under the policy of round %d, %s, but the policy is %s: %w",
+			o.Node, o.Base, cmp.Or(ShortHash(ns.PolicyHash), "none"), ShortHash(s.PolicyHash), ErrBadCommand)
+	case !o.baseHash() && (o.PolicyHash != ns.PolicyHash || o.PolicyHash != s.PolicyHash):
 		return fmt.Errorf("observe from %q: lean report under policy %s, but round %d was under %s and the policy is %s: %w",
 			o.Node, ShortHash(o.PolicyHash), o.Base, ShortHash(ns.PolicyHash), ShortHash(s.PolicyHash), ErrBadCommand)
 	}

@@ -94,7 +94,8 @@ type Pending struct {
 	// Quorum is how many DOWN votes mark Site DOWN.
 	Quorum int `json:"quorum"`
 	// Rounds is how many more failing rounds the leaning watchers need until
-	// Quorum of them vote DOWN, and In that many intervals. There is a
+	// Quorum of them vote DOWN, and In that many fast intervals (they
+	// re-probe a site they see failing that often). There is a
 	// countdown only when at least Quorum watchers lean: otherwise Rounds and
 	// In are 0 and Then is nil.
 	Rounds int           `json:"rounds,omitempty"`
@@ -430,7 +431,9 @@ func (s *state) pending(now, cutoff int64, t map[Site]Tally) *Pending {
 	}
 	slices.Sort(rems)
 	pd.Rounds = rems[p.Quorum-1]
-	pd.In = time.Duration(pd.Rounds) * p.Interval
+	// The leaning watchers re-probe the site every fast interval until
+	// they vote (a probe that runs to its timeout takes longer).
+	pd.In = time.Duration(pd.Rounds) * p.FastProbeInterval()
 	rule, _ := s.downRule(now, t)
 	pd.Then = &PendingThen{Action: KindAutoFailover, Rule: rule}
 	if a == Backup {

@@ -110,30 +110,36 @@ type WhatIf struct {
 	MovesOnceLifted bool `json:"moves_once_lifted,omitempty"`
 	// FlipMin and FlipMax bound the time from the failure to the automatic
 	// decision, when Outcome is WhatIfMoves: the failure may begin just
-	// before a round (DownRounds-1 intervals) or just after one, with a
-	// blackholed probe that fails only at its timeout (DownRounds
-	// intervals plus ProbeTimeout).
+	// before a round, the site then re-probed every fast interval
+	// (DownRounds-1 fast intervals), or just after one, with a blackholed
+	// probe that fails only at its timeout (DownRounds intervals plus
+	// ProbeTimeout).
 	FlipMin      time.Duration `json:"flip_min,omitempty"`
 	FlipMax      time.Duration `json:"flip_max,omitempty"`
 	Interval     time.Duration `json:"interval"`
+	FastInterval time.Duration `json:"fast_interval"`
 	ProbeTimeout time.Duration `json:"probe_timeout"`
 }
 
 // DetectionWindow bounds how long after a failure begins the quorum sees
-// it when rounds failing rounds are needed: from rounds-1 intervals (the
-// failure just before a round, failing at once) to rounds intervals plus
-// the probe timeout (just after a round, blackholed).
-func DetectionWindow(rounds int, interval, timeout time.Duration) (lo, hi time.Duration) {
+// it when rounds failing rounds are needed, with suspect sites re-probed
+// every fast interval: from rounds-1 fast intervals (the failure just
+// before a round, failing at once, the other rounds re-probes) to rounds
+// intervals plus the probe timeout (just after a round, blackholed, and
+// no faster re-probe: a fast round never starts while a round of the same
+// probes runs).
+func DetectionWindow(rounds int, interval, fast, timeout time.Duration) (lo, hi time.Duration) {
 	if rounds < 1 {
 		return 0, 0
 	}
-	return time.Duration(rounds-1) * interval, time.Duration(rounds)*interval + timeout
+	return time.Duration(rounds-1) * min(fast, interval), time.Duration(rounds)*interval + timeout
 }
 
 // DetectionFloor is the policy's detection window from a healthy state:
-// fall failing rounds, (fall-1)×interval to fall×interval plus timeout.
+// fall failing rounds, (fall-1)×fast_interval to fall×interval plus
+// timeout.
 func (p Policy) DetectionFloor(timeout time.Duration) (lo, hi time.Duration) {
-	return DetectionWindow(p.Fall, p.Interval, timeout)
+	return DetectionWindow(p.Fall, p.Interval, p.FastProbeInterval(), timeout)
 }
 
 // WhatIf answers what would happen if every critical probe of the
@@ -167,7 +173,7 @@ func (s *state) whatIf(in WhatIfInput) (WhatIf, error) {
 	w := WhatIf{
 		Scenario: in.Scenario, Index: s.LastIndex, At: start, Site: site, Active: s.Active,
 		Probes: []string{}, Reporting: []string{}, Silent: []string{},
-		Interval: p.Interval, ProbeTimeout: in.ProbeTimeout,
+		Interval: p.Interval, FastInterval: p.FastProbeInterval(), ProbeTimeout: in.ProbeTimeout,
 	}
 	for _, r := range p.Sites[site].Probes {
 		if r.Critical {
@@ -214,7 +220,7 @@ rounds:
 	switch {
 	case moved():
 		w.Outcome = WhatIfMoves
-		w.FlipMin, w.FlipMax = DetectionWindow(w.DownRounds, p.Interval, in.ProbeTimeout)
+		w.FlipMin, w.FlipMax = DetectionWindow(w.DownRounds, p.Interval, p.FastProbeInterval(), in.ProbeTimeout)
 	case site != active:
 		w.Outcome = WhatIfStays
 		w.Reason = fmt.Sprintf("%s is not the active site (%s is): its failure moves no traffic", site, active)
@@ -330,8 +336,8 @@ func (w WhatIf) Text() string {
 	switch w.Outcome {
 	case WhatIfMoves:
 		fmt.Fprintf(&b, "traffic moves: %s %s -> %s\n", w.Kind, w.Active, w.To)
-		fmt.Fprintf(&b, "expected time to the flip: %s to %s after the failure begins (%d round(s) of %s, probe timeout %s)\n",
-			w.FlipMin, w.FlipMax, w.DownRounds, w.Interval, w.ProbeTimeout)
+		fmt.Fprintf(&b, "expected time to the flip: %s to %s after the failure begins (%d round(s) of %s, a failing site re-probed every %s, probe timeout %s)\n",
+			w.FlipMin, w.FlipMax, w.DownRounds, w.Interval, w.FastInterval, w.ProbeTimeout)
 	case WhatIfStays:
 		fmt.Fprintf(&b, "traffic does not move: %s\n", w.Reason)
 	case WhatIfWithheld:

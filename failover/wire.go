@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 )
 
@@ -29,11 +30,33 @@ import (
 // the command's At when it was not the payload's first member.
 type wireAt struct{}
 
+// wireOmitter is a payload type with fields that some of its values leave
+// out of their encoding: a field tagged wire:"omitempty" is omitted when
+// empty from the values whose wireOmitEmpty is true. Every other value
+// still writes it, so the encodings that existed before the field could be
+// left out stay version 1's byte for byte. Left out and written empty then
+// differ: a binary from before wrote the field always, so an entry that
+// writes it, empty or null, where wireOmitEmpty would leave it out, means
+// what it meant to that binary, and unmarshal returns wireWritten of the
+// value instead.
+type wireOmitter interface {
+	wireOmitEmpty() bool
+	wireWritten() Payload
+}
+
 // wirePayload is one payload type and its version 1 shape.
 type wirePayload struct {
 	typ  reflect.Type // the payload type, a struct
 	wire reflect.Type // its fields with At among them, as version 1 had them
-	at   int          // index of At in wire
+	// omit is wire with omitempty on the fields tagged wire:"omitempty",
+	// for the values whose wireOmitEmpty is true; nil when none is tagged.
+	// omitEnvelope is the envelope for them: V, Type and omit alone, which
+	// encodes as the whole envelope does with only this payload set.
+	omit, omitEnvelope reflect.Type
+	// written is an envelope with the payload's tagged fields alone, as
+	// raw JSON: which of them an entry writes.
+	written reflect.Type
+	at      int // index of At in wire
 	// fields pairs each field index of typ with its index in wire.
 	fields [][2]int
 	// field is the index of the payload's pointer in the envelope.
@@ -68,11 +91,18 @@ func newWireFormat(types []Payload) *wireFormat {
 			panic(fmt.Sprintf("failover: two payload types for command type %q", p.CommandType()))
 		}
 		wp.field = len(fields)
-		fields = append(fields, reflect.StructField{
+		field := reflect.StructField{
 			Name: wp.typ.Name(),
 			Type: reflect.PointerTo(wp.wire),
 			Tag:  reflect.StructTag(`json:"` + string(p.CommandType()) + `,omitempty"`),
-		})
+		}
+		fields = append(fields, field)
+		if wp.omit != nil {
+			field.Type = reflect.PointerTo(wp.omit)
+			wp.omitEnvelope = reflect.StructOf([]reflect.StructField{fields[wireV], fields[wireType], field})
+			field.Type = reflect.PointerTo(wp.written)
+			wp.written = reflect.StructOf([]reflect.StructField{field})
+		}
 		f.payloads = append(f.payloads, wp)
 		f.byType[p.CommandType()] = wp
 		f.byGo[wp.typ], f.byGo[wp.wire] = wp, wp
@@ -111,6 +141,23 @@ func newWirePayload(p Payload) *wirePayload {
 		}
 	}
 	wp.wire = reflect.StructOf(fields) // panics on a payload field named At
+	omit := slices.Clone(fields)
+	var written []reflect.StructField
+	for _, ix := range wp.fields {
+		sf := t.Field(ix[0])
+		if sf.Tag.Get("wire") != "omitempty" {
+			continue
+		}
+		if _, ok := p.(wireOmitter); !ok || strings.Contains(sf.Tag.Get("json"), ",") {
+			panic(fmt.Sprintf("failover: payload %s: field %s tagged wire:\"omitempty\" needs wireOmitEmpty and a json tag without options", t, sf.Name))
+		}
+		omit[ix[1]].Tag = reflect.StructTag(`json:"` + sf.Tag.Get("json") + `,omitempty"`)
+		written = append(written, reflect.StructField{Name: sf.Name, Type: reflect.TypeFor[json.RawMessage](), Tag: reflect.StructTag(`json:"` + sf.Tag.Get("json") + `"`)})
+	}
+	if len(written) > 0 {
+		wp.omit = reflect.StructOf(omit)
+		wp.written = reflect.StructOf(written)
+	}
 	return wp
 }
 
@@ -128,15 +175,20 @@ func (f *wireFormat) payload(p Payload) *wirePayload {
 func (f *wireFormat) marshal(c Command) ([]byte, error) {
 	wp := f.payload(c.Payload)
 	env := reflect.New(f.envelope).Elem()
+	wt, field := wp.wire, wp.field
+	if o, ok := c.Payload.(wireOmitter); ok && wp.omit != nil && o.wireOmitEmpty() {
+		env = reflect.New(wp.omitEnvelope).Elem()
+		wt, field = wp.omit, wireType+1
+	}
 	env.Field(wireV).SetInt(Version)
 	env.Field(wireType).SetString(string(c.Type()))
-	w := reflect.New(wp.wire)
+	w := reflect.New(wt)
 	p := reflect.ValueOf(c.Payload)
 	for _, ix := range wp.fields {
 		w.Elem().Field(ix[1]).Set(p.Field(ix[0]))
 	}
 	w.Elem().Field(wp.at).SetInt(c.At)
-	env.Field(wp.field).Set(w)
+	env.Field(field).Set(w)
 	return json.Marshal(env.Interface())
 }
 
@@ -175,7 +227,28 @@ func (f *wireFormat) unmarshal(b []byte) (Command, error) {
 	for _, ix := range wp.fields {
 		p.Field(ix[0]).Set(w.Field(ix[1]))
 	}
-	return Command{At: w.Field(wp.at).Int(), Payload: p.Interface().(Payload)}, nil
+	pl := p.Interface().(Payload)
+	if o, ok := pl.(wireOmitter); ok && wp.omit != nil && o.wireOmitEmpty() && wp.writes(b) {
+		pl = o.wireWritten()
+	}
+	return Command{At: w.Field(wp.at).Int(), Payload: pl}, nil
+}
+
+// writes reports whether the command b, which unmarshal read, writes any
+// of the payload's fields tagged wire:"omitempty", null included. Keys
+// match and repeated payload keys merge as in unmarshal.
+func (wp *wirePayload) writes(b []byte) bool {
+	env := reflect.New(wp.written)
+	if err := json.Unmarshal(b, env.Interface()); err != nil || env.Elem().Field(0).IsNil() {
+		return false
+	}
+	w := env.Elem().Field(0).Elem()
+	for i := range w.NumField() {
+		if w.Field(i).Len() > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // named gives a type error from encoding/json the type names version 1's

@@ -36,6 +36,13 @@ type NamedResult struct {
 
 // Round is the outcome of running every probe once, or, for a fast round,
 // every probe of one suspect site.
+//
+// A full round in which a critical probe of a site failed is delivered in
+// parts: that site's results as soon as all of them are in, with a Seq of
+// their own, and the other sites' when the round ends. A failure is then
+// reported as soon as its site's probes are done, not when the slowest
+// probe of another site (a far backup, a timeout) ends; a healthy round
+// is still delivered whole.
 type Round struct {
 	// Seq counts rounds run by this Scheduler, full and fast alike, from 1.
 	Seq uint64
@@ -124,12 +131,18 @@ type Scheduler struct {
 
 // fastSite is one site's re-probing state: whether it is fast, whether a
 // round was asked for now, and when a round last covered it.
+//
+// A fast round starts the site's first probe at its tick, and the others
+// at their offsets less lead: the jitter spreads a full round's probes,
+// but on a fast round it would only delay the evidence asked for (a
+// ProbeNow waited up to JitterFraction of the interval before probing).
 type fastSite struct {
 	site  string
-	order []int // its probes, indices into probes, by offset
+	order []int         // its probes, indices into probes, by offset
+	lead  time.Duration // the offset of its first probe (order[0])
 	on    atomic.Bool
 	now   atomic.Bool   // ProbeNow asked, not yet run
-	last  atomic.Int64  // unix ns of the tick of the latest round covering the site
+	last  atomic.Int64  // unix ns when the latest round covering the site started its first probe of it
 	wake  chan struct{} // 1-buffered: on or now changed
 }
 
@@ -266,6 +279,9 @@ func NewScheduler(sites []SiteSpec, opts SchedulerOptions) (*Scheduler, error) {
 		}
 		fs.order = append(fs.order, i)
 	}
+	for _, fs := range s.sites {
+		fs.lead = s.probes[fs.order[0]].offset
+	}
 	return s, nil
 }
 
@@ -391,11 +407,13 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			tick = s.following(prev) // the phase changed while waiting
 			continue
 		}
-		round := s.runRound(ctx, tick)
+		round := s.runRound(ctx, tick, true)
 		if ctx.Err() != nil {
 			return nil
 		}
-		s.publish(round)
+		if len(round.Results) > 0 {
+			s.publish(round)
+		}
 		prev, tick = tick, s.following(tick)
 		if n := int64((tick.Sub(prev) - interval/2) / interval); n > 0 {
 			s.skipped.Add(uint64(n))
@@ -461,7 +479,7 @@ func (s *Scheduler) nextTick(t time.Time) time.Time {
 // it; it does not deliver it on Rounds. Rounds never interleave: RunOnce
 // waits for a round Run has in progress. Safe for concurrent use.
 func (s *Scheduler) RunOnce(ctx context.Context) Round {
-	return s.runRound(ctx, time.Now())
+	return s.runRound(ctx, time.Now(), false)
 }
 
 // publish hands r to the consumer. A round still pending is replaced and
@@ -532,7 +550,10 @@ func (s *Scheduler) waitProbers() {
 	}
 }
 
-func (s *Scheduler) runRound(ctx context.Context, tick time.Time) Round {
+// runRound runs a full round at tick. With split, a site with a failed
+// critical probe is published on its own as soon as its results are in,
+// and left out of the round returned (see Round).
+func (s *Scheduler) runRound(ctx context.Context, tick time.Time, split bool) Round {
 	s.roundMu.Lock()
 	defer s.roundMu.Unlock()
 	round := Round{Seq: s.seq.Add(1), Start: tick}
@@ -547,9 +568,18 @@ func (s *Scheduler) runRound(ctx context.Context, tick time.Time) Round {
 		}
 	}
 	for _, fs := range s.sites {
-		atomicMax(&fs.last, tick.UnixNano())
+		atomicMax(&fs.last, tick.Add(fs.lead).UnixNano())
 	}
-	round.Results = s.runProbes(ctx, tick, s.order, held)
+	var early sync.Map // site -> true: its results went out on their own
+	siteDone := func(site string, results []NamedResult) {
+		if !split || len(s.sites) < 2 || ctx.Err() != nil || !slices.ContainsFunc(results, func(nr NamedResult) bool { return nr.Critical && !nr.OK }) {
+			return
+		}
+		early.Store(site, true)
+		s.publish(Round{Seq: s.seq.Add(1), Start: tick, Results: results})
+	}
+	all := s.runProbes(ctx, tick, 0, s.order, held, siteDone)
+	round.Results = slices.DeleteFunc(all, func(nr NamedResult) bool { _, ok := early.Load(nr.Site); return ok })
 	if ctx.Err() == nil {
 		s.done.Add(1)
 		s.opts.Metrics.roundDone()
@@ -558,12 +588,25 @@ func (s *Scheduler) runRound(ctx context.Context, tick time.Time) Round {
 }
 
 // runProbes runs the probes order (indices into probes, by offset), each
-// at tick plus its offset, and returns their results in the order of
-// probes. held[i] says the caller holds probe i's slot; the others wait
+// at tick plus its offset less shift (a fast round's lead), and returns
+// their results in the order of probes. held[i] says the caller holds probe i's slot; the others wait
 // for theirs. Every slot is released when its probe's result is in.
-func (s *Scheduler) runProbes(ctx context.Context, tick time.Time, order []int, held []bool) []NamedResult {
+func (s *Scheduler) runProbes(ctx context.Context, tick time.Time, shift time.Duration, order []int, held []bool,
+	siteDone func(site string, results []NamedResult)) []NamedResult {
 	results := make([]NamedResult, len(s.probes))
 	ran := make([]bool, len(s.probes)) // each written only by its probe's goroutine
+	// left counts each site's probes of order whose result is not in; the
+	// probe that takes it to zero hands the site's results to siteDone.
+	left := map[string]*atomic.Int32{}
+	if siteDone != nil {
+		for _, i := range order {
+			site := s.probes[i].site
+			if left[site] == nil {
+				left[site] = new(atomic.Int32)
+			}
+			left[site].Add(1)
+		}
+	}
 	var wg sync.WaitGroup
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -573,12 +616,23 @@ func (s *Scheduler) runProbes(ctx context.Context, tick time.Time, order []int, 
 		defer func() { <-s.sem }()
 		results[i] = s.runProbe(ctx, p, at)
 		ran[i] = true
+		if siteDone != nil && left[p.site].Add(-1) == 0 {
+			// Every result of the site is in: each was written before its
+			// probe's decrement, and this one saw the last.
+			var site []NamedResult
+			for _, j := range order {
+				if s.probes[j].site == p.site {
+					site = append(site, results[j])
+				}
+			}
+			siteDone(p.site, site)
+		}
 	}
 	done := make([]bool, len(s.probes)) // dispatched: its slot is released by its goroutine
 dispatch:
 	for _, i := range order {
 		p := &s.probes[i]
-		at := tick.Add(p.offset)
+		at := tick.Add(p.offset - shift)
 		if d := time.Until(at); d > 0 {
 			timer.Reset(d)
 			select {
@@ -630,7 +684,7 @@ dispatch:
 				<-s.probes[i].slot
 			}
 			p := &s.probes[i]
-			results[i] = s.named(p, tick.Add(p.offset), time.Time{},
+			results[i] = s.named(p, tick.Add(p.offset-shift), time.Time{},
 				connFail(ClassError, "scheduler", "not run: scheduler stopped"))
 		}
 		out = append(out, results[i])
@@ -651,7 +705,8 @@ func (s *Scheduler) SetFast(site string, on bool) {
 }
 
 // ProbeNow asks Run for a fast round of site as soon as the bounds allow:
-// FastInterval after the tick of the last round that covered the site, and
+// FastInterval after the last round that covered the site started probing
+// it, and
 // not while one still runs its probes (that round's results are the fresh
 // evidence asked for). It does nothing without a FastInterval or for a
 // site the Scheduler does not probe. Safe for concurrent use.
@@ -715,9 +770,9 @@ func (s *Scheduler) fastReady(fs *fastSite, awaited, now time.Time) (time.Time, 
 
 // fastDue is when fs's next fast round is due, if one is: at once for
 // ProbeNow, else the next tick of the fast grid while fs is fast; never
-// sooner than FastInterval after the tick of the last round that covered
-// the site. A fast tick with a full tick at most half a FastInterval
-// after it is left to the full round.
+// sooner than FastInterval after the last round that covered the site
+// started probing it. A fast tick with a full round probing the site at
+// most half a FastInterval after it is left to the full round.
 func (s *Scheduler) fastDue(fs *fastSite, now time.Time) (time.Time, bool) {
 	fast := s.opts.FastInterval
 	earliest := time.Unix(0, fs.last.Load()).Add(fast)
@@ -727,22 +782,24 @@ func (s *Scheduler) fastDue(fs *fastSite, now time.Time) (time.Time, bool) {
 	if !fs.on.Load() || fast >= s.opts.Interval {
 		return time.Time{}, false
 	}
-	t := s.nextFastTick(later(now, earliest))
+	t := s.nextFastTick(fs, later(now, earliest))
 	for range 16 {
 		full := s.nextTick(t)
-		if full.Sub(t) > fast/2 {
+		if full.Add(fs.lead).Sub(t) > fast/2 {
 			break
 		}
-		t = s.nextFastTick(full.Add(fast))
+		t = s.nextFastTick(fs, full.Add(fs.lead+fast))
 	}
 	return t, true
 }
 
-// nextFastTick is the first tick of the fast grid at or after t: the
-// Unix epoch plus the phase plus a multiple of FastInterval.
-func (s *Scheduler) nextFastTick(t time.Time) time.Time {
+// nextFastTick is the first tick of fs's fast grid at or after t: the
+// Unix epoch plus the phase plus fs's lead plus a multiple of
+// FastInterval. The lead puts the full rounds' first probes of the site on
+// the grid too, so a site's probes run exactly a fast interval apart.
+func (s *Scheduler) nextFastTick(fs *fastSite, t time.Time) time.Time {
 	iv := int64(s.opts.FastInterval)
-	off := (t.UnixNano() - s.phase.Load()) % iv
+	off := (t.UnixNano() - s.phase.Load() - int64(fs.lead)) % iv
 	if off < 0 {
 		off += iv
 	}
@@ -776,7 +833,7 @@ func (s *Scheduler) runFast(ctx context.Context, fs *fastSite, tick time.Time) {
 	}
 	atomicMax(&fs.last, tick.UnixNano())
 	round := Round{Seq: s.seq.Add(1), Start: tick, Fast: true}
-	round.Results = s.runProbes(ctx, tick, fs.order, held)
+	round.Results = s.runProbes(ctx, tick, fs.lead, fs.order, held, nil)
 	if ctx.Err() != nil {
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -204,14 +205,25 @@ func TestSchedulerFastNeverOverlaps(t *testing.T) {
 		if got := peak.Load(); got != 1 {
 			t.Fatalf("got %d concurrent runs of one probe, want 1", got)
 		}
+		// Every probe fails, so each full round comes in parts, a site
+		// each (see Round); the parts of one round share its tick.
 		var full int
+		var sites []string
 		for _, r := range rounds {
 			if r.Fast {
 				continue
 			}
+			if full > 0 && r.Start.Equal(epoch.Add(time.Duration(full-1)*interval)) {
+				sites = append(sites, r.Results[0].Site)
+				continue
+			}
+			if full > 0 && len(sites) != 2 {
+				t.Fatalf("full round %d came in parts for %v, want one per site", full-1, sites)
+			}
 			if r.Start.Sub(epoch) != time.Duration(full)*interval {
 				t.Fatalf("full round %d at +%s, want +%s", full, r.Start.Sub(epoch), time.Duration(full)*interval)
 			}
+			sites = []string{r.Results[0].Site}
 			full++
 		}
 		st := s.Stats()
@@ -258,11 +270,12 @@ func TestSchedulerLateFastTimerRunsItsTick(t *testing.T) {
 	s := schedNew(t, fastSites("p"), SchedulerOptions{Interval: interval, FastInterval: fast, Probers: map[string]ProbeFunc{"p": schedOK}})
 	fs := s.sites["primary"]
 	grid := time.Unix(1_700_000_000, 0) // a full tick
-	fs.last.Store(grid.UnixNano())
+	probed := grid.Add(fs.lead)         // when that round started probing the site
+	fs.last.Store(probed.UnixNano())
 	fs.on.Store(true)
-	awaited, ok := s.fastDue(fs, grid.Add(10*time.Millisecond))
-	if !ok || !awaited.Equal(grid.Add(fast)) {
-		t.Fatalf("due after a full round: got %s %v, want +%s", awaited.Sub(grid), ok, fast)
+	awaited, ok := s.fastDue(fs, probed.Add(10*time.Millisecond))
+	if !ok || !awaited.Equal(probed.Add(fast)) {
+		t.Fatalf("due after a full round: got %s %v, want +%s", awaited.Sub(grid), ok, fs.lead+fast)
 	}
 	late := awaited.Add(60 * time.Millisecond)
 	if tick, ok := s.fastReady(fs, awaited, late); !ok || !tick.Equal(awaited) {
@@ -275,9 +288,195 @@ func TestSchedulerLateFastTimerRunsItsTick(t *testing.T) {
 	if _, ok := s.fastReady(fs, awaited, late); ok {
 		t.Fatalf("covered by another round meanwhile: got ready, want skipped")
 	}
-	fs.last.Store(grid.UnixNano())
+	fs.last.Store(probed.UnixNano())
 	fs.on.Store(false)
 	if _, ok := s.fastReady(fs, awaited, late); ok {
 		t.Fatalf("site no longer fast: got ready, want not")
 	}
+}
+
+// probeTimes is a prober that answers res and records when each probe ran.
+type probeTimes struct {
+	res   Result
+	mu    sync.Mutex
+	calls map[string][]time.Time
+}
+
+func (p *probeTimes) probe(_ context.Context, sp Spec, _ *slog.Logger) Result {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.calls == nil {
+		p.calls = map[string][]time.Time{}
+	}
+	p.calls[sp.Name] = append(p.calls[sp.Name], time.Now())
+	return p.res
+}
+
+// times returns when each probe ran, by name.
+func (p *probeTimes) times() map[string][]time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.calls)
+}
+
+// jitteredSite is a primary with two probes, whose offsets differ.
+func jitteredSite() []SiteSpec {
+	return []SiteSpec{{Site: "primary", Probes: []Spec{{Name: "lms", Type: "p"}, {Name: "api", Type: "p"}}}}
+}
+
+// TestSchedulerFastRoundSkipsTheJitter: the jitter spreads a full round's
+// probes, each at its fixed offset from the tick, but a fast round asked
+// for by ProbeNow starts the site's first probe at once and the others at
+// their offsets less the first's: waiting out the offset would only delay
+// the evidence asked for. The fast interval still counts from when the
+// last round started probing the site, so a site's probes never run more
+// often than once per fast interval.
+func TestSchedulerFastRoundSkipsTheJitter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const interval, fast = time.Second, 250 * time.Millisecond
+		rec := &probeTimes{res: Result{OK: true}}
+		s := schedNew(t, jitteredSite(), SchedulerOptions{Interval: interval, FastInterval: fast, JitterFraction: 0.1,
+			Probers: map[string]ProbeFunc{"p": rec.probe}})
+		bound := schedMaxJitter(s.opts, s.probes[0].timeout)
+		off := map[string]time.Duration{"lms": jitterOffset("primary", "lms", bound), "api": jitterOffset("primary", "api", bound)}
+		lead := min(off["lms"], off["api"])
+		if max(off["lms"], off["api"]) == 0 {
+			t.Fatalf("offsets %v: the test needs a probe with a non-zero offset", off)
+		}
+		epoch := time.Now()
+		stop := schedRun(t, s)
+		if r := <-s.Rounds(); r.Fast {
+			t.Fatal("first round: got a fast round, want the full one")
+		}
+		// 10ms after the full round probed the site: the fast interval
+		// counts from that probe, so the round is due at lead + fast.
+		time.Sleep(lead + 10*time.Millisecond)
+		s.ProbeNow("primary")
+		r := <-s.Rounds()
+		if !r.Fast || r.Start.Sub(epoch) != lead+fast {
+			t.Fatalf("got fast=%v at +%s, want a fast round at +%s (the full round's first probe + the fast interval)", r.Fast, r.Start.Sub(epoch), lead+fast)
+		}
+		// 600ms after the full round: the first probe runs at once.
+		time.Sleep(600*time.Millisecond - time.Since(epoch))
+		s.ProbeNow("primary")
+		if r = <-s.Rounds(); !r.Fast || r.Start.Sub(epoch) != 600*time.Millisecond {
+			t.Fatalf("got fast=%v at +%s, want a fast round at +600ms", r.Fast, r.Start.Sub(epoch))
+		}
+		stop()
+		calls := rec.times()
+		for name, o := range off {
+			want := []time.Duration{o, lead + fast + o - lead, 600*time.Millisecond + o - lead}
+			var got []time.Duration
+			for _, at := range calls[name] {
+				got = append(got, at.Sub(epoch))
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("%s (offset %s) probed at %v, want %v: at its offset in the full round, at its offset less %s in a fast one", name, o, got, want, lead)
+			}
+		}
+	})
+}
+
+// TestSchedulerDeliversAFailingSiteFirst: in a full round, a site whose
+// critical probe failed is delivered as soon as its own probes are done,
+// not when the other site's slow probe ends, and the rest of the round
+// follows with a Seq of its own; a healthy round, or one where only a
+// non-critical probe failed, is delivered whole when its last probe ends.
+func TestSchedulerDeliversAFailingSiteFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const interval = time.Second
+		const slow = 300 * time.Millisecond
+		var primaryDown, extraDown atomic.Bool
+		probe := func(_ context.Context, sp Spec, _ *slog.Logger) Result {
+			switch sp.Name {
+			case "far":
+				time.Sleep(slow) // virtual: the backup answers slowly
+				return Result{OK: true}
+			case "lms":
+				if primaryDown.Load() {
+					return Result{Class: ClassRefused, Reason: "connection refused"}
+				}
+			case "extra":
+				if extraDown.Load() {
+					return Result{Class: ClassStatus, Reason: "status 500"}
+				}
+			}
+			return Result{OK: true}
+		}
+		no := false
+		sites := []SiteSpec{
+			{Site: "primary", Probes: []Spec{{Name: "lms", Type: "p"}, {Name: "extra", Type: "p", Critical: &no}}},
+			{Site: "backup", Probes: []Spec{{Name: "far", Type: "p"}}},
+		}
+		s := schedNew(t, sites, SchedulerOptions{Interval: interval, JitterFraction: -1, DefaultTimeout: 500 * time.Millisecond,
+			Probers: map[string]ProbeFunc{"p": probe}})
+		epoch := time.Now()
+		stop := schedRun(t, s)
+		defer stop()
+		type part struct {
+			at    time.Duration
+			seq   uint64
+			sites string
+		}
+		next := func() part {
+			r := <-s.Rounds()
+			var names []string
+			for _, nr := range r.Results {
+				names = append(names, nr.Site+"/"+nr.Probe)
+			}
+			if r.Fast {
+				t.Fatalf("got a fast round %v, want only full rounds", names)
+			}
+			return part{time.Since(epoch), r.Seq, fmt.Sprint(names)}
+		}
+		if p := next(); p.at != slow || p.sites != "[primary/lms primary/extra backup/far]" {
+			t.Fatalf("healthy round: got %+v, want the whole round once the slow probe ends at +%s", p, slow)
+		}
+		extraDown.Store(true)
+		if p := next(); p.at != interval+slow || p.sites != "[primary/lms primary/extra backup/far]" {
+			t.Fatalf("round with a non-critical failure: got %+v, want it whole at +%s", p, interval+slow)
+		}
+		primaryDown.Store(true)
+		first, rest := next(), next()
+		if first.at != 2*interval || first.sites != "[primary/lms primary/extra]" {
+			t.Fatalf("failing round, first part: got %+v, want the primary's results at once at +2s", first)
+		}
+		if rest.at != 2*interval+slow || rest.sites != "[backup/far]" {
+			t.Fatalf("failing round, rest: got %+v, want the backup's at +%s", rest, 2*interval+slow)
+		}
+		if first.seq == rest.seq {
+			t.Fatalf("both parts carry Seq %d, want one each (a report is deduplicated by its Seq)", first.seq)
+		}
+	})
+}
+
+// TestSchedulerFastGridKeepsTheJitter: with jitter, a site set fast has
+// each of its probes run exactly a fast interval apart, the full rounds'
+// runs included: the fast grid is shifted by the site's first offset, so
+// the first re-probe after a full round does not slip to a later tick.
+func TestSchedulerFastGridKeepsTheJitter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const interval, fast = time.Second, 250 * time.Millisecond
+		rec := &probeTimes{res: Result{Class: ClassRefused, Reason: "connection refused"}}
+		s := schedNew(t, jitteredSite(), SchedulerOptions{Interval: interval, FastInterval: fast, JitterFraction: 0.1,
+			Probers: map[string]ProbeFunc{"p": rec.probe}})
+		if s.sites["primary"].lead == 0 {
+			t.Fatal("the test needs a site whose first probe has a non-zero offset")
+		}
+		epoch := time.Now()
+		s.SetFast("primary", true)
+		stop := schedRun(t, s)
+		time.Sleep(2*interval + interval/2)
+		stop()
+		for name, at := range rec.times() {
+			if len(at) != 10 {
+				t.Fatalf("%s probed %d times in 2.5 intervals, want 10 (every fast interval)", name, len(at))
+			}
+			for i := 1; i < len(at); i++ {
+				if d := at[i].Sub(at[i-1]); d != fast {
+					t.Fatalf("%s probed at +%s then +%s: %s apart, want the fast interval %s", name, at[i-1].Sub(epoch), at[i].Sub(epoch), d, fast)
+				}
+			}
+		}
+	})
 }

@@ -75,7 +75,8 @@ func TestDrillWhatIfPrintsTheAnswerAndWritesNothing(t *testing.T) {
 		"served by a (leader b)", "nothing is written",
 		"traffic moves: auto_failover primary -> backup",
 		"lms.example.org. 60 A: 203.0.113.10 -> 198.51.100.10",
-		"expected time to the flip: 4s to 7s",
+		"expected time to the flip: 1s to 7s", // 3 rounds: (3-1) × the default fast interval, 500ms; 3 × 2s + 1s
+		"a failing site re-probed every 500ms",
 		"remediations: not known to the decision core",
 	} {
 		if !strings.Contains(out, want) {

@@ -16,11 +16,11 @@ import (
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/debris"
 	"github.com/drwatch/drwatch/failover/remediate/kube"
+	"github.com/drwatch/drwatch/failover/remediate/kubeapi"
 	"github.com/drwatch/drwatch/failover/remediate/octavia"
 	"github.com/drwatch/drwatch/failover/remediate/openstack"
 	"github.com/goccy/go-yaml"
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/kubernetes"
 )
 
 func newRemediateCmd() *cobra.Command {
@@ -98,7 +98,7 @@ type remediatePlanCmd struct {
 	flags  clientFlags
 	active string
 	// newClient builds a Kubernetes client (tests replace it).
-	newClient func(remediate.KubeCluster) (kubernetes.Interface, error)
+	newClient func(remediate.KubeCluster) (kubeapi.Interface, error)
 }
 
 func newRemediatePlanCmd() *cobra.Command {
@@ -295,7 +295,7 @@ func (p *remediatePlanCmd) clients(cfg remediate.Config) (kube.Clients, error) {
 	var cs kube.Clients
 	for _, s := range []struct {
 		kc  remediate.KubeCluster
-		dst *kubernetes.Interface
+		dst *kubeapi.Interface
 	}{{cfg.Kubernetes.Primary, &cs.Primary}, {cfg.Kubernetes.Backup, &cs.Backup}} {
 		if s.kc.Kubeconfig == "" {
 			continue

@@ -29,7 +29,7 @@ type Measured struct {
 // in its parts.
 type RTO struct {
 	// DetectionMin and DetectionMax are the policy's detection floor:
-	// (fall-1)×interval to fall×interval plus the probe timeout.
+	// (fall-1)×fast_interval to fall×interval plus the probe timeout.
 	DetectionMin, DetectionMax time.Duration
 	// DecisionAndWrite is the measured commit plus write.
 	DecisionAndWrite time.Duration

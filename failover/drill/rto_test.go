@@ -23,8 +23,9 @@ func TestEstimateRTOSentence(t *testing.T) {
 	m := Measured{Commit: 40 * time.Millisecond, Write: 160 * time.Millisecond, Propagation: []ServerPropagation{
 		{Server: "ns2:53", After: 900 * time.Millisecond}, {Server: "ns1:53", After: 300 * time.Millisecond}}}
 	r := EstimateRTO(rtoPolicy(60), 1500*time.Millisecond, m)
-	if r.DetectionMin != 4*time.Second || r.DetectionMax != 7500*time.Millisecond {
-		t.Errorf("got detection %s..%s, want 4s..7.5s ((fall-1)×interval to fall×interval + timeout)", r.DetectionMin, r.DetectionMax)
+	// The fast interval is the default, a quarter of the 2s interval.
+	if r.DetectionMin != time.Second || r.DetectionMax != 7500*time.Millisecond {
+		t.Errorf("got detection %s..%s, want 1s..7.5s ((fall-1)×fast_interval to fall×interval + timeout)", r.DetectionMin, r.DetectionMax)
 	}
 	if r.Total != 7500*time.Millisecond+200*time.Millisecond+900*time.Millisecond+60*time.Second {
 		t.Errorf("got total %s, want 68.6s", r.Total)

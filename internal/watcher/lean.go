@@ -40,8 +40,8 @@ func NewReporter(node, hash string, replica *failover.Machine) *Reporter {
 // view: applied, the next report builds on it; not sent at all
 // (cluster.ErrNotSent), the view still holds; refused by the machine, the
 // next report is full, and a refused lean report keeps reports full for
-// failover.LeanBackoff, since a leader older than lean reports refuses
-// them all. An unknown outcome (a timeout, a lost answer) is settled at
+// failover.LeanBackoff, since a leader older than lean reports, or than
+// lean reports without a policy hash, refuses them all. An unknown outcome (a timeout, a lost answer) is settled at
 // the next report from the local replica: the report is known applied
 // once the replica holds its Seq as this node's last; else the next
 // report is full.

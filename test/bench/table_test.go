@@ -104,7 +104,7 @@ func table(t *testing.T) string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s, `%s` |\n", what, measured, target, v, r.str("when"), r.str("command"))
 	}
 	pm, pp := peer.num(t, "ratio_drwatch_over_powerdns"), peer.num(t, "ratio_p90_drwatch_over_powerdns")
-	row(fmt.Sprintf("switch time vs PowerDNS 4.7 `ifurlup` (%.0f kills at stratified phases; interval 1 s, fall 1; drwatch quorum 2 of 3, read at BIND; `fast_interval` %s)", peer.num(t, "trials"), orUnknown(peer.str("fast_interval"))),
+	row(fmt.Sprintf("switch time vs PowerDNS 4.7 `ifurlup` (%.0f kills per side at stratified phases of its own schedule; interval 1 s, fall 1; drwatch quorum 2 of 3, read at BIND; `fast_interval` %s)", peer.num(t, "trials"), orUnknown(peer.str("fast_interval"))),
 		fmt.Sprintf("drwatch median %.0f ms, p90 %.0f ms; PowerDNS median %.0f ms, p90 %.0f ms; ratio median **%.2f**, p90 **%.2f**",
 			peer.num(t, "drwatch_median_ms"), peer.num(t, "drwatch_p90_ms"), peer.num(t, "powerdns_median_ms"), peer.num(t, "powerdns_p90_ms"), pm, pp),
 		"median ≤ 0.5×, p90 ≤ 1.0×", verdict(pm, 0.5)+", "+verdict(pp, 1.0), peer)

@@ -235,8 +235,23 @@ func (c *Caddy) waitReady(exited <-chan struct{}) error {
 	return fmt.Errorf("caddy not ready after %s: %v; log: %s", readyTimeout, last, c.logTail())
 }
 
-// check does one GET of /heartbeat trusting only the local CA.
+// check does one GET of /heartbeat for 127.0.0.1 and for every host name,
+// trusting only the local CA: Caddy issues each name's certificate on its
+// own, and a handshake for a name whose certificate is not issued yet
+// fails ("tls: internal error").
 func (c *Caddy) check() error {
+	for _, host := range append([]string{""}, c.Hosts...) {
+		if err := c.checkHost(host); err != nil {
+			if host != "" {
+				return fmt.Errorf("%s: %w", host, err)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Caddy) checkHost(host string) error {
 	pem, err := os.ReadFile(c.CAFile)
 	if err != nil || len(pem) == 0 {
 		return fmt.Errorf("no root CA yet at %s", c.CAFile)
@@ -245,11 +260,16 @@ func (c *Caddy) check() error {
 	if !pool.AppendCertsFromPEM(pem) {
 		return errors.New("root CA not PEM yet")
 	}
-	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, DisableKeepAlives: true}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(c.Port))
+	var d net.Dialer
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, network, addr)
+		}}
 	defer tr.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.URL("", "/heartbeat"), nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.URL(host, "/heartbeat"), nil)
 	resp, err := (&http.Client{Transport: tr}).Do(req)
 	if err != nil {
 		return err

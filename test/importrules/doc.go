@@ -3,7 +3,10 @@
 // imports the standard library and internal/field only; probes, dnsprovider
 // and cluster never import failover or each other; no library package
 // imports cmd/...; no package outside test/ imports a test helper from its
-// code. Each package's doc.go says the same rule in words.
+// code; and no package's code outside test/ links client-go's typed
+// clientset or discovery, whose scheme registers every API group (the node
+// calls the cluster through failover/remediate/kubeapi). Each package's
+// doc.go says the same rule in words.
 //
 // It sits in test/ rather than beside any one package because its rows
 // speak of all of them, and its test lists the whole module, which no

@@ -77,6 +77,49 @@ var rules = []struct{ pkgs, kind, deps string }{
 	{"test/importrules", never, "cluster/... cmd/... dnsprovider/... failover/... internal/... probes/... test/..."},
 }
 
+// outside is the rule for packages outside the module that cost the node
+// more than they give: no code of the packages a row holds depends on the
+// listed import paths, directly or not ("path/..." is path and below it);
+// tests may. Packages are selected as in rules.
+var outside = []struct{ pkgs, deps, why string }{
+	// client-go's typed clientset imports a client for every API group, and
+	// each imports the scheme whose init registers all of k8s.io/api; so
+	// does discovery. That is several MiB resident in every watcher, which
+	// calls a handful of resources through failover/remediate/kubeapi.
+	{"... -test/...", "k8s.io/client-go/kubernetes/... k8s.io/client-go/discovery/...",
+		"call the cluster through failover/remediate/kubeapi, which registers only the groups it uses"},
+}
+
+// TestCodeDependsOnNoCostlyOutsidePackage holds every package of the
+// module to the rows of outside.
+func TestCodeDependsOnNoCostlyOutsidePackage(t *testing.T) {
+	pkgs := listModule(t)
+	all := slices.Sorted(maps.Keys(pkgs))
+	for _, r := range outside {
+		t.Run(r.pkgs+" never-in-code "+r.deps, func(t *testing.T) {
+			held, err := selectPackages(all, r.pkgs)
+			if err != nil {
+				t.Fatalf("packages: %v", err)
+			}
+			deps := strings.Fields(r.deps)
+			// A misspelt path would hold nothing out: each must name a package.
+			for _, d := range deps {
+				if out, err := goList(t, "-e", "-f", "{{if not .Error}}{{.ImportPath}}{{end}}", d); err != nil || len(bytes.TrimSpace(out)) == 0 {
+					t.Fatalf("dependencies: %q names no package (%v): remove or correct the row", d, err)
+				}
+			}
+			for _, name := range held {
+				p := pkgs[name]
+				for _, d := range dedup(slices.Concat(p.Imports, p.Deps)) {
+					if inAnyTree(deps, d) {
+						t.Errorf("%s depends on %s, want no dependency on %s: %s", name, d, r.deps, r.why)
+					}
+				}
+			}
+		})
+	}
+}
+
 // TestImportRules holds every package of the module to the rows of rules
 // that name it.
 func TestImportRules(t *testing.T) {
@@ -251,21 +294,12 @@ type listedPackage struct {
 // lists of our own packages are all it needs.
 func listModule(t *testing.T) map[string]listedPackage {
 	t.Helper()
-	gobin, err := exec.LookPath("go")
+	stdout, err := goList(t, "-e", "-json=ImportPath,Imports,Deps,TestImports,XTestImports", "./...")
 	if err != nil {
-		t.Fatalf("go tool not found in PATH: %v (the import rule test runs `go list`)", err)
-	}
-	args := []string{"list", "-e", "-json=ImportPath,Imports,Deps,TestImports,XTestImports", "./..."}
-	cmd := exec.Command(gobin, args...)
-	cmd.Dir = moduleRoot(t)
-	cmd.Env = append(os.Environ(), "GOPROXY=off", "GOFLAGS=-mod=readonly")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+		t.Fatal(err)
 	}
 	out := map[string]listedPackage{}
-	dec := json.NewDecoder(&stdout)
+	dec := json.NewDecoder(bytes.NewReader(stdout))
 	for {
 		var p listedPackage
 		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
@@ -279,6 +313,26 @@ func listModule(t *testing.T) map[string]listedPackage {
 		t.Fatal("go list ./...: got no packages, want the module's")
 	}
 	return out
+}
+
+// goList runs `go list args...` at the module root, offline, and returns
+// its standard output, or an error carrying its standard error.
+func goList(t *testing.T, args ...string) ([]byte, error) {
+	t.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("go tool not found in PATH: %v (the import rule test runs `go list`)", err)
+	}
+	args = append([]string{"list"}, args...)
+	cmd := exec.Command(gobin, args...)
+	cmd.Dir = moduleRoot(t)
+	cmd.Env = append(os.Environ(), "GOPROXY=off", "GOFLAGS=-mod=readonly")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.Bytes(), nil
 }
 
 // isStd reports whether an import path belongs to the standard library:

@@ -9,6 +9,9 @@
 // keep all state in a temporary directory; Close kills only the processes it
 // started (their process groups) and removes that directory.
 //
+// [Cluster.Clientset] gives tests client-go's full typed clientset, to build
+// and inspect fixtures with; the code under test brings its own client.
+//
 // There is no kubelet or scheduler: tests create pods with spec.nodeName set
 // and write node and pod status through the status subresource themselves.
 // A controller manager runs only where a test starts one

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/test/daemon"
+	"k8s.io/client-go/kubernetes"
 )
 
 // DefaultVersion is the Kubernetes release whose kube-apiserver and
@@ -73,6 +74,7 @@ type Cluster struct {
 	etcd      *daemon.Process
 	apiserver *daemon.Process
 	closed    bool
+	clientset kubernetes.Interface // Clientset's, built on first use
 }
 
 // Options tunes New. The zero value is ready to use.

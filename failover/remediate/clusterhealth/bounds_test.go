@@ -12,7 +12,8 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -24,17 +25,41 @@ func TestClientRefusesEveryWrite(t *testing.T) {
 	ctx := context.Background()
 	node(t, admin, "existing", ready)
 	writes := map[string]error{}
-	_, writes["create"] = c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "created"}}, metav1.CreateOptions{})
 	n, err := c.CoreV1().Nodes().Get(ctx, "existing", metav1.GetOptions{}) // reading works
 	if err != nil {
 		t.Fatalf("get node through the read-only client: %v", err)
 	}
 	n.Spec.Unschedulable = true
 	_, writes["update"] = c.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
-	_, writes["update status"] = c.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
-	_, writes["patch"] = c.CoreV1().Nodes().Patch(ctx, "existing", "application/merge-patch+json", []byte(`{"spec":{"unschedulable":true}}`), metav1.PatchOptions{})
 	writes["delete"] = c.CoreV1().Nodes().Delete(ctx, "existing", metav1.DeleteOptions{})
-	writes["delete collection"] = c.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	writes["evict"] = c.PolicyV1().Evictions("default").Evict(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "p"}})
+	_, writes["update scale"] = c.AppsV1().Deployments("default").UpdateScale(ctx, "d", &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "d"}}, metav1.UpdateOptions{})
+	// The client has no other writing verb; the transport under it refuses
+	// every method but GET whatever calls it.
+	rc, err := restConfigOf(cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc, err := rest.HTTPClientFor(readOnlyConfig(rc, MaxResponseBytes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		body := `{"apiVersion":"v1","kind":"Node","metadata":{"name":"created"},"spec":{"unschedulable":true}}`
+		path := "/api/v1/nodes"
+		if m != http.MethodPost {
+			path += "/existing"
+		}
+		req, err := http.NewRequestWithContext(ctx, m, rc.Host+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := hc.Do(req)
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		writes["raw "+m] = err
+	}
 	for what, err := range writes {
 		if !errors.Is(err, ErrNotRead) {
 			t.Errorf("%s: got error %v, want ErrNotRead", what, err)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/kube"
-	"k8s.io/client-go/kubernetes"
+	"github.com/drwatch/drwatch/failover/remediate/kubeapi"
 	"k8s.io/client-go/rest"
 )
 
@@ -22,7 +22,7 @@ var ErrTooLarge = errors.New("api answer too large")
 
 // NewClient builds a read-only client for one site's cluster, from the
 // same remediations.kubernetes settings the remediators use.
-func NewClient(c remediate.KubeCluster) (kubernetes.Interface, error) {
+func NewClient(c remediate.KubeCluster) (kubeapi.Interface, error) {
 	rc, err := kube.RESTConfig(c)
 	if err != nil {
 		return nil, err
@@ -30,17 +30,24 @@ func NewClient(c remediate.KubeCluster) (kubernetes.Interface, error) {
 	return newClient(rc, MaxResponseBytes)
 }
 
-func newClient(rc *rest.Config, maxBytes int64) (kubernetes.Interface, error) {
+func newClient(rc *rest.Config, maxBytes int64) (kubeapi.Interface, error) {
+	cs, err := kubeapi.NewForConfig(readOnlyConfig(rc, maxBytes))
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	return cs, nil
+}
+
+// readOnlyConfig is a copy of rc whose transport refuses writes and caps
+// answers at maxBytes, at a rate that leaves the API server to the
+// remediators.
+func readOnlyConfig(rc *rest.Config, maxBytes int64) *rest.Config {
 	rc = rest.CopyConfig(rc)
 	// A few calls per interval; never let a loop here crowd out the
 	// remediators that share the API server's priority level.
 	rc.QPS, rc.Burst = 5, 10
 	rc.Wrap(func(next http.RoundTripper) http.RoundTripper { return readOnly{next: next, max: maxBytes} })
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes client: %w", err)
-	}
-	return cs, nil
+	return rc
 }
 
 // readOnly refuses every method but GET before it leaves the process, and

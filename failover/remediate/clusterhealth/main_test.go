@@ -3,7 +3,6 @@ package clusterhealth
 import (
 	"context"
 	"os"
-	"sync"
 	"testing"
 
 	"github.com/drwatch/drwatch/failover/remediate"
@@ -22,22 +21,13 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-var (
-	adminOnce sync.Once
-	admin     kubernetes.Interface
-	adminErr  error
-)
-
-// fixtures returns the admin client the tests build their objects with (the
-// remediators' client), and the cluster, with no nodes left from earlier
-// tests.
+// fixtures returns the admin client the tests build their objects with
+// (client-go's full clientset), and the cluster, with no nodes left from
+// earlier tests.
 func fixtures(t *testing.T) (kubernetes.Interface, *kubetest.Cluster) {
 	t.Helper()
 	cluster := kubetest.Shared(t)
-	adminOnce.Do(func() { admin, adminErr = kube.NewClient(remediate.KubeCluster{Kubeconfig: cluster.Kubeconfig}) })
-	if adminErr != nil {
-		t.Fatalf("kube client: %v", adminErr)
-	}
+	admin := cluster.Clientset(t)
 	deleteNodes := func() {
 		if err := admin.CoreV1().Nodes().DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
 			t.Fatalf("delete nodes: %v", err)

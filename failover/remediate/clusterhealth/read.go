@@ -3,7 +3,6 @@ package clusterhealth
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -12,10 +11,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/drwatch/drwatch/failover/remediate/kubeapi"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/version"
-	"k8s.io/client-go/kubernetes"
 )
 
 // RouteQuotaFunc reads a site's Neutron route quota (one GET).
@@ -25,7 +23,7 @@ type RouteQuotaFunc func(ctx context.Context) (Routes, error)
 type Target struct {
 	Site string
 	// Client reads the site's cluster (NewClient); nil: not configured.
-	Client kubernetes.Interface
+	Client kubeapi.Interface
 	// Routes reads the route quota; nil: unknown, for RoutesUnknown.
 	Routes        RouteQuotaFunc
 	RoutesUnknown string
@@ -80,16 +78,12 @@ func Read(ctx context.Context, cfg Config, node string, t Target, now time.Time)
 	return s
 }
 
-// readVersion is discovery's ServerVersion with the read's context, so
-// the site's timeout bounds it too.
-func readVersion(ctx context.Context, c kubernetes.Interface) (string, error) {
-	b, err := c.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
+// readVersion is the server's /version with the read's context, so the
+// site's timeout bounds it too.
+func readVersion(ctx context.Context, c kubeapi.Interface) (string, error) {
+	v, err := c.ServerVersion(ctx)
 	if err != nil {
 		return "", fmt.Errorf("get version: %w", err)
-	}
-	var v version.Info
-	if err := json.Unmarshal(b, &v); err != nil {
-		return "", fmt.Errorf("decode version: %w", err)
 	}
 	return v.GitVersion, nil
 }
@@ -146,7 +140,7 @@ var pressureConditions = []corev1.NodeConditionType{corev1.NodeDiskPressure, cor
 
 const plegText = "PLEG is not healthy"
 
-func readNodes(ctx context.Context, c kubernetes.Interface) (*Nodes, error) {
+func readNodes(ctx context.Context, c kubeapi.Interface) (*Nodes, error) {
 	out := &Nodes{Problems: []NodeProblem{}}
 	var problems []NodeProblem
 	trunc, err := pages(ctx, MaxNodes, func(ctx context.Context, opts metav1.ListOptions, room int) (int, string, error) {
@@ -221,7 +215,7 @@ func classify(n *corev1.Node, out *Nodes) NodeProblem {
 // ("Multi-Attach error for volume ...").
 const multiAttach = "Multi-Attach"
 
-func readEvents(ctx context.Context, c kubernetes.Interface, window time.Duration, now time.Time) (*Events, error) {
+func readEvents(ctx context.Context, c kubeapi.Interface, window time.Duration, now time.Time) (*Events, error) {
 	out := &Events{WindowSeconds: window.Seconds(), Counts: map[string]int{}, Recent: []Event{}}
 	for _, r := range Reasons {
 		out.Counts[r] = 0
@@ -304,7 +298,7 @@ func objectRef(o corev1.ObjectReference) string {
 	return cut(o.Kind + "/" + o.Namespace + "/" + o.Name)
 }
 
-func readServices(ctx context.Context, c kubernetes.Interface, after time.Duration, now time.Time) (*Services, error) {
+func readServices(ctx context.Context, c kubeapi.Interface, after time.Duration, now time.Time) (*Services, error) {
 	out := &Services{PendingAfterSeconds: after.Seconds(), Oldest: []PendingService{}}
 	var pending []PendingService
 	trunc, err := pages(ctx, MaxServices, func(ctx context.Context, opts metav1.ListOptions, room int) (int, string, error) {

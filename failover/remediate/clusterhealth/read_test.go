@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/failover/remediate/kubeapi"
 	"github.com/drwatch/drwatch/test/kubetest"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -93,7 +94,7 @@ func lbService(t *testing.T, c kubernetes.Interface, ns, name string, typ corev1
 	}
 }
 
-func readClient(t *testing.T, cluster *kubetest.Cluster) kubernetes.Interface {
+func readClient(t *testing.T, cluster *kubetest.Cluster) kubeapi.Interface {
 	t.Helper()
 	c, err := NewClient(remediate.KubeCluster{Kubeconfig: cluster.Kubeconfig})
 	if err != nil {

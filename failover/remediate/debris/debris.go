@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/failover/remediate/kubeapi"
 	"github.com/drwatch/drwatch/internal/openstackauth"
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
@@ -19,7 +20,6 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 )
 
 // Name is the remediation's name in config, records and metrics.
@@ -61,7 +61,7 @@ func (e *StuckError) Unwrap() error { return remediate.ErrNeedsAdmin }
 // concurrent use (the Runner calls them one at a time).
 type Debris struct {
 	cfg  remediate.CloudDebrisConfig
-	kube kubernetes.Interface
+	kube kubeapi.Interface
 	log  *slog.Logger
 	now  func() time.Time
 	poll time.Duration
@@ -77,7 +77,7 @@ func WithPollInterval(p time.Duration) Option { return func(d *Debris) { d.poll 
 // New returns the remediator for cfg. kube is the cluster whose Services
 // and PersistentVolumes are checked; it may be nil only when cfg says the
 // cluster is decommissioned.
-func New(cfg remediate.CloudDebrisConfig, kube kubernetes.Interface, logger *slog.Logger, opts ...Option) (*Debris, error) {
+func New(cfg remediate.CloudDebrisConfig, kube kubeapi.Interface, logger *slog.Logger, opts ...Option) (*Debris, error) {
 	if cfg.ClusterName == "" {
 		return nil, errors.New("cloud-debris: cluster_name is required")
 	}

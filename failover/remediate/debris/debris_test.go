@@ -31,8 +31,8 @@ func TestDeletesOnlyTheClustersOrphans(t *testing.T) {
 	s := osStack(t)
 	kc := kubeClient(t, "")
 	ctx := ctxT(t)
-	createService(t, kc, "shop", "kept")
-	createPV(t, kc, "pvc-kept", "handle-of-another-volume")
+	createService(t, "shop", "kept")
+	createPV(t, "pvc-kept", "handle-of-another-volume")
 
 	mustLB := func(c openstacktest.Credentials, name string) string {
 		id, err := s.CreateLBAs(ctx, c, name)
@@ -59,7 +59,7 @@ func TestDeletesOnlyTheClustersOrphans(t *testing.T) {
 	orphanVol := mustVol("pvc-gone", csiMeta("k", "pvc-gone"))
 	keptVol := mustVol("pvc-kept", csiMeta("k", "pvc-kept"))
 	heldVol := mustVol("pvc-renamed", csiMeta("k", "pvc-renamed"))
-	createPV(t, kc, "static-pv", heldVol)
+	createPV(t, "static-pv", heldVol)
 	otherVols := []string{mustVol("pvc-gone", csiMeta("k2", "pvc-gone")), mustVol("pvc-gone", csiMeta("", "pvc-gone"))}
 
 	r := remediator(t, s, kc, "k", nil)

@@ -8,12 +8,12 @@ import (
 
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/kube"
+	"github.com/drwatch/drwatch/failover/remediate/kubeapi"
 	"github.com/drwatch/drwatch/test/kubetest"
 	"github.com/drwatch/drwatch/test/openstacktest"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 )
 
 // One real Keystone + Octavia + Neutron + Cinder stack and one real kube-apiserver
@@ -31,7 +31,9 @@ func osStack(t *testing.T) *openstacktest.Stack {
 	return openstacktest.SharedWith(t, openstacktest.Options{Neutron: true, Cinder: true})
 }
 
-func kubeClient(t *testing.T, ctxName string) kubernetes.Interface {
+// kubeClient is the node's client of the package's cluster, as context
+// ctxName ("" for the current one, admin).
+func kubeClient(t *testing.T, ctxName string) kubeapi.Interface {
 	t.Helper()
 	c := kubetest.Shared(t)
 	kc, err := kube.NewClient(remediate.KubeCluster{Kubeconfig: c.Kubeconfig, Context: ctxName})
@@ -43,7 +45,7 @@ func kubeClient(t *testing.T, ctxName string) kubernetes.Interface {
 
 // remediator is cloud-debris for cluster (CSI cluster the same) in the
 // member project, with the member's credentials.
-func remediator(t *testing.T, s *openstacktest.Stack, kc kubernetes.Interface, cluster string, tune func(*remediate.CloudDebrisConfig), opts ...Option) *Debris {
+func remediator(t *testing.T, s *openstacktest.Stack, kc kubeapi.Interface, cluster string, tune func(*remediate.CloudDebrisConfig), opts ...Option) *Debris {
 	t.Helper()
 	cfg := remediate.CloudDebrisConfig{
 		OpenStackAuth: remediate.OpenStackAuth{Cloud: "member", CloudsFile: s.CloudsFile},
@@ -67,7 +69,8 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
-func createService(t *testing.T, kc kubernetes.Interface, ns, name string) {
+func createService(t *testing.T, ns, name string) {
+	kc := kubetest.Shared(t).Clientset(t)
 	t.Helper()
 	ctx := ctxT(t)
 	_, _ = kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
@@ -78,7 +81,8 @@ func createService(t *testing.T, kc kubernetes.Interface, ns, name string) {
 	}
 }
 
-func createPV(t *testing.T, kc kubernetes.Interface, name, handle string) {
+func createPV(t *testing.T, name, handle string) {
+	kc := kubetest.Shared(t).Clientset(t)
 	t.Helper()
 	_, err := kc.CoreV1().PersistentVolumes().Create(ctxT(t), &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: corev1.PersistentVolumeSpec{

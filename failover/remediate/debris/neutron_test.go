@@ -22,7 +22,7 @@ func TestFloatingIPsAndVIPPortGoWithTheirLoadBalancer(t *testing.T) {
 	s := osStack(t)
 	kc := kubeClient(t, "")
 	ctx := ctxT(t)
-	createService(t, kc, "web", "kept")
+	createService(t, "web", "kept")
 	call := func(c openstacktest.Credentials, method, path string, in any) map[string]any {
 		t.Helper()
 		var out map[string]any

@@ -6,9 +6,9 @@ import (
 	"strings"
 
 	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/failover/remediate/kubeapi"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 )
 
 var (
@@ -50,7 +50,7 @@ func (o *OrphanedPods) Census(ctx context.Context, acts []remediate.Action) (rem
 // nodeCensus lists the nodes and counts the distinct ones acts concern: a
 // "node/<name>" target is that node, any other target is mapped by nodeOf
 // ("" for none). Undoing actions are not counted.
-func nodeCensus(ctx context.Context, client kubernetes.Interface, acts []remediate.Action,
+func nodeCensus(ctx context.Context, client kubeapi.Interface, acts []remediate.Action,
 	nodeOf func(context.Context, remediate.Action) (string, error)) (remediate.Population, error) {
 	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {

@@ -25,7 +25,7 @@ func TestCensusCountsNodes(t *testing.T) {
 	pod(t, c, ns, "p3", "n2", nil, false)
 	ctx := context.Background()
 
-	dead := NewDeadNode(c, nil, time.Minute, nil)
+	dead := NewDeadNode(api(t), nil, time.Minute, nil)
 	pop, err := dead.Census(ctx, []remediate.Action{
 		{Target: "node/n1", Verb: "taint"}, {Target: "node/n2", Verb: "taint"}, {Target: "node/n3", Verb: "untaint"}})
 	if err != nil {
@@ -35,7 +35,7 @@ func TestCensusCountsNodes(t *testing.T) {
 		t.Fatalf("dead-node: got %+v, want %+v", pop, want)
 	}
 
-	orph := NewOrphanedPods(c, nil, time.Minute, nil)
+	orph := NewOrphanedPods(api(t), nil, time.Minute, nil)
 	pop, err = orph.Census(ctx, []remediate.Action{
 		{Target: "pod/" + ns + "/p1", Verb: "force-delete"}, {Target: "pod/" + ns + "/p2", Verb: "force-delete"},
 		{Target: "pod/" + ns + "/p3", Verb: "force-delete"}, {Target: "node/n1", Verb: "cordon-reboot"},

@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/failover/remediate/kubeapi"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/version"
-	"k8s.io/client-go/kubernetes"
 )
 
 // InstanceState is what the cloud proves about a node's guest. Only the
@@ -89,7 +89,7 @@ const (
 
 // DeadNode is the dead-node-out-of-service remediator.
 type DeadNode struct {
-	client    kubernetes.Interface
+	client    kubeapi.Interface
 	instances InstanceChecker
 	after     time.Duration
 	now       func() time.Time
@@ -106,7 +106,7 @@ const DeadNodeName = "dead-node-out-of-service"
 // are tainted out of service; on a cluster older than 1.26 the taint is
 // planned report-only. now may be nil (time.Now); instances nil means
 // UnknownInstances.
-func NewDeadNode(client kubernetes.Interface, instances InstanceChecker, after time.Duration, now func() time.Time) *DeadNode {
+func NewDeadNode(client kubeapi.Interface, instances InstanceChecker, after time.Duration, now func() time.Time) *DeadNode {
 	if instances == nil {
 		instances = UnknownInstances{}
 	}
@@ -203,14 +203,14 @@ func (d *DeadNode) Plan(ctx context.Context) ([]remediate.Action, error) {
 // out-of-service taint works without a feature gate to turn on.
 var outOfServiceFrom = version.MajorMinor(1, 26)
 
-// outOfServiceUnsupported reads the server version (discovery's /version)
+// outOfServiceUnsupported reads the server version (the API server's /version)
 // and returns why the cluster cannot act on the out-of-service taint, or
 // "" when it can. 1.24 and 1.25 count as unable unless WithAlphaGate: their
 // alpha gate is off unless kube-controller-manager was started with it,
 // which cannot be seen from the API. An unreadable version is an error
 // (plan nothing).
 func (d *DeadNode) outOfServiceUnsupported(ctx context.Context) (string, error) {
-	info, err := d.client.Discovery().ServerVersionWithContext(ctx)
+	info, err := d.client.ServerVersion(ctx)
 	if err != nil {
 		return "", fmt.Errorf("read server version: %w", err)
 	}

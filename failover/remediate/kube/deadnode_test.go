@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/failover/remediate/kubeapi"
 	"github.com/drwatch/drwatch/failover/remediate/remediatetest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/version"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -65,7 +65,7 @@ func TestDeadNode(t *testing.T) {
 	all := []string{"dead-shutoff", "dead-gone", "recent", "nova-unknown", "nova-error-check", "instance-active", "ready"}
 	cloud := fakeInstances{"dead-shutoff": InstanceShutoff, "dead-gone": InstanceGone, "recent": InstanceShutoff,
 		"nova-unknown": InstanceUnknown, "instance-active": InstanceActive, "ready": InstanceGone}
-	r := NewDeadNode(c, cloud, 5*time.Minute, nil)
+	r := NewDeadNode(api(t), cloud, 5*time.Minute, nil)
 	fc := remediatetest.NewLog()
 
 	dryRunWritesNothing(t, fc, r, []string{"dry_run taint node/dead-gone", "dry_run taint node/dead-shutoff"},
@@ -136,7 +136,7 @@ func TestDeadNode(t *testing.T) {
 		}
 	})
 	t.Run("without a cloud check it never taints", func(t *testing.T) {
-		acts, err := NewDeadNode(c, nil, time.Minute, nil).Plan(context.Background())
+		acts, err := NewDeadNode(api(t), nil, time.Minute, nil).Plan(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,32 +169,19 @@ func TestDeadNode(t *testing.T) {
 	})
 }
 
-// olderServer is the package's real API server, except that discovery's
-// /version answers git (as an older cluster would; "" fails the call).
-// Only the version is faked: nodes are read and written for real.
+// olderServer is the package's real API server, except that /version
+// answers git (as an older cluster would; "" fails the call). Only the
+// version is faked: nodes are read and written for real.
 type olderServer struct {
-	kubernetes.Interface
+	kubeapi.Interface
 	git string
 }
 
-func (o olderServer) Discovery() discovery.DiscoveryInterfaces {
-	return olderDiscovery{o.Interface.Discovery(), o.git}
-}
-
-type olderDiscovery struct {
-	discovery.DiscoveryInterfaces
-	git string
-}
-
-func (d olderDiscovery) ServerVersion() (*version.Info, error) {
-	return d.ServerVersionWithContext(context.Background())
-}
-
-func (d olderDiscovery) ServerVersionWithContext(context.Context) (*version.Info, error) {
-	if d.git == "" {
+func (o olderServer) ServerVersion(context.Context) (*version.Info, error) {
+	if o.git == "" {
 		return nil, errors.New("GET /version: 503 Service Unavailable")
 	}
-	return &version.Info{GitVersion: d.git}, nil
+	return &version.Info{GitVersion: o.git}, nil
 }
 
 // TestDeadNodeTaintsOnlyConfirmedDown: the cloud must confirm the guest
@@ -220,7 +207,7 @@ func TestDeadNodeTaintsOnlyConfirmedDown(t *testing.T) {
 	for _, n := range []string{"ready-0", "ready-1", "ready-2"} {
 		node(t, c, n, corev1.ConditionTrue, long, false)
 	}
-	r := NewDeadNode(c, cloud, 5*time.Minute, nil)
+	r := NewDeadNode(api(t), cloud, 5*time.Minute, nil)
 	acts, err := r.Plan(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -277,7 +264,7 @@ func TestDeadNodeNeedsOutOfServiceSupport(t *testing.T) {
 		{"v1.23.17", true, "v1.23.17"},
 	} {
 		t.Run(fmt.Sprintf("%s gate %v", tt.git, tt.gate), func(t *testing.T) {
-			r := NewDeadNode(olderServer{c, tt.git}, cloud, 5*time.Minute, nil)
+			r := NewDeadNode(olderServer{api(t), tt.git}, cloud, 5*time.Minute, nil)
 			if tt.gate {
 				r.WithAlphaGate()
 			}
@@ -305,7 +292,7 @@ func TestDeadNodeNeedsOutOfServiceSupport(t *testing.T) {
 		})
 	}
 	t.Run("version unreadable", func(t *testing.T) {
-		acts, err := NewDeadNode(olderServer{c, ""}, cloud, 5*time.Minute, nil).Plan(context.Background())
+		acts, err := NewDeadNode(olderServer{api(t), ""}, cloud, 5*time.Minute, nil).Plan(context.Background())
 		if err == nil || len(acts) != 0 {
 			t.Fatalf("got %v %v, want no actions and an error", acts, err)
 		}

@@ -1,5 +1,6 @@
 // Package kube holds the Kubernetes remediators, each a remediate.Remediator
-// over a client-go typed client:
+// over a kubeapi client (client-go's REST client, with only the API groups
+// drwatch calls):
 //
 //   - dead-node-out-of-service (seeds 003, 004): a node NotReady or Unknown for
 //     longer than a threshold whose guest the cloud confirms down (powered
@@ -9,7 +10,7 @@
 //     Kubernetes force-deletes its pods and detaches their volumes; the
 //     taint drwatch set is removed when the node is Ready again. An UNKNOWN
 //     instance state, or a failed check, never taints (fail closed). On a
-//     cluster older than 1.26 (discovery's server version) the taint is
+//     cluster older than 1.26 (the API server's /version) the taint is
 //     planned report-only: recorded with the reason, never applied.
 //   - drain-trap (seed 002): a LoadBalancer Service with
 //     externalTrafficPolicy Local whose ready endpoints all sit on nodes out

@@ -9,13 +9,13 @@ import (
 	"strings"
 
 	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/failover/remediate/kubeapi"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/kubernetes"
 )
 
 // DrainTrapName is the remediation's name.
@@ -60,7 +60,7 @@ type LoadBalancerPools interface {
 // once every pod of the Service is Ready again and none is terminating:
 // the state lives in the cluster, so a new leader waits just the same.
 type DrainTrap struct {
-	client kubernetes.Interface
+	client kubeapi.Interface
 	pools  LoadBalancerPools
 }
 
@@ -68,7 +68,7 @@ var _ remediate.Remediator = (*DrainTrap)(nil)
 
 // NewDrainTrap returns the remediator. With pools nil the pool cannot be
 // read, and every Plan fails: nothing moves.
-func NewDrainTrap(client kubernetes.Interface, pools LoadBalancerPools) *DrainTrap {
+func NewDrainTrap(client kubeapi.Interface, pools LoadBalancerPools) *DrainTrap {
 	return &DrainTrap{client: client, pools: pools}
 }
 

@@ -254,7 +254,7 @@ func TestDrainTrap(t *testing.T) {
 		}
 		return p.DeletionTimestamp != nil
 	}
-	r := NewDrainTrap(c, pools)
+	r := NewDrainTrap(api(t), pools)
 	fc := remediatetest.NewLog()
 	on := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 5, MaxPerHour: 10}
 	pass := func(t *testing.T, want ...string) {
@@ -297,7 +297,7 @@ func TestDrainTrap(t *testing.T) {
 		}
 	})
 	t.Run("no pool reader: nothing moves", func(t *testing.T) {
-		acts, err := NewDrainTrap(c, nil).Plan(ctx)
+		acts, err := NewDrainTrap(api(t), nil).Plan(ctx)
 		if err == nil || len(acts) != 0 {
 			t.Fatalf("got %v, %v; want no actions and an error", acts, err)
 		}
@@ -393,7 +393,7 @@ func TestDrainTrapNeedsSomewhereToGo(t *testing.T) {
 		{Name: "in-cordoned", Address: "192.0.2.21"}, {Name: "in-notready", Address: "192.0.2.22"}, {Name: "in-excluded", Address: "192.0.2.23"}}}}
 	lbService(t, c, ns, "ingress", corev1.ServiceExternalTrafficPolicyLocal,
 		servingPod(t, c, ns, "ingress-0", "old-1", "ReplicaSet", map[string]string{"app": "ingress"}, true))
-	r := NewDrainTrap(c, pools)
+	r := NewDrainTrap(api(t), pools)
 	acts, err := r.Plan(ctx)
 	if err != nil || len(acts) != 0 {
 		t.Fatalf("got %v (%v), want no actions: no Ready schedulable pool member to move to", acts, err)

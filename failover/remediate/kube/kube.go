@@ -7,21 +7,21 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/failover/remediate/kubeapi"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// NewClient builds a typed client from a kubeconfig file and context.
-func NewClient(c remediate.KubeCluster) (kubernetes.Interface, error) {
+// NewClient builds a client from a kubeconfig file and context.
+func NewClient(c remediate.KubeCluster) (kubeapi.Interface, error) {
 	rc, err := RESTConfig(c)
 	if err != nil {
 		return nil, err
 	}
-	cs, err := kubernetes.NewForConfig(rc)
+	cs, err := kubeapi.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
@@ -64,10 +64,10 @@ func nodeReady(n *corev1.Node) bool {
 // Clients are the Kubernetes APIs of both sites; either may be nil when
 // no remediator needs it.
 type Clients struct {
-	Primary, Backup kubernetes.Interface
+	Primary, Backup kubeapi.Interface
 }
 
-func (c Clients) site(s string) kubernetes.Interface {
+func (c Clients) site(s string) kubeapi.Interface {
 	if s == "backup" {
 		return c.Backup
 	}
@@ -92,7 +92,7 @@ func Entries(cfg remediate.Config, clients Clients, instances InstanceChecker, n
 		return nil, err
 	}
 	var out []remediate.Entry
-	add := func(name, site string, s remediate.Settings, mk func(kubernetes.Interface) remediate.Remediator) error {
+	add := func(name, site string, s remediate.Settings, mk func(kubeapi.Interface) remediate.Remediator) error {
 		if !s.Mode.Enabled() {
 			return nil
 		}
@@ -108,22 +108,22 @@ func Entries(cfg remediate.Config, clients Clients, instances InstanceChecker, n
 		return nil, fmt.Errorf("remediations.orphaned_pods.reboot_node needs remediations.openstack for the %s site (Nova reboots the node)", op.Site)
 	}
 	err := errors.Join(
-		add(DeadNodeName, dn.Site, dn.Settings, func(c kubernetes.Interface) remediate.Remediator {
+		add(DeadNodeName, dn.Site, dn.Settings, func(c kubeapi.Interface) remediate.Remediator {
 			d := NewDeadNode(c, instances, dn.After, now)
 			if dn.AlphaGateOn {
 				d.WithAlphaGate()
 			}
 			return d
 		}),
-		add(DrainTrapName, dt.Site, dt.Settings, func(c kubernetes.Interface) remediate.Remediator { return NewDrainTrap(c, pools) }),
-		add(OrphanedPodsName, op.Site, op.Settings, func(c kubernetes.Interface) remediate.Remediator {
+		add(DrainTrapName, dt.Site, dt.Settings, func(c kubeapi.Interface) remediate.Remediator { return NewDrainTrap(c, pools) }),
+		add(OrphanedPodsName, op.Site, op.Settings, func(c kubeapi.Interface) remediate.Remediator {
 			o := NewOrphanedPods(c, nodes, op.After, now)
 			if op.RebootNode && nodes != nil {
 				o.WithReboot(nodes, op.RebootWait)
 			}
 			return o
 		}),
-		add(BackupWarmupName, "backup", bw.Settings, func(c kubernetes.Interface) remediate.Remediator {
+		add(BackupWarmupName, "backup", bw.Settings, func(c kubeapi.Interface) remediate.Remediator {
 			if decision == nil {
 				decision = func() remediate.Decision { return remediate.Decision{} }
 			}
@@ -140,7 +140,7 @@ func Entries(cfg remediate.Config, clients Clients, instances InstanceChecker, n
 // makes the update fail: that conflict is the world moving on since Plan
 // (ErrPrecondition), and the next pass decides again. what names the
 // change in the error ("cordon", "update").
-func updateNode(ctx context.Context, client kubernetes.Interface, n *corev1.Node, what string) (*corev1.Node, error) {
+func updateNode(ctx context.Context, client kubeapi.Interface, n *corev1.Node, what string) (*corev1.Node, error) {
 	out, err := client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
 	if apierrors.IsConflict(err) {
 		return nil, fmt.Errorf("%s node %s: %w", what, n.Name, errors.Join(err, remediate.ErrPrecondition))

@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/failover/remediate/kubeapi"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
 )
 
 func TestEntries(t *testing.T) {
-	var cs kubernetes.Interface = kubernetes.New(nil)
+	var cs kubeapi.Interface = new(kubeapi.Client) // never called
 	dry := remediate.Settings{Mode: remediate.ModeDryRun}
 	all := remediate.Config{}
 	all.DeadNodeOutOfService.Settings = dry
@@ -62,7 +62,7 @@ func TestEntries(t *testing.T) {
 // TestEntriesPassTheAlphaGate: alpha_gate_on reaches dead-node, off by
 // default.
 func TestEntriesPassTheAlphaGate(t *testing.T) {
-	cs := Clients{Primary: kubernetes.New(nil)}
+	cs := Clients{Primary: new(kubeapi.Client)} // never called
 	for _, on := range []bool{false, true} {
 		cfg := remediate.Config{}
 		cfg.DeadNodeOutOfService.Settings = remediate.Settings{Mode: remediate.ModeDryRun}
@@ -96,7 +96,7 @@ func TestEntriesGiveOrphanedPodsTheirSiteCloud(t *testing.T) {
 	cfg.OrphanedPods.Settings = remediate.Settings{Mode: remediate.ModeDryRun}
 	cfg.OrphanedPods.After = time.Second
 	later := func() time.Time { return time.Now().Add(time.Hour) }
-	es, err := Entries(cfg, Clients{Primary: c}, nil, &deadCloud{}, nil, nil, later)
+	es, err := Entries(cfg, Clients{Primary: api(t)}, nil, &deadCloud{}, nil, nil, later)
 	if err != nil || len(es) != 1 {
 		t.Fatalf("got %d entries, %v; want orphaned-pods", len(es), err)
 	}

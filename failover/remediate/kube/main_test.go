@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/failover/remediate/kubeapi"
 	"github.com/drwatch/drwatch/failover/remediate/remediatetest"
 	"github.com/drwatch/drwatch/test/kubetest"
 	corev1 "k8s.io/api/core/v1"
@@ -29,24 +30,33 @@ func TestMain(m *testing.M) {
 }
 
 var (
-	kubeOnce   sync.Once
-	kubeClient kubernetes.Interface
-	kubeErr    error
+	apiOnce   sync.Once
+	apiClient kubeapi.Interface
+	apiErr    error
 )
 
-// client returns a client of the package's API server, with no nodes left
-// from earlier tests (nodes are cluster-scoped, and the remediators list
-// them all).
+// client returns client-go's full clientset for the package's API server,
+// to build and inspect fixtures with, with no nodes left from earlier tests
+// (nodes are cluster-scoped, and the remediators list them all). The
+// remediators themselves get api(t): the client the node runs.
 func client(t *testing.T) kubernetes.Interface {
 	t.Helper()
+	c := kubetest.Shared(t).Clientset(t)
+	deleteAllNodes(t, c)
+	t.Cleanup(func() { deleteAllNodes(t, c) })
+	return c
+}
+
+// api returns the client NewClient builds (the node's), for the same API
+// server as client(t).
+func api(t *testing.T) kubeapi.Interface {
+	t.Helper()
 	cluster := kubetest.Shared(t)
-	kubeOnce.Do(func() { kubeClient, kubeErr = NewClient(remediate.KubeCluster{Kubeconfig: cluster.Kubeconfig}) })
-	if kubeErr != nil {
-		t.Fatalf("kube client: %v", kubeErr)
+	apiOnce.Do(func() { apiClient, apiErr = NewClient(remediate.KubeCluster{Kubeconfig: cluster.Kubeconfig}) })
+	if apiErr != nil {
+		t.Fatalf("kube client: %v", apiErr)
 	}
-	deleteAllNodes(t, kubeClient)
-	t.Cleanup(func() { deleteAllNodes(t, kubeClient) })
-	return kubeClient
+	return apiClient
 }
 
 // deleteAllNodes removes every node, and every pod (grace 0), so that a

@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/failover/remediate/kubeapi"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 )
 
@@ -29,7 +29,7 @@ const OrphanedPodsName = "orphaned-pods"
 // WithReboot it first cordons and reboots the node through the cloud,
 // waits, and lifts its own cordon once the node is Ready again.
 type OrphanedPods struct {
-	client   kubernetes.Interface
+	client   kubeapi.Interface
 	after    time.Duration
 	now      func() time.Time
 	rebooter NodeRebooter  // nil: pods only (the default)
@@ -89,7 +89,7 @@ var _ remediate.Remediator = (*OrphanedPods)(nil)
 // its grace period plus after is force-deleted, within the rules of Plan.
 // instances confirms nodes down; nil means no cloud, so only a node
 // object's deletion does. now may be nil (time.Now).
-func NewOrphanedPods(client kubernetes.Interface, instances InstanceChecker, after time.Duration, now func() time.Time) *OrphanedPods {
+func NewOrphanedPods(client kubeapi.Interface, instances InstanceChecker, after time.Duration, now func() time.Time) *OrphanedPods {
 	if now == nil {
 		now = time.Now
 	}

@@ -59,7 +59,7 @@ func TestOrphanedPods(t *testing.T) {
 	terminate(t, c, ns, "within-grace", 3*3600) // still inside its grace period an hour from now
 	// The remediator's clock runs an hour ahead: orphan-a and orphan-b have
 	// been Terminating ~1h past their 30 s grace period.
-	r := NewOrphanedPods(c, nil, 10*time.Minute, func() time.Time { return time.Now().Add(time.Hour) })
+	r := NewOrphanedPods(api(t), nil, 10*time.Minute, func() time.Time { return time.Now().Add(time.Hour) })
 	fc := remediatetest.NewLog()
 	all := []string{"orphan-a", "orphan-b", "within-grace", "running"}
 	podVersions := func() map[string]string {
@@ -143,10 +143,10 @@ func TestOrphanedPodsCordonAndReboot(t *testing.T) {
 	on := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 5, MaxPerHour: 10}
 
 	// Its own log: a repeated dry-run record with the same reason is not recorded twice.
-	if got := remediatetest.Summary(remediatetest.Pass(t, remediatetest.NewLog(), NewOrphanedPods(c, nil, 10*time.Minute, later), remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5})); !slices.Equal(got, []string{"dry_run force-delete pod/" + ns + "/stuck"}) {
+	if got := remediatetest.Summary(remediatetest.Pass(t, remediatetest.NewLog(), NewOrphanedPods(api(t), nil, 10*time.Minute, later), remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5})); !slices.Equal(got, []string{"dry_run force-delete pod/" + ns + "/stuck"}) {
 		t.Fatalf("without the option: got %q, want only the pod", got)
 	}
-	r := NewOrphanedPods(c, nil, 10*time.Minute, later).WithReboot(rb, 10*time.Minute)
+	r := NewOrphanedPods(api(t), nil, 10*time.Minute, later).WithReboot(rb, 10*time.Minute)
 	before := nodeVersions(t, c, "w1", "w2")
 	if got := remediatetest.Summary(remediatetest.Pass(t, fc, r, remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 5})); !slices.Equal(got, []string{"dry_run cordon-reboot node/w1"}) {
 		t.Fatalf("dry-run: got %q, want only the reboot, which comes first", got)
@@ -280,7 +280,7 @@ func TestOrphanedPodsNeverCopyAPodThatMayStillRun(t *testing.T) {
 	}
 
 	t.Run("no cloud configured: only the node's deletion confirms it down", func(t *testing.T) {
-		r := NewOrphanedPods(c, nil, 10*time.Minute, later)
+		r := NewOrphanedPods(api(t), nil, 10*time.Minute, later)
 		got, heldBy := splitHeld(remediatetest.Pass(t, remediatetest.NewLog(), r, dry))
 		if want := deletes("deploy-partitioned", "rwx-partitioned", "sts-node-deleted"); !slices.Equal(got, want) {
 			t.Fatalf("got %q, want %q", got, want)
@@ -291,7 +291,7 @@ func TestOrphanedPodsNeverCopyAPodThatMayStillRun(t *testing.T) {
 		}
 	})
 	t.Run("the cloud confirms the node down", func(t *testing.T) {
-		r := NewOrphanedPods(c, cloud, 10*time.Minute, later)
+		r := NewOrphanedPods(api(t), cloud, 10*time.Minute, later)
 		fc := remediatetest.NewLog()
 		got, heldBy := splitHeld(remediatetest.Pass(t, fc, r, dry))
 		if want := deletes(freed...); !slices.Equal(got, want) {
@@ -316,7 +316,7 @@ func TestOrphanedPodsNeverCopyAPodThatMayStillRun(t *testing.T) {
 	t.Run("apply refuses a node the cloud no longer reports down", func(t *testing.T) {
 		ownedPod(t, c, ns, "sts-flapping", "dead", "StatefulSet")
 		terminate(t, c, ns, "sts-flapping", 30)
-		r := NewOrphanedPods(c, cloud, 10*time.Minute, later)
+		r := NewOrphanedPods(api(t), cloud, 10*time.Minute, later)
 		acts, err := r.Plan(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -357,7 +357,7 @@ func TestOrphanedPodsLeaveFinalizerHeldPods(t *testing.T) {
 		}
 	})
 	terminate(t, c, ns, "finalized", 30)
-	r := NewOrphanedPods(c, nil, 10*time.Minute, func() time.Time { return time.Now().Add(time.Hour) }).
+	r := NewOrphanedPods(api(t), nil, 10*time.Minute, func() time.Time { return time.Now().Add(time.Hour) }).
 		WithReboot(&recordingRebooter{}, 10*time.Minute)
 	got, heldBy := splitHeld(remediatetest.Pass(t, remediatetest.NewLog(), r, remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 5, MaxPerHour: 10}))
 	if len(got) != 0 {
@@ -417,7 +417,7 @@ func TestOrphanedPodsRebootBeforeForceDelete(t *testing.T) {
 	terminate(t, c, ns, "db-0", 30)
 	clk := &testClock{t: time.Now().Add(time.Hour)}
 	rb := &recordingRebooter{}
-	r := NewOrphanedPods(c, fakeInstances{"w1": InstanceActive}, 10*time.Minute, clk.now).WithReboot(rb, 10*time.Minute)
+	r := NewOrphanedPods(api(t), fakeInstances{"w1": InstanceActive}, 10*time.Minute, clk.now).WithReboot(rb, 10*time.Minute)
 	fc := remediatetest.NewLog()
 	on := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 1, MaxPerHour: 10}
 	pass := func(want ...string) {
@@ -462,7 +462,7 @@ func TestOrphanedPodsFailedRebootIsUndone(t *testing.T) {
 	node(t, c, "w1", corev1.ConditionFalse, time.Now(), false)
 	ownedPod(t, c, ns, "web-1", "w1", "ReplicaSet")
 	terminate(t, c, ns, "web-1", 30)
-	r := NewOrphanedPods(c, nil, 10*time.Minute, func() time.Time { return time.Now().Add(time.Hour) }).WithReboot(failingRebooter{}, 10*time.Minute)
+	r := NewOrphanedPods(api(t), nil, 10*time.Minute, func() time.Time { return time.Now().Add(time.Hour) }).WithReboot(failingRebooter{}, 10*time.Minute)
 	fc := remediatetest.NewLog()
 	on := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 1, MaxPerHour: 10}
 	failed := []string{"planned cordon-reboot node/w1", "failed cordon-reboot node/w1"}
@@ -522,7 +522,7 @@ func TestOrphanedPodsUncordonOnlyTheirOwnCordon(t *testing.T) {
 	}
 	clk := &testClock{t: time.Now().Add(time.Hour)}
 	cloud := fakeInstances{"w1": InstanceActive, "w2": InstanceActive, "w3": InstanceActive}
-	r := NewOrphanedPods(c, cloud, 10*time.Minute, clk.now).WithReboot(&recordingRebooter{}, 10*time.Minute)
+	r := NewOrphanedPods(api(t), cloud, 10*time.Minute, clk.now).WithReboot(&recordingRebooter{}, 10*time.Minute)
 	fc := remediatetest.NewLog()
 	on := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 5, MaxPerHour: 20}
 	pass := func(want ...string) {

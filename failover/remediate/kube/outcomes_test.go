@@ -86,7 +86,7 @@ func TestControllersCompleteRemediations(t *testing.T) {
 		t.Fatalf("force-delete partitioned-db: %v", err)
 	}
 
-	r := NewDeadNode(c, fakeInstances{"dead": InstanceShutoff, "partitioned": InstanceActive}, 5*time.Minute, nil)
+	r := NewDeadNode(api(t), fakeInstances{"dead": InstanceShutoff, "partitioned": InstanceActive}, 5*time.Minute, nil)
 	got := remediatetest.Summary(remediatetest.Pass(t, remediatetest.NewLog(), r,
 		remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 5, MaxPerHour: 10}))
 	if want := []string{"planned taint node/dead", "applied taint node/dead"}; !slices.Equal(got, want) {

@@ -9,10 +9,10 @@ import (
 
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/failover/remediate/kubeapi"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 )
 
 // BackupWarmupName is the remediation's name.
@@ -24,7 +24,7 @@ const BackupWarmupName = "backup-warmup"
 // they return to their idle replicas once the failback is verified at every
 // authoritative server and one TTL of its records has passed.
 type BackupWarmup struct {
-	client    kubernetes.Interface
+	client    kubeapi.Interface
 	workloads []remediate.Workload
 	decision  func() remediate.Decision
 	scaleDown bool
@@ -39,7 +39,7 @@ var (
 // NewBackupWarmup returns the remediator. client is the BACKUP cluster's;
 // decision returns the current decision (the node reads it from its
 // replica: Desired().Gen and Desired().Active).
-func NewBackupWarmup(client kubernetes.Interface, workloads []remediate.Workload, decision func() remediate.Decision) *BackupWarmup {
+func NewBackupWarmup(client kubeapi.Interface, workloads []remediate.Workload, decision func() remediate.Decision) *BackupWarmup {
 	return &BackupWarmup{client: client, workloads: workloads, decision: decision, now: time.Now}
 }
 

@@ -66,7 +66,7 @@ func TestBackupWarmup(t *testing.T) {
 		d := fc.M.Desired()
 		return remediate.Decision{Gen: d.Gen, Active: d.Active}
 	}
-	r := NewBackupWarmup(c, []remediate.Workload{web, db}, decision)
+	r := NewBackupWarmup(api(t), []remediate.Workload{web, db}, decision)
 	rvs := func() map[string]string {
 		_, _, a := replicas(t, c, web)
 		_, _, b := replicas(t, c, db)
@@ -157,7 +157,7 @@ func TestBackupWarmup(t *testing.T) {
 		if err != nil || !ok {
 			t.Fatalf("got %v %q %v, want ready", ok, detail, err)
 		}
-		missing := NewBackupWarmup(c, []remediate.Workload{{Kind: "Deployment", Namespace: ns, Name: "nope", Replicas: 1}}, decision)
+		missing := NewBackupWarmup(api(t), []remediate.Workload{{Kind: "Deployment", Namespace: ns, Name: "nope", Replicas: 1}}, decision)
 		if ok, detail, err := missing.Ready(ctx); ok || err != nil || !strings.Contains(detail, "not found") {
 			t.Fatalf("missing workload: got %v %q %v, want not ready, not found", ok, detail, err)
 		}
@@ -200,7 +200,7 @@ func TestBackupWarmupScaleDownAtFailback(t *testing.T) {
 	verifiedAt := time.Now().Add(-time.Hour).Truncate(time.Second)
 	now := verifiedAt.Add(time.Hour) // long after: only verification holds it back
 	clock := func() time.Time { return now }
-	r := NewBackupWarmup(c, []remediate.Workload{web}, decision).WithScaleDown(true, clock)
+	r := NewBackupWarmup(api(t), []remediate.Workload{web}, decision).WithScaleDown(true, clock)
 	untouched := func(when string) {
 		t.Helper()
 		if got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on)); len(got) != 0 {
@@ -211,7 +211,7 @@ func TestBackupWarmupScaleDownAtFailback(t *testing.T) {
 		}
 	}
 
-	if got := remediatetest.Summary(remediatetest.Pass(t, fc, NewBackupWarmup(c, []remediate.Workload{web}, decision), on)); len(got) != 0 {
+	if got := remediatetest.Summary(remediatetest.Pass(t, fc, NewBackupWarmup(api(t), []remediate.Workload{web}, decision), on)); len(got) != 0 {
 		t.Fatalf("without the option: got %q, want nothing", got)
 	}
 	untouched("failback written but not verified")
@@ -241,7 +241,7 @@ func TestBackupWarmupScaleDownRechecksTheDecision(t *testing.T) {
 	ctx := context.Background()
 	verifiedAt := time.Now().Truncate(time.Second)
 	fc.Step(t, failover.Command{Payload: failover.ActionResult{Gen: fc.M.Desired().Gen, Outcome: failover.OutcomeVerified, Actor: "a", VerifiedAt: verifiedAt.UnixNano()}})
-	r := NewBackupWarmup(c, []remediate.Workload{web}, func() remediate.Decision { return remediate.NewDecision(fc.M.Desired(), fc.M.History()) }).
+	r := NewBackupWarmup(api(t), []remediate.Workload{web}, func() remediate.Decision { return remediate.NewDecision(fc.M.Desired(), fc.M.History()) }).
 		WithScaleDown(true, func() time.Time { return verifiedAt.Add(time.Hour) })
 	actions, err := r.Plan(ctx)
 	if err != nil || len(actions) != 1 {

@@ -248,10 +248,10 @@ func TestDeadNodeWithNova(t *testing.T) {
 	}
 
 	c := realKube(t)
-	mkNode(t, c, "dn-hv", "openstack:///"+ids["dn-hv"], corev1.ConditionUnknown, 0)
-	mkNode(t, c, "dn-err", "openstack:///"+ids["dn-err"], corev1.ConditionUnknown, 0)
-	mkNode(t, c, "dn-part", "openstack:///"+ids["dn-part"], corev1.ConditionFalse, 0)
-	mkNode(t, c, "dn-twin", "", corev1.ConditionUnknown, 0)
+	mkNode(t, "dn-hv", "openstack:///"+ids["dn-hv"], corev1.ConditionUnknown, 0)
+	mkNode(t, "dn-err", "openstack:///"+ids["dn-err"], corev1.ConditionUnknown, 0)
+	mkNode(t, "dn-part", "openstack:///"+ids["dn-part"], corev1.ConditionFalse, 0)
+	mkNode(t, "dn-twin", "", corev1.ConditionUnknown, 0)
 	later := func() time.Time { return time.Now().Add(time.Hour) }
 	tainted := func(name string) bool {
 		n, err := c.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})

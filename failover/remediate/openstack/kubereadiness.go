@@ -6,10 +6,10 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/drwatch/drwatch/failover/remediate/kubeapi"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 )
 
 // NodeReader is what the OpenStack remediators read of the cluster's
@@ -36,7 +36,7 @@ type NodeReader interface {
 // that has been Ready before: it is a dead node (dead-node-out-of-service's
 // case), reported here as ready so that it is never rebooted for this.
 type KubeReadiness struct {
-	client kubernetes.Interface
+	client kubeapi.Interface
 	// RegistrationWindow is how close to the node's creation the last Ready
 	// transition must be for the node to count as never Ready (default 2m).
 	RegistrationWindow time.Duration
@@ -45,7 +45,7 @@ type KubeReadiness struct {
 var _ NodeReader = (*KubeReadiness)(nil)
 
 // NewKubeReadiness reads nodes through client.
-func NewKubeReadiness(client kubernetes.Interface) *KubeReadiness {
+func NewKubeReadiness(client kubeapi.Interface) *KubeReadiness {
 	return &KubeReadiness{client: client, RegistrationWindow: 2 * time.Minute}
 }
 

@@ -8,15 +8,15 @@ import (
 
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/kube"
+	"github.com/drwatch/drwatch/failover/remediate/kubeapi"
 	"github.com/drwatch/drwatch/test/kubetest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 )
 
-// realKube returns a client of the package's kube-apiserver
+// realKube returns the node's client of the package's kube-apiserver
 // (kubetest.Shared), started on first use.
-func realKube(t *testing.T) kubernetes.Interface {
+func realKube(t *testing.T) kubeapi.Interface {
 	t.Helper()
 	c, err := kube.NewClient(remediate.KubeCluster{Kubeconfig: kubetest.Shared(t).Kubeconfig})
 	if err != nil {
@@ -26,9 +26,11 @@ func realKube(t *testing.T) kubernetes.Interface {
 }
 
 // mkNode creates a Node whose Ready condition is status, last changed
-// transitioned after the node's creation.
-func mkNode(t *testing.T, c kubernetes.Interface, name, providerID string, status corev1.ConditionStatus, transitioned time.Duration) {
+// transitioned after the node's creation (through client-go's clientset:
+// the node's client writes no status).
+func mkNode(t *testing.T, name, providerID string, status corev1.ConditionStatus, transitioned time.Duration) {
 	t.Helper()
+	c := kubetest.Shared(t).Clientset(t)
 	ctx := context.Background()
 	n, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{ProviderID: providerID}}, metav1.CreateOptions{})
 	if err != nil {
@@ -47,11 +49,11 @@ func mkNode(t *testing.T, c kubernetes.Interface, name, providerID string, statu
 
 func TestKubeReadiness(t *testing.T) {
 	c := realKube(t)
-	mkNode(t, c, "k-ready", "openstack:///id-ready", corev1.ConditionTrue, time.Minute)
-	mkNode(t, c, "k-never", "openstack:///id-never", corev1.ConditionFalse, 10*time.Second)
-	mkNode(t, c, "k-died", "openstack:///id-died", corev1.ConditionUnknown, 3*time.Hour)
-	mkNode(t, c, "k-silent", "openstack:///id-silent", "", 0)
-	mkNode(t, c, "renamed-node", "openstack:///id-by-provider", corev1.ConditionFalse, 5*time.Second)
+	mkNode(t, "k-ready", "openstack:///id-ready", corev1.ConditionTrue, time.Minute)
+	mkNode(t, "k-never", "openstack:///id-never", corev1.ConditionFalse, 10*time.Second)
+	mkNode(t, "k-died", "openstack:///id-died", corev1.ConditionUnknown, 3*time.Hour)
+	mkNode(t, "k-silent", "openstack:///id-silent", "", 0)
+	mkNode(t, "renamed-node", "openstack:///id-by-provider", corev1.ConditionFalse, 5*time.Second)
 	r := NewKubeReadiness(c)
 	for _, tt := range []struct {
 		inst        Instance
@@ -73,19 +75,20 @@ func TestKubeReadiness(t *testing.T) {
 
 func TestKubeReadinessClusterNodes(t *testing.T) {
 	c := realKube(t)
+	fx := kubetest.Shared(t).Clientset(t)
 	ctx := context.Background()
 	mk := func(name string, spec corev1.NodeSpec, addrs ...corev1.NodeAddress) {
 		t.Helper()
-		n, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}, metav1.CreateOptions{})
+		n, err := fx.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = c.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+		t.Cleanup(func() { _ = fx.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
 		if len(addrs) == 0 {
 			return
 		}
 		n.Status.Addresses = addrs
-		if _, err := c.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		if _, err := fx.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

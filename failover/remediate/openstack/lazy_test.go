@@ -11,9 +11,9 @@ import (
 
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/kube"
+	"github.com/drwatch/drwatch/failover/remediate/kubeapi"
 	"github.com/drwatch/drwatch/test/openstacktest"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
 )
 
 // The OpenStack repairs are built without touching the cloud: a node must
@@ -73,7 +73,7 @@ func TestCloudRemediatorsStartWithoutTheCloud(t *testing.T) {
 
 // unreachableKube is a client of a kube-apiserver that does not listen:
 // building the repairs must not need it.
-func unreachableKube(t *testing.T) kubernetes.Interface {
+func unreachableKube(t *testing.T) kubeapi.Interface {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "kubeconfig")
 	kc := "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"https://127.0.0.1:1\"}}]\n" +
