@@ -301,8 +301,13 @@ www_authenticate_uri = http://127.0.0.1:%d
 	return nil
 }
 
-// uwsgiIni is the uwsgi configuration of a WSGI script served on port.
-func uwsgiIni(port int, wsgiFile string, processes, threads int, log string) string {
+// uwsgiIni is the uwsgi configuration of a WSGI script served on port,
+// with extra lines (env = ...) before its log.
+func uwsgiIni(port int, wsgiFile string, processes, threads int, log string, extra ...string) string {
+	var more string
+	for _, l := range extra {
+		more += l + "\n"
+	}
 	return fmt.Sprintf(`[uwsgi]
 plugins = python3
 http-socket = 127.0.0.1:%d
@@ -317,8 +322,8 @@ need-app = true
 buffer-size = 65535
 ; http-socket has no keep-alive: tell clients, or they see connection resets
 add-header = Connection: close
-logto = %s
-`, port, wsgiFile, processes, threads, log)
+%slogto = %s
+`, port, wsgiFile, processes, threads, more, log)
 }
 
 // novaSchemaDBs are the databases the Nova schema cache holds.

@@ -407,25 +407,11 @@ key_repository = %s
 enabled = true
 backend = dogpile.cache.memory
 `, dbURL("keystone"), s.path("fernet-keys"), s.path("fernet-keys"), s.path("credential-keys")),
-		"keystone-uwsgi.ini": fmt.Sprintf(`[uwsgi]
-plugins = python3
-http-socket = 127.0.0.1:%d
-wsgi-file = /usr/bin/keystone-wsgi-public
-master = true
-; one process: each one imports all of Keystone, seconds of CPU on a busy
-; two-core machine; threads serve the few concurrent test requests
-processes = 1
-threads = 4
-enable-threads = true
-lazy-apps = true
-die-on-term = true
-need-app = true
-buffer-size = 65535
-; http-socket has no keep-alive: tell clients, or they see connection resets
-add-header = Connection: close
-env = OS_KEYSTONE_CONFIG_FILES=%s
-logto = %s
-`, p.keystone, s.path("keystone.conf"), s.path("keystone.log")),
+		// One process: each one imports all of Keystone, seconds of CPU on
+		// a busy two-core machine; threads serve the few concurrent test
+		// requests.
+		"keystone-uwsgi.ini": uwsgiIni(p.keystone, "/usr/bin/keystone-wsgi-public", 1, 4, s.path("keystone.log"),
+			"env = OS_KEYSTONE_CONFIG_FILES="+s.path("keystone.conf")),
 		"octavia.conf": fmt.Sprintf(`[DEFAULT]
 use_stderr = true
 transport_url = rabbit://guest:guest@127.0.0.1:%[1]d/
