@@ -106,3 +106,93 @@ func TestExplainEscapesOldText(t *testing.T) {
 		t.Errorf("Explain: got\n%s\nwant the reason and actor shown escaped", s)
 	}
 }
+
+// Invisible format characters change what a reader sees without showing
+// themselves: a right-to-left override turns "reverted" around, a line
+// separator starts a new line in a browser or a log viewer. Encode refuses
+// them as it refuses control characters; the zero-width joiners that
+// Persian, the Indic scripts and emoji need to spell text are left alone.
+func TestEncodeRefusesFormatCharactersInText(t *testing.T) {
+	bad := map[string]string{
+		"rlo":           "deploy \u202edetrever",
+		"lro":           "ok \u202dforged",
+		"rle":           "ok \u202bforged",
+		"pdf":           "ok \u202c",
+		"rli":           "ok \u2067forged\u2069",
+		"fsi":           "ok \u2068",
+		"rlm":           "ok \u200f",
+		"lrm":           "ok \u200e",
+		"alm":           "ok \u061c",
+		"line sep":      "ok\u2028forged row",
+		"paragraph sep": "ok\u2029forged row",
+		"zwsp":          "ad\u200bmin",
+		"bom":           "\ufeffok",
+		"word joiner":   "ok\u2060",
+		"tag":           "ok\U000e0041",
+	}
+	for name, s := range bad {
+		for _, field := range []string{"reason", "actor"} {
+			p := Pause{Reason: "fine", Actor: "alice"}
+			if field == "reason" {
+				p.Reason = s
+			} else {
+				p.Actor = s
+			}
+			_, err := Encode(Command{Payload: p})
+			if !errors.Is(err, ErrBadCommand) || !strings.Contains(err.Error(), field+": ") || !strings.Contains(err.Error(), "format character") {
+				t.Errorf("pause with %s in %s: got %v, want ErrBadCommand naming %s and the format character", name, field, err, field)
+			}
+		}
+	}
+	for _, ok := range []string{
+		"می\u200cخواهم",             // Persian: the non-joiner spells the word
+		"क्\u200dष",                 // Devanagari: the joiner picks the glyph
+		"👩\u200d🔧 on call",          // emoji sequence
+		"שלום עולם — right to left", // RTL script, no override
+	} {
+		if _, err := Encode(Command{Payload: Pause{Reason: ok, Actor: "alice"}}); err != nil {
+			t.Errorf("pause with reason %q: got %v, want it encoded", ok, err)
+		}
+	}
+}
+
+// An old entry holding a format character still replays, and EscapeText
+// shows the character as an escape so the text reads as it was written.
+func TestFormatCharactersFromOldLogsReplayAndPrintEscaped(t *testing.T) {
+	old := `{"v":1,"type":"pause","pause":{"at":5,"reason":"deploy \u202edetrever\u2028forged","actor":"bob"}}`
+	c, err := Decode([]byte(old))
+	if err != nil {
+		t.Fatalf("got %v, want the old entry decoded", err)
+	}
+	p, _ := c.Payload.(Pause)
+	if want := "deploy \u202edetrever\u2028forged"; p.Reason != want {
+		t.Errorf("got reason %q, want %q as it was written", p.Reason, want)
+	}
+	if got, want := EscapeText(p.Reason), `deploy \u202edetrever\u2028forged`; got != want {
+		t.Errorf("EscapeText(%q): got %q, want %q", p.Reason, got, want)
+	}
+	for in, want := range map[string]string{
+		"a\u2067b\u2069c\ufeff":  `a\u2067b\u2069c\ufeff`,
+		"tag\U000e0041":          `tag\U000e0041`,
+		"می\u200cخواهم 👩\u200d🔧": "می\u200cخواهم 👩\u200d🔧",
+	} {
+		if got := EscapeText(in); got != want {
+			t.Errorf("EscapeText(%q): got %q, want %q", in, got, want)
+		}
+	}
+}
+
+// EscapeFormat escapes only the format characters: a document's line
+// breaks, tabs and invalid bytes stay as they are.
+func TestEscapeFormatLeavesTheRestOfADocument(t *testing.T) {
+	for in, want := range map[string]string{
+		"<p>\n\tplain</p>":         "<p>\n\tplain</p>",
+		"<p>a\u202eb\u2028c</p>\n": `<p>a\u202eb\u2028c</p>` + "\n",
+		"bad \xff \u200f":          "bad \xff \\u200f",
+		"👩\u200d🔧":                 "👩\u200d🔧",
+	} {
+		if got := EscapeFormat(in); got != want {
+			t.Errorf("EscapeFormat(%q): got %q, want %q", in, got, want)
+		}
+	}
+}

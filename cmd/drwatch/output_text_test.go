@@ -12,9 +12,10 @@ import (
 )
 
 // forged is text an old log may hold: a newline that forges a history row,
-// CR, NUL, tab, a C1 CSI, an invalid byte and escape sequences that would
-// clear the operator's screen and change its colours.
-const forged = "ok\n99  1  2026-01-01T00:00:00Z  failover  primary->backup  mallory  -  forged row\r\x00\t\u009b2J\xff\x1b[2J\x1b[31m"
+// CR, NUL, tab, a C1 CSI, an invalid byte, escape sequences that would
+// clear the operator's screen and change its colours, a right-to-left
+// override that reorders what follows it and a line separator.
+const forged = "ok\n99  1  2026-01-01T00:00:00Z  failover  primary->backup  mallory  -  forged row\r\x00\t\u009b2J\xff\x1b[2J\x1b[31m\u202edetrever\u2028"
 
 // hasControl reports a byte a terminal could act on, other than the
 // newline ending each printed line.
@@ -66,7 +67,7 @@ func TestLogTextIsPrintedEscaped(t *testing.T) {
 		if hasControl(out) {
 			t.Errorf("%s: output holds a control character:\n%q", strings.Join(args, " "), out)
 		}
-		if !strings.Contains(out, `\x1b[2J`) || !strings.Contains(out, `ok\n99`) {
+		if !strings.Contains(out, `\x1b[2J`) || !strings.Contains(out, `ok\n99`) || !strings.Contains(out, `\u202edetrever\u2028`) {
 			t.Errorf("%s: output does not show the escapes:\n%s", strings.Join(args, " "), out)
 		}
 	}

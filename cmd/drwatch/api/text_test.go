@@ -36,9 +36,10 @@ func (b *acceptingBackend) RemoveMember(context.Context, string, bool, string, s
 }
 
 // Every free-text field of a write body refuses C0 and C1 control
-// characters, tab and invalid UTF-8 with a 400 that names the field, and
-// nothing reaches the cluster.
-func TestWritesRefuseControlCharactersNamingTheField(t *testing.T) {
+// characters, tab, invalid UTF-8 and the invisible format characters that
+// reorder or break text (bidi overrides, line separators) with a 400 that
+// names the field, and nothing reaches the cluster.
+func TestWritesRefuseControlAndFormatCharactersNamingTheField(t *testing.T) {
 	tokens, err := ParseTokens([]byte("alice:s3cr3t-token-for-alice\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -76,6 +77,12 @@ func TestWritesRefuseControlCharactersNamingTheField(t *testing.T) {
 		"del":     "x\x7f",
 		"c1":      "x\u009b2J",
 		"invalid": "x" + invalidByte,
+		"rlo":     "x\u202edetrever",
+		"rli":     "x\u2067y\u2069",
+		"rlm":     "x\u200f",
+		"line":    "x\u2028forged",
+		"para":    "x\u2029forged",
+		"zwsp":    "x\u200b",
 	}
 	for path, body := range good {
 		if code, eb := post(path, body); code != http.StatusOK {
