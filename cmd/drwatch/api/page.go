@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"io"
 	"net/http"
 	"time"
+
+	"github.com/drwatch/drwatch/failover"
 )
 
 // RegisterStatusPage adds the human status page at "/" (and its partial,
@@ -55,11 +58,16 @@ func servePage(w http.ResponseWriter, r *http.Request, st Status, now time.Time)
 		writeText(w, http.StatusInternalServerError, "status page: "+err.Error()+"\n")
 		return
 	}
+	// html/template makes text inert as markup but passes a right-to-left
+	// override or a line separator from an old history entry through, and
+	// the browser would reorder or break the line around it. The template
+	// itself holds none, so escaping the whole page reaches every field.
+	page := failover.EscapeFormat(buf.String())
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
 	h.Set("Content-Security-Policy", pageCSP(nonce))
 	h.Set("X-Frame-Options", "DENY")
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(buf.Bytes())
+	_, _ = io.WriteString(w, page)
 }

@@ -513,3 +513,29 @@ func TestPageShowsMembershipChanges(t *testing.T) {
 		}
 	}
 }
+
+// A reason from an entry older than the text rule may hold a right-to-left
+// override or a line separator; the page shows them as escapes, so the
+// text reads in the order it was written, on one line.
+func TestPageEscapesFormatCharactersFromOldEntries(t *testing.T) {
+	st := fxFailedOver()
+	i := len(st.State.History) - 1
+	st.State.History[i].Reason = "deploy \u202edetrever\u2028forged row"
+	st.State.History[i].Actor = "eve\u2067x\u2069"
+	_, body := pageGet(t, pageServer(t, st, nil), "/")
+	if strings.ContainsFunc(string(body), failover.IsFormat) {
+		t.Errorf("the page holds a raw format character")
+	}
+	tx := text(body)
+	for _, want := range []string{`deploy \u202edetrever\u2028forged row`, `eve\u2067x\u2069`} {
+		if !strings.Contains(tx, want) {
+			t.Errorf("page: missing %q\n%s", want, tx)
+		}
+	}
+	// Right-to-left text with no override is shown as it is.
+	st.State.History[i].Reason = "שלום — می\u200cخواهم"
+	_, body = pageGet(t, pageServer(t, st, nil), "/")
+	if !strings.Contains(text(body), "שלום — می\u200cخواهم") {
+		t.Errorf("page: right-to-left text without an override was changed")
+	}
+}
