@@ -677,14 +677,45 @@ func cloneTallies(t map[Site]Tally) map[Site]Tally {
 	return out
 }
 
-// appendHistory adds e and drops the oldest entries beyond MaxHistory.
+// appendHistory adds e. An audit entry (AuditKind) beyond MaxAuditHistory
+// drops the oldest audit entry; beyond MaxHistory the oldest routine entry
+// goes, so routine entries never evict audit ones. The history stays one
+// list in index order, the snapshot's shape as before: a snapshot from
+// before the split restores as it is, and a log that never filled the
+// history replays to the same bytes.
 func (s *state) appendHistory(e Entry) {
-	if len(s.History) >= MaxHistory {
-		n := copy(s.History, s.History[len(s.History)-MaxHistory+1:])
-		clear(s.History[n:])
-		s.History = s.History[:n]
+	audit := AuditKind(e.Kind)
+	for {
+		nAudit := 0
+		if audit || len(s.History) >= MaxHistory {
+			for i := range s.History {
+				if AuditKind(s.History[i].Kind) {
+					nAudit++
+				}
+			}
+		}
+		switch {
+		case audit && nAudit >= MaxAuditHistory:
+			s.dropOldest(true)
+		case len(s.History) >= MaxHistory:
+			// A snapshot from before the split may hold more audit
+			// entries than MaxAuditHistory: those beyond it go first.
+			s.dropOldest(nAudit > MaxAuditHistory)
+		default:
+			s.History = append(s.History, e)
+			return
+		}
 	}
-	s.History = append(s.History, e)
+}
+
+// dropOldest removes the oldest audit entry (audit) or routine one, or the
+// oldest entry when there is none of that class, so appendHistory always
+// makes progress.
+func (s *state) dropOldest(audit bool) {
+	i := max(0, slices.IndexFunc(s.History, func(e Entry) bool { return AuditKind(e.Kind) == audit }))
+	n := copy(s.History[i:], s.History[i+1:])
+	clear(s.History[i+n:])
+	s.History = s.History[:i+n]
 }
 
 // DryRun is what a command would do if it were the next log entry.

@@ -41,8 +41,38 @@ const (
 // SystemActor is the actor recorded for automatic decisions.
 const SystemActor = "drwatch"
 
-// MaxHistory is how many history entries the machine keeps; older ones are dropped.
+// MaxHistory is how many history entries the machine keeps; older ones are
+// dropped, routine ones first (see AuditKind).
 const MaxHistory = 1000
+
+// MaxAuditHistory is how many of the MaxHistory entries audit entries may
+// hold. Beyond it the oldest audit entry is dropped; a routine entry never
+// drops one, so a flood of pauses and resumes cannot push the last manual
+// move or membership change out of the history (invariant 13), and
+// routine entries still have the other MaxHistory-MaxAuditHistory places.
+const MaxAuditHistory = 500
+
+// AuditKind reports whether history entries of kind are audit entries:
+// every decision that moves traffic or sets new records (automatic and
+// manual failovers and failbacks, switchovers, policy changes), break-glass
+// DNS writes and the markers refused as forged or stale
+// ("break_glass_rejected"), and changes of the Raft voters. They are rare,
+// and each one is what an audit asks about. Automatic decisions and policy
+// changes are among them because the reconciler and the decision core look
+// a decision up by its generation (its gates, action results, explain), so
+// routine traffic must not evict the decision DNS is being written for; a
+// policy change rewrites the rules every automatic decision follows.
+// Routine entries are pause, resume, ack, withheld, action, remediation and
+// drill: an operate token can make them at will, so they may only evict
+// each other.
+func AuditKind(kind string) bool {
+	switch kind {
+	case KindAutoFailover, KindAutoFailback, KindManualFailover, KindManualFailback, KindSwitchover, KindPolicy,
+		KindBreakGlass, "break_glass_rejected", KindMemberAdd, KindMemberRemove:
+		return true
+	}
+	return false
+}
 
 // ringSize is how many recent ok/fail results each probe keeps for the status page.
 const ringSize = 20

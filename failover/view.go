@@ -49,7 +49,9 @@ type View struct {
 	// Warnings are the loud problems a human should read first.
 	Warnings []string `json:"warnings"`
 	Desired  Desired  `json:"desired"`
-	// History is the tail of the history, oldest first.
+	// History is the tail of the history, oldest first, with the newest
+	// audit entries (AuditKind) before it, so a burst of routine entries
+	// does not hide the last decision or membership change.
 	History []Entry `json:"history"`
 	// Remediations is the tail of the remediation records, oldest first:
 	// what the repairs did, and in dry-run mode what they would have done.
@@ -60,12 +62,40 @@ type View struct {
 	LastDrill *DrillRecord `json:"last_drill,omitempty"`
 }
 
-// viewHistoryTail is how many history entries View carries;
+// viewHistoryTail is how many of the newest history entries View carries,
+// viewAuditTail how many of the newest audit entries it carries besides;
 // viewRemediationsTail how many remediation records.
 const (
 	viewHistoryTail      = 20
+	viewAuditTail        = 10
 	viewRemediationsTail = 20
 )
+
+// historyTail returns copies of the newest viewHistoryTail entries and of
+// the newest viewAuditTail audit entries, oldest first.
+func (s *state) historyTail() []Entry {
+	var out []Entry
+	audit := 0
+	for i := len(s.History) - 1; i >= 0; i-- {
+		recent := len(s.History)-i <= viewHistoryTail
+		if !recent && audit == viewAuditTail {
+			break // nothing older is carried
+		}
+		e := &s.History[i]
+		kept := AuditKind(e.Kind) && audit < viewAuditTail
+		if kept {
+			audit++
+		}
+		if recent || kept {
+			out = append(out, e.clone())
+		}
+	}
+	slices.Reverse(out)
+	if out == nil {
+		out = []Entry{}
+	}
+	return out
+}
 
 // SiteVerdict is the quorum verdict on site as a reader should see it:
 // "waiting for the first reports" until a watcher has reported, when an
@@ -182,11 +212,7 @@ func (m *Machine) View() View {
 			break
 		}
 	}
-	tail := s.History[max(0, len(s.History)-viewHistoryTail):]
-	v.History = make([]Entry, len(tail))
-	for i, e := range tail {
-		v.History[i] = e.clone()
-	}
+	v.History = s.historyTail()
 	v.Remediations = slices.Clone(s.Remediations[max(0, len(s.Remediations)-viewRemediationsTail):])
 	if v.Remediations == nil {
 		v.Remediations = []RemediationRecord{}

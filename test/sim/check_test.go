@@ -72,3 +72,22 @@ func TestSnapshotCheckFlagsDivergentReplicas(t *testing.T) {
 		t.Fatalf("different command at index 1: got %v, want one invariant 6 violation", w.violations)
 	}
 }
+
+// A routine entry evicted from a full history while an older audit entry
+// is kept is not a lost acknowledged command; a routine entry missing from
+// a history that is not full is.
+func TestEvictedFollowsTheHistoryClasses(t *testing.T) {
+	full := []failover.Entry{{Index: 1, Kind: failover.KindManualFailover}}
+	for i := range failover.MaxHistory - 1 {
+		full = append(full, failover.Entry{Index: uint64(i + 10), Kind: failover.KindPause})
+	}
+	if !evicted(full, 5) {
+		t.Errorf("full history, routine entries from 10 on: got index 5 not evicted, want evicted")
+	}
+	if evicted(full, 12) {
+		t.Errorf("full history: got index 12 evicted, want it kept (it is newer than the oldest routine entry)")
+	}
+	if evicted(full[:len(full)-1], 5) {
+		t.Errorf("history not full: got index 5 evicted, want a missing entry flagged")
+	}
+}

@@ -449,7 +449,7 @@ func (w *World) check() {
 		applied := n.machine.View().Index
 		h := n.machine.History()
 		for _, a := range ack {
-			if a.index > applied || (len(h) == failover.MaxHistory && h[0].Index > a.index) {
+			if a.index > applied || evicted(h, a.index) {
 				continue
 			}
 			// One index may leave several entries (a manual move that
@@ -471,6 +471,29 @@ func (w *World) check() {
 		n.checked = len(h)
 	}
 	w.checkWorldInvariants()
+}
+
+// evicted reports whether the history h may have dropped the entry at
+// index: entries leave only by eviction, the oldest of their class first
+// (failover.AuditKind), routine ones once the history is full and audit
+// ones once they fill their share; a class that has dropped entries
+// stays full.
+func evicted(h []failover.Entry, index uint64) bool {
+	audit := 0
+	var oldestAudit, oldestRoutine uint64
+	for _, e := range h {
+		switch {
+		case failover.AuditKind(e.Kind):
+			if audit == 0 {
+				oldestAudit = e.Index
+			}
+			audit++
+		case oldestRoutine == 0:
+			oldestRoutine = e.Index
+		}
+	}
+	return (len(h) == failover.MaxHistory && oldestRoutine > index) ||
+		(audit == failover.MaxAuditHistory && oldestAudit > index)
 }
 
 // checkAutoFlip holds an automatic flip to invariant 1 against what the
