@@ -16,10 +16,11 @@ const (
 	CodeNotFound     Code = "not_found"
 	CodeTooLarge     Code = "too_large"
 	CodeMethod       Code = "method_not_allowed"
-	CodeRefused      Code = "refused"     // a safety rule refused the command; see Rule
-	CodeNoLeader     Code = "no_leader"   // this node knows no leader; nothing was committed, another node may do it
-	CodeTimeout      Code = "timeout"     // the leader did not confirm in time; the write may still be committed
-	CodeUnavailable  Code = "unavailable" // retry later
+	CodeRefused      Code = "refused"      // a safety rule refused the command; see Rule
+	CodeNoLeader     Code = "no_leader"    // this node knows no leader; nothing was committed, another node may do it
+	CodeTimeout      Code = "timeout"      // the leader did not confirm in time; the write may still be committed
+	CodeUnavailable  Code = "unavailable"  // retry later
+	CodeRateLimited  Code = "rate_limited" // the actor made too many writes; retry after the Retry-After header's seconds
 	CodeInternal     Code = "internal"
 )
 
@@ -47,6 +48,7 @@ var codeStatus = map[Code]int{
 	CodeNoLeader:     http.StatusServiceUnavailable,
 	CodeTimeout:      http.StatusGatewayTimeout,
 	CodeUnavailable:  http.StatusServiceUnavailable,
+	CodeRateLimited:  http.StatusTooManyRequests,
 	CodeInternal:     http.StatusInternalServerError,
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -29,6 +30,8 @@ type Server struct {
 	log        *slog.Logger
 	now        func() time.Time
 	mux        *http.ServeMux
+	// routine and moves limit each actor's writes (WriteLimits).
+	routine, moves *writeLimiter
 }
 
 // Options configure a Server.
@@ -39,6 +42,9 @@ type Options struct {
 	MaxBodyBytes int64
 	Logger       *slog.Logger
 	Now          func() time.Time
+	// WriteLimits bound each actor's writes on this watcher; zero fields
+	// take DefaultWriteLimits.
+	WriteLimits WriteLimits
 }
 
 // MaxReasonLen bounds the reason recorded with a write.
@@ -58,6 +64,8 @@ func NewServer(b Backend, o Options) *Server {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.routine = newWriteLimiter(o.WriteLimits.Routine.orDefault(DefaultWriteLimits.Routine))
+	s.moves = newWriteLimiter(o.WriteLimits.Moves.orDefault(DefaultWriteLimits.Moves))
 	m := s.mux
 	m.HandleFunc("GET /livez", s.livez)
 	m.HandleFunc("GET /readyz", s.readyz)
@@ -73,13 +81,13 @@ func NewServer(b Backend, o Options) *Server {
 	route(http.MethodGet, "/api/v1/what-if/{scenario}", s.whatIf)
 	route(http.MethodGet, "/api/v1/members", s.members)
 	route(http.MethodGet, "/api/v1/drills", s.drills)
-	route(http.MethodPost, "/api/v1/drill", s.write(RoleOperate, s.drillCmd))
-	route(http.MethodPost, "/api/v1/failover", s.write(RoleOperate, s.failoverCmd))
-	route(http.MethodPost, "/api/v1/failback", s.write(RoleOperate, s.failbackCmd))
-	route(http.MethodPost, "/api/v1/switchover", s.write(RoleOperate, s.switchoverCmd))
-	route(http.MethodPost, "/api/v1/pause", s.write(RoleOperate, s.pauseCmd))
-	route(http.MethodPost, "/api/v1/resume", s.write(RoleOperate, s.resumeCmd))
-	route(http.MethodPost, "/api/v1/ack", s.write(RoleOperate, s.ackCmd))
+	route(http.MethodPost, "/api/v1/drill", s.write(RoleOperate, s.routine, s.drillCmd))
+	route(http.MethodPost, "/api/v1/failover", s.write(RoleOperate, s.moves, s.failoverCmd))
+	route(http.MethodPost, "/api/v1/failback", s.write(RoleOperate, s.moves, s.failbackCmd))
+	route(http.MethodPost, "/api/v1/switchover", s.write(RoleOperate, s.moves, s.switchoverCmd))
+	route(http.MethodPost, "/api/v1/pause", s.write(RoleOperate, s.routine, s.pauseCmd))
+	route(http.MethodPost, "/api/v1/resume", s.write(RoleOperate, s.routine, s.resumeCmd))
+	route(http.MethodPost, "/api/v1/ack", s.write(RoleOperate, s.routine, s.ackCmd))
 	route(http.MethodPost, "/api/v1/members/remove", s.removeMember)
 	route(http.MethodPost, "/api/v1/members/add", s.addMember)
 	// A known path asked with another method is 405, not the catch-all's
@@ -277,8 +285,8 @@ const writeTimeout = 15 * time.Second
 type cmdBuilder func(req WriteRequest, actor string) (failover.Command, error)
 
 // write handles a command endpoint: authenticate, decode, build, then
-// either dry-run or submit.
-func (s *Server) write(needs Role, build cmdBuilder) http.HandlerFunc {
+// either dry-run or submit, charging the submit to the actor in limit.
+func (s *Server) write(needs Role, limit *writeLimiter, build cmdBuilder) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		req, actor, ok := s.writeRequest(w, r, needs)
 		if !ok {
@@ -299,6 +307,9 @@ func (s *Server) write(needs Role, build cmdBuilder) http.HandlerFunc {
 			writeJSON(w, http.StatusOK, dr)
 			return
 		}
+		if !s.allow(w, r, limit, actor, string(cmd.Type())) {
+			return
+		}
 		ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)
 		defer cancel()
 		res, index, err := s.writes.Submit(ctx, cmd)
@@ -310,6 +321,23 @@ func (s *Server) write(needs Role, build cmdBuilder) http.HandlerFunc {
 		s.log.Info("write committed", "actor", actor, "client_cert", clientIdentity(r), "type", cmd.Type(), "index", index, "gen", res.Gen, "reason", req.Reason)
 		writeJSON(w, http.StatusOK, WriteResponse{Index: index, Result: res, Actor: actor})
 	}
+}
+
+// allow charges one write of type typ by actor to limit. When the actor
+// has used up its writes it answers 429 with Retry-After and returns false.
+// Only writes that would be proposed are charged: a dry run or a refused
+// body writes nothing to the log.
+func (s *Server) allow(w http.ResponseWriter, r *http.Request, limit *writeLimiter, actor, typ string) bool {
+	retry, ok := limit.take(actor, s.now())
+	if ok {
+		return true
+	}
+	secs := int64(math.Ceil(retry.Seconds()))
+	s.log.Warn("write rate limited", "actor", actor, "client_cert", clientIdentity(r), "type", typ, "retry_after_seconds", secs)
+	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+	writeError(w, ErrorDetail{Code: CodeRateLimited, Message: fmt.Sprintf("too many %s writes by %s: %s; retry in %ds",
+		typ, actor, limit.limit, secs)})
+	return false
 }
 
 // writeSubmitError maps the errors of the cluster and the decision core onto codes.
@@ -397,6 +425,9 @@ func (s *Server) removeMember(w http.ResponseWriter, r *http.Request) {
 		writeError(w, ErrorDetail{Code: CodeBadRequest, Message: "id is required"})
 		return
 	}
+	if !s.allow(w, r, s.moves, actor, "members remove") {
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)
 	defer cancel()
 	if err := s.membership.RemoveMember(ctx, req.ID, req.Confirm, actor, req.Reason); err != nil {
@@ -421,6 +452,9 @@ func (s *Server) addMember(w http.ResponseWriter, r *http.Request) {
 	}
 	if _, _, err := net.SplitHostPort(req.RaftAddr); err != nil {
 		writeError(w, ErrorDetail{Code: CodeBadRequest, Message: "raft_addr must be host:port"})
+		return
+	}
+	if !s.allow(w, r, s.moves, actor, "members add") {
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)
