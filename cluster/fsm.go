@@ -29,6 +29,16 @@ type StateMachine interface {
 	Restore(state []byte) error
 }
 
+// ReplayAware is a StateMachine that wants to know which entries it is
+// applying again after a restart. Before Raft starts, New calls
+// ReplayThrough with the last index of the log on disk: the entries up to
+// it may have been applied before the restart (all but those that were not
+// yet committed or applied then), and Raft applies them again on top of
+// the latest snapshot.
+type ReplayAware interface {
+	ReplayThrough(index uint64)
+}
+
 // Envelope format, version 1 (the log entry raft stores):
 //
 //	byte 0      envelopeV1

@@ -172,6 +172,13 @@ func New(ctx context.Context, cfg Config, sm StateMachine) (*Node, error) {
 		return nil, fmt.Errorf("raft config: %w", err)
 	}
 
+	if ra, ok := sm.(ReplayAware); ok {
+		last, err := n.store.LastIndex()
+		if err != nil {
+			return nil, fmt.Errorf("raft log: %w", err)
+		}
+		ra.ReplayThrough(last)
+	}
 	n.fsm = newFSM(sm, cfg.DedupeEntries)
 	r, err := raft.NewRaft(rc, n.fsm, n.store, n.store, snaps, trans)
 	if err != nil {

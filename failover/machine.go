@@ -783,6 +783,26 @@ func (m *Machine) History() []Entry {
 	return out
 }
 
+// EntriesAt returns copies of the history entries that the log entry at
+// index made, oldest first; none when it made none. It costs only those
+// entries, so a runtime can call it after every Apply.
+func (m *Machine) EntriesAt(index uint64) []Entry {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	h := m.st.History
+	i := len(h)
+	for i > 0 && h[i-1].Index >= index {
+		i--
+	}
+	var out []Entry
+	for _, e := range h[i:] {
+		if e.Index == index {
+			out = append(out, e.clone())
+		}
+	}
+	return out
+}
+
 // snapshotVersion is the Snapshot encoding version.
 const snapshotVersion = 1
 

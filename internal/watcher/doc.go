@@ -7,8 +7,9 @@
 // change, re-probes suspect sites at once and then at the policy's fast
 // interval (its own critical probe of the site just failed, or the
 // replicated state names the site suspect, unless this node already votes
-// it DOWN) through the scheduler, and keeps what the status page
-// and the metrics read of all that.
+// it DOWN) through the scheduler, logs every history entry the node applies
+// as one structured line (the journal's copy of the audit trail), and keeps
+// what the status page and the metrics read of all that.
 //
 // It owns the loops and the state they leave behind, not the configuration:
 // cmd/drwatch/node builds a Config from the file and starts a Watcher in one

@@ -108,29 +108,85 @@ type Drill struct {
 	Timeout time.Duration
 }
 
-// FSM adapts the decision core to cluster.StateMachine and wakes the
-// watcher's loops on every applied command.
+// FSM adapts the decision core to cluster.StateMachine, wakes the
+// watcher's loops on every applied command and logs every history entry
+// it applies (see logEntry).
 type FSM struct {
 	m              *failover.Machine
+	log            *slog.Logger
 	changed        chan struct{} // wakes the reconciler
 	dnsChanged     chan struct{} // wakes the DNS check
 	drillChanged   chan struct{} // wakes the drill executor
 	suspectChanged chan struct{} // wakes the suspicion loop
+	// replayThrough is the last log index on disk at start (ReplayThrough);
+	// applied the last index applied or restored since then. Both are
+	// touched only by the cluster's apply goroutine.
+	replayThrough, applied uint64
 }
 
-// NewFSM wraps m for the cluster.
-func NewFSM(m *failover.Machine) *FSM {
-	return &FSM{m: m, changed: make(chan struct{}, 1), dnsChanged: make(chan struct{}, 1), drillChanged: make(chan struct{}, 1),
+// NewFSM wraps m for the cluster. log receives one line per history entry
+// applied (nil: none).
+func NewFSM(m *failover.Machine, log *slog.Logger) *FSM {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &FSM{m: m, log: log, changed: make(chan struct{}, 1), dnsChanged: make(chan struct{}, 1), drillChanged: make(chan struct{}, 1),
 		suspectChanged: make(chan struct{}, 1)}
 }
 
-var _ cluster.StateMachine = (*FSM)(nil)
+var (
+	_ cluster.StateMachine = (*FSM)(nil)
+	_ cluster.ReplayAware  = (*FSM)(nil)
+)
 
-// Apply implements cluster.StateMachine.
+// Apply implements cluster.StateMachine. The decision core stays pure; the
+// history lines are written here, after it, from what it recorded, and
+// change nothing that is replicated.
 func (s *FSM) Apply(index uint64, cmd []byte) []byte {
 	out := s.m.Apply(index, cmd)
+	s.applied = index
+	for _, e := range s.m.EntriesAt(index) {
+		s.logEntry(e, index <= s.replayThrough, false)
+	}
 	s.wake()
 	return out
+}
+
+// ReplayThrough implements cluster.ReplayAware: entries up to index are
+// logged with replayed=true, since this node may have logged them before
+// it restarted.
+func (s *FSM) ReplayThrough(index uint64) { s.replayThrough = index }
+
+// logEntry writes e as one structured line, so that every node's journal
+// holds the whole audit trail, longer than the replicated history keeps
+// it and beyond the reach of any API token. The keys are stable; text from
+// the log is escaped (failover.EscapeText) so that no entry can forge a
+// line or reorder one. replayed marks an entry applied again after a
+// restart, snapshot one this node learnt from a snapshot it installed
+// instead of applying it.
+func (s *FSM) logEntry(e failover.Entry, replayed, snapshot bool) {
+	attrs := []slog.Attr{
+		slog.Uint64("index", e.Index), slog.Uint64("gen", e.Gen),
+		slog.String("at", time.Unix(0, e.At).UTC().Format(time.RFC3339Nano)),
+		slog.String("kind", failover.EscapeText(e.Kind)), slog.Bool("audit", failover.AuditKind(e.Kind)),
+		slog.String("actor", failover.EscapeText(e.Actor)), slog.String("reason", failover.EscapeText(e.Reason)),
+		slog.String("from", failover.EscapeText(string(e.From))), slog.String("to", failover.EscapeText(string(e.To))),
+	}
+	if e.Forced {
+		attrs = append(attrs, slog.Bool("forced", true))
+	}
+	for _, kv := range [][2]string{{"rule", e.Rule}, {"outcome", e.Outcome}, {"detail", e.Detail}} {
+		if kv[1] != "" {
+			attrs = append(attrs, slog.String(kv[0], failover.EscapeText(kv[1])))
+		}
+	}
+	if replayed {
+		attrs = append(attrs, slog.Bool("replayed", true))
+	}
+	if snapshot {
+		attrs = append(attrs, slog.Bool("from_snapshot", true))
+	}
+	s.log.LogAttrs(context.Background(), slog.LevelInfo, "history entry", attrs...)
 }
 
 // wake tells every loop that the state changed.
@@ -146,8 +202,25 @@ func (s *FSM) wake() {
 // Snapshot implements cluster.StateMachine.
 func (s *FSM) Snapshot() ([]byte, error) { return s.m.Snapshot() }
 
-// Restore implements cluster.StateMachine.
-func (s *FSM) Restore(b []byte) error { return s.m.Restore(b) }
+// Restore implements cluster.StateMachine. A follower that installs the
+// leader's snapshot while it runs skips the entries in it: those newer
+// than what it applied are logged from the snapshot, marked so. The
+// snapshot Raft restores at start is the node's own, and its entries
+// were logged when they were applied.
+func (s *FSM) Restore(b []byte) error {
+	if err := s.m.Restore(b); err != nil {
+		return err
+	}
+	if s.applied != 0 {
+		for _, e := range s.m.History() {
+			if e.Index > s.applied {
+				s.logEntry(e, false, true)
+			}
+		}
+	}
+	s.applied = s.m.View().Index
+	return nil
+}
 
 // Watcher is one watcher's running loops and what they last saw.
 type Watcher struct {

@@ -55,7 +55,7 @@ func newTestWatcher(t *testing.T, interval time.Duration) (*Watcher, *fakeCluste
 	fc := &fakeCluster{log: l}
 	p := testPolicy()
 	p.Interval = interval
-	w, err := New(Config{Node: "a", Policy: p, Interval: interval, FSM: NewFSM(l.M), Cluster: fc})
+	w, err := New(Config{Node: "a", Policy: p, Interval: interval, FSM: NewFSM(l.M, nil), Cluster: fc})
 	if err != nil {
 		t.Fatal(err)
 	}

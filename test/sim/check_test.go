@@ -52,7 +52,7 @@ func TestSnapshotCheckFlagsDivergentReplicas(t *testing.T) {
 	w := checkWorld()
 	replica := func(node string) *replica {
 		m := failover.New()
-		return &replica{FSM: watcher.NewFSM(m), machine: m, w: w, node: node}
+		return &replica{FSM: watcher.NewFSM(m, nil), machine: m, w: w, node: node}
 	}
 	policy, err := failover.Encode(failover.Command{Payload: failover.SetPolicy{Policy: simPolicy()}})
 	if err != nil {

@@ -173,7 +173,7 @@ func (w *World) start(n *simNode) error {
 	_, n.trans = raft.NewInmemTransport(raft.ServerAddress(n.addr))
 	n.machine = failover.New()
 	n.changed = make(chan struct{}, 1)
-	sm := &replica{FSM: watcher.NewFSM(n.machine), machine: n.machine, w: w, node: n.id, store: n.store, changed: n.changed}
+	sm := &replica{FSM: watcher.NewFSM(n.machine, nil), machine: n.machine, w: w, node: n.id, store: n.store, changed: n.changed}
 	cfg := cluster.Config{
 		NodeID: n.id, AdvertiseAddr: n.addr, Listener: w.nw.listen(n.addr), Peers: w.peers(), TLS: n.creds,
 		RaftTiming: cluster.RaftTiming{

@@ -168,7 +168,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 			self = cluster.Peer{ID: p.ID, RaftAddr: p.RaftAddr}
 		}
 	}
-	fsm := watcher.NewFSM(machine)
+	fsm := watcher.NewFSM(machine, log)
 	n.cluster, err = cluster.New(ctx, cluster.Config{
 		NodeID: c.Node.ID, DataDir: c.Node.DataDir, BindAddr: c.Node.RaftAddr, AdvertiseAddr: self.RaftAddr,
 		Peers: peers, TLS: creds, RaftTiming: c.Raft,
