@@ -17,6 +17,7 @@ import (
 
 	"github.com/drwatch/drwatch/cluster"
 	"github.com/drwatch/drwatch/failover"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Server is the HTTP API and status page of one node.
@@ -39,6 +40,9 @@ type Options struct {
 	MaxBodyBytes int64
 	Logger       *slog.Logger
 	Now          func() time.Time
+	// Registerer, if set, receives Listen's connection metrics (refused
+	// and evicted connections, open ones, the cap).
+	Registerer prometheus.Registerer
 }
 
 // MaxReasonLen bounds the reason recorded with a write.
