@@ -1,12 +1,9 @@
 package e2e
 
 import (
-	"bufio"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -20,6 +17,7 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/test/idleconn"
 	"github.com/drwatch/drwatch/test/poll"
 )
 
@@ -33,14 +31,9 @@ type apiFlood struct {
 	tls  *tls.Config
 
 	mu    sync.Mutex
-	conns []*floodConn
+	conns []*idleconn.KeptAlive
 	stop  chan struct{}
 	wg    sync.WaitGroup
-}
-
-type floodConn struct {
-	net.Conn
-	r *bufio.Reader
 }
 
 func startAPIFlood(t *testing.T, w *World, n *Node) *apiFlood {
@@ -50,7 +43,7 @@ func startAPIFlood(t *testing.T, w *World, n *Node) *apiFlood {
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(pem)
-	f := &apiFlood{addr: n.APIAddr, tls: &tls.Config{RootCAs: pool, NextProtos: []string{"http/1.1"}}, stop: make(chan struct{})}
+	f := &apiFlood{addr: n.APIAddr, tls: &tls.Config{RootCAs: pool}, stop: make(chan struct{})}
 	f.wg.Add(1)
 	go f.refresh()
 	t.Cleanup(f.close)
@@ -69,7 +62,7 @@ func (f *apiFlood) open(sources []net.IP, perSource int) (served, failed int) {
 		go func() {
 			defer wg.Done()
 			for src := range jobs {
-				c, err := f.dial(src)
+				c, err := idleconn.DialKeptAlive(f.addr, src, f.tls, "/livez")
 				if err != nil {
 					bad.Add(1)
 					continue
@@ -95,39 +88,6 @@ feed:
 	return int(ok.Load()), int(bad.Load())
 }
 
-func (f *apiFlood) dial(src net.IP) (*floodConn, error) {
-	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: src}, Timeout: 5 * time.Second}
-	c, err := tls.DialWithDialer(d, "tcp", f.addr, f.tls)
-	if err != nil {
-		return nil, err
-	}
-	fc := &floodConn{Conn: c, r: bufio.NewReader(c)}
-	if err := fc.livez(); err != nil {
-		_ = c.Close()
-		return nil, err
-	}
-	return fc, nil
-}
-
-// livez sends GET /livez and reads the answer, keeping the connection.
-func (c *floodConn) livez() error {
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	defer func() { _ = c.SetDeadline(time.Time{}) }()
-	if _, err := io.WriteString(c, "GET /livez HTTP/1.1\r\nHost: api\r\n\r\n"); err != nil {
-		return err
-	}
-	resp, err := http.ReadResponse(c.r, nil)
-	if err != nil {
-		return err
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return errors.New(resp.Status)
-	}
-	return nil
-}
-
 // refresh sends another request on every connection every 20 s and
 // forgets those the node closed.
 func (f *apiFlood) refresh() {
@@ -144,9 +104,9 @@ func (f *apiFlood) refresh() {
 		conns := f.conns
 		f.conns = nil
 		f.mu.Unlock()
-		var kept []*floodConn
+		var kept []*idleconn.KeptAlive
 		for _, c := range conns {
-			if c.livez() == nil {
+			if c.Get("/livez") == nil {
 				kept = append(kept, c)
 			} else {
 				_ = c.Close()

@@ -1,13 +1,10 @@
 package api
 
 import (
-	"bufio"
 	"crypto/tls"
 	"errors"
-	"io"
 	"math"
 	"net"
-	"net/http"
 	"slices"
 	"testing"
 	"time"
@@ -23,44 +20,18 @@ func smallLimits() connLimits {
 	return connLimits{total: 16, perSource: 4, pending: 1024, pendingPerSource: 8, idleTimeout: time.Minute}
 }
 
-// keptAlive is a connection that has been served GET /livez over
-// HTTP/1.1 and is kept open, idle, for another request.
-type keptAlive struct {
-	net.Conn
-	r *bufio.Reader
-}
+// keptAlive is a connection served GET /livez and kept alive.
+type keptAlive = idleconn.KeptAlive
 
-// dialKeptAlive opens a connection from src and gets /livez over it,
-// keeping the connection alive.
+// dialKeptAlive opens a kept-alive connection to a from src, closed at
+// the end of the test.
 func dialKeptAlive(t *testing.T, a testAPI, src net.IP) (*keptAlive, error) {
 	t.Helper()
-	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: src}, Timeout: 5 * time.Second}
-	c, err := tls.DialWithDialer(d, "tcp", a.addr, &tls.Config{RootCAs: a.roots, NextProtos: []string{"http/1.1"}})
-	if err != nil {
-		return nil, err
+	k, err := idleconn.DialKeptAlive(a.addr, src, &tls.Config{RootCAs: a.roots}, "/livez")
+	if err == nil {
+		t.Cleanup(func() { _ = k.Close() })
 	}
-	k := &keptAlive{Conn: c, r: bufio.NewReader(c)}
-	t.Cleanup(func() { _ = c.Close() })
-	return k, k.get()
-}
-
-// get sends one more GET /livez on k and reads the answer.
-func (k *keptAlive) get() error {
-	_ = k.SetDeadline(time.Now().Add(5 * time.Second))
-	defer func() { _ = k.SetDeadline(time.Time{}) }()
-	if _, err := io.WriteString(k, "GET /livez HTTP/1.1\r\nHost: api\r\n\r\n"); err != nil {
-		return err
-	}
-	resp, err := http.ReadResponse(k.r, nil)
-	if err != nil {
-		return err
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return errors.New(resp.Status)
-	}
-	return nil
+	return k, err
 }
 
 // stillOpen counts the connections the server has not closed.
@@ -99,7 +70,7 @@ func TestAPIListenerCapsKeptAliveConnectionsPerSource(t *testing.T) {
 	if got := stillOpen(flood[len(flood)-l.perSource:]); got != l.perSource {
 		t.Errorf("the address's newest %d connections: %d open, want all", l.perSource, got)
 	}
-	if err := other.get(); err != nil {
+	if err := other.Get("/livez"); err != nil {
 		t.Errorf("another address's kept-alive connection, after the flood: %v", err)
 	}
 	if got := counterValue(t, tb.evicted, "source"); got != float64(2*l.perSource) {
@@ -131,7 +102,7 @@ func TestAPIListenerRefusesPastPerSourceCapWhenNoneIdle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := k.get(); err != nil { // busy, not idle, while it sends
+	if err := k.Get("/livez"); err != nil { // busy, not idle, while it sends
 		t.Fatal(err)
 	}
 	// One served and idle: the silent ones take its place first.
@@ -236,7 +207,7 @@ func TestAPIListenerClosesIdleKeptAliveConnectionAtIdleTimeout(t *testing.T) {
 	start := time.Now()
 	for time.Since(start) < 2*l.idleTimeout {
 		time.Sleep(l.idleTimeout / 4) // the pace of a client that is not idle, not a wait for the server
-		if err := busy.get(); err != nil {
+		if err := busy.Get("/livez"); err != nil {
 			t.Fatalf("a connection sending a request every %v, after %v: %v", l.idleTimeout/4, time.Since(start), err)
 		}
 	}
