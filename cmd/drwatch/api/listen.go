@@ -19,7 +19,7 @@ import (
 func Listen(addr string, tlsCfg *tls.Config, b Backend, o Options) (*http.Server, <-chan error, error) {
 	limits, err := defaultConnLimits()
 	if err != nil {
-		return nil, nil, fmt.Errorf("node.api_addr: %w", err)
+		return nil, nil, fmt.Errorf("api connection budget: %w", err)
 	}
 	return listen(addr, tlsCfg, b, o, newConnTable(limits))
 }
