@@ -24,6 +24,8 @@ func Listen(addr string, tlsCfg *tls.Config, b Backend, o Options) (*http.Server
 	return listen(addr, tlsCfg, b, o, newConnTable(limits))
 }
 
+// listen serves with table's budget: Listen's from the file limit, or a
+// small one a test can fill.
 func listen(addr string, tlsCfg *tls.Config, b Backend, o Options, table *connTable) (*http.Server, <-chan error, error) {
 	if o.Registerer != nil {
 		for _, c := range table.collectors() {
