@@ -14,6 +14,7 @@ import (
 	"github.com/drwatch/drwatch/cmd/drwatch/api"
 	"github.com/drwatch/drwatch/cmd/drwatch/config"
 	"github.com/drwatch/drwatch/cmd/drwatch/node"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 )
 
@@ -65,11 +66,13 @@ func (s *serveCmd) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("api.tokens_file: %w", err)
 	}
-	n, err := node.Start(ctx, node.Options{Config: cfg, Logger: log})
+	// One registry for the node's metrics and the API's connection ones.
+	reg := prometheus.NewRegistry()
+	n, err := node.Start(ctx, node.Options{Config: cfg, Logger: log, Registry: reg})
 	if err != nil {
 		return err
 	}
-	srv, errc, err := api.Listen(cfg.Node.APIAddr, api.ServerTLS(n.Credentials(), cfg.API.ClientCerts == "required"), n, api.Options{Tokens: tokens, MaxBodyBytes: cfg.API.MaxBodyBytes, Logger: log})
+	srv, errc, err := api.Listen(cfg.Node.APIAddr, api.ServerTLS(n.Credentials(), cfg.API.ClientCerts == "required"), n, api.Options{Tokens: tokens, MaxBodyBytes: cfg.API.MaxBodyBytes, Logger: log, Registerer: reg})
 	if err != nil {
 		_ = n.Shutdown(context.Background())
 		return err

@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -514,6 +515,9 @@ type Node struct {
 	// advertised address) point at it. Partition and Cut drive it.
 	RaftProxy                    *faultproxy.Proxy
 	ConfigPath, DataDir, LogPath string
+	// FileLimit, when set, is the process's open file limit (soft and
+	// hard, so Go does not raise it) from the next Start on.
+	FileLimit uint64
 
 	w      *World
 	mu     sync.Mutex
@@ -539,6 +543,12 @@ func (n *Node) Start() error {
 	}
 	fmt.Fprintf(logf, "=== e2e: start %s at %s\n", n.ID, time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(n.w.Bin, "serve", "--config", n.ConfigPath)
+	if n.FileLimit > 0 {
+		// Set before the binary runs: it sizes its API budget at start.
+		// The shell execs the binary, so the pid stays the node's.
+		cmd = exec.Command("/bin/sh", "-c", `ulimit -n "$0" && exec "$@"`,
+			strconv.FormatUint(n.FileLimit, 10), n.w.Bin, "serve", "--config", n.ConfigPath)
+	}
 	cmd.Env = cleanEnv()
 	// Through a pipe, not the file itself, so that a file-size limit put
 	// on the process (LimitFileSize) never silences its log.

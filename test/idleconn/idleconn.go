@@ -2,7 +2,6 @@ package idleconn
 
 import (
 	"errors"
-	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -31,8 +30,15 @@ func Held(tb testing.TB, addr string, src net.IP, n int) (held int, closeAll fun
 		}
 		conns = append(conns, c)
 	}
-	// Read them all at once: a read past its deadline reports the timeout
-	// even when the close has arrived.
+	return Open(conns), closeAll
+}
+
+// Open counts the connections in conns that the server still holds half a
+// second from now: a read on one the server has closed fails at once
+// (EOF, or a reset), one it holds times out. The connections must be
+// silent from the server's side. Read them all at once: a read past its
+// deadline reports the timeout even when the close has arrived.
+func Open(conns []net.Conn) int {
 	deadline := time.Now().Add(500 * time.Millisecond)
 	var open atomic.Int32
 	var wg sync.WaitGroup
@@ -41,11 +47,12 @@ func Held(tb testing.TB, addr string, src net.IP, n int) (held int, closeAll fun
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := c.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+			var ne net.Error
+			if _, err := c.Read(make([]byte, 1)); errors.As(err, &ne) && ne.Timeout() {
 				open.Add(1)
 			}
 		}()
 	}
 	wg.Wait()
-	return int(open.Load()), closeAll
+	return int(open.Load())
 }

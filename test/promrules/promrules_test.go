@@ -31,7 +31,7 @@ const (
 
 // exported is every metric drwatch exports, by the name the code registers
 // (cmd/drwatch/node/metrics.go, probes/metrics.go, cluster/metrics.go,
-// failover/remediate).
+// cmd/drwatch/api/conns.go, failover/remediate).
 // TestExportedNamesAreInTheCode keeps this list true; rules and dashboards
 // may use only these (plus Prometheus's own "up").
 var exported = []string{
@@ -53,6 +53,9 @@ var exported = []string{
 	"drwatch_raft_applied_index", "drwatch_raft_last_contact_seconds", "drwatch_raft_leader_changes_total",
 	"drwatch_raft_refused_connections_total", "drwatch_raft_peers",
 	"drwatch_raft_log_appended_entries_total", "drwatch_raft_log_appended_bytes_total",
+	// cmd/drwatch/api (the listener's connection budget)
+	"drwatch_api_refused_connections_total", "drwatch_api_idle_connections_closed_total",
+	"drwatch_api_open_connections", "drwatch_api_connection_limit",
 	// failover/remediate (const MetricActions, MetricBrake)
 	"drwatch_remediation_actions_total", "drwatch_remediation_brake_engaged",
 	// failover/drill (its Metric* constants; the drill executor registers them)

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"net"
 	"net/http"
 	"testing"
@@ -13,8 +14,23 @@ import (
 	"github.com/drwatch/drwatch/test/poll"
 )
 
-// startAPI serves the API on a loopback port and returns its address.
+// startAPI serves the API on a loopback port with the budget Listen
+// derives from this process's file limit, and returns its address.
 func startAPI(t *testing.T) (addr string, client *http.Client) {
+	t.Helper()
+	a := serveAPI(t, nil, Options{})
+	return a.addr, a.client
+}
+
+// testAPI is an API served on a loopback port for a test.
+type testAPI struct {
+	addr   string
+	client *http.Client // without keep-alive, from 127.0.0.1
+	roots  *x509.CertPool
+}
+
+// serveAPI serves the API with table's limits, or Listen's own when nil.
+func serveAPI(t *testing.T, table *connTable, o Options) testAPI {
 	t.Helper()
 	pki := newTestPKI(t, "api-test")
 	np, nk := pki.node("a", time.Hour)
@@ -27,9 +43,14 @@ func startAPI(t *testing.T) (addr string, client *http.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr = ln.Addr().String()
+	addr := ln.Addr().String()
 	_ = ln.Close()
-	srv, _, err := Listen(addr, ServerTLS(creds, false), &pageBackend{st: fxFailedOver()}, Options{})
+	var srv *http.Server
+	if table == nil {
+		srv, _, err = Listen(addr, ServerTLS(creds, false), &pageBackend{st: fxFailedOver()}, o)
+	} else {
+		srv, _, err = listen(addr, ServerTLS(creds, false), &pageBackend{st: fxFailedOver()}, o, table)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,8 +60,8 @@ func startAPI(t *testing.T) (addr string, client *http.Client) {
 		_ = srv.Shutdown(ctx)
 		_ = srv.Close()
 	})
-	client = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pki.roots}, DisableKeepAlives: true}}
-	return addr, client
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pki.roots}, DisableKeepAlives: true}}
+	return testAPI{addr: addr, client: client, roots: pki.roots}
 }
 
 // TestAPIListenerLimitsIdleConnectionsPerSource: one address holds at most

@@ -18,6 +18,7 @@ import (
 
 	"github.com/drwatch/drwatch/cluster"
 	"github.com/drwatch/drwatch/failover"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Server is the HTTP API and status page of one node.
@@ -45,6 +46,9 @@ type Options struct {
 	// WriteLimits bound each actor's writes on this watcher; zero fields
 	// take DefaultWriteLimits.
 	WriteLimits WriteLimits
+	// Registerer, if set, receives Listen's connection metrics (refused
+	// and evicted connections, open ones, the cap).
+	Registerer prometheus.Registerer
 }
 
 // MaxReasonLen bounds the reason recorded with a write.

@@ -28,6 +28,7 @@ import (
 	"github.com/drwatch/drwatch/dnsprovider/dnstest"
 	"github.com/drwatch/drwatch/failover"
 	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // The demo's zone and addresses (documentation ranges: nothing is dialled).
@@ -329,14 +330,15 @@ func (d *Demo) startControl() error {
 // StartNode starts watcher i (again) from its config and data directory.
 func (d *Demo) StartNode(ctx context.Context, i int) error {
 	cfg := d.cfgs[i]
-	n, err := node.Start(ctx, node.Options{Config: cfg, Logger: d.log, CredentialsReloadEvery: d.reload})
+	reg := prometheus.NewRegistry()
+	n, err := node.Start(ctx, node.Options{Config: cfg, Logger: d.log, CredentialsReloadEvery: d.reload, Registry: reg})
 	if err != nil {
 		return err
 	}
 	tokens, err := api.LoadTokens(cfg.API.TokensFile)
 	if err == nil {
 		var srv *http.Server
-		if srv, _, err = api.Listen(cfg.Node.APIAddr, api.ServerTLS(n.Credentials(), cfg.API.ClientCerts == "required"), n, api.Options{Tokens: tokens, Logger: d.log}); err == nil {
+		if srv, _, err = api.Listen(cfg.Node.APIAddr, api.ServerTLS(n.Credentials(), cfg.API.ClientCerts == "required"), n, api.Options{Tokens: tokens, Logger: d.log, Registerer: reg}); err == nil {
 			d.mu.Lock()
 			d.Nodes[i], d.servers[i] = n, srv
 			d.mu.Unlock()
