@@ -300,3 +300,18 @@ func TestParseBreakGlassKey(t *testing.T) {
 		}
 	}
 }
+
+// A break-glass write made with --ignore-leader is recorded as such: the
+// override is signed into the marker and shows in the history's reason.
+func TestBreakGlassOverrideIsRecorded(t *testing.T) {
+	f := newFixture(t)
+	m := BreakGlassMarker{ID: "over", Site: failover.Backup, Actor: "bob", At: time.Unix(1_800_000_000, 0), Reason: "leader stuck", Override: OverrideLeader}
+	breakGlassWrite(t, f, m, "198.51.100.1")
+	if _, err := f.rec.Pass(context.Background()); err != nil {
+		t.Fatalf("pass: %v", err)
+	}
+	bg := entriesOf(f.cluster.m.History(), failover.KindBreakGlass)
+	if len(bg) != 1 || !strings.Contains(bg[0].Reason, "overrode "+OverrideLeader) {
+		t.Fatalf("break_glass entries %+v, want one whose reason names the override", bg)
+	}
+}
