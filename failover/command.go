@@ -69,7 +69,7 @@ type applyArgs struct {
 var payloadTypes = []Payload{
 	Observe{}, Tick{}, Failover{}, Failback{}, Pause{}, Resume{}, Ack{},
 	ActionResult{}, SetPolicy{}, BreakGlass{}, Remediation{}, Membership{},
-	DrillStart{}, DrillStep{}, DrillEnd{},
+	DrillStart{}, DrillStep{}, DrillEnd{}, BreakGlassRejected{},
 }
 
 // Type returns the command's type, "" when it has no payload.

@@ -451,6 +451,10 @@ type RRset struct {
 }
 
 // rrsets renders the records for site. p must be normalized.
+// RRsets returns the records site has under p (absolute names). The
+// reconciler checks a break-glass marker's site against them.
+func (p *Policy) RRsets(site Site) []RRset { return p.rrsets(site) }
+
 func (p *Policy) rrsets(site Site) []RRset {
 	out := make([]RRset, 0, len(p.Records))
 	for _, r := range p.Records {

@@ -86,6 +86,9 @@ func wireCommands() []struct {
 			Steps:     []DrillStepRecord{{Step: DrillStepBackupWritten, At: 23, Detail: "written"}},
 			Readiness: []DrillCheck{{Name: "certificates", Pass: false, Reason: "expires in 2h"}, {Name: "dns_credentials", Pass: true}}}}},
 		{"drill_end zero", Command{Payload: DrillEnd{}}},
+		{"break_glass_rejected", Command{At: 26, Payload: BreakGlassRejected{Marker: "3f2a9c0d1e4b5a69", Why: MarkerForged,
+			Reason: "its MAC does not verify", Claim: "site=backup actor=alice", Actor: "a"}}},
+		{"break_glass_rejected zero", Command{Payload: BreakGlassRejected{}}},
 	}
 }
 

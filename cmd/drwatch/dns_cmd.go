@@ -8,13 +8,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
+	"github.com/drwatch/drwatch/cmd/drwatch/api"
 	"github.com/drwatch/drwatch/cmd/drwatch/config"
 	"github.com/drwatch/drwatch/dnsprovider"
 	"github.com/drwatch/drwatch/failover"
@@ -152,13 +156,14 @@ func (d *dnsCheckCmd) Run(ctx context.Context, w io.Writer) error {
 
 // dnsSetCmd is `drwatch dns set`, the break-glass write.
 type dnsSetCmd struct {
-	flags   clientFlags
-	site    string
-	noQuo   bool
-	reason  string
-	actor   string
-	yes     bool
-	confirm confirmer
+	flags        clientFlags
+	site         string
+	noQuo        bool
+	ignoreLeader bool
+	reason       string
+	actor        string
+	yes          bool
+	confirm      confirmer
 }
 
 func newDNSSetCmd() *cobra.Command {
@@ -168,12 +173,17 @@ func newDNSSetCmd() *cobra.Command {
 		Short: "Break glass: write a site's records directly, when the cluster has no quorum",
 		Long: `Write the records of --site straight to DNS, bypassing the cluster. This is
 for when fewer than a quorum of watchers survive and nothing can be decided.
-It refuses (exit 3) while any node reports a leader: then use 'drwatch failover'.
+It asks every node the config names (and each --endpoint) and refuses (exit 3)
+while any of them reports a leader: then use 'drwatch failover'. A node that
+does not answer reports nothing. --ignore-leader writes anyway and says so in
+the marker and the history.
 
-It asks for typed confirmation. A marker TXT record (_drwatch-breakglass) is
-written in the same update; the first leader after quorum returns records the
-write in the history as break_glass and removes the marker, and never writes
-over it.`,
+It needs the break-glass key (dns.break_glass.key_file). It asks for typed
+confirmation. A marker TXT record (_drwatch-breakglass), signed with the key
+over the zone and the records written, goes in the same update; the first
+leader after quorum returns checks it, records the write in the history as
+break_glass and removes the marker, and never writes over it. A marker it
+cannot verify changes nothing (docs/security.md).`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if !d.noQuo {
@@ -199,6 +209,7 @@ over it.`,
 	d.flags.register(c)
 	c.Flags().StringVar(&d.site, "site", "", "primary or backup")
 	c.Flags().BoolVar(&d.noQuo, "no-quorum", false, "acknowledge that the cluster has no quorum (required)")
+	c.Flags().BoolVar(&d.ignoreLeader, "ignore-leader", false, "write even though a node reports a leader (recorded in the marker and the history)")
 	c.Flags().StringVar(&d.reason, "reason", "", "why (required; recorded in the history when quorum returns)")
 	c.Flags().StringVar(&d.actor, "actor", "", "who (default: $USER)")
 	c.Flags().BoolVarP(&d.yes, "yes", "y", false, "skip the typed confirmation")
@@ -211,24 +222,42 @@ func (d *dnsSetCmd) Run(ctx context.Context, w io.Writer) error {
 	var id [8]byte
 	_, _ = rand.Read(id[:])
 	m := reconcile.BreakGlassMarker{ID: hex.EncodeToString(id[:]), Site: failover.Site(d.site), Actor: actor, At: time.Now(), Reason: d.reason}
-	if err := m.Check(); err != nil {
-		// The first leader after quorum could not read the marker back,
-		// and the write would never enter the history.
+	// Checked as it will be written, signed and at its longest (with an
+	// override), before anything is read: the first leader after quorum
+	// could not read a longer marker back, and the write would never enter
+	// the history.
+	longest := m
+	longest.Override = reconcile.OverrideLeader
+	if err := longest.Sign(nil, reconcile.MarkerScope("", nil)).Check(); err != nil {
 		return usageError{fmt.Errorf("--reason and --actor: %w", err)}
 	}
 	t, err := loadDNSTarget(d.flags.config)
 	if err != nil {
 		return err
 	}
-	if cl, err := d.flags.client(false); err == nil {
-		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		st, err := cl.status(qctx)
-		cancel()
-		if err == nil && st.Leader != "" {
-			return refusedError{fmt.Errorf("refused by rule quorum_present: node %s reports leader %s; use 'drwatch failover --to %s'", st.ServedBy, st.Leader, d.site)}
+	key, err := t.cfg.DNS.BreakGlass.Key()
+	if err != nil {
+		return err
+	}
+	if key == nil {
+		return usageError{errors.New("dns.break_glass.key_file is not set: no leader would trust the marker, and the write would be " +
+			"recorded as break_glass_rejected; generate a key (head -c 32 /dev/urandom | base64 > breakglass.key), name it in " +
+			"dns.break_glass.key_file on every node and in this config, and keep it with the operators")}
+	}
+	cl, err := d.flags.client(false)
+	if err != nil {
+		return fmt.Errorf("ask the nodes for a leader: %w", err)
+	}
+	leaders := askLeaders(ctx, cl, configEndpoints(t.cfg), w)
+	if len(leaders) > 0 {
+		if !d.ignoreLeader {
+			return refusedError{fmt.Errorf("refused by rule quorum_present: %s; use 'drwatch failover --to %s' (or --ignore-leader)", strings.Join(leaders, "; "), d.site)}
 		}
+		m.Override = reconcile.OverrideLeader
+		fmt.Fprintf(w, "WARNING: %s; writing anyway (--ignore-leader, recorded)\n", strings.Join(leaders, "; "))
 	}
 	want := siteRecords(t.cfg, failover.Site(d.site))
+	m = m.Sign(key, reconcile.MarkerScope(t.cfg.DNS.Zone, want))
 	if !d.yes {
 		var b strings.Builder
 		fmt.Fprintf(&b, "BREAK GLASS: write these records to %s directly, without the cluster:\n", t.cfg.DNS.Zone)
@@ -255,3 +284,60 @@ func (d *dnsSetCmd) Run(ctx context.Context, w io.Writer) error {
 	fmt.Fprintln(w, "verified at every authoritative server; the first leader after quorum returns records this as break_glass")
 	return nil
 }
+
+// configEndpoints are the API URLs of every node cfg names, itself first.
+func configEndpoints(cfg *config.Config) []string {
+	eps := []string{"https://" + cfg.Node.APIAddr}
+	for _, p := range cfg.Peers {
+		if p.ID != cfg.Node.ID {
+			eps = append(eps, "https://"+p.APIAddr)
+		}
+	}
+	return eps
+}
+
+// askLeaders asks every endpoint of cl, and every one of extra, for its
+// status, each on its own and all at once, and returns a line for each that
+// reports a leader. One node that answers "no leader" (it may be the one
+// cut off) proves nothing about the others, so none ends the search; a node
+// that does not answer reports nothing. Each answer is printed to w.
+func askLeaders(ctx context.Context, cl *client, extra []string, w io.Writer) []string {
+	eps := slices.Clone(cl.endpoints)
+	for _, e := range extra {
+		if !slices.Contains(eps, e) {
+			eps = append(eps, e)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, askLeaderTimeout)
+	defer cancel()
+	type answer struct {
+		st  api.Status
+		err error
+	}
+	answers := make([]answer, len(eps))
+	var wg sync.WaitGroup
+	for i, ep := range eps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, answers[i].err = cl.once(ctx, ep, http.MethodGet, "/api/v1/status", nil, &answers[i].st)
+		}()
+	}
+	wg.Wait()
+	var leaders []string
+	for i, a := range answers {
+		switch {
+		case a.err != nil:
+			fmt.Fprintf(w, "asked %s: no answer (%v)\n", eps[i], a.err)
+		case a.st.Leader != "":
+			leaders = append(leaders, fmt.Sprintf("node %s (%s) reports leader %s", a.st.ServedBy, eps[i], a.st.Leader))
+			fmt.Fprintf(w, "asked %s: node %s reports leader %s\n", eps[i], a.st.ServedBy, a.st.Leader)
+		default:
+			fmt.Fprintf(w, "asked %s: node %s reports no leader\n", eps[i], a.st.ServedBy)
+		}
+	}
+	return leaders
+}
+
+// askLeaderTimeout bounds the question to all nodes at once.
+const askLeaderTimeout = 5 * time.Second

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -29,6 +30,23 @@ func TestDNSCheckAndBreakGlass(t *testing.T) {
 	_, stderr, code = run(t, append([]string{"dns", "set", "--site", "backup", "--no-quorum", "--reason", "drill", "--yes"}, cfg...)...)
 	if code != 3 || !strings.Contains(stderr, "quorum_present") {
 		t.Fatalf("break glass with a leader: got exit %d %q, want 3 quorum_present", code, stderr)
+	}
+	// An --endpoint that does not answer proves nothing: every node the
+	// config names is asked, and they report the leader.
+	_, stderr, code = run(t, append([]string{"dns", "set", "--site", "backup", "--no-quorum", "--reason", "drill", "--yes",
+		"--endpoint", "https://127.0.0.1:1"}, cfg...)...)
+	if code != 3 || !strings.Contains(stderr, "quorum_present") {
+		t.Fatalf("break glass with a leader and an unreachable --endpoint: got exit %d %q, want 3 quorum_present", code, stderr)
+	}
+	if got, _ := d.Resolve("lms.demo.test"); len(got) != 1 || got[0] != demo.PrimaryIP {
+		t.Fatalf("after the refused break glass: lms -> %v, want %s", got, demo.PrimaryIP)
+	}
+	// Without a break-glass key no leader would trust the marker: refused
+	// before anything is asked or written, naming the field.
+	noKey := withoutBreakGlassKey(t, d.Configs[0])
+	_, stderr, code = run(t, "dns", "set", "--site", "backup", "--no-quorum", "--reason", "drill", "--yes", "--config", noKey)
+	if code != 2 || !strings.Contains(stderr, "dns.break_glass.key_file is not set") {
+		t.Fatalf("break glass without a key: got exit %d %q, want 2 naming dns.break_glass.key_file", code, stderr)
 	}
 
 	// Lose two watchers: no quorum, no leader, nothing can be decided.
@@ -85,4 +103,28 @@ func TestDNSSetRefusesAMarkerThatCannotReadBack(t *testing.T) {
 	if strings.Contains(stderr, missing) {
 		t.Fatalf("got %q: the config was read before the marker was checked", stderr)
 	}
+}
+
+// withoutBreakGlassKey writes a copy of the config at path without its
+// dns.break_glass line and returns the copy's path.
+func withoutBreakGlassKey(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if !strings.Contains(l, "break_glass:") {
+			kept = append(kept, l)
+		}
+	}
+	if len(kept) == strings.Count(string(b), "\n")+1 {
+		t.Fatalf("%s has no break_glass line", path)
+	}
+	out := filepath.Join(t.TempDir(), "no-break-glass.yaml")
+	if err := os.WriteFile(out, []byte(strings.Join(kept, "\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -48,6 +48,7 @@ dns:
   provider: rfc2136
   rfc2136: { server: "ns1.example.net:53", key_name: drwatch., key_file: ${RFC2136Config.key_file} }
   zone: example.org.
+  break_glass: { key_file: ${BreakGlass.key_file} }
   records:
     - { name: lms, type: A, ttl: 60, primary: [203.0.113.10], backup: [198.51.100.10] }
 remediations:

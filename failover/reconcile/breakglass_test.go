@@ -11,8 +11,27 @@ import (
 	"github.com/drwatch/drwatch/failover"
 )
 
+// testBreakGlassKey is the fixture's break-glass key.
+var testBreakGlassKey = []byte("break-glass-test-key-0123456789abcdef")
+
+// sign signs m as `dns set` does, for the records of m.Site under the
+// fixture's replicated policy.
+func (f *fixture) sign(t *testing.T, m BreakGlassMarker) BreakGlassMarker {
+	t.Helper()
+	p, _ := f.cluster.m.Policy()
+	if p == nil {
+		t.Fatal("sign: no policy")
+	}
+	return m.Sign(testBreakGlassKey, MarkerScope(zone, toProvider(p.RRsets(m.Site), zone)))
+}
+
+// breakGlassWrite writes what `dns set --no-quorum` writes: lms and studio
+// at ip, and m signed. The reconciler's clock is set a minute after m.At,
+// so the marker is fresh.
 func breakGlassWrite(t *testing.T, f *fixture, m BreakGlassMarker, ip string) {
 	t.Helper()
+	m = f.sign(t, m)
+	f.rec.cfg.Now = func() time.Time { return m.At.Add(time.Minute) }
 	sets := []dnsprovider.RRset{
 		{Name: "lms", Type: "A", TTL: time.Minute, Values: []string{ip}},
 		{Name: "studio", Type: "A", TTL: time.Minute, Values: []string{ip}},

@@ -49,6 +49,15 @@ type Config struct {
 	// AfterVerified, if set, runs once a decision is verified, before that
 	// is recorded (post-failover hooks); its note goes into the record.
 	AfterVerified func(ctx context.Context, d Decision) (note string)
+	// BreakGlassKey authenticates break-glass markers (HMAC-SHA256); nil
+	// trusts none, so every marker is recorded as rejected.
+	BreakGlassKey []byte
+	// BreakGlassMaxAge is how old a marker may be; default
+	// DefaultBreakGlassMaxAge.
+	BreakGlassMaxAge time.Duration
+	// MarkerRejectEvery is the least time between two recorded
+	// rejections; default DefaultMarkerRejectEvery.
+	MarkerRejectEvery time.Duration
 }
 
 // Report describes one pass, for metrics and the status page.
@@ -83,6 +92,11 @@ type Reconciler struct {
 	mu      sync.Mutex
 	last    Report
 	blocked map[uint64]string // gen -> the block last recorded
+
+	// Break-glass markers dealt with (by MarkerHash), and when a
+	// rejection was last recorded; only the Run goroutine uses them.
+	seenMarkers map[string]bool
+	lastReject  time.Time
 }
 
 // New checks cfg and returns a Reconciler.

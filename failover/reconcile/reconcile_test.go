@@ -88,15 +88,25 @@ func newFixtureTTL(t *testing.T, ttl int) *fixture {
 	if err := srv.Seed("lms.example.test. 60 IN A 192.0.2.1", "studio.example.test. 60 IN A 192.0.2.1"); err != nil {
 		t.Fatal(err)
 	}
-	key, err := dnsprovider.NewTSIGKey("drwatch.", "hmac-sha256", secret)
+	f := newFixtureAt(t, srv.Addr(), "drwatch.", secret, ttl)
+	f.base, f.dns = srv.Updates(), srv
+	return f
+}
+
+// newFixtureAt is a fixture on the DNS server at addr, written with TSIG
+// key keyName: a one-node cluster whose policy flips lms and studio (ttl
+// seconds) between 192.0.2.1 and 198.51.100.1, and its reconciler.
+func newFixtureAt(t *testing.T, addr, keyName, secret string, ttl int) *fixture {
+	t.Helper()
+	key, err := dnsprovider.NewTSIGKey(keyName, "hmac-sha256", secret)
 	if err != nil {
 		t.Fatal(err)
 	}
-	prov, err := dnsprovider.NewRFC2136WithKey(zone, "", srv.Addr(), key, 2*time.Second, nil)
+	prov, err := dnsprovider.NewRFC2136WithKey(zone, "", addr, key, 2*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ver, err := dnsprovider.NewVerifier(zone, dnsprovider.VerifyConfig{Servers: []string{srv.Addr()}, Timeout: 5 * time.Second, Interval: 20 * time.Millisecond}, nil)
+	ver, err := dnsprovider.NewVerifier(zone, dnsprovider.VerifyConfig{Servers: []string{addr}, Timeout: 5 * time.Second, Interval: 20 * time.Millisecond}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,11 +124,11 @@ func newFixtureTTL(t *testing.T, ttl int) *fixture {
 			{Name: "studio", Type: "A", TTL: ttl, Primary: []string{"192.0.2.1"}, Backup: []string{"198.51.100.1"}},
 		},
 	}}})
-	rec, err := New(Config{Node: "a", State: fc.m, Cluster: fc, DNS: prov, Verifier: ver, Interval: time.Second})
+	rec, err := New(Config{Node: "a", State: fc.m, Cluster: fc, DNS: prov, Verifier: ver, Interval: time.Second, BreakGlassKey: testBreakGlassKey})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{base: srv.Updates(), dns: srv, cluster: fc, rec: rec, prov: prov}
+	return &fixture{cluster: fc, rec: rec, prov: prov}
 }
 
 // updates counts UPDATE messages that changed the zone since the fixture was seeded.

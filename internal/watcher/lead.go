@@ -25,6 +25,7 @@ func (w *Watcher) lead(ctx context.Context) {
 		// lands within about an interval of the DNS server returning.
 		BackoffBase: c.Interval / 10, BackoffMax: c.Interval,
 		Observe: w.observeReconcile, Gates: c.Gates, AfterVerified: c.AfterVerified,
+		BreakGlassKey: c.BreakGlassKey, BreakGlassMaxAge: c.BreakGlassMaxAge,
 	})
 	if err != nil {
 		w.log.Error("reconciler not started", "err", err)

@@ -43,6 +43,7 @@ var (
 	descDrillSch  = prometheus.NewDesc("drwatch_drill_schedule_seconds", "This node's drill.schedule; 0 when scheduled drills are off.", nil, nil)
 	descDrillRTO  = prometheus.NewDesc("drwatch_drill_rto_seconds", "What the last drill that passed measured, by step: commit, write, propagation, detection (the policy's floor), ttl, and total (detection, commit, write, propagation).", []string{"step"}, nil)
 	descDrillFail = prometheus.NewDesc("drwatch_drill_failures_total", "Drills that failed, among the last 100 the replicated state keeps.", nil, nil)
+	descMarkerRej = prometheus.NewDesc("drwatch_break_glass_rejected_timestamp_seconds", "When the leader last refused a break-glass marker (forged, foreign, stale or not served), as held in the replicated history; absent while none was.", nil, nil)
 )
 
 func newMetrics(reg prometheus.Registerer, w *Watcher) (*metrics, error) {
@@ -98,7 +99,7 @@ func (m *metrics) reconciled(r reconcile.Report) {
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descDownVotes, descUpVotes, descQuorum, descVerdict, descActive, descPaused,
 		descBlocked, descFailovers, descLastFlip, descWatchers, descDisagree, descBuild, descGen, descDone, descCertExp,
-		descDrillOK, descDrillRTO, descDrillFail, descDrillSch} {
+		descDrillOK, descDrillRTO, descDrillFail, descDrillSch, descMarkerRej} {
 		ch <- d
 	}
 }
@@ -144,10 +145,13 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(descWatchers, float64(fresh))
 	counts := map[[2]string]float64{}
-	var last int64
+	var last, lastRejected int64
 	for _, e := range m.w.machine.History() {
 		trigger := ""
 		switch e.Kind {
+		case failover.KindBreakGlassRejected:
+			lastRejected = max(lastRejected, e.At)
+			continue
 		case failover.KindAutoFailover, failover.KindAutoFailback:
 			trigger = "auto"
 		case failover.KindManualFailover, failover.KindManualFailback, failover.KindSwitchover:
@@ -169,6 +173,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	if last > 0 {
 		gauge(descLastFlip, float64(last)/float64(time.Second))
+	}
+	if lastRejected > 0 {
+		gauge(descMarkerRej, float64(lastRejected)/float64(time.Second))
 	}
 	m.collectDrills(ch, v.Policy)
 }

@@ -144,3 +144,26 @@ func TestReportsAreCountedByEncodingAndResult(t *testing.T) {
 		t.Fatalf("drwatch_reports_total: got %v, want %v", got, want)
 	}
 }
+
+// A refused break-glass marker shows as the time of the last refusal, from
+// the replicated history; a marker that was accepted does not.
+func TestBreakGlassRejectedMetric(t *testing.T) {
+	w, fc := newTestWatcher(t, time.Second)
+	l := fc.log
+	l.Step(t, failover.Command{Payload: failover.SetPolicy{Policy: w.cfg.Policy}})
+	l.Step(t, failover.Command{Payload: failover.BreakGlass{Site: failover.Backup, Actor: "ops", Reason: "real"}})
+	const name = "drwatch_break_glass_rejected_timestamp_seconds"
+	if got := gather(t, w); len(got[name]) != 0 {
+		t.Fatalf("before any refusal: got %v, want no %s", got[name], name)
+	}
+	l.Step(t, failover.Command{Payload: failover.BreakGlassRejected{Marker: "aa", Why: failover.MarkerForged, Actor: "a"}})
+	var at int64
+	for _, e := range l.M.History() {
+		if e.Kind == failover.KindBreakGlassRejected {
+			at = e.At
+		}
+	}
+	if got := gather(t, w); at == 0 || got[name][""] != float64(at)/1e9 {
+		t.Errorf("after a refusal at %d: got %v", at, got[name])
+	}
+}

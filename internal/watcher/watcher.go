@@ -72,6 +72,11 @@ type Config struct {
 	// Gates and AfterVerified go to the DNS reconciler (remediate.Gates).
 	Gates         []reconcile.Gate
 	AfterVerified func(context.Context, reconcile.Decision) string
+	// BreakGlassKey and BreakGlassMaxAge go to the DNS reconciler: the key
+	// that authenticates break-glass markers (nil: none is trusted) and
+	// their greatest age (0: reconcile.DefaultBreakGlassMaxAge).
+	BreakGlassKey    []byte
+	BreakGlassMaxAge time.Duration
 	// Drill runs the leader's drills (failover/drillrun); nil: no drills
 	// are executed, and a drill started by hand stays running until a
 	// leader with drills carries it out.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -175,5 +176,35 @@ func TestUnsignedUpdateRefusedByBIND(t *testing.T) {
 	err = &dnsprovider.RcodeError{Op: "update", Rcode: r.Rcode}
 	if !errors.Is(err, dnsprovider.ErrRefused) || !dnsprovider.IsTerminal(err) {
 		t.Fatalf("classification: got terminal=%v, want ErrRefused terminal", dnsprovider.IsTerminal(err))
+	}
+}
+
+// TestTXTOnlyKeyWritesTXTButNotA checks BIND's grant for KeyTXTOnly: the
+// attacker's key of the break-glass tests may write a TXT record, and an A
+// record written with it is refused.
+func TestTXTOnlyKeyWritesTXTButNotA(t *testing.T) {
+	s := started(t, bind, bindErr)
+	key, err := dnsprovider.NewTSIGKey(KeyTXTOnly, "hmac-sha256", s.Secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := dnsprovider.NewRFC2136WithKey(Zone, "", s.Addr, key, 5*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := p.SetRecords(ctx, []dnsprovider.RRset{{Name: "_acme-challenge", Type: "TXT", TTL: time.Minute, Values: []string{"token"}}}); err != nil {
+		t.Fatalf("TXT write with the TXT-only key: %v", err)
+	}
+	_, err = p.SetRecords(ctx, []dnsprovider.RRset{{Name: "app", Type: "A", TTL: time.Minute, Values: []string{"198.51.100.9"}}})
+	if !errors.Is(err, dnsprovider.ErrRefused) {
+		t.Fatalf("A write with the TXT-only key: got %v, want ErrRefused", err)
+	}
+	sets, err := p.GetRecords(ctx, []dnsprovider.RRsetID{{Name: "app", Type: "A"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sets) != 1 || !slices.Equal(sets[0].Values, []string{"127.0.0.2"}) {
+		t.Errorf("app A after the refused write: got %v, want [127.0.0.2]", sets)
 	}
 }

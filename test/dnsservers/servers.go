@@ -30,12 +30,18 @@ const (
 	KeySHA512 = "drwatch-512."
 )
 
+// KeyTXTOnly is a third key BIND is configured with (hmac-sha256, the same
+// secret), whose update-policy grant covers TXT records only: the key an
+// ACME DNS-01 solver holds. A test uses it as the attacker who may write
+// TXT in the zone and nothing else.
+const KeyTXTOnly = "acme-txt."
+
 // Server is one running server.
 type Server struct {
 	Name string
 	// Addr is the DNS "host:port" (UDP and TCP).
 	Addr string
-	// Secret is the base64 TSIG secret of both keys (BIND, Knot).
+	// Secret is the base64 TSIG secret of every key (BIND, Knot).
 	Secret string
 	// APIURL and APIKey are PowerDNS's HTTP API (PowerDNS only).
 	APIURL, APIKey string
@@ -135,7 +141,8 @@ ns1 IN A   127.0.0.1
 app IN A   127.0.0.2
 `
 
-// StartBIND starts named for Zone with update-policy grants for both keys.
+// StartBIND starts named for Zone with update-policy grants for any type
+// to both drwatch keys, and for TXT only to KeyTXTOnly.
 func StartBIND(dir string) (*Server, error) {
 	named, err := need("named", "bind9")
 	if err != nil {
@@ -148,6 +155,7 @@ func StartBIND(dir string) (*Server, error) {
 	secret := newSecret()
 	conf := fmt.Sprintf(`key "%[3]s" { algorithm hmac-sha256; secret "%[5]s"; };
 key "%[4]s" { algorithm hmac-sha512; secret "%[5]s"; };
+key "%[6]s" { algorithm hmac-sha256; secret "%[5]s"; };
 options {
     directory "%[1]s";
     pid-file "%[1]s/named.pid";
@@ -164,9 +172,9 @@ controls { };
 zone "example.test" {
     type primary;
     file "%[1]s/example.test.db";
-    update-policy { grant %[3]s zonesub ANY; grant %[4]s zonesub ANY; };
+    update-policy { grant %[3]s zonesub ANY; grant %[4]s zonesub ANY; grant %[6]s zonesub TXT; };
 };
-`, dir, port, strings.TrimSuffix(KeySHA256, "."), strings.TrimSuffix(KeySHA512, "."), secret)
+`, dir, port, strings.TrimSuffix(KeySHA256, "."), strings.TrimSuffix(KeySHA512, "."), secret, strings.TrimSuffix(KeyTXTOnly, "."))
 	if err := os.WriteFile(filepath.Join(dir, "named.conf"), []byte(conf), 0o600); err != nil {
 		return nil, err
 	}

@@ -41,7 +41,7 @@ var exported = []string{
 	"drwatch_last_failover_timestamp_seconds", "drwatch_watchers_fresh", "drwatch_watchers_disagree",
 	"drwatch_build_info", "drwatch_desired_generation", "drwatch_desired_verified",
 	"drwatch_dns_update_duration_seconds", "drwatch_dns_records_match_desired",
-	"drwatch_tls_cert_expiry_timestamp_seconds",
+	"drwatch_tls_cert_expiry_timestamp_seconds", "drwatch_break_glass_rejected_timestamp_seconds",
 	"drwatch_drill_last_success_timestamp_seconds", "drwatch_drill_rto_seconds", "drwatch_drill_failures_total",
 	"drwatch_drill_schedule_seconds",
 	// probes

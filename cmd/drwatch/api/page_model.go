@@ -730,20 +730,21 @@ func raftOf(st *Status) raftModel {
 }
 
 var kindTitle = map[string]string{
-	failover.KindAutoFailover:   "Automatic failover",
-	failover.KindAutoFailback:   "Automatic failback",
-	failover.KindManualFailover: "Manual failover",
-	failover.KindManualFailback: "Manual failback",
-	failover.KindSwitchover:     "Planned switchover",
-	failover.KindWithheld:       "Automatic flip withheld",
-	failover.KindPause:          "Paused",
-	failover.KindResume:         "Resumed",
-	failover.KindAck:            "Acknowledged",
-	failover.KindPolicy:         "Policy set",
-	failover.KindBreakGlass:     "Break-glass DNS write (no quorum)",
-	failover.KindAction:         "DNS outcome",
-	failover.KindMemberAdd:      "Watcher added",
-	failover.KindMemberRemove:   "Watcher removed",
+	failover.KindAutoFailover:       "Automatic failover",
+	failover.KindAutoFailback:       "Automatic failback",
+	failover.KindManualFailover:     "Manual failover",
+	failover.KindManualFailback:     "Manual failback",
+	failover.KindSwitchover:         "Planned switchover",
+	failover.KindWithheld:           "Automatic flip withheld",
+	failover.KindPause:              "Paused",
+	failover.KindResume:             "Resumed",
+	failover.KindAck:                "Acknowledged",
+	failover.KindPolicy:             "Policy set",
+	failover.KindBreakGlass:         "Break-glass DNS write (no quorum)",
+	failover.KindBreakGlassRejected: "Break-glass marker refused (changed nothing)",
+	failover.KindAction:             "DNS outcome",
+	failover.KindMemberAdd:          "Watcher added",
+	failover.KindMemberRemove:       "Watcher removed",
 }
 
 // incidents renders the history tail newest first.

@@ -1,14 +1,19 @@
 package config
 
 import (
+	"fmt"
+	"os"
+
 	"github.com/drwatch/drwatch/cluster"
 	"github.com/drwatch/drwatch/dnsprovider"
 	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/failover/reconcile"
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/clusterhealth"
 	"github.com/drwatch/drwatch/failover/remediate/hooks"
 	"github.com/drwatch/drwatch/probes"
 	"reflect"
+	"time"
 )
 
 // Config is one watcher node's configuration file.
@@ -86,6 +91,15 @@ func (s Sites) Specs() []probes.SiteSpec {
 type DNS struct {
 	dnsprovider.Config `yaml:",inline"`
 	Records            []failover.Record `yaml:"records" doc:"The records to flip. Each has targets for both sites."`
+	BreakGlass         BreakGlass        `yaml:"break_glass" doc:"The key that signs break-glass markers (drwatch dns set --no-quorum). Not replicated. Without it no marker is trusted: each is recorded as break_glass_rejected and changes nothing."`
+}
+
+// BreakGlass is dns.break_glass: the key a break-glass write is signed
+// with and how old its marker may be when a leader finds it. The leader
+// trusts a marker only when it verifies under this key (docs/security.md).
+type BreakGlass struct {
+	KeyFile string        `yaml:"key_file" doc:"File holding the break-glass HMAC-SHA256 key in base64, at least 32 bytes (head -c 32 /dev/urandom | base64). The same key on every node and with the operators who run dns set; never give it to anything that only needs to write DNS (an ACME solver, CI)."`
+	MaxAge  time.Duration `yaml:"max_age" default:"72h" doc:"A marker older than this when the leader finds it (or more than 5m in its future) is recorded as stale and changes nothing."`
 }
 
 // Log configures logging.
@@ -95,3 +109,21 @@ type Log struct {
 }
 
 var probeStructType = reflect.TypeOf(probes.Spec{})
+
+// Key reads the break-glass key from KeyFile; nil and no error when none is
+// configured (then no marker is trusted). Errors name the field, never the
+// path (it may be a secret pasted where the path belongs) nor the file.
+func (b BreakGlass) Key() ([]byte, error) {
+	if b.KeyFile == "" {
+		return nil, nil
+	}
+	raw, err := os.ReadFile(b.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("dns.break_glass.key_file: %s (%s)", fileProblem(err), valueNotShown)
+	}
+	key, err := reconcile.ParseBreakGlassKey(raw)
+	if err != nil {
+		return nil, fmt.Errorf("dns.break_glass.key_file: %w", err)
+	}
+	return key, nil
+}

@@ -369,6 +369,8 @@ func (v *validator) dns(c *Config) {
 			}
 		}
 	}
+	v.fileField("dns.break_glass.key_file", d.BreakGlass.KeyFile, false)
+	v.positive("dns.break_glass.max_age", d.BreakGlass.MaxAge)
 	zoneOK := dnsname.IsDomainName(d.Zone)
 	if len(d.Records) == 0 {
 		v.add("dns.records", "required: at least one record to flip")

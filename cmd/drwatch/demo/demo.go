@@ -163,6 +163,9 @@ func Start(ctx context.Context, o Options) (d *Demo, err error) {
 		"appcred-id":     secrets["appcred-id"] + "\n",
 		"appcred-secret": secrets["appcred-secret"] + "\n",
 		"tsig.key":       fmt.Sprintf("key \"drwatch.\" {\n\talgorithm hmac-sha256;\n\tsecret \"%s\";\n};\n", tsig),
+		// The break-glass key signs `dns set` markers; a real cluster keeps
+		// it with the operators, the demo beside the rest.
+		"break-glass.key": base64.StdEncoding.EncodeToString([]byte(randomHex(16))) + "\n",
 	}
 	for name, content := range files {
 		if err := os.WriteFile(d.path(name), []byte(content), 0o600); err != nil {
@@ -267,6 +270,7 @@ dns:
   zone: demo.test.
   rfc2136: { server: "{{.DNS}}", key_name: drwatch., key_file: "{{.Dir}}/tsig.key" }
   verify: { servers: [ "{{.DNS}}" ], timeout: 10s }
+  break_glass: { key_file: "{{.Dir}}/break-glass.key" }
   records:
     - { name: lms,    type: A, ttl: 5, primary: [ {{.PrimaryIP}} ], backup: [ {{.BackupIP}} ] }
     - { name: studio, type: A, ttl: 5, primary: [ {{.PrimaryIP}} ], backup: [ {{.BackupIP}} ] }

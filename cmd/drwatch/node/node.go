@@ -120,6 +120,11 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 		verifier = v
 	}
 
+	breakGlassKey, err := c.DNS.BreakGlass.Key()
+	if err != nil {
+		return nil, err
+	}
+
 	machine := failover.New()
 	var drills *watcher.Drill
 	if drillDNS != nil {
@@ -188,6 +193,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 		Node: c.Node.ID, Policy: policy, Interval: c.Policy.Interval, SetPhase: sched.SetPhase, Reprobe: sched, HeartbeatTimeout: c.Raft.HeartbeatTimeout, DataDir: c.Node.DataDir,
 		FSM: fsm, Cluster: n.cluster, DNS: dns, Verifier: verifier,
 		Remediators: fixes, RemediationInterval: c.Remediations.Interval, Gates: gates, AfterVerified: after,
+		BreakGlassKey: breakGlassKey, BreakGlassMaxAge: c.DNS.BreakGlass.MaxAge,
 		Drill: drills, Health: health, Credentials: creds, CAFile: c.TLS.CAFile, CertFile: c.TLS.CertFile, CredentialsReloadEvery: reloadEvery,
 		Registry: reg, Logger: log, Now: now, ProbeTimeout: c.Sites.CriticalProbeTimeout(),
 	})
