@@ -40,6 +40,8 @@ var rules = []struct{ pkgs, kind, deps string }{
 	{"failover", only, "internal/field internal/dnsname"},
 	{"internal/field", only, ""},
 	{"internal/dnsname", only, ""},
+	// Every reader of a file a config field names goes through it, so it depends on nothing.
+	{"internal/regularfile", only, ""},
 	// The leader's loops act through the leadership interfaces the core declares, never the Raft plumbing,
 	// and know the probes only by the results the core was given.
 	{"failover/reconcile failover/drillrun failover/remediate/...", never, "cluster/... probes/..."},
