@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/drwatch/drwatch/internal/regularfile"
 )
 
 // Problem is one thing wrong with a configuration file.
@@ -65,5 +67,5 @@ func (ps Problems) sorted() Problems {
 // flag names, without the name: it may be a secret pasted where the path
 // belongs. It says only what kind of failure it was.
 func FileError(field string, err error) error {
-	return fmt.Errorf("%s: %s (%s)", field, fileProblem(err), valueNotShown)
+	return fmt.Errorf("%s: %s (%s)", field, regularfile.Reason(err), valueNotShown)
 }
