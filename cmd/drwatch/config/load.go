@@ -6,11 +6,13 @@ import (
 	"github.com/drwatch/drwatch/internal/field"
 	"io"
 	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
@@ -377,6 +379,18 @@ func (w *walker) scalar(n ast.Node, path string, check func(string) string) bool
 	return true
 }
 
+// resolve is the node n stands for: an alias's target, without tags and
+// anchors.
+func (w *walker) resolve(n ast.Node) ast.Node {
+	n = unwrap(n)
+	if a, ok := n.(*ast.AliasNode); ok {
+		if target, ok := w.aliases[a]; ok {
+			return unwrap(target)
+		}
+	}
+	return n
+}
+
 func scalarText(n ast.Node) string {
 	if n.GetToken() == nil {
 		return ""
@@ -440,9 +454,13 @@ func (w *walker) structure(n ast.Node, t reflect.Type, path string) bool {
 			w.bad[kp] = true
 			mv.Value = nullFor(mv.Value)
 		}
-		if strings.HasSuffix(key, "_file") {
-			if s := scalarText(unwrap(mv.Value)); looksLikeInlineSecret(s) {
-				w.add(mv.Value, kp, "this looks like the secret itself, not a path to a file holding it")
+		if IsFileKey(key) && !w.bad[kp] {
+			if msg := filePathProblem(scalarText(w.resolve(mv.Value))); msg != "" {
+				// Refused like a value of the wrong type, so that no rule
+				// reads it further and no message repeats it.
+				w.add(mv.Value, kp, msg)
+				w.bad[kp] = true
+				mv.Value = nullFor(mv.Value)
 			}
 		}
 	}
@@ -536,6 +554,32 @@ func looksSecretPath(path string) bool {
 		}
 	}
 	return false
+}
+
+// IsFileKey reports whether a field of this key holds the path of a file:
+// a secret, a credential, a CA bundle or a kubeconfig. Such a value is
+// never printed, and the file it names is read only through
+// internal/regularfile.
+func IsFileKey(key string) bool {
+	return strings.HasSuffix(key, "_file") || key == "kubeconfig"
+}
+
+// filePathProblem says why s cannot be the path a file field wants, or ""
+// when it can. The rule does not guess whether s is a secret: anything but
+// an absolute path, free of control characters and surrounding blanks, is
+// refused, so a PEM block, a BIND key clause, a passphrase or a relative
+// path-like token fails even with --no-file-checks. The message never
+// holds s.
+func filePathProblem(s string) string {
+	switch {
+	case s == "":
+		return ""
+	case looksLikeInlineSecret(s):
+		return "this looks like the secret itself, not a path to a file holding it (" + valueNotShown + ")"
+	case !filepath.IsAbs(s), strings.TrimSpace(s) != s, strings.IndexFunc(s, unicode.IsControl) >= 0:
+		return "want the absolute path of a file (" + valueNotShown + ")"
+	}
+	return ""
 }
 
 // looksLikeInlineSecret guesses whether a *_file value is a pasted secret:
