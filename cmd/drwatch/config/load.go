@@ -30,6 +30,25 @@ type Options struct {
 	// SkipFileChecks skips checking that every *_file exists and is readable,
 	// for validating a config on a machine other than the one it runs on.
 	SkipFileChecks bool
+	// Sections, when set, limits the rules to these top-level sections
+	// (e.g. "remediations"), so that a command needing one section can read
+	// a partial copy of a node's config. The document's shape is still
+	// checked everywhere: unknown keys, values of the wrong type and a
+	// secret pasted into a file field are refused wherever they are.
+	Sections []string
+}
+
+// covers reports whether the rules apply to path.
+func (o Options) covers(path string) bool {
+	if len(o.Sections) == 0 {
+		return true
+	}
+	for _, s := range o.Sections {
+		if path == s || strings.HasPrefix(path, s+".") || strings.HasPrefix(path, s+"[") {
+			return true
+		}
+	}
+	return false
 }
 
 // Load reads, decodes, defaults and validates the file at path. On failure
@@ -138,7 +157,7 @@ func parse(name string, data []byte, opts Options) (*Config, error) {
 	v.config(&cfg)
 	all := w.problems
 	for _, p := range v.problems {
-		if !w.refused(p.Path) {
+		if !w.refused(p.Path) && opts.covers(p.Path) {
 			all = append(all, p)
 		}
 	}
