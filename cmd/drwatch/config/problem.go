@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-
-	"github.com/drwatch/drwatch/internal/regularfile"
 )
 
 // Problem is one thing wrong with a configuration file.
@@ -61,11 +59,4 @@ func (ps Problems) sorted() Problems {
 		return a.Path < b.Path
 	})
 	return out
-}
-
-// FileError reports err, from opening the file a *_file field or a file
-// flag names, without the name: it may be a secret pasted where the path
-// belongs. It says only what kind of failure it was.
-func FileError(field string, err error) error {
-	return fmt.Errorf("%s: %s (%s)", field, regularfile.Reason(err), valueNotShown)
 }
