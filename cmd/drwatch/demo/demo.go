@@ -101,9 +101,12 @@ func Start(ctx context.Context, o Options) (d *Demo, err error) {
 	if d.out == nil {
 		d.out = io.Discard
 	}
+	// Every failure below returns a nil *Demo, so the cleanup holds on to
+	// the one being built.
+	built := d
 	defer func() {
 		if err != nil {
-			d.Close()
+			built.Close()
 		}
 	}()
 	if d.Dir == "" {
