@@ -102,3 +102,18 @@ func TestFileFieldAliasOfAPathIsAPath(t *testing.T) {
 		t.Fatalf("got %v, want the alias accepted", err)
 	}
 }
+
+// The config file itself is read as a file field's file is: a device or a
+// FIFO given as --config is refused at once, not read without end or hung
+// on.
+func TestConfigFileMustBeRegular(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]string{"/dev/zero": "a character device", fifo: "a FIFO"} {
+		if _, err := Load(p, Options{SkipFileChecks: true}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want %q", p, err, want)
+		}
+	}
+}

@@ -1,11 +1,10 @@
 package config
 
 import (
-	"bytes"
+	"errors"
 	"fmt"
 	"github.com/drwatch/drwatch/internal/field"
-	"io"
-	"os"
+	"github.com/drwatch/drwatch/internal/regularfile"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -22,8 +21,8 @@ import (
 )
 
 // MaxFileSize bounds the configuration file; anything larger is refused
-// before parsing.
-const MaxFileSize = 1 << 20
+// before parsing. It is the bound of every file a field names.
+const MaxFileSize = regularfile.MaxSize
 
 // Options change what [Load] checks.
 type Options struct {
@@ -61,38 +60,15 @@ func Load(path string, opts Options) (*Config, error) {
 	return Parse(path, data, opts)
 }
 
+// readLimited reads the config file as every file field's file is read:
+// a regular file of at most MaxFileSize bytes, so that --config /dev/zero
+// or a FIFO is refused at once instead of read without end or hung on.
 func readLimited(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	b, err := regularfile.Read("config file", path)
 	if err != nil {
-		return nil, fmt.Errorf("open: %w", err)
+		return nil, errors.New(regularfile.Reason(err))
 	}
-	defer f.Close()
-	var buf bytes.Buffer
-	n, err := buf.ReadFrom(&limitReader{f, MaxFileSize + 1})
-	if err != nil {
-		return nil, fmt.Errorf("read: %w", err)
-	}
-	if n > MaxFileSize {
-		return nil, fmt.Errorf("file is larger than %d bytes", MaxFileSize)
-	}
-	return buf.Bytes(), nil
-}
-
-type limitReader struct {
-	f *os.File
-	n int64
-}
-
-func (l *limitReader) Read(p []byte) (int, error) {
-	if l.n <= 0 {
-		return 0, io.EOF
-	}
-	if int64(len(p)) > l.n {
-		p = p[:l.n]
-	}
-	n, err := l.f.Read(p)
-	l.n -= int64(n)
-	return n, err
+	return b, nil
 }
 
 // Parse decodes and validates data as if read from the file name. On failure
