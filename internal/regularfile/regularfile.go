@@ -38,10 +38,12 @@ type Error struct {
 // ValueNotShown ends every message about a path that is withheld.
 const ValueNotShown = "value not shown: it may be a secret"
 
+// Error says the field, the reason and that the value is withheld.
 func (e *Error) Error() string {
 	return fmt.Sprintf("%s: %s (%s)", e.Field, Reason(e.Err), ValueNotShown)
 }
 
+// Unwrap returns the reason, for errors.Is.
 func (e *Error) Unwrap() error { return e.Err }
 
 // Reason says what is wrong from the kind of err alone, in words that hold
