@@ -150,8 +150,8 @@ func TestNoCommandPrintsASecretPastedIntoAFileField(t *testing.T) {
 						}
 					}
 				}
-				if !strings.Contains(all, key+": ") {
-					t.Errorf("%s with a %s in %s: output does not name the field:\n%s", name, shape, field, all)
+				if !strings.Contains(all, key+": ") || !strings.Contains(all, "value not shown") {
+					t.Errorf("%s with a %s in %s: output does not name the field and say its value is not shown:\n%s", name, shape, field, all)
 				}
 			}
 		}
