@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/drwatch/drwatch/internal/regularfile"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -70,10 +71,10 @@ func CredentialsFromPEM(caPEM, certPEM, keyPEM []byte) (*Credentials, error) {
 
 func readCredFiles(files [3]string) (*credState, string, error) {
 	var pems [3][]byte
-	for i, what := range []string{"ca file", "cert file", "key file"} {
-		b, err := os.ReadFile(files[i])
+	for i, field := range []string{"tls.ca_file", "tls.cert_file", "tls.key_file"} {
+		b, err := regularfile.Read(field, files[i])
 		if err != nil {
-			return nil, "", fmt.Errorf("read %s: %w", what, err)
+			return nil, "", err
 		}
 		pems[i] = b
 	}

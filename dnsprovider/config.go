@@ -3,6 +3,7 @@ package dnsprovider
 import (
 	"errors"
 	"fmt"
+	"github.com/drwatch/drwatch/internal/regularfile"
 	"log/slog"
 	"os"
 	"strings"
@@ -32,13 +33,13 @@ func (s Secret) Value() (string, error) {
 	case s.File != "" && s.Env != "":
 		return "", fmt.Errorf("%w: secret has both file and env", ErrConfig)
 	case s.File != "":
-		b, err := os.ReadFile(s.File)
+		b, err := regularfile.Read("secret file", s.File)
 		if err != nil {
-			return "", fmt.Errorf("%w: read secret file: %w", ErrConfig, err)
+			return "", fmt.Errorf("%w: %w", ErrConfig, err)
 		}
 		v := strings.TrimSpace(string(b))
 		if v == "" {
-			return "", fmt.Errorf("%w: secret file %s is empty", ErrConfig, s.File)
+			return "", fmt.Errorf("%w: secret file is empty", ErrConfig)
 		}
 		return v, nil
 	case s.Env != "":

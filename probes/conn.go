@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/drwatch/drwatch/internal/regularfile"
 )
 
 // connWithTimeout applies timeout (or probeDefaultTimeout) when ctx has no deadline.
@@ -60,25 +62,24 @@ var connCACache sync.Map // path -> connCAEntry
 
 // connLoadCA returns the pool of the PEM bundle at path.
 func connLoadCA(path string) (*x509.CertPool, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("ca_file: %w", err)
-	}
-	if e, ok := connCACache.Load(path); ok {
+	fi, statErr := os.Stat(path)
+	if e, ok := connCACache.Load(path); ok && statErr == nil {
 		e := e.(connCAEntry)
 		if e.mod.Equal(fi.ModTime()) && e.size == fi.Size() {
 			return e.pool, nil
 		}
 	}
-	data, err := os.ReadFile(path)
+	data, err := regularfile.Read("ca_file", path)
 	if err != nil {
-		return nil, fmt.Errorf("ca_file: %w", err)
+		return nil, err
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(data) {
-		return nil, fmt.Errorf("ca_file %s: no PEM certificates", path)
+		return nil, errors.New("ca_file: no PEM certificates")
 	}
-	connCACache.Store(path, connCAEntry{mod: fi.ModTime(), size: fi.Size(), pool: pool})
+	if statErr == nil {
+		connCACache.Store(path, connCAEntry{mod: fi.ModTime(), size: fi.Size(), pool: pool})
+	}
 	return pool, nil
 }
 

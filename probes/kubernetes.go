@@ -12,12 +12,13 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/drwatch/drwatch/internal/field"
+	"github.com/drwatch/drwatch/internal/kubeconfig"
+	"github.com/drwatch/drwatch/internal/regularfile"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -360,14 +361,14 @@ func kubeConnConfig(ks *KubernetesSpec) (kubeConn, error) {
 		return kubeConn{}, errors.New("token_file and client_cert_file are exclusive")
 	}
 	if ks.ClientCertFile != "" {
-		cert, err := tls.LoadX509KeyPair(ks.ClientCertFile, ks.ClientKeyFile)
+		cert, err := regularfile.KeyPair("client_cert_file", ks.ClientCertFile, "client_key_file", ks.ClientKeyFile)
 		if err != nil {
-			return kubeConn{}, fmt.Errorf("client certificate: %w", err)
+			return kubeConn{}, err
 		}
 		c.tls.Certificates = []tls.Certificate{cert}
 	}
 	if ks.TokenFile != "" {
-		tok, err := kubeReadToken(ks.TokenFile)
+		tok, err := kubeReadToken("token_file", ks.TokenFile)
 		if err != nil {
 			return kubeConn{}, err
 		}
@@ -377,7 +378,6 @@ func kubeConnConfig(ks *KubernetesSpec) (kubeConn, error) {
 }
 
 func kubeConnFromKubeconfig(ks *KubernetesSpec) (kubeConn, error) {
-	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: ks.Kubeconfig}
 	overrides := &clientcmd.ConfigOverrides{CurrentContext: ks.Context}
 	if ks.Server != "" {
 		overrides.ClusterInfo.Server = ks.Server
@@ -385,46 +385,47 @@ func kubeConnFromKubeconfig(ks *KubernetesSpec) (kubeConn, error) {
 	if ks.CAFile != "" {
 		overrides.ClusterInfo.CertificateAuthority = ks.CAFile
 	}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	cfg, err := kubeconfig.RESTConfig("kubeconfig", ks.Kubeconfig, overrides)
 	if err != nil {
-		// clientcmd's errors name files and contexts, not credentials.
-		return kubeConn{}, fmt.Errorf("kubeconfig %s: %w", ks.Kubeconfig, err)
+		return kubeConn{}, err
 	}
 	if cfg.ExecProvider != nil || cfg.AuthProvider != nil {
-		return kubeConn{}, fmt.Errorf("kubeconfig %s: exec and auth-provider credentials are not supported", ks.Kubeconfig)
+		return kubeConn{}, errors.New("kubeconfig: exec and auth-provider credentials are not supported")
 	}
 	tlsCfg, err := rest.TLSConfigFor(cfg)
 	if err != nil {
-		return kubeConn{}, fmt.Errorf("kubeconfig %s: tls: %w", ks.Kubeconfig, err)
+		return kubeConn{}, fmt.Errorf("kubeconfig: tls: %w", err)
 	}
 	if tlsCfg == nil {
 		tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
 	c := kubeConn{server: cfg.Host, tls: tlsCfg, token: cfg.BearerToken, username: cfg.Username, password: cfg.Password}
 	if cfg.BearerTokenFile != "" {
-		tok, err := kubeReadToken(cfg.BearerTokenFile)
+		tok, err := kubeReadToken("kubeconfig: tokenFile", cfg.BearerTokenFile)
 		if err != nil {
 			return kubeConn{}, err
 		}
 		c.token = tok
 	}
 	if c.server == "" {
-		return kubeConn{}, fmt.Errorf("kubeconfig %s: no server", ks.Kubeconfig)
+		return kubeConn{}, errors.New("kubeconfig: no server")
 	}
 	return c, nil
 }
 
-func kubeReadToken(path string) (string, error) {
-	b, err := os.ReadFile(path)
+// kubeReadToken reads the bearer token in the file the field named field
+// holds; errors name the field, never the path or the token.
+func kubeReadToken(field, path string) (string, error) {
+	b, err := regularfile.Read(field, path)
 	if err != nil {
-		return "", fmt.Errorf("token file: %w", err)
+		return "", err
 	}
 	tok := strings.TrimSpace(string(b))
 	if tok == "" {
-		return "", fmt.Errorf("token file %s: empty", path)
+		return "", fmt.Errorf("%s: empty", field)
 	}
 	if strings.ContainsAny(tok, "\r\n") {
-		return "", fmt.Errorf("token file %s: more than one line", path)
+		return "", fmt.Errorf("%s: more than one line", field)
 	}
 	return tok, nil
 }

@@ -9,8 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/drwatch/drwatch/internal/regularfile"
 	"io"
-	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -147,13 +147,13 @@ func (f *clientFlags) client(needToken bool) (*client, error) {
 	}
 	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	if caFile != "" {
-		pem, err := os.ReadFile(caFile)
+		pem, err := regularfile.Read("ca file", caFile)
 		if err != nil {
-			return nil, config.FileError("ca file", err)
+			return nil, err
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("ca file %s: no certificate", caFile)
+			return nil, errors.New("ca file: no certificate")
 		}
 		tlsCfg.RootCAs = pool
 	}
@@ -161,13 +161,9 @@ func (f *clientFlags) client(needToken bool) (*client, error) {
 		return nil, usageError{errors.New("--cert-file and --key-file go together (or DRWATCH_CERT_FILE and DRWATCH_KEY_FILE)")}
 	}
 	if certFile != "" {
-		pair, err := tls.LoadX509KeyPair(certFile, keyFile)
-		var pe *fs.PathError
-		switch {
-		case errors.As(err, &pe):
-			return nil, config.FileError("client certificate or key file", err)
-		case err != nil:
-			return nil, fmt.Errorf("client certificate %s: %w", certFile, err)
+		pair, err := regularfile.KeyPair("client certificate", certFile, "client key", keyFile)
+		if err != nil {
+			return nil, err
 		}
 		tlsCfg.Certificates = []tls.Certificate{pair}
 	}
@@ -240,9 +236,9 @@ func (d endpointDialer) explain(ctx context.Context, err error) error {
 
 func readToken(file string) (string, error) {
 	if file != "" {
-		b, err := os.ReadFile(file)
+		b, err := regularfile.Read("token file", file)
 		if err != nil {
-			return "", config.FileError("token file", err)
+			return "", err
 		}
 		// One line: the bare token, or the user's own "actor:token[:role]"
 		// line copied from the watchers' tokens file. Never guess among several:

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/drwatch/drwatch/cmd/drwatch/config"
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/debris"
@@ -19,7 +20,6 @@ import (
 	"github.com/drwatch/drwatch/failover/remediate/kubeapi"
 	"github.com/drwatch/drwatch/failover/remediate/octavia"
 	"github.com/drwatch/drwatch/failover/remediate/openstack"
-	"github.com/goccy/go-yaml"
 	"github.com/spf13/cobra"
 )
 
@@ -140,13 +140,12 @@ Names: ` + strings.Join(remediationNames, ", ") + `.`,
 var remediationNames = []string{kube.BackupWarmupName, kube.DeadNodeName, kube.DrainTrapName, kube.OrphanedPodsName,
 	octavia.Name, openstack.RouteGCName, openstack.SecurityGroupsName, openstack.NeverReadyName, debris.Name}
 
-// remediationsFile is the part of a node's config file this command reads.
-// The section is read on its own (every other key is ignored), so a plan can
-// be made from any copy of the file, even where its other files are absent.
-type remediationsFile struct {
-	Remediations remediate.Config `yaml:"remediations"`
-}
-
+// loadRemediations reads the remediations section of a node's config file
+// with the loader every command uses (config.Load): the same shape checks
+// and the same refusal of a secret pasted into a file field. Only the
+// section's own rules are checked and the files are not, so a plan can be
+// made from any copy of the file, even a partial one, on a machine where
+// the node's other files are absent.
 func loadRemediations(path string) (remediate.Config, error) {
 	if path == "" {
 		path = os.Getenv("DRWATCH_CONFIG")
@@ -154,19 +153,11 @@ func loadRemediations(path string) (remediate.Config, error) {
 	if path == "" {
 		return remediate.Config{}, usageError{errors.New("--config is required: the remediations and their clusters come from a node's config file")}
 	}
-	b, err := os.ReadFile(path)
+	cfg, err := config.Load(path, config.Options{SkipFileChecks: true, Sections: []string{remediate.Section}})
 	if err != nil {
-		return remediate.Config{}, fmt.Errorf("read config: %w", err)
+		return remediate.Config{}, err
 	}
-	var f remediationsFile
-	if err := yaml.Unmarshal(b, &f); err != nil {
-		return remediate.Config{}, fmt.Errorf("%s: %w", path, err)
-	}
-	cfg := f.Remediations.WithDefaults()
-	if err := cfg.Validate().Under(remediate.Section).Err(); err != nil {
-		return remediate.Config{}, fmt.Errorf("%s: %w", path, err)
-	}
-	return cfg, nil
+	return cfg.Remediations, nil
 }
 
 // enable turns the named remediation on in dry-run, whatever its mode, and
@@ -294,15 +285,16 @@ func (p *remediatePlanCmd) decision(ctx context.Context) (remediate.Decision, st
 func (p *remediatePlanCmd) clients(cfg remediate.Config) (kube.Clients, error) {
 	var cs kube.Clients
 	for _, s := range []struct {
-		kc  remediate.KubeCluster
-		dst *kubeapi.Interface
-	}{{cfg.Kubernetes.Primary, &cs.Primary}, {cfg.Kubernetes.Backup, &cs.Backup}} {
+		site string
+		kc   remediate.KubeCluster
+		dst  *kubeapi.Interface
+	}{{"primary", cfg.Kubernetes.Primary, &cs.Primary}, {"backup", cfg.Kubernetes.Backup, &cs.Backup}} {
 		if s.kc.Kubeconfig == "" {
 			continue
 		}
 		c, err := p.newClient(s.kc)
 		if err != nil {
-			return cs, err
+			return cs, fmt.Errorf("%s.kubernetes.%s: %w", remediate.Section, s.site, err)
 		}
 		*s.dst = c
 	}

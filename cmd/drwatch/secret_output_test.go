@@ -96,6 +96,9 @@ hooks:
 `,
 }
 
+// secretPlaceholder matches a ${Type.key} placeholder of secretConfigs.
+var secretPlaceholder = regexp.MustCompile(`\$\{([A-Za-z0-9]+\.[a-z_]+)\}`)
+
 // secretConfigText returns the named configuration; the DNS-only ones
 // replace the dns section of the rfc2136 one.
 func secretConfigText(name string) string {
@@ -146,10 +149,9 @@ func secretForms(s string) []string {
 // variable name that belongs there) appears in no output of validate or
 // serve, in any encoding; the error names the field instead.
 func TestSecretInFileFieldIsNeverPrinted(t *testing.T) {
-	placeholder := regexp.MustCompile(`\$\{([A-Za-z0-9]+\.[a-z_]+)\}`)
 	covered := map[string][]string{}
 	for name := range secretConfigs {
-		for _, m := range placeholder.FindAllStringSubmatch(secretConfigs[name], -1) {
+		for _, m := range secretPlaceholder.FindAllStringSubmatch(secretConfigs[name], -1) {
 			if !slices.Contains(covered[m[1]], name) {
 				covered[m[1]] = append(covered[m[1]], name)
 			}
@@ -168,34 +170,8 @@ func TestSecretInFileFieldIsNeverPrinted(t *testing.T) {
 		}
 	}
 
-	dir := t.TempDir()
-	t.Setenv("DRWATCH_TEST_API_TOKEN", "x")
-	expand := func(text, target, secret string) string {
-		return os.Expand(text, func(f string) string {
-			switch {
-			case f == target:
-				return secret
-			case strings.HasSuffix(f, "_env"):
-				return "DRWATCH_TEST_API_TOKEN"
-			}
-			p := filepath.Join(dir, strings.ReplaceAll(f, ".", "_"))
-			if err := os.WriteFile(p, []byte("x\n"), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			return p
-		})
-	}
-	write := func(text string) string {
-		f, err := os.CreateTemp(dir, "drwatch-*.yaml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		if _, err := f.WriteString(text); err != nil {
-			t.Fatal(err)
-		}
-		return f.Name()
-	}
+	files := newSecretConfigFiles(t)
+	expand, write := files.expand, files.write
 	for name := range secretConfigs {
 		if _, stderr, code := run(t, "config", "validate", "-c", write(expand(secretConfigText(name), "", ""))); code != 0 {
 			t.Fatalf("test bug: configuration %s without a secret: got exit %d, want 0:\n%s", name, code, stderr)

@@ -1,12 +1,17 @@
 package openstackauth
 
 import (
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
+
+	"github.com/drwatch/drwatch/internal/regularfile"
+	"gopkg.in/yaml.v2"
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
@@ -35,10 +40,11 @@ func (c Credentials) AuthOptions() (gophercloud.AuthOptions, gophercloud.Endpoin
 	case c.Cloud != "":
 		opts := []clouds.ParseOption{clouds.WithCloudName(c.Cloud)}
 		if c.CloudsFile != "" {
-			if _, err := os.Stat(c.CloudsFile); err != nil {
-				return none, gophercloud.EndpointOpts{}, nil, fmt.Errorf("clouds file: %w", err)
+			files, err := readCloudsFile(c.CloudsFile)
+			if err != nil {
+				return none, gophercloud.EndpointOpts{}, nil, err
 			}
-			opts = append(opts, clouds.WithLocations(c.CloudsFile))
+			opts = append(opts, files...)
 		}
 		if c.Region != "" {
 			opts = append(opts, clouds.WithRegion(c.Region))
@@ -56,23 +62,23 @@ func (c Credentials) AuthOptions() (gophercloud.AuthOptions, gophercloud.Endpoin
 		if c.ApplicationCredentialIDFile == "" || c.ApplicationCredentialSecretFile == "" {
 			return none, gophercloud.EndpointOpts{}, nil, errors.New("auth_url needs application_credential_id_file and application_credential_secret_file")
 		}
-		id, err := readCredentialFile(c.ApplicationCredentialIDFile)
+		id, err := readCredentialFile("application_credential_id_file", c.ApplicationCredentialIDFile)
 		if err != nil {
-			return none, gophercloud.EndpointOpts{}, nil, fmt.Errorf("application credential id: %w", err)
+			return none, gophercloud.EndpointOpts{}, nil, err
 		}
-		secret, err := readCredentialFile(c.ApplicationCredentialSecretFile)
+		secret, err := readCredentialFile("application_credential_secret_file", c.ApplicationCredentialSecretFile)
 		if err != nil {
-			return none, gophercloud.EndpointOpts{}, nil, fmt.Errorf("application credential secret: %w", err)
+			return none, gophercloud.EndpointOpts{}, nil, err
 		}
 		var tlsCfg *tls.Config
 		if c.CAFile != "" {
-			pem, err := os.ReadFile(c.CAFile)
+			pem, err := regularfile.Read("ca_file", c.CAFile)
 			if err != nil {
-				return none, gophercloud.EndpointOpts{}, nil, fmt.Errorf("ca file: %w", err)
+				return none, gophercloud.EndpointOpts{}, nil, err
 			}
 			pool := x509.NewCertPool()
 			if !pool.AppendCertsFromPEM(pem) {
-				return none, gophercloud.EndpointOpts{}, nil, fmt.Errorf("ca file %s: no PEM certificates", c.CAFile)
+				return none, gophercloud.EndpointOpts{}, nil, errors.New("ca_file: no PEM certificates")
 			}
 			tlsCfg = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 		}
@@ -83,20 +89,49 @@ func (c Credentials) AuthOptions() (gophercloud.AuthOptions, gophercloud.Endpoin
 }
 
 // readCredentialFile reads a one-line credential file. Errors name the
-// file, never its content.
-func readCredentialFile(path string) (string, error) {
-	b, err := os.ReadFile(path)
+// field, never the path or the content.
+func readCredentialFile(field, path string) (string, error) {
+	b, err := regularfile.Read(field, path)
 	if err != nil {
 		return "", err
 	}
 	v := strings.TrimSpace(string(b))
 	if v == "" {
-		return "", fmt.Errorf("%s is empty", path)
+		return "", fmt.Errorf("%s: empty", field)
 	}
 	if strings.ContainsAny(v, "\r\n") {
-		return "", fmt.Errorf("%s has more than one line", path)
+		return "", fmt.Errorf("%s: more than one line", field)
 	}
 	return v, nil
+}
+
+// readCloudsFile reads the clouds.yaml at path, and the secure.yaml beside
+// it if there is one, through regularfile, for clouds.Parse: left to find
+// the files itself, it would read a special file without bound and print
+// the path when it is missing. A decoding error is not passed on, since
+// the decoder may quote the content.
+func readCloudsFile(path string) ([]clouds.ParseOption, error) {
+	b, err := regularfile.Read("clouds_file", path)
+	if err != nil {
+		return nil, err
+	}
+	var probe clouds.Clouds
+	if yaml.Unmarshal(b, &probe) != nil {
+		return nil, errors.New("clouds_file: not a clouds.yaml (content not shown)")
+	}
+	opts := []clouds.ParseOption{clouds.WithCloudsYAML(bytes.NewReader(b))}
+	secure := filepath.Join(filepath.Dir(path), "secure.yaml")
+	if _, err := os.Lstat(secure); err == nil {
+		sb, err := regularfile.Read("clouds_file: secure.yaml beside it", secure)
+		if err != nil {
+			return nil, err
+		}
+		if yaml.Unmarshal(sb, &probe) != nil {
+			return nil, errors.New("clouds_file: secure.yaml beside it: not a clouds.yaml (content not shown)")
+		}
+		opts = append(opts, clouds.WithSecureYAML(bytes.NewReader(sb)))
+	}
+	return opts, nil
 }
 
 // LooksLikeID reports whether s has the shape of an OpenStack

@@ -25,8 +25,8 @@ func TestLooksLikeID(t *testing.T) {
 	}
 }
 
-// A credential file that cannot be used is named in the error; its content,
-// the secret, never is.
+// A credential file that cannot be used is named in the error by its
+// field; its content, the secret, and its path never are.
 func TestAuthOptionsNeverQuoteASecret(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, content string) string {
@@ -41,8 +41,12 @@ func TestAuthOptionsNeverQuoteASecret(t *testing.T) {
 		c := Credentials{AuthURL: "https://keystone.example:5000/v3", ApplicationCredentialIDFile: id,
 			ApplicationCredentialSecretFile: write(name, content)}
 		_, _, _, err := c.AuthOptions()
-		if err == nil || !strings.Contains(err.Error(), name) || strings.Contains(err.Error(), "s3cr3t") {
-			t.Errorf("secret file %s: got %v, want an error naming the file and not its content", name, err)
+		if err == nil || !strings.Contains(err.Error(), "application_credential_secret_file: ") || strings.Contains(err.Error(), "s3cr3t") {
+			t.Errorf("secret file %s: got %v, want an error naming the field and not the file's content", name, err)
+		}
+		// Nor its path: a path field may hold a secret pasted in the wrong place.
+		if err != nil && strings.Contains(err.Error(), dir) {
+			t.Errorf("secret file %s: got %v, want no path", name, err)
 		}
 	}
 	c := Credentials{AuthURL: "https://keystone.example:5000/v3", ApplicationCredentialIDFile: id,

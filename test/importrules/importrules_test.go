@@ -40,6 +40,8 @@ var rules = []struct{ pkgs, kind, deps string }{
 	{"failover", only, "internal/field internal/dnsname"},
 	{"internal/field", only, ""},
 	{"internal/dnsname", only, ""},
+	// Every reader of a file a config field names goes through it, so it depends on nothing.
+	{"internal/regularfile", only, ""},
 	// The leader's loops act through the leadership interfaces the core declares, never the Raft plumbing,
 	// and know the probes only by the results the core was given.
 	{"failover/reconcile failover/drillrun failover/remediate/...", never, "cluster/... probes/..."},
@@ -50,8 +52,9 @@ var rules = []struct{ pkgs, kind, deps string }{
 	{"probes/...", never, "failover/... cluster/... dnsprovider/..."},
 	{"dnsprovider/...", never, "failover/... cluster/... probes/..."},
 	{"cluster/...", never, "failover/... dnsprovider/... probes/..."},
-	// OpenStack credentials serve the probes and the repairs alike, so they belong to neither.
+	// OpenStack credentials and kubeconfigs serve the probes and the repairs alike, so they belong to neither.
 	{"internal/openstackauth", never, "failover/... probes/... cmd/..."},
+	{"internal/kubeconfig", never, "failover/... probes/... cmd/..."},
 	// The watcher's runtime (reports, the leader's loops) is a library the node wires; it may drive
 	// the core and the parts, but never reaches into the shell.
 	{"internal/watcher", never, "cmd/..."},

@@ -7,7 +7,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"os"
+	"github.com/drwatch/drwatch/internal/regularfile"
 	"strings"
 )
 
@@ -50,13 +50,13 @@ var ErrNoTokens = errors.New("no tokens")
 // per line, '#' comments and blank lines ignored. Without a role the token
 // is admin. Errors name the line, never the token.
 func LoadTokens(path string) (*Tokens, error) {
-	b, err := os.ReadFile(path)
+	b, err := regularfile.Read("tokens_file", path)
 	if err != nil {
-		return nil, fmt.Errorf("tokens file: %w", err)
+		return nil, err
 	}
 	t, err := ParseTokens(b)
 	if err != nil {
-		return nil, fmt.Errorf("tokens file %s: %w", path, err)
+		return nil, fmt.Errorf("tokens_file: %w", err)
 	}
 	return t, nil
 }

@@ -401,3 +401,28 @@ func TestOctaviaProbeCAFileIsChecked(t *testing.T) {
 		t.Errorf("got %v, want no file's path", err)
 	}
 }
+
+// With Sections, a partial copy of a node's config is enough: the rules of
+// the other sections are not checked, but the document's shape is, a
+// pasted secret included, wherever it is.
+func TestSectionsLimitTheRulesNotTheShape(t *testing.T) {
+	only := Options{SkipFileChecks: true, Sections: []string{"remediations"}}
+	partial := "remediations:\n  kubernetes:\n    primary: {kubeconfig_file: /etc/drwatch/kube}\n"
+	c, err := Parse("p.yaml", []byte(partial), only)
+	if err != nil {
+		t.Fatalf("got %v, want the section accepted alone", err)
+	}
+	if c.Remediations.Kubernetes.Primary.Kubeconfig != "/etc/drwatch/kube" {
+		t.Errorf("got %+v, want the section decoded", c.Remediations.Kubernetes)
+	}
+	for _, tt := range []struct{ yaml, want string }{
+		{"remediations: {drain_trap: {mode: always}}\n", "remediations.drain_trap.mode"},
+		{partial + "tls: {key_file: \"-----BEGIN PRIVATE KEY-----\\nAAAA\\n\"}\n", "tls.key_file: want the absolute path"},
+		{partial + "nodes: {}\n", "nodes: unknown key"},
+	} {
+		_, err := Parse("p.yaml", []byte(tt.yaml), only)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: got %v, want %q", tt.yaml, err, tt.want)
+		}
+	}
+}

@@ -24,7 +24,15 @@
 //
 // Secrets are never accepted inline. Fields ending in _file name a file that
 // holds the secret; fields ending in _env name an environment variable. No
-// secret value ever appears in a Problem.
+// secret value ever appears in a Problem, nor does the value of a file
+// field ([IsFileKey]): it must be an absolute path, and anything else is
+// refused as a likely pasted secret, by its field path only. The files are
+// checked (and later read) through internal/regularfile: regular files of
+// at most 1 MiB, never a device, FIFO, socket or /proc file.
+//
+// [Load] is the one loader of every command that takes --config; one that
+// needs a single section (remediate plan) sets [Options.Sections] to skip
+// the other sections' rules, never the document's shape.
 //
 // It never imports cmd/drwatch/api, cmd/drwatch/node or cmd/drwatch/demo:
 // they build from a Config, not the other way round.

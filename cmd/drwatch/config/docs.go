@@ -124,6 +124,14 @@ secret; ` + "`_env`" + ` names an environment variable. A key such as ` + "`secr
 or a ` + "`_file`" + ` value that looks like a pasted secret, is an error. No error message ever
 quotes a secret, nor the value of a ` + "`_file`" + ` or ` + "`_env`" + ` field, which may be a secret pasted
 where the path belongs: ` + "`api.tokens_file: no such file (value not shown: it may be a secret)`" + `.
+
+**File fields take absolute paths to regular files.** A file field (one ending in ` + "`_file`" + `, and a
+kubernetes probe's ` + "`kubeconfig`" + `) must be an absolute path, with no control character and no
+blank around it, even with ` + "`--no-file-checks`" + `: anything else (a PEM block, a BIND ` + "`key`" + ` clause,
+a passphrase, a relative path-like token) is refused as a likely pasted secret. Without
+` + "`--no-file-checks`" + `, each file must be a regular file after symbolic links (not a device such as
+` + "`/dev/zero`" + `, a FIFO, a socket, a directory, or a file of ` + "`/proc`" + ` or ` + "`/sys`" + `) of at most 1 MiB;
+` + "`serve`" + ` and every command read these files the same way, and refuse the same files.
 `
 
 // referenceLimits takes MaxFileSize in MiB, MaxDepth and MaxValues.

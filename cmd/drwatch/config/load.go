@@ -1,16 +1,17 @@
 package config
 
 import (
-	"bytes"
+	"errors"
 	"fmt"
 	"github.com/drwatch/drwatch/internal/field"
-	"io"
-	"os"
+	"github.com/drwatch/drwatch/internal/regularfile"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
@@ -20,14 +21,33 @@ import (
 )
 
 // MaxFileSize bounds the configuration file; anything larger is refused
-// before parsing.
-const MaxFileSize = 1 << 20
+// before parsing. It is the bound of every file a field names.
+const MaxFileSize = regularfile.MaxSize
 
 // Options change what [Load] checks.
 type Options struct {
 	// SkipFileChecks skips checking that every *_file exists and is readable,
 	// for validating a config on a machine other than the one it runs on.
 	SkipFileChecks bool
+	// Sections, when set, limits the rules to these top-level sections
+	// (e.g. "remediations"), so that a command needing one section can read
+	// a partial copy of a node's config. The document's shape is still
+	// checked everywhere: unknown keys, values of the wrong type and a
+	// secret pasted into a file field are refused wherever they are.
+	Sections []string
+}
+
+// covers reports whether the rules apply to path.
+func (o Options) covers(path string) bool {
+	if len(o.Sections) == 0 {
+		return true
+	}
+	for _, s := range o.Sections {
+		if path == s || strings.HasPrefix(path, s+".") || strings.HasPrefix(path, s+"[") {
+			return true
+		}
+	}
+	return false
 }
 
 // Load reads, decodes, defaults and validates the file at path. On failure
@@ -40,38 +60,15 @@ func Load(path string, opts Options) (*Config, error) {
 	return Parse(path, data, opts)
 }
 
+// readLimited reads the config file as every file field's file is read:
+// a regular file of at most MaxFileSize bytes, so that --config /dev/zero
+// or a FIFO is refused at once instead of read without end or hung on.
 func readLimited(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	b, err := regularfile.Read("config file", path)
 	if err != nil {
-		return nil, fmt.Errorf("open: %w", err)
+		return nil, errors.New(regularfile.Reason(err))
 	}
-	defer f.Close()
-	var buf bytes.Buffer
-	n, err := buf.ReadFrom(&limitReader{f, MaxFileSize + 1})
-	if err != nil {
-		return nil, fmt.Errorf("read: %w", err)
-	}
-	if n > MaxFileSize {
-		return nil, fmt.Errorf("file is larger than %d bytes", MaxFileSize)
-	}
-	return buf.Bytes(), nil
-}
-
-type limitReader struct {
-	f *os.File
-	n int64
-}
-
-func (l *limitReader) Read(p []byte) (int, error) {
-	if l.n <= 0 {
-		return 0, io.EOF
-	}
-	if int64(len(p)) > l.n {
-		p = p[:l.n]
-	}
-	n, err := l.f.Read(p)
-	l.n -= int64(n)
-	return n, err
+	return b, nil
 }
 
 // Parse decodes and validates data as if read from the file name. On failure
@@ -136,7 +133,7 @@ func parse(name string, data []byte, opts Options) (*Config, error) {
 	v.config(&cfg)
 	all := w.problems
 	for _, p := range v.problems {
-		if !w.refused(p.Path) {
+		if !w.refused(p.Path) && opts.covers(p.Path) {
 			all = append(all, p)
 		}
 	}
@@ -377,6 +374,18 @@ func (w *walker) scalar(n ast.Node, path string, check func(string) string) bool
 	return true
 }
 
+// resolve is the node n stands for: an alias's target, without tags and
+// anchors.
+func (w *walker) resolve(n ast.Node) ast.Node {
+	n = unwrap(n)
+	if a, ok := n.(*ast.AliasNode); ok {
+		if target, ok := w.aliases[a]; ok {
+			return unwrap(target)
+		}
+	}
+	return n
+}
+
 func scalarText(n ast.Node) string {
 	if n.GetToken() == nil {
 		return ""
@@ -440,9 +449,13 @@ func (w *walker) structure(n ast.Node, t reflect.Type, path string) bool {
 			w.bad[kp] = true
 			mv.Value = nullFor(mv.Value)
 		}
-		if strings.HasSuffix(key, "_file") {
-			if s := scalarText(unwrap(mv.Value)); looksLikeInlineSecret(s) {
-				w.add(mv.Value, kp, "this looks like the secret itself, not a path to a file holding it")
+		if IsFileKey(key) && !w.bad[kp] {
+			if msg := filePathProblem(scalarText(w.resolve(mv.Value))); msg != "" {
+				// Refused like a value of the wrong type, so that no rule
+				// reads it further and no message repeats it.
+				w.add(mv.Value, kp, msg)
+				w.bad[kp] = true
+				mv.Value = nullFor(mv.Value)
 			}
 		}
 	}
@@ -536,6 +549,32 @@ func looksSecretPath(path string) bool {
 		}
 	}
 	return false
+}
+
+// IsFileKey reports whether a field of this key holds the path of a file:
+// a secret, a credential, a CA bundle or a kubeconfig. Such a value is
+// never printed, and the file it names is read only through
+// internal/regularfile.
+func IsFileKey(key string) bool {
+	return strings.HasSuffix(key, "_file") || key == "kubeconfig"
+}
+
+// filePathProblem says why s cannot be the path a file field wants, or ""
+// when it can. The rule does not guess whether s is a secret: anything but
+// an absolute path, free of control characters and surrounding blanks, is
+// refused, so a PEM block, a BIND key clause, a passphrase or a relative
+// path-like token fails even with --no-file-checks. The message never
+// holds s.
+func filePathProblem(s string) string {
+	switch {
+	case s == "":
+		return ""
+	case looksLikeInlineSecret(s):
+		return "this looks like the secret itself, not a path to a file holding it (" + valueNotShown + ")"
+	case !filepath.IsAbs(s), strings.TrimSpace(s) != s, strings.IndexFunc(s, unicode.IsControl) >= 0:
+		return "want the absolute path of a file (" + valueNotShown + ")"
+	}
+	return ""
 }
 
 // looksLikeInlineSecret guesses whether a *_file value is a pasted secret:

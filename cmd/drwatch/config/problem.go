@@ -60,10 +60,3 @@ func (ps Problems) sorted() Problems {
 	})
 	return out
 }
-
-// FileError reports err, from opening the file a *_file field or a file
-// flag names, without the name: it may be a secret pasted where the path
-// belongs. It says only what kind of failure it was.
-func FileError(field string, err error) error {
-	return fmt.Errorf("%s: %s (%s)", field, fileProblem(err), valueNotShown)
-}

@@ -1,20 +1,18 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/hooks"
 	"github.com/drwatch/drwatch/internal/dnsname"
 	"github.com/drwatch/drwatch/internal/field"
+	"github.com/drwatch/drwatch/internal/regularfile"
 	"github.com/drwatch/drwatch/probes"
-	"io/fs"
 	"net/netip"
 	"os"
 	"regexp"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -147,35 +145,13 @@ func (v *validator) fileField(path, val string, required bool) {
 	if v.opts.SkipFileChecks {
 		return
 	}
-	st, err := os.Stat(val)
-	switch {
-	case err != nil:
-		v.add(path, "%s (%s)", fileProblem(err), valueNotShown)
-	case st.IsDir():
-		v.add(path, "is a directory, want a file (%s)", valueNotShown)
+	if err := regularfile.Check(path, val); err != nil {
+		v.add(path, "%s (%s)", regularfile.Reason(err), valueNotShown)
 	}
 }
 
 // valueNotShown ends a message about a field whose value is withheld.
-const valueNotShown = "value not shown: it may be a secret"
-
-// fileProblem says what is wrong with a file from the kind of err alone: an
-// *fs.PathError would print the path, which may be a pasted secret.
-func fileProblem(err error) string {
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return "no such file"
-	case errors.Is(err, fs.ErrPermission):
-		return "permission denied"
-	case errors.Is(err, syscall.ENOTDIR):
-		return "a parent is not a directory"
-	case errors.Is(err, syscall.ENAMETOOLONG):
-		return "name too long"
-	case errors.Is(err, syscall.ELOOP):
-		return "too many symbolic links"
-	}
-	return "cannot use the file"
-}
+const valueNotShown = regularfile.ValueNotShown
 
 func (v *validator) node(c *Config) {
 	if v.required("node.id", c.Node.ID) && !validID(c.Node.ID) {

@@ -102,9 +102,12 @@ func Start(ctx context.Context, o Options) (d *Demo, err error) {
 	if d.out == nil {
 		d.out = io.Discard
 	}
+	// Every failure below returns a nil *Demo, so the cleanup holds on to
+	// the one being built.
+	built := d
 	defer func() {
 		if err != nil {
-			d.Close()
+			built.Close()
 		}
 	}()
 	if d.Dir == "" {
@@ -123,6 +126,11 @@ func Start(ctx context.Context, o Options) (d *Demo, err error) {
 				return nil, err
 			}
 		}
+	}
+	// The nodes' configs name their files under Dir, and a file field
+	// takes an absolute path.
+	if d.Dir, err = filepath.Abs(d.Dir); err != nil {
+		return nil, err
 	}
 	if d.logFile, err = os.OpenFile(filepath.Join(d.Dir, "demo.log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600); err != nil {
 		return nil, err

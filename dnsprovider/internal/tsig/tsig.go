@@ -8,8 +8,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/drwatch/drwatch/internal/regularfile"
 	"hash"
-	"os"
 	"regexp"
 	"strings"
 
@@ -143,13 +143,13 @@ func Parse(data []byte, name, algorithm string) (Key, error) {
 
 // ReadFile reads and parses a key file (see Parse).
 func ReadFile(path, name, algorithm string) (Key, error) {
-	data, err := os.ReadFile(path)
+	data, err := regularfile.Read("key_file", path)
 	if err != nil {
-		return Key{}, fmt.Errorf("read tsig key file: %w", err)
+		return Key{}, err
 	}
 	k, err := Parse(data, name, algorithm)
 	if err != nil {
-		return Key{}, fmt.Errorf("tsig key file %s: %w", path, err)
+		return Key{}, fmt.Errorf("key_file: %w", err)
 	}
 	return k, nil
 }

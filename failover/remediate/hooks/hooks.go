@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/drwatch/drwatch/internal/regularfile"
 	"io"
 	"net/http"
 	"os"
@@ -189,9 +190,9 @@ func (h Hook) runCommand(ctx context.Context, ev Event) error {
 }
 
 func (h Hook) runWebhook(ctx context.Context, ev Event) error {
-	key, err := os.ReadFile(h.SecretFile)
+	key, err := regularfile.Read("secret_file", h.SecretFile)
 	if err != nil {
-		return fmt.Errorf("secret_file: %w", err)
+		return err
 	}
 	key = bytes.TrimSpace(key)
 	body, err := json.Marshal(ev)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/kubeapi"
+	"github.com/drwatch/drwatch/internal/kubeconfig"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,16 +31,15 @@ func NewClient(c remediate.KubeCluster) (kubeapi.Interface, error) {
 
 // RESTConfig is the connection NewClient uses, for a caller that must wrap
 // its transport (the read-only cluster health reader) while reaching the
-// cluster through the same remediations.kubernetes settings.
+// cluster through the same remediations.kubernetes settings. Its errors
+// name the field, never the kubeconfig's path or content.
 func RESTConfig(c remediate.KubeCluster) (*rest.Config, error) {
 	if c.Kubeconfig == "" {
 		return nil, fmt.Errorf("kubeconfig_file is required")
 	}
-	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: c.Kubeconfig}
-	over := &clientcmd.ConfigOverrides{CurrentContext: c.Context}
-	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, over).ClientConfig()
+	rc, err := kubeconfig.RESTConfig("kubeconfig_file", c.Kubeconfig, &clientcmd.ConfigOverrides{CurrentContext: c.Context})
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: %w", c.Kubeconfig, err)
+		return nil, err
 	}
 	rc.Timeout = 30 * time.Second
 	return rc, nil
