@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/drwatch/drwatch/cluster"
 	"github.com/drwatch/drwatch/dnsprovider"
@@ -11,6 +10,7 @@ import (
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/clusterhealth"
 	"github.com/drwatch/drwatch/failover/remediate/hooks"
+	"github.com/drwatch/drwatch/internal/regularfile"
 	"github.com/drwatch/drwatch/probes"
 	"reflect"
 	"time"
@@ -117,9 +117,9 @@ func (b BreakGlass) Key() ([]byte, error) {
 	if b.KeyFile == "" {
 		return nil, nil
 	}
-	raw, err := os.ReadFile(b.KeyFile)
+	raw, err := regularfile.Read("dns.break_glass.key_file", b.KeyFile)
 	if err != nil {
-		return nil, fmt.Errorf("dns.break_glass.key_file: %s (%s)", fileProblem(err), valueNotShown)
+		return nil, err
 	}
 	key, err := reconcile.ParseBreakGlassKey(raw)
 	if err != nil {
