@@ -158,6 +158,9 @@ func New(ctx context.Context, cfg Config, sm StateMachine) (*Node, error) {
 		return nil, err
 	}
 	trans, n.pipes = trackPipelines(trans)
+	if n.transport != nil {
+		n.pipes.stuckAfter, n.pipes.logger = pipelineStuckAfter(cfg.TransportTimeout), n.logger
+	}
 
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.NodeID)
@@ -706,6 +709,13 @@ func (n *Node) Shutdown(ctx context.Context) error {
 		n.shutdownErr = n.closeAll()
 	})
 	return n.shutdownErr
+}
+
+// pipelineStuckAfter is how long a pipelined send over the TLS transport
+// may last: a write and a read, each under the transport's deadline,
+// with as much again for a loaded machine.
+func pipelineStuckAfter(transportTimeout time.Duration) time.Duration {
+	return 4 * transportTimeout
 }
 
 // drainWait bounds how long Shutdown waits for raft to end the peers'

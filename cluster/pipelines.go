@@ -1,7 +1,9 @@
 package cluster
 
 import (
+	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/raft"
 )
@@ -10,20 +12,31 @@ import (
 // kept on a list, so that shutdown can close them.
 //
 // hashicorp/raft v1.8.0 can leave a pipeline's send blocked for ever. In
-// pipelineReplicate, once the goroutine that reads the pipeline's results
-// has stopped (a follower refused an entry, answered with a newer term, or
-// an in-memory response timed out), the transport's own response reader
-// blocks handing the next result to nobody, and the next AppendEntries,
-// whose request is already written, blocks handing it to that reader. Both
-// net_transport.go and inmem_transport.go end those waits only when the
-// pipeline is closed, and raft closes it only when the send returns, from
-// the goroutine that is blocked. raft's Shutdown waits for that goroutine,
-// so a node caught in that state never stopped: a SIGINT to `drwatch demo`
-// was once ignored for 70 s while a pipeline had been blocked for minutes.
+// pipelineReplicate, once pipelineDecode, the goroutine that reads the
+// pipeline's results, has stopped (a follower refused an entry or answered
+// with a newer term), the transport's own response reader blocks handing
+// the next result to nobody (doneCh), and if raft picks its trigger over
+// the stopped decoder, the next AppendEntries, whose request is already
+// written, blocks handing it to that reader (inprogressCh). The transport
+// ends those waits only when the pipeline is closed, and raft closes it only
+// when the send returns, from the goroutine that is blocked. raft's
+// Shutdown waits for that goroutine, so a node caught in that state never
+// stopped: a SIGINT to `drwatch demo` was once ignored for 70 s while a
+// pipeline had been blocked for minutes. NetworkTransport, with its
+// default of two RPCs in flight, leaves both hand-offs unbuffered, so one
+// such send is enough (TestClosingPipelinesFreesASendRaftLeftStuck makes
+// it happen within seconds); InmemTransport buffers 16 of each.
 // Closing the pipeline from outside makes the send return
 // ErrPipelineShutdown, and raft's replication goroutine then exits.
 type pipelines struct {
 	raft.Transport
+	// stuckAfter, when set, is how long a send may last before its
+	// pipeline is closed: outside shutdown too, a stuck send would leave
+	// the follower without entries while this node leads. Set it well
+	// above the longest legitimate send, a write and a read each under
+	// the transport's deadline.
+	stuckAfter time.Duration
+	logger     *slog.Logger
 
 	mu     sync.Mutex
 	open   map[*trackedPipeline]struct{}
@@ -64,7 +77,7 @@ func (p *pipelines) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAd
 	if err != nil {
 		return nil, err
 	}
-	tp := &trackedPipeline{AppendPipeline: inner, owner: p}
+	tp := &trackedPipeline{AppendPipeline: inner, owner: p, peer: id}
 	p.mu.Lock()
 	closed := p.closed
 	if !closed {
@@ -108,6 +121,21 @@ func (p *pipelines) closeAll() int {
 type trackedPipeline struct {
 	raft.AppendPipeline
 	owner *pipelines
+	peer  raft.ServerID
+}
+
+// AppendEntries implements raft.AppendPipeline; a send that lasts longer
+// than stuckAfter is stuck, and closing the pipeline frees it: raft falls
+// back to plain AppendEntries and opens a new pipeline.
+func (tp *trackedPipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
+	if d := tp.owner.stuckAfter; d > 0 {
+		t := time.AfterFunc(d, func() {
+			tp.owner.logger.Warn("raft pipeline send stuck, pipeline closed", "peer", string(tp.peer), "after", d)
+			_ = tp.Close()
+		})
+		defer t.Stop()
+	}
+	return tp.AppendPipeline.AppendEntries(args, resp)
 }
 
 // Close implements raft.AppendPipeline; raft's pipelines allow Close more
