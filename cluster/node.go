@@ -60,8 +60,10 @@ type Node struct {
 	fsm       *fsm
 	store     *trackedStore
 	transport *raft.NetworkTransport
-	mux       *mux
-	rpc       *rpcClient
+	// pipes lists raft's open AppendEntries pipelines (pipelines.go).
+	pipes *pipelines
+	mux   *mux
+	rpc   *rpcClient
 	// namedPeerIPs are the addresses the static peers given by host name
 	// resolved to at start-up; peers given by IP need no lookup.
 	namedPeerIPs []netip.Addr
@@ -82,6 +84,8 @@ type Node struct {
 
 	shutdownOnce sync.Once
 	shutdownErr  error
+	// stopWait bounds closeAll's waits (default stopWait; tests shorten it).
+	stopWait time.Duration
 }
 
 // New opens the stores under cfg.DataDir, starts the mTLS transport and the
@@ -101,7 +105,7 @@ func New(ctx context.Context, cfg Config, sm StateMachine) (*Node, error) {
 	if sm == nil {
 		return nil, errors.New("cluster: nil state machine")
 	}
-	n := &Node{cfg: cfg, id: cfg.NodeID, logger: cfg.Logger.With("node", cfg.NodeID)}
+	n := &Node{cfg: cfg, id: cfg.NodeID, logger: cfg.Logger.With("node", cfg.NodeID), stopWait: stopWait}
 	n.life, n.stopLife = context.WithCancel(context.WithoutCancel(ctx))
 	n.raftDown = make(chan struct{})
 	n.lead = newLeadership()
@@ -152,6 +156,10 @@ func New(ctx context.Context, cfg Config, sm StateMachine) (*Node, error) {
 	trans, snaps, err := n.openRaftParts(hl)
 	if err != nil {
 		return nil, err
+	}
+	trans, n.pipes = trackPipelines(trans)
+	if n.transport != nil {
+		n.pipes.stuckAfter, n.pipes.logger = pipelineStuckAfter(cfg.TransportTimeout), n.logger
 	}
 
 	rc := raft.DefaultConfig()
@@ -674,7 +682,10 @@ func (n *Node) WaitApplied(ctx context.Context, index uint64) error {
 func (n *Node) Shutdown(ctx context.Context) error {
 	n.shutdownOnce.Do(func() {
 		if n.raft.State() == raft.Leader && n.voters() > 1 {
-			if err := n.wait(ctx, n.raft.LeadershipTransfer()); err != nil {
+			tctx, cancel := context.WithTimeout(ctx, n.stopWait)
+			err := n.wait(tctx, n.raft.LeadershipTransfer())
+			cancel()
+			if err != nil {
 				n.logger.Warn("leadership transfer before shutdown failed", "err", err)
 			} else {
 				n.logger.Info("leadership transferred before shutdown")
@@ -684,7 +695,9 @@ func (n *Node) Shutdown(ctx context.Context) error {
 		// streams end cleanly, then raft stops (its replication
 		// goroutines included), and only then do closeAll's sockets
 		// close. Each wait is bounded: a read raft cannot leave (a
-		// snapshot being installed) ends only when closeAll closes it.
+		// snapshot being installed) ends only when closeAll closes it,
+		// and a pipeline send raft cannot leave (pipelines.go) only when
+		// closeAll closes the pipeline.
 		dctx, cancel := context.WithTimeout(ctx, drainWait)
 		defer cancel()
 		if n.mux != nil {
@@ -705,9 +718,41 @@ func (n *Node) Shutdown(ctx context.Context) error {
 	return n.shutdownErr
 }
 
+// pipelineStuckAfter is how long a pipelined send over the TLS transport
+// may last: a write and a read, each under the transport's deadline,
+// with as much again for a loaded machine.
+func pipelineStuckAfter(transportTimeout time.Duration) time.Duration {
+	return 4 * transportTimeout
+}
+
 // drainWait bounds how long Shutdown waits for raft to end the peers'
 // streams and stop before closeAll closes the sockets under it.
 const drainWait = 2 * time.Second
+
+// stopWait bounds each wait of a shutdown once the sockets are closed (and
+// the leadership transfer before it): nothing should then take more than
+// moments, so a wait that lasts this long is stuck, and the process must
+// still stop. Generous for a loaded machine, finite for an operator.
+const stopWait = 5 * time.Second
+
+// waitAtMost runs wait and returns true when it does, or false after
+// n.stopWait, leaving it behind and logging what it abandoned.
+func (n *Node) waitAtMost(what string, wait func()) bool {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		wait()
+	}()
+	t := time.NewTimer(n.stopWait)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		n.logger.Error("shutdown abandoned a wait", "waiting_for", what, "after", n.stopWait)
+		return false
+	}
+}
 
 // kill stops the node without handing over leadership, as a crash would
 // (tests).
@@ -733,11 +778,14 @@ func (n *Node) spawn(f func()) bool {
 }
 
 // closeAll releases everything New may have opened, in reverse order.
+// Every wait is bounded (waitAtMost): what is stuck is left behind, logged,
+// and the rest is still released.
 func (n *Node) closeAll() error {
 	var errs []error
 	// Start raft's shutdown, then close every socket before waiting for
 	// it: raft can sit in a read with no deadline (a snapshot being
-	// installed) that only a closed socket ends.
+	// installed) that only a closed socket ends, or in a pipeline send
+	// that only closing the pipeline ends.
 	var shutdown raft.Future
 	if n.raft != nil {
 		shutdown = n.raft.Shutdown()
@@ -746,17 +794,21 @@ func (n *Node) closeAll() error {
 		n.transport.CloseStreams()
 		_ = n.transport.Close()
 	}
+	if n.pipes != nil {
+		n.pipes.closeAll()
+	}
 	n.stopLife()
 	if n.rpc != nil {
 		n.rpc.close()
 	}
 	if n.mux != nil {
-		n.mux.close()
+		n.waitAtMost("the listener's handshakes and connections", n.mux.close)
 	} else if n.cfg.Listener != nil {
 		_ = n.cfg.Listener.Close()
 	}
 	if shutdown != nil {
-		if err := shutdown.Error(); err != nil {
+		var err error
+		if n.waitAtMost("raft to stop", func() { err = shutdown.Error() }) && err != nil {
 			errs = append(errs, fmt.Errorf("raft shutdown: %w", err))
 		}
 	}
@@ -765,12 +817,13 @@ func (n *Node) closeAll() error {
 	n.stopping = true
 	n.goMu.Unlock()
 	close(n.raftDown)
-	n.wg.Wait()
+	n.waitAtMost("the node's goroutines (raft's shutdown among them)", n.wg.Wait)
 	if n.metrics != nil {
 		n.metrics.unregister()
 	}
 	if n.store != nil {
-		if err := n.store.Close(); err != nil {
+		var err error
+		if n.waitAtMost("raft.db to close", func() { err = n.store.Close() }) && err != nil {
 			errs = append(errs, fmt.Errorf("close raft.db: %w", err))
 		}
 	}

@@ -56,8 +56,18 @@ type Node struct {
 	creds   *cluster.Credentials // this node's TLS identity; the watcher reloads it
 
 	probeCancel context.CancelFunc
-	wg          sync.WaitGroup
+	wg          sync.WaitGroup // the probe scheduler and the watcher's loops
+	log         *slog.Logger
+	// stopWait bounds Shutdown's wait for the loops (loopStopWait; tests
+	// shorten it).
+	stopWait time.Duration
 }
+
+// loopStopWait bounds how long Shutdown waits for the probe scheduler and
+// the watcher's loops to end once their context is cancelled. They end in
+// moments; one that has not after this is stuck, and the node must still
+// stop (a SIGINT to `drwatch demo` was once ignored for 70 s).
+const loopStopWait = 10 * time.Second
 
 // Start opens the node's stores, joins the cluster, starts probing and
 // serving. It returns once everything is started; Shutdown stops it.
@@ -80,7 +90,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	if now == nil {
 		now = time.Now
 	}
-	n := &Node{}
+	n := &Node{log: log, stopWait: loopStopWait}
 	policy := c.ReplicatedPolicy()
 	if err := policy.Validate(); err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
@@ -236,11 +246,26 @@ func (n *Node) goFunc(f func()) {
 }
 
 // Shutdown stops probing, hands leadership to a peer if this node leads,
-// and closes the stores. It is safe to call once.
+// and closes the stores. It is safe to call once. A loop that does not end
+// within stopWait, or before ctx ends, is logged and left behind: the
+// cluster node still stops.
 func (n *Node) Shutdown(ctx context.Context) error {
 	n.Stopping()
 	n.probeCancel()
-	n.wg.Wait()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		n.wg.Wait()
+	}()
+	t := time.NewTimer(n.stopWait)
+	select {
+	case <-done:
+	case <-t.C:
+		n.log.Error("shutdown abandoned a wait", "waiting_for", "the probe scheduler and the watcher's loops", "after", n.stopWait)
+	case <-ctx.Done():
+		n.log.Error("shutdown abandoned a wait", "waiting_for", "the probe scheduler and the watcher's loops", "err", ctx.Err())
+	}
+	t.Stop()
 	return n.cluster.Shutdown(ctx)
 }
 
