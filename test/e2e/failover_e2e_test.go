@@ -377,7 +377,7 @@ func TestCLISkipsFrozenWatcher(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = frozen.Thaw() })
 	conn := []string{"--endpoint", frozen.URL() + "," + live.URL(), "--ca-file", w.CAFile, "--token-file", w.TokenFile,
-		"--timeout", "20s", "--dial-timeout", "1s"}
+		"--timeout", "2m", "--dial-timeout", "5s"}
 	for _, args := range [][]string{
 		{"status"},
 		{"pause", "--reason", "frozen watcher", "--yes"},
@@ -388,8 +388,12 @@ func TestCLISkipsFrozenWatcher(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%s with %s frozen: exit %d\n%s%s", args[0], frozen.ID, code, out, stderr)
 		}
-		if took > 10*time.Second {
-			t.Errorf("%s with %s frozen took %s, want about --dial-timeout 1s, far below --timeout 20s", args[0], frozen.ID, took)
+		// The property: the CLI moved on after the frozen node's dial
+		// budget, not its whole --timeout. The dial budget (which also
+		// covers the live node's TLS handshake) and the bound are generous
+		// for a loaded machine; a CLI that waited out --timeout takes 2m.
+		if limit := 30 * time.Second; took > limit {
+			t.Errorf("%s with %s frozen took %s, want within %s: after --dial-timeout 5s, far below --timeout 2m", args[0], frozen.ID, took, limit)
 		}
 	}
 	h, err := w.History(live)
