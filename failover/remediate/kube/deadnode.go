@@ -33,9 +33,15 @@ const (
 	InstanceCrashed InstanceState = "CRASHED"
 	// InstanceNoState: the hypervisor has no such guest (power state NOSTATE).
 	InstanceNoState InstanceState = "NOSTATE"
-	// InstanceHostDown: the compute service of the guest's host is down
-	// or forced down (seen with admin credentials only).
+	// InstanceHostDown: the compute service of the guest's host missed
+	// its heartbeats (seen with admin credentials only), and nobody said
+	// the host is fenced. Not dead: a lost message bus or a dead agent
+	// looks the same, and the guest may still run and write.
 	InstanceHostDown InstanceState = "HOST_DOWN"
+	// InstanceHostForcedDown: an operator marked the compute service of
+	// the guest's host forced down (Nova's forced_down, set once the host
+	// is fenced; seen with admin credentials only).
+	InstanceHostForcedDown InstanceState = "HOST_FORCED_DOWN"
 	// InstanceError: the server is in ERROR and nothing shows the guest
 	// down. Not dead.
 	InstanceError InstanceState = "ERROR"
@@ -46,11 +52,12 @@ const (
 )
 
 // dead reports whether the state confirms the guest is down: powered off,
-// crashed, unknown to its hypervisor, on a host whose compute service is
-// down, or gone. Every other state, ERROR included, is not.
+// crashed, unknown to its hypervisor, on a host an operator forced down,
+// or gone. Every other state, ERROR and HOST_DOWN included, is not
+// (invariant 14: fence before force).
 func (s InstanceState) dead() bool {
 	switch s {
-	case InstanceShutoff, InstanceCrashed, InstanceNoState, InstanceHostDown, InstanceGone:
+	case InstanceShutoff, InstanceCrashed, InstanceNoState, InstanceHostForcedDown, InstanceGone:
 		return true
 	}
 	return false
@@ -64,6 +71,27 @@ type InstanceChecker interface {
 	// callers never act on either. It only reads, and must be safe for
 	// concurrent use.
 	InstanceState(ctx context.Context, node *corev1.Node) (InstanceState, error)
+}
+
+// HostFencing is an InstanceChecker that can also say how to fence the
+// host of a node's instance, for reports on a HOST_DOWN one.
+type HostFencing interface {
+	// FenceAdvice returns how an operator fences the host of node's
+	// instance and tells the cloud so, naming the host and the command;
+	// "" when it cannot say. It only reads, and is safe for concurrent use.
+	FenceAdvice(ctx context.Context, node *corev1.Node) string
+}
+
+// unfenced says why a node whose instance is HOST_DOWN is not acted on,
+// and what would let drwatch act: the advice c gives, if any.
+func unfenced(ctx context.Context, c InstanceChecker, n *corev1.Node) string {
+	advice := "fence its host (power it off), then mark the host's compute service forced down in the cloud"
+	if f, ok := c.(HostFencing); ok {
+		if a := f.FenceAdvice(ctx, n); a != "" {
+			advice = a
+		}
+	}
+	return fmt.Sprintf("the compute service of node %s's host is down but not forced down, so its guest may still run and write; %s", n.Name, advice)
 }
 
 // UnknownInstances is an InstanceChecker that knows nothing: with it,
@@ -103,8 +131,9 @@ const DeadNodeName = "dead-node-out-of-service"
 
 // NewDeadNode returns the remediator: nodes NotReady or Unknown for longer
 // than after, whose instance the cloud confirms down (InstanceState.dead),
-// are tainted out of service; on a cluster older than 1.26 the taint is
-// planned report-only. now may be nil (time.Now); instances nil means
+// are tainted out of service; on a cluster older than 1.26, or when the
+// instance's host only missed its heartbeats (HOST_DOWN, not fenced), the
+// taint is planned report-only. now may be nil (time.Now); instances nil means
 // UnknownInstances.
 func NewDeadNode(client kubeapi.Interface, instances InstanceChecker, after time.Duration, now func() time.Time) *DeadNode {
 	if instances == nil {
@@ -131,7 +160,8 @@ type deadNodeData struct {
 	node string
 	uid  string
 	add  bool
-	// reportOnly: the cluster cannot act on the taint; never add it.
+	// reportOnly: the cluster cannot act on the taint, or the instance may
+	// still run (its host is not fenced); never add it.
 	reportOnly bool
 }
 
@@ -173,6 +203,20 @@ func (d *DeadNode) Plan(ctx context.Context) ([]remediate.Action, error) {
 			// Not long enough: kubelets restart, networks blip.
 		default:
 			st, err := d.instances.InstanceState(ctx, n)
+			if err == nil && st == InstanceHostDown {
+				// Invariant 14: a host that only missed its heartbeats may
+				// still run the guest. Say what would be done, and the
+				// fence that would let it be; the text is stable, so the
+				// records do not repeat it every pass.
+				out = append(out, remediate.Action{
+					Target: "node/" + n.Name, Verb: "taint",
+					Reason:     fmt.Sprintf("node %s Ready=%s since %s and its instance is %s", n.Name, rc.Status, since.UTC().Format(time.RFC3339), st),
+					Key:        "taint/node/" + n.Name + "/" + string(n.UID) + "/" + episode,
+					Data:       deadNodeData{node: n.Name, uid: string(n.UID), add: true, reportOnly: true},
+					ReportOnly: unfenced(ctx, d.instances, n),
+				})
+				continue
+			}
 			if err != nil || !st.dead() {
 				// Fail closed: only a cloud that says the instance is
 				// down lets pods be force-deleted from under it.
@@ -261,7 +305,7 @@ func (d *DeadNode) Apply(ctx context.Context, a remediate.Action) error {
 	}
 	if data.add {
 		if data.reportOnly {
-			return fmt.Errorf("taint of node %s is report-only: the cluster cannot act on it", data.node)
+			return fmt.Errorf("taint of node %s is report-only: the cluster cannot act on it, or its instance may still run", data.node)
 		}
 		if nodeReady(n) {
 			return fmt.Errorf("node %s is Ready again: %w", data.node, remediate.ErrPrecondition)

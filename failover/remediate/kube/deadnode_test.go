@@ -185,18 +185,21 @@ func (o olderServer) ServerVersion(context.Context) (*version.Info, error) {
 }
 
 // TestDeadNodeTaintsOnlyConfirmedDown: the cloud must confirm the guest
-// is not running (powered off, crashed, no state, its compute host down,
-// or the server gone). An instance in ERROR whose guest runs (a failed
-// resize or migration) and a running instance behind a partitioned node
-// look the same from Kubernetes, and are never tainted.
+// is not running (powered off, crashed, no state, its compute host forced
+// down by an operator, or the server gone). An instance in ERROR whose
+// guest runs (a failed resize or migration) and a running instance behind
+// a partitioned node look the same from Kubernetes, and are never
+// tainted. Nor is one whose host only missed its heartbeats: its taint is
+// reported, naming the fence that would allow it.
 func TestDeadNodeTaintsOnlyConfirmedDown(t *testing.T) {
 	c := client(t)
 	long := time.Now().Add(-10 * time.Minute)
 	cloud := fakeInstances{
 		"off": InstanceShutoff, "crashed": InstanceCrashed, "nostate": InstanceNoState,
-		"host-down": InstanceHostDown, "gone": InstanceGone,
+		"host-forced-down": InstanceHostForcedDown, "gone": InstanceGone,
 		// Look-alikes.
 		"error-running": InstanceError, "partitioned": InstanceActive, "unknown": InstanceUnknown,
+		"host-down": InstanceHostDown,
 	}
 	names := slices.Sorted(maps.Keys(cloud))
 	for _, n := range names {
@@ -212,21 +215,28 @@ func TestDeadNodeTaintsOnlyConfirmedDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
+	var got, reported []string
 	for _, a := range acts {
-		got = append(got, a.Verb+" "+a.Target)
 		if a.ReportOnly != "" {
-			t.Errorf("%s: report-only (%s) on a cluster that supports the taint", a.Target, a.ReportOnly)
+			reported = append(reported, a.Verb+" "+a.Target)
+			if !strings.Contains(a.ReportOnly, "not forced down") || !strings.Contains(a.ReportOnly, "fence its host") {
+				t.Errorf("%s: got report-only reason %q, want it to say the host is not forced down and to fence it", a.Target, a.ReportOnly)
+			}
+			continue
 		}
+		got = append(got, a.Verb+" "+a.Target)
 	}
-	want := []string{"taint node/crashed", "taint node/gone", "taint node/host-down", "taint node/nostate", "taint node/off"}
+	want := []string{"taint node/crashed", "taint node/gone", "taint node/host-forced-down", "taint node/nostate", "taint node/off"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("got %q, want %q", got, want)
 	}
-	lookAlikes := []string{"error-running", "partitioned", "unknown", "ready-0", "ready-1", "ready-2"}
+	if want := []string{"taint node/host-down"}; !slices.Equal(reported, want) {
+		t.Fatalf("got report-only %q, want %q", reported, want)
+	}
+	lookAlikes := []string{"error-running", "partitioned", "unknown", "host-down", "ready-0", "ready-1", "ready-2"}
 	before := nodeVersions(t, c, lookAlikes...)
 	remediatetest.Pass(t, remediatetest.NewLog(), r, remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 10})
-	for _, n := range []string{"crashed", "gone", "host-down", "nostate", "off"} {
+	for _, n := range []string{"crashed", "gone", "host-forced-down", "nostate", "off"} {
 		if ok, _ := taintOf(t, c, n); !ok {
 			t.Errorf("%s: not tainted", n)
 		}

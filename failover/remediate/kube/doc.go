@@ -4,8 +4,10 @@
 //
 //   - dead-node-out-of-service (seeds 003, 004): a node NotReady or Unknown for
 //     longer than a threshold whose guest the cloud confirms down (powered
-//     off, crashed, unknown to its hypervisor, on a host whose compute
-//     service is down, or gone; never Nova's ERROR status alone) gets the
+//     off, crashed, unknown to its hypervisor, on a host an operator forced
+//     down, or gone; never Nova's ERROR status alone, nor a host that only
+//     missed its heartbeats, whose taint is report-only and names the
+//     fence) gets the
 //     node.kubernetes.io/out-of-service=nodeshutdown:NoExecute taint, so
 //     Kubernetes force-deletes its pods and detaches their volumes; the
 //     taint drwatch set is removed when the node is Ready again. An UNKNOWN

@@ -373,7 +373,8 @@ func exclusive(modes []corev1.PersistentVolumeAccessMode) corev1.PersistentVolum
 
 // nodeDown says whether the node named name is confirmed down: bound to no
 // node at all, the node object gone, or its instance dead by the cloud's
-// InstanceChecker (the same rule dead-node-out-of-service uses).
+// InstanceChecker (the same rule dead-node-out-of-service uses: a host
+// that only missed its heartbeats is not down until it is forced down).
 func (v *podView) nodeDown(ctx context.Context, name string) downness {
 	if d, ok := v.down[name]; ok {
 		return d
@@ -397,6 +398,8 @@ func (o *OrphanedPods) confirmDown(ctx context.Context, name string, n *corev1.N
 	switch {
 	case err != nil:
 		return downness{false, fmt.Sprintf("the cloud cannot say whether node %s's instance is down: %v", name, err)}
+	case st == InstanceHostDown:
+		return downness{false, unfenced(ctx, o.instances, n)}
 	case !st.dead():
 		return downness{false, fmt.Sprintf("node %s's instance is %s, not confirmed down", name, st)}
 	}

@@ -224,10 +224,11 @@ func claim(t *testing.T, c kubernetes.Interface, ns, name string, modes ...corev
 }
 
 // A StatefulSet pod, or a pod holding a ReadWriteOnce(Pod) volume, may
-// still run on a node that is only partitioned: force-deleting it lets its
-// controller start a second copy. Such pods are force-deleted only when the
-// node is confirmed down (the cloud says its instance is, or the node object
-// is gone); other pods keep the plain rule.
+// still run on a node that is only partitioned, or whose host only missed
+// its heartbeats: force-deleting it lets its controller start a second
+// copy. Such pods are force-deleted only when the node is confirmed down
+// (the cloud says its instance is, its host forced down included, or the
+// node object is gone); other pods keep the plain rule.
 func TestOrphanedPodsNeverCopyAPodThatMayStillRun(t *testing.T) {
 	c := client(t)
 	ns := namespace(t, c)
@@ -235,26 +236,31 @@ func TestOrphanedPodsNeverCopyAPodThatMayStillRun(t *testing.T) {
 	node(t, c, "partitioned", corev1.ConditionUnknown, long, false)  // instance ACTIVE
 	node(t, c, "silent-cloud", corev1.ConditionUnknown, long, false) // the cloud errors
 	node(t, c, "dead", corev1.ConditionUnknown, long, false)         // instance gone
+	node(t, c, "unfenced", corev1.ConditionUnknown, long, false)     // host down, not forced down
+	node(t, c, "fenced", corev1.ConditionUnknown, long, false)       // host forced down
 	healthyNodes(t, c, 4)                                            // the rest of the cluster, under the disruption brake
-	cloud := fakeInstances{"partitioned": InstanceActive, "dead": InstanceGone}
+	cloud := fakeInstances{"partitioned": InstanceActive, "dead": InstanceGone,
+		"unfenced": InstanceHostDown, "fenced": InstanceHostForcedDown}
 	eph := corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{
 		VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}}}}
 	// Must stay: each may still run on its node.
-	held := []string{"sts-partitioned", "rwo-partitioned", "rwop-partitioned", "ephemeral-rwo-partitioned", "sts-silent-cloud"}
+	held := []string{"sts-partitioned", "rwo-partitioned", "rwop-partitioned", "ephemeral-rwo-partitioned", "sts-silent-cloud", "sts-unfenced"}
 	ownedPod(t, c, ns, "sts-partitioned", "partitioned", "StatefulSet")
 	ownedPod(t, c, ns, "rwo-partitioned", "partitioned", "ReplicaSet", claim(t, c, ns, "rwo", corev1.ReadWriteOnce))
 	ownedPod(t, c, ns, "rwop-partitioned", "partitioned", "ReplicaSet", claim(t, c, ns, "rwop", corev1.ReadWriteOncePod))
 	ownedPod(t, c, ns, "ephemeral-rwo-partitioned", "partitioned", "ReplicaSet", eph)
 	ownedPod(t, c, ns, "sts-silent-cloud", "silent-cloud", "StatefulSet")
+	ownedPod(t, c, ns, "sts-unfenced", "unfenced", "StatefulSet")
 	// May go: no second copy can conflict, or the node is confirmed down.
-	freed := []string{"deploy-partitioned", "rwx-partitioned", "sts-dead", "rwo-dead", "sts-node-deleted"}
+	freed := []string{"deploy-partitioned", "rwx-partitioned", "sts-dead", "rwo-dead", "sts-node-deleted", "sts-fenced"}
 	ownedPod(t, c, ns, "deploy-partitioned", "partitioned", "ReplicaSet")
 	ownedPod(t, c, ns, "rwx-partitioned", "partitioned", "ReplicaSet", claim(t, c, ns, "rwx", corev1.ReadWriteMany))
 	ownedPod(t, c, ns, "sts-dead", "dead", "StatefulSet")
 	ownedPod(t, c, ns, "rwo-dead", "dead", "ReplicaSet", claim(t, c, ns, "rwo-2", corev1.ReadWriteOnce))
 	ownedPod(t, c, ns, "sts-node-deleted", "node-deleted", "StatefulSet")
+	ownedPod(t, c, ns, "sts-fenced", "fenced", "StatefulSet")
 	for _, n := range append(slices.Clone(held), freed...) {
 		terminate(t, c, ns, n, 30)
 	}
@@ -285,7 +291,7 @@ func TestOrphanedPodsNeverCopyAPodThatMayStillRun(t *testing.T) {
 		if want := deletes("deploy-partitioned", "rwx-partitioned", "sts-node-deleted"); !slices.Equal(got, want) {
 			t.Fatalf("got %q, want %q", got, want)
 		}
-		reportedOnly(heldBy, append(slices.Clone(held), "sts-dead", "rwo-dead")...)
+		reportedOnly(heldBy, append(slices.Clone(held), "sts-dead", "rwo-dead", "sts-fenced")...)
 		if why := heldBy["pod/"+ns+"/sts-dead"]; !strings.Contains(why, "no cloud is configured") {
 			t.Fatalf("sts-dead: got report-only reason %q, want it to say no cloud is configured", why)
 		}
@@ -300,6 +306,9 @@ func TestOrphanedPodsNeverCopyAPodThatMayStillRun(t *testing.T) {
 		reportedOnly(heldBy, held...)
 		if why := heldBy["pod/"+ns+"/rwo-partitioned"]; !strings.Contains(why, "ReadWriteOnce") || !strings.Contains(why, "ACTIVE") {
 			t.Fatalf("rwo-partitioned: got report-only reason %q, want its claim's mode and its instance's state", why)
+		}
+		if why := heldBy["pod/"+ns+"/sts-unfenced"]; !strings.Contains(why, "not forced down") || !strings.Contains(why, "fence its host") {
+			t.Fatalf("sts-unfenced: got report-only reason %q, want it to say its host is not forced down and to fence it", why)
 		}
 		remediatetest.Pass(t, fc, r, remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 20, MaxPerHour: 20})
 		for _, n := range freed {

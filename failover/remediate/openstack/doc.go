@@ -48,8 +48,10 @@
 //   - NovaInstances implements kube.InstanceChecker for
 //     dead-node-out-of-service from the guest's power state
 //     (OS-EXT-STS:power_state SHUTDOWN, CRASHED, NOSTATE), from the
-//     nova-compute service of its host (down or forced down; needs admin
-//     credentials, skipped without them), and from a 404 for the node's
+//     nova-compute service of its host (forced down by an operator; needs
+//     admin credentials, skipped without them; a service only down is
+//     HOST_DOWN, not down, and FenceAdvice names the command that records
+//     the host's fence), and from a 404 for the node's
 //     providerID (GONE). Nova's ERROR status is ERROR, which is not down;
 //     anything else (paused, suspended, no power state, no single name
 //     match, any error) is ACTIVE or UNKNOWN, so the caller fails closed.

@@ -34,13 +34,20 @@ func NewNovaInstances(c *Clients) *NovaInstances { return &NovaInstances{compute
 //
 //   - OS-EXT-STS:power_state SHUTDOWN, CRASHED or NOSTATE (NOSTATE not
 //     while the server is still in BUILD): SHUTOFF, CRASHED, NOSTATE;
-//   - the nova-compute service of its host (OS-EXT-SRV-ATTR:host) is down
-//     or forced down: HOST_DOWN. Nova shows the host and the service list
-//     to admins only; without them this check is skipped, never guessed;
+//   - the nova-compute service of its host (OS-EXT-SRV-ATTR:host) forced
+//     down (forced_down, microversion 2.11): HOST_FORCED_DOWN. An operator
+//     sets it once the host is fenced (openstack compute service set
+//     --down), so the guest is off;
 //   - Nova's own 404 (itemNotFound) for the providerID's server: GONE. A
 //     404 without Nova's body (a proxy, a wrong endpoint) is an error, and
 //     a name that matches no server proves nothing, since the node may be
 //     named otherwise.
+//
+// A service that is only down (it missed its heartbeats: its message bus
+// lost, its agent dead) is HOST_DOWN, which is not down: its guests may
+// still run and write (invariant 14). Nova shows the host and the service
+// list to admins only; without them (no host, or a 403 on os-services, so
+// forced_down cannot be read) the host check is skipped, never guessed.
 //
 // A name lookup sees only the servers of the credentials' project: Nova
 // scopes a server list to the token's project, an admin's too (without
@@ -54,46 +61,21 @@ func NewNovaInstances(c *Clients) *NovaInstances { return &NovaInstances{compute
 // dead-node-out-of-service act. It only reads and is safe for concurrent
 // use.
 func (n *NovaInstances) InstanceState(ctx context.Context, node *corev1.Node) (kube.InstanceState, error) {
-	var v novaServer
-	if id, ok := strings.CutPrefix(node.Spec.ProviderID, "openstack://"); ok {
-		id = id[strings.LastIndex(id, "/")+1:]
-		if id == "" {
-			return kube.InstanceUnknown, fmt.Errorf("node %s: providerID %q has no server ID", node.Name, node.Spec.ProviderID)
-		}
-		err := servers.Get(ctx, n.compute, id).ExtractInto(&v)
-		if novaNotFound(err) {
-			return kube.InstanceGone, nil
-		}
-		if err != nil {
-			return kube.InstanceUnknown, fmt.Errorf("get server %s: %w", id, err)
-		}
-	} else {
-		if node.Spec.ProviderID != "" {
-			return kube.InstanceUnknown, fmt.Errorf("node %s: providerID %q is not OpenStack's", node.Name, node.Spec.ProviderID)
-		}
-		pages, err := servers.List(n.compute, servers.ListOpts{Name: "^" + regexp.QuoteMeta(node.Name) + "$"}).AllPages(ctx)
-		if err != nil {
-			return kube.InstanceUnknown, fmt.Errorf("list servers named %s: %w", node.Name, err)
-		}
-		var all []novaServer
-		if err := servers.ExtractServersInto(pages, &all); err != nil {
-			return kube.InstanceUnknown, fmt.Errorf("decode servers: %w", err)
-		}
-		if len(all) != 1 {
-			// None could mean gone or a naming mismatch, several a
-			// look-alike: without a providerID we cannot tell.
-			return kube.InstanceUnknown, nil
-		}
-		v = all[0]
+	v, st, err := n.server(ctx, node)
+	if st != "" || err != nil {
+		return st, err
 	}
 	if st := v.powerDown(); st != "" {
 		return st, nil
 	}
-	down, err := n.hostDown(ctx, v.Host)
-	if err != nil {
+	svc, err := n.computeService(ctx, v.Host)
+	switch {
+	case err != nil:
 		return kube.InstanceUnknown, err
-	}
-	if down {
+	case svc == nil:
+	case svc.ForcedDown:
+		return kube.InstanceHostForcedDown, nil
+	case svc.State == "down":
 		return kube.InstanceHostDown, nil
 	}
 	switch {
@@ -104,6 +86,58 @@ func (n *NovaInstances) InstanceState(ctx context.Context, node *corev1.Node) (k
 	}
 	return kube.InstanceUnknown, nil
 }
+
+// server finds node's server as InstanceState says. A state returned
+// (GONE, or UNKNOWN with or without an error) is the answer already.
+func (n *NovaInstances) server(ctx context.Context, node *corev1.Node) (novaServer, kube.InstanceState, error) {
+	var v novaServer
+	if id, ok := strings.CutPrefix(node.Spec.ProviderID, "openstack://"); ok {
+		id = id[strings.LastIndex(id, "/")+1:]
+		if id == "" {
+			return v, kube.InstanceUnknown, fmt.Errorf("node %s: providerID %q has no server ID", node.Name, node.Spec.ProviderID)
+		}
+		err := servers.Get(ctx, n.compute, id).ExtractInto(&v)
+		if novaNotFound(err) {
+			return v, kube.InstanceGone, nil
+		}
+		if err != nil {
+			return v, kube.InstanceUnknown, fmt.Errorf("get server %s: %w", id, err)
+		}
+		return v, "", nil
+	}
+	if node.Spec.ProviderID != "" {
+		return v, kube.InstanceUnknown, fmt.Errorf("node %s: providerID %q is not OpenStack's", node.Name, node.Spec.ProviderID)
+	}
+	pages, err := servers.List(n.compute, servers.ListOpts{Name: "^" + regexp.QuoteMeta(node.Name) + "$"}).AllPages(ctx)
+	if err != nil {
+		return v, kube.InstanceUnknown, fmt.Errorf("list servers named %s: %w", node.Name, err)
+	}
+	var all []novaServer
+	if err := servers.ExtractServersInto(pages, &all); err != nil {
+		return v, kube.InstanceUnknown, fmt.Errorf("decode servers: %w", err)
+	}
+	if len(all) != 1 {
+		// None could mean gone or a naming mismatch, several a
+		// look-alike: without a providerID we cannot tell.
+		return v, kube.InstanceUnknown, nil
+	}
+	return all[0], "", nil
+}
+
+// FenceAdvice implements kube.HostFencing: it names the host of node's
+// server and the command that marks it fenced, to run once the host is
+// really off. "" when the host cannot be read (no admin role, no server).
+func (n *NovaInstances) FenceAdvice(ctx context.Context, node *corev1.Node) string {
+	v, st, err := n.server(ctx, node)
+	if st != "" || err != nil || v.Host == nil || *v.Host == "" {
+		return ""
+	}
+	// Nova's forced_down (microversion 2.11) is the operator's word that
+	// the host is off.
+	return fmt.Sprintf("fence host %s (power it off, e.g. through its BMC), then run: openstack compute service set --down %s nova-compute", *v.Host, *v.Host)
+}
+
+var _ kube.HostFencing = (*NovaInstances)(nil)
 
 // novaNotFound reports whether err is Nova's own 404 for the server (its
 // body is {"itemNotFound": ...}): a 404 from a proxy in front of a Nova
@@ -148,31 +182,32 @@ func (v novaServer) powerDown() kube.InstanceState {
 	return ""
 }
 
-// hostDown reports whether Nova lists exactly one nova-compute service on
-// host, and it is down or forced down. No host (the attribute is admin
-// only) or a 403 (no admin role) means the check is unavailable: false,
-// without an error. Several services, or none, prove nothing.
-func (n *NovaInstances) hostDown(ctx context.Context, host *string) (bool, error) {
+// computeService returns the one nova-compute service Nova lists on host,
+// with its state and forced_down. No host (the attribute is admin only)
+// or a 403 (no admin role, so forced_down cannot be read) means the check
+// is unavailable: nil, without an error. Several services, or none, prove
+// nothing: nil too.
+func (n *NovaInstances) computeService(ctx context.Context, host *string) (*services.Service, error) {
 	if host == nil || *host == "" {
-		return false, nil
+		return nil, nil
 	}
 	c := *n.compute
 	c.Microversion = "2.11" // forced_down
 	pages, err := services.List(&c, services.ListOpts{Binary: "nova-compute", Host: *host}).AllPages(ctx)
 	if gophercloud.ResponseCodeIs(err, 403) {
-		return false, nil
+		return nil, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("list compute services on %s: %w", *host, err)
+		return nil, fmt.Errorf("list compute services on %s: %w", *host, err)
 	}
 	all, err := services.ExtractServices(pages)
 	if err != nil {
-		return false, fmt.Errorf("decode compute services: %w", err)
+		return nil, fmt.Errorf("decode compute services: %w", err)
 	}
 	if len(all) != 1 {
-		return false, nil
+		return nil, nil
 	}
-	return all[0].State == "down" || all[0].ForcedDown, nil
+	return &all[0], nil
 }
 
 // RebootNode implements kube.NodeRebooter: a soft reboot of the node's

@@ -140,8 +140,11 @@ func TestNovaInstancesGoneNeedsNovasNotFound(t *testing.T) {
 // TestNovaInstancesComputeHost: a dead hypervisor leaves its instances
 // ACTIVE and RUNNING; only the nova-compute service of the instance's host
 // (OS-EXT-SRV-ATTR:host and os-services, both admin-only) shows it. A
-// host that is merely disabled, or not listed, is not down; without admin
-// credentials the check is unavailable, never guessed.
+// service that missed its heartbeats is HOST_DOWN, which may still run
+// its guests; only one an operator forced down (through the real
+// os-services API) is HOST_FORCED_DOWN. A host that is merely disabled,
+// or not listed, is not down; without admin credentials the check is
+// unavailable, never guessed.
 func TestNovaInstancesComputeHost(t *testing.T) {
 	s, member := novaClients(t, "member-appcred")
 	_, admin := novaClients(t, "demo-admin")
@@ -191,7 +194,7 @@ UTC_TIMESTAMP() - INTERVAL 1 DAY FROM services WHERE `+"`binary`"+`='nova-conduc
 		victimAdminWant  kube.InstanceState
 	}{
 		{"disabled", true, false, kube.InstanceActive},
-		{"forced down", false, true, kube.InstanceHostDown},
+		{"forced down", false, true, kube.InstanceHostForcedDown},
 	} {
 		if err := s.SetService(ctx, hostVictim, phase.disabled, phase.forced); err != nil {
 			t.Fatal(err)
@@ -225,20 +228,35 @@ UTC_TIMESTAMP() - INTERVAL 1 DAY FROM services WHERE `+"`binary`"+`='nova-conduc
 			t.Errorf("admin of another project, %s %q: got %s %v, want %s", tt.node, tt.provider, got, err, tt.admin)
 		}
 	}
+	// The advice for a HOST_DOWN instance names its host and the command
+	// that records the fence; without admin credentials no host is seen.
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ch-hv"}, Spec: corev1.NodeSpec{ProviderID: pid("ch-hv")}}
+	want := "openstack compute service set --down " + hostDead + " nova-compute"
+	if got := NewNovaInstances(admin).FenceAdvice(ctx, n); !strings.Contains(got, want) || !strings.Contains(got, "fence host "+hostDead) {
+		t.Errorf("fence advice as admin: got %q, want it to name %s and %q", got, hostDead, want)
+	}
+	if got := NewNovaInstances(member).FenceAdvice(ctx, n); got != "" {
+		t.Errorf("fence advice as a member: got %q, want none", got)
+	}
 }
 
 // TestDeadNodeWithNova runs dead-node-out-of-service against a real
-// kube-apiserver with real Nova as its instance check: the node on a dead
-// hypervisor (its nova-compute stopped, so Nova shows the service down)
-// is tainted; the look-alikes (ERROR with a running guest, a partitioned
+// kube-apiserver with real Nova as its instance check. A node whose guest
+// Nova shows powered off is tainted, on a healthy host or a dead one. The
+// node on a dead hypervisor (its nova-compute stopped, so Nova shows the
+// service down) may still run its guest: its taint is only reported,
+// naming the host and the command that records its fence, until an
+// operator forces the service down through the os-services API; then it
+// is tainted. The look-alikes (ERROR with a running guest, a partitioned
 // node on a healthy host, a name shared with another cluster's powered-off
-// server) are never written. Without admin credentials the dead hypervisor
-// cannot be seen, and nothing is tainted.
+// server) are never written. Without admin credentials the dead
+// hypervisor cannot be seen at all.
 func TestDeadNodeWithNova(t *testing.T) {
 	s, member := novaClients(t, "member-appcred")
 	_, admin := novaClients(t, "demo-admin")
 	ids := deadHost(t)
 	for k, v := range mkServers(t, s,
+		server{name: "dn-off", then: stop},
 		server{name: "dn-err", then: resetError},
 		server{name: "dn-part"},
 		server{name: "dn-twin", meta: inCluster},
@@ -248,8 +266,9 @@ func TestDeadNodeWithNova(t *testing.T) {
 	}
 
 	c := realKube(t)
-	mkNode(t, "dn-hv", "openstack:///"+ids["dn-hv"], corev1.ConditionUnknown, 0)
-	mkNode(t, "dn-err", "openstack:///"+ids["dn-err"], corev1.ConditionUnknown, 0)
+	for _, name := range []string{"dn-hv", "dn-hv-off", "dn-off", "dn-err"} {
+		mkNode(t, name, "openstack:///"+ids[name], corev1.ConditionUnknown, 0)
+	}
 	mkNode(t, "dn-part", "openstack:///"+ids["dn-part"], corev1.ConditionFalse, 0)
 	mkNode(t, "dn-twin", "", corev1.ConditionUnknown, 0)
 	later := func() time.Time { return time.Now().Add(time.Hour) }
@@ -267,14 +286,39 @@ func TestDeadNodeWithNova(t *testing.T) {
 	}
 	on := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 10}
 
+	// A member reads power states, not hosts.
 	recs := remediatetest.Pass(t, remediatetest.NewLog(), kube.NewDeadNode(c, NewNovaInstances(member), 5*time.Minute, later), on)
-	if len(recs) != 0 {
-		t.Fatalf("member credentials: got records %+v, want none", recs)
+	check(t, "member credentials", remediatetest.Summary(recs), []string{
+		"planned taint node/dn-hv-off", "applied taint node/dn-hv-off", "planned taint node/dn-off", "applied taint node/dn-off"})
+
+	fc := remediatetest.NewLog()
+	dn := kube.NewDeadNode(c, NewNovaInstances(admin), 5*time.Minute, later)
+	recs = remediatetest.Pass(t, fc, dn, on)
+	check(t, "admin credentials, host down", remediatetest.Summary(recs), []string{"dry_run taint node/dn-hv"})
+	fence := "openstack compute service set --down " + hostDead + " nova-compute"
+	if !strings.Contains(recs[0].Detail, "report-only") || !strings.Contains(recs[0].Detail, fence) {
+		t.Fatalf("dn-hv: got detail %q, want report-only naming %q", recs[0].Detail, fence)
 	}
-	recs = remediatetest.Pass(t, remediatetest.NewLog(), kube.NewDeadNode(c, NewNovaInstances(admin), 5*time.Minute, later), on)
-	check(t, "admin credentials", remediatetest.Summary(recs), []string{"planned taint node/dn-hv", "applied taint node/dn-hv"})
-	if !tainted("dn-hv") {
-		t.Fatal("dn-hv: not tainted")
+	if tainted("dn-hv") {
+		t.Fatal("dn-hv tainted while its host is only down: its guest may still run")
+	}
+
+	// The operator fences the host and says so.
+	ctx := context.Background()
+	if err := s.SetService(ctx, hostDead, false, true); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.SetService(context.Background(), hostDead, false, false); err != nil {
+			t.Errorf("restore %s: %v", hostDead, err)
+		}
+	})
+	recs = remediatetest.Pass(t, fc, dn, on)
+	check(t, "admin credentials, host forced down", remediatetest.Summary(recs), []string{"planned taint node/dn-hv", "applied taint node/dn-hv"})
+	for _, n := range []string{"dn-hv", "dn-hv-off", "dn-off"} {
+		if !tainted(n) {
+			t.Errorf("%s: not tainted", n)
+		}
 	}
 	for _, n := range []string{"dn-err", "dn-part", "dn-twin"} {
 		if tainted(n) {

@@ -109,6 +109,17 @@ func (l lazyInstances) InstanceState(ctx context.Context, node *corev1.Node) (ku
 	return NewNovaInstances(c).InstanceState(ctx, node)
 }
 
+// FenceAdvice implements kube.HostFencing; "" until the cloud answers.
+func (l lazyInstances) FenceAdvice(ctx context.Context, node *corev1.Node) string {
+	c, err := l.clients.get(ctx)
+	if err != nil {
+		return ""
+	}
+	return NewNovaInstances(c).FenceAdvice(ctx, node)
+}
+
+var _ kube.HostFencing = lazyInstances{}
+
 // Cloud is what the OpenStack side gives the remediations.
 type Cloud struct {
 	Entries []remediate.Entry
