@@ -20,7 +20,7 @@ type Config struct {
 	// remediators act on the one their site field names.
 	Kubernetes KubeSites `yaml:"kubernetes" doc:"How to reach each site's Kubernetes API."`
 
-	DeadNodeOutOfService DeadNodeConfig       `yaml:"dead_node_out_of_service" doc:"Taint node.kubernetes.io/out-of-service on nodes whose guest Nova confirms down: powered off, crashed, host down (admin) or gone; report-only before Kubernetes 1.26 (seeds 003, 004)."`
+	DeadNodeOutOfService DeadNodeConfig       `yaml:"dead_node_out_of_service" doc:"Taint node.kubernetes.io/out-of-service on nodes whose guest Nova confirms down: powered off, crashed, its host forced down by an operator (admin) or gone; report-only for a host merely down (not fenced) and before Kubernetes 1.26 (seeds 003, 004)."`
 	DrainTrap            DrainTrapConfig      `yaml:"drain_trap" doc:"Evict, one at a time, the pods that are a Local load balancer's only endpoints while their nodes are out of its Octavia pool (seed 002)."`
 	OrphanedPods         OrphanedPodsConfig   `yaml:"orphaned_pods" doc:"Force-delete pods stuck Terminating, never one that may still run where a second copy would conflict (seed 000)."`
 	BackupWarmup         BackupWarmupConfig   `yaml:"backup_warmup" doc:"Scale workloads up on the backup cluster at failover."`
