@@ -79,7 +79,8 @@ func (d *DrainTrap) Name() string { return DrainTrapName }
 var errNoPools = errors.New("no load-balancer pool reader (remediations.openstack for this site): the pool cannot be read, nothing moves")
 
 // Plan finds trapped Services and plans the eviction of one of their
-// endpoint pods. It returns an error, and so plans nothing at all, when
+// endpoint pods whose replacement fits a pool node (pool.landing), or, when
+// none does, reports one. It returns an error, and so plans nothing at all, when
 // any Service's pool cannot be read (fail closed: with the cloud down or
 // half back, nothing moves). It never writes.
 func (d *DrainTrap) Plan(ctx context.Context) ([]remediate.Action, error) {
@@ -230,6 +231,11 @@ func (d *DrainTrap) planService(ctx context.Context, s *corev1.Service, nodes ma
 		}
 		byName[pd.Name] = pd
 	}
+	// A pod with no node to go to is not evicted, whatever the others: its
+	// replacement would stay Pending, and the Service would lose a pod that
+	// still serves in the cluster for nothing. The first such pod is
+	// reported when no other pod can move.
+	var stranded *remediate.Action
 	for _, e := range ready {
 		pd, ok := byName[e.pod]
 		n, exists := nodes[e.node]
@@ -250,13 +256,21 @@ func (d *DrainTrap) planService(ctx context.Context, s *corev1.Service, nodes ma
 		} else if len(names) > 0 {
 			reason += "; PodDisruptionBudget " + strings.Join(names, ", ") + " guards the eviction"
 		}
-		return &remediate.Action{
+		a := &remediate.Action{
 			Target: "pod/" + pd.Namespace + "/" + pd.Name, Verb: VerbEvict, Reason: reason,
 			Key:  VerbEvict + "/pod/" + pd.Namespace + "/" + pd.Name + "/" + string(pd.UID),
 			Data: drainData{ref: podRef{pd.Namespace, pd.Name, pd.UID}, node: e.node},
-		}, nil
+		}
+		if to, why := p.landing(pd, e.node); to == "" {
+			if stranded == nil {
+				a.ReportOnly = "its replacement could be scheduled nowhere: " + why
+				stranded = a
+			}
+			continue
+		}
+		return a, nil
 	}
-	return nil, nil
+	return stranded, nil
 }
 
 // podReady reports whether the pod runs and its Ready condition is True.
