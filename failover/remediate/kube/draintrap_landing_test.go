@@ -71,8 +71,13 @@ func TestDrainTrapEvictsOnlyWhereTheReplacementCanLand(t *testing.T) {
 		corev1.Taint{Key: "slow", Value: "yes", Effect: corev1.TaintEffectPreferNoSchedule})
 	shapeNode(t, c, "flash", map[string]string{"disk": "flash"})
 	shapeNode(t, c, "optane", map[string]string{"disk": "optane"})
+	// Ready, but the node lifecycle controller has not yet removed the
+	// not-ready taint the API server put on it: the scheduler refuses it.
+	poolNode(t, c, "fresh", "192.0.2.27", corev1.ConditionTrue, false, false)
+	shapeNode(t, c, "fresh", map[string]string{"disk": "fresh"},
+		corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule})
 	var pool []PoolMember
-	for _, n := range []string{"hdd", "ssd", "nvme", "tape", "flash", "optane"} {
+	for _, n := range []string{"hdd", "ssd", "nvme", "tape", "flash", "optane", "fresh"} {
 		pool = append(pool, PoolMember{Name: n})
 	}
 
@@ -103,6 +108,7 @@ func TestDrainTrapEvictsOnlyWhereTheReplacementCanLand(t *testing.T) {
 		{"selector only off the pool", selector("gpu", "yes"), false, "nodeSelector or node affinity"},
 		{"selector on a NotReady node", selector("disk", "flash"), false, "no Ready, schedulable node"},
 		{"selector on a cordoned node", selector("disk", "optane"), false, "no Ready, schedulable node"},
+		{"selector on a node still tainted not-ready", selector("disk", "fresh"), false, "fresh: taint " + corev1.TaintNodeNotReady + ":NoSchedule"},
 		{"affinity In on a NoExecute node", requireNode(expr("disk", corev1.NodeSelectorOpIn, "nvme"), nil), false, "nvme: taint maintenance=true:NoExecute"},
 		{"affinity In with its toleration", both(requireNode(expr("disk", corev1.NodeSelectorOpIn, "nvme"), nil), tolerate(maint)), true, ""},
 		{"affinity In a PreferNoSchedule node", requireNode(expr("disk", corev1.NodeSelectorOpIn, "tape"), nil), true, ""},
@@ -150,4 +156,21 @@ func TestDrainTrapEvictsOnlyWhereTheReplacementCanLand(t *testing.T) {
 			}
 		})
 	}
+
+	// Two pods of one Service (two workloads behind it): the one with
+	// nowhere to go is passed over for the one that fits.
+	t.Run("the pod that fits goes first", func(t *testing.T) {
+		lbls := map[string]string{"app": "canary"}
+		stuck := servingPodSpec(t, c, ns, "canary-0", "old-1", "ReplicaSet", lbls, true, selector("disk", "flash"))
+		fits := servingPodSpec(t, c, ns, "canary-1", "old-1", "ReplicaSet", lbls, true, nil)
+		lbService(t, c, ns, "canary", corev1.ServiceExternalTrafficPolicyLocal, stuck, fits)
+		r := NewDrainTrap(api(t), &fakePools{members: map[string][]PoolMember{ns + "/canary": pool}})
+		acts, err := r.Plan(ctx)
+		if err != nil {
+			t.Fatalf("plan: %v", err)
+		}
+		if len(acts) != 1 || acts[0].Target != "pod/"+ns+"/canary-1" || acts[0].ReportOnly != "" {
+			t.Fatalf("got actions %+v, want one eviction of pod/%s/canary-1", acts, ns)
+		}
+	})
 }
