@@ -87,13 +87,9 @@ func (d *DrainTrap) Plan(ctx context.Context) ([]remediate.Action, error) {
 	if d.pools == nil {
 		return nil, errNoPools
 	}
-	list, err := d.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	nodes, err := d.nodes(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list nodes: %w", err)
-	}
-	nodes := map[string]*corev1.Node{}
-	for i := range list.Items {
-		nodes[list.Items[i].Name] = &list.Items[i]
+		return nil, err
 	}
 	svcs, err := d.client.CoreV1().Services(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -116,6 +112,19 @@ func (d *DrainTrap) Plan(ctx context.Context) ([]remediate.Action, error) {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out, nil
+}
+
+// nodes returns every node by name.
+func (d *DrainTrap) nodes(ctx context.Context) (map[string]*corev1.Node, error) {
+	list, err := d.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	nodes := make(map[string]*corev1.Node, len(list.Items))
+	for i := range list.Items {
+		nodes[list.Items[i].Name] = &list.Items[i]
+	}
+	return nodes, nil
 }
 
 // endpoint is a ready endpoint of a Service.
@@ -259,7 +268,7 @@ func (d *DrainTrap) planService(ctx context.Context, s *corev1.Service, nodes ma
 		a := &remediate.Action{
 			Target: "pod/" + pd.Namespace + "/" + pd.Name, Verb: VerbEvict, Reason: reason,
 			Key:  VerbEvict + "/pod/" + pd.Namespace + "/" + pd.Name + "/" + string(pd.UID),
-			Data: drainData{ref: podRef{pd.Namespace, pd.Name, pd.UID}, node: e.node},
+			Data: drainData{ref: podRef{pd.Namespace, pd.Name, pd.UID}, node: e.node, members: members},
 		}
 		if to, why := p.landing(pd, e.node); to == "" {
 			if stranded == nil {
@@ -312,12 +321,16 @@ func (d *DrainTrap) budgets(ctx context.Context, p *corev1.Pod) ([]string, error
 type drainData struct {
 	ref  podRef
 	node string
+	// members is the pool Plan read, for Apply's check that the
+	// replacement still has somewhere to go.
+	members []PoolMember
 }
 
 // Apply re-reads the pod and evicts it through the Eviction API
 // (policy/v1), with its UID as a precondition, so that its
 // PodDisruptionBudgets hold. A pod gone, replaced or already terminating
-// is success; a node no longer cordoned wraps remediate.ErrPrecondition; a
+// is success; a node no longer cordoned, or no node of the pool Plan read
+// admitting the replacement any more, wraps remediate.ErrPrecondition; a
 // budget's refusal (429) wraps remediate.ErrBlocked.
 func (d *DrainTrap) Apply(ctx context.Context, a remediate.Action) error {
 	data, ok := a.Data.(drainData)
@@ -338,6 +351,16 @@ func (d *DrainTrap) Apply(ctx context.Context, a remediate.Action) error {
 	n, err := d.client.CoreV1().Nodes().Get(ctx, data.node, metav1.GetOptions{})
 	if err == nil && !n.Spec.Unschedulable {
 		return fmt.Errorf("node %s is no longer cordoned: %w", data.node, remediate.ErrPrecondition)
+	}
+	// A target node tainted or gone since Plan would strand the
+	// replacement: the nodes are read again (the pool is Plan's, as the
+	// cloud is not asked twice in one pass).
+	nodes, err := d.nodes(ctx)
+	if err != nil {
+		return err
+	}
+	if to, why := (pool{nodes: nodes, members: data.members}).landing(p, data.node); to == "" {
+		return fmt.Errorf("pod %s/%s: its replacement could be scheduled nowhere: %s: %w", ref.namespace, ref.name, why, remediate.ErrPrecondition)
 	}
 	err = d.client.PolicyV1().Evictions(ref.namespace).Evict(ctx, &policyv1.Eviction{
 		ObjectMeta:    metav1.ObjectMeta{Name: ref.name, Namespace: ref.namespace},

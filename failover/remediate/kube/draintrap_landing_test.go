@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -173,4 +174,43 @@ func TestDrainTrapEvictsOnlyWhereTheReplacementCanLand(t *testing.T) {
 			t.Fatalf("got actions %+v, want one eviction of pod/%s/canary-1", acts, ns)
 		}
 	})
+
+	// Apply reads the nodes again: the only node that fit, tainted since
+	// Plan, makes the eviction a failed precondition and the pod stays;
+	// once the taint is gone the same action evicts it.
+	t.Run("a target tainted between plan and apply", func(t *testing.T) {
+		lbls := map[string]string{"app": "late"}
+		pd := servingPodSpec(t, c, ns, "late-0", "old-1", "ReplicaSet", lbls, true, selector("disk", "hdd"))
+		lbService(t, c, ns, "late", corev1.ServiceExternalTrafficPolicyLocal, pd)
+		r := NewDrainTrap(api(t), &fakePools{members: map[string][]PoolMember{ns + "/late": pool}})
+		a := planOne(t, r)
+		hdd := map[string]string{"disk": "hdd", "tier": "3"}
+		shapeNode(t, c, "hdd", hdd, corev1.Taint{Key: "drain", Value: "now", Effect: corev1.TaintEffectNoSchedule})
+		if err := r.Apply(ctx, a); !errors.Is(err, remediate.ErrPrecondition) || !strings.Contains(err.Error(), "hdd: taint drain=now:NoSchedule") {
+			t.Fatalf("apply: got %v, want remediate.ErrPrecondition naming the taint", err)
+		}
+		if got, err := c.CoreV1().Pods(ns).Get(ctx, pd.Name, metav1.GetOptions{}); err != nil || got.DeletionTimestamp != nil {
+			t.Fatalf("got pod %s (%v), want it kept", pd.Name, err)
+		}
+		shapeNode(t, c, "hdd", hdd)
+		if err := r.Apply(ctx, a); err != nil {
+			t.Fatalf("apply once the taint is gone: %v", err)
+		}
+		if got, err := c.CoreV1().Pods(ns).Get(ctx, pd.Name, metav1.GetOptions{}); err == nil && got.DeletionTimestamp == nil {
+			t.Fatalf("pod %s kept, want it evicted", pd.Name)
+		}
+	})
+}
+
+// planOne plans r and returns its one action.
+func planOne(t *testing.T, r *DrainTrap) remediate.Action {
+	t.Helper()
+	acts, err := r.Plan(context.Background())
+	if err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	if len(acts) != 1 || acts[0].ReportOnly != "" {
+		t.Fatalf("got actions %+v, want one eviction", acts)
+	}
+	return acts[0]
 }
