@@ -21,10 +21,10 @@ type Config struct {
 	Kubernetes KubeSites `yaml:"kubernetes" doc:"How to reach each site's Kubernetes API."`
 
 	DeadNodeOutOfService DeadNodeConfig       `yaml:"dead_node_out_of_service" doc:"Taint node.kubernetes.io/out-of-service on nodes whose guest Nova confirms down: powered off, crashed, its host forced down by an operator (admin) or gone; report-only for a host merely down (not fenced) and before Kubernetes 1.26 (seeds 003, 004)."`
-	DrainTrap            DrainTrapConfig      `yaml:"drain_trap" doc:"Evict, one at a time, the pods that are a Local load balancer's only endpoints while their nodes are out of its Octavia pool (seed 002)."`
+	DrainTrap            DrainTrapConfig      `yaml:"drain_trap" doc:"Evict, one at a time, the pods that are a Local load balancer's only endpoints while their nodes are out of its Octavia pool, when a Ready pool node admits the replacement (else only reported) (seed 002)."`
 	OrphanedPods         OrphanedPodsConfig   `yaml:"orphaned_pods" doc:"Force-delete pods stuck Terminating, never one that may still run where a second copy would conflict (seed 000)."`
 	BackupWarmup         BackupWarmupConfig   `yaml:"backup_warmup" doc:"Scale workloads up on the backup cluster at failover."`
-	OctaviaStuckLB       OctaviaStuckLBConfig `yaml:"octavia_stuck_lb" doc:"Fail over Octavia load balancers stuck in ERROR or PENDING_* (seed 000)."`
+	OctaviaStuckLB       OctaviaStuckLBConfig `yaml:"octavia_stuck_lb" doc:"Fail over Octavia load balancers stuck in ERROR with their data plane down (operating_status OFFLINE or ERROR; one that still serves is only reported), or PENDING_* (seed 000)."`
 	// OpenStack holds one cluster's Neutron and Nova remediators (seed 001).
 	OpenStack OpenStackClusterConfig `yaml:"openstack" doc:"One Kubernetes cluster's OpenStack project: Neutron route GC, security groups and never-ready instances (seed 001)."`
 	// CloudDebris deletes what a dead cluster's cloud provider left behind.

@@ -22,7 +22,12 @@
 //     alone): one controller-owned pod on a cordoned node is evicted through
 //     the Eviction API, so PodDisruptionBudgets hold, and the next only once
 //     every pod of the Service is Ready again. A budget's refusal is recorded
-//     as blocked. When the pool cannot be read, nothing moves.
+//     as blocked. When the pool cannot be read, nothing moves. A pod is
+//     evicted only when a Ready, schedulable pool node other than its own
+//     matches its nodeSelector and required node affinity and tolerates the
+//     node's NoSchedule and NoExecute taints (k8s.io/component-helpers, the
+//     scheduler's own matching); otherwise its replacement would stay
+//     Pending, and the eviction is planned report-only.
 //   - orphaned-pods (seed 000): a pod still Terminating longer than a
 //     threshold past its deletion deadline is force-deleted (grace period 0),
 //     except a pod held by finalizers, and a StatefulSet's pod or a pod with a

@@ -79,20 +79,17 @@ func (d *DrainTrap) Name() string { return DrainTrapName }
 var errNoPools = errors.New("no load-balancer pool reader (remediations.openstack for this site): the pool cannot be read, nothing moves")
 
 // Plan finds trapped Services and plans the eviction of one of their
-// endpoint pods. It returns an error, and so plans nothing at all, when
+// endpoint pods whose replacement fits a pool node (pool.landing), or, when
+// none does, reports one. It returns an error, and so plans nothing at all, when
 // any Service's pool cannot be read (fail closed: with the cloud down or
 // half back, nothing moves). It never writes.
 func (d *DrainTrap) Plan(ctx context.Context) ([]remediate.Action, error) {
 	if d.pools == nil {
 		return nil, errNoPools
 	}
-	list, err := d.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	nodes, err := d.nodes(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list nodes: %w", err)
-	}
-	nodes := map[string]*corev1.Node{}
-	for i := range list.Items {
-		nodes[list.Items[i].Name] = &list.Items[i]
+		return nil, err
 	}
 	svcs, err := d.client.CoreV1().Services(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -115,6 +112,19 @@ func (d *DrainTrap) Plan(ctx context.Context) ([]remediate.Action, error) {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out, nil
+}
+
+// nodes returns every node by name.
+func (d *DrainTrap) nodes(ctx context.Context) (map[string]*corev1.Node, error) {
+	list, err := d.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	nodes := make(map[string]*corev1.Node, len(list.Items))
+	for i := range list.Items {
+		nodes[list.Items[i].Name] = &list.Items[i]
+	}
+	return nodes, nil
 }
 
 // endpoint is a ready endpoint of a Service.
@@ -230,6 +240,11 @@ func (d *DrainTrap) planService(ctx context.Context, s *corev1.Service, nodes ma
 		}
 		byName[pd.Name] = pd
 	}
+	// A pod with no node to go to is not evicted, whatever the others: its
+	// replacement would stay Pending, and the Service would lose a pod that
+	// still serves in the cluster for nothing. The first such pod is
+	// reported when no other pod can move.
+	var stranded *remediate.Action
 	for _, e := range ready {
 		pd, ok := byName[e.pod]
 		n, exists := nodes[e.node]
@@ -250,13 +265,21 @@ func (d *DrainTrap) planService(ctx context.Context, s *corev1.Service, nodes ma
 		} else if len(names) > 0 {
 			reason += "; PodDisruptionBudget " + strings.Join(names, ", ") + " guards the eviction"
 		}
-		return &remediate.Action{
+		a := &remediate.Action{
 			Target: "pod/" + pd.Namespace + "/" + pd.Name, Verb: VerbEvict, Reason: reason,
 			Key:  VerbEvict + "/pod/" + pd.Namespace + "/" + pd.Name + "/" + string(pd.UID),
-			Data: drainData{ref: podRef{pd.Namespace, pd.Name, pd.UID}, node: e.node},
-		}, nil
+			Data: drainData{ref: podRef{pd.Namespace, pd.Name, pd.UID}, node: e.node, members: members},
+		}
+		if to, why := p.landing(pd, e.node); to == "" {
+			if stranded == nil {
+				a.ReportOnly = "its replacement could be scheduled nowhere: " + why
+				stranded = a
+			}
+			continue
+		}
+		return a, nil
 	}
-	return nil, nil
+	return stranded, nil
 }
 
 // podReady reports whether the pod runs and its Ready condition is True.
@@ -298,12 +321,16 @@ func (d *DrainTrap) budgets(ctx context.Context, p *corev1.Pod) ([]string, error
 type drainData struct {
 	ref  podRef
 	node string
+	// members is the pool Plan read, for Apply's check that the
+	// replacement still has somewhere to go.
+	members []PoolMember
 }
 
 // Apply re-reads the pod and evicts it through the Eviction API
 // (policy/v1), with its UID as a precondition, so that its
 // PodDisruptionBudgets hold. A pod gone, replaced or already terminating
-// is success; a node no longer cordoned wraps remediate.ErrPrecondition; a
+// is success; a node no longer cordoned, or no node of the pool Plan read
+// admitting the replacement any more, wraps remediate.ErrPrecondition; a
 // budget's refusal (429) wraps remediate.ErrBlocked.
 func (d *DrainTrap) Apply(ctx context.Context, a remediate.Action) error {
 	data, ok := a.Data.(drainData)
@@ -324,6 +351,16 @@ func (d *DrainTrap) Apply(ctx context.Context, a remediate.Action) error {
 	n, err := d.client.CoreV1().Nodes().Get(ctx, data.node, metav1.GetOptions{})
 	if err == nil && !n.Spec.Unschedulable {
 		return fmt.Errorf("node %s is no longer cordoned: %w", data.node, remediate.ErrPrecondition)
+	}
+	// A target node tainted or gone since Plan would strand the
+	// replacement: the nodes are read again (the pool is Plan's, as the
+	// cloud is not asked twice in one pass).
+	nodes, err := d.nodes(ctx)
+	if err != nil {
+		return err
+	}
+	if to, why := (pool{nodes: nodes, members: data.members}).landing(p, data.node); to == "" {
+		return fmt.Errorf("pod %s/%s: its replacement could be scheduled nowhere: %s: %w", ref.namespace, ref.name, why, remediate.ErrPrecondition)
 	}
 	err = d.client.PolicyV1().Evictions(ref.namespace).Evict(ctx, &policyv1.Eviction{
 		ObjectMeta:    metav1.ObjectMeta{Name: ref.name, Namespace: ref.namespace},

@@ -47,7 +47,10 @@ func (f *fakePools) set(err error) {
 }
 
 // poolNode creates a node with an InternalIP, its Ready condition, and
-// optionally cordoned or labelled out of external load balancers.
+// optionally cordoned or labelled out of external load balancers. A Ready
+// node loses the not-ready taint the API server's TaintNodesByCondition
+// admission put on it at creation, as the node lifecycle controller (none
+// runs here) would remove it: the scheduler refuses a node that keeps it.
 func poolNode(t *testing.T, c kubernetes.Interface, name, ip string, ready corev1.ConditionStatus, cordoned, excluded bool) {
 	t.Helper()
 	ctx := context.Background()
@@ -60,7 +63,14 @@ func poolNode(t *testing.T, c kubernetes.Interface, name, ip string, ready corev
 		t.Fatalf("create node %s: %v", name, err)
 	}
 	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}, {Type: corev1.NodeHostName, Address: name}}
-	setReady(t, c, n, ready, time.Now())
+	n = setReady(t, c, n, ready, time.Now())
+	if ready != corev1.ConditionTrue {
+		return
+	}
+	n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady })
+	if _, err := c.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("untaint node %s: %v", name, err)
+	}
 }
 
 // servingPod creates a pod on nodeName owned by a controller of kind
@@ -69,14 +79,25 @@ func poolNode(t *testing.T, c kubernetes.Interface, name, ip string, ready corev
 // but not Ready (a replacement still starting).
 func servingPod(t *testing.T, c kubernetes.Interface, ns, name, nodeName, kind string, lbls map[string]string, ready bool) *corev1.Pod {
 	t.Helper()
+	return servingPodSpec(t, c, ns, name, nodeName, kind, lbls, ready, nil)
+}
+
+// servingPodSpec is servingPod with spec, when not nil, shaping the pod's
+// spec (its nodeSelector, affinity, tolerations) before it is created.
+func servingPodSpec(t *testing.T, c kubernetes.Interface, ns, name, nodeName, kind string, lbls map[string]string, ready bool, spec func(*corev1.PodSpec)) *corev1.Pod {
+	t.Helper()
 	ctx := context.Background()
 	yes := true
-	p, err := c.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: lbls,
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: kind, Name: lbls["app"],
 				UID: types.UID(kind + "-" + lbls["app"]), Controller: &yes}}},
 		Spec: corev1.PodSpec{NodeName: nodeName, Containers: []corev1.Container{{Name: "c", Image: "example.invalid/c"}}},
-	}, metav1.CreateOptions{})
+	}
+	if spec != nil {
+		spec(&p.Spec)
+	}
+	p, err := c.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create pod %s: %v", name, err)
 	}

@@ -10,7 +10,12 @@
 //
 // Plan lists the watched load balancers and proposes a "failover" for each
 // one in ERROR, or PENDING_* for longer than the pending timeout (measured
-// from the API's updated_at). Apply calls the Octavia failover API
+// from the API's updated_at). A load balancer in ERROR is failed over only
+// when its operating_status is OFFLINE or ERROR: ERROR provisioning says
+// the control plane failed, not that traffic stopped, and a failover that
+// fails cuts a load balancer that still served. Any other operating_status
+// (ONLINE, DEGRADED, DRAINING, NO_MONITOR, none) makes the action
+// report-only. Apply calls the Octavia failover API
 // (PUT /v2/lbaas/loadbalancers/{id}/failover) and follows the load balancer
 // until it is ACTIVE again. The failover API is admin-only under Octavia's
 // default policy: a 403 becomes a *NeedsAdminError carrying the exact command

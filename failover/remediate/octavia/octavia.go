@@ -95,7 +95,9 @@ func target(id string) string { return "loadbalancer/" + id }
 
 // Plan lists the watched load balancers of the project and returns a
 // failover for each one in ERROR, or PENDING_* for longer than the pending
-// timeout, sorted by ID. A watched name or ID that is missing, or belongs to
+// timeout, sorted by ID. A load balancer in ERROR whose operating_status
+// does not say its data plane is down is only reported (see stillServes).
+// A watched name or ID that is missing, or belongs to
 // another project, is not an error (a deleted load balancer needs no
 // failover; another tenant's is none of ours); an ambiguous name is. It
 // never writes.
@@ -122,8 +124,9 @@ func (s *StuckLB) Plan(ctx context.Context) ([]remediate.Action, error) {
 			Reason: reason,
 			// One stuck episode (identified by the updated_at of its state) is
 			// failed over once; a later episode has a new updated_at.
-			Key:  lb.ID + "@" + since(lb).UTC().Format(time.RFC3339Nano),
-			Data: lb.ID,
+			Key:        lb.ID + "@" + since(lb).UTC().Format(time.RFC3339Nano),
+			Data:       lb.ID,
+			ReportOnly: stillServes(lb),
 		})
 	}
 	sort.Slice(acts, func(i, j int) bool { return acts[i].Target < acts[j].Target })
@@ -160,6 +163,36 @@ func (s *StuckLB) stuck(lb loadbalancers.LoadBalancer, now time.Time) (string, b
 		}
 	}
 	return "", false
+}
+
+// stillServes says why a load balancer in ERROR must be left alone, or ""
+// when it may be failed over. provisioning_status ERROR says the control
+// plane failed to apply a change; operating_status says what the health
+// manager last saw of the data plane. A failover rebuilds the amphorae, and
+// one that fails (Octavia just came back, its workers may not have) cuts a
+// load balancer that was still carrying traffic. So only OFFLINE and ERROR,
+// which say traffic no longer flows, allow it. ONLINE, DEGRADED (some
+// members down, the rest serve) and DRAINING still serve. NO_MONITOR, an
+// empty or an unknown status say nothing about traffic: not knowing is not
+// evidence of an outage, so those are reported too.
+func stillServes(lb loadbalancers.LoadBalancer) string {
+	if lb.ProvisioningStatus != "ERROR" {
+		return ""
+	}
+	switch lb.OperatingStatus {
+	case "OFFLINE", "ERROR":
+		return ""
+	}
+	return fmt.Sprintf("operating_status %s: the data plane is not known to be down, and a failed failover would cut it; if it must be rebuilt, an operator runs: openstack loadbalancer failover %s",
+		orNone(lb.OperatingStatus), lb.ID)
+}
+
+// orNone names an empty status.
+func orNone(st string) string {
+	if st == "" {
+		return "(none)"
+	}
+	return st
 }
 
 // watched returns the configured load balancers, or every one of the
@@ -237,7 +270,8 @@ func find(ctx context.Context, client *gophercloud.ServiceClient, ref, project s
 // most the failover timeout. It is idempotent: an ACTIVE load balancer is
 // left alone (success), one PENDING_* (a failover or update in progress,
 // younger than the pending timeout) is followed without a new call, and a
-// deleted one, or one of another project, wraps remediate.ErrPrecondition.
+// deleted one, one of another project, or one in ERROR that still serves
+// wraps remediate.ErrPrecondition.
 // A 403 is a *NeedsAdminError, and a 409 on a load balancer stuck PENDING_*
 // also wraps remediate.ErrNeedsAdmin: neither changes by retrying. Going
 // back to ERROR wraps ErrFailoverFailed.
@@ -262,6 +296,11 @@ func (s *StuckLB) Apply(ctx context.Context, a remediate.Action) error {
 	}
 	if lb.ProjectID != project {
 		return fmt.Errorf("load balancer %s belongs to project %s, not %s: %w", id, lb.ProjectID, project, remediate.ErrPrecondition)
+	}
+	if why := stillServes(*lb); why != "" {
+		// Plan reports such a load balancer; one whose data plane came back
+		// since Plan is left alone just the same.
+		return fmt.Errorf("load balancer %s: %s: %w", id, why, remediate.ErrPrecondition)
 	}
 	switch st := lb.ProvisioningStatus; {
 	case st == "ACTIVE":

@@ -357,3 +357,71 @@ func TestAppCredential(t *testing.T) {
 		t.Fatalf("got %v, want an auth error without the secret", err)
 	}
 }
+
+// TestErrorThatStillServesIsReported: a load balancer in provisioning_status
+// ERROR whose operating_status does not say its data plane is down (ONLINE
+// and DEGRADED still serve; NO_MONITOR and DRAINING say nothing of an
+// outage) is planned report-only, naming its status and the admin's
+// command, and Apply refuses it as a precondition without calling the
+// failover API: it stays ERROR. A failover that failed would cut traffic
+// that still flows.
+func TestErrorThatStillServesIsReported(t *testing.T) {
+	s := openstacktest.Shared(t)
+	ctx := context.Background()
+	for _, oper := range []string{"ONLINE", "DEGRADED", "NO_MONITOR", "DRAINING"} {
+		t.Run(oper, func(t *testing.T) {
+			id := newLB(t, s, "ERROR", oper)
+			r := remediator(t, s, "admin", []string{id})
+			a := planOne(t, r)
+			if a.ReportOnly == "" || !strings.Contains(a.ReportOnly, "operating_status "+oper) ||
+				!strings.Contains(a.ReportOnly, "openstack loadbalancer failover "+id) {
+				t.Fatalf("got report-only %q, want it to name operating_status %s and the admin's command", a.ReportOnly, oper)
+			}
+			err := r.Apply(ctx, a)
+			if !errors.Is(err, remediate.ErrPrecondition) {
+				t.Fatalf("apply: got %v, want remediate.ErrPrecondition", err)
+			}
+			if got := provisioning(t, s, id); got != "ERROR" {
+				t.Fatalf("got provisioning_status %s after apply, want ERROR (no failover called)", got)
+			}
+		})
+	}
+}
+
+// TestErrorWithDataPlaneDownFailsOver: the look-alikes of
+// TestErrorThatStillServesIsReported whose operating_status says traffic
+// no longer flows (OFFLINE, ERROR) are still planned as a failover to
+// apply, and Apply brings them back to ACTIVE.
+func TestErrorWithDataPlaneDownFailsOver(t *testing.T) {
+	s := openstacktest.Shared(t)
+	ctx := context.Background()
+	for _, oper := range []string{"OFFLINE", "ERROR"} {
+		t.Run(oper, func(t *testing.T) {
+			id := newLB(t, s, "ERROR", oper)
+			r := remediator(t, s, "admin", []string{id})
+			a := planOne(t, r)
+			if a.ReportOnly != "" {
+				t.Fatalf("got report-only %q, want a failover to apply", a.ReportOnly)
+			}
+			if err := r.Apply(ctx, a); err != nil {
+				t.Fatalf("apply: %v", err)
+			}
+			if got := provisioning(t, s, id); got != "ACTIVE" {
+				t.Fatalf("got provisioning_status %s after apply, want ACTIVE", got)
+			}
+		})
+	}
+}
+
+// planOne plans r's watched load balancers and returns the one action.
+func planOne(t *testing.T, r *StuckLB) remediate.Action {
+	t.Helper()
+	acts, err := r.Plan(context.Background())
+	if err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	if len(acts) != 1 {
+		t.Fatalf("got %d actions %+v, want one", len(acts), acts)
+	}
+	return acts[0]
+}
