@@ -35,6 +35,11 @@ const (
 	KindFloatingIP   = "floatingip"
 )
 
+// ErrDefaultCluster refuses cloud-provider-openstack's default cluster
+// name on a live cluster: another cluster of the project that keeps it
+// too carries the same marks, and its resources would be taken for debris.
+var ErrDefaultCluster = errors.New("is the cloud provider's default, shared by any cluster that keeps it; only a decommissioned cluster may use it")
+
 // ErrStillThere means a delete was accepted but the resource was still
 // there when the delete timeout ran out.
 var ErrStillThere = errors.New("still there after the delete timeout")
@@ -83,6 +88,13 @@ func New(cfg remediate.CloudDebrisConfig, kube kubeapi.Interface, logger *slog.L
 	}
 	if cfg.CSICluster == "" {
 		cfg.CSICluster = cfg.ClusterName
+	}
+	if !cfg.Decommissioned {
+		for _, f := range []struct{ path, v string }{{"cluster_name", cfg.ClusterName}, {"csi_cluster", cfg.CSICluster}} {
+			if f.v == remediate.DefaultCloudProviderCluster {
+				return nil, fmt.Errorf("cloud-debris: %s %q: %w", f.path, f.v, ErrDefaultCluster)
+			}
+		}
 	}
 	if cfg.DeleteTimeout <= 0 {
 		cfg.DeleteTimeout = remediate.DefaultDebrisDeleteTimeout
