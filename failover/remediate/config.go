@@ -28,7 +28,7 @@ type Config struct {
 	// OpenStack holds one cluster's Neutron and Nova remediators (seed 001).
 	OpenStack OpenStackClusterConfig `yaml:"openstack" doc:"One Kubernetes cluster's OpenStack project: Neutron route GC, security groups and never-ready instances (seed 001)."`
 	// CloudDebris deletes what a dead cluster's cloud provider left behind.
-	CloudDebris CloudDebrisConfig `yaml:"cloud_debris" doc:"Delete the Octavia load balancers, Cinder CSI volumes and Neutron floating IPs (and load-balancer VIP ports) one cluster's cloud provider left behind, once their Service or PersistentVolume is gone from the cluster or the cluster is decommissioned, and check in OpenStack that each is really gone (seed 001, the deorbiter)."`
+	CloudDebris CloudDebrisConfig `yaml:"cloud_debris" doc:"Delete the Octavia load balancers, Cinder CSI volumes and Neutron floating IPs (and load-balancer VIP ports) one cluster's cloud provider left behind, once their Service or PersistentVolume is gone from the cluster or the cluster is decommissioned, and check in OpenStack that each is really gone (seed 001, the deorbiter). What Kubernetes was told to keep stays: a volume goes only if drwatch saw its PersistentVolume with reclaim policy Delete, a floating IP only if it saw its Service without loadbalancer.openstack.org/keep-floatingip; the rest is reported."`
 }
 
 // CloudDebrisConfig configures cloud-debris. A resource is the cluster's
@@ -42,7 +42,7 @@ type CloudDebrisConfig struct {
 	CSICluster    string `yaml:"csi_cluster" doc:"The Cinder CSI plugin's --cluster: volumes whose metadata cinder.csi.openstack.org/cluster equals it are the cluster's (default cluster_name; kubernetes is refused unless decommissioned)."`
 	// Decommissioned skips the Kubernetes check: the cluster is gone for
 	// good, so everything with its naming or metadata is debris.
-	Decommissioned bool          `yaml:"decommissioned" doc:"The cluster is gone for good: every resource with its naming or metadata is debris, without asking its Kubernetes API (default false: only those whose Service or PersistentVolume is absent there). Mind the caps and brake_share: with it, everything qualifies at once."`
+	Decommissioned bool          `yaml:"decommissioned" doc:"The cluster is gone for good: every resource with its naming or metadata is debris, without asking its Kubernetes API (default false: only those whose Service or PersistentVolume is absent there, that no Service refers to, and that Kubernetes did not ask to keep). What drwatch saw kept is kept even then. Mind the caps and brake_share: with it, everything qualifies at once."`
 	DeleteTimeout  time.Duration `yaml:"delete_timeout" doc:"How long one delete is followed until OpenStack answers 404; a volume still deleting or error_deleting after it (or found so for longer) is reported for an admin and never retried (default 5m)."`
 }
 

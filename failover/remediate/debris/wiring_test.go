@@ -18,14 +18,16 @@ import (
 // The remediations section turns cloud-debris on as `drwatch remediate
 // plan` and the node build it (openstack.CloudRemediators), and PlanAll,
 // what the plan command prints, lists its action against the real
-// services; off, it is not built at all.
+// services (a volume no PV was seen to delete: kept and reported); off, it
+// is not built at all.
 func TestPlanFromConfig(t *testing.T) {
 	discard := slog.New(slog.DiscardHandler)
 	s := openstacktest.SharedWith(t, openstacktest.Options{Neutron: true, Cinder: true})
 	kc := kubetest.Shared(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	vol, err := s.CreateVolume(ctx, s.Member, "pvc-wired", map[string]string{debris.CSIClusterKey: "wired", debris.CSIPVNameKey: "pvc-wired"})
+	vol, err := s.CreateVolume(ctx, s.Member, "pvc-wired", map[string]string{debris.CSIClusterKey: "wired", debris.CSIPVNameKey: "pvc-wired",
+		debris.CSIPVCNameKey: "data", debris.CSIPVCNamespaceKey: "ns"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,6 +53,9 @@ func TestPlanFromConfig(t *testing.T) {
 	}
 	if !strings.Contains(planned[0].Reason, "PersistentVolume pvc-wired") {
 		t.Errorf("reason %q does not name the PV", planned[0].Reason)
+	}
+	if !strings.Contains(planned[0].ReportOnly, "never saw its PersistentVolume") {
+		t.Errorf("got report-only %q, want the volume kept: no PV was ever seen asking for its deletion", planned[0].ReportOnly)
 	}
 
 	cfg.CloudDebris.Mode = remediate.ModeOff
