@@ -1,6 +1,7 @@
 package debris
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -128,6 +129,12 @@ func TestFloatingIPsAndVIPPortGoWithTheirLoadBalancer(t *testing.T) {
 	}
 	if r := byTarget["loadbalancer/"+keepLB].Reason; !strings.Contains(r, onKeptVIP+" (kept: its Service web/keeplb asked for it") {
 		t.Errorf("load balancer reason %q does not say its floating IP %s stays", r, onKeptVIP)
+	}
+	// Apply checks the record itself: a delete of a kept one is refused.
+	kept1 := byTarget["floatingip/"+keptFree]
+	kept1.ReportOnly = ""
+	if err := r.Apply(ctx, kept1); !errors.Is(err, remediate.ErrPrecondition) {
+		t.Fatalf("apply to a kept floating IP: got %v, want ErrPrecondition", err)
 	}
 	c := remediatetest.NewLog()
 	got := remediatetest.Summary(remediatetest.Pass(t, c, r, remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 5}))
