@@ -28,7 +28,7 @@ type Config struct {
 	// OpenStack holds one cluster's Neutron and Nova remediators (seed 001).
 	OpenStack OpenStackClusterConfig `yaml:"openstack" doc:"One Kubernetes cluster's OpenStack project: Neutron route GC, security groups and never-ready instances (seed 001)."`
 	// CloudDebris deletes what a dead cluster's cloud provider left behind.
-	CloudDebris CloudDebrisConfig `yaml:"cloud_debris" doc:"Delete the Octavia load balancers, Cinder CSI volumes and Neutron floating IPs (and load-balancer VIP ports) one cluster's cloud provider left behind, once their Service or PersistentVolume is gone from the cluster or the cluster is decommissioned, and check in OpenStack that each is really gone (seed 001, the deorbiter)."`
+	CloudDebris CloudDebrisConfig `yaml:"cloud_debris" doc:"Delete the Octavia load balancers, Cinder CSI volumes and Neutron floating IPs (and load-balancer VIP ports) one cluster's cloud provider left behind, once their Service or PersistentVolume is gone from the cluster or the cluster is decommissioned, and check in OpenStack that each is really gone (seed 001, the deorbiter). What Kubernetes was told to keep stays: a volume goes only if drwatch saw its PersistentVolume with reclaim policy Delete, a floating IP only if it saw its Service without loadbalancer.openstack.org/keep-floatingip; the rest is reported."`
 }
 
 // CloudDebrisConfig configures cloud-debris. A resource is the cluster's
@@ -38,11 +38,11 @@ type CloudDebrisConfig struct {
 	OpenStackAuth `yaml:",inline"`
 	Site          string `yaml:"site" doc:"Which site's Kubernetes cluster owns the resources (its Services and PersistentVolumes are checked): primary (default) or backup."`
 	ProjectID     string `yaml:"project_id" doc:"ID of the project whose resources are considered; empty means the credentials' own project. Another project's resources are never listed, counted or deleted, even with admin credentials."`
-	ClusterName   string `yaml:"cluster_name" doc:"The cloud provider's --cluster-name (required when enabled): load balancers named kube_service_<cluster_name>_<namespace>_<service> and floating IPs described \"Floating IP for Kubernetes external service <namespace>/<service> from cluster <cluster_name>\" are the cluster's."`
-	CSICluster    string `yaml:"csi_cluster" doc:"The Cinder CSI plugin's --cluster: volumes whose metadata cinder.csi.openstack.org/cluster equals it are the cluster's (default cluster_name)."`
+	ClusterName   string `yaml:"cluster_name" doc:"The cloud provider's --cluster-name (required when enabled): load balancers named kube_service_<cluster_name>_<namespace>_<service> and floating IPs described \"Floating IP for Kubernetes external service <namespace>/<service> from cluster <cluster_name>\" are the cluster's. The default kubernetes is refused unless decommissioned: another cluster of the project may keep it too."`
+	CSICluster    string `yaml:"csi_cluster" doc:"The Cinder CSI plugin's --cluster: volumes whose metadata cinder.csi.openstack.org/cluster equals it are the cluster's (default cluster_name; kubernetes is refused unless decommissioned)."`
 	// Decommissioned skips the Kubernetes check: the cluster is gone for
 	// good, so everything with its naming or metadata is debris.
-	Decommissioned bool          `yaml:"decommissioned" doc:"The cluster is gone for good: every resource with its naming or metadata is debris, without asking its Kubernetes API (default false: only those whose Service or PersistentVolume is absent there). Mind the caps and brake_share: with it, everything qualifies at once."`
+	Decommissioned bool          `yaml:"decommissioned" doc:"The cluster is gone for good: every resource with its naming or metadata is debris, without asking its Kubernetes API (default false: only those whose Service or PersistentVolume is absent there, that no Service refers to, and that Kubernetes did not ask to keep). What drwatch saw kept is kept even then. Mind the caps and brake_share: with it, everything qualifies at once."`
 	DeleteTimeout  time.Duration `yaml:"delete_timeout" doc:"How long one delete is followed until OpenStack answers 404; a volume still deleting or error_deleting after it (or found so for longer) is reported for an admin and never retried (default 5m)."`
 }
 
@@ -299,6 +299,12 @@ func (c Config) Validate() field.Errors {
 	return errs
 }
 
+// DefaultCloudProviderCluster is cloud-provider-openstack's and Cinder
+// CSI's default --cluster-name and --cluster. Two clusters of a project
+// that both keep it carry the same marks, so a live cluster's cloud-debris
+// refuses it: the neighbour's resources would look like its own debris.
+const DefaultCloudProviderCluster = "kubernetes"
+
 func (d CloudDebrisConfig) withDefaults() CloudDebrisConfig {
 	if d.Site == "" {
 		d.Site = "primary"
@@ -326,6 +332,9 @@ func (d CloudDebrisConfig) validate() field.Errors {
 	for _, f := range []struct{ path, v string }{{"cluster_name", d.ClusterName}, {"csi_cluster", d.CSICluster}} {
 		if len(f.v) > 200 || strings.ContainsAny(f.v, " \t\n/") {
 			errs.Add(f.path, "%q must be at most 200 bytes, without spaces or slashes", f.v)
+		}
+		if f.v == DefaultCloudProviderCluster && !d.Decommissioned {
+			errs.Add(f.path, "%q is cloud-provider-openstack's default, which any other cluster in the project may keep too: its resources would be taken for this one's; set the cluster's own --cluster-name, or decommissioned: true", f.v)
 		}
 	}
 	nonNegative(&errs, "delete_timeout", d.DeleteTimeout)

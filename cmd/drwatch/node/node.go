@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/drwatch/drwatch/failover/reconcile"
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/clusterhealth"
+	"github.com/drwatch/drwatch/failover/remediate/debris"
 	"github.com/drwatch/drwatch/failover/remediate/kube"
 	"github.com/drwatch/drwatch/failover/remediate/openstack"
 	"github.com/drwatch/drwatch/internal/watcher"
@@ -290,7 +292,11 @@ func remediatorsFor(c *config.Config, decision func() remediate.Decision, log *s
 			return nil, fmt.Errorf("remediations.kubernetes.backup: %w", err)
 		}
 	}
-	cloud, err := openstack.CloudRemediators(c.Remediations, clients, log, now)
+	// cloud-debris keeps what it saw of the PVs' reclaim policies in the
+	// data directory: after a restart it still knows which volumes
+	// Kubernetes asked to delete.
+	cloud, err := openstack.CloudRemediators(c.Remediations, clients, log, now,
+		debris.WithReclaimFile(filepath.Join(c.Node.DataDir, debris.ReclaimFileName)))
 	if err != nil {
 		return nil, err
 	}

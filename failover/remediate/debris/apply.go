@@ -58,15 +58,27 @@ func (d *Debris) deleteLB(ctx context.Context, c cloud, data lbData) error {
 	if err := d.servicesStillAbsent(ctx, svcs); err != nil {
 		return err
 	}
+	present, err := d.clusterObjects(ctx)
+	if err != nil {
+		return err
+	}
+	if present.referenced(lb.ID, lb.VipAddress) {
+		return fmt.Errorf("load balancer %s is referred to by a Service: %w", data.ID, remediate.ErrPrecondition)
+	}
 	if lb.ProvisioningStatus != "PENDING_DELETE" {
 		if c.net != nil && lb.VipPortID != "" {
 			// The floating IP first: once the VIP port is gone it is on
 			// no port and only its description ties it to the cluster.
+			// One that must stay stays: deleting the port only frees it.
 			fips, err := listFIPs(ctx, c.net, floatingips.ListOpts{ProjectID: c.project, PortID: lb.VipPortID})
 			if err != nil {
 				return err
 			}
 			for _, f := range fips {
+				if keep := d.fipKeepReason(f, svcs, present); keep != "" {
+					d.log.Info("floating IP on the VIP port stays", "floating_ip", f.ID, "why", keep)
+					continue
+				}
 				if err := d.deleteAndFollow(ctx, "floating IP "+f.ID, func() error {
 					return floatingips.Delete(ctx, c.net, f.ID).ExtractErr()
 				}, func() (bool, string, error) { return fipGone(ctx, c, f.ID) }); err != nil {
@@ -150,6 +162,16 @@ func (d *Debris) deleteFIP(ctx context.Context, c cloud, data fipData) error {
 	if err := d.servicesStillAbsent(ctx, []ServiceRef{svc}); err != nil {
 		return err
 	}
+	present, err := d.clusterObjects(ctx)
+	if err != nil {
+		return err
+	}
+	switch keep := d.reclaim.keepFIPReason(svc, d.cfg.Decommissioned); {
+	case present.referenced(f.ID, f.FloatingIP):
+		return fmt.Errorf("floating IP %s is referred to by a Service: %w", data.ID, remediate.ErrPrecondition)
+	case keep != "":
+		return fmt.Errorf("floating IP %s %s: %w", data.ID, keep, remediate.ErrPrecondition)
+	}
 	return d.deleteAndFollow(ctx, "floating IP "+data.ID, func() error { return floatingips.Delete(ctx, c.net, data.ID).ExtractErr() },
 		func() (bool, string, error) { return fipGone(ctx, c, data.ID) })
 }
@@ -172,12 +194,15 @@ func (d *Debris) deleteVolume(ctx context.Context, c cloud, data volData) error 
 	}
 	target := KindVolume + "/" + v.ID
 	switch {
-	case v.Metadata[CSIClusterKey] != d.cfg.CSICluster || (v.TenantID != "" && v.TenantID != c.project):
-		return fmt.Errorf("volume %s no longer carries %s=%s in project %s: %w", v.ID, CSIClusterKey, d.cfg.CSICluster, c.project, remediate.ErrPrecondition)
+	case !d.volumeIsOurs(*v, c.project):
+		return fmt.Errorf("volume %s no longer carries %s=%s and the CSI PV and PVC marks in project %s: %w", v.ID, CSIClusterKey, d.cfg.CSICluster, c.project, remediate.ErrPrecondition)
 	case len(v.Attachments) > 0:
 		return fmt.Errorf("volume %s is attached: %w", v.ID, remediate.ErrPrecondition)
 	case v.Status == "error_deleting":
 		return &StuckError{Target: target, Status: v.Status, Since: since(*v), Command: adminVolumeCommand(v.ID)}
+	}
+	if keep := d.reclaim.keepReason(v.ID, d.cfg.Decommissioned); keep != "" {
+		return fmt.Errorf("volume %s %s: %w", v.ID, keep, remediate.ErrPrecondition)
 	}
 	if err := d.pvStillAbsent(ctx, v.ID, pvName(*v)); err != nil {
 		return err

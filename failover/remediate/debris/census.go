@@ -14,7 +14,8 @@ var _ remediate.Census = (*Debris)(nil)
 // every load balancer look orphaned at once: the disruption brake holds
 // that, so its load balancers survive until the Services return. A
 // decommissioned cluster qualifies whole: set brake_share 1 there, and let
-// the caps pace the clean-up. It reads the world afresh and never writes.
+// the caps pace the clean-up. It reads the world afresh and never writes to it (only the reclaim
+// record of what it saw, as Plan).
 func (d *Debris) Census(ctx context.Context, acts []remediate.Action) (remediate.Population, error) {
 	inv, err := d.inventory(ctx)
 	if err != nil {

@@ -1,6 +1,7 @@
 package debris
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -27,6 +28,10 @@ func TestConfigNamesTheField(t *testing.T) {
 		{"bad site", remediate.CloudDebrisConfig{Site: "moon"}, "remediations.cloud_debris.site: \"moon\" must be primary or backup"},
 		{"negative timeout", remediate.CloudDebrisConfig{DeleteTimeout: -1}, "remediations.cloud_debris.delete_timeout"},
 		{"bad mode", remediate.CloudDebrisConfig{Settings: remediate.Settings{Mode: "maybe"}}, "remediations.cloud_debris.mode"},
+		{"default cluster name", remediate.CloudDebrisConfig{Settings: on, OpenStackAuth: auth, ClusterName: "kubernetes"}, "remediations.cloud_debris.cluster_name: \"kubernetes\" is cloud-provider-openstack's default"},
+		{"default csi cluster", remediate.CloudDebrisConfig{Settings: on, OpenStackAuth: auth, ClusterName: "k", CSICluster: "kubernetes"}, "remediations.cloud_debris.csi_cluster: \"kubernetes\" is cloud-provider-openstack's default"},
+		{"default cluster name, decommissioned", remediate.CloudDebrisConfig{Settings: on, OpenStackAuth: auth, ClusterName: "kubernetes", Decommissioned: true}, ""},
+		{"a name that only contains the default", remediate.CloudDebrisConfig{Settings: on, OpenStackAuth: auth, ClusterName: "kubernetes-eu1"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			shown := remediate.Config{CloudDebris: tc.cfg}.WithDefaults().Validate().Under(remediate.Section).Err()
@@ -45,6 +50,14 @@ func TestConfigNamesTheField(t *testing.T) {
 	cfg.Decommissioned = true
 	if _, err := New(cfg, nil, nil); err != nil {
 		t.Fatalf("decommissioned without a client: got %v, want nil", err)
+	}
+	cfg.ClusterName = remediate.DefaultCloudProviderCluster
+	if _, err := New(cfg, nil, nil); err != nil {
+		t.Fatalf("decommissioned cluster %q: got %v, want nil", cfg.ClusterName, err)
+	}
+	cfg.Decommissioned = false
+	if _, err := New(cfg, nil, nil); !errors.Is(err, ErrDefaultCluster) || !strings.Contains(err.Error(), "cluster_name") {
+		t.Fatalf("live cluster %q: got %v, want ErrDefaultCluster naming cluster_name", cfg.ClusterName, err)
 	}
 	cfg.ClusterName = ""
 	if _, err := New(cfg, nil, nil); err == nil {

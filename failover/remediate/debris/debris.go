@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/blockstorage/v3/volumes"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -34,6 +36,11 @@ const (
 	KindVolume       = "volume"
 	KindFloatingIP   = "floatingip"
 )
+
+// ErrDefaultCluster refuses cloud-provider-openstack's default cluster
+// name on a live cluster: another cluster of the project that keeps it
+// too carries the same marks, and its resources would be taken for debris.
+var ErrDefaultCluster = errors.New("is the cloud provider's default, shared by any cluster that keeps it; only a decommissioned cluster may use it")
 
 // ErrStillThere means a delete was accepted but the resource was still
 // there when the delete timeout ran out.
@@ -65,6 +72,9 @@ type Debris struct {
 	log  *slog.Logger
 	now  func() time.Time
 	poll time.Duration
+	// reclaimPath is where the reclaim record is kept ("" for memory).
+	reclaimPath string
+	reclaim     *reclaimRecord
 }
 
 // Option tunes New.
@@ -73,6 +83,12 @@ type Option func(*Debris)
 // WithPollInterval sets how often Apply re-reads a resource it deletes
 // (default 2s).
 func WithPollInterval(p time.Duration) Option { return func(d *Debris) { d.poll = p } }
+
+// WithReclaimFile keeps the record of the PersistentVolumes' reclaim
+// policies in path (the node's data directory), so that it survives a
+// restart. Without it the record lives in memory: after a restart every
+// volume whose PV is already gone is kept and reported, never deleted.
+func WithReclaimFile(path string) Option { return func(d *Debris) { d.reclaimPath = path } }
 
 // New returns the remediator for cfg. kube is the cluster whose Services
 // and PersistentVolumes are checked; it may be nil only when cfg says the
@@ -83,6 +99,13 @@ func New(cfg remediate.CloudDebrisConfig, kube kubeapi.Interface, logger *slog.L
 	}
 	if cfg.CSICluster == "" {
 		cfg.CSICluster = cfg.ClusterName
+	}
+	if !cfg.Decommissioned {
+		for _, f := range []struct{ path, v string }{{"cluster_name", cfg.ClusterName}, {"csi_cluster", cfg.CSICluster}} {
+			if f.v == remediate.DefaultCloudProviderCluster {
+				return nil, fmt.Errorf("cloud-debris: %s %q: %w", f.path, f.v, ErrDefaultCluster)
+			}
+		}
 	}
 	if cfg.DeleteTimeout <= 0 {
 		cfg.DeleteTimeout = remediate.DefaultDebrisDeleteTimeout
@@ -99,6 +122,10 @@ func New(cfg remediate.CloudDebrisConfig, kube kubeapi.Interface, logger *slog.L
 	d := &Debris{cfg: cfg, kube: kube, log: logger, now: time.Now, poll: 2 * time.Second}
 	for _, o := range opts {
 		o(d)
+	}
+	var err error
+	if d.reclaim, err = loadReclaimRecord(d.reclaimPath); err != nil {
+		return nil, fmt.Errorf("cloud-debris: %w", err)
 	}
 	return d, nil
 }
@@ -124,11 +151,14 @@ type fipData struct {
 type volData struct{ ID, PV string }
 
 // Plan lists the project's load balancers, floating IPs and volumes that
-// carry the cluster's exact naming or metadata, and returns a delete for
-// each one whose Service or PersistentVolume is absent from the cluster
-// (any of them, for a decommissioned cluster), sorted by target. A volume
-// stuck deleting or error_deleting is a report-only action. A Kubernetes or
-// OpenStack read error plans nothing (fail closed). It never writes.
+// carry every mark of the cluster, and returns a delete for each one whose
+// Service or PersistentVolume is absent from the cluster and that no
+// Service refers to (any of them, for a decommissioned cluster), sorted by
+// target. A volume stuck deleting or error_deleting, and a volume or
+// floating IP Kubernetes asked to keep or that drwatch never saw asked to
+// go, is a report-only action. A Kubernetes or OpenStack read error plans
+// nothing (fail closed). It never writes to the cloud or the cluster; it
+// records the reclaim policies and keep-floatingip annotations it saw.
 func (d *Debris) Plan(ctx context.Context) ([]remediate.Action, error) {
 	inv, err := d.inventory(ctx)
 	if err != nil {
@@ -178,14 +208,19 @@ func (d *Debris) inventory(ctx context.Context) (inventory, error) {
 			// provider right now; DELETED: gone.
 			continue
 		}
-		if absent, why := present.servicesAbsent(svcs); absent {
+		if absent, why := present.servicesAbsent(svcs); absent && !present.referenced(lb.ID, lb.VipAddress) {
 			data := lbData{ID: lb.ID, Name: lb.Name, VIPPort: lb.VipPortID, Services: svcs}
+			var keptFIPs []string
 			if c.net != nil && lb.VipPortID != "" {
 				fips, err := listFIPs(ctx, c.net, floatingips.ListOpts{ProjectID: c.project, PortID: lb.VipPortID})
 				if err != nil {
 					return inv, err
 				}
 				for _, f := range fips {
+					if keep := d.fipKeepReason(f, svcs, present); keep != "" {
+						keptFIPs = append(keptFIPs, fmt.Sprintf("%s (%s)", f.ID, keep))
+						continue
+					}
 					data.FIPs = append(data.FIPs, f.ID)
 				}
 				vipOf[lb.VipPortID] = lb.ID
@@ -193,6 +228,9 @@ func (d *Debris) inventory(ctx context.Context) (inventory, error) {
 			reason := fmt.Sprintf("load balancer %s of Service %s, %s", lb.Name, joinRefs(svcs), why)
 			if len(data.FIPs) > 0 {
 				reason += fmt.Sprintf("; with floating IP %s on its VIP port %s", strings.Join(data.FIPs, ", "), lb.VipPortID)
+			}
+			if len(keptFIPs) > 0 {
+				reason += fmt.Sprintf("; floating IP %s on its VIP port stays", strings.Join(keptFIPs, ", "))
 			}
 			inv.acts = append(inv.acts, remediate.Action{Target: KindLoadBalancer + "/" + lb.ID, Verb: VerbDelete,
 				Reason: reason, Key: KindLoadBalancer + "/" + lb.ID, Data: data})
@@ -216,10 +254,12 @@ func (d *Debris) inventory(ctx context.Context) (inventory, error) {
 				// On a port: only with its load balancer (above).
 				continue
 			}
-			if absent, why := present.servicesAbsent([]ServiceRef{svc}); absent {
-				inv.acts = append(inv.acts, remediate.Action{Target: KindFloatingIP + "/" + f.ID, Verb: VerbDelete,
+			if absent, why := present.servicesAbsent([]ServiceRef{svc}); absent && !present.referenced(f.ID, f.FloatingIP) {
+				act := remediate.Action{Target: KindFloatingIP + "/" + f.ID, Verb: VerbDelete,
 					Reason: fmt.Sprintf("floating IP %s of Service %s, on no port, %s", f.FloatingIP, svc, why),
-					Key:    KindFloatingIP + "/" + f.ID, Data: fipData{ID: f.ID, Service: svc}})
+					Key:    KindFloatingIP + "/" + f.ID, Data: fipData{ID: f.ID, Service: svc}}
+				act.ReportOnly = d.reclaim.keepFIPReason(svc, d.cfg.Decommissioned)
+				inv.acts = append(inv.acts, act)
 			}
 		}
 	}
@@ -242,7 +282,7 @@ func (d *Debris) inventory(ctx context.Context) (inventory, error) {
 	now := d.now()
 	for _, v := range vols {
 		// The metadata filter is the server's; the exact check is ours.
-		if v.Metadata[CSIClusterKey] != d.cfg.CSICluster || (v.TenantID != "" && v.TenantID != c.project) {
+		if !d.volumeIsOurs(v, c.project) {
 			continue
 		}
 		inv.total++
@@ -252,7 +292,7 @@ func (d *Debris) inventory(ctx context.Context) (inventory, error) {
 		}
 		target := KindVolume + "/" + v.ID
 		act := remediate.Action{Target: target, Verb: VerbDelete, Key: target, Data: volData{ID: v.ID, PV: pvName(v)}}
-		switch {
+		switch keep := d.reclaim.keepReason(v.ID, d.cfg.Decommissioned); {
 		case len(v.Attachments) > 0:
 			// Attached: not debris while a server uses it.
 			continue
@@ -260,6 +300,9 @@ func (d *Debris) inventory(ctx context.Context) (inventory, error) {
 			stuck := &StuckError{Target: target, Status: v.Status, Since: since(v), Command: adminVolumeCommand(v.ID)}
 			act.Reason = fmt.Sprintf("volume %s (PersistentVolume %s) %s, stuck %s since %s", v.Name, pvName(v), why, v.Status, since(v).UTC().Format(time.RFC3339))
 			act.ReportOnly = stuck.Error()
+		case keep != "" && (v.Status == "deleting" || deletable(v.Status)):
+			act.Reason = fmt.Sprintf("volume %s (PersistentVolume %s, %s) %s", v.Name, pvName(v), v.Status, why)
+			act.ReportOnly = keep
 		case v.Status == "deleting", deletable(v.Status):
 			act.Reason = fmt.Sprintf("volume %s (PersistentVolume %s, %s) %s", v.Name, pvName(v), v.Status, why)
 		default:
@@ -274,11 +317,15 @@ func (d *Debris) inventory(ctx context.Context) (inventory, error) {
 
 // lbServices returns the Services the load balancer is the cluster's for:
 // the one its name says and any its tags name (a load balancer shared
-// between Services carries one tag per Service). A tag naming another
-// cluster's Service makes it none of ours.
+// between Services carries one tag per Service). It must carry every mark
+// the cloud provider writes, each naming this cluster: the name, the tag
+// with the name, and the description of one of its Services. A tag naming
+// another cluster's Service, or a description naming another cluster
+// (two clusters that share a name prefix, or a load balancer renamed by
+// hand), makes it none of ours.
 func (d *Debris) lbServices(lb loadbalancers.LoadBalancer, project string) ([]ServiceRef, bool) {
 	svc, ok := serviceFromLBName(lb.Name, d.cfg.ClusterName)
-	if !ok || lb.ProjectID != project {
+	if !ok || lb.ProjectID != project || !slices.Contains(lb.Tags, lb.Name) {
 		return nil, false
 	}
 	out := []ServiceRef{svc}
@@ -294,7 +341,39 @@ func (d *Debris) lbServices(lb loadbalancers.LoadBalancer, project string) ([]Se
 			out = append(out, s)
 		}
 	}
+	if !slices.ContainsFunc(out, func(s ServiceRef) bool { return lb.Description == lbDescription(s, d.cfg.ClusterName) }) {
+		return nil, false
+	}
 	return out, true
+}
+
+// volumeIsOurs says whether the volume carries every mark Cinder CSI and
+// its external-provisioner write, the cluster naming this one.
+func (d *Debris) volumeIsOurs(v volumes.Volume, project string) bool {
+	return v.Metadata[CSIClusterKey] == d.cfg.CSICluster && (v.TenantID == "" || v.TenantID == project) &&
+		v.Metadata[CSIPVNameKey] != "" && v.Metadata[CSIPVCNameKey] != "" && v.Metadata[CSIPVCNamespaceKey] != ""
+}
+
+// fipKeepReason says why a floating IP on the VIP port of the load
+// balancer of svcs, about to be deleted, must stay ("" when it goes with
+// it): one the cloud provider did not make for one of these Services in
+// this cluster (the Service brought its own, which the cloud provider
+// never deletes either), one a Service refers to, or one a Service asked
+// to keep, or might have.
+func (d *Debris) fipKeepReason(f floatingips.FloatingIP, svcs []ServiceRef, present clusterView) string {
+	svc, ok := serviceFromFIPDescription(f.Description, d.cfg.ClusterName)
+	switch {
+	case !ok || !slices.Contains(svcs, svc):
+		return "not made by the cloud provider for the load balancer's Services"
+	case present.referenced(f.ID, f.FloatingIP):
+		return "a Service refers to it"
+	}
+	for _, s := range svcs {
+		if keep := d.reclaim.keepFIPReason(s, d.cfg.Decommissioned); keep != "" {
+			return keep
+		}
+	}
+	return ""
 }
 
 // deletable says whether Cinder accepts a tenant's delete in this status
@@ -349,13 +428,45 @@ func listFIPs(ctx context.Context, net *gophercloud.ServiceClient, opts floating
 }
 
 // clusterView is what the cluster holds: Services and PersistentVolumes (by
-// name and by CSI volume handle). Decommissioned means everything is
-// absent.
+// name and by CSI volume handle), and every value a Service refers to a
+// cloud resource by. Decommissioned means everything is absent.
 type clusterView struct {
 	decommissioned bool
 	services       map[ServiceRef]bool
 	pvNames        map[string]bool
 	pvHandles      map[string]bool
+	// refs holds every Service annotation value (a load-balancer-id, a
+	// floating IP kept by address), spec.loadBalancerIP and ingress IP.
+	refs map[string]bool
+}
+
+// referenced says whether any Service refers to one of ids (a resource's
+// ID or address), by whatever name the Service has.
+func (v clusterView) referenced(ids ...string) bool {
+	for _, id := range ids {
+		if id != "" && v.refs[id] {
+			return true
+		}
+	}
+	return false
+}
+
+// serviceRefs is every value by which a Service may refer to a cloud
+// resource: all its annotation values (the cloud provider's
+// load-balancer-id, and any other a tool keeps an ID or address in),
+// spec.loadBalancerIP and its ingress IPs. Matching every annotation value
+// is broader than the cloud provider's own keys on purpose: a resource any
+// Service names is not debris.
+func serviceRefs(s corev1.Service) []string {
+	var out []string
+	for _, v := range s.Annotations {
+		out = append(out, v)
+	}
+	out = append(out, s.Spec.LoadBalancerIP)
+	for _, in := range s.Status.LoadBalancer.Ingress {
+		out = append(out, in.IP)
+	}
+	return out
 }
 
 func (v clusterView) servicesAbsent(refs []ServiceRef) (bool, string) {
@@ -389,13 +500,16 @@ func (d *Debris) clusterObjects(ctx context.Context) (clusterView, error) {
 	if d.cfg.Decommissioned {
 		return clusterView{decommissioned: true}, nil
 	}
-	v := clusterView{services: map[ServiceRef]bool{}, pvNames: map[string]bool{}, pvHandles: map[string]bool{}}
+	v := clusterView{services: map[ServiceRef]bool{}, pvNames: map[string]bool{}, pvHandles: map[string]bool{}, refs: map[string]bool{}}
 	svcs, err := d.kube.CoreV1().Services(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return v, fmt.Errorf("list services: %w", err)
 	}
 	for _, s := range svcs.Items {
 		v.services[ServiceRef{Namespace: s.Namespace, Name: s.Name}] = true
+		for _, r := range serviceRefs(s) {
+			v.refs[r] = true
+		}
 	}
 	pvs, err := d.kube.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -403,9 +517,15 @@ func (d *Debris) clusterObjects(ctx context.Context) (clusterView, error) {
 	}
 	for _, pv := range pvs.Items {
 		v.pvNames[pv.Name] = true
-		if pv.Spec.CSI != nil {
-			v.pvHandles[pv.Spec.CSI.VolumeHandle] = true
+		if h := volumeHandle(pv); h != "" {
+			v.pvHandles[h] = true
 		}
+	}
+	// Every PV of any phase, seen while it exists: once it is gone, only
+	// this record tells a volume Kubernetes asked to delete from one it
+	// was told to keep.
+	if err := d.reclaim.observe(pvs.Items, svcs.Items, d.now()); err != nil {
+		return v, err
 	}
 	return v, nil
 }
@@ -446,7 +566,7 @@ func (d *Debris) pvStillAbsent(ctx context.Context, volumeID, pv string) error {
 		return fmt.Errorf("list persistent volumes: %w", err)
 	}
 	for _, p := range pvs.Items {
-		if p.Spec.CSI != nil && p.Spec.CSI.VolumeHandle == volumeID {
+		if volumeHandle(p) == volumeID {
 			return fmt.Errorf("persistent volume %s holds volume %s: %w", p.Name, volumeID, remediate.ErrPrecondition)
 		}
 	}

@@ -3,6 +3,7 @@ package debris
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -21,6 +22,20 @@ func targets(acts []remediate.Action) []string {
 	return out
 }
 
+// planWant plans with r and fails t unless the targets are want, in
+// order.
+func planWant(t *testing.T, r *Debris, want ...string) []remediate.Action {
+	t.Helper()
+	acts, err := r.Plan(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := targets(acts); !slices.Equal(got, want) {
+		t.Fatalf("plan: got %q, want %q", got, want)
+	}
+	return acts
+}
+
 // Against real Octavia, Cinder and kube-apiserver: only cluster k's
 // resources whose Service or PV is absent are debris. Look-alikes (cluster
 // k2 and k_x with the same Service, a plain name, another project, a volume
@@ -34,20 +49,18 @@ func TestDeletesOnlyTheClustersOrphans(t *testing.T) {
 	createService(t, "shop", "kept")
 	createPV(t, "pvc-kept", "handle-of-another-volume")
 
-	mustLB := func(c openstacktest.Credentials, name string) string {
-		id, err := s.CreateLBAs(ctx, c, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return id
+	// Each with the marks the cloud provider of its cluster writes.
+	mustLB := func(c openstacktest.Credentials, cluster, svc string) string {
+		name := "kube_service_" + cluster + "_shop_" + svc
+		return createMarkedLB(t, s, c, name, cpoMarks(name, cluster, "shop", svc))
 	}
-	orphanLB := mustLB(s.Member, "kube_service_k_shop_gone")
-	keptLB := mustLB(s.Member, "kube_service_k_shop_kept")
+	orphanLB := mustLB(s.Member, "k", "gone")
+	keptLB := mustLB(s.Member, "k", "kept")
 	lookalikes := []string{
-		mustLB(s.Member, "kube_service_k2_shop_gone"),
-		mustLB(s.Member, "kube_service_k_x_shop_gone"),
-		mustLB(s.Member, "shop_gone"),
-		mustLB(s.Admin, "kube_service_k_shop_gone"), // another project
+		mustLB(s.Member, "k2", "gone"),
+		mustLB(s.Member, "k_x", "gone"),
+		createMarkedLB(t, s, s.Member, "shop_gone", lbMarks{}),
+		mustLB(s.Admin, "k", "gone"), // another project
 	}
 	mustVol := func(name string, meta map[string]string) string {
 		id, err := s.CreateVolume(ctx, s.Member, name, meta)
@@ -63,14 +76,8 @@ func TestDeletesOnlyTheClustersOrphans(t *testing.T) {
 	otherVols := []string{mustVol("pvc-gone", csiMeta("k2", "pvc-gone")), mustVol("pvc-gone", csiMeta("", "pvc-gone"))}
 
 	r := remediator(t, s, kc, "k", nil)
-	acts, err := r.Plan(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{"loadbalancer/" + orphanLB, "volume/" + orphanVol}
-	if got := targets(acts); !slices.Equal(got, want) {
-		t.Fatalf("plan: got %q, want %q", got, want)
-	}
+	sawPVAskDeletion(t, r, "pvc-gone", orphanVol)
+	acts := planWant(t, r, "loadbalancer/"+orphanLB, "volume/"+orphanVol)
 	if !strings.Contains(acts[0].Reason, "shop/gone") {
 		t.Errorf("reason %q does not name the Service", acts[0].Reason)
 	}
@@ -115,11 +122,11 @@ func TestDeletesOnlyTheClustersOrphans(t *testing.T) {
 	// Decommissioned: the Service and PV no longer matter, the naming and
 	// metadata still do.
 	dec := remediator(t, s, nil, "k", func(c *remediate.CloudDebrisConfig) { c.Decommissioned = true })
-	acts, err = dec.Plan(ctx)
+	acts, err := dec.Plan(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = []string{"loadbalancer/" + keptLB, "volume/" + keptVol, "volume/" + heldVol}
+	want := []string{"loadbalancer/" + keptLB, "volume/" + keptVol, "volume/" + heldVol}
 	slices.Sort(want)
 	if got := targets(acts); !slices.Equal(got, want) {
 		t.Fatalf("decommissioned plan: got %q, want %q", got, want)
@@ -163,10 +170,11 @@ func TestStuckVolumeIsReportedNotRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	r := remediator(t, s, kc, "stuck", func(c *remediate.CloudDebrisConfig) { c.DeleteTimeout = 3 * time.Second })
+	sawPVAskDeletion(t, r, "pvc-stuck", id)
 	if err := s.SetVolumeStatus(ctx, id, "deleting", time.Time{}); err != nil {
 		t.Fatal(err)
 	}
-	r := remediator(t, s, kc, "stuck", func(c *remediate.CloudDebrisConfig) { c.DeleteTimeout = 3 * time.Second })
 	c := remediatetest.NewLog()
 	on := remediate.Settings{Mode: remediate.ModeOn}
 	recs := remediatetest.Pass(t, c, r, on)
@@ -215,15 +223,16 @@ func TestCaps(t *testing.T) {
 	kc := kubeClient(t, "")
 	ctx := ctxT(t)
 	var ids []string
+	r := remediator(t, s, kc, "cap", nil)
 	for _, pv := range []string{"pvc-cap-1", "pvc-cap-2"} {
 		id, err := s.CreateVolume(ctx, s.Member, pv, csiMeta("cap", pv))
 		if err != nil {
 			t.Fatal(err)
 		}
+		sawPVAskDeletion(t, r, pv, id)
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	r := remediator(t, s, kc, "cap", nil)
 	c := remediatetest.NewLog()
 	got := remediatetest.Summary(remediatetest.Pass(t, c, r, remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 1}))
 	if w := []string{"planned delete volume/" + ids[0], "applied delete volume/" + ids[0], "skipped_cap delete volume/" + ids[1]}; !slices.Equal(got, w) {
@@ -250,23 +259,23 @@ func TestAdminCredentialsStayInTheProject(t *testing.T) {
 	kc := kubeClient(t, "")
 	ctx := ctxT(t)
 	var mine []string
-	for _, c := range []openstacktest.Credentials{s.Member, s.Admin} {
-		lb, err := s.CreateLBAs(ctx, c, "kube_service_adm_ns_web")
-		if err != nil {
-			t.Fatal(err)
-		}
-		vol, err := s.CreateVolume(ctx, c, "pvc-adm", csiMeta("adm", "pvc-adm"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c == s.Member {
-			mine = []string{"loadbalancer/" + lb, "volume/" + vol}
-		}
-	}
 	r := remediator(t, s, kc, "adm", func(c *remediate.CloudDebrisConfig) {
 		c.OpenStackAuth.Cloud = "admin"
 		c.ProjectID = s.Member.ProjectID
 	})
+	for i, c := range []openstacktest.Credentials{s.Member, s.Admin} {
+		lb := createMarkedLB(t, s, c, "kube_service_adm_ns_web", cpoMarks("kube_service_adm_ns_web", "adm", "ns", "web"))
+		vol, err := s.CreateVolume(ctx, c, "pvc-adm", csiMeta("adm", "pvc-adm"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Both volumes' PVs asked for their deletion: only the project
+		// tells them apart.
+		sawPVAskDeletion(t, r, fmt.Sprintf("pvc-adm-%d", i), vol)
+		if c == s.Member {
+			mine = []string{"loadbalancer/" + lb, "volume/" + vol}
+		}
+	}
 	acts, err := r.Plan(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,9 @@ import (
 // The names and metadata below are cloud-provider-openstack's
 // (k8s.io/cloud-provider-openstack, pkg/openstack/loadbalancer.go and
 // pkg/csi/cinder/controllerserver.go). A resource is the cluster's only when
-// it carries them exactly, for this cluster.
+// it carries every one of them exactly, for this cluster: a load balancer
+// its name, its description and the tag with its name; a floating IP its
+// description; a volume the CSI cluster and the PV and PVC it was made for.
 const (
 	// lbPrefix starts a Service load balancer's name:
 	// kube_service_<cluster>_<namespace>_<name>, cut to 255 bytes.
@@ -21,12 +23,19 @@ const (
 	// "Floating IP for Kubernetes external service <ns>/<name> from cluster <cluster>".
 	fipPrefix = "Floating IP for Kubernetes external service "
 	fipInfix  = " from cluster "
+	// lbDescPrefix makes the load balancer description
+	// "Kubernetes external service <ns>/<name> from cluster <cluster>".
+	lbDescPrefix = "Kubernetes external service "
 	// CSIClusterKey is the volume metadata key the Cinder CSI plugin sets to
 	// its --cluster.
 	CSIClusterKey = "cinder.csi.openstack.org/cluster"
 	// CSIPVNameKey is set (with --extra-create-metadata, the default of
 	// the external-provisioner) to the PersistentVolume's name.
 	CSIPVNameKey = "csi.storage.k8s.io/pv/name"
+	// CSIPVCNameKey and CSIPVCNamespaceKey are set with it to the claim's
+	// name and namespace.
+	CSIPVCNameKey      = "csi.storage.k8s.io/pvc/name"
+	CSIPVCNamespaceKey = "csi.storage.k8s.io/pvc/namespace"
 	// octaviaVIPPortPrefix names the VIP port Octavia creates for a load
 	// balancer: octavia-lb-<load balancer ID>.
 	octaviaVIPPortPrefix = "octavia-lb-"
@@ -67,6 +76,12 @@ func serviceFromFIPDescription(desc, cluster string) (ServiceRef, bool) {
 		return ServiceRef{}, false
 	}
 	return validRef(ns, svc)
+}
+
+// lbDescription is the description the cloud provider gives the load
+// balancer it makes for svc.
+func lbDescription(svc ServiceRef, cluster string) string {
+	return lbDescPrefix + svc.String() + fipInfix + cluster
 }
 
 func validRef(ns, svc string) (ServiceRef, bool) {

@@ -139,8 +139,9 @@ type Cloud struct {
 // uses (nil when no cloud is configured for their site). Nothing here
 // touches the cloud: clients authenticate on first use. kubeClients give
 // never-ready-instances its node readiness and neutron-route-gc its node
-// pod CIDRs (the site openstack.site names).
-func CloudRemediators(r remediate.Config, kubeClients kube.Clients, log *slog.Logger, now func() time.Time) (Cloud, error) {
+// pod CIDRs (the site openstack.site names). debrisOpts tune cloud-debris
+// (the node keeps its reclaim record in the data directory).
+func CloudRemediators(r remediate.Config, kubeClients kube.Clients, log *slog.Logger, now func() time.Time, debrisOpts ...debris.Option) (Cloud, error) {
 	r = r.WithDefaults()
 	var out []remediate.Entry
 	if o := r.OctaviaStuckLB; o.Mode.Enabled() {
@@ -159,7 +160,7 @@ func CloudRemediators(r remediate.Config, kubeClients kube.Clients, log *slog.Lo
 			// Nothing is asked of a decommissioned cluster's API.
 			kc = nil
 		}
-		d, err := debris.New(dc, kc, log.With("remediation", debris.Name))
+		d, err := debris.New(dc, kc, log.With("remediation", debris.Name), debrisOpts...)
 		if err != nil {
 			return Cloud{}, fmt.Errorf("remediations.cloud_debris: %w", err)
 		}
