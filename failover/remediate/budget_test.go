@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -191,3 +193,169 @@ func (f *churnRemediator) Plan(context.Context) ([]Action, error) {
 	return out, nil
 }
 func (f *churnRemediator) Apply(context.Context, Action) error { return nil }
+
+// randomRemediator is a remediator whose world changes at random: targets
+// break (a new episode, so a new Key), change state while broken, and its
+// Apply succeeds, fails, needs an admin, finds its precondition gone or is
+// blocked, at random. Every Apply is logged with the clock's time.
+type randomRemediator struct {
+	name   string
+	rng    *rand.Rand
+	now    func() time.Time
+	broken map[string]int // target -> episode
+	next   int
+	tries  []try
+}
+
+// try is one Apply of a randomRemediator and its outcome.
+type try struct {
+	at          time.Time
+	target, key string
+	err         error
+}
+
+func (f *randomRemediator) Name() string { return f.name }
+
+func (f *randomRemediator) Plan(context.Context) ([]Action, error) {
+	var out []Action
+	for _, target := range slices.Sorted(maps.Keys(f.broken)) {
+		// A reason that says something new every pass, as an age does.
+		out = append(out, Action{Target: target, Verb: "fix", Key: fmt.Sprintf("%s@%d", target, f.broken[target]),
+			Reason: fmt.Sprintf("broken, seen %d", f.rng.Int())})
+	}
+	return out, nil
+}
+
+func (f *randomRemediator) Apply(_ context.Context, a Action) error {
+	var err error
+	switch p := f.rng.Float64(); {
+	case p < 0.45:
+		if f.rng.Float64() < 0.7 { // else Plan still sees it: the runner must know it is done
+			delete(f.broken, a.Target)
+		}
+	case p < 0.70:
+		err = errors.New("api: 503")
+	case p < 0.78:
+		err = fmt.Errorf("api: 403: %w", ErrNeedsAdmin)
+	case p < 0.90:
+		err = fmt.Errorf("gone: %w", ErrPrecondition)
+	default:
+		err = fmt.Errorf("pdb: %w", ErrBlocked)
+	}
+	f.tries = append(f.tries, try{at: f.now(), target: a.Target, key: a.Key, err: err})
+	return err
+}
+
+// perturb breaks and changes targets at random between passes.
+func (f *randomRemediator) perturb(targets int) {
+	for range f.rng.IntN(3) {
+		f.next++
+		f.broken[fmt.Sprintf("t%d", f.rng.IntN(targets))] = f.next
+	}
+}
+
+// checkBudgets fails t unless f's tries kept s's caps, never applied a
+// Key twice, waited out every backoff of r and never retried a parked Key.
+func checkBudgets(t *testing.T, seed uint64, f *randomRemediator, s Settings, r *Runner, passes []time.Time) {
+	t.Helper()
+	for _, end := range passes {
+		used, failed, inPass := 0, map[string]bool{}, 0
+		for _, x := range f.tries {
+			if x.at.Equal(end) {
+				inPass++
+			}
+			if x.at.After(end) || x.at.Before(end.Add(-time.Hour)) || errors.Is(x.err, ErrBlocked) {
+				continue
+			}
+			switch {
+			case x.err == nil:
+				used++
+			case !failed[x.target]:
+				failed[x.target] = true
+				used++
+			}
+		}
+		if used > s.MaxPerHour || inPass > s.MaxPerPass {
+			t.Fatalf("seed %d, %s: in the hour to %s %d counted against max_per_hour %d, %d tries in its pass (max_per_pass %d)",
+				seed, f.name, end.Format(time.TimeOnly), used, s.MaxPerHour, inPass, s.MaxPerPass)
+		}
+	}
+	type backoff struct {
+		failures int
+		last     time.Time
+	}
+	bo := map[string]backoff{}
+	applied, parked := map[string]bool{}, map[string]bool{}
+	for _, x := range f.tries {
+		b := bo[x.target]
+		switch {
+		case applied[x.key]:
+			t.Fatalf("seed %d, %s: %s tried at %s after it was applied", seed, f.name, x.key, x.at.Format(time.TimeOnly))
+		case parked[x.key]:
+			t.Fatalf("seed %d, %s: %s tried at %s after it needed an admin", seed, f.name, x.key, x.at.Format(time.TimeOnly))
+		case b.failures > 0 && x.at.Before(b.last.Add(r.backoff(b.failures))):
+			t.Fatalf("seed %d, %s: %s tried at %s, within the backoff after failure %d at %s", seed, f.name, x.target,
+				x.at.Format(time.TimeOnly), b.failures, b.last.Format(time.TimeOnly))
+		}
+		switch {
+		case x.err == nil:
+			applied[x.key], b = true, backoff{}
+		case errors.Is(x.err, ErrNeedsAdmin):
+			parked[x.key] = true
+		case errors.Is(x.err, ErrPrecondition), errors.Is(x.err, ErrBlocked):
+		default:
+			b = backoff{failures: b.failures + 1, last: x.at}
+		}
+		bo[x.target] = b
+	}
+}
+
+// TestRunnerBudgetsHoldForRandomTraffic: for random worlds (many targets,
+// reasons new every pass, outcomes of every kind, another repair whose
+// dry-run records churn the bounded records) over hours of passes at
+// random intervals, each repair keeps its caps in every hour and pass,
+// never tries an applied or parked Key again and waits out every backoff.
+// Seeded: a failure names its seed.
+func TestRunnerBudgetsHoldForRandomTraffic(t *testing.T) {
+	seeds := 4
+	if testing.Short() {
+		seeds = 2
+	}
+	for seed := range uint64(seeds) {
+		rng := rand.New(rand.NewPCG(seed, 31))
+		clk := &clock{t: time.Unix(100000, 0)}
+		c := newFakeCluster(clk.Now)
+		var fs []*randomRemediator
+		var entries []Entry
+		targets := map[string]int{}
+		for i := range 3 {
+			f := &randomRemediator{name: fmt.Sprintf("r%d", i), rng: rng, now: clk.Now, broken: map[string]int{}}
+			fs = append(fs, f)
+			targets[f.name] = 5 + rng.IntN(46)
+			entries = append(entries, Entry{f, Settings{Mode: ModeOn, MaxPerPass: 1 + rng.IntN(3), MaxPerHour: 1 + rng.IntN(8)}})
+		}
+		churn := &churnRemediator{name: "churn", targets: 10 + rng.IntN(31)}
+		entries = append(entries, Entry{churn, Settings{Mode: ModeDryRun, MaxPerPass: 100}})
+		r := newRunner(t, c, clk, nil, entries...)
+		var passes []time.Time
+		for range 240 {
+			for _, f := range fs {
+				f.perturb(targets[f.name])
+			}
+			if rep := r.Pass(context.Background()); rep.Err != nil {
+				t.Fatalf("seed %d: %v", seed, rep.Err)
+			}
+			passes = append(passes, clk.Now())
+			clk.Add(time.Duration(5+rng.IntN(86)) * time.Second)
+		}
+		if len(c.m.Remediations()) != failover.MaxRemediations {
+			t.Fatalf("seed %d: %d records, want the churn to fill all %d", seed, len(c.m.Remediations()), failover.MaxRemediations)
+		}
+		for i, f := range fs {
+			if len(f.tries) == 0 {
+				t.Fatalf("seed %d: %s never tried anything", seed, f.name)
+			}
+			checkBudgets(t, seed, f, r.cfg.Remediators[i].Settings, r, passes)
+		}
+	}
+}
