@@ -1,9 +1,7 @@
 package failover
 
 import (
-	"cmp"
 	"hash/fnv"
-	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -169,8 +167,15 @@ func (b *RemediationBudget) add(rec *RemediationRecord) {
 // leastRecent is the key of m whose time is oldest, the smallest key among
 // equals, so that every replica forgets the same one.
 func leastRecent[V any](m map[string]V, at func(V) int64) string {
-	keys := slices.Sorted(maps.Keys(m))
-	return slices.MinFunc(keys, func(a, b string) int { return cmp.Compare(at(m[a]), at(m[b])) })
+	var least string
+	var leastAt int64
+	first := true
+	for k, v := range m {
+		if t := at(v); first || t < leastAt || (t == leastAt && k < least) {
+			least, leastAt, first = k, t, false
+		}
+	}
+	return least
 }
 
 // carryEvicted folds recs, records about to be evicted from the bounded
