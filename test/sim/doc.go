@@ -8,9 +8,11 @@
 // against one shared simdns authority and its verifier, and the real
 // remediation runner (failover/remediate) with one scripted remediator,
 // whose reasons are new every pass (an age and a random number, as the real
-// repairs' ages are), and one dry-run repair that, in one schedule of two,
-// plans 40-60 targets in a new state every pass, so that its records push
-// the scripted remediator's out of the bounded records.
+// repairs' ages are), and one dry-run repair that, from a churn event
+// (TestSimRepairCapHoldsUnderRecordChurn adds one; random schedules draw
+// none, as a thousand records make a schedule ten times slower), plans
+// its targets in a new state every pass, so that its records push the
+// scripted remediator's out of the bounded records.
 // Only the outside world is scripted, by a seeded Schedule: what each
 // watcher's probes see of each site over virtual time, node crashes (the
 // stores survive) and restarts, symmetric partitions of one link or one
