@@ -96,6 +96,13 @@ func TestDecisionOutlivesRoutineFlood(t *testing.T) {
 	m, idx := flipped(t)
 	gen := m.Desired().Gen
 	idx = flood(t, m, idx, MaxHistory+20)
+	decisionStillReported(t, m, idx, gen)
+}
+
+// decisionStillReported fails t unless the reconciler's report on decision
+// gen, stepped at idx+1, is recorded on it and explain finds it.
+func decisionStillReported(t *testing.T, m *Machine, idx, gen uint64) {
+	t.Helper()
 	res, err := m.Step(idx+1, Command{At: base + int64(2*time.Minute), Payload: ActionResult{Gen: gen, Outcome: OutcomeWritten}})
 	if err != nil {
 		t.Fatal(err)

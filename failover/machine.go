@@ -860,6 +860,16 @@ func (m *Machine) Restore(b []byte) error {
 			}
 		}
 	}
+	for name, b := range st.RemediationBudgets {
+		if b == nil {
+			return fmt.Errorf("decode snapshot: remediation budget %q is null", name)
+		}
+		for k, t := range b.Targets {
+			if t == nil {
+				return fmt.Errorf("decode snapshot: remediation budget %q target %q is null", name, k)
+			}
+		}
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.st = st

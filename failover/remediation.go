@@ -30,8 +30,9 @@ const (
 )
 
 // MaxRemediations is how many remediation records the machine keeps; older
-// ones are dropped. The runner's hourly caps and its applied-key check read
-// these records, and its caps keep far fewer than this many per hour.
+// ones are dropped, and what they said is carried in the remediation's
+// budget (RemediationBudget), which the runner's caps, backoff and
+// applied-key check read.
 const MaxRemediations = 1000
 
 // Bounds on a Remediation's strings, so that the replicated state stays
@@ -162,7 +163,9 @@ func (s *state) remediation(index uint64, now int64, c *Remediation, res *Result
 	}
 	rec := RemediationRecord{Index: index, At: now, Remediation: *c}
 	if len(s.Remediations) >= MaxRemediations {
-		n := copy(s.Remediations, s.Remediations[len(s.Remediations)-MaxRemediations+1:])
+		drop := len(s.Remediations) - MaxRemediations + 1
+		s.carryEvicted(s.Remediations[:drop])
+		n := copy(s.Remediations, s.Remediations[drop:])
 		clear(s.Remediations[n:])
 		s.Remediations = s.Remediations[:n]
 	}

@@ -371,6 +371,12 @@ type state struct {
 	// ones, bounded by MaxDrills. Both are absent from older snapshots.
 	Drill  *DrillRecord  `json:"drill,omitempty"`
 	Drills []DrillRecord `json:"drills,omitempty"`
+	// RemediationBudgets carry, per remediation, what its records evicted
+	// from Remediations said (see RemediationBudget), so that caps and
+	// backoff outlive any record traffic (invariant 13). Empty until a
+	// record is evicted, and absent from older snapshots: their binaries
+	// kept nothing of an evicted record, so there is nothing to rebuild.
+	RemediationBudgets map[string]*RemediationBudget `json:"remediation_budgets,omitempty"`
 }
 
 func newState() state {

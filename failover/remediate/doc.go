@@ -9,7 +9,8 @@
 //   - caps: at most MaxPerPass actions per pass and MaxPerHour per hour (a
 //     target that failed counts once in the hour however often it failed);
 //     an action a cap stops is recorded as skipped_cap, never silently
-//     dropped;
+//     dropped, and recorded again only when what holds it changes (its Key,
+//     its result or the cap), not every pass;
 //   - fairness: targets least recently attempted go first; a failed target
 //     waits out an exponential backoff (not after [ErrPrecondition]: the
 //     next Plan decides afresh); one whose failure wraps
@@ -22,20 +23,21 @@
 //     drwatch_remediation_brake_engaged{remediation} is 1;
 //   - leadership: it calls VerifyLeader right before every Apply;
 //   - audit: every action (planned, applied, failed, skipped_cap, dry_run,
-//     blocked) is proposed to the replicated log as a failover.Remediation with the
+//     blocked; a held or skipped one once per change of its state) is proposed to the replicated log as a failover.Remediation with the
 //     current decision generation, and counted in
 //     drwatch_remediation_actions_total{remediation,result};
 //   - idempotency across leaders (invariant 6): an action's Key is stable,
-//     and an action whose Key the replicated records show as applied is never
+//     and an action whose Key the replicated budget shows as applied is never
 //     applied again, so a new leader does not redo its predecessor's work.
 //
 // An Apply refused for now by a guard of the target system (ErrBlocked: a
 // PodDisruptionBudget) is recorded as blocked: it uses no cap, is not backed
 // off, and is tried again next pass.
 //
-// The hourly count, the backoffs and the parked targets come from the
-// replicated records, not from memory, so a leader change neither resets
-// nor doubles them.
+// The hourly count, the applied keys, the backoffs and the parked targets
+// come from the replicated budget (failover.RemediationBudget), not from
+// memory nor from the bounded records alone, so neither a leader change
+// nor any amount of record traffic resets or doubles them (invariant 13).
 //
 // The Kubernetes remediators live in package kube.
 //

@@ -169,10 +169,10 @@ type Settings struct {
 	// MaxPerPass bounds the actions applied in one pass; 0 means the default 1.
 	MaxPerPass int `yaml:"max_per_pass" doc:"Most actions applied in one pass (default 1); the rest are recorded as skipped_cap."`
 	// MaxPerHour bounds the actions applied in any hour, counted from the
-	// replicated records, plus each target that failed in it, counted once
+	// replicated budget, plus each target that failed in it, counted once
 	// however often it failed (so one failing target cannot use up the cap);
 	// 0 means the default 10.
-	MaxPerHour int `yaml:"max_per_hour" doc:"Most actions applied in the last hour, plus one per target that failed in it (however often), counted from the replicated history (default 10)."`
+	MaxPerHour int `yaml:"max_per_hour" doc:"Most actions applied in the last hour, plus one per target that failed in it (however often), counted from the replicated budget, which no record traffic evicts (default 10)."`
 	// BrakeShare is the disruption brake; 0 means DefaultBrakeShare.
 	BrakeShare float64 `yaml:"brake_share" doc:"Disruption brake: act on nothing when more than this share of the population (the cluster's nodes for dead_node_out_of_service, orphaned_pods and never_ready_instances; the watched load balancers for octavia_stuck_lb; the cluster's load balancers, floating IPs and volumes for cloud_debris), and at least 3 members, qualify at once (default 0.5; 1 turns the brake off; ignored by the other remediations)."`
 }

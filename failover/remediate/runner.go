@@ -19,7 +19,9 @@ import (
 // are safe for concurrent use and return copies.
 type State interface {
 	Desired() failover.Desired
-	Remediations() []failover.RemediationRecord
+	// RemediationBudget is what all of a remediation's records say, those
+	// evicted from the bounded records included (invariant 13).
+	RemediationBudget(name string) failover.RemediationBudget
 }
 
 // Entry is one remediator with its settings.
@@ -205,8 +207,10 @@ func (e errStop) Unwrap() error { return e.err }
 // Apply and record the outcome. A target that failed waits out its backoff
 // (BackoffBase doubled per consecutive failure, at most BackoffMax); one
 // whose failure wraps ErrNeedsAdmin is parked until Plan gives it a new
-// Key. Both are read from the replicated records, so a new leader
-// honours them. A failure wrapping ErrPrecondition is not backed off: the
+// Key. Both are read from the replicated budget, which no record traffic
+// can evict, so a new leader honours them. A held or skipped target is
+// recorded once per change of its state (Key, result, detail), not every
+// pass, whatever its reason says. A failure wrapping ErrPrecondition is not backed off: the
 // next Plan decides afresh. A remediator whose Plan or Census fails is skipped; a failed
 // proposal or lost leadership ends the pass, since nothing may be applied
 // that cannot be recorded.
@@ -265,27 +269,39 @@ func (r *Runner) runOne(ctx context.Context, e Entry, gen uint64, now time.Time,
 		r.log.Info("remediation disruption brake released", "remediation", name)
 	}
 	r.brake.WithLabelValues(name).Set(engaged)
-	// Read the records after Plan: the applied keys and the hourly count
+	// Read the budget after Plan: the applied keys and the hourly count
 	// must be as fresh as possible.
-	hist := readHistory(r.cfg.State.Remediations(), name, now)
-	order := fairOrder(acts, hist)
+	bud := r.cfg.State.RemediationBudget(name)
+	cutoff := now.Add(-time.Hour).UnixNano()
+	hour := bud.Hour(cutoff)
+	// The targets that failed in the hour count once, however often.
+	failedTargets := map[string]bool{}
+	for _, ev := range bud.Window {
+		if ev.Target != "" && ev.At >= cutoff {
+			failedTargets[ev.Target] = true
+		}
+	}
+	order := fairOrder(acts, &bud)
 	pass := 0
 	for _, a := range order {
 		key := name + "/" + a.Key
-		if hist.applied[key] {
+		t := bud.Targets[a.Target]
+		if t == nil {
+			t = &failover.TargetBudget{}
+		}
+		if slices.Contains(t.Applied, key) {
 			// Invariant 6: a previous leader (or pass) applied it already.
 			count("done")
 			continue
 		}
-		if last, ok := hist.outcome[key]; ok && last.NeedsAdmin {
+		if t.Parked == key {
 			// Parked: the record says why. The Key is new once the target's
 			// state changes (the Remediator contract), and only then is it
 			// tried again; the Reason may carry an age that grows every pass.
 			count("needs_admin")
 			continue
 		}
-		t := hist.targets[a.Target]
-		if set.Mode == ModeOn && t.failures > 0 && now.Before(t.lastFailure.Add(r.backoff(t.failures))) {
+		if set.Mode == ModeOn && t.Failures > 0 && now.Before(time.Unix(0, t.LastFailure).Add(r.backoff(t.Failures))) {
 			count("backoff")
 			continue
 		}
@@ -302,7 +318,7 @@ func (r *Runner) runOne(ctx context.Context, e Entry, gen uint64, now time.Time,
 		case pass >= set.MaxPerPass:
 			rec.Result = failover.RemediationSkippedCap
 			rec.Detail = fmt.Sprintf("per-pass cap %d reached", set.MaxPerPass)
-		case set.Mode == ModeOn && hist.hour >= set.MaxPerHour:
+		case set.Mode == ModeOn && hour >= set.MaxPerHour:
 			rec.Result = failover.RemediationSkippedCap
 			rec.Detail = fmt.Sprintf("per-hour cap %d reached", set.MaxPerHour)
 		case set.Mode == ModeDryRun:
@@ -311,9 +327,17 @@ func (r *Runner) runOne(ctx context.Context, e Entry, gen uint64, now time.Time,
 		default:
 			rec.Result = failover.RemediationPlanned
 		}
-		fresh, err := r.record(ctx, rec, count)
-		if err != nil {
-			return err
+		var fresh bool
+		switch {
+		case (rec.Result == failover.RemediationSkippedCap || rec.Result == failover.RemediationDryRun) &&
+			t.Last == failover.RecordDigest(&rec):
+			// Held or skipped as last recorded: the target's state has
+			// not changed, only perhaps the age in its reason.
+			count(rec.Result)
+		default:
+			if fresh, err = r.record(ctx, rec, count); err != nil {
+				return err
+			}
 		}
 		if rec.Result != failover.RemediationPlanned {
 			// The records say it every pass; the log says it when it is new.
@@ -334,7 +358,7 @@ func (r *Runner) runOne(ctx context.Context, e Entry, gen uint64, now time.Time,
 		rec.Result, rec.Detail = failover.RemediationApplied, ""
 		switch {
 		case aerr == nil:
-			hist.hour++
+			hour++
 			r.log.Info("remediation applied", "remediation", name, "target", a.Target, "verb", a.Verb, "gen", gen, "reason", a.Reason)
 		case errors.Is(aerr, ErrBlocked):
 			// A budget said "not now": no harm done, none of the hourly cap
@@ -345,9 +369,9 @@ func (r *Runner) runOne(ctx context.Context, e Entry, gen uint64, now time.Time,
 			rec.Result, rec.Detail = failover.RemediationFailed, truncate(aerr.Error(), 1024)
 			rec.NeedsAdmin = errors.Is(aerr, ErrNeedsAdmin)
 			rec.Precondition = !rec.NeedsAdmin && errors.Is(aerr, ErrPrecondition)
-			if !hist.failedTargets[a.Target] {
-				hist.failedTargets[a.Target] = true
-				hist.hour++
+			if !failedTargets[a.Target] {
+				failedTargets[a.Target] = true
+				hour++
 			}
 			r.log.Error("remediation failed", "remediation", name, "target", a.Target, "gen", gen, "needs_admin", rec.NeedsAdmin, "err", aerr)
 		}
@@ -399,74 +423,19 @@ func gaugeValue(g prometheus.Gauge) float64 {
 	return m.GetGauge().GetValue()
 }
 
-// targetHistory is what the records say about one target of a remediator.
-type targetHistory struct {
-	// failures counts the failures since its last success, except those
-	// that need an admin (they park the target instead) and those whose
-	// precondition no longer held (nothing was done; the next Plan decides
-	// afresh); lastFailure is the latest one's time.
-	failures    int
-	lastFailure time.Time
-	// lastAttempt is when an action on it was last planned or tried.
-	lastAttempt int64
-}
-
-// history is what the runner reads from one remediator's records.
-type history struct {
-	// applied holds the keys recorded as applied.
-	applied map[string]bool
-	// outcome holds each key's latest applied or failed record.
-	outcome map[string]failover.Remediation
-	targets map[string]targetHistory
-	// hour is the hourly cap's count: every action applied in the last hour,
-	// plus each target that failed in it, once however often it failed.
-	hour          int
-	failedTargets map[string]bool
-}
-
-func readHistory(recs []failover.RemediationRecord, name string, now time.Time) *history {
-	h := &history{applied: map[string]bool{}, outcome: map[string]failover.Remediation{},
-		targets: map[string]targetHistory{}, failedTargets: map[string]bool{}}
-	cutoff := now.Add(-time.Hour).UnixNano()
-	for _, rec := range recs {
-		if rec.Name != name {
-			continue
-		}
-		t := h.targets[rec.Target]
-		switch rec.Result {
-		case failover.RemediationPlanned:
-			t.lastAttempt = rec.At
-		case failover.RemediationApplied:
-			h.applied[rec.Key] = true
-			h.outcome[rec.Key] = rec.Remediation
-			t.failures, t.lastAttempt = 0, rec.At
-			if rec.At >= cutoff {
-				h.hour++
-			}
-		case failover.RemediationFailed:
-			h.outcome[rec.Key] = rec.Remediation
-			t.lastAttempt = rec.At
-			if !rec.NeedsAdmin && !rec.Precondition {
-				t.failures++
-				t.lastFailure = time.Unix(0, rec.At)
-			}
-			if rec.At >= cutoff && !h.failedTargets[rec.Target] {
-				h.failedTargets[rec.Target] = true
-				h.hour++
-			}
-		}
-		h.targets[rec.Target] = t
-	}
-	return h
-}
-
 // fairOrder returns acts with the least recently attempted targets first,
 // in plan order among equals, so that neither a target that keeps failing
 // nor one whose work recurs can hold the head of every pass.
-func fairOrder(acts []Action, h *history) []Action {
+func fairOrder(acts []Action, b *failover.RemediationBudget) []Action {
+	attempt := func(target string) int64 {
+		if t := b.Targets[target]; t != nil {
+			return t.LastAttempt
+		}
+		return 0
+	}
 	out := slices.Clone(acts)
-	slices.SortStableFunc(out, func(a, b Action) int {
-		return cmp.Compare(h.targets[a.Target].lastAttempt, h.targets[b.Target].lastAttempt)
+	slices.SortStableFunc(out, func(x, y Action) int {
+		return cmp.Compare(attempt(x.Target), attempt(y.Target))
 	})
 	return out
 }

@@ -6,7 +6,13 @@
 // internal/watcher's lead runs there: the policy and tick loop, the real
 // DNS reconciler (failover/reconcile, wired with the watcher's backoff)
 // against one shared simdns authority and its verifier, and the real
-// remediation runner (failover/remediate) with one scripted remediator.
+// remediation runner (failover/remediate) with one scripted remediator,
+// whose reasons are new every pass (an age and a random number, as the real
+// repairs' ages are), and one dry-run repair that, from a churn event
+// (TestSimRepairCapHoldsUnderRecordChurn adds one; random schedules draw
+// none, as a thousand records make a schedule ten times slower), plans
+// its targets in a new state every pass, so that its records push the
+// scripted remediator's out of the bounded records.
 // Only the outside world is scripted, by a seeded Schedule: what each
 // watcher's probes see of each site over virtual time, node crashes (the
 // stores survive) and restarts, symmetric partitions of one link or one
@@ -51,10 +57,12 @@
 //   - 6: replicas that applied the same index have byte-identical
 //     snapshots (checked after every apply);
 //   - 7: the runner applies at most MaxPerPass actions per pass (counted
-//     between the remediator's Plan calls); the repairs that ran (each
-//     applied action plus each failed target once) stay within MaxPerHour
-//     plus those whose outcome no replica recorded (a leader deposed
-//     between Apply and its record leaves the next one unaware); and no
+//     between the remediator's Plan calls); per remediation, the repairs
+//     that ran (each applied action plus each failed target once) stay
+//     within MaxPerHour plus those whose outcome no replica recorded (a
+//     leader deposed between Apply and its record leaves the next one
+//     unaware; a record any check saw counts as recorded even once the
+//     churn has evicted it); and no
 //     action runs on a node that is no longer leader: not after its own
 //     leadership context ended (at an earlier virtual time), and not when
 //     some replica had applied an entry of a higher term before the

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -106,12 +107,7 @@ func TestFencingCheckFlagsALoweredFenceAndMismatchedRecords(t *testing.T) {
 // replica recorded, and allow one whose record was lost with its leader.
 func TestRemediationCapCheckAllowsOnlyUnrecordedExcess(t *testing.T) {
 	record := func(m *failover.Machine, index uint64, key string) {
-		b, err := failover.Encode(failover.Command{At: int64(index), Payload: failover.Remediation{Name: remediationName,
-			Target: "node/" + key, Verb: "repair", Result: failover.RemediationApplied, Key: remediationName + "/" + key, Actor: "a"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		m.Apply(index, b)
+		recordRepair(t, m, index, remediationName, key, failover.RemediationApplied)
 	}
 	for _, tc := range []struct {
 		name     string
@@ -132,7 +128,7 @@ func TestRemediationCapCheckAllowsOnlyUnrecordedExcess(t *testing.T) {
 			}
 			for i := range ran {
 				key := "t" + string(rune('1'+i)) + "#1"
-				w.actions = append(w.actions, remAction{node: "a", target: key[:2], key: key})
+				w.actions = append(w.actions, remAction{remediation: remediationName, node: "a", target: key[:2], key: key})
 				if i < tc.recorded {
 					record(m, uint64(i+1), key)
 				}
@@ -142,5 +138,48 @@ func TestRemediationCapCheckAllowsOnlyUnrecordedExcess(t *testing.T) {
 				t.Fatalf("violation: got %v (%v), want %v", got, w.violations, tc.want)
 			}
 		})
+	}
+}
+
+// recordRepair applies a record of remediation name's action key with
+// result, by node a, at index.
+func recordRepair(t *testing.T, m *failover.Machine, index uint64, name, key, result string) {
+	t.Helper()
+	b, err := failover.Encode(failover.Command{At: int64(index), Payload: failover.Remediation{Name: name,
+		Target: "node/" + key, Verb: "repair", Result: result, Key: name + "/" + key, Actor: "a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Apply(index, b)
+}
+
+// Invariant 7's hourly check counts a repair as recorded once any check
+// saw its record, so that the churning repair's records, pushing it out of
+// the bounded records, do not make it look unrecorded and excuse an excess.
+func TestRemediationCapCheckRemembersEvictedRecords(t *testing.T) {
+	w := checkWorld()
+	m := failover.New()
+	w.nodes = []*simNode{{id: "a", machine: m}}
+	idx := uint64(0)
+	repair := func(i int) {
+		key := "t" + strconv.Itoa(i) + "#1"
+		w.actions = append(w.actions, remAction{remediation: remediationName, node: "a", target: key[:2], key: key})
+		idx++
+		recordRepair(t, m, idx, remediationName, key, failover.RemediationApplied)
+		w.checkRemediationCaps()
+	}
+	for i := range remediationSettings.MaxPerHour {
+		repair(i)
+	}
+	if len(w.violations) > 0 {
+		t.Fatalf("violations %v within the cap", w.violations)
+	}
+	for i := range failover.MaxRemediations {
+		idx++
+		recordRepair(t, m, idx, churnName, "c"+strconv.Itoa(i)+"#1", failover.RemediationDryRun)
+	}
+	repair(remediationSettings.MaxPerHour)
+	if len(w.violations) == 0 {
+		t.Fatalf("no violation for %d recorded repairs, cap %d, after a churn evicted the first records", remediationSettings.MaxPerHour+1, remediationSettings.MaxPerHour)
 	}
 }

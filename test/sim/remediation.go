@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,10 +20,13 @@ import (
 
 // The simulated remediation runner: the real remediate.Runner, every
 // remediationInterval, with one scripted remediator whose targets break
-// when the schedule says (broken events) and are fixed by its Apply.
+// when the schedule says (broken events) and are fixed by its Apply, and
+// one in dry-run whose targets change state every pass once a churn event
+// says so: its records push the first one's out of the bounded records.
 const (
 	remediationInterval = 2 * time.Second
 	remediationName     = "sim-repair"
+	churnName           = "sim-churn"
 )
 
 // remediationSettings are the runner's caps: low enough that a 60 s
@@ -47,6 +52,7 @@ type termSeen struct {
 // remAction is one Apply of the scripted remediator: the world's record
 // of a remediation that ran.
 type remAction struct {
+	remediation       string
 	node, target, key string
 	at                time.Time
 	term              uint64 // the node's raft term, read at the Apply
@@ -62,6 +68,7 @@ func (a remAction) String() string {
 type brokenTarget struct {
 	episode int // the breaking event's Seq: a new episode is a new Key
 	fail    bool
+	since   time.Time
 }
 
 // lead is what a node runs while it leads, wired as internal/watcher's
@@ -96,7 +103,8 @@ func (w *World) lead(ctx context.Context, n *simNode, node *cluster.Node) {
 	probe := &leaderProbe{Leader: node}
 	runner, err := remediate.NewRunner(remediate.RunnerConfig{Node: n.id, Cluster: probe, State: n.machine,
 		Remediators: []remediate.Entry{{Remediator: &simRemediator{w: w, n: n, node: node, probe: probe, lead: term},
-			Settings: remediationSettings}},
+			Settings: remediationSettings},
+			{Remediator: &churnRemediator{w: w}, Settings: remediate.Settings{Mode: remediate.ModeDryRun, MaxPerPass: 100}}},
 		Interval: remediationInterval})
 	if err != nil {
 		w.violate("node %s: remediation runner not started: %v", n.id, err)
@@ -152,18 +160,23 @@ type simRemediator struct {
 	probe   *leaderProbe
 	lead    *leadTerm
 	applies int // in the current pass
+	plans   int
 }
 
 func (r *simRemediator) Name() string { return remediationName }
 
 func (r *simRemediator) Plan(context.Context) ([]remediate.Action, error) {
 	r.applies = 0 // the runner plans once per pass
+	r.plans++
 	r.w.mu.Lock()
 	defer r.w.mu.Unlock()
 	var acts []remediate.Action
 	for target, b := range r.w.broken {
+		// A reason new every pass, as the real repairs' ages are.
 		acts = append(acts, remediate.Action{Target: "node/" + target, Verb: "repair",
-			Reason: "scripted breakage", Key: target + "#" + strconv.Itoa(b.episode)})
+			Reason: fmt.Sprintf("scripted breakage for %s, seen %x", time.Since(b.since).Round(time.Millisecond),
+				rand.New(rand.NewPCG(uint64(b.episode), uint64(r.plans))).Uint32()),
+			Key: target + "#" + strconv.Itoa(b.episode)})
 	}
 	slices.SortFunc(acts, func(a, b remediate.Action) int { return strings.Compare(a.Target, b.Target) })
 	return acts, nil
@@ -175,7 +188,7 @@ func (r *simRemediator) Apply(_ context.Context, a remediate.Action) error {
 	now := time.Now()
 	term := r.node.Stats().Term
 	verified := r.probe.lastVerified()
-	act := remAction{node: r.n.id, target: strings.TrimPrefix(a.Target, "node/"), key: a.Key, at: now,
+	act := remAction{remediation: remediationName, node: r.n.id, target: strings.TrimPrefix(a.Target, "node/"), key: a.Key, at: now,
 		term: term, gen: r.n.machine.Desired().Gen}
 	r.applies++
 	w := r.w
@@ -224,53 +237,97 @@ func (r *simRemediator) Apply(_ context.Context, a remediate.Action) error {
 func (w *World) breakTarget(ev Event) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.broken[ev.Target] = brokenTarget{episode: ev.Seq, fail: ev.Fail}
+	w.broken[ev.Target] = brokenTarget{episode: ev.Seq, fail: ev.Fail, since: time.Now()}
+}
+
+// churnRemediator is the dry-run repair of a churn event: each of its
+// targets is in a new state (a new Key) every pass, so each pass records
+// them all anew.
+type churnRemediator struct {
+	w     *World
+	plans int
+}
+
+func (r *churnRemediator) Name() string { return churnName }
+
+func (r *churnRemediator) Plan(context.Context) ([]remediate.Action, error) {
+	r.plans++
+	r.w.mu.Lock()
+	n := r.w.churn
+	r.w.mu.Unlock()
+	acts := make([]remediate.Action, n)
+	for i := range acts {
+		acts[i] = remediate.Action{Target: fmt.Sprintf("pod/c%d", i), Verb: "delete", Reason: "churn",
+			Key: fmt.Sprintf("c%d@%d.%d", i, r.plans, time.Now().UnixNano())}
+	}
+	return acts, nil
+}
+
+func (r *churnRemediator) Apply(context.Context, remediate.Action) error {
+	return errors.New("a dry-run repair applied")
 }
 
 // checkRemediationCaps is invariant 7's hourly cap (every schedule ends
-// within the hour): the repairs that ran, counted as the runner counts
-// them (each applied action, plus each target that failed, once), are at
-// most the cap plus those whose outcome no replica has recorded. A leader
-// deposed between an Apply and its record leaves such an action unknown
-// to the next leader, which may repeat it; nothing else may exceed the cap.
+// within the hour), per remediation: the repairs that ran, counted as the
+// runner counts them (each applied action, plus each target that failed,
+// once), are at most the cap plus those whose outcome no replica has
+// recorded. A leader deposed between an Apply and its record leaves such an
+// action unknown to the next leader, which may repeat it; nothing else may
+// exceed the cap, however many records the churning repair pushes out of
+// the bounded records (the outcomes seen recorded at any check count as
+// recorded: the check runs far more often than the churn fills them).
 func (w *World) checkRemediationCaps() {
-	w.mu.Lock()
-	actions := slices.Clone(w.actions)
-	w.mu.Unlock()
-	if len(actions) == 0 {
-		return
-	}
-	recorded := map[string]bool{}
+	var seen []string
 	for _, n := range w.nodes {
 		for _, r := range n.machine.Remediations() {
 			if r.Result == failover.RemediationApplied || r.Result == failover.RemediationFailed {
-				recorded[r.Actor+"|"+r.Key+"|"+r.Result] = true
+				seen = append(seen, r.Actor+"|"+r.Key+"|"+r.Result)
 			}
 		}
 	}
-	used, unrecorded := 0, 0
-	failed := map[string]bool{}
+	w.mu.Lock()
+	for _, k := range seen {
+		w.recorded[k] = true
+	}
+	actions := slices.Clone(w.actions)
+	recorded := maps.Clone(w.recorded)
+	w.mu.Unlock()
+	type count struct {
+		used, unrecorded int
+		failed           map[string]bool
+	}
+	per := map[string]*count{}
 	for _, a := range actions {
+		c := per[a.remediation]
+		if c == nil {
+			c = &count{failed: map[string]bool{}}
+			per[a.remediation] = c
+		}
 		result := failover.RemediationApplied
 		if a.failed {
 			result = failover.RemediationFailed
 		}
-		if !recorded[a.node+"|"+remediationName+"/"+a.key+"|"+result] {
-			unrecorded++
+		if !recorded[a.node+"|"+a.remediation+"/"+a.key+"|"+result] {
+			c.unrecorded++
 		}
 		switch {
 		case !a.failed:
-			used++
-		case !failed[a.target]:
-			failed[a.target] = true
-			used++
+			c.used++
+		case !c.failed[a.target]:
+			c.failed[a.target] = true
+			c.used++
 		}
 	}
-	if used > remediationSettings.MaxPerHour+unrecorded {
-		var b strings.Builder
-		for _, a := range actions {
-			b.WriteString("; " + a.String())
+	for name, c := range per {
+		if c.used > remediationSettings.MaxPerHour+c.unrecorded {
+			var b strings.Builder
+			for _, a := range actions {
+				if a.remediation == name {
+					b.WriteString("; " + a.String())
+				}
+			}
+			w.violate("invariant 7: %s: %d repairs counted against the hourly cap %d, with %d unrecorded%s",
+				name, c.used, remediationSettings.MaxPerHour, c.unrecorded, b.String())
 		}
-		w.violate("invariant 7: %d repairs counted against the hourly cap %d, with %d unrecorded%s", used, remediationSettings.MaxPerHour, unrecorded, b.String())
 	}
 }

@@ -142,6 +142,10 @@ func (w *World) do(ctx context.Context, ops *sync.WaitGroup, ev Event) error {
 		return w.revive()
 	case "broken":
 		w.breakTarget(ev)
+	case "churn":
+		w.mu.Lock()
+		w.churn = ev.Count
+		w.mu.Unlock()
 	case "op":
 		node := w.via()
 		if node == nil {

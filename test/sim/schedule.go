@@ -15,7 +15,7 @@ import (
 type Event struct {
 	Seq  int
 	At   time.Duration
-	Kind string // outage, crash, restart, partition, heal, op, dnsfault, dnsslow, depose, revive, broken, and those of faults.go
+	Kind string // outage, crash, restart, partition, heal, op, dnsfault, dnsslow, depose, revive, broken, churn, and those of faults.go
 	// Node is the node crashed, restarted or partitioned; Peer, when set,
 	// makes a partition cut only the Node-Peer link (else Node is isolated).
 	// A one-way cut stops Node sending to Peer only.
@@ -28,7 +28,8 @@ type Event struct {
 	Op string
 	// Fault, Count and Writes describe a dnsfault: the next Count calls
 	// (only writes, with Writes) to the DNS authority time out, are
-	// REFUSED, SERVFAIL, or apply and lose their reply (lost-reply).
+	// REFUSED, SERVFAIL, or apply and lose their reply (lost-reply). A
+	// churn's Count is how many targets its dry-run repair plans from At.
 	Fault  string
 	Count  int
 	Writes bool
@@ -73,6 +74,8 @@ func (e Event) String() string {
 			fail = " (its repairs fail)"
 		}
 		return fmt.Sprintf("%s broken    %s needs a repair%s", at, e.Target, fail)
+	case "churn":
+		return fmt.Sprintf("%s churn     %d targets of a dry-run repair change state every pass", at, e.Count)
 	case "cut":
 		return fmt.Sprintf("%s cut       %s->%s one way (%s->%s still up)", at, e.Node, e.Peer, e.Peer, e.Node)
 	case "mend":
@@ -224,6 +227,8 @@ func (s Schedule) String() string {
 // were): up to three DNS faults of one to three calls each, up to two
 // stretches of DNS latency on one node (0.2-3 s for 2-15 s), and up to
 // five breakages of four targets, one in five of which no repair fixes.
+// Churn events are not drawn (a thousand records or more make a schedule
+// ten times slower); TestSimRepairCapHoldsUnderRecordChurn adds one.
 func genWorld(rng *rand.Rand, between func(lo, hi time.Duration) time.Duration, add func(Event)) {
 	nodes := []string{"a", "b", "c"}
 	faults := []string{"timeout", "refused", "servfail", "lost-reply"}
@@ -305,4 +310,15 @@ func slowDeposedWriter(rng *rand.Rand, between func(lo, hi time.Duration) time.D
 		add(Event{At: t, Kind: "depose", Op: "failback", For: back})
 	}
 	add(Event{At: first + 25*time.Second, Kind: "revive"})
+}
+
+// withChurn is s with a churn event: from at, the dry-run repair plans
+// count targets in a new state every pass.
+func (s Schedule) withChurn(at time.Duration, count int) Schedule {
+	s.Events = append(slices.Clone(s.Events), Event{At: at, Kind: "churn", Count: count})
+	slices.SortStableFunc(s.Events, func(a, b Event) int { return int(a.At - b.At) })
+	for i := range s.Events {
+		s.Events[i].Seq = i + 1
+	}
+	return s
 }

@@ -52,3 +52,15 @@ func TestSimSchedules(t *testing.T) {
 		len(r.sched.Events), len(sched.Events), note, r.candidates, r.wall.Round(time.Millisecond), class,
 		replayLine(f.seed, r.drop), r.sched)
 }
+
+// TestSimRepairCapHoldsUnderRecordChurn runs one schedule with a dry-run
+// repair whose 43 targets change state every pass from 9.9 s: its records
+// push the scripted repair's out of the bounded records, and invariant 7
+// still holds, per remediation per hour. A runner that read its caps from
+// the records breaks the hourly cap in this schedule.
+func TestSimRepairCapHoldsUnderRecordChurn(t *testing.T) {
+	sched := Generate(16).withChurn(9900*time.Millisecond, 43)
+	if o := runOne(t, sched, nil); o.failure != "" {
+		t.Fatalf("%s\n%s", o.failure, sched)
+	}
+}

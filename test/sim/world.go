@@ -66,6 +66,8 @@ type World struct {
 	termsSeen  []termSeen              // invariant 7: when each new highest term was applied
 	actions    []remAction             // invariant 7: every remediation that ran
 	broken     map[string]brokenTarget // the scripted remediator's targets needing a repair
+	churn      int                     // how many targets the churning dry-run repair plans
+	recorded   map[string]bool         // invariant 7: every outcome any replica ever recorded
 	violations []string
 	stats      Stats
 }
@@ -119,7 +121,7 @@ type simNode struct {
 // be called inside the bubble: the certificates take the bubble's clock.
 func NewWorld(sched Schedule) (*World, error) {
 	w := &World{sched: sched, policy: simPolicy(), nw: newNetwork(), parted: map[[2]string]bool{},
-		snaps: map[uint64]snapSeen{}, rounds: map[string][]round{}, flips: map[uint64]bool{}, broken: map[string]brokenTarget{},
+		snaps: map[uint64]snapSeen{}, rounds: map[string][]round{}, flips: map[uint64]bool{}, broken: map[string]brokenTarget{}, recorded: map[string]bool{},
 		dnsw: dnsWorld{inflight: map[string]int{}}}
 	w.hash = w.policy.Hash()
 	w.faults.init(sched.Seed, w.violate)
