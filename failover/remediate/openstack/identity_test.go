@@ -122,3 +122,31 @@ func TestSecurityGroupsRepairOnlyInstancesOfThisCluster(t *testing.T) {
 		}
 	}
 }
+
+// With a name prefix alone, an etcd VM named like the nodes is a cluster
+// instance that is no node, and neutron-route-gc would remove the route
+// through it: mode on needs the cluster's metadata, and with it the route
+// stays while a stale route of this cluster's still goes.
+func TestRouteGCJudgesClusterInstancesByMetadata(t *testing.T) {
+	routes := []string{"198.19.1.0/24>10.180.0.3", "198.19.1.0/24>10.180.0.5", "198.19.2.0/24>10.180.0.4",
+		"198.19.6.0/24>10.180.0.6", "198.19.11.0/24>10.180.0.11"}
+	w, nodes := routeGCWorld(t, routes...)
+	w.instance("vme", "k-etcd-1", nil, "ACTIVE", "10.180.0.11", nil)
+	reader := struct {
+		*fakeReadiness
+		*fakeNodes
+	}{&fakeReadiness{}, nodes}
+	on := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 5, MaxPerHour: 10}
+
+	alone := identityConfig("k-", "", "")
+	alone.OpenStack.RouterID = w.router
+	alone.OpenStack.NeutronRouteGC.Settings = on
+	refusesPrefixAlone(t, alone, w.c, reader)
+
+	cfg := identityConfig("k-", "kluster", "k")
+	cfg.OpenStack.RouterID = w.router
+	cfg.OpenStack.NeutronRouteGC.Settings = on
+	e := onlyEntry(t, cfg, w.c, reader, nil)
+	remediatetest.Pass(t, remediatetest.NewLog(), e.Remediator, e.Settings)
+	check(t, "routes", w.routes(), sorted(routes[1:]))
+}
