@@ -350,14 +350,17 @@ type OpenStackClusterConfig struct {
 	PodCIDR       string `yaml:"pod_cidr" doc:"The cluster's pod CIDR, e.g. 198.19.0.0/16."`
 	// Cluster instances are those whose name starts with InstanceNamePrefix
 	// and, when InstanceMetadataKey is set, carry that metadata key (with
-	// InstanceMetadataValue, when set).
-	InstanceNamePrefix    string `yaml:"instance_name_prefix" doc:"Nova instances of the cluster have names starting with this."`
-	InstanceMetadataKey   string `yaml:"instance_metadata_key" doc:"Nova instances of the cluster carry this metadata key (e.g. kubernikus:kluster)."`
-	InstanceMetadataValue string `yaml:"instance_metadata_value" doc:"With instance_metadata_key: the value it must have; empty accepts any."`
+	// InstanceMetadataValue, when set). A name prefix alone also matches a
+	// neighbouring cluster's instances and long-lived VMs that are no
+	// nodes (kubespray's <prefix>etcd-N, a bastion), so mode on needs
+	// the key and its value (invariant 13: nothing outside the cluster).
+	InstanceNamePrefix    string `yaml:"instance_name_prefix" doc:"Nova instances of the cluster have names starting with this. It only narrows: alone, it suffices for dry-run only."`
+	InstanceMetadataKey   string `yaml:"instance_metadata_key" doc:"Nova instances of the cluster carry this metadata key, set by whatever creates the nodes (your Terraform, Heat or cluster manager; for example Kubernikus' or Magnum's cluster key, not verified here: read it with openstack server show). Required, with instance_metadata_value, when any of the three repairs is on; dry-run may do with instance_name_prefix alone and then only reports."`
+	InstanceMetadataValue string `yaml:"instance_metadata_value" doc:"With instance_metadata_key: the value it must have, naming this cluster (required when a repair is on: any value would also match other clusters under the same key; empty accepts any value in dry-run)."`
 
 	NeutronRouteGC      NeutronRouteGCConfig      `yaml:"neutron_route_gc" doc:"Remove extra routes into the pod CIDR proven to be this cluster's and stale, judged from the nodes' Node.spec.podCIDRs (needs remediations.kubernetes for the site) and every Nova server of the project; never a route through an instance outside the cluster."`
 	SecurityGroups      SecurityGroupsConfig      `yaml:"security_groups" doc:"Add the required security group back to cluster instances, and the pod CIDR to node ports' allowed_address_pairs."`
-	NeverReadyInstances NeverReadyInstancesConfig `yaml:"never_ready_instances" doc:"Reboot (soft, then hard, at most twice) instances ACTIVE for long whose node never became Ready."`
+	NeverReadyInstances NeverReadyInstancesConfig `yaml:"never_ready_instances" doc:"Reboot (soft, then hard, at most twice) instances ACTIVE for long, but younger than max_age, whose node never became Ready."`
 }
 
 // NeutronRouteGCConfig configures neutron-route-gc.
@@ -377,6 +380,10 @@ type SecurityGroupsConfig struct {
 type NeverReadyInstancesConfig struct {
 	Settings  `yaml:",inline"`
 	ActiveFor time.Duration `yaml:"active_for" doc:"How long an instance must be ACTIVE (and since its last reboot) with no Ready node before it is rebooted (default 15m)."`
+	// MaxAge bounds the repair to new instances: one that never joined
+	// within it is no failed boot but something else (a bastion, an etcd
+	// VM, a node whose Node object was deleted), and is left alone.
+	MaxAge time.Duration `yaml:"max_age" doc:"Instances created or launched longer ago than this are never rebooted: a node that failed its first boot is young (default 1h, or 3 times active_for when that is longer, so both reboots fit; must exceed 2 times active_for)."`
 }
 
 // Defaults for the OpenStack cluster remediators.
@@ -384,6 +391,7 @@ const (
 	DefaultRouteLimit          = 30
 	DefaultRouteWarnMargin     = 3
 	DefaultNeverReadyActiveFor = 15 * time.Minute
+	DefaultNeverReadyMaxAge    = time.Hour
 )
 
 func (o OpenStackClusterConfig) withDefaults() OpenStackClusterConfig {
@@ -399,6 +407,9 @@ func (o OpenStackClusterConfig) withDefaults() OpenStackClusterConfig {
 	if o.NeverReadyInstances.ActiveFor == 0 {
 		o.NeverReadyInstances.ActiveFor = DefaultNeverReadyActiveFor
 	}
+	if o.NeverReadyInstances.MaxAge == 0 {
+		o.NeverReadyInstances.MaxAge = max(DefaultNeverReadyMaxAge, 3*o.NeverReadyInstances.ActiveFor)
+	}
 	o.NeutronRouteGC.Settings = o.NeutronRouteGC.withDefaults()
 	o.SecurityGroups.Settings = o.SecurityGroups.withDefaults()
 	o.NeverReadyInstances.Settings = o.NeverReadyInstances.withDefaults()
@@ -408,6 +419,20 @@ func (o OpenStackClusterConfig) withDefaults() OpenStackClusterConfig {
 // Enabled reports whether any of the OpenStack remediators is enabled.
 func (o OpenStackClusterConfig) Enabled() bool {
 	return o.NeutronRouteGC.Mode.Enabled() || o.SecurityGroups.Mode.Enabled() || o.NeverReadyInstances.Mode.Enabled()
+}
+
+// onRepairs names the repairs in mode on, joined by ", "; "" when none.
+func (o OpenStackClusterConfig) onRepairs() string {
+	var on []string
+	for _, r := range []struct {
+		name string
+		mode Mode
+	}{{"neutron_route_gc", o.NeutronRouteGC.Mode}, {"security_groups", o.SecurityGroups.Mode}, {"never_ready_instances", o.NeverReadyInstances.Mode}} {
+		if r.mode == ModeOn {
+			on = append(on, r.name)
+		}
+	}
+	return strings.Join(on, ", ")
 }
 
 func (o OpenStackClusterConfig) validate() field.Errors {
@@ -424,6 +449,13 @@ func (o OpenStackClusterConfig) validate() field.Errors {
 	}
 	if o.InstanceMetadataValue != "" && o.InstanceMetadataKey == "" {
 		errs.Add("instance_metadata_value", "needs instance_metadata_key")
+	}
+	if on := o.onRepairs(); on != "" {
+		if o.InstanceMetadataKey == "" {
+			errs.Add("instance_metadata_key", "required when %s is on: a name prefix alone also matches other clusters' instances and VMs that are no nodes (dry-run may do without)", on)
+		} else if o.InstanceMetadataValue == "" {
+			errs.Add("instance_metadata_value", "required when %s is on: any value would also match other clusters' instances under the same key", on)
+		}
 	}
 	if o.PodCIDR != "" {
 		if p, err := netip.ParsePrefix(o.PodCIDR); err != nil || p != p.Masked() {
@@ -442,6 +474,12 @@ func (o OpenStackClusterConfig) validate() field.Errors {
 	nonNegative(&errs, "neutron_route_gc.route_limit", o.NeutronRouteGC.RouteLimit)
 	nonNegative(&errs, "neutron_route_gc.route_warn_margin", o.NeutronRouteGC.WarnMargin)
 	nonNegative(&errs, "never_ready_instances.active_for", o.NeverReadyInstances.ActiveFor)
+	nonNegative(&errs, "never_ready_instances.max_age", o.NeverReadyInstances.MaxAge)
+	if n := o.NeverReadyInstances; n.MaxAge > 0 && n.ActiveFor > 0 && n.MaxAge <= 2*n.ActiveFor {
+		// The soft reboot comes at active_for, the hard one active_for
+		// later: a shorter bound would cut the repair off halfway.
+		errs.Add("never_ready_instances.max_age", "%v must exceed 2 times active_for (%v)", n.MaxAge, n.ActiveFor)
+	}
 	return errs
 }
 

@@ -3,6 +3,7 @@ package remediate
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/drwatch/drwatch/internal/field"
 )
@@ -41,6 +42,7 @@ func TestConfigValidatePathsAreRelativeToTheSection(t *testing.T) {
 		{Path: "openstack.site", Msg: `"nowhere" must be primary or backup`},
 		{Path: "openstack.instance_name_prefix", Msg: "instance_name_prefix or instance_metadata_key must identify the cluster's instances"},
 		{Path: "openstack.instance_metadata_value", Msg: "needs instance_metadata_key"},
+		{Path: "openstack.instance_metadata_key", Msg: "required when neutron_route_gc is on: a name prefix alone also matches other clusters' instances and VMs that are no nodes (dry-run may do without)"},
 		{Path: "openstack.pod_cidr", Msg: `"198.19.0.1/16" must be a network prefix like 198.19.0.0/16`},
 		{Path: "openstack.router_id", Msg: "required by neutron_route_gc"},
 	}
@@ -50,5 +52,76 @@ func TestConfigValidatePathsAreRelativeToTheSection(t *testing.T) {
 	}
 	if got := (Config{}).WithDefaults().Validate(); got != nil {
 		t.Errorf("defaults: got %v, want no problem", got)
+	}
+}
+
+// A name prefix alone also matches a neighbouring cluster's instances and
+// VMs that are no nodes: a cluster repair in mode on needs the metadata key
+// and its value; dry-run, which only reports, may do with the prefix.
+func TestOpenStackRepairsOnNeedAMetadataSelector(t *testing.T) {
+	base := OpenStackClusterConfig{OpenStackAuth: OpenStackAuth{Cloud: "c"}, RouterID: "r", PodCIDR: "198.19.0.0/16", InstanceNamePrefix: "k-"}
+	base.SecurityGroups.RequiredGroup = "g"
+	modes := map[string]func(*OpenStackClusterConfig) *Mode{
+		"neutron_route_gc":      func(o *OpenStackClusterConfig) *Mode { return &o.NeutronRouteGC.Mode },
+		"security_groups":       func(o *OpenStackClusterConfig) *Mode { return &o.SecurityGroups.Mode },
+		"never_ready_instances": func(o *OpenStackClusterConfig) *Mode { return &o.NeverReadyInstances.Mode },
+	}
+	for name, mode := range modes {
+		t.Run(name, func(t *testing.T) {
+			for _, tc := range []struct {
+				what      string
+				mode      Mode
+				key, val  string
+				wantField string
+			}{
+				{"on with a prefix alone", ModeOn, "", "", "openstack.instance_metadata_key"},
+				{"on with a key of any value", ModeOn, "kluster", "", "openstack.instance_metadata_value"},
+				{"on with key and value", ModeOn, "kluster", "k", ""},
+				{"dry-run with a prefix alone", ModeDryRun, "", "", ""},
+			} {
+				var c Config
+				c.OpenStack = base
+				c.OpenStack.InstanceMetadataKey, c.OpenStack.InstanceMetadataValue = tc.key, tc.val
+				*mode(&c.OpenStack) = tc.mode
+				var paths []string
+				for _, e := range c.WithDefaults().Validate() {
+					paths = append(paths, e.Path)
+				}
+				var want []string
+				if tc.wantField != "" {
+					want = []string{tc.wantField}
+				}
+				if !slices.Equal(paths, want) {
+					t.Errorf("%s: got problems at %v, want %v", tc.what, paths, want)
+				}
+			}
+		})
+	}
+}
+
+// never_ready_instances.max_age bounds the repair to young instances; a
+// bound that leaves no room for both reboots is refused, and the default
+// grows with active_for.
+func TestNeverReadyMaxAge(t *testing.T) {
+	for _, tc := range []struct {
+		activeFor, maxAge, want time.Duration
+		wantErr                 bool
+	}{
+		{0, 0, time.Hour, false},
+		{40 * time.Minute, 0, 2 * time.Hour, false},
+		{15 * time.Minute, 31 * time.Minute, 31 * time.Minute, false},
+		{15 * time.Minute, 30 * time.Minute, 30 * time.Minute, true},
+		{0, -time.Minute, -time.Minute, true},
+	} {
+		var c Config
+		c.OpenStack.NeverReadyInstances.ActiveFor, c.OpenStack.NeverReadyInstances.MaxAge = tc.activeFor, tc.maxAge
+		c = c.WithDefaults()
+		if got := c.OpenStack.NeverReadyInstances.MaxAge; got != tc.want {
+			t.Errorf("active_for %v, max_age %v: got max_age %v, want %v", tc.activeFor, tc.maxAge, got, tc.want)
+		}
+		errs := c.Validate()
+		if got := len(errs) > 0 && errs[0].Path == "openstack.never_ready_instances.max_age"; got != tc.wantErr || (!tc.wantErr && errs != nil) {
+			t.Errorf("active_for %v, max_age %v: got %v, want an error on max_age: %v", tc.activeFor, tc.maxAge, errs, tc.wantErr)
+		}
 	}
 }

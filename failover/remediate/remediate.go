@@ -174,7 +174,7 @@ type Settings struct {
 	// 0 means the default 10.
 	MaxPerHour int `yaml:"max_per_hour" doc:"Most actions applied in the last hour, plus one per target that failed in it (however often), counted from the replicated budget, which no record traffic evicts (default 10)."`
 	// BrakeShare is the disruption brake; 0 means DefaultBrakeShare.
-	BrakeShare float64 `yaml:"brake_share" doc:"Disruption brake: act on nothing when more than this share of the population (the cluster's nodes for dead_node_out_of_service, orphaned_pods and never_ready_instances; the watched load balancers for octavia_stuck_lb; the cluster's load balancers, floating IPs and volumes for cloud_debris), and at least 3 members, qualify at once (default 0.5; 1 turns the brake off; ignored by the other remediations)."`
+	BrakeShare float64 `yaml:"brake_share" doc:"Disruption brake: act on nothing when more than this share of the population (the cluster's nodes for dead_node_out_of_service and orphaned_pods; the cluster's instances for never_ready_instances and security_groups; the router's routes into the pod CIDR for neutron_route_gc; the watched load balancers for octavia_stuck_lb; the cluster's load balancers, floating IPs and volumes for cloud_debris), and at least 3 members, qualify at once (default 0.5; 1 turns the brake off; ignored by the other remediations)."`
 }
 
 // Defaults for Settings.

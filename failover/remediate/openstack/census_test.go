@@ -17,7 +17,7 @@ func TestNeverReadyCensus(t *testing.T) {
 		server{name: "ce-b", meta: inCluster},
 		server{name: "ce-c", meta: inCluster},
 		server{name: "ce-other", meta: map[string]string{"kluster": "other"}})
-	r := NewNeverReady(c, Selector{NamePrefix: "ce-", MetadataKey: "kluster", MetadataValue: "k"}, nil, 0, nil)
+	r := NewNeverReady(c, Selector{NamePrefix: "ce-", MetadataKey: "kluster", MetadataValue: "k"}, nil, 0, 0, nil)
 	pop, err := r.Census(context.Background(), []remediate.Action{
 		{Target: "server/a", Verb: "reboot-soft"}, {Target: "server/a", Verb: "reboot-hard"}, {Target: "server/b", Verb: VerbWarn}})
 	if err != nil {

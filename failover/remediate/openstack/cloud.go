@@ -66,6 +66,18 @@ type Instance struct {
 	Addresses []netip.Addr
 	// LaunchedAt is Nova's OS-SRV-USG:launched_at (Created if unset).
 	LaunchedAt time.Time
+	// Created is Nova's created: a rebuild sets launched_at anew, not it.
+	Created time.Time
+}
+
+// age is how long ago the instance was created or first launched,
+// whichever is earlier, so that a rebuild does not make an old VM young.
+func (in Instance) age(now time.Time) time.Duration {
+	born := in.LaunchedAt
+	if !in.Created.IsZero() && in.Created.Before(born) {
+		born = in.Created
+	}
+	return now.Sub(born)
 }
 
 // Selector identifies the cluster's instances: name prefix and/or a
@@ -121,7 +133,7 @@ func listInstances(ctx context.Context, compute *gophercloud.ServiceClient, sel 
 }
 
 func toInstance(v *servers.Server) Instance {
-	in := Instance{ID: v.ID, Name: v.Name, Status: v.Status, Metadata: v.Metadata, LaunchedAt: v.LaunchedAt}
+	in := Instance{ID: v.ID, Name: v.Name, Status: v.Status, Metadata: v.Metadata, LaunchedAt: v.LaunchedAt, Created: v.Created}
 	if in.LaunchedAt.IsZero() {
 		in.LaunchedAt = v.Created
 	}

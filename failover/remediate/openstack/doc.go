@@ -39,7 +39,9 @@
 //     and pairs (409) on it: it needs neither, and gets neither. A port at
 //     Neutron's max_allowed_address_pair fails with an error saying so.
 //   - never-ready-instances: an instance ACTIVE for longer than T (and T
-//     since its last reboot) whose node never became Ready (NodeReadiness)
+//     since its last reboot), younger than the age bound (an old VM with
+//     no Ready node is no failed boot), whose node never became Ready
+//     (NodeReadiness)
 //     is soft rebooted, then hard rebooted, never more: the reboots are
 //     counted from Nova's os-instance-actions, and the keys
 //     reboot/<id>/1 and reboot/<id>/2 are all there are, so the Runner's
@@ -55,6 +57,14 @@
 //     providerID (GONE). Nova's ERROR status is ERROR, which is not down;
 //     anything else (paused, suspended, no power state, no single name
 //     match, any error) is ACTIVE or UNKNOWN, so the caller fails closed.
+//
+// A cluster instance is one the Selector matches: the cluster's metadata
+// key and value, narrowed by a name prefix. A prefix alone also matches a
+// neighbouring cluster's instances and VMs that are no nodes, so the config
+// allows it in dry-run only. All three repairs are a remediate.Census, so
+// the Runner's disruption brake holds each when most of its population
+// (cluster instances, or the router's routes into the pod CIDR) qualifies
+// at once.
 //
 // CloudRemediators builds what the config enables without touching the
 // cloud: the clients authenticate on first use and retry on the next use

@@ -48,7 +48,7 @@ func TestNovaDownCell(t *testing.T) {
 	// Below 2.69 Nova skips the down cell's servers without a word:
 	// never-ready-instances then sees no instance, so it reboots none.
 	nr := NewNeverReady(c, Selector{NamePrefix: "dc-", MetadataKey: "kluster", MetadataValue: "k"},
-		&fakeReadiness{ready: map[string]bool{"dc-a": false}}, 0, nil)
+		&fakeReadiness{ready: map[string]bool{"dc-a": false}}, 0, 0, nil)
 	if acts, err := nr.Plan(ctx); err != nil || len(acts) != 0 {
 		t.Errorf("never-ready plan with the cell down: got %+v %v, want nothing", acts, err)
 	}

@@ -280,7 +280,7 @@ func Entries(cfg remediate.Config, clients *Clients, nodes NodeReader, now func(
 		if nodes == nil {
 			return nil, errors.New("remediations.openstack.never_ready_instances: enabled without a node readiness source")
 		}
-		out = append(out, remediate.Entry{Remediator: NewNeverReady(clients, sel, nodes, s.ActiveFor, now), Settings: s.Settings})
+		out = append(out, remediate.Entry{Remediator: NewNeverReady(clients, sel, nodes, s.ActiveFor, s.MaxAge, now), Settings: s.Settings})
 	}
 	return out, nil
 }

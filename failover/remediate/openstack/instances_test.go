@@ -336,6 +336,7 @@ func TestEntries(t *testing.T) {
 	base.OpenStack.RouterID = "r1"
 	base.OpenStack.PodCIDR = "198.19.0.0/16"
 	base.OpenStack.InstanceNamePrefix = "k-"
+	base.OpenStack.InstanceMetadataKey, base.OpenStack.InstanceMetadataValue = "kluster", "k"
 	base.OpenStack.SecurityGroups.RequiredGroup = "k-nodes"
 
 	t.Run("off builds nothing", func(t *testing.T) {
@@ -364,11 +365,19 @@ func TestEntries(t *testing.T) {
 		if g := es[0].Remediator.(*RouteGC); g.limit != remediate.DefaultRouteLimit {
 			t.Fatalf("got route limit %d, want %d", g.limit, remediate.DefaultRouteLimit)
 		}
-		if n := es[2].Remediator.(*NeverReady); n.after != 15*time.Minute {
-			t.Fatalf("got active_for %s, want 15m", n.after)
+		if n := es[2].Remediator.(*NeverReady); n.after != 15*time.Minute || n.maxAge != time.Hour {
+			t.Fatalf("got active_for %s and max_age %s, want 15m and 1h", n.after, n.maxAge)
 		}
 		if _, err := Entries(cfg, c, nil, nil); err == nil {
 			t.Fatal("got no error without readiness, want one")
+		}
+	})
+	t.Run("dry-run builds with a name prefix alone", func(t *testing.T) {
+		cfg := base
+		cfg.OpenStack.InstanceMetadataKey, cfg.OpenStack.InstanceMetadataValue = "", ""
+		cfg.OpenStack.SecurityGroups.Mode = remediate.ModeDryRun
+		if es, err := Entries(cfg, c, nil, nil); err != nil || len(es) != 1 {
+			t.Fatalf("got %d entries %v, want security-groups in dry-run", len(es), err)
 		}
 	})
 	t.Run("route gc refuses to build without the nodes' pod CIDRs", func(t *testing.T) {

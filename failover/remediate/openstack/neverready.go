@@ -34,20 +34,30 @@ type NeverReady struct {
 	sel       Selector
 	readiness NodeReadiness
 	after     time.Duration
+	maxAge    time.Duration
 	now       func() time.Time
 }
 
 var _ remediate.Remediator = (*NeverReady)(nil)
 
 // NewNeverReady returns the remediator: a cluster instance ACTIVE for
-// longer than after, and after since its last reboot, whose node never
-// became Ready is rebooted, soft first, then hard, never more than
-// MaxReboots times. now may be nil (time.Now).
-func NewNeverReady(c *Clients, sel Selector, readiness NodeReadiness, after time.Duration, now func() time.Time) *NeverReady {
+// longer than after, and after since its last reboot, but younger than
+// maxAge, whose node never became Ready is rebooted, soft first, then
+// hard, never more than MaxReboots times. An older instance is left
+// alone: a node failing its first boot is young, while an old VM without
+// a Ready node is something else (a bastion, an etcd VM, a node whose
+// Node object was deleted), which no reboot repairs. maxAge 0 means no
+// bound. now may be nil (time.Now).
+func NewNeverReady(c *Clients, sel Selector, readiness NodeReadiness, after, maxAge time.Duration, now func() time.Time) *NeverReady {
 	if now == nil {
 		now = time.Now
 	}
-	return &NeverReady{c: c, sel: sel, readiness: readiness, after: after, now: now}
+	return &NeverReady{c: c, sel: sel, readiness: readiness, after: after, maxAge: maxAge, now: now}
+}
+
+// tooOld reports whether in is past the age bound.
+func (n *NeverReady) tooOld(in Instance, now time.Time) bool {
+	return n.maxAge > 0 && in.age(now) > n.maxAge
 }
 
 // Name implements remediate.Remediator.
@@ -81,7 +91,8 @@ func (n *NeverReady) reboots(ctx context.Context, id string) (int, time.Time, er
 	return count, last, nil
 }
 
-// Plan lists the cluster's ACTIVE instances launched longer than T ago;
+// Plan lists the cluster's ACTIVE instances launched longer than T ago
+// and younger than the age bound;
 // for each whose node is not Ready it counts Nova's reboot actions: none
 // plans a SOFT reboot (key reboot/<id>/1), one, T after it, a HARD reboot
 // (key reboot/<id>/2); at MaxReboots it plans one "warn" for the human.
@@ -94,7 +105,7 @@ func (n *NeverReady) Plan(ctx context.Context) ([]remediate.Action, error) {
 	now := n.now()
 	var out []remediate.Action
 	for _, in := range insts {
-		if in.Status != "ACTIVE" || now.Sub(in.LaunchedAt) < n.after {
+		if in.Status != "ACTIVE" || now.Sub(in.LaunchedAt) < n.after || n.tooOld(in, now) {
 			continue
 		}
 		ready, seen, err := n.readiness.NodeReadiness(ctx, in)
@@ -134,7 +145,8 @@ func (n *NeverReady) Plan(ctx context.Context) ([]remediate.Action, error) {
 	return out, nil
 }
 
-// Apply re-reads the server (must still be ACTIVE), the node's readiness
+// Apply re-reads the server (must still be ACTIVE and within the age
+// bound), the node's readiness
 // (Ready now: ErrPrecondition) and the reboot count (already rebooted that
 // often: done), then asks Nova for the reboot. A "warn" does nothing.
 func (n *NeverReady) Apply(ctx context.Context, a remediate.Action) error {
@@ -154,6 +166,9 @@ func (n *NeverReady) Apply(ctx context.Context, a remediate.Action) error {
 	}
 	if v.Status != "ACTIVE" {
 		return fmt.Errorf("instance %s is %s: %w", d.inst.ID, v.Status, remediate.ErrPrecondition)
+	}
+	if n.tooOld(toInstance(v), n.now()) {
+		return fmt.Errorf("instance %s is older than %s: %w", d.inst.ID, n.maxAge, remediate.ErrPrecondition)
 	}
 	ready, _, err := n.readiness.NodeReadiness(ctx, toInstance(v))
 	if err != nil {

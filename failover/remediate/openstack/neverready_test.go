@@ -53,7 +53,7 @@ func TestNeverReady(t *testing.T) {
 	clk := &clock{t: time.Now()}
 	sel := Selector{NamePrefix: "nr-", MetadataKey: "kluster", MetadataValue: "k"}
 	rd := &fakeReadiness{ready: map[string]bool{"nr-stuck": false, "nr-ready": true, "nr-young": false, "nr-off": false}}
-	r := NewNeverReady(c, sel, rd, 15*time.Minute, clk.Now)
+	r := NewNeverReady(c, sel, rd, 15*time.Minute, 0, clk.Now)
 	fc := remediatetest.NewLog()
 	stuck := ids["nr-stuck"]
 	// writes is every action Nova recorded on the test's servers: a

@@ -44,8 +44,8 @@ type sgData struct {
 }
 
 type pairData struct {
-	port     string
-	revision int
+	server, port string
+	revision     int
 }
 
 // groupID resolves the required group's name to its one ID.
@@ -188,7 +188,7 @@ func (s *SecurityGroups) Plan(ctx context.Context) ([]remediate.Action, error) {
 				Target: "port/" + np.ID, Verb: "add-address-pair",
 				Reason: fmt.Sprintf("node port %s of instance %s does not allow the pod CIDR %s", np.ID, in.Name, s.podCIDR),
 				Key:    "add-address-pair/" + np.ID + "/rev" + strconv.Itoa(np.RevisionNumber),
-				Data:   pairData{port: np.ID, revision: np.RevisionNumber},
+				Data:   pairData{server: in.ID, port: np.ID, revision: np.RevisionNumber},
 			})
 		}
 	}
