@@ -21,6 +21,7 @@ type clusterModel struct {
 	Nodes         []string // "n1: DiskPressure, Unknown"
 	Events        []eventRow
 	Pending       []string // "ns/name: no address for 15m 0s"
+	Pods          []string // "ns/name on n1: Terminating for 15m 0s"
 }
 
 type kvRow struct{ Label, Value, Class string }
@@ -79,6 +80,7 @@ func clusterOf(s clusterhealth.Site, now time.Time) clusterModel {
 			}
 			m.Rows = append(m.Rows, kvRow{Label: "nodes", Value: total})
 			count("Unknown", n.Unknown, false)
+			count("NotReady (any reason)", n.NotReady, false)
 			count("PLEG is not healthy", n.PLEG, false)
 			count("DiskPressure", n.DiskPressure, false)
 			count("MemoryPressure", n.MemoryPressure, false)
@@ -89,6 +91,25 @@ func clusterOf(s clusterhealth.Site, now time.Time) clusterModel {
 			}
 		} else {
 			failed("nodes", s.NodesError)
+		}
+		switch p := s.Pods; {
+		case p != nil:
+			after := roundDur(time.Duration(p.TerminatingAfterSeconds * float64(time.Second)))
+			count("pods Terminating over "+after, p.Terminating, p.Truncated)
+			count("StatefulSet pods on Unknown nodes", p.StatefulOnUnknown, p.Truncated)
+			count("Evicted pods", p.Evicted, p.Truncated)
+			for _, q := range p.Problems {
+				line := q.Namespace + "/" + q.Name
+				if q.Node != "" {
+					line += " on " + q.Node
+				}
+				m.Pods = append(m.Pods, line+": "+q.Problem+" for "+roundDur(now.Sub(q.Since)))
+			}
+		case s.PodsError != "" && s.Nodes != nil:
+			// With the nodes unreadable, their row says it all. A report
+			// with neither (from a drwatch that did not read pods) shows
+			// no pod rows.
+			failed("pods", s.PodsError)
 		}
 		if e := s.Events; e != nil {
 			window := roundDur(time.Duration(e.WindowSeconds * float64(time.Second)))

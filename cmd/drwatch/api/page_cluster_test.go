@@ -15,11 +15,17 @@ import (
 func fxClusters() []clusterhealth.Site {
 	return []clusterhealth.Site{{
 		Site: "primary", Configured: true, ReadBy: "b", At: fxNow.Add(-12 * time.Second), Version: "v1.24.17",
-		Nodes: &clusterhealth.Nodes{Total: 9, Unknown: 2, PLEG: 1, DiskPressure: 1, MemoryPressure: 0, PIDPressure: 0, NetworkUnavailable: 1,
+		Nodes: &clusterhealth.Nodes{Total: 9, Unknown: 2, NotReady: 2, PLEG: 1, DiskPressure: 1, MemoryPressure: 0, PIDPressure: 0, NetworkUnavailable: 1,
 			Problems: []clusterhealth.NodeProblem{
 				{Name: "worker-1", Problems: []string{"DiskPressure"}},
 				{Name: "worker-2" + fxXSS, Problems: []string{"PLEG is not healthy: pleg was last seen active 27h14m51s ago; threshold is 3m0s"}},
 				{Name: "worker-3", Problems: []string{"NetworkUnavailable", "Unknown"}},
+				{Name: "worker-4", Problems: []string{"NotReady: container runtime network not ready"}},
+			}},
+		Pods: &clusterhealth.Pods{Total: 40, Terminating: 1, TerminatingAfterSeconds: 600, StatefulOnUnknown: 1, Evicted: 0,
+			Problems: []clusterhealth.PodProblem{
+				{Namespace: "lms", Name: "db-0", Node: "worker-3", Problem: clusterhealth.PodStatefulUnknown, Since: fxNow.Add(-2 * time.Hour)},
+				{Namespace: "lms", Name: "web-1" + fxXSS, Node: "worker-2", Problem: clusterhealth.PodTerminating, Since: fxNow.Add(-30 * time.Minute)},
 			}},
 		Events: &clusterhealth.Events{WindowSeconds: 3600,
 			Counts: map[string]int{"ImageGCFailed": 3, "FreeDiskSpaceFailed": 0, "ContainerGCFailed": 0, "EvictionThresholdMet": 1, "FailedAttachVolume": 0, "Multi-Attach": 1},
@@ -49,7 +55,10 @@ func TestPageClusterHealth(t *testing.T) {
 	p := text(prim[1])
 	for _, want := range []string{
 		"primary cluster attention", "read 12s ago by b",
-		"Kubernetes v1.24.17", "nodes 9", "Unknown 2", "PLEG is not healthy 1", "DiskPressure 1", "MemoryPressure 0",
+		"Kubernetes v1.24.17", "nodes 9", "Unknown 2", "NotReady (any reason) 2", "PLEG is not healthy 1",
+		"pods Terminating over 10m 0s 1", "StatefulSet pods on Unknown nodes 1", "Evicted pods 0",
+		"lms/db-0 on worker-3: StatefulSet pod on Unknown node for 2h 0m", "lms/web-1" + fxXSS + " on worker-2: Terminating for 30m 0s",
+		"worker-4: NotReady: container runtime network not ready", "DiskPressure 1", "MemoryPressure 0",
 		"PIDPressure 0", "NetworkUnavailable 1",
 		"ImageGCFailed events (last 1h 0m) 3", "EvictionThresholdMet events (last 1h 0m) 1", "Multi-Attach events (last 1h 0m) 1",
 		"FreeDiskSpaceFailed events (last 1h 0m) 0", "ContainerGCFailed events (last 1h 0m) 0", "FailedAttachVolume events (last 1h 0m) 0",
@@ -92,11 +101,13 @@ func TestPageClusterHealth(t *testing.T) {
 func TestPageClusterHealthVerdicts(t *testing.T) {
 	clear := clusterhealth.Site{Site: "primary", Configured: true, ReadBy: "a", At: fxNow, Version: "v1.31.14",
 		Nodes:    &clusterhealth.Nodes{Total: 3},
+		Pods:     &clusterhealth.Pods{Total: 40, TerminatingAfterSeconds: 600},
 		Events:   &clusterhealth.Events{WindowSeconds: 3600, Counts: map[string]int{}},
 		Services: &clusterhealth.Services{PendingAfterSeconds: 600},
 		Routes:   &clusterhealth.Routes{RouterID: "r", Used: 5, Limit: 31}}
 	broken := clear
 	broken.Site, broken.Nodes, broken.NodesError = "backup", nil, `list nodes: nodes is forbidden: User "drwatch" cannot list resource "nodes"`
+	broken.Pods, broken.PodsError = nil, "needs the node list, which is unreadable"
 	for _, tt := range []struct {
 		site        clusterhealth.Site
 		want, class string

@@ -12,15 +12,19 @@ type Config struct {
 	Interval       time.Duration `yaml:"interval" doc:"How often each watcher reads both sites' clusters for the Cluster health section (default 1m, at least 10s)."`
 	Timeout        time.Duration `yaml:"timeout" doc:"How long one site's read may take, every call included (default 20s; below interval)."`
 	LBPendingAfter time.Duration `yaml:"lb_pending_after" doc:"A LoadBalancer Service with no ingress address for longer than this counts as pending (default 10m)."`
-	EventWindow    time.Duration `yaml:"event_window" doc:"Events last seen within this window count as recent (default 1h, Kubernetes' own event TTL)."`
+	// TerminatingAfter is counted from the pod's deletion timestamp, the
+	// end of its grace period.
+	TerminatingAfter time.Duration `yaml:"terminating_after" doc:"A pod still Terminating this long past the end of its grace period counts as stuck (default 10m)."`
+	EventWindow      time.Duration `yaml:"event_window" doc:"Events last seen within this window count as recent (default 1h, Kubernetes' own event TTL)."`
 }
 
 // Defaults.
 const (
-	DefaultInterval       = time.Minute
-	DefaultTimeout        = 20 * time.Second
-	DefaultLBPendingAfter = 10 * time.Minute
-	DefaultEventWindow    = time.Hour
+	DefaultInterval         = time.Minute
+	DefaultTimeout          = 20 * time.Second
+	DefaultLBPendingAfter   = 10 * time.Minute
+	DefaultEventWindow      = time.Hour
+	DefaultTerminatingAfter = 10 * time.Minute
 	// MinInterval keeps three watchers from hammering two API servers.
 	MinInterval = 10 * time.Second
 )
@@ -39,6 +43,9 @@ func (c Config) WithDefaults() Config {
 	if c.EventWindow == 0 {
 		c.EventWindow = DefaultEventWindow
 	}
+	if c.TerminatingAfter == 0 {
+		c.TerminatingAfter = DefaultTerminatingAfter
+	}
 	return c
 }
 
@@ -54,6 +61,9 @@ func (c Config) Validate() field.Errors {
 	}
 	if c.LBPendingAfter <= 0 {
 		errs.Add("lb_pending_after", "%s must be > 0", c.LBPendingAfter)
+	}
+	if c.TerminatingAfter <= 0 {
+		errs.Add("terminating_after", "%s must be > 0", c.TerminatingAfter)
 	}
 	if c.EventWindow <= 0 {
 		errs.Add("event_window", "%s must be > 0", c.EventWindow)

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 )
@@ -62,6 +63,11 @@ func namespace(t *testing.T, c kubernetes.Interface) string {
 	if _, err := c.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create namespace: %v", err)
 	}
+	// The ServiceAccount admission plugin wants it before any pod; the
+	// controller that makes it does not run here.
+	if _, err := c.CoreV1().ServiceAccounts(ns).Create(context.Background(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create service account: %v", err)
+	}
 	return ns
 }
 
@@ -94,6 +100,56 @@ func lbService(t *testing.T, c kubernetes.Interface, ns, name string, typ corev1
 	}
 }
 
+// pod creates a pod bound to nodeName; owner, when set, is the kind of its
+// controller.
+func pod(t *testing.T, c kubernetes.Interface, ns, name, nodeName, owner string) {
+	t.Helper()
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec:       corev1.PodSpec{NodeName: nodeName, Containers: []corev1.Container{{Name: "c", Image: "example.invalid/c"}}},
+	}
+	if owner != "" {
+		yes := true
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: owner, Name: name + "-owner",
+			UID: types.UID("owner-" + name), Controller: &yes}}
+	}
+	if _, err := c.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create pod %s: %v", name, err)
+	}
+	// Bound pods wait for a kubelet that never comes: remove them at once.
+	t.Cleanup(func() {
+		zero := int64(0)
+		_ = c.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	})
+}
+
+// deletePod asks for a graceful deletion: a bound pod then stays
+// Terminating until its kubelet (absent here) confirms.
+func deletePod(t *testing.T, c kubernetes.Interface, ns, name string) {
+	t.Helper()
+	if err := c.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete pod %s: %v", name, err)
+	}
+	p, err := c.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil || p.DeletionTimestamp == nil {
+		t.Fatalf("got pod %s %v after delete (%v), want it Terminating", name, p, err)
+	}
+}
+
+// podFailed writes the pod's status as a kubelet does when it fails it.
+func podFailed(t *testing.T, c kubernetes.Interface, ns, name, reason string) {
+	t.Helper()
+	ctx := context.Background()
+	p, err := c.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get pod %s: %v", name, err)
+	}
+	p.Status.Phase, p.Status.Reason = corev1.PodFailed, reason
+	if _, err := c.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("update pod status %s: %v", name, err)
+	}
+}
+
 func readClient(t *testing.T, cluster *kubetest.Cluster) kubeapi.Interface {
 	t.Helper()
 	c, err := NewClient(remediate.KubeCluster{Kubeconfig: cluster.Kubeconfig})
@@ -117,7 +173,7 @@ func TestReadShowsSeed004Conditions(t *testing.T) {
 	node(t, c, "n-never") // registered, no status yet: Unknown
 	// Look-alikes: each must count as healthy.
 	node(t, c, "ok-ready", ready, noDisk, noMem, cond(corev1.NodeNetworkUnavailable, corev1.ConditionFalse, "RouteCreated", ""))
-	node(t, c, "ok-notready", cond(corev1.NodeReady, corev1.ConditionFalse, "KubeletNotReady", "container runtime network not ready"))
+	node(t, c, "n-notready", cond(corev1.NodeReady, corev1.ConditionFalse, "KubeletNotReady", "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady"))
 
 	ns := namespace(t, c)
 	now := time.Now()
@@ -135,6 +191,21 @@ func TestReadShowsSeed004Conditions(t *testing.T) {
 	event(t, c, ns, "mount", "Warning", "FailedMount", "MountVolume.SetUp failed", podRef, now.Add(-time.Minute), 1)
 	event(t, c, metav1.NamespaceDefault, "normal", "Normal", "NodeHasDiskPressure", "Node n-disk status is now: NodeHasDiskPressure", nodeRef, now.Add(-time.Minute), 1)
 
+	// Pods: stuck Terminating (bound, deleted, no kubelet to finish it), a
+	// StatefulSet pod on an Unknown node, an Evicted pod; and look-alikes:
+	// a StatefulSet pod on a Ready node, a ReplicaSet pod on the Unknown
+	// node, a pod Failed for another reason, a running pod.
+	pod(t, c, ns, "stuck", "ok-ready", "")
+	deletePod(t, c, ns, "stuck")
+	pod(t, c, ns, "db-0", "n-unknown", "StatefulSet")
+	pod(t, c, ns, "web-0", "ok-ready", "StatefulSet")
+	pod(t, c, ns, "api-1", "n-unknown", "ReplicaSet")
+	pod(t, c, ns, "evicted", "ok-ready", "")
+	podFailed(t, c, ns, "evicted", "Evicted")
+	pod(t, c, ns, "crashed", "ok-ready", "")
+	podFailed(t, c, ns, "crashed", "")
+	pod(t, c, ns, "running", "ok-ready", "")
+
 	lbService(t, c, ns, "lb-pending", corev1.ServiceTypeLoadBalancer, "")
 	lbService(t, c, ns, "lb-ready", corev1.ServiceTypeLoadBalancer, "203.0.113.7")
 	lbService(t, c, ns, "internal", corev1.ServiceTypeClusterIP, "")
@@ -148,7 +219,7 @@ func TestReadShowsSeed004Conditions(t *testing.T) {
 	s := Read(context.Background(), cfg, "w1", target, later)
 
 	t.Run("every part read", func(t *testing.T) {
-		for part, err := range map[string]string{"nodes": s.NodesError, "events": s.EventsError, "services": s.ServicesError, "version": s.VersionError} {
+		for part, err := range map[string]string{"nodes": s.NodesError, "pods": s.PodsError, "events": s.EventsError, "services": s.ServicesError, "version": s.VersionError} {
 			if err != "" {
 				t.Errorf("%s: got error %q, want none", part, err)
 			}
@@ -163,18 +234,43 @@ func TestReadShowsSeed004Conditions(t *testing.T) {
 		}
 	})
 	t.Run("nodes", func(t *testing.T) {
-		want := &Nodes{Total: 9, Unknown: 2, PLEG: 1, DiskPressure: 1, MemoryPressure: 1, PIDPressure: 1, NetworkUnavailable: 1,
+		want := &Nodes{Total: 9, Unknown: 2, NotReady: 2, PLEG: 1, DiskPressure: 1, MemoryPressure: 1, PIDPressure: 1, NetworkUnavailable: 1,
 			Problems: []NodeProblem{
 				{Name: "n-disk", Problems: []string{"DiskPressure"}},
 				{Name: "n-mem", Problems: []string{"MemoryPressure"}},
 				{Name: "n-net", Problems: []string{"NetworkUnavailable"}},
 				{Name: "n-never", Problems: []string{"Unknown"}},
+				{Name: "n-notready", Problems: []string{"NotReady: container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady"}},
 				{Name: "n-pid", Problems: []string{"PIDPressure"}},
 				{Name: "n-pleg", Problems: []string{plegMsg}},
 				{Name: "n-unknown", Problems: []string{"Unknown"}},
 			}}
 		if !reflect.DeepEqual(s.Nodes, want) {
 			t.Fatalf("got %+v, want %+v", s.Nodes, want)
+		}
+	})
+	t.Run("pods stuck terminating, on unknown nodes, evicted", func(t *testing.T) {
+		p := s.Pods
+		if p == nil {
+			t.Fatal("got no pods")
+		}
+		var got []string
+		for _, q := range p.Problems {
+			got = append(got, q.Namespace+"/"+q.Name+" "+q.Node+" "+q.Problem)
+		}
+		slices.Sort(got)
+		want := []string{ns + "/db-0 n-unknown " + PodStatefulUnknown, ns + "/evicted ok-ready " + PodEvicted,
+			ns + "/stuck ok-ready " + PodTerminating}
+		if !slices.Equal(got, want) {
+			t.Errorf("got problems %q, want %q", got, want)
+		}
+		if p.Total != 7 || p.Terminating != 1 || p.StatefulOnUnknown != 1 || p.Evicted != 1 || p.TerminatingAfterSeconds != 600 || p.Truncated {
+			t.Errorf("got %+v, want 7 pods: 1 terminating (after 600s), 1 StatefulSet on an Unknown node, 1 evicted", *p)
+		}
+		// Read now, the deleted pod is within its threshold.
+		young := Read(context.Background(), cfg, "w1", target, time.Now())
+		if young.Pods == nil || young.Pods.Terminating != 0 || young.Pods.StatefulOnUnknown != 1 {
+			t.Fatalf("got %+v read at once, want none terminating and 1 StatefulSet pod on an Unknown node", young.Pods)
 		}
 	})
 	t.Run("events", func(t *testing.T) {
@@ -238,6 +334,11 @@ func TestReadShowsSeed004Conditions(t *testing.T) {
 			`drwatch_cluster_node_condition{condition="PIDPressure",site="primary"} 1`,
 			`drwatch_cluster_nodes_unknown{site="primary"} 2`,
 			`drwatch_cluster_nodes_pleg_unhealthy{site="primary"} 1`,
+			`drwatch_cluster_nodes_not_ready{site="primary"} 2`,
+			`drwatch_cluster_pods{problem="terminating",site="primary"} 1`,
+			`drwatch_cluster_pods{problem="statefulset_on_unknown_node",site="primary"} 1`,
+			`drwatch_cluster_pods{problem="evicted",site="primary"} 1`,
+			`drwatch_cluster_health_read_ok{part="pods",site="primary"} 1`,
 			`drwatch_cluster_lb_services_pending{site="primary"} 1`,
 			`drwatch_cluster_router_routes{site="primary"} 29`,
 			`drwatch_cluster_router_route_limit{site="primary"} 31`,
