@@ -28,7 +28,8 @@ func fxClusters() []clusterhealth.Site {
 				{Namespace: "lms", Name: "web-1" + fxXSS, Node: "worker-2", Problem: clusterhealth.PodTerminating, Since: fxNow.Add(-30 * time.Minute)},
 			}},
 		Events: &clusterhealth.Events{WindowSeconds: 3600,
-			Counts: map[string]int{"ImageGCFailed": 3, "FreeDiskSpaceFailed": 0, "ContainerGCFailed": 0, "EvictionThresholdMet": 1, "FailedAttachVolume": 0, "Multi-Attach": 1},
+			Counts: map[string]int{"ImageGCFailed": 3, "FreeDiskSpaceFailed": 0, "ContainerGCFailed": 0, "EvictionThresholdMet": 1,
+				"SystemOOM": 2, "Evicted": 0, "FailedCreatePodSandBox": 5, "FailedMount": 0, "FailedAttachVolume": 0, "Multi-Attach": 1},
 			Recent: []clusterhealth.Event{
 				{Reason: "Multi-Attach", Object: "Pod/lms/db-0", Message: `Multi-Attach error for volume "pvc-1" ` + fxXSS, Count: 2, LastSeen: fxNow.Add(-3 * time.Minute)},
 				{Reason: "ImageGCFailed", Object: "Node/worker-1", Message: "failed to garbage collect required amount of images", Count: 3, LastSeen: fxNow.Add(-5 * time.Minute)},
@@ -61,6 +62,8 @@ func TestPageClusterHealth(t *testing.T) {
 		"worker-4: NotReady: container runtime network not ready", "DiskPressure 1", "MemoryPressure 0",
 		"PIDPressure 0", "NetworkUnavailable 1",
 		"ImageGCFailed events (last 1h 0m) 3", "EvictionThresholdMet events (last 1h 0m) 1", "Multi-Attach events (last 1h 0m) 1",
+		"SystemOOM events (last 1h 0m) 2", "FailedCreatePodSandBox events (last 1h 0m) 5", "Evicted events (last 1h 0m) 0",
+		"FailedMount events (last 1h 0m) 0",
 		"FreeDiskSpaceFailed events (last 1h 0m) 0", "ContainerGCFailed events (last 1h 0m) 0", "FailedAttachVolume events (last 1h 0m) 0",
 		"LoadBalancer Services pending over 10m 0s 1 of 4", "lms/consul-web: no address for 25m 0s",
 		"route quota 29 of 31 routes on router r-1",

@@ -30,6 +30,8 @@ var docTypes = []struct {
 	{"ClusterHealth", reflect.TypeFor[clusterhealth.Site]()},
 	{"ClusterNodes", reflect.TypeFor[clusterhealth.Nodes]()},
 	{"NodeProblem", reflect.TypeFor[clusterhealth.NodeProblem]()},
+	{"ClusterPods", reflect.TypeFor[clusterhealth.Pods]()},
+	{"PodProblem", reflect.TypeFor[clusterhealth.PodProblem]()},
 	{"ClusterEvents", reflect.TypeFor[clusterhealth.Events]()},
 	{"ClusterEvent", reflect.TypeFor[clusterhealth.Event]()},
 	{"ClusterServices", reflect.TypeFor[clusterhealth.Services]()},

@@ -186,9 +186,14 @@ func TestReadShowsSeed004Conditions(t *testing.T) {
 	event(t, c, metav1.NamespaceDefault, "e4", "Warning", "EvictionThresholdMet", "Attempting to reclaim ephemeral-storage", nodeRef, now.Add(-8*time.Minute), 19)
 	event(t, c, ns, "e5", "Warning", "FailedAttachVolume", "AttachVolume.Attach failed for volume \"pvc-1\" : timed out", podRef, now.Add(-2*time.Minute), 1)
 	event(t, c, ns, "e6", "Warning", "FailedAttachVolume", "Multi-Attach error for volume \"pvc-2\" Volume is already exclusively attached to one node and can't be attached to another", podRef, now.Add(-3*time.Minute), 2)
+	event(t, c, metav1.NamespaceDefault, "e7", "Warning", "SystemOOM", "System OOM encountered, victim process: java, pid: 4242", nodeRef, now.Add(-4*time.Minute), 1)
+	event(t, c, ns, "e8", "Warning", "Evicted", "The node was low on resource: ephemeral-storage.", podRef, now.Add(-6*time.Minute), 1)
+	event(t, c, ns, "e9", "Warning", "FailedCreatePodSandBox", "Failed to create pod sandbox: plugin type=\"calico\" failed (add): connection refused", podRef, now.Add(-7*time.Minute), 4)
+	event(t, c, ns, "mount", "Warning", "FailedMount", "MountVolume.SetUp failed", podRef, now.Add(-9*time.Minute), 1)
 	// Look-alikes: too old, or another reason.
 	event(t, c, metav1.NamespaceDefault, "old", "Warning", "ImageGCFailed", "an old failure", nodeRef, now.Add(-2*time.Hour), 1)
-	event(t, c, ns, "mount", "Warning", "FailedMount", "MountVolume.SetUp failed", podRef, now.Add(-time.Minute), 1)
+	event(t, c, metav1.NamespaceDefault, "old-oom", "Warning", "SystemOOM", "an old OOM", nodeRef, now.Add(-3*time.Hour), 1)
+	event(t, c, ns, "oom-killing", "Normal", "Killing", "Stopping container c", podRef, now.Add(-time.Minute), 1)
 	event(t, c, metav1.NamespaceDefault, "normal", "Normal", "NodeHasDiskPressure", "Node n-disk status is now: NodeHasDiskPressure", nodeRef, now.Add(-time.Minute), 1)
 
 	// Pods: stuck Terminating (bound, deleted, no kubelet to finish it), a
@@ -279,7 +284,7 @@ func TestReadShowsSeed004Conditions(t *testing.T) {
 			t.Fatal("got no events")
 		}
 		want := map[string]int{"ImageGCFailed": 1, "FreeDiskSpaceFailed": 1, "ContainerGCFailed": 1, "EvictionThresholdMet": 1,
-			"FailedAttachVolume": 1, "Multi-Attach": 1}
+			"SystemOOM": 1, "Evicted": 1, "FailedCreatePodSandBox": 1, "FailedMount": 1, "FailedAttachVolume": 1, "Multi-Attach": 1}
 		if !reflect.DeepEqual(e.Counts, want) {
 			t.Errorf("got counts %v, want %v", e.Counts, want)
 		}
@@ -288,8 +293,9 @@ func TestReadShowsSeed004Conditions(t *testing.T) {
 			got = append(got, fmt.Sprintf("%s %s x%d", ev.Reason, ev.Object, ev.Count))
 		}
 		wantRecent := []string{"ContainerGCFailed Node/n-disk x1", "FailedAttachVolume Pod/" + ns + "/db-0 x1",
-			"Multi-Attach Pod/" + ns + "/db-0 x2", "ImageGCFailed Node/n-disk x3", "EvictionThresholdMet Node/n-disk x19",
-			"FreeDiskSpaceFailed Node/n-disk x1"}
+			"Multi-Attach Pod/" + ns + "/db-0 x2", "SystemOOM Node/n-disk x1", "ImageGCFailed Node/n-disk x3",
+			"Evicted Pod/" + ns + "/db-0 x1", "FailedCreatePodSandBox Pod/" + ns + "/db-0 x4",
+			"EvictionThresholdMet Node/n-disk x19", "FailedMount Pod/" + ns + "/db-0 x1", "FreeDiskSpaceFailed Node/n-disk x1"}
 		if !slices.Equal(got, wantRecent) {
 			t.Errorf("got recent %q, want newest first %q", got, wantRecent)
 		}
@@ -354,6 +360,10 @@ func TestReadShowsSeed004Conditions(t *testing.T) {
 			`drwatch_cluster_recent_events{reason="FreeDiskSpaceFailed",site="primary"} 1`,
 			`drwatch_cluster_recent_events{reason="ImageGCFailed",site="primary"} 1`,
 			`drwatch_cluster_recent_events{reason="Multi-Attach",site="primary"} 1`,
+			`drwatch_cluster_recent_events{reason="SystemOOM",site="primary"} 1`,
+			`drwatch_cluster_recent_events{reason="Evicted",site="primary"} 1`,
+			`drwatch_cluster_recent_events{reason="FailedCreatePodSandBox",site="primary"} 1`,
+			`drwatch_cluster_recent_events{reason="FailedMount",site="primary"} 1`,
 		}
 		got := gathered(t, m)
 		for _, w := range want {

@@ -149,7 +149,8 @@ type Routes struct {
 
 // Reasons are the event reasons counted, in display order.
 var Reasons = []string{ReasonImageGCFailed, ReasonFreeDiskSpaceFailed, ReasonContainerGCFailed,
-	ReasonEvictionThresholdMet, ReasonFailedAttachVolume, ReasonMultiAttach}
+	ReasonEvictionThresholdMet, ReasonSystemOOM, ReasonEvicted, ReasonFailedCreatePodSandBox, ReasonFailedMount,
+	ReasonFailedAttachVolume, ReasonMultiAttach}
 
 // The event reasons (kubelet and attach-detach controller).
 const (
@@ -157,7 +158,16 @@ const (
 	ReasonFreeDiskSpaceFailed  = "FreeDiskSpaceFailed"
 	ReasonContainerGCFailed    = "ContainerGCFailed"
 	ReasonEvictionThresholdMet = "EvictionThresholdMet"
-	ReasonFailedAttachVolume   = "FailedAttachVolume"
+	// ReasonSystemOOM is the kubelet's node event for a kernel OOM kill
+	// outside any pod's limit.
+	ReasonSystemOOM = "SystemOOM"
+	// ReasonEvicted is the kubelet's pod event when it evicts the pod.
+	ReasonEvicted = "Evicted"
+	// ReasonFailedCreatePodSandBox: the runtime or the CNI could not
+	// start the pod's sandbox.
+	ReasonFailedCreatePodSandBox = "FailedCreatePodSandBox"
+	ReasonFailedMount            = "FailedMount"
+	ReasonFailedAttachVolume     = "FailedAttachVolume"
 	// ReasonMultiAttach is no event reason of its own: it is a
 	// FailedAttachVolume whose message starts "Multi-Attach error".
 	ReasonMultiAttach = "Multi-Attach"
