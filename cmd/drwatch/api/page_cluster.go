@@ -133,6 +133,11 @@ func clusterOf(s clusterhealth.Site, now time.Time) clusterModel {
 				r.Class, attention = "warn", true
 			}
 			m.Rows = append(m.Rows, r)
+			if l := sv.CCMLease; l != nil {
+				m.Rows = append(m.Rows, leaseRow("cloud-controller-manager lease", l, now))
+			} else if sv.CCMLeaseError != "" {
+				failed("cloud-controller-manager lease", sv.CCMLeaseError)
+			}
 			for _, p := range sv.Oldest {
 				m.Pending = append(m.Pending, p.Namespace+"/"+p.Name+": no address for "+roundDur(now.Sub(p.Created)))
 			}
@@ -181,4 +186,23 @@ func ClusterText(s clusterhealth.Site, now time.Time) string {
 		out += ": " + strings.Join(notes, "; ")
 	}
 	return out
+}
+
+// leaseRow says who holds a leader Lease and when it renewed, marked for
+// attention when nobody holds it or the holder stopped renewing.
+func leaseRow(label string, l *clusterhealth.Lease, now time.Time) kvRow {
+	r := kvRow{Label: label + " " + l.Name}
+	switch {
+	case l.Holder == "":
+		r.Value, r.Class = "held by nobody", "warn"
+	case l.RenewTime.IsZero():
+		r.Value, r.Class = "held by "+l.Holder+", never renewed", "warn"
+	default:
+		r.Value = "held by " + l.Holder + ", renewed " + ago(now, l.RenewTime)
+		if l.DurationSeconds > 0 && now.Sub(l.RenewTime) > time.Duration(l.DurationSeconds*float64(time.Second)) {
+			r.Value += " (past its " + roundDur(time.Duration(l.DurationSeconds*float64(time.Second))) + " lease)"
+			r.Class = "warn"
+		}
+	}
+	return r
 }

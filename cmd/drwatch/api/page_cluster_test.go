@@ -35,7 +35,8 @@ func fxClusters() []clusterhealth.Site {
 				{Reason: "ImageGCFailed", Object: "Node/worker-1", Message: "failed to garbage collect required amount of images", Count: 3, LastSeen: fxNow.Add(-5 * time.Minute)},
 			}},
 		Services: &clusterhealth.Services{LoadBalancers: 4, Pending: 1, PendingAfterSeconds: 600,
-			Oldest: []clusterhealth.PendingService{{Namespace: "lms", Name: "consul-web", Created: fxNow.Add(-25 * time.Minute)}}},
+			Oldest:   []clusterhealth.PendingService{{Namespace: "lms", Name: "consul-web", Created: fxNow.Add(-25 * time.Minute)}},
+			CCMLease: &clusterhealth.Lease{Name: "kube-system/cloud-controller-manager", Holder: "ccm-a" + fxXSS, RenewTime: fxNow.Add(-20 * time.Minute), DurationSeconds: 15, RenewAgeSeconds: 1188}},
 		Routes: &clusterhealth.Routes{RouterID: "r-1", Used: 29, Limit: 31},
 	}, {
 		Site: "backup", ReadBy: "b", At: fxNow.Add(-12 * time.Second),
@@ -67,6 +68,7 @@ func TestPageClusterHealth(t *testing.T) {
 		"FreeDiskSpaceFailed events (last 1h 0m) 0", "ContainerGCFailed events (last 1h 0m) 0", "FailedAttachVolume events (last 1h 0m) 0",
 		"LoadBalancer Services pending over 10m 0s 1 of 4", "lms/consul-web: no address for 25m 0s",
 		"route quota 29 of 31 routes on router r-1",
+		"cloud-controller-manager lease kube-system/cloud-controller-manager held by ccm-a" + fxXSS + ", renewed 20m 0s ago (past its 15s lease)",
 		"worker-1: DiskPressure", "worker-2" + fxXSS + ": PLEG is not healthy: pleg was last seen active 27h14m51s ago",
 		"worker-3: NetworkUnavailable, Unknown",
 		"3m 0s ago Multi-Attach ×2 Pod/lms/db-0", "5m 0s ago ImageGCFailed ×3 Node/worker-1",
@@ -79,6 +81,9 @@ func TestPageClusterHealth(t *testing.T) {
 		if !strings.Contains(string(prim[1]), warn) {
 			t.Errorf("primary cluster: %s is not marked for attention", warn)
 		}
+	}
+	if !strings.Contains(string(prim[1]), `<span class="pill warn">held by ccm-a`) {
+		t.Errorf("primary cluster: a lease not renewed for longer than its duration is not marked for attention")
 	}
 	if strings.Contains(string(prim[1]), `<span class="pill warn">0</span>`) {
 		t.Errorf("primary cluster: a zero count is marked for attention")

@@ -36,6 +36,7 @@ var docTypes = []struct {
 	{"ClusterEvent", reflect.TypeFor[clusterhealth.Event]()},
 	{"ClusterServices", reflect.TypeFor[clusterhealth.Services]()},
 	{"PendingService", reflect.TypeFor[clusterhealth.PendingService]()},
+	{"Lease", reflect.TypeFor[clusterhealth.Lease]()},
 	{"RouteQuota", reflect.TypeFor[clusterhealth.Routes]()},
 	{"View", reflect.TypeFor[failover.View]()},
 	{"Policy", reflect.TypeFor[failover.Policy]()},

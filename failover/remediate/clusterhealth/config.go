@@ -1,6 +1,7 @@
 package clusterhealth
 
 import (
+	"strings"
 	"time"
 
 	"github.com/drwatch/drwatch/internal/field"
@@ -15,7 +16,11 @@ type Config struct {
 	// TerminatingAfter is counted from the pod's deletion timestamp, the
 	// end of its grace period.
 	TerminatingAfter time.Duration `yaml:"terminating_after" doc:"A pod still Terminating this long past the end of its grace period counts as stuck (default 10m)."`
-	EventWindow      time.Duration `yaml:"event_window" doc:"Events last seen within this window count as recent (default 1h, Kubernetes' own event TTL)."`
+	// CCMLease is "namespace/name" of the cloud-controller-manager's
+	// leader-election Lease: with a LoadBalancer Service pending, who
+	// leads the controller that should give it an address, and since when.
+	CCMLease    string        `yaml:"ccm_lease" doc:"The cloud-controller-manager's leader Lease, namespace/name, read when a LoadBalancer Service is pending (default kube-system/cloud-controller-manager)."`
+	EventWindow time.Duration `yaml:"event_window" doc:"Events last seen within this window count as recent (default 1h, Kubernetes' own event TTL)."`
 }
 
 // Defaults.
@@ -25,6 +30,7 @@ const (
 	DefaultLBPendingAfter   = 10 * time.Minute
 	DefaultEventWindow      = time.Hour
 	DefaultTerminatingAfter = 10 * time.Minute
+	DefaultCCMLease         = "kube-system/cloud-controller-manager"
 	// MinInterval keeps three watchers from hammering two API servers.
 	MinInterval = 10 * time.Second
 )
@@ -42,6 +48,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.EventWindow == 0 {
 		c.EventWindow = DefaultEventWindow
+	}
+	if c.CCMLease == "" {
+		c.CCMLease = DefaultCCMLease
 	}
 	if c.TerminatingAfter == 0 {
 		c.TerminatingAfter = DefaultTerminatingAfter
@@ -64,6 +73,9 @@ func (c Config) Validate() field.Errors {
 	}
 	if c.TerminatingAfter <= 0 {
 		errs.Add("terminating_after", "%s must be > 0", c.TerminatingAfter)
+	}
+	if ns, name, ok := strings.Cut(c.CCMLease, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		errs.Add("ccm_lease", "%q must be namespace/name", c.CCMLease)
 	}
 	if c.EventWindow <= 0 {
 		errs.Add("event_window", "%s must be > 0", c.EventWindow)

@@ -82,7 +82,13 @@ func Read(ctx context.Context, cfg Config, node string, t Target, now time.Time)
 			s.Pods, s.PodsError = wrap(readPods(ctx, t.Client, unknown, cfg.TerminatingAfter, now))
 		})
 		run(func() { s.Events, s.EventsError = wrap(readEvents(ctx, t.Client, cfg.EventWindow, now)) })
-		run(func() { s.Services, s.ServicesError = wrap(readServices(ctx, t.Client, cfg.LBPendingAfter, now)) })
+		run(func() {
+			s.Services, s.ServicesError = wrap(readServices(ctx, t.Client, cfg.LBPendingAfter, now))
+			if s.Services != nil && s.Services.Pending > 0 {
+				// Who should be giving them an address, and is it alive.
+				s.Services.CCMLease, s.Services.CCMLeaseError = wrap(readLease(ctx, t.Client, cfg.CCMLease, now))
+			}
+		})
 	}
 	wg.Wait()
 	return s
@@ -371,4 +377,25 @@ func sortOldest(p []PendingService) {
 	slices.SortStableFunc(p, func(a, b PendingService) int {
 		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
+}
+
+// readLease reads the Lease ref ("namespace/name").
+func readLease(ctx context.Context, c kubeapi.Interface, ref string, now time.Time) (*Lease, error) {
+	ns, name, _ := strings.Cut(ref, "/")
+	l, err := c.CoordinationV1().Leases(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("get lease %s: %w", ref, err)
+	}
+	out := &Lease{Name: cut(ref)}
+	if l.Spec.HolderIdentity != nil {
+		out.Holder = cut(*l.Spec.HolderIdentity)
+	}
+	if l.Spec.RenewTime != nil {
+		out.RenewTime = l.Spec.RenewTime.Time
+		out.RenewAgeSeconds = now.Sub(out.RenewTime).Seconds()
+	}
+	if l.Spec.LeaseDurationSeconds != nil {
+		out.DurationSeconds = float64(*l.Spec.LeaseDurationSeconds)
+	}
+	return out, nil
 }

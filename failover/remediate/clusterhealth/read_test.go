@@ -14,6 +14,7 @@ import (
 	"github.com/drwatch/drwatch/failover/remediate/kubeapi"
 	"github.com/drwatch/drwatch/test/kubetest"
 	"github.com/prometheus/client_golang/prometheus"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -150,6 +151,21 @@ func podFailed(t *testing.T, c kubernetes.Interface, ns, name, reason string) {
 	}
 }
 
+// lease writes a kube-system leader Lease as a leader elector does.
+func lease(t *testing.T, c kubernetes.Interface, name, holder string, renewed time.Time) {
+	t.Helper()
+	dur := int32(15)
+	rt := metav1.NewMicroTime(renewed)
+	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceSystem},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &dur, AcquireTime: &rt, RenewTime: &rt}}
+	if _, err := c.CoordinationV1().Leases(metav1.NamespaceSystem).Create(context.Background(), l, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create lease %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		_ = c.CoordinationV1().Leases(metav1.NamespaceSystem).Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+}
+
 func readClient(t *testing.T, cluster *kubetest.Cluster) kubeapi.Interface {
 	t.Helper()
 	c, err := NewClient(remediate.KubeCluster{Kubeconfig: cluster.Kubeconfig})
@@ -210,6 +226,12 @@ func TestReadShowsSeed004Conditions(t *testing.T) {
 	pod(t, c, ns, "crashed", "ok-ready", "")
 	podFailed(t, c, ns, "crashed", "")
 	pod(t, c, ns, "running", "ok-ready", "")
+
+	// The cloud-controller-manager's leader Lease, next to another
+	// controller's that must not be taken for it.
+	renewed := now.Add(-30 * time.Second)
+	lease(t, c, "cloud-controller-manager", "ccm-a_7f3e", renewed)
+	lease(t, c, "kube-controller-manager", "kcm-b_1c2d", now)
 
 	lbService(t, c, ns, "lb-pending", corev1.ServiceTypeLoadBalancer, "")
 	lbService(t, c, ns, "lb-ready", corev1.ServiceTypeLoadBalancer, "203.0.113.7")
@@ -307,6 +329,15 @@ func TestReadShowsSeed004Conditions(t *testing.T) {
 			t.Fatalf("got oldest %+v, want %s/lb-pending", got.Oldest, ns)
 		}
 		got.Oldest = nil
+		l := got.CCMLease
+		if l == nil || got.CCMLeaseError != "" {
+			t.Fatalf("got no cloud-controller-manager lease (error %q), want it read while a Service is pending", got.CCMLeaseError)
+		}
+		age := later.Sub(renewed).Seconds()
+		if l.Name != DefaultCCMLease || l.Holder != "ccm-a_7f3e" || l.DurationSeconds != 15 || l.RenewAgeSeconds < age-1 || l.RenewAgeSeconds > age+1 {
+			t.Errorf("got lease %+v, want %s held by ccm-a_7f3e for 15s, renewed %.0fs before the read", *l, DefaultCCMLease, age)
+		}
+		got.CCMLease = nil
 		if !reflect.DeepEqual(&got, want) {
 			t.Fatalf("got %+v, want %+v", got, *want)
 		}
@@ -314,6 +345,20 @@ func TestReadShowsSeed004Conditions(t *testing.T) {
 		young := Read(context.Background(), cfg, "w1", target, time.Now())
 		if young.Services == nil || young.Services.Pending != 0 || young.Services.LoadBalancers != 2 {
 			t.Fatalf("got %+v read at once, want 2 load balancers and none pending", young.Services)
+		}
+		if young.Services.CCMLease != nil || young.Services.CCMLeaseError != "" {
+			t.Errorf("got lease %+v (error %q) with nothing pending, want it not read", young.Services.CCMLease, young.Services.CCMLeaseError)
+		}
+		// Another name, as cluster_health.ccm_lease sets it: that Lease
+		// is read, and one that does not exist says so.
+		other := cfg
+		other.CCMLease = "kube-system/kube-controller-manager"
+		if l := Read(context.Background(), other, "w1", target, later).Services.CCMLease; l == nil || l.Holder != "kcm-b_1c2d" {
+			t.Errorf("got lease %+v, want the configured kube-controller-manager's", l)
+		}
+		other.CCMLease = "kube-system/absent"
+		if sv := Read(context.Background(), other, "w1", target, later).Services; sv.CCMLease != nil || !strings.Contains(sv.CCMLeaseError, "not found") {
+			t.Errorf("got lease %+v (error %q), want unreadable: not found", sv.CCMLease, sv.CCMLeaseError)
 		}
 	})
 	t.Run("route quota", func(t *testing.T) {
@@ -346,6 +391,7 @@ func TestReadShowsSeed004Conditions(t *testing.T) {
 			`drwatch_cluster_pods{problem="evicted",site="primary"} 1`,
 			`drwatch_cluster_health_read_ok{part="pods",site="primary"} 1`,
 			`drwatch_cluster_lb_services_pending{site="primary"} 1`,
+			`drwatch_cluster_health_read_ok{part="ccm_lease",site="primary"} 1`,
 			`drwatch_cluster_router_routes{site="primary"} 29`,
 			`drwatch_cluster_router_route_limit{site="primary"} 31`,
 			`drwatch_cluster_version_info{site="primary",version="` + kubetest.DefaultVersion + `"} 1`,
@@ -366,6 +412,9 @@ func TestReadShowsSeed004Conditions(t *testing.T) {
 			`drwatch_cluster_recent_events{reason="FailedMount",site="primary"} 1`,
 		}
 		got := gathered(t, m)
+		if age := fmt.Sprintf(`drwatch_cluster_ccm_lease_renew_age_seconds{site="primary"} %d`, int(later.Sub(renewed).Seconds())); !slices.ContainsFunc(got, func(g string) bool { return strings.HasPrefix(g, age) }) {
+			t.Errorf("got no %s… in\n%s", age, strings.Join(got, "\n"))
+		}
 		for _, w := range want {
 			if !slices.Contains(got, w) {
 				t.Errorf("got no %s in\n%s", w, strings.Join(got, "\n"))

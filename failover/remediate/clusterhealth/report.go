@@ -131,6 +131,23 @@ type Services struct {
 	Pending             int              `json:"pending"`
 	PendingAfterSeconds float64          `json:"pending_after_seconds"`
 	Oldest              []PendingService `json:"oldest"` // up to MaxShownServices, oldest first
+	// CCMLease is the cloud-controller-manager's leader Lease, read only
+	// when some Service is pending; nil with CCMLeaseError set when it
+	// could not be read (or does not exist).
+	CCMLease      *Lease `json:"ccm_lease,omitempty"`
+	CCMLeaseError string `json:"ccm_lease_error,omitempty"`
+}
+
+// Lease is a leader-election Lease: who holds it and when it last renewed.
+type Lease struct {
+	Name string `json:"name"` // "kube-system/cloud-controller-manager"
+	// Holder is empty when nobody holds it.
+	Holder    string    `json:"holder"`
+	RenewTime time.Time `json:"renew_time"` // zero: never renewed
+	// DurationSeconds is how long a holder may go without renewing.
+	DurationSeconds float64 `json:"duration_seconds,omitempty"`
+	// RenewAgeSeconds is the time from RenewTime to the read.
+	RenewAgeSeconds float64 `json:"renew_age_seconds"`
 }
 
 // PendingService is one LoadBalancer Service with no address yet.
