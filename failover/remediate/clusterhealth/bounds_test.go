@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -152,6 +153,49 @@ func TestHostileAnswersAreBounded(t *testing.T) {
 		}
 		if got, want := calls.Load(), int64(MaxNodes/PageSize+1); got != want {
 			t.Fatalf("got %d node list calls, want %d", got, want)
+		}
+	})
+	t.Run("endless pod pages stop at the pod bound and keep the oldest", func(t *testing.T) {
+		var calls atomic.Int64
+		base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		tg := hostile(t, MaxResponseBytes, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			if r.URL.Path != "/api/v1/pods" {
+				_, _ = io.WriteString(w, `{"kind":"List","apiVersion":"v1","items":[]}`)
+				return
+			}
+			// Every pod stuck Terminating; the oldest, to be shown, are on
+			// the second page, long before the last is read.
+			page := calls.Add(1)
+			items := make([]string, PageSize)
+			for i := range items {
+				minutes := int64(i) + 20
+				if page == 2 {
+					minutes += 100000
+				}
+				at := base.Add(-time.Duration(minutes) * time.Minute).Format(time.RFC3339)
+				items[i] = fmt.Sprintf(`{"metadata":{"name":"p%d-%d","namespace":"ns","deletionTimestamp":%q},"spec":{"nodeName":"n1"}}`, page, i, at)
+			}
+			_, _ = fmt.Fprintf(w, `{"kind":"PodList","apiVersion":"v1","metadata":{"continue":"more"},"items":[%s]}`, strings.Join(items, ","))
+		})
+		s := Read(context.Background(), cfg, "w1", tg, base)
+		p := s.Pods
+		if p == nil || !p.Truncated || p.Total != MaxPods || p.Terminating != MaxPods {
+			t.Fatalf("got pods %+v (error %q), want %d counted, all Terminating, truncated", p, s.PodsError, MaxPods)
+		}
+		if got, want := calls.Load(), int64(MaxPods/PageSize); got != want {
+			t.Errorf("got %d pod list calls, want %d", got, want)
+		}
+		var got []string
+		for _, q := range p.Problems {
+			got = append(got, q.Name)
+		}
+		var want []string
+		for i := range MaxShownPods {
+			want = append(want, fmt.Sprintf("p2-%d", PageSize-1-i))
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("got problems %q, want the %d oldest, oldest first: %q", got, MaxShownPods, want)
 		}
 	})
 	t.Run("a hung server costs one timeout", func(t *testing.T) {
