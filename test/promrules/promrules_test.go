@@ -64,6 +64,7 @@ var exported = []string{
 	// failover/remediate/clusterhealth
 	"drwatch_cluster_health_read_ok", "drwatch_cluster_health_read_timestamp_seconds", "drwatch_cluster_nodes",
 	"drwatch_cluster_node_condition", "drwatch_cluster_nodes_unknown", "drwatch_cluster_nodes_pleg_unhealthy",
+	"drwatch_cluster_nodes_not_ready", "drwatch_cluster_pods", "drwatch_cluster_ccm_lease_renew_age_seconds",
 	"drwatch_cluster_recent_events", "drwatch_cluster_lb_services_pending", "drwatch_cluster_router_routes",
 	"drwatch_cluster_router_route_limit", "drwatch_cluster_version_info",
 }

@@ -21,6 +21,7 @@ type clusterModel struct {
 	Nodes         []string // "n1: DiskPressure, Unknown"
 	Events        []eventRow
 	Pending       []string // "ns/name: no address for 15m 0s"
+	Pods          []string // "ns/name on n1: Terminating for 15m 0s"
 }
 
 type kvRow struct{ Label, Value, Class string }
@@ -79,6 +80,7 @@ func clusterOf(s clusterhealth.Site, now time.Time) clusterModel {
 			}
 			m.Rows = append(m.Rows, kvRow{Label: "nodes", Value: total})
 			count("Unknown", n.Unknown, false)
+			count("NotReady (any reason)", n.NotReady, false)
 			count("PLEG is not healthy", n.PLEG, false)
 			count("DiskPressure", n.DiskPressure, false)
 			count("MemoryPressure", n.MemoryPressure, false)
@@ -89,6 +91,25 @@ func clusterOf(s clusterhealth.Site, now time.Time) clusterModel {
 			}
 		} else {
 			failed("nodes", s.NodesError)
+		}
+		switch p := s.Pods; {
+		case p != nil:
+			after := roundDur(time.Duration(p.TerminatingAfterSeconds * float64(time.Second)))
+			count("pods Terminating over "+after, p.Terminating, p.Truncated)
+			count("StatefulSet pods on Unknown nodes", p.StatefulOnUnknown, p.Truncated)
+			count("Evicted pods", p.Evicted, p.Truncated)
+			for _, q := range p.Problems {
+				line := q.Namespace + "/" + q.Name
+				if q.Node != "" {
+					line += " on " + q.Node
+				}
+				m.Pods = append(m.Pods, line+": "+q.Problem+" for "+roundDur(now.Sub(q.Since)))
+			}
+		case s.PodsError != "" && s.Nodes != nil:
+			// With the nodes unreadable, their row says it all. A report
+			// with neither (from a drwatch that did not read pods) shows
+			// no pod rows.
+			failed("pods", s.PodsError)
 		}
 		if e := s.Events; e != nil {
 			window := roundDur(time.Duration(e.WindowSeconds * float64(time.Second)))
@@ -112,6 +133,11 @@ func clusterOf(s clusterhealth.Site, now time.Time) clusterModel {
 				r.Class, attention = "warn", true
 			}
 			m.Rows = append(m.Rows, r)
+			if l := sv.CCMLease; l != nil {
+				m.Rows = append(m.Rows, leaseRow("cloud-controller-manager lease", l, now))
+			} else if sv.CCMLeaseError != "" {
+				failed("cloud-controller-manager lease", sv.CCMLeaseError)
+			}
 			for _, p := range sv.Oldest {
 				m.Pending = append(m.Pending, p.Namespace+"/"+p.Name+": no address for "+roundDur(now.Sub(p.Created)))
 			}
@@ -160,4 +186,23 @@ func ClusterText(s clusterhealth.Site, now time.Time) string {
 		out += ": " + strings.Join(notes, "; ")
 	}
 	return out
+}
+
+// leaseRow says who holds a leader Lease and when it renewed, marked for
+// attention when nobody holds it or the holder stopped renewing.
+func leaseRow(label string, l *clusterhealth.Lease, now time.Time) kvRow {
+	r := kvRow{Label: label + " " + l.Name}
+	switch {
+	case l.Holder == "":
+		r.Value, r.Class = "held by nobody", "warn"
+	case l.RenewTime.IsZero():
+		r.Value, r.Class = "held by "+l.Holder+", never renewed", "warn"
+	default:
+		r.Value = "held by " + l.Holder + ", renewed " + ago(now, l.RenewTime)
+		if l.DurationSeconds > 0 && now.Sub(l.RenewTime) > time.Duration(l.DurationSeconds*float64(time.Second)) {
+			r.Value += " (past its " + roundDur(time.Duration(l.DurationSeconds*float64(time.Second))) + " lease)"
+			r.Class = "warn"
+		}
+	}
+	return r
 }

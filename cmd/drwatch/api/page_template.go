@@ -236,6 +236,9 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
 {{- if .Nodes}}
 <div class="small"><b>nodes</b>{{range .Nodes}}<div class="mono">{{.}}</div>{{end}}</div>
 {{- end}}
+{{- if .Pods}}
+<div class="small"><b>pods, oldest first</b>{{range .Pods}}<div class="mono">{{.}}</div>{{end}}</div>
+{{- end}}
 {{- if .Pending}}
 <div class="small"><b>pending LoadBalancer Services, oldest first</b>{{range .Pending}}<div class="mono">{{.}}</div>{{end}}</div>
 {{- end}}

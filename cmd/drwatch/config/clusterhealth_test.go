@@ -13,7 +13,7 @@ func TestClusterHealthSectionDefaultsAndBounds(t *testing.T) {
 	if ps != nil {
 		t.Fatalf("got problems:\n%v", ps)
 	}
-	want := clusterhealth.Config{Interval: time.Minute, Timeout: 20 * time.Second, LBPendingAfter: 10 * time.Minute, EventWindow: time.Hour}
+	want := clusterhealth.Config{Interval: time.Minute, Timeout: 20 * time.Second, LBPendingAfter: 10 * time.Minute, TerminatingAfter: 10 * time.Minute, CCMLease: "kube-system/cloud-controller-manager", EventWindow: time.Hour}
 	if c.ClusterHealth != want {
 		t.Fatalf("got defaults %+v, want %+v", c.ClusterHealth, want)
 	}
@@ -21,11 +21,13 @@ func TestClusterHealthSectionDefaultsAndBounds(t *testing.T) {
 	if ps != nil || c.ClusterHealth.LBPendingAfter != 30*time.Minute || c.ClusterHealth.Interval != 2*time.Minute {
 		t.Fatalf("got %+v (problems %v), want lb_pending_after 30m, interval 2m", c.ClusterHealth, ps)
 	}
-	_, ps = loadString(t, validYAML(t)+"cluster_health: { interval: 1s, timeout: 5s, lb_pending_after: -1m, event_window: -1h, nodes: 3 }\n")
+	_, ps = loadString(t, validYAML(t)+"cluster_health: { interval: 1s, timeout: 5s, lb_pending_after: -1m, terminating_after: -2m, ccm_lease: kube-system/, event_window: -1h, nodes: 3 }\n")
 	for _, want := range []string{
 		"cluster_health.interval: 1s must be >= 10s",
 		"cluster_health.timeout: 5s must be > 0 and below interval (1s)",
 		"cluster_health.lb_pending_after: -1m0s must be > 0",
+		"cluster_health.terminating_after: -2m0s must be > 0",
+		"cluster_health.ccm_lease: \"kube-system/\" must be namespace/name",
 		"cluster_health.event_window: -1h0m0s must be > 0",
 		"cluster_health.nodes: unknown key",
 	} {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -154,6 +155,49 @@ func TestHostileAnswersAreBounded(t *testing.T) {
 			t.Fatalf("got %d node list calls, want %d", got, want)
 		}
 	})
+	t.Run("endless pod pages stop at the pod bound and keep the oldest", func(t *testing.T) {
+		var calls atomic.Int64
+		base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		tg := hostile(t, MaxResponseBytes, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			if r.URL.Path != "/api/v1/pods" {
+				_, _ = io.WriteString(w, `{"kind":"List","apiVersion":"v1","items":[]}`)
+				return
+			}
+			// Every pod stuck Terminating; the oldest, to be shown, are on
+			// the second page, long before the last is read.
+			page := calls.Add(1)
+			items := make([]string, PageSize)
+			for i := range items {
+				minutes := int64(i) + 20
+				if page == 2 {
+					minutes += 100000
+				}
+				at := base.Add(-time.Duration(minutes) * time.Minute).Format(time.RFC3339)
+				items[i] = fmt.Sprintf(`{"metadata":{"name":"p%d-%d","namespace":"ns","deletionTimestamp":%q},"spec":{"nodeName":"n1"}}`, page, i, at)
+			}
+			_, _ = fmt.Fprintf(w, `{"kind":"PodList","apiVersion":"v1","metadata":{"continue":"more"},"items":[%s]}`, strings.Join(items, ","))
+		})
+		s := Read(context.Background(), cfg, "w1", tg, base)
+		p := s.Pods
+		if p == nil || !p.Truncated || p.Total != MaxPods || p.Terminating != MaxPods {
+			t.Fatalf("got pods %+v (error %q), want %d counted, all Terminating, truncated", p, s.PodsError, MaxPods)
+		}
+		if got, want := calls.Load(), int64(MaxPods/PageSize); got != want {
+			t.Errorf("got %d pod list calls, want %d", got, want)
+		}
+		var got []string
+		for _, q := range p.Problems {
+			got = append(got, q.Name)
+		}
+		var want []string
+		for i := range MaxShownPods {
+			want = append(want, fmt.Sprintf("p2-%d", PageSize-1-i))
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("got problems %q, want the %d oldest, oldest first: %q", got, MaxShownPods, want)
+		}
+	})
 	t.Run("a hung server costs one timeout", func(t *testing.T) {
 		release := make(chan struct{})
 		tg := hostile(t, MaxResponseBytes, func(w http.ResponseWriter, r *http.Request) {
@@ -170,10 +214,15 @@ func TestHostileAnswersAreBounded(t *testing.T) {
 		if took := time.Since(start); took > 5*time.Second {
 			t.Fatalf("read took %s, want about the 300ms timeout", took)
 		}
-		for part, err := range map[string]string{"nodes": s.NodesError, "events": s.EventsError, "services": s.ServicesError, "version": s.VersionError} {
+		for part, err := range map[string]string{"nodes": s.NodesError, "pods": s.PodsError, "events": s.EventsError, "services": s.ServicesError, "version": s.VersionError} {
 			if err == "" {
 				t.Errorf("%s: got no error from a hung server", part)
 			}
+		}
+		// The pods wait on the nodes: with those unreadable, they say so
+		// rather than count StatefulSet pods against no Unknown node.
+		if s.Pods != nil || !strings.HasPrefix(s.PodsError, "needs the node list, which is unreadable: ") {
+			t.Errorf("got pods %+v (error %q), want none, naming the unreadable nodes", s.Pods, s.PodsError)
 		}
 	})
 	t.Run("long strings are cut", func(t *testing.T) {

@@ -86,14 +86,17 @@ func (m *Monitor) Sites() []Site {
 }
 
 var (
-	descReadOK    = prometheus.NewDesc("drwatch_cluster_health_read_ok", "1 when this watcher's last read of the part (nodes, events, services, version, routes) of the site's cluster succeeded.", []string{"site", "part"}, nil)
+	descReadOK    = prometheus.NewDesc("drwatch_cluster_health_read_ok", "1 when this watcher's last read of the part (nodes, pods, events, services, version, routes; ccm_lease only while a LoadBalancer Service is pending) of the site's cluster succeeded.", []string{"site", "part"}, nil)
 	descReadAt    = prometheus.NewDesc("drwatch_cluster_health_read_timestamp_seconds", "When this watcher last read the site's cluster.", []string{"site"}, nil)
 	descNodes     = prometheus.NewDesc("drwatch_cluster_nodes", "Nodes of the site's cluster.", []string{"site"}, nil)
 	descCondition = prometheus.NewDesc("drwatch_cluster_node_condition", "Nodes whose condition (DiskPressure, MemoryPressure, PIDPressure, NetworkUnavailable) is True.", []string{"site", "condition"}, nil)
 	descUnknown   = prometheus.NewDesc("drwatch_cluster_nodes_unknown", "Nodes whose Ready condition is Unknown or missing.", []string{"site"}, nil)
 	descPLEG      = prometheus.NewDesc("drwatch_cluster_nodes_pleg_unhealthy", "Nodes whose Ready condition says PLEG is not healthy.", []string{"site"}, nil)
+	descNotReady  = prometheus.NewDesc("drwatch_cluster_nodes_not_ready", "Nodes whose Ready condition is False, for any reason (container runtime, CNI, PLEG).", []string{"site"}, nil)
+	descPods      = prometheus.NewDesc("drwatch_cluster_pods", "Pods that nothing cleans up by itself: problem=terminating (past cluster_health.terminating_after), statefulset_on_unknown_node, evicted.", []string{"site", "problem"}, nil)
 	descEvents    = prometheus.NewDesc("drwatch_cluster_recent_events", "Events of the reason last seen within cluster_health.event_window (Multi-Attach: FailedAttachVolume events with a Multi-Attach message, not counted under FailedAttachVolume).", []string{"site", "reason"}, nil)
 	descLBPending = prometheus.NewDesc("drwatch_cluster_lb_services_pending", "LoadBalancer Services without an ingress address for longer than cluster_health.lb_pending_after.", []string{"site"}, nil)
+	descCCMAge    = prometheus.NewDesc("drwatch_cluster_ccm_lease_renew_age_seconds", "Seconds since the cloud-controller-manager's leader Lease (cluster_health.ccm_lease) was renewed, as of the read; exported only while a LoadBalancer Service is pending.", []string{"site"}, nil)
 	descRoutes    = prometheus.NewDesc("drwatch_cluster_router_routes", "Extra routes on the site's Neutron router (remediations.openstack.router_id).", []string{"site"}, nil)
 	descRouteMax  = prometheus.NewDesc("drwatch_cluster_router_route_limit", "The router's route limit (remediations.openstack.neutron_route_gc.route_limit).", []string{"site"}, nil)
 	descVersion   = prometheus.NewDesc("drwatch_cluster_version_info", "The site's Kubernetes version (gitVersion of /version).", []string{"site", "version"}, nil)
@@ -102,7 +105,7 @@ var (
 // Describe implements prometheus.Collector.
 func (m *Monitor) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descReadOK, descReadAt, descNodes, descCondition, descUnknown, descPLEG,
-		descEvents, descLBPending, descRoutes, descRouteMax, descVersion} {
+		descNotReady, descPods, descEvents, descLBPending, descCCMAge, descRoutes, descRouteMax, descVersion} {
 		ch <- d
 	}
 }
@@ -140,6 +143,7 @@ func (m *Monitor) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		ok(site, "nodes", s.NodesError)
+		ok(site, "pods", s.PodsError)
 		ok(site, "events", s.EventsError)
 		ok(site, "services", s.ServicesError)
 		ok(site, "version", s.VersionError)
@@ -151,6 +155,12 @@ func (m *Monitor) Collect(ch chan<- prometheus.Metric) {
 			g(descCondition, float64(n.NetworkUnavailable), site, "NetworkUnavailable")
 			g(descUnknown, float64(n.Unknown), site)
 			g(descPLEG, float64(n.PLEG), site)
+			g(descNotReady, float64(n.NotReady), site)
+		}
+		if p := s.Pods; p != nil {
+			g(descPods, float64(p.Terminating), site, "terminating")
+			g(descPods, float64(p.StatefulOnUnknown), site, "statefulset_on_unknown_node")
+			g(descPods, float64(p.Evicted), site, "evicted")
 		}
 		if e := s.Events; e != nil {
 			for _, r := range Reasons {
@@ -159,6 +169,12 @@ func (m *Monitor) Collect(ch chan<- prometheus.Metric) {
 		}
 		if sv := s.Services; sv != nil {
 			g(descLBPending, float64(sv.Pending), site)
+			if sv.CCMLease != nil || sv.CCMLeaseError != "" {
+				ok(site, "ccm_lease", sv.CCMLeaseError)
+			}
+			if l := sv.CCMLease; l != nil && !l.RenewTime.IsZero() {
+				g(descCCMAge, l.RenewAgeSeconds, site)
+			}
 		}
 		if s.Version != "" {
 			g(descVersion, 1, site, s.Version)

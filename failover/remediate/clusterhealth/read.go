@@ -70,9 +70,25 @@ func Read(ctx context.Context, cfg Config, node string, t Target, now time.Time)
 			}
 			s.Version = cut(v)
 		})
-		run(func() { s.Nodes, s.NodesError = wrap(readNodes(ctx, t.Client)) })
+		// Pods follow the nodes: a StatefulSet pod counts when its node is
+		// Unknown, which only the node list says.
+		run(func() {
+			nodes, unknown, err := readNodes(ctx, t.Client)
+			s.Nodes, s.NodesError = wrap(nodes, err)
+			if err != nil {
+				s.PodsError = cut("needs the node list, which is unreadable: " + s.NodesError)
+				return
+			}
+			s.Pods, s.PodsError = wrap(readPods(ctx, t.Client, unknown, cfg.TerminatingAfter, now))
+		})
 		run(func() { s.Events, s.EventsError = wrap(readEvents(ctx, t.Client, cfg.EventWindow, now)) })
-		run(func() { s.Services, s.ServicesError = wrap(readServices(ctx, t.Client, cfg.LBPendingAfter, now)) })
+		run(func() {
+			s.Services, s.ServicesError = wrap(readServices(ctx, t.Client, cfg.LBPendingAfter, now))
+			if s.Services != nil && s.Services.Pending > 0 {
+				// Who should be giving them an address, and is it alive.
+				s.Services.CCMLease, s.Services.CCMLeaseError = wrap(readLease(ctx, t.Client, cfg.CCMLease, now))
+			}
+		})
 	}
 	wg.Wait()
 	return s
@@ -140,8 +156,11 @@ var pressureConditions = []corev1.NodeConditionType{corev1.NodeDiskPressure, cor
 
 const plegText = "PLEG is not healthy"
 
-func readNodes(ctx context.Context, c kubeapi.Interface) (*Nodes, error) {
+// readNodes also returns the names of the Unknown nodes it counted (at most
+// MaxNodes of them).
+func readNodes(ctx context.Context, c kubeapi.Interface) (*Nodes, map[string]bool, error) {
 	out := &Nodes{Problems: []NodeProblem{}}
+	unknown := map[string]bool{}
 	var problems []NodeProblem
 	trunc, err := pages(ctx, MaxNodes, func(ctx context.Context, opts metav1.ListOptions, room int) (int, string, error) {
 		l, err := c.CoreV1().Nodes().List(ctx, opts)
@@ -149,31 +168,47 @@ func readNodes(ctx context.Context, c kubeapi.Interface) (*Nodes, error) {
 			return 0, "", fmt.Errorf("list nodes: %w", err)
 		}
 		for i := range l.Items[:min(room, len(l.Items))] {
-			if p := classify(&l.Items[i], out); len(p.Problems) > 0 {
-				problems = append(problems, p)
-				// Keep the memory bounded even for a huge cluster: the
-				// first names in order are the ones shown.
-				if len(problems) > 4*MaxShownNodes {
-					slices.SortFunc(problems, func(a, b NodeProblem) int { return cmp.Compare(a.Name, b.Name) })
-					problems = problems[:MaxShownNodes]
-				}
+			n := &l.Items[i]
+			p, isUnknown := classify(n, out)
+			if isUnknown {
+				unknown[n.Name] = true
+			}
+			if len(p.Problems) > 0 {
+				// The first names in order are the ones shown.
+				problems = trim(append(problems, p), MaxShownNodes, sortNodes)
 			}
 		}
 		return len(l.Items), l.Continue, nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	slices.SortFunc(problems, func(a, b NodeProblem) int { return cmp.Compare(a.Name, b.Name) })
+	sortNodes(problems)
 	out.Problems = append(out.Problems, problems[:min(len(problems), MaxShownNodes)]...)
 	out.Truncated = trunc
-	return out, nil
+	return out, unknown, nil
 }
 
-// classify counts n into out and returns its problems.
-func classify(n *corev1.Node, out *Nodes) NodeProblem {
+// trim keeps a list's memory bounded while it is paged, even for a huge
+// cluster: past 4*shown items it sorts them and keeps the first shown, the
+// only ones displayed.
+func trim[T any](s []T, shown int, sortf func([]T)) []T {
+	if len(s) > 4*shown {
+		sortf(s)
+		s = s[:shown]
+	}
+	return s
+}
+
+func sortNodes(p []NodeProblem) {
+	slices.SortFunc(p, func(a, b NodeProblem) int { return cmp.Compare(a.Name, b.Name) })
+}
+
+// classify counts n into out and returns its problems, and whether it is
+// Unknown: the kubelet stopped reporting, or never did.
+func classify(n *corev1.Node, out *Nodes) (p NodeProblem, unknown bool) {
 	out.Total++
-	p := NodeProblem{Name: cut(n.Name)}
+	p = NodeProblem{Name: cut(n.Name)}
 	var ready *corev1.NodeCondition
 	for i := range n.Status.Conditions {
 		cond := &n.Status.Conditions[i]
@@ -196,19 +231,27 @@ func classify(n *corev1.Node, out *Nodes) NodeProblem {
 		}
 		p.Problems = append(p.Problems, string(cond.Type))
 	}
-	if ready == nil || ready.Status == corev1.ConditionUnknown {
+	unknown = ready == nil || ready.Status == corev1.ConditionUnknown
+	if unknown {
 		out.Unknown++
 		p.Problems = append(p.Problems, "Unknown")
 	}
-	if ready != nil && (strings.Contains(ready.Reason, plegText) || strings.Contains(ready.Message, plegText)) {
+	if ready == nil || ready.Status != corev1.ConditionFalse {
+		return p, unknown
+	}
+	// Ready False, whatever the reason: the runtime, the CNI, PLEG.
+	out.NotReady++
+	if strings.Contains(ready.Reason, plegText) || strings.Contains(ready.Message, plegText) {
 		out.PLEG++
 		msg := ready.Message
 		if !strings.Contains(msg, plegText) {
 			msg = ready.Reason
 		}
 		p.Problems = append(p.Problems, cut(msg))
+		return p, false
 	}
-	return p
+	p.Problems = append(p.Problems, cut("NotReady: "+cmp.Or(ready.Message, ready.Reason)))
+	return p, false
 }
 
 // multiAttach marks the attach-detach controller's Multi-Attach message
@@ -316,11 +359,8 @@ func readServices(ctx context.Context, c kubeapi.Interface, after time.Duration,
 				continue
 			}
 			out.Pending++
-			pending = append(pending, PendingService{Namespace: cut(s.Namespace), Name: cut(s.Name), Created: s.CreationTimestamp.Time})
-			if len(pending) > 4*MaxShownServices {
-				sortOldest(pending)
-				pending = pending[:MaxShownServices]
-			}
+			pending = trim(append(pending, PendingService{Namespace: cut(s.Namespace), Name: cut(s.Name), Created: s.CreationTimestamp.Time}),
+				MaxShownServices, sortOldest)
 		}
 		return len(l.Items), l.Continue, nil
 	})
@@ -337,4 +377,25 @@ func sortOldest(p []PendingService) {
 	slices.SortStableFunc(p, func(a, b PendingService) int {
 		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
+}
+
+// readLease reads the Lease ref ("namespace/name").
+func readLease(ctx context.Context, c kubeapi.Interface, ref string, now time.Time) (*Lease, error) {
+	ns, name, _ := strings.Cut(ref, "/")
+	l, err := c.CoordinationV1().Leases(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("get lease %s: %w", ref, err)
+	}
+	out := &Lease{Name: cut(ref)}
+	if l.Spec.HolderIdentity != nil {
+		out.Holder = cut(*l.Spec.HolderIdentity)
+	}
+	if l.Spec.RenewTime != nil {
+		out.RenewTime = l.Spec.RenewTime.Time
+		out.RenewAgeSeconds = now.Sub(out.RenewTime).Seconds()
+	}
+	if l.Spec.LeaseDurationSeconds != nil {
+		out.DurationSeconds = float64(*l.Spec.LeaseDurationSeconds)
+	}
+	return out, nil
 }

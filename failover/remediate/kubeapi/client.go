@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -30,6 +31,7 @@ type Interface interface {
 	AppsV1() AppsV1
 	PolicyV1() PolicyV1
 	DiscoveryV1() DiscoveryV1
+	CoordinationV1() CoordinationV1
 	// ServerVersion reads the server's /version, as discovery's
 	// ServerVersionWithContext does.
 	ServerVersion(ctx context.Context) (*version.Info, error)
@@ -53,6 +55,7 @@ func newScheme() *runtime.Scheme {
 		autoscalingv1.AddToScheme, // the scale subresource's Scale
 		policyv1.AddToScheme,
 		discoveryv1.AddToScheme,
+		coordinationv1.AddToScheme, // leader leases, read by cluster health
 	} {
 		utilruntime.Must(add(s))
 	}
@@ -67,7 +70,7 @@ var (
 // Client reaches one cluster's API through client-go's REST clients, one
 // per API group, sharing one HTTP client as the clientset does.
 type Client struct {
-	core, apps, policy, discovery *rest.RESTClient
+	core, apps, policy, discovery, coordination *rest.RESTClient
 }
 
 // NewForConfig builds a Client as kubernetes.NewForConfig builds a
@@ -101,6 +104,7 @@ func NewForConfig(c *rest.Config) (*Client, error) {
 		{&out.apps, appsv1.SchemeGroupVersion, "/apis"},
 		{&out.policy, policyv1.SchemeGroupVersion, "/apis"},
 		{&out.discovery, discoveryv1.SchemeGroupVersion, "/apis"},
+		{&out.coordination, coordinationv1.SchemeGroupVersion, "/apis"},
 	} {
 		if *g.dst, err = groupClient(cfg, hc, g.gv, g.apiPath); err != nil {
 			return nil, err
@@ -142,6 +146,9 @@ func (c *Client) PolicyV1() PolicyV1 { return PolicyV1{c.policy} }
 
 // DiscoveryV1 implements Interface.
 func (c *Client) DiscoveryV1() DiscoveryV1 { return DiscoveryV1{c.discovery} }
+
+// CoordinationV1 implements Interface.
+func (c *Client) CoordinationV1() CoordinationV1 { return CoordinationV1{c.coordination} }
 
 // CoreV1 is the core group's resources that drwatch calls.
 type CoreV1 struct{ rc *rest.RESTClient }
@@ -206,4 +213,12 @@ type DiscoveryV1 struct{ rc *rest.RESTClient }
 // EndpointSlices are namespace's EndpointSlices.
 func (g DiscoveryV1) EndpointSlices(namespace string) Resource[*discoveryv1.EndpointSlice, *discoveryv1.EndpointSliceList] {
 	return newResource(g.rc, "endpointslices", namespace, func() *discoveryv1.EndpointSlice { return &discoveryv1.EndpointSlice{} }, func() *discoveryv1.EndpointSliceList { return &discoveryv1.EndpointSliceList{} })
+}
+
+// CoordinationV1 is the coordination group's resources that drwatch calls.
+type CoordinationV1 struct{ rc *rest.RESTClient }
+
+// Leases are namespace's leases (leader election).
+func (g CoordinationV1) Leases(namespace string) Resource[*coordinationv1.Lease, *coordinationv1.LeaseList] {
+	return newResource(g.rc, "leases", namespace, func() *coordinationv1.Lease { return &coordinationv1.Lease{} }, func() *coordinationv1.LeaseList { return &coordinationv1.LeaseList{} })
 }
