@@ -28,10 +28,34 @@ type keptAlive = idleconn.KeptAlive
 func dialKeptAlive(t *testing.T, a testAPI, src net.IP) (*keptAlive, error) {
 	t.Helper()
 	k, err := idleconn.DialKeptAlive(a.addr, src, &tls.Config{RootCAs: a.roots}, "/livez")
-	if err == nil {
-		t.Cleanup(func() { _ = k.Close() })
+	if err != nil {
+		return k, err
 	}
-	return k, err
+	t.Cleanup(func() { _ = k.Close() })
+	waitIdle(t, a, k)
+	return k, nil
+}
+
+// waitIdle waits until the server has marked k idle. The client reads the
+// response before the server's ConnState hook runs, so without this wait
+// the next connection could find k still busy and the caps would count it
+// as busy, not as room.
+func waitIdle(t *testing.T, a testAPI, k *keptAlive) {
+	t.Helper()
+	if a.table == nil {
+		return
+	}
+	local := k.LocalAddr().String()
+	poll.For(t, loadedWait, "the server to mark the kept-alive connection from "+local+" idle", func() bool {
+		a.table.mu.Lock()
+		defer a.table.mu.Unlock()
+		for e := a.table.idle.Front(); e != nil; e = e.Next() {
+			if e.Value.(*trackedConn).RemoteAddr().String() == local {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // stillOpen counts the connections the server has not closed.
@@ -105,6 +129,7 @@ func TestAPIListenerRefusesPastPerSourceCapWhenNoneIdle(t *testing.T) {
 	if err := k.Get("/livez"); err != nil { // busy, not idle, while it sends
 		t.Fatal(err)
 	}
+	waitIdle(t, a, k)
 	// One served and idle: the silent ones take its place first.
 	held, closeAll := idleconn.Held(t, a.addr, net.IPv4(127, 6, 1, 1), 2*l.perSource)
 	defer closeAll()

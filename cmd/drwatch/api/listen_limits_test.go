@@ -32,6 +32,7 @@ type testAPI struct {
 	addr   string
 	client *http.Client // without keep-alive, from 127.0.0.1
 	roots  *x509.CertPool
+	table  *connTable // the table serveAPI was given; nil for Listen's own
 }
 
 // serveAPI serves the API with table's limits, or Listen's own when nil.
@@ -66,7 +67,7 @@ func serveAPI(t *testing.T, table *connTable, o Options) testAPI {
 		_ = srv.Close()
 	})
 	client := &http.Client{Timeout: loadedWait, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pki.roots}, DisableKeepAlives: true}}
-	return testAPI{addr: addr, client: client, roots: pki.roots}
+	return testAPI{addr: addr, client: client, roots: pki.roots, table: table}
 }
 
 // TestAPIListenerLimitsIdleConnectionsPerSource: one address holds at most
