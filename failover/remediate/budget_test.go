@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/drwatch/drwatch/test/fakeclock"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -71,7 +72,7 @@ func (t *timedApply) Apply(ctx context.Context, a Action) error {
 // once per change of what holds it, not once per pass, so the records and
 // the history stay small.
 func TestRunnerHourlyCapHoldsWhileReasonsAge(t *testing.T) {
-	clk := &clock{t: time.Unix(100000, 0)}
+	clk := fakeclock.At(time.Unix(100000, 0))
 	c := newFakeCluster(clk.Now)
 	f := &agingRemediator{name: "aging", now: clk.Now, since: clk.Now(), fakeRemediator: fakeRemediator{actions: actions(40, "node")}}
 	ta := &timedApply{Remediator: f, now: clk.Now}
@@ -102,7 +103,7 @@ func TestRunnerHourlyCapHoldsWhileReasonsAge(t *testing.T) {
 // a target whose state changes (a new Key) or whose hold changes (another
 // cap) is recorded again; only a new age in its reason is not.
 func TestRunnerRecordsAHeldTargetAgainWhenItsStateChanges(t *testing.T) {
-	clk := &clock{t: time.Unix(100000, 0)}
+	clk := fakeclock.At(time.Unix(100000, 0))
 	c := newFakeCluster(clk.Now)
 	f := &agingRemediator{name: "aging", now: clk.Now, since: clk.Now(), fakeRemediator: fakeRemediator{actions: actions(2, "node")}}
 	r := newRunner(t, c, clk, nil, Entry{f, Settings{Mode: ModeDryRun}})
@@ -138,7 +139,7 @@ func TestRunnerRecordsAHeldTargetAgainWhenItsStateChanges(t *testing.T) {
 // record of a repairing remediator out of the bounded records; its hourly
 // cap, its applied keys and its backoff hold all the same.
 func TestRunnerBudgetOutlivesRecordChurn(t *testing.T) {
-	clk := &clock{t: time.Unix(100000, 0)}
+	clk := fakeclock.At(time.Unix(100000, 0))
 	c := newFakeCluster(clk.Now)
 	fix := &fakeRemediator{name: "fix", actions: actions(30, "node")}
 	fixT := &timedApply{Remediator: fix, now: clk.Now}
@@ -323,7 +324,7 @@ func TestRunnerBudgetsHoldForRandomTraffic(t *testing.T) {
 	}
 	for seed := range uint64(seeds) {
 		rng := rand.New(rand.NewPCG(seed, 31))
-		clk := &clock{t: time.Unix(100000, 0)}
+		clk := fakeclock.At(time.Unix(100000, 0))
 		c := newFakeCluster(clk.Now)
 		var fs []*randomRemediator
 		var entries []Entry

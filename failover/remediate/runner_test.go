@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/drwatch/drwatch/test/fakeclock"
 	"log/slog"
 	"slices"
 	"strings"
@@ -96,19 +97,7 @@ func actions(n int, prefix string) []Action {
 	return out
 }
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-func newRunner(t *testing.T, c *fakeCluster, clk *clock, reg prometheus.Registerer, entries ...Entry) *Runner {
+func newRunner(t *testing.T, c *fakeCluster, clk *fakeclock.Clock, reg prometheus.Registerer, entries ...Entry) *Runner {
 	t.Helper()
 	r, err := NewRunner(RunnerConfig{Node: "a", Cluster: c, State: c.m, Remediators: entries, Registerer: reg, Now: clk.Now})
 	if err != nil {
@@ -154,7 +143,7 @@ func TestRunnerModes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.mode), func(t *testing.T) {
-			clk := &clock{t: time.Unix(1000, 0)}
+			clk := fakeclock.At(time.Unix(1000, 0))
 			c := newFakeCluster(clk.Now)
 			f := &fakeRemediator{name: "fake", actions: actions(2, "x")}
 			r := newRunner(t, c, clk, nil, Entry{f, Settings{Mode: tt.mode, MaxPerPass: 5}})
@@ -172,7 +161,7 @@ func TestRunnerModes(t *testing.T) {
 }
 
 func TestRunnerRecordsEverything(t *testing.T) {
-	clk := &clock{t: time.Unix(1000, 0)}
+	clk := fakeclock.At(time.Unix(1000, 0))
 	c := newFakeCluster(clk.Now)
 	// Give the machine a decision generation to carry.
 	pol := failover.Policy{Nodes: []string{"a", "b", "c"}, Quorum: 2, Fall: 3, Rise: 2, Interval: time.Second, AutoFailover: true,
@@ -240,7 +229,7 @@ func TestRunnerRecordsEverything(t *testing.T) {
 // blocked, with its detail, in the history; it neither uses the hourly cap
 // nor counts as applied, so it is tried again on the next pass.
 func TestRunnerBlockedKeepsTheCap(t *testing.T) {
-	clk := &clock{t: time.Unix(1000, 0)}
+	clk := fakeclock.At(time.Unix(1000, 0))
 	c := newFakeCluster(clk.Now)
 	f := &fakeRemediator{name: "fake", actions: actions(2, "x"), blockOn: "x0"}
 	r := newRunner(t, c, clk, nil, Entry{f, Settings{Mode: ModeOn, MaxPerPass: 2, MaxPerHour: 2}})
@@ -271,7 +260,7 @@ func TestRunnerBlockedKeepsTheCap(t *testing.T) {
 }
 
 func TestRunnerCapsAcrossLeaderChange(t *testing.T) {
-	clk := &clock{t: time.Unix(10000, 0)}
+	clk := fakeclock.At(time.Unix(10000, 0))
 	c := newFakeCluster(clk.Now)
 	set := Settings{Mode: ModeOn, MaxPerPass: 2, MaxPerHour: 3}
 	f1 := &fakeRemediator{name: "fake", actions: actions(2, "a")}
@@ -306,7 +295,7 @@ func TestRunnerCapsAcrossLeaderChange(t *testing.T) {
 }
 
 func TestRunnerIdempotentByKey(t *testing.T) {
-	clk := &clock{t: time.Unix(1000, 0)}
+	clk := fakeclock.At(time.Unix(1000, 0))
 	c := newFakeCluster(clk.Now)
 	set := Settings{Mode: ModeOn, MaxPerPass: 5, MaxPerHour: 50}
 	f1 := &fakeRemediator{name: "fake", actions: actions(2, "x")}
@@ -330,7 +319,7 @@ func TestRunnerIdempotentByKey(t *testing.T) {
 }
 
 func TestRunnerVerifyLeaderBlocksApply(t *testing.T) {
-	clk := &clock{t: time.Unix(1000, 0)}
+	clk := fakeclock.At(time.Unix(1000, 0))
 	c := newFakeCluster(clk.Now)
 	deposed := errors.New("not the leader")
 	c.notLead = deposed
@@ -350,7 +339,7 @@ func TestRunnerVerifyLeaderBlocksApply(t *testing.T) {
 }
 
 func TestRunnerPlanErrorSkipsOnlyThatRemediator(t *testing.T) {
-	clk := &clock{t: time.Unix(1000, 0)}
+	clk := fakeclock.At(time.Unix(1000, 0))
 	c := newFakeCluster(clk.Now)
 	bad := &fakeRemediator{name: "bad", planErr: errors.New("api down")}
 	good := &fakeRemediator{name: "good", actions: actions(1, "x")}
@@ -443,7 +432,7 @@ func eventually(t *testing.T, d time.Duration, cond func() bool, what string) {
 }
 
 func TestRunnerRunStopsWithContext(t *testing.T) {
-	clk := &clock{t: time.Unix(1000, 0)}
+	clk := fakeclock.At(time.Unix(1000, 0))
 	c := newFakeCluster(clk.Now)
 	f := &fakeRemediator{name: "fake", actions: actions(1, "x")}
 	r, err := NewRunner(RunnerConfig{Cluster: c, State: c.m, Interval: time.Hour, Now: clk.Now,
@@ -480,7 +469,7 @@ func triedCount(f *fakeRemediator, target string) int {
 // retried after 1, 2, 4, 8... minutes (capped), not on every pass, while
 // another target's actions still run on the next pass.
 func TestRunnerBacksOffPerTarget(t *testing.T) {
-	clk := &clock{t: time.Unix(100000, 0)}
+	clk := fakeclock.At(time.Unix(100000, 0))
 	c := newFakeCluster(clk.Now)
 	f := &fakeRemediator{name: "fake", actions: actions(1, "x"), errs: map[string]error{"x0": errors.New("octavia: 503")}}
 	r, err := NewRunner(RunnerConfig{Node: "a", Cluster: c, State: c.m, Now: clk.Now,
@@ -517,7 +506,7 @@ func TestRunnerBacksOffPerTarget(t *testing.T) {
 // applied on the following passes, and the failing target's repeated
 // failures count once toward the hourly cap.
 func TestRunnerFailingTargetCannotStarveOthers(t *testing.T) {
-	clk := &clock{t: time.Unix(100000, 0)}
+	clk := fakeclock.At(time.Unix(100000, 0))
 	c := newFakeCluster(clk.Now)
 	f := &fakeRemediator{name: "fake", actions: actions(4, "x"), errs: map[string]error{"x0": errors.New("octavia: 503")}}
 	r := newRunner(t, c, clk, nil, Entry{f, Settings{Mode: ModeOn, MaxPerPass: 1, MaxPerHour: 5}})
@@ -542,7 +531,7 @@ func TestRunnerFailingTargetCannotStarveOthers(t *testing.T) {
 // key on every pass), a target never attempted goes before it, so plan
 // order cannot starve the targets at its tail.
 func TestRunnerLeastRecentlyAttemptedFirst(t *testing.T) {
-	clk := &clock{t: time.Unix(100000, 0)}
+	clk := fakeclock.At(time.Unix(100000, 0))
 	c := newFakeCluster(clk.Now)
 	f := &fakeRemediator{name: "fake"}
 	r := newRunner(t, c, clk, nil, Entry{f, Settings{Mode: ModeOn, MaxPerPass: 1, MaxPerHour: 100}})
@@ -564,7 +553,7 @@ func TestRunnerLeastRecentlyAttemptedFirst(t *testing.T) {
 // recorded as a failure that needs an admin, and the target is not tried
 // again, whatever the backoff, until its plan gives it a new key.
 func TestRunnerParksNeedsAdmin(t *testing.T) {
-	clk := &clock{t: time.Unix(100000, 0)}
+	clk := fakeclock.At(time.Unix(100000, 0))
 	c := newFakeCluster(clk.Now)
 	refused := fmt.Errorf("octavia refused the failover (403): %w", ErrNeedsAdmin)
 	f := &fakeRemediator{name: "fake", actions: actions(2, "x"), errs: map[string]error{"x0": refused}}
@@ -645,7 +634,7 @@ func TestRunnerDisruptionBrake(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clk := &clock{t: time.Unix(100000, 0)}
+			clk := fakeclock.At(time.Unix(100000, 0))
 			c := newFakeCluster(clk.Now)
 			f := &censusRemediator{fakeRemediator: &fakeRemediator{name: "fake", actions: actions(tt.qualify, "node")}, total: tt.total, err: tt.censusErr}
 			reg := prometheus.NewRegistry()
@@ -687,7 +676,7 @@ func TestRunnerDisruptionBrake(t *testing.T) {
 // they do not count toward the disruption brake: four acting nodes of ten
 // are repaired even when six more nodes are only reported.
 func TestRunnerBrakeWeighsOnlyActions(t *testing.T) {
-	clk := &clock{t: time.Unix(100000, 0)}
+	clk := fakeclock.At(time.Unix(100000, 0))
 	c := newFakeCluster(clk.Now)
 	acts := actions(10, "node")
 	for i := range acts[4:] {
@@ -756,7 +745,7 @@ func TestConfigValidateBrakeShare(t *testing.T) {
 // (it lost the leadership) does not keep reporting an engaged brake; the
 // new leader's Runner reports its own.
 func TestRunnerBrakeGaugeClearedWhenRunStops(t *testing.T) {
-	clk := &clock{t: time.Unix(100000, 0)}
+	clk := fakeclock.At(time.Unix(100000, 0))
 	c := newFakeCluster(clk.Now)
 	f := &censusRemediator{fakeRemediator: &fakeRemediator{name: "fake", actions: actions(6, "node")}, total: 10}
 	reg := prometheus.NewRegistry()
@@ -786,7 +775,7 @@ func TestRunnerBrakeGaugeClearedWhenRunStops(t *testing.T) {
 // (the world moved on since Plan, nothing was done) is recorded as such and
 // the next pass plans and tries afresh, without a backoff.
 func TestRunnerPreconditionNotBackedOff(t *testing.T) {
-	clk := &clock{t: time.Unix(100000, 0)}
+	clk := fakeclock.At(time.Unix(100000, 0))
 	c := newFakeCluster(clk.Now)
 	f := &fakeRemediator{name: "fake", actions: actions(1, "x"), errs: map[string]error{"x0": fmt.Errorf("port revision 412: %w", ErrPrecondition)}}
 	r := newRunner(t, c, clk, nil, Entry{f, Settings{Mode: ModeOn, MaxPerPass: 5, MaxPerHour: 100}})
@@ -814,7 +803,7 @@ func TestRunnerPreconditionNotBackedOff(t *testing.T) {
 // recorded as not applied with that why, in mode on too; it is never
 // applied, and takes no place under the caps from actions that can be.
 func TestRunnerNeverAppliesReportOnly(t *testing.T) {
-	clk := &clock{t: time.Unix(1000, 0)}
+	clk := fakeclock.At(time.Unix(1000, 0))
 	c := newFakeCluster(clk.Now)
 	acts := actions(3, "x")
 	acts[0].ReportOnly = "the cluster cannot do this"
@@ -848,7 +837,7 @@ func TestRunnerNeverAppliesReportOnly(t *testing.T) {
 // cap) is logged when the record is new, not again every pass that finds
 // the same thing: the record is deduplicated, and so is the log line.
 func TestRunnerWarnsOnceForARepeatedSkip(t *testing.T) {
-	clk := &clock{t: time.Unix(100000, 0)}
+	clk := fakeclock.At(time.Unix(100000, 0))
 	c := newFakeCluster(clk.Now)
 	f := &fakeRemediator{name: "fake", actions: []Action{
 		{Target: "node/w1", Verb: "taint", Reason: "down", Key: "taint/w1", ReportOnly: "Kubernetes v1.24"},

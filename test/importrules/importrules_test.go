@@ -69,7 +69,7 @@ var rules = []struct{ pkgs, kind, deps string }{
 	// Test helpers serve tests only.
 	{"... -test/...", neverInCode, "test/... cmd/drwatch/api/apitest dnsprovider/providertest failover/remediate/remediatetest"},
 	// The real servers and tools tests run against owe nothing to drwatch.
-	{"test/poll test/daemon test/faultproxy test/idleconn test/caddytest test/dnsservers test/kubetest test/openstacktest", neverInCode, "cluster/... cmd/... dnsprovider/... failover/... internal/... probes/..."},
+	{"test/poll test/fakeclock test/daemon test/faultproxy test/idleconn test/caddytest test/dnsservers test/kubetest test/openstacktest", neverInCode, "cluster/... cmd/... dnsprovider/... failover/... internal/... probes/..."},
 	{"test/clustertest", never, "failover/... dnsprovider/... probes/... cmd/..."},
 	// The suites that check the product from outside run the binary and read files.
 	{"test/e2e test/quickstart test/deploytest", never, "cmd/drwatch/node cmd/drwatch/demo"},

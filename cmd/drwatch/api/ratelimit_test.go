@@ -1,33 +1,20 @@
 package api
 
 import (
+	"github.com/drwatch/drwatch/test/fakeclock"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
-
-// fakeClock is a Now that the test moves by hand.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 const (
 	bobToken  = "s3cr3t-token-for-bob"
 	rootToken = "s3cr3t-token-for-root"
 )
 
-func limitedServer(t *testing.T, b Backend, clock *fakeClock) *httptest.Server {
+func limitedServer(t *testing.T, b Backend, clock *fakeclock.Clock) *httptest.Server {
 	t.Helper()
 	tokens, err := ParseTokens([]byte("alice:" + aliceToken + ":operate\nbob:" + bobToken + ":operate\nroot:" + rootToken + "\n"))
 	if err != nil {
@@ -44,7 +31,7 @@ func limitedServer(t *testing.T, b Backend, clock *fakeClock) *httptest.Server {
 // failover (its own bucket), another actor's pause and dry runs go
 // through, and the bucket refills with time.
 func TestRoutineWritesAreRateLimitedPerActor(t *testing.T) {
-	clock := &fakeClock{t: time.Date(2026, 11, 28, 4, 0, 0, 0, time.UTC)}
+	clock := fakeclock.At(time.Date(2026, 11, 28, 4, 0, 0, 0, time.UTC))
 	b := &acceptingBackend{}
 	srv := limitedServer(t, b, clock)
 	alice, bob := "Bearer "+aliceToken, "Bearer "+bobToken
@@ -92,7 +79,7 @@ func TestRoutineWritesAreRateLimitedPerActor(t *testing.T) {
 // Moves and membership changes have their own, smaller bucket: a token
 // cannot flip traffic back and forth, or churn the voters, without end.
 func TestMovesAndMembershipAreRateLimited(t *testing.T) {
-	clock := &fakeClock{t: time.Date(2026, 11, 28, 4, 0, 0, 0, time.UTC)}
+	clock := fakeclock.At(time.Date(2026, 11, 28, 4, 0, 0, 0, time.UTC))
 	b := &acceptingBackend{}
 	srv := limitedServer(t, b, clock)
 	root := "Bearer " + rootToken

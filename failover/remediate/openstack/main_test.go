@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/netip"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,17 +22,5 @@ var (
 	cluster = Selector{NamePrefix: "k-", MetadataKey: "kluster", MetadataValue: "k"}
 	t0      = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 )
-
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 func errorsIsPrecondition(err error) bool { return errors.Is(err, remediate.ErrPrecondition) }

@@ -3,6 +3,7 @@ package openstack
 import (
 	"context"
 	"errors"
+	"github.com/drwatch/drwatch/test/fakeclock"
 	"net/http"
 	"sync"
 	"testing"
@@ -50,7 +51,7 @@ func TestNeverReady(t *testing.T) {
 		server{name: "nr-off", meta: inCluster, then: then(long, stop)},
 		server{name: "nr-unknown", meta: inCluster, then: long},
 	)
-	clk := &clock{t: time.Now()}
+	clk := fakeclock.At(time.Now())
 	sel := Selector{NamePrefix: "nr-", MetadataKey: "kluster", MetadataValue: "k"}
 	rd := &fakeReadiness{ready: map[string]bool{"nr-stuck": false, "nr-ready": true, "nr-young": false, "nr-off": false}}
 	r := NewNeverReady(c, sel, rd, 15*time.Minute, 0, clk.Now)
