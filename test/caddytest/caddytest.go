@@ -333,10 +333,9 @@ func (c *Caddy) cleanupDir() error {
 }
 
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := daemon.FreePorts(1)
 	if err != nil {
-		return 0, fmt.Errorf("free port: %w", err)
+		return 0, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return p[0], nil
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -80,22 +79,14 @@ func need(bin, pkg string) (string, error) {
 	return p, nil
 }
 
-// FreePort returns a port free for both UDP and TCP on 127.0.0.1.
+// FreePort returns a port free for both UDP and TCP on 127.0.0.1 and
+// reserved for this test process (daemon.FreePorts).
 func FreePort() (int, error) {
-	for range 50 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, err
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		pc, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
-		l.Close()
-		if err == nil {
-			pc.Close()
-			return port, nil
-		}
+	p, err := daemon.FreePorts(1)
+	if err != nil {
+		return 0, err
 	}
-	return 0, errors.New("no free port")
+	return p[0], nil
 }
 
 func newSecret() string {

@@ -30,6 +30,7 @@ import (
 	"github.com/drwatch/drwatch/cmd/drwatch/api"
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/test/caddytest"
+	"github.com/drwatch/drwatch/test/daemon"
 	"github.com/drwatch/drwatch/test/dnsservers"
 	"github.com/drwatch/drwatch/test/faultproxy"
 	"github.com/drwatch/drwatch/test/poll"
@@ -487,18 +488,13 @@ func (w *World) writeConfig(n *Node) error {
 
 func freePorts(t testing.TB, ip string, n int) []string {
 	t.Helper()
-	var out []string
-	var lns []net.Listener
-	for range n {
-		ln, err := net.Listen("tcp", ip+":0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		out = append(out, ln.Addr().String())
+	ports, err := daemon.FreePortsOn(ip, n)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, ln := range lns {
-		ln.Close()
+	out := make([]string, n)
+	for i, p := range ports {
+		out[i] = net.JoinHostPort(ip, strconv.Itoa(p))
 	}
 	return out
 }

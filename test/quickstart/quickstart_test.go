@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"crypto/tls"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -21,6 +20,7 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/cluster"
+	testdaemon "github.com/drwatch/drwatch/test/daemon"
 	"github.com/drwatch/drwatch/test/dnsservers"
 	"github.com/drwatch/drwatch/test/poll"
 	"github.com/miekg/dns"
@@ -132,30 +132,14 @@ func eventually(t *testing.T, d time.Duration, cond func() bool, format string, 
 	poll.UntilEvery(t, d, 500*time.Millisecond, cond, format, args...)
 }
 
-// freePorts returns n distinct TCP ports free on 127.0.0.1, below the
-// kernel's ephemeral range (32768 and up on Linux), so that no outgoing
-// connection of another process takes one between now and the watcher's
-// bind. They are held open until all n are chosen, so none repeats.
+// freePorts returns n distinct ports free on 127.0.0.1, reserved for this
+// test process and outside the kernel's ephemeral range, so that no
+// outgoing connection takes one between now and the watcher's bind.
 func freePorts(t *testing.T, n int) []int {
 	t.Helper()
-	var ports []int
-	var held []net.Listener
-	defer func() {
-		for _, l := range held {
-			l.Close()
-		}
-	}()
-	for tries := 0; len(ports) < n; tries++ {
-		if tries > 1000 {
-			t.Fatalf("found %d free ports in 20000-32767, want %d", len(ports), n)
-		}
-		p := 20000 + rand.IntN(12768)
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
-		if err != nil {
-			continue
-		}
-		held = append(held, l)
-		ports = append(ports, p)
+	ports, err := testdaemon.FreePorts(n)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return ports
 }
