@@ -16,6 +16,7 @@ import (
 	"net/http/httptrace"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -66,6 +67,29 @@ type client struct {
 	http      *http.Client
 	token     string
 	timeout   time.Duration // one call, all endpoints
+
+	// answered is the endpoint that answered the last call: the next call
+	// of the same command asks it first, so a frozen node costs its dial
+	// budget once per command, not once per call.
+	mu       sync.Mutex
+	answered string
+}
+
+// order is the endpoints to try, the one that answered last first.
+func (c *client) order() []string {
+	c.mu.Lock()
+	first := c.answered
+	c.mu.Unlock()
+	if first == "" || first == c.endpoints[0] {
+		return c.endpoints
+	}
+	out := append(make([]string, 0, len(c.endpoints)), first)
+	for _, ep := range c.endpoints {
+		if ep != first {
+			out = append(out, ep)
+		}
+	}
+	return out
 }
 
 // apiError is an error reply from a node.
@@ -292,7 +316,7 @@ func (c *client) do(ctx context.Context, method, path string, body, out any) err
 	write := method != http.MethodGet
 	var errs []error
 	var noLeader *apiError
-	for _, ep := range c.endpoints {
+	for _, ep := range c.order() {
 		sent, err := c.once(ctx, ep, method, path, payload, out)
 		var ae *apiError
 		if errors.As(err, &ae) && ae.Code == api.CodeNoLeader && ctx.Err() == nil {
@@ -301,6 +325,9 @@ func (c *client) do(ctx context.Context, method, path string, body, out any) err
 			continue
 		}
 		if err == nil || errors.As(err, &ae) {
+			c.mu.Lock()
+			c.answered = ep
+			c.mu.Unlock()
 			return err
 		}
 		if ctx.Err() != nil && parent.Err() == nil {

@@ -160,6 +160,45 @@ func TestClientSkipsFrozenNodeAfterDialTimeout(t *testing.T) {
 	}
 }
 
+// A command that makes several calls (explain without a generation asks
+// the status first) pays a frozen node's dial budget once, not per call:
+// the client goes on with the node that answered.
+func TestClientStaysWithTheNodeThatAnswered(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	var dials atomic.Int32
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			// Frozen: connected, but the handshake never completes.
+			dials.Add(1)
+			t.Cleanup(func() { _ = conn.Close() })
+		}
+	}()
+	h, hits := counting(http.StatusOK, okBody)
+	good, ca := tlsReplier(t, h)
+	c, err := (&clientFlags{endpoints: []string{"https://" + ln.Addr().String(), good.URL}, caFile: ca,
+		timeout: time.Minute, dialTimeout: 500 * time.Millisecond}).client(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		var out api.WriteResponse
+		if err := c.do(context.Background(), http.MethodGet, "/api/v1/status", nil, &out); err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	if dials.Load() != 1 || hits.Load() != 3 {
+		t.Fatalf("three calls: the frozen node was dialled %d times and the live one answered %d; want 1 and 3", dials.Load(), hits.Load())
+	}
+}
+
 // TestClientTimeoutBoundsWholeCall: --timeout is the budget of the call
 // across every endpoint, not of each endpoint in turn.
 func TestClientTimeoutBoundsWholeCall(t *testing.T) {
