@@ -155,22 +155,28 @@ func TestStatusWarningsIsNeverNull(t *testing.T) {
 // Each role writes only what it is granted: read nothing, operate the
 // decision commands, admin also the membership. A refusal is 403 and names
 // the role the write needs; nothing reaches the cluster.
-func TestTokenRolesLimitWrites(t *testing.T) {
-	b := &acceptingBackend{}
-	srv := apiServer(t, b, "reader:read-token-0123456789:read\noperator:operate-token-0123456789:operate\n"+
-		"admin:admin-token-0123456789:admin\nlegacy:legacy-token-0123456789\n")
-	ops := map[string]string{
+// operateWrites and adminWrites are every write endpoint under /api/v1/,
+// by the least role that may call it, each with a valid body.
+var (
+	operateWrites = map[string]string{
 		"failover":   `{"to":"backup","reason":"x"}`,
 		"failback":   `{"reason":"x"}`,
 		"switchover": `{"to":"backup","reason":"x"}`,
 		"pause":      `{"until":"30m","reason":"x"}`,
 		"resume":     `{"reason":"x"}`,
 		"ack":        `{"reason":"x"}`,
+		"drill":      `{"reason":"x"}`,
 	}
-	members := map[string]string{
+	adminWrites = map[string]string{
 		"members/add":    `{"id":"d","raft_addr":"10.4.0.5:7400","reason":"x"}`,
 		"members/remove": `{"id":"d","reason":"x"}`,
 	}
+)
+
+func TestTokenRolesLimitWrites(t *testing.T) {
+	b := &acceptingBackend{}
+	srv := apiServer(t, b, "reader:read-token-0123456789:read\noperator:operate-token-0123456789:operate\n"+
+		"admin:admin-token-0123456789:admin\nlegacy:legacy-token-0123456789\n")
 	check := func(token, path, body string, want int, needs Role) {
 		t.Helper()
 		before := b.writes
@@ -188,7 +194,7 @@ func TestTokenRolesLimitWrites(t *testing.T) {
 			t.Errorf("%s with %s: a refused write reached the cluster", path, token)
 		}
 	}
-	for path, body := range ops {
+	for path, body := range operateWrites {
 		check("read-token-0123456789", path, body, http.StatusForbidden, RoleOperate)
 		check("operate-token-0123456789", path, body, http.StatusOK, "")
 		check("admin-token-0123456789", path, body, http.StatusOK, "")
@@ -196,7 +202,7 @@ func TestTokenRolesLimitWrites(t *testing.T) {
 		// A dry run is refused too: it shows what the token cannot do anyway.
 		check("read-token-0123456789", path, strings.Replace(body, `"reason"`, `"dry_run":true,"reason"`, 1), http.StatusForbidden, RoleOperate)
 	}
-	for path, body := range members {
+	for path, body := range adminWrites {
 		check("read-token-0123456789", path, body, http.StatusForbidden, RoleAdmin)
 		check("operate-token-0123456789", path, body, http.StatusForbidden, RoleAdmin)
 		check("admin-token-0123456789", path, body, http.StatusOK, "")

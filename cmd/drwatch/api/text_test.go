@@ -25,6 +25,9 @@ func (b *acceptingBackend) Submit(context.Context, failover.Command) (failover.R
 	b.writes++
 	return failover.Result{}, 7, nil
 }
+func (b *acceptingBackend) DrillCanary() (failover.DrillCanary, error) {
+	return failover.DrillCanary{Name: "drwatch-drill.lms.example.org.", Type: "A", TTL: 60}, nil
+}
 func (b *acceptingBackend) DryRun(failover.Command) (DryRun, error) { b.writes++; return DryRun{}, nil }
 func (b *acceptingBackend) AddMember(context.Context, string, string, string, string) error {
 	b.writes++

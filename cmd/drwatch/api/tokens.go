@@ -31,7 +31,8 @@ type Role string
 const (
 	// RoleRead writes nothing; reads need no token at all.
 	RoleRead Role = "read"
-	// RoleOperate may failover, failback, switchover, pause, resume and ack.
+	// RoleOperate may failover, failback, switchover, pause, resume, ack
+	// and drill.
 	RoleOperate Role = "operate"
 	// RoleAdmin may also add and remove members. A line without a role
 	// means admin: full power, as before roles existed.
