@@ -201,6 +201,10 @@ func TestCLIAgainstCluster(t *testing.T) {
 		if d.View().Drill != nil {
 			t.Error("drill --dry-run started a drill")
 		}
+		// It says what would happen, never that something started.
+		if strings.Contains(out, "started on") && !strings.Contains(out, "would answer") {
+			t.Errorf("drill --dry-run words its result as done:\n%s", out)
+		}
 		out, stderr, code = run(t, append([]string{"drill", "--reason", "first rehearsal", "--timeout", "60s"}, auth...)...)
 		if code != 0 {
 			t.Fatalf("drill exit %d: %s\n%s", code, stderr, out)

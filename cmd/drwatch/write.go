@@ -261,7 +261,7 @@ func printDryRun(out io.Writer, name string, dr api.DryRun) {
 		return
 	}
 	if !dr.Changes {
-		fmt.Fprintf(out, "no record would change: %s\n", dr.Result.Message)
+		fmt.Fprintf(out, "no record would change; run now, the command would answer: %s\n", dr.Result.Message)
 		return
 	}
 	fmt.Fprintln(out, "would decide (the gen is the log index it commits at):", dr.Result.Message)
