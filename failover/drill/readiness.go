@@ -22,7 +22,7 @@ type Input struct {
 	// ProbeTimeout the longest critical probe timeout.
 	Policy       failover.Policy
 	ProbeTimeout time.Duration
-	// Measured are the drill's step times so far (zero before the write);
+	// Measured are the drill's step times (MeasuredFrom its record);
 	// RTOBudget the budget (0: DefaultRTOBudget).
 	Measured  Measured
 	RTOBudget time.Duration

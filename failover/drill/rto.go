@@ -23,6 +23,22 @@ type Measured struct {
 	Commit      time.Duration
 	Write       time.Duration
 	Propagation []ServerPropagation
+	// OK is set when the drill wrote and verified the canary, so the
+	// times above were measured; a drill that did not has none to add.
+	OK bool
+}
+
+// MeasuredFrom reads a drill's step times from its record.
+func MeasuredFrom(d failover.DrillRecord) Measured {
+	t, ok := d.Times()
+	m := Measured{Commit: t.Commit, Write: t.Write, OK: ok}
+	for _, s := range t.Servers {
+		m.Propagation = append(m.Propagation, ServerPropagation{Server: s.Server, After: s.After})
+	}
+	if ok && len(m.Propagation) == 0 {
+		m.Propagation = []ServerPropagation{{Server: "all servers", After: t.Propagation}}
+	}
+	return m
 }
 
 // RTO is the time a real failover would take now to reach most clients,
@@ -44,13 +60,17 @@ type RTO struct {
 	// client that honours the TTL has the new answer by then (some
 	// clients cache longer than the TTL, hence "most").
 	Total time.Duration
+	// Measured is false when the drill measured no decision, write or
+	// propagation (it did not write and verify the canary): Total is then
+	// detection and TTL only.
+	Measured bool
 }
 
 // EstimateRTO combines a drill's measured steps with the policy's
 // detection floor (probeTimeout: the longest timeout of a critical probe)
 // and the records' longest TTL.
 func EstimateRTO(p failover.Policy, probeTimeout time.Duration, m Measured) RTO {
-	r := RTO{DecisionAndWrite: m.Commit + m.Write, Servers: slices.Clone(m.Propagation), TTL: longestTTL(p)}
+	r := RTO{DecisionAndWrite: m.Commit + m.Write, Servers: slices.Clone(m.Propagation), TTL: longestTTL(p), Measured: m.OK}
 	r.DetectionMin, r.DetectionMax = p.DetectionFloor(probeTimeout)
 	slices.SortFunc(r.Servers, func(a, b ServerPropagation) int { return strings.Compare(a.Server, b.Server) })
 	for _, s := range r.Servers {
@@ -94,8 +114,13 @@ func TTLCheck(r RTO, budget time.Duration) Check {
 	if !c.Pass {
 		verdict = "over"
 	}
-	c.Reason = fmt.Sprintf("TTL %s + detection ≤ %s + decision and write %s + propagation %s = %s, %s the RTO budget %s",
-		failover.SecondsText(r.TTL), failover.SecondsText(r.DetectionMax), failover.SecondsText(r.DecisionAndWrite), failover.SecondsText(r.Propagation), failover.SecondsText(r.Total), verdict, failover.SecondsText(budget))
+	if r.Measured {
+		c.Reason = fmt.Sprintf("TTL %s + detection ≤ %s + decision and write %s + propagation %s = %s, %s the RTO budget %s (drill.rto_budget)",
+			failover.SecondsText(r.TTL), failover.SecondsText(r.DetectionMax), failover.SecondsText(r.DecisionAndWrite), failover.SecondsText(r.Propagation), failover.SecondsText(r.Total), verdict, failover.SecondsText(budget))
+	} else {
+		c.Reason = fmt.Sprintf("TTL %s + detection ≤ %s = %s, %s the RTO budget %s (drill.rto_budget); decision, write and propagation not measured: the drill did not write and verify the canary",
+			failover.SecondsText(r.TTL), failover.SecondsText(r.DetectionMax), failover.SecondsText(r.Total), verdict, failover.SecondsText(budget))
+	}
 	if !c.Pass {
 		if rest := r.Total - r.TTL; rest < budget {
 			c.Reason += fmt.Sprintf("; a TTL of at most %s would fit", failover.SecondsText(budget-rest))

@@ -21,7 +21,7 @@ func rtoPolicy(ttl int) failover.Policy {
 // and write, the slowest server and the longest TTL, and says so.
 func TestEstimateRTOSentence(t *testing.T) {
 	m := Measured{Commit: 40 * time.Millisecond, Write: 160 * time.Millisecond, Propagation: []ServerPropagation{
-		{Server: "ns2:53", After: 900 * time.Millisecond}, {Server: "ns1:53", After: 300 * time.Millisecond}}}
+		{Server: "ns2:53", After: 900 * time.Millisecond}, {Server: "ns1:53", After: 300 * time.Millisecond}}, OK: true}
 	r := EstimateRTO(rtoPolicy(60), 1500*time.Millisecond, m)
 	// The fast interval is the default, a quarter of the 2s interval.
 	if r.DetectionMin != time.Second || r.DetectionMax != 7500*time.Millisecond {
@@ -42,7 +42,7 @@ func TestEstimateRTOSentence(t *testing.T) {
 // The TTL check passes within the budget and fails over it, with every
 // number and the TTL that would fit.
 func TestTTLCheckAgainstTheBudget(t *testing.T) {
-	m := Measured{Commit: 100 * time.Millisecond, Write: 400 * time.Millisecond, Propagation: []ServerPropagation{{Server: "ns1:53", After: time.Second}}}
+	m := Measured{Commit: 100 * time.Millisecond, Write: 400 * time.Millisecond, Propagation: []ServerPropagation{{Server: "ns1:53", After: time.Second}}, OK: true}
 	for _, tc := range []struct {
 		name   string
 		ttl    int
@@ -64,6 +64,25 @@ func TestTTLCheckAgainstTheBudget(t *testing.T) {
 			wantReason(t, c, tc.pass, tc.reason...)
 		})
 	}
+}
+
+// A drill that did not write and verify the canary measured nothing: the
+// check says so instead of adding zeros as if they had been measured,
+// and reads the times from the drill's record when it did.
+func TestTTLCheckSaysWhatTheDrillMeasured(t *testing.T) {
+	c := TTLCheck(EstimateRTO(rtoPolicy(60), 1500*time.Millisecond, MeasuredFrom(failover.DrillRecord{})), 0)
+	wantReason(t, c, true, "TTL 60 s + detection ≤ 7.5 s = 68 s, within the RTO budget 300 s (drill.rto_budget)", "not measured")
+	if strings.Contains(c.Reason, "0 ms") {
+		t.Errorf("reason %q adds unmeasured times as 0 ms", c.Reason)
+	}
+	base := time.Unix(1_700_000_000, 0).UnixNano()
+	ms := int64(time.Millisecond)
+	d := failover.DrillRecord{RequestedAt: base, StartedAt: base + 6*ms, Canary: failover.DrillCanary{TTL: 60}, Steps: []failover.DrillStepRecord{
+		{Step: failover.DrillStepBackupWritten, At: base + 17*ms},
+		{Step: failover.DrillStepBackupVerified, At: base + 19*ms, Servers: []failover.ServerVerification{{Server: "ns1:53", VerifiedAt: base + 20*ms}}},
+	}}
+	c = TTLCheck(EstimateRTO(rtoPolicy(60), 1500*time.Millisecond, MeasuredFrom(d)), 0)
+	wantReason(t, c, true, "decision and write 17 ms", "propagation 3 ms")
 }
 
 // fakeRemediator plans what its function says; Apply must never be called.

@@ -21,10 +21,10 @@ type State interface {
 	Drills() (ended []failover.DrillRecord, running *failover.DrillRecord)
 }
 
-// Readiness runs the readiness checks of a drill (the backup's
-// certificates, the records' TTL against the RTO, the remediation plan);
-// each is PASS or FAIL with its reason.
-type Readiness func(ctx context.Context) []failover.DrillCheck
+// Readiness runs the readiness checks of drill d as it ends (the backup's
+// certificates, the records' TTL against the RTO budget with the times d
+// measured, the remediation plan); each is PASS or FAIL with its reason.
+type Readiness func(ctx context.Context, d failover.DrillRecord) []failover.DrillCheck
 
 // Config wires a Runner.
 type Config struct {
@@ -409,7 +409,7 @@ func (r *Runner) end(ctx context.Context, d failover.DrillRecord, failed, detail
 	}
 	checks := []failover.DrillCheck{creds}
 	if r.cfg.Readiness != nil {
-		checks = append(checks, r.cfg.Readiness(ctx)...)
+		checks = append(checks, r.cfg.Readiness(ctx, d)...)
 	}
 	outcome, rule := failover.DrillPassed, failed
 	if failed != "" {

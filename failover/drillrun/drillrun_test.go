@@ -179,8 +179,10 @@ func steps(d failover.DrillRecord) string {
 func TestDrillPassesAndLeavesProductionAlone(t *testing.T) {
 	f := newFixture(t)
 	id := f.start(t)
+	var checked failover.DrillRecord
 	r := f.runner(t, func(c *Config) {
-		c.Readiness = func(context.Context) []failover.DrillCheck {
+		c.Readiness = func(_ context.Context, d failover.DrillRecord) []failover.DrillCheck {
+			checked = d
 			return []failover.DrillCheck{{Name: "certificates", Pass: true, Reason: "valid for 89 days"}}
 		}
 	})
@@ -200,6 +202,11 @@ func TestDrillPassesAndLeavesProductionAlone(t *testing.T) {
 	}
 	if _, ok := d.Times(); !ok {
 		t.Errorf("drill %d measured no times", id)
+	}
+	// The readiness checks see what the drill measured, so the TTL check
+	// adds the real write and propagation, not zeros.
+	if _, ok := checked.Times(); !ok || checked.ID != id {
+		t.Errorf("readiness got drill %d with steps %s, want drill %d with the canary written and verified", checked.ID, steps(checked), id)
 	}
 	f.checkCanaryAtPrimary(t, id)
 	f.checkProduction(t)
@@ -227,7 +234,7 @@ func TestFailedReadinessFailsTheDrill(t *testing.T) {
 	f := newFixture(t)
 	id := f.start(t)
 	r := f.runner(t, func(c *Config) {
-		c.Readiness = func(context.Context) []failover.DrillCheck {
+		c.Readiness = func(context.Context, failover.DrillRecord) []failover.DrillCheck {
 			return []failover.DrillCheck{{Name: "certificates", Pass: false, Reason: "lms.example.test: certificate expires in 2h, want at least 336h"}}
 		}
 	})

@@ -16,6 +16,7 @@ type Drill struct {
 	Record          string        `yaml:"record" default:"drwatch-drill.<first record>" doc:"The canary record a drill flips to the backup values and back, relative to dns.zone or fully qualified inside it; same zone and provider as dns.records, never one of them. Its values and TTL mirror the first record. For A and AAAA a host name, without '_': BIND's default check-names refuses such an owner."`
 	Schedule        string        `yaml:"schedule" default:"off" doc:"How often the leader runs a drill by itself: a duration such as 168h (weekly), or off. A drill that a rule refuses is recorded as skipped."`
 	CertMinValidity time.Duration `yaml:"cert_min_validity" default:"336h" doc:"A drill's certificate check fails when a backup certificate for a public name expires sooner than this."`
+	RTOBudget       time.Duration `yaml:"rto_budget" default:"5m" doc:"A drill's 'ttl vs rto budget' check fails when the worst detection, the decision and write and the propagation the drill measured, plus the records' longest TTL, add up to more than this."`
 }
 
 // Drill schedule bounds: a drill writes DNS, so not more often than
@@ -80,6 +81,9 @@ func (v *validator) drill(c *Config) {
 	}
 	if d.CertMinValidity <= 0 || d.CertMinValidity > failover.MaxWindow {
 		v.add("drill.cert_min_validity", "%s must be > 0 and ≤ %s", d.CertMinValidity, failover.MaxWindow)
+	}
+	if d.RTOBudget <= 0 || d.RTOBudget > failover.MaxWindow {
+		v.add("drill.rto_budget", "%s must be > 0 and ≤ %s", d.RTOBudget, failover.MaxWindow)
 	}
 	if !v.required("drill.record", d.Record) || !dnsname.IsDomainName(c.DNS.Zone) {
 		return

@@ -15,8 +15,8 @@ func TestDrillDefaultsKeepThePolicyHash(t *testing.T) {
 		t.Fatalf("valid.yaml: %v", ps)
 	}
 	if c.Drill.Record != "drwatch-drill.lms" || c.Drill.Schedule != "off" || c.Drill.ScheduleInterval() != 0 ||
-		c.Drill.CertMinValidity != 336*time.Hour {
-		t.Errorf("got drill %+v, want record drwatch-drill.lms, schedule off, cert_min_validity 336h", c.Drill)
+		c.Drill.CertMinValidity != 336*time.Hour || c.Drill.RTOBudget != 5*time.Minute {
+		t.Errorf("got drill %+v, want record drwatch-drill.lms, schedule off, cert_min_validity 336h, rto_budget 5m", c.Drill)
 	}
 	// The hash valid.yaml's policy had before the drill section existed.
 	const before = "d2fa9fa4fcd3"
@@ -52,6 +52,7 @@ func TestDrillSectionProblems(t *testing.T) {
 		{"  record: _drwatch\n", `drill.record: "_drwatch" is a fence record`},
 		{"  record: _canary.lms\n", `drill.record: "_canary.lms" holds '_'`},
 		{"  cert_min_validity: 0s\n", "drill.cert_min_validity: 0s must be > 0"},
+		{"  rto_budget: 0s\n", "drill.rto_budget: 0s must be > 0"},
 	} {
 		_, ps := loadString(t, validYAML(t)+"drill:\n"+tc.drill)
 		if !strings.Contains(ps.Error(), tc.want) {

@@ -15,13 +15,12 @@ import (
 // config and its replica m: the backup's certificate for every public
 // name (the https probes' hosts, at the backup's address) with at least
 // certMinValidity left, the records' TTL with the detection floor against
-// rtoBudget (0: drill.DefaultRTOBudget), and the remediations' dry-run
+// rtoBudget (0: drill.DefaultRTOBudget), with the commit, write and
+// propagation the ending drill measured, and the remediations' dry-run
 // plan as if the backup were active. The remediators are built once, here,
 // with their own clients; the returned function builds nothing and writes
-// nothing. Its TTL check has no measured step yet: a drill that measured
-// its commit, write and propagation words the full estimate with
-// drill.EstimateRTO and checks it with drill.TTLCheck.
-func DrillReadiness(c *config.Config, m *failover.Machine, certMinValidity, rtoBudget time.Duration, log *slog.Logger, now func() time.Time) (func(context.Context) []drill.Check, error) {
+// nothing.
+func DrillReadiness(c *config.Config, m *failover.Machine, certMinValidity, rtoBudget time.Duration, log *slog.Logger, now func() time.Time) (func(context.Context, failover.DrillRecord) []drill.Check, error) {
 	if now == nil {
 		now = time.Now
 	}
@@ -37,14 +36,14 @@ func DrillReadiness(c *config.Config, m *failover.Machine, certMinValidity, rtoB
 	}
 	sites := c.Sites.Specs()
 	probeTimeout := c.Sites.CriticalProbeTimeout()
-	return func(ctx context.Context) []drill.Check {
+	return func(ctx context.Context, d failover.DrillRecord) []drill.Check {
 		policy := c.ReplicatedPolicy()
 		if p := m.View().Policy; p != nil {
 			policy = *p // the replicated one decides, as in a real failover
 		}
 		return drill.Readiness(ctx, drill.Input{
 			Now: now(), Certificates: drill.CertTargets(sites, policy), CertMinValidity: certMinValidity,
-			Policy: policy, ProbeTimeout: probeTimeout, RTOBudget: rtoBudget, Remediations: fixes,
+			Policy: policy, ProbeTimeout: probeTimeout, Measured: drill.MeasuredFrom(d), RTOBudget: rtoBudget, Remediations: fixes,
 		})
 	}, nil
 }

@@ -30,7 +30,7 @@ func TestDrillReadinessFromConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := map[string]bool{}
-	for _, c := range hook(t.Context()) {
+	for _, c := range hook(t.Context(), failover.DrillRecord{}) {
 		got[c.Name] = c.Pass
 		if !c.Pass {
 			t.Errorf("%s failed: %s", c.Name, c.Reason)
@@ -44,7 +44,7 @@ func TestDrillReadinessFromConfig(t *testing.T) {
 	if err := caddy.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range hook(t.Context()) {
+	for _, c := range hook(t.Context(), failover.DrillRecord{}) {
 		if strings.HasPrefix(c.Name, "certificate ") && (c.Pass || !strings.Contains(c.Reason, caddy.Addr)) {
 			t.Errorf("backup down: got %s pass=%v %q, want a failure naming %s", c.Name, c.Pass, c.Reason, caddy.Addr)
 		}

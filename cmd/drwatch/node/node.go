@@ -140,14 +140,14 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	machine := failover.New()
 	var drills *watcher.Drill
 	if drillDNS != nil {
-		ready, err := DrillReadiness(c, machine, c.Drill.CertMinValidity, 0, log, now)
+		ready, err := DrillReadiness(c, machine, c.Drill.CertMinValidity, c.Drill.RTOBudget, log, now)
 		if err != nil {
 			return nil, fmt.Errorf("drill readiness: %w", err)
 		}
 		drills = &watcher.Drill{DNS: drillDNS, Schedule: c.Drill.ScheduleInterval(), Canary: c.Canary, Timeout: c.Sites.CriticalProbeTimeout(),
-			Readiness: func(ctx context.Context) []failover.DrillCheck {
+			Readiness: func(ctx context.Context, d failover.DrillRecord) []failover.DrillCheck {
 				var out []failover.DrillCheck
-				for _, ck := range ready(ctx) {
+				for _, ck := range ready(ctx, d) {
 					out = append(out, failover.DrillCheck(ck))
 				}
 				return out
