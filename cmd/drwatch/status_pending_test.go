@@ -19,7 +19,7 @@ func TestStatusTablePendingLine(t *testing.T) {
 		want string
 	}{
 		{"one of three failing", failover.Pending{Site: failover.Primary, Leaning: []string{"c"}, Up: []string{"a", "b"}, Undecided: []string{}, Quorum: 2},
-			"pending:     1 of 3 watchers (c) see primary failing; a flip needs 2; a and b see it UP\n"},
+			"pending:     1 of 3 watchers (c) sees primary failing; a flip needs 2; a and b see it UP\n"},
 		{"two of three failing", failover.Pending{Site: failover.Primary, Leaning: []string{"b", "c"}, Up: []string{"a"}, Undecided: []string{}, Quorum: 2,
 			Rounds: 2, In: 4 * time.Second, Then: &failover.PendingThen{Action: failover.KindAutoFailover}},
 			"pending:     automatic failover to backup in about 4 s if this persists (2 more failing rounds): b, c see primary failing\n"},

@@ -118,7 +118,7 @@ func statusShowsNoCountdown(t *testing.T, w *World, lonely *Node) {
 	for _, n := range others(w, lonely) {
 		healthy = append(healthy, n.ID)
 	}
-	want := fmt.Sprintf("1 of 3 watchers (%s) see primary failing; a flip needs %d; %s and %s see it UP",
+	want := fmt.Sprintf("1 of 3 watchers (%s) sees primary failing; a flip needs %d; %s and %s see it UP",
 		lonely.ID, w.Opts.Quorum, healthy[0], healthy[1])
 	var why string
 	if !Within(10*w.Opts.Interval, func() bool {

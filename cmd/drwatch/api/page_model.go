@@ -207,7 +207,11 @@ func trust(st *Status) (alarm string, warnings []string) {
 		own = append(own, fmt.Sprintf("node %s knows no Raft leader: no quorum of watchers is reachable from it, so nothing is decided or written, and what this page shows may be stale", cmp.Or(st.ServedBy, dash)))
 	case st.State.Policy != nil && fresh < quorum:
 		alarm = alarmNoQuorum
-		own = append(own, fmt.Sprintf("only %d of %d watchers have fresh data (quorum %d): no automatic decision is possible", fresh, total, quorum))
+		have := "have"
+		if fresh == 1 {
+			have = "has"
+		}
+		own = append(own, fmt.Sprintf("only %d of %d watchers %s fresh data (quorum %d): no automatic decision is possible", fresh, total, have, quorum))
 	}
 	if st.StaleSeconds > 3*iv.Seconds() {
 		if alarm == "" {
@@ -411,15 +415,15 @@ func drillLine(d DrillStatus, now time.Time) (text, class string) {
 func TallyText(site failover.Site, t failover.Tally, watchers int) string {
 	switch t.Verdict {
 	case failover.Down:
-		s := fmt.Sprintf("%d of %d watchers see %s DOWN, quorum %d", len(t.Down), watchers, site, t.Quorum)
+		s := fmt.Sprintf("%d of %d watchers %s %s DOWN, quorum %d", len(t.Down), watchers, see(len(t.Down)), site, t.Quorum)
 		if len(t.Up) > 0 {
-			s += fmt.Sprintf("; %d see it UP", len(t.Up))
+			s += fmt.Sprintf("; %d %s it UP", len(t.Up), see(len(t.Up)))
 		}
 		return s
 	case failover.Up:
-		s := fmt.Sprintf("%d of %d watchers see %s UP, quorum %d", len(t.Up), watchers, site, t.Quorum)
+		s := fmt.Sprintf("%d of %d watchers %s %s UP, quorum %d", len(t.Up), watchers, see(len(t.Up)), site, t.Quorum)
 		if len(t.Down) > 0 {
-			s += fmt.Sprintf("; %d see it DOWN", len(t.Down))
+			s += fmt.Sprintf("; %d %s it DOWN", len(t.Down), see(len(t.Down)))
 		}
 		return s
 	}
@@ -436,6 +440,14 @@ func TallyText(site failover.Site, t failover.Tally, watchers int) string {
 		parts = append(parts, "no votes")
 	}
 	return fmt.Sprintf("no quorum on %s: %s of %d watchers, quorum %d", site, strings.Join(parts, ", "), watchers, t.Quorum)
+}
+
+// see agrees with its count: "1 sees", "2 see".
+func see(n int) string {
+	if n == 1 {
+		return "sees"
+	}
+	return "see"
 }
 
 func siteOf(s failover.Site, t failover.Tally, watchers int, active bool) siteModel {
@@ -477,7 +489,7 @@ func PendingText(p *failover.Pending, pol *failover.Policy) string {
 		if p.Site == failover.Backup {
 			needs = "a DOWN verdict needs"
 		}
-		s := fmt.Sprintf("%d of %d watchers (%s) see %s failing; %s %d", len(p.Leaning), total, strings.Join(p.Leaning, ", "), p.Site, needs, p.Quorum)
+		s := fmt.Sprintf("%d of %d watchers (%s) %s %s failing; %s %d", len(p.Leaning), total, strings.Join(p.Leaning, ", "), see(len(p.Leaning)), p.Site, needs, p.Quorum)
 		switch len(p.Up) {
 		case 0:
 		case 1:
@@ -506,7 +518,7 @@ func PendingText(p *failover.Pending, pol *failover.Policy) string {
 		return fmt.Sprintf("%s would be DOWN at quorum in %s if this persists%s, but the automatic %s would be withheld: %s (%s)",
 			p.Site, in, rounds, action, p.Then.Rule, ruleText(p.Then.Rule, pol))
 	case p.Then.Action == failover.KindAutoFailover:
-		return fmt.Sprintf("automatic failover to %s in %s if this persists%s: %s see %s failing", p.Site.Other(), in, rounds, who, p.Site)
+		return fmt.Sprintf("automatic failover to %s in %s if this persists%s: %s %s %s failing", p.Site.Other(), in, rounds, who, see(len(p.Leaning)), p.Site)
 	default:
 		return fmt.Sprintf("%s would be DOWN at quorum in %s if this persists%s; then: %s", p.Site, in, rounds, p.Then.Action)
 	}

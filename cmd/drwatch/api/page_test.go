@@ -33,7 +33,7 @@ func TestPageBanner(t *testing.T) {
 		"decision generation 4200 · fence gen=4200",
 		"served by b at 2026-11-21 12:00:00 UTC",
 		"leader a",
-		"2 of 3 watchers see primary DOWN, quorum 2; 1 see it UP",
+		"2 of 3 watchers see primary DOWN, quorum 2; 1 sees it UP",
 		"3 of 3 watchers see backup UP, quorum 2",
 	} {
 		if !strings.Contains(got, want) {
@@ -56,7 +56,11 @@ func TestTallyText(t *testing.T) {
 		{"down at quorum", failover.Primary, failover.Tally{Verdict: failover.Down, Down: []string{"a", "b"}, Abstain: []string{"c"}, Quorum: 2}, 3,
 			"2 of 3 watchers see primary DOWN, quorum 2"},
 		{"down with dissent", failover.Primary, failover.Tally{Verdict: failover.Down, Down: []string{"a", "b"}, Up: []string{"c"}, Quorum: 2}, 3,
-			"2 of 3 watchers see primary DOWN, quorum 2; 1 see it UP"},
+			"2 of 3 watchers see primary DOWN, quorum 2; 1 sees it UP"},
+		{"one up against two", failover.Backup, failover.Tally{Verdict: failover.Up, Up: []string{"a", "b"}, Down: []string{"c"}, Quorum: 2}, 3,
+			"2 of 3 watchers see backup UP, quorum 2; 1 sees it DOWN"},
+		{"quorum of one", failover.Primary, failover.Tally{Verdict: failover.Down, Down: []string{"a"}, Up: []string{"b", "c"}, Quorum: 1}, 3,
+			"1 of 3 watchers sees primary DOWN, quorum 1; 2 see it UP"},
 		{"up", failover.Backup, failover.Tally{Verdict: failover.Up, Up: []string{"a", "b", "c"}, Quorum: 2}, 3,
 			"3 of 3 watchers see backup UP, quorum 2"},
 		{"no quorum", failover.Primary, failover.Tally{Verdict: failover.NoQuorum, Up: []string{"a"}, Abstain: []string{"b", "c"}, Quorum: 2}, 3,
@@ -88,13 +92,13 @@ func TestPendingText(t *testing.T) {
 		want string
 	}{
 		{"one of three failing", failover.Pending{Site: failover.Primary, Leaning: []string{"c"}, Up: []string{"a", "b"}, Undecided: []string{}, Quorum: 2},
-			"1 of 3 watchers (c) see primary failing; a flip needs 2; a and b see it UP"},
+			"1 of 3 watchers (c) sees primary failing; a flip needs 2; a and b see it UP"},
 		{"one failing, one stale", failover.Pending{Site: failover.Primary, Leaning: []string{"a"}, Up: []string{"b"}, Undecided: []string{"c"}, Quorum: 2},
-			"1 of 3 watchers (a) see primary failing; a flip needs 2; b sees it UP; no UP or DOWN vote from c"},
+			"1 of 3 watchers (a) sees primary failing; a flip needs 2; b sees it UP; no UP or DOWN vote from c"},
 		{"two of five failing, quorum 3", failover.Pending{Site: failover.Primary, Leaning: []string{"a", "b"}, Up: []string{"c", "d", "e"}, Quorum: 3},
 			"2 of 5 watchers (a, b) see primary failing; a flip needs 3; c, d and e see it UP"},
 		{"backup failing alone", failover.Pending{Site: failover.Backup, Leaning: []string{"b"}, Up: []string{"a", "c"}, Quorum: 2},
-			"1 of 3 watchers (b) see backup failing; a DOWN verdict needs 2; a and c see it UP"},
+			"1 of 3 watchers (b) sees backup failing; a DOWN verdict needs 2; a and c see it UP"},
 		{"countdown", failover.Pending{Site: failover.Primary, Leaning: []string{"a", "b"}, Up: []string{"c"}, Quorum: 2, Rounds: 2, In: 4 * time.Second,
 			Then: &failover.PendingThen{Action: failover.KindAutoFailover}},
 			"automatic failover to backup in about 4 s if this persists (2 more failing rounds): a, b see primary failing"},
@@ -132,7 +136,7 @@ func TestPageNoCountdownBelowQuorum(t *testing.T) {
 	st := fxPending()
 	st.State.Pending = &failover.Pending{Site: failover.Primary, Leaning: []string{"c"}, Up: []string{"a", "b"}, Undecided: []string{}, Quorum: 2}
 	_, body := pageGet(t, pageServer(t, st, nil), "/")
-	if want := "1 of 3 watchers (c) see primary failing; a flip needs 2; a and b see it UP"; !strings.Contains(text(body), want) {
+	if want := "1 of 3 watchers (c) sees primary failing; a flip needs 2; a and b see it UP"; !strings.Contains(text(body), want) {
 		t.Errorf("page: missing %q\n%s", want, text(body))
 	}
 	for _, countdown := range []string{"automatic failover to backup in", "would be DOWN at quorum in", "more failing round"} {
@@ -217,7 +221,7 @@ func TestPageWarnings(t *testing.T) {
 		{"no leader, empty warnings", fxNoLeader(), "⚠ No leader", "node b knows no Raft leader"},
 		{"no leader, empty warnings, also stale", fxNoLeader(), "⚠ No leader", "stale data: the last state applied on b is 45s old (limit 6s, 3 × the 2s interval)"},
 		{"stale only", stale, "⚠ Stale data", "the last state applied on b is 30s old"},
-		{"no fresh quorum", noQuorum, "⚠ No quorum of watchers", "only 1 of 3 watchers have fresh data (quorum 2)"},
+		{"no fresh quorum", noQuorum, "⚠ No quorum of watchers", "only 1 of 3 watchers has fresh data (quorum 2)"},
 		{"backend warnings are shown", withWarnings, "⚠ No leader", "backend says so"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
