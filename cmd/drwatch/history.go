@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -56,7 +57,7 @@ func (h *historyCmd) Run(ctx context.Context, w io.Writer) error {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "INDEX\tGEN\tAT\tKIND\tMOVE\tACTOR\tOUTCOME\tREASON")
-	for _, e := range out.History {
+	for _, e := range readingOrder(out.History) {
 		move := "-"
 		if e.From != "" || e.To != "" {
 			move = string(e.From) + "->" + string(e.To)
@@ -69,6 +70,24 @@ func (h *historyCmd) Run(ctx context.Context, w io.Writer) error {
 			cmp.Or(logText(e.Actor), "-"), cmp.Or(logText(e.Outcome), "-"), cmp.Or(logText(e.Reason), "-"))
 	}
 	return tw.Flush()
+}
+
+// readingOrder is the history, oldest first, as people read it: a manual
+// move comes before the ack of the block that it caused. The log records
+// that ack first, at the same index, so that an index's last entry is its
+// decision; an ack command that lets an automatic flip through stays
+// before it, as its cause.
+func readingOrder(h []failover.Entry) []failover.Entry {
+	out := slices.Clone(h)
+	for i := 0; i+1 < len(out); i++ {
+		a, d := out[i], out[i+1]
+		if a.Kind == failover.KindAck && a.Index == d.Index && d.Gen == d.Index &&
+			(d.Kind == failover.KindManualFailover || d.Kind == failover.KindManualFailback || d.Kind == failover.KindSwitchover) {
+			out[i], out[i+1] = d, a
+			i++
+		}
+	}
+	return out
 }
 
 // explainCmd is `drwatch explain [GEN]`.
