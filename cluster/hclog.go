@@ -21,16 +21,17 @@ import (
 // are therefore rate-limited per (message, peer), like refusals; the next
 // line that gets through says how many were suppressed.
 type hclogAdapter struct {
-	l       *slog.Logger
-	name    string
-	implied []any
-	limit   *repeatLimiter
+	l        *slog.Logger
+	name     string
+	implied  []any
+	limit    *repeatLimiter
+	departed *departures // peers that stopped in order; nil: none
 }
 
 var _ hclog.Logger = (*hclogAdapter)(nil)
 
-func newHCLog(l *slog.Logger, limit *repeatLimiter) hclog.Logger {
-	return &hclogAdapter{l: l, limit: limit}
+func newHCLog(l *slog.Logger, limit *repeatLimiter, departed *departures) hclog.Logger {
+	return &hclogAdapter{l: l, limit: limit, departed: departed}
 }
 
 // repeatLimiter lets one line per key through per interval and counts the rest.
@@ -99,12 +100,21 @@ func (h *hclogAdapter) Log(level hclog.Level, msg string, args ...any) {
 	if l, ok := raftLevels[msg]; ok {
 		level = l
 	}
+	// A peer that stopped in order is not an error to reach; its lines
+	// stay rate-limited as the warnings they were.
+	limited := level >= hclog.Warn
+	if peer, ok := peerKey(args); ok {
+		if l, id, quiet := h.departed.quietLevel(msg, level, peer); quiet {
+			level = l
+			args = append(args, "stopped_in_order", id)
+		}
+	}
 	lv := slogLevel(level)
 	ctx := context.Background()
 	if !h.l.Enabled(ctx, lv) {
 		return
 	}
-	if lv >= slog.LevelWarn && h.limit != nil {
+	if limited && h.limit != nil {
 		if peer, ok := peerKey(args); ok {
 			allow, n := h.limit.allow(msg + "|" + peer)
 			if !allow {
@@ -150,7 +160,7 @@ func (h *hclogAdapter) IsError() bool { return h.enabled(hclog.Error) }
 
 func (h *hclogAdapter) ImpliedArgs() []any { return h.implied }
 func (h *hclogAdapter) With(args ...any) hclog.Logger {
-	return &hclogAdapter{l: h.l, name: h.name, implied: append(append([]any(nil), h.implied...), args...), limit: h.limit}
+	return &hclogAdapter{l: h.l, name: h.name, implied: append(append([]any(nil), h.implied...), args...), limit: h.limit, departed: h.departed}
 }
 func (h *hclogAdapter) Name() string { return h.name }
 func (h *hclogAdapter) Named(name string) hclog.Logger {
@@ -161,7 +171,7 @@ func (h *hclogAdapter) Named(name string) hclog.Logger {
 	return h.ResetNamed(n)
 }
 func (h *hclogAdapter) ResetNamed(name string) hclog.Logger {
-	return &hclogAdapter{l: h.l.With("component", name), name: name, implied: h.implied, limit: h.limit}
+	return &hclogAdapter{l: h.l.With("component", name), name: name, implied: h.implied, limit: h.limit, departed: h.departed}
 }
 func (h *hclogAdapter) SetLevel(hclog.Level) {} // the slog handler owns the level
 func (h *hclogAdapter) GetLevel() hclog.Level {

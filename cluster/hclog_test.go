@@ -14,7 +14,7 @@ import (
 // line carries a bare "%+v".
 func TestHCLogRendersFormattedValues(t *testing.T) {
 	var buf bytes.Buffer
-	l := newHCLog(slog.New(slog.NewTextHandler(&buf, nil)), nil)
+	l := newHCLog(slog.New(slog.NewTextHandler(&buf, nil)), nil, nil)
 	type server struct{ ID, Address string }
 	l.Info("initial configuration", "index", 1, "servers", hclog.Fmt("%+v", []server{{"a", "10.0.0.1:7400"}}))
 	l.With("peers", hclog.Fmt("%d peers", 3)).Info("with implied")

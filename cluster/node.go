@@ -64,6 +64,8 @@ type Node struct {
 	pipes *pipelines
 	mux   *mux
 	rpc   *rpcClient
+	// departed are the peers that said goodbye (departures.go).
+	departed *departures
 	// namedPeerIPs are the addresses the static peers given by host name
 	// resolved to at start-up; peers given by IP need no lookup.
 	namedPeerIPs []netip.Addr
@@ -133,6 +135,7 @@ func New(ctx context.Context, cfg Config, sm StateMachine) (*Node, error) {
 		advertise = ln.Addr().String()
 	}
 
+	n.departed = newDepartures()
 	n.namedPeerIPs = n.resolvePeers(ctx)
 	n.metrics = newMetrics(n)
 	n.mux = &mux{
@@ -145,6 +148,7 @@ func New(ctx context.Context, cfg Config, sm StateMachine) (*Node, error) {
 		dialer:           cfg.Dial,
 		handshakeTimeout: cfg.HandshakeTimeout,
 		onRPC:            n.serveRPC,
+		onPeer:           n.peerSeen,
 		logger:           n.logger,
 		refusals:         &refusalLog{interval: cfg.RefusalLogInterval, last: map[string]time.Time{}},
 		refusedTotal:     n.metrics.refused,
@@ -152,7 +156,7 @@ func New(ctx context.Context, cfg Config, sm StateMachine) (*Node, error) {
 	n.mux.start()
 	n.rpc = &rpcClient{m: n.mux, idle: map[string][]*rpcConn{}}
 
-	hl := newHCLog(n.logger.With("component", "raft"), newRepeatLimiter(cfg.RefusalLogInterval))
+	hl := newHCLog(n.logger.With("component", "raft"), newRepeatLimiter(cfg.RefusalLogInterval), n.departed)
 	trans, snaps, err := n.openRaftParts(hl)
 	if err != nil {
 		return nil, err
@@ -681,16 +685,10 @@ func (n *Node) WaitApplied(ctx context.Context, index uint64) error {
 // It is idempotent; later calls return the first result.
 func (n *Node) Shutdown(ctx context.Context) error {
 	n.shutdownOnce.Do(func() {
-		if n.raft.State() == raft.Leader && n.voters() > 1 {
-			tctx, cancel := context.WithTimeout(ctx, n.stopWait)
-			err := n.wait(tctx, n.raft.LeadershipTransfer())
-			cancel()
-			if err != nil {
-				n.logger.Warn("leadership transfer before shutdown failed", "err", err)
-			} else {
-				n.logger.Info("leadership transferred before shutdown")
-			}
-		}
+		n.handOver(ctx)
+		// Tell the peers this stop is orderly, so they log their failures
+		// to reach us as what they are (departures.go).
+		n.sayGoodbye(ctx, goodbyeWait)
 		// Close nothing under raft while it works: first the peers'
 		// streams end cleanly, then raft stops (its replication
 		// goroutines included), and only then do closeAll's sockets
@@ -716,6 +714,53 @@ func (n *Node) Shutdown(ctx context.Context) error {
 		n.shutdownErr = n.closeAll()
 	})
 	return n.shutdownErr
+}
+
+// goodbyeWait bounds the goodbye to each peer during a shutdown.
+const goodbyeWait = time.Second
+
+// handOver transfers leadership before a shutdown when a peer can take
+// it, and logs what really happened.
+func (n *Node) handOver(ctx context.Context) {
+	if n.raft.State() != raft.Leader || n.voters() < 2 {
+		return
+	}
+	voters := map[string]string{}
+	for _, s := range n.servers() {
+		if s.Suffrage == raft.Voter {
+			voters[string(s.ID)] = string(s.Address)
+		}
+	}
+	if n.departed.all(n.id, voters) {
+		n.logger.Info("no peer left to hand leadership to: every other voter stopped in order")
+		return
+	}
+	tctx, cancel := context.WithTimeout(ctx, n.stopWait)
+	defer cancel()
+	if err := n.wait(tctx, n.raft.LeadershipTransfer()); err != nil {
+		n.logger.Warn("leadership transfer before shutdown failed", "err", err)
+		return
+	}
+	// The new leader makes itself known with its first heartbeat.
+	var to string
+	poll := time.NewTicker(10 * time.Millisecond)
+	defer poll.Stop()
+	deadline := time.After(n.cfg.HeartbeatTimeout)
+	for to == "" {
+		if id, _ := n.Leader(); id != "" && id != n.id {
+			to = id
+			break
+		}
+		select {
+		case <-poll.C:
+		case <-deadline:
+			n.logger.Info("leadership handed over before shutdown; the new leader has not made itself known yet")
+			return
+		case <-tctx.Done():
+			return
+		}
+	}
+	n.logger.Info("leadership transferred before shutdown", "to", to)
 }
 
 // pipelineStuckAfter is how long a pipelined send over the TLS transport

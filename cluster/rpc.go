@@ -25,6 +25,9 @@ const (
 	opRemove  = "remove_server"
 	opBarrier = "barrier"
 	opPing    = "ping"
+	// opLeaving is a peer's goodbye before an orderly stop; the caller is
+	// the verified peer of the connection.
+	opLeaving = "leaving"
 )
 
 type rpcRequest struct {
@@ -138,7 +141,12 @@ func (n *Node) serveRPC(conn net.Conn, peer string) {
 		if err := readMsg(r, &req); err != nil {
 			return
 		}
-		resp := n.handleRPC(req)
+		var resp rpcResponse
+		if req.Op == opLeaving {
+			n.peerLeaving(peer)
+		} else {
+			resp = n.handleRPC(req)
+		}
 		if err := writeMsg(w, resp); err != nil {
 			n.logger.Debug("rpc reply failed", "peer", peer, "err", err)
 			return

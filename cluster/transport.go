@@ -38,6 +38,7 @@ type mux struct {
 	dialer           func(ctx context.Context, addr string) (net.Conn, error)
 	handshakeTimeout time.Duration
 	onRPC            func(conn net.Conn, peer string)
+	onPeer           func(id string) // every verified connection, either way
 	logger           *slog.Logger
 	refusals         *refusalLog
 	refusedTotal     prometheus.Counter
@@ -145,6 +146,9 @@ func (m *mux) handshake(raw net.Conn, release func()) {
 	}
 	_ = raw.SetDeadline(time.Time{})
 	peer := m.creds.peerID(tc)
+	if m.onPeer != nil && peer != "" {
+		m.onPeer(peer)
+	}
 	switch proto[0] {
 	case protoRaft:
 		// raft owns it from here, but raft's transport never closes the
@@ -229,6 +233,9 @@ func (m *mux) dial(ctx context.Context, addr, expectedID string, proto byte) (ne
 		return nil, fmt.Errorf("announce protocol to %s: %w", addr, err)
 	}
 	_ = tc.SetWriteDeadline(time.Time{})
+	if m.onPeer != nil && expectedID != "" {
+		m.onPeer(expectedID)
+	}
 	c, ok := m.wrap(tc, false)
 	if !ok {
 		return nil, ErrShutdown

@@ -330,7 +330,8 @@ func checkFence(t *testing.T, w *World, gen uint64) {
 }
 
 // SIGTERM on the leader hands leadership over and exits
-// 0; the survivors keep a leader and serve reads.
+// 0; the survivors keep a leader and serve reads; then the others stop
+// the same way, and no node logs an ERROR.
 func TestGracefulStopHandsOver(t *testing.T) {
 	w := Start(t, Options{})
 	leader := w.Leader()
@@ -352,6 +353,19 @@ func TestGracefulStopHandsOver(t *testing.T) {
 		c, err := n.Term(30 * time.Second)
 		if err != nil || c != 0 {
 			t.Errorf("SIGTERM on %s: exit %d (%v), want 0", n.ID, c, err)
+		}
+	}
+	// The whole orderly stop, one node after another, is quiet on every
+	// node: peers that said goodbye are not errors to reach, and only a
+	// node that really handed leadership to a peer says so.
+	for _, n := range w.Nodes {
+		if l := LogLines(n, "level=ERROR"); len(l) > 0 {
+			t.Errorf("%s logged errors during an orderly stop of the whole trio:\n%s", n.ID, strings.Join(l, "\n"))
+		}
+		for _, l := range LogLines(n, "leadership transferred before shutdown") {
+			if !strings.Contains(l, " to=") {
+				t.Errorf("%s logged a handover without naming who took over: %s", n.ID, l)
+			}
 		}
 	}
 }
