@@ -10,7 +10,7 @@ import (
 )
 
 func checkWorld() *World {
-	return &World{policy: simPolicy(), snaps: map[uint64]snapSeen{}, rounds: map[string][]round{}, flips: map[uint64]bool{}, recorded: map[string]bool{}}
+	return &World{policy: simPolicy(), snaps: map[uint64]snapSeen{}, rounds: map[string][]round{}, flips: map[uint64]bool{}, recorded: map[string]bool{}, decided: map[uint64]failover.Site{}}
 }
 
 // The invariant 1 check must flag an automatic flip that the scripted

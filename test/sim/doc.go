@@ -43,8 +43,10 @@
 //     windows widen by what the skew bound lets leaders' clocks stray;
 //   - 2: the authority's fence never goes back to a lower generation (so a
 //     deposed leader's write never lands over a newer one), never names a
-//     generation no replica decided, and the records it holds are always
-//     those of the decision its fence names;
+//     generation no replica decided (applied, at any time: a restart rolls
+//     a replica's machine back to its last snapshot until a leader commits
+//     again, and its log keeps the rest), and the records it holds are
+//     always those of the decision its fence names;
 //   - 3: every command acknowledged to an operator is in every replica's
 //     history, at the index it was acknowledged with;
 //   - 4: once the faults stop (every node runs, no link is cut, the

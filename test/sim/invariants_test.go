@@ -41,8 +41,9 @@ func TestAntiFlapCheckNeedsAnAckWithinTheWindow(t *testing.T) {
 	}
 }
 
-// Invariant 2 must flag a write that takes the fence back, and a fence
-// whose records are not its decision's.
+// Invariant 2 must flag a write that takes the fence back, a fence whose
+// records are not its decision's, and a fence naming a generation no
+// replica decided.
 func TestFencingCheckFlagsALoweredFenceAndMismatchedRecords(t *testing.T) {
 	newWorld := func(t *testing.T) (*World, *failover.Machine) {
 		w := checkWorld()
@@ -84,6 +85,18 @@ func TestFencingCheckFlagsALoweredFenceAndMismatchedRecords(t *testing.T) {
 		w.checkFencing()
 		if len(w.violations) != 1 || !strings.Contains(w.violations[0], "invariant 2") {
 			t.Fatalf("got %v, want one invariant 2 violation", w.violations)
+		}
+	})
+	t.Run("a fence naming a generation no replica decided", func(t *testing.T) {
+		w, m := newWorld(t)
+		// Index 1 set the policy: an entry below the latest decision,
+		// but no decision.
+		if err := w.auth.Client("").Swap(context.Background(), primary, backup, 0, m.Desired().Gen-1); err != nil {
+			t.Fatal(err)
+		}
+		w.checkFencing()
+		if len(w.violations) != 1 || !strings.Contains(w.violations[0], "no replica ever applied") {
+			t.Fatalf("got %v, want one invariant 2 violation for an undecided generation", w.violations)
 		}
 	})
 	t.Run("fence lowered", func(t *testing.T) {

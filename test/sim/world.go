@@ -58,16 +58,17 @@ type World struct {
 	faults     faultState // one-way cuts, delays, skews (faults.go)
 
 	mu         sync.Mutex
-	snaps      map[uint64]snapSeen     // invariant 6: first snapshot seen at each index
-	acked      []acked                 // invariant 3: commands acknowledged to an operator
-	rounds     map[string][]round      // reports sent, for invariant 1
-	flips      map[uint64]bool         // automatic flips checked, by index
-	leads      []*leadTerm             // invariant 7: every stretch of leadership
-	termsSeen  []termSeen              // invariant 7: when each new highest term was applied
-	actions    []remAction             // invariant 7: every remediation that ran
-	broken     map[string]brokenTarget // the scripted remediator's targets needing a repair
-	churn      int                     // how many targets the churning dry-run repair plans
-	recorded   map[string]bool         // invariant 7: every outcome any replica ever recorded
+	snaps      map[uint64]snapSeen      // invariant 6: first snapshot seen at each index
+	acked      []acked                  // invariant 3: commands acknowledged to an operator
+	rounds     map[string][]round       // reports sent, for invariant 1
+	flips      map[uint64]bool          // automatic flips checked, by index
+	leads      []*leadTerm              // invariant 7: every stretch of leadership
+	termsSeen  []termSeen               // invariant 7: when each new highest term was applied
+	actions    []remAction              // invariant 7: every remediation that ran
+	broken     map[string]brokenTarget  // the scripted remediator's targets needing a repair
+	churn      int                      // how many targets the churning dry-run repair plans
+	recorded   map[string]bool          // invariant 7: every outcome any replica ever recorded
+	decided    map[uint64]failover.Site // invariant 2: every decision any replica ever applied, by gen
 	violations []string
 	stats      Stats
 }
@@ -121,7 +122,7 @@ type simNode struct {
 // be called inside the bubble: the certificates take the bubble's clock.
 func NewWorld(sched Schedule) (*World, error) {
 	w := &World{sched: sched, policy: simPolicy(), nw: newNetwork(), parted: map[[2]string]bool{},
-		snaps: map[uint64]snapSeen{}, rounds: map[string][]round{}, flips: map[uint64]bool{}, broken: map[string]brokenTarget{}, recorded: map[string]bool{},
+		snaps: map[uint64]snapSeen{}, rounds: map[string][]round{}, flips: map[uint64]bool{}, broken: map[string]brokenTarget{}, recorded: map[string]bool{}, decided: map[uint64]failover.Site{},
 		dnsw: dnsWorld{inflight: map[string]int{}}}
 	w.hash = w.policy.Hash()
 	w.faults.init(sched.Seed, w.violate)
@@ -409,6 +410,7 @@ type replica struct {
 
 func (r *replica) Apply(index uint64, cmd []byte) []byte {
 	out := r.FSM.Apply(index, cmd)
+	r.w.decide(r.machine.Desired())
 	select {
 	case r.changed <- struct{}{}:
 	default: // a wake-up is already pending
