@@ -12,11 +12,13 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/drwatch/drwatch/test/daemon"
 	"github.com/drwatch/drwatch/test/poll"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -258,16 +260,17 @@ func newCluster(t testing.TB, n int, tweak func(i int, c *Config)) *tcluster {
 func newClusterNoStart(t testing.TB, n int, tweak func(i int, c *Config)) *tcluster {
 	t.Helper()
 	tc := &tcluster{t: t, ca: newTestCA(t, "test-ca")}
-	lns := make([]net.Listener, n)
+	// Reserved for the test process, outside the ephemeral range: a node
+	// stopped for a while gets its port back on restart, whatever else
+	// the machine connects to meanwhile.
+	ports, err := daemon.FreePorts(n)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns[i] = ln
-		defer ln.Close() // only reserved the port; startWith listens again
 		id := string(rune('a' + i))
-		tc.nodes = append(tc.nodes, &tnode{id: id, dir: filepath.Join(t.TempDir(), id), addr: ln.Addr().String(), creds: tc.ca.creds(t, id)})
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[i]))
+		tc.nodes = append(tc.nodes, &tnode{id: id, dir: filepath.Join(t.TempDir(), id), addr: addr, creds: tc.ca.creds(t, id)})
 	}
 	for _, nd := range tc.nodes {
 		tc.peers = append(tc.peers, Peer{ID: nd.id, RaftAddr: nd.addr})

@@ -7,11 +7,13 @@ import (
 	"net"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/drwatch/drwatch/cluster"
+	"github.com/drwatch/drwatch/test/daemon"
 	"github.com/drwatch/drwatch/test/poll"
 )
 
@@ -66,13 +68,14 @@ func New(t testing.TB, n int, opts Options) *Cluster {
 		t.Fatal(err)
 	}
 	c := &Cluster{t: t, opts: opts, CACert: caCert, CAKey: caKey}
+	// Reserved for the test process (daemon.FreePorts): a member stopped
+	// and started again gets its port back.
+	ports, err := daemon.FreePorts(n)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		ln.Close() // reserve only; Start listens again
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[i]))
 		id := string(rune('a' + i))
 		c.Members = append(c.Members, &Member{ID: id, Addr: addr, Dir: filepath.Join(t.TempDir(), id)})
 		c.Peers = append(c.Peers, cluster.Peer{ID: id, RaftAddr: addr})
