@@ -12,6 +12,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/drwatch/drwatch/test/poll"
 )
 
 // The paths a drwatch package, or the service it installs, writes outside
@@ -39,7 +42,8 @@ const (
 // Raft data across an upgrade, and leaves after a purge only what the
 // operator wrote in /etc/drwatch. There is no systemd running here (it is
 // not PID 1), so the unit is checked with systemd-analyze verify, not
-// started.
+// started, and the maintainer scripts' systemd calls are recorded by a
+// stand-in (dpkgAsUnderSystemd).
 func TestDebianPackageInstallUpgradePurge(t *testing.T) {
 	if testing.Short() {
 		t.Skip("installs a Debian package as root; make test runs it")
@@ -48,7 +52,7 @@ func TestDebianPackageInstallUpgradePurge(t *testing.T) {
 		t.Fatal("this test installs the drwatch package with dpkg -i and must run as root (make test does, as CI does)")
 	}
 	for bin, pkg := range map[string]string{"dpkg": "dpkg", "dpkg-deb": "dpkg", "dpkg-query": "dpkg",
-		"lintian": "lintian", "systemd-analyze": "systemd", "make": "make", "git": "git"} {
+		"lintian": "lintian", "systemd-analyze": "systemd", "unshare": "util-linux", "make": "make", "git": "git"} {
 		if _, err := exec.LookPath(bin); err != nil {
 			t.Fatalf("%s not found: apt-get install %s (make install-test-deps installs it)", bin, pkg)
 		}
@@ -96,10 +100,13 @@ func TestDebianPackageInstallUpgradePurge(t *testing.T) {
 		}
 	})
 
-	out := run(t, "dpkg", "-i", deb1)
+	out, calls := dpkgAsUnderSystemd(t, tmp, "-i", deb1)
 	t.Run("install", func(t *testing.T) {
 		if !strings.Contains(out, "drwatch: not started") {
 			t.Errorf("dpkg -i: got %q, want the postinst to say the watcher is not started", out)
+		}
+		if want := []string{"systemctl --system daemon-reload"}; !slices.Equal(calls, want) {
+			t.Errorf("dpkg -i with no config: got systemd calls %q, want only %q: nothing enabled or started", calls, want)
 		}
 		checkInstalled(t, "1")
 		if _, err := os.Stat(filepath.Join(pkgConfigDir, "drwatch.yaml")); !errors.Is(err, fs.ErrNotExist) {
@@ -173,7 +180,18 @@ func TestDebianPackageInstallUpgradePurge(t *testing.T) {
 	}
 	dataFiles := map[string][]byte{"/var/lib/drwatch/raft.db": data}
 
-	run(t, "dpkg", "-i", deb2)
+	out, calls = dpkgAsUnderSystemd(t, tmp, "-i", deb2)
+	t.Run("upgrade leaves the running watcher alone", func(t *testing.T) {
+		// The stand-in systemctl answers is-active with "active": a watcher
+		// with a config runs, and the upgrade must still not restart it.
+		want := []string{"systemctl --system daemon-reload", "systemctl is-active --quiet drwatch.service"}
+		if !slices.Equal(calls, want) {
+			t.Errorf("dpkg -i (upgrade): got systemd calls %q, want only %q: no restart", calls, want)
+		}
+		if !strings.Contains(out, "the running watcher is still 0"+testVersion+"1") {
+			t.Errorf("dpkg -i (upgrade): got %q, want the postinst to say the running watcher still runs the old version", out)
+		}
+	})
 	t.Run("upgrade keeps the config, the secrets and the data", func(t *testing.T) {
 		checkInstalled(t, "2")
 		checkFiles(t, operatorFiles)
@@ -182,8 +200,11 @@ func TestDebianPackageInstallUpgradePurge(t *testing.T) {
 	})
 
 	files := packageFiles(t)
-	run(t, "dpkg", "-r", "drwatch")
+	_, calls = dpkgAsUnderSystemd(t, tmp, "-r", "drwatch")
 	t.Run("remove keeps the config and the data", func(t *testing.T) {
+		if want := []string{"deb-systemd-invoke stop drwatch.service", "systemctl --system daemon-reload"}; !slices.Equal(calls, want) {
+			t.Errorf("dpkg -r: got systemd calls %q, want %q", calls, want)
+		}
 		for _, f := range files {
 			if _, err := os.Stat(f); !errors.Is(err, fs.ErrNotExist) {
 				t.Errorf("%s: got %v after dpkg -r, want it removed", f, err)
@@ -193,8 +214,11 @@ func TestDebianPackageInstallUpgradePurge(t *testing.T) {
 		checkFiles(t, dataFiles)
 	})
 
-	run(t, "dpkg", "-P", "drwatch")
+	_, calls = dpkgAsUnderSystemd(t, tmp, "-P", "drwatch")
 	t.Run("purge leaves only what the operator wrote", func(t *testing.T) {
+		if len(calls) > 0 {
+			t.Errorf("dpkg -P: got systemd calls %q, want none", calls)
+		}
 		if out, err := exec.Command("dpkg-query", "-W", "-f", "${db:Status-Status}", "drwatch").Output(); err == nil && string(out) != "not-installed" {
 			t.Errorf("dpkg-query: got status %q after purge, want drwatch unknown or not-installed", out)
 		}
@@ -221,6 +245,39 @@ func TestDebianPackageInstallUpgradePurge(t *testing.T) {
 		}
 		checkFiles(t, operatorFiles)
 	})
+}
+
+// dpkgAsUnderSystemd runs dpkg with the maintainer scripts seeing a running
+// systemd, and returns dpkg's output and the systemctl and
+// deb-systemd-invoke calls they made. No systemd runs here, so in a private
+// mount namespace /run/systemd/system exists (the scripts' test for a
+// running systemd, as debhelper's) and both commands are a stand-in that
+// records its arguments and succeeds; outside the namespace nothing changes.
+func dpkgAsUnderSystemd(t *testing.T, tmp string, args ...string) (string, []string) {
+	t.Helper()
+	log := filepath.Join(tmp, "systemd-calls")
+	fake := filepath.Join(tmp, "fake-systemctl")
+	script := "#!/bin/sh\necho \"$(basename \"$0\") $*\" >> " + log + "\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(log, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	setup := `mkdir -p /run/systemd && mount -t tmpfs tmpfs /run/systemd && mkdir /run/systemd/system &&
+mount --bind "$0" /usr/bin/systemctl && mount --bind "$0" /usr/bin/deb-systemd-invoke && exec dpkg "$@"`
+	out := run(t, "unshare", append([]string{"--mount", "--propagation", "private", "sh", "-c", setup, fake}, args...)...)
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls []string
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if l != "" {
+			calls = append(calls, l)
+		}
+	}
+	return out, calls
 }
 
 // lockAgainstOtherRuns serialises this test across concurrent go test runs
@@ -386,11 +443,19 @@ func writeFile(t *testing.T, path string, b []byte, mode fs.FileMode) {
 }
 
 // run runs a command and fails the test, with its output, if it fails.
+// dpkg does not wait for its lock, so while another dpkg or apt holds it
+// (make install-test-deps in another run on the machine), the command is
+// tried again, for up to ten minutes.
 func run(t *testing.T, name string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(name, args...)
-	cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-	out, err := cmd.CombinedOutput()
+	var out []byte
+	var err error
+	poll.UntilEvery(t, 10*time.Minute, time.Second, func() bool {
+		cmd := exec.Command(name, args...)
+		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+		out, err = cmd.CombinedOutput()
+		return err == nil || !bytes.Contains(out, []byte("locked by another process"))
+	}, "the dpkg lock was free to run %s %s", name, strings.Join(args, " "))
 	if err != nil {
 		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 	}
