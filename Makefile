@@ -5,18 +5,38 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 COMMIT    ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 DATE      ?= $(shell git log -1 --format=%cI 2>/dev/null || echo unknown)
 LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
-BIN       := bin/drwatch
+BIN       ?= bin/drwatch
+# The Debian package's version (deploy/deb/version.sh says how it follows VERSION).
+DEB_VERSION ?= $(shell sh deploy/deb/version.sh '$(VERSION)')
+DEB_ARCH  ?= $(shell $(GO) env GOARCH)
+# Where `make deb` writes drwatch_$(DEB_VERSION)_$(DEB_ARCH).deb (and stages its generated files).
+DEB_DIR   ?= bin
+NFPM      ?= $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
 TEST_TIMEOUT ?= 20m
 FUZZ_TIME ?= 10m
 SIM_TEST_N ?= 1000
 
-.PHONY: all build test test-unit bench demo lint install-test-deps fuzz fuzz-long chaos sim clean
+.PHONY: all build deb test test-unit bench demo lint install-test-deps fuzz fuzz-long chaos sim clean
 
 all: build
 
 ## build: the drwatch binary in bin/, stamped with version, commit and commit date (reproducible: -trimpath, no build time).
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/drwatch
+
+## deb: the Debian package $(DEB_DIR)/drwatch_$(DEB_VERSION)_$(DEB_ARCH).deb (nfpm), from the binary 'make build' stamps: unit, completions, man pages, examples (deploy/deb).
+deb: build
+	rm -rf $(DEB_DIR)/deb-stage && mkdir -p $(DEB_DIR)/deb-stage/man
+	sed 's#/usr/local/bin/drwatch#/usr/bin/drwatch#g' deploy/systemd/drwatch.service > $(DEB_DIR)/deb-stage/drwatch.service
+	$(abspath $(BIN)) completion bash > $(DEB_DIR)/deb-stage/drwatch.bash
+	$(abspath $(BIN)) completion zsh > $(DEB_DIR)/deb-stage/_drwatch
+	$(abspath $(BIN)) man $(DEB_DIR)/deb-stage/man
+	gzip -9n $(DEB_DIR)/deb-stage/man/*.1
+	printf 'drwatch ($(DEB_VERSION)) unstable; urgency=medium\n\n  * Built from commit $(COMMIT).\n\n -- drwatch maintainers <drwatch@users.noreply.github.com>  %s\n' \
+	  "$$(git log -1 --format=%cD 2>/dev/null || date -R)" | gzip -9n > $(DEB_DIR)/deb-stage/changelog.gz
+	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || date +%s) DEB_VERSION='$(DEB_VERSION)' DEB_ARCH='$(DEB_ARCH)' \
+	  DEB_BIN='$(abspath $(BIN))' DEB_STAGE='$(abspath $(DEB_DIR))/deb-stage' \
+	  $(NFPM) package --config deploy/deb/nfpm.yaml --packager deb --target $(DEB_DIR)/drwatch_$(DEB_VERSION)_$(DEB_ARCH).deb
 
 ## test: lint, install the real servers the tests need (as root), every test with the race detector (30 simulated schedules), then SIM_TEST_N more simulated schedules without it.
 test: lint install-test-deps

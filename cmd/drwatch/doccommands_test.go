@@ -104,6 +104,8 @@ func TestDocumentedCommandCheckerRejectsWhatTheBinaryRejects(t *testing.T) {
 // unknown flags, bad flag values and wrong argument counts are errors.
 func parseCommandLine(args []string) error {
 	root := newRootCmd()
+	// Execute adds cobra's `completion` command; the binary accepts it.
+	root.InitDefaultCompletionCmd()
 	cmd, rest, err := root.Find(args)
 	if err != nil {
 		return err

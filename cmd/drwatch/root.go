@@ -65,7 +65,7 @@ agrees through Raft whether the primary is down, and flips DNS to the backup.`,
 	})
 	root.AddCommand(newVersionCmd(), newConfigCmd(), newServeCmd(), newStatusCmd(),
 		newFailoverCmd(), newFailbackCmd(), newSwitchoverCmd(), newPauseCmd(), newResumeCmd(), newAckCmd(),
-		newHistoryCmd(), newExplainCmd(), newDrillCmd(), newMembersCmd(), newDemoCmd(), newCertsCmd(), newDNSCmd(), newRemediateCmd())
+		newHistoryCmd(), newExplainCmd(), newDrillCmd(), newMembersCmd(), newDemoCmd(), newCertsCmd(), newDNSCmd(), newRemediateCmd(), newManCmd())
 	return root
 }
 
