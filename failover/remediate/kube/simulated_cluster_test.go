@@ -201,6 +201,27 @@ func TestRemediationsOnASimulatedCluster(t *testing.T) {
 	t.Run("drain-trap's eviction obeys the budget the disruption controller computed", func(t *testing.T) {
 		s.drainTrap(t)
 	})
+
+	t.Run("kubelets that report again: the held pod finishes cleanly, dead-node lifts its taint", func(t *testing.T) {
+		s.kwok.StartKubelet(t, "partitioned")
+		s.kwok.StartKubelet(t, "dead")
+		// The partitioned node's kubelet finishes the deletion it missed;
+		// only then does the StatefulSet controller create held-0 again,
+		// on the same node: one copy at any time.
+		poll.For(t, simWait, "held-0 to be recreated and run on partitioned", func() bool {
+			p := s.pod(t, "held-0")
+			return p != nil && p.UID != held.UID && podReady(p)
+		})
+		poll.For(t, simWait, "dead to be Ready again", func() bool { return nodeReady(s.node(t, "dead")) })
+		r := NewDeadNode(s.api, cloud, time.Second, nil)
+		got := remediatetest.Summary(remediatetest.Pass(t, remediatetest.NewLog(), r,
+			remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 5, MaxPerHour: 10}))
+		if want := []string{"planned untaint node/dead", "applied untaint node/dead"}; !slices.Equal(got, want) {
+			t.Fatalf("got %q, want %q", got, want)
+		}
+		s.waitSchedulable(t, "dead")
+		s.unchanged(t, steady)
+	})
 }
 
 // drainTrap: a Local LoadBalancer Service whose two pods both run on nodes
