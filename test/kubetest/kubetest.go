@@ -30,11 +30,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// DefaultVersion is the Kubernetes release whose kube-apiserver and
-// kube-controller-manager the harness runs: both come from one release, built
-// by test/deps/build-kube.sh. Keep it in step with KUBE_VERSION there and in
-// test/deps/parts/kube.sh. The module proxy serves every staging module both
-// commands import at v1.33.13 and v1.34.x, but not at v1.31.x or v1.32.x.
+// DefaultVersion is the Kubernetes release whose kube-apiserver,
+// kube-controller-manager and kube-scheduler the harness runs: all three come
+// from one release, built by test/deps/build-kube.sh. Keep it in step with
+// KUBE_VERSION there and in test/deps/parts/kube.sh. The module proxy serves
+// every staging module the commands import at v1.33.13 and v1.34.x, but not
+// at v1.31.x or v1.32.x.
 const DefaultVersion = "v1.34.4"
 
 // ErrNoBinary means a required program is not installed. Its message names
