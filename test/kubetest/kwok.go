@@ -49,7 +49,7 @@ type KwokOptions struct {
 // DRWATCH_KWOK, when set, names the binary to use instead (the stages
 // still come from the cache).
 func KwokPath() (bin, stages string, err error) {
-	const build = "test/deps/build-kwok.sh (builds it once from the Go module proxy: about 2 min on 2 cores)"
+	const build = "test/deps/build-kwok.sh (builds it once from the Go module proxy: 2-7 min on 2 cores)"
 	if stages, err = inCache("kwok", KwokVersion, build, "stages.yaml"); err != nil {
 		return "", "", err
 	}

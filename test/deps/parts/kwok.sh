@@ -1,6 +1,6 @@
 # KWOK's kwok (simulated kubelets) for test/kubetest, built once from the Go
 # module proxy into ${XDG_CACHE_HOME:-$HOME/.cache}/drwatch/kwok-$KWOK_VERSION
-# (about 2 minutes on 2 cores, then cached). Keep KWOK_VERSION in step with
+# (2-7 minutes on 2 cores, then cached). Keep KWOK_VERSION in step with
 # test/kubetest.KwokVersion and test/deps/build-kwok.sh.
 _kwok_deps=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 present() {
