@@ -2,10 +2,11 @@
 # Builds real Kubernetes control-plane binaries from the Go module proxy alone
 # (no git clone, no staging tree) and caches them, so the kubernetes
 # integration tests (test/kubetest) can run a real kube-apiserver against
-# Debian's etcd, and a real kube-controller-manager against that API server.
-# Both come from one release: the controllers must match the API server.
+# Debian's etcd, and a real kube-controller-manager and kube-scheduler against
+# that API server. All three come from one release: the controllers and the
+# scheduler must match the API server.
 #
-# Usage: test/deps/build-kube.sh                       (builds both, then a no-op)
+# Usage: test/deps/build-kube.sh                       (builds all three, then a no-op)
 #        test/deps/build-kube.sh kube-apiserver        (only the commands named)
 #        KUBE_VERSION=v1.34.4 test/deps/build-kube.sh
 # Output: ${XDG_CACHE_HOME:-$HOME/.cache}/drwatch/<command>-$KUBE_VERSION/<command>
@@ -20,27 +21,28 @@
 #  * the checksum database does not know several k8s.io/* versions through
 #    this proxy: GONOSUMDB=k8s.io.
 #  * the proxy does not serve every staging module of every release. The
-#    release is chosen so that everything kube-apiserver and
-#    kube-controller-manager import is served (v1.31.x lacks
+#    release is chosen so that everything kube-apiserver,
+#    kube-controller-manager and kube-scheduler import is served (v1.31.x lacks
 #    kube-controller-manager and csi-translation-lib); the modules in
-#    KUBE_UNSERVED are imported by neither, so their require and replace
+#    KUBE_UNSERVED are imported by none of them, so their require and replace
 #    lines are dropped. Every other staging module is checked first, so a
 #    release that cannot work fails here naming the module, not deep inside
 #    go build, and no module is ever resolved at another version.
-# Building both takes 10-20 minutes on 2 idle cores (78 minutes measured at a
-# load average near 25) and about 2 GB of module cache.
+# Building all three takes 10-20 minutes on 2 idle cores (78 minutes measured
+# for the first two at a load average near 25) and about 2 GB of module cache;
+# kube-scheduler alone, once Go's build cache holds the other two, took 10 s.
 set -euo pipefail
 KUBE_VERSION=${KUBE_VERSION:-v1.34.4}
 KUBE_UNSERVED=${KUBE_UNSERVED:-sample-cli-plugin sample-controller}
 cmds=("$@")
-[ ${#cmds[@]} -gt 0 ] || cmds=(kube-apiserver kube-controller-manager)
+[ ${#cmds[@]} -gt 0 ] || cmds=(kube-apiserver kube-controller-manager kube-scheduler)
 staging=v0.${KUBE_VERSION#v1.}
 root=${XDG_CACHE_HOME:-$HOME/.cache}/drwatch
 todo=()
 for c in "${cmds[@]}"; do
   case $c in
-  kube-apiserver | kube-controller-manager) ;;
-  *) echo "build-kube: unknown command $c (kube-apiserver, kube-controller-manager)" >&2; exit 2 ;;
+  kube-apiserver | kube-controller-manager | kube-scheduler) ;;
+  *) echo "build-kube: unknown command $c (kube-apiserver, kube-controller-manager, kube-scheduler)" >&2; exit 2 ;;
   esac
   bin=$root/$c-$KUBE_VERSION/$c
   if [ -x "$bin" ] && "$bin" --version >/dev/null 2>&1; then

@@ -17,13 +17,7 @@ import (
 // ControllerManager is a running kube-controller-manager of the cluster's
 // release, talking to the cluster's API server as its admin.
 type ControllerManager struct {
-	// LogPath is its log (stdout and stderr), inside the cluster's Dir.
-	LogPath string
-
-	mu      sync.Mutex
-	proc    *daemon.Process
-	healthz string
-	caFile  string
+	component
 }
 
 // ControllerManagerPath returns the cached kube-controller-manager for
@@ -31,6 +25,20 @@ type ControllerManager struct {
 // DRWATCH_KUBE_CONTROLLER_MANAGER, when set, names the binary to use instead.
 func ControllerManagerPath(version string) (string, error) {
 	return cachedBinary("kube-controller-manager", "DRWATCH_KUBE_CONTROLLER_MANAGER", version)
+}
+
+// ControllerManagerOptions selects and tunes the controllers of
+// StartControllerManagerWith.
+type ControllerManagerOptions struct {
+	// Controllers are the --controllers names to run (e.g.
+	// "node-lifecycle-controller"); at least one.
+	Controllers []string
+	// NodeMonitorGracePeriod is how long a node may go without renewing
+	// its lease or status before the node lifecycle controller marks it
+	// Unknown and taints it unreachable; zero means the release's default
+	// (50 s). NodeMonitorPeriod, how often it checks, is then a fifth of
+	// it, at least 1 s.
+	NodeMonitorGracePeriod time.Duration
 }
 
 // StartControllerManager starts kube-controller-manager, of the release the
@@ -47,9 +55,15 @@ func ControllerManagerPath(version string) (string, error) {
 // objects to stay as they wrote them while it runs.
 func (c *Cluster) StartControllerManager(t testing.TB, controllers ...string) *ControllerManager {
 	t.Helper()
+	return c.StartControllerManagerWith(t, ControllerManagerOptions{Controllers: controllers})
+}
+
+// StartControllerManagerWith is StartControllerManager with options.
+func (c *Cluster) StartControllerManagerWith(t testing.TB, opts ControllerManagerOptions) *ControllerManager {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	m, err := c.NewControllerManager(ctx, controllers...)
+	m, err := c.NewControllerManagerWith(ctx, opts)
 	if err != nil {
 		t.Fatalf("kubetest: %v", err)
 	}
@@ -59,24 +73,58 @@ func (c *Cluster) StartControllerManager(t testing.TB, controllers ...string) *C
 
 // NewControllerManager is StartControllerManager for callers without a
 // testing.TB; the caller must Close it. On error nothing is left running.
-func (c *Cluster) NewControllerManager(ctx context.Context, controllers ...string) (_ *ControllerManager, err error) {
-	if len(controllers) == 0 {
+func (c *Cluster) NewControllerManager(ctx context.Context, controllers ...string) (*ControllerManager, error) {
+	return c.NewControllerManagerWith(ctx, ControllerManagerOptions{Controllers: controllers})
+}
+
+// NewControllerManagerWith is NewControllerManager with options.
+func (c *Cluster) NewControllerManagerWith(ctx context.Context, opts ControllerManagerOptions) (*ControllerManager, error) {
+	if len(opts.Controllers) == 0 {
 		return nil, errors.New("kube-controller-manager: no controllers named")
 	}
 	bin, err := ControllerManagerPath(c.version)
 	if err != nil {
 		return nil, err
 	}
-	ports, err := daemon.FreePorts(1)
-	if err != nil {
+	args := []string{
+		"--controllers=" + strings.Join(opts.Controllers, ","),
+		"--use-service-account-credentials=false",
+		"--service-account-private-key-file=" + filepath.Join(c.Dir, "sa.key"),
+		"--root-ca-file=" + c.CAFile,
+	}
+	if g := opts.NodeMonitorGracePeriod; g > 0 {
+		args = append(args, "--node-monitor-grace-period="+g.String(),
+			"--node-monitor-period="+max(g/5, time.Second).String())
+	}
+	m := &ControllerManager{}
+	if err := c.startComponent(ctx, &m.component, "kube-controller-manager", bin, args); err != nil {
 		return nil, err
 	}
-	m := &ControllerManager{
-		LogPath: filepath.Join(c.Dir, "controller-manager.log"),
-		healthz: "https://127.0.0.1:" + strconv.Itoa(ports[0]) + "/healthz",
-		caFile:  c.CAFile,
+	return m, nil
+}
+
+// component is a process beside the cluster's API server: a control-plane
+// component (controller manager, scheduler), which talks to the API server
+// as its admin and serves /healthz over TLS with the API server's
+// certificate, or kwok.
+type component struct {
+	// LogPath is its log (stdout and stderr), inside the cluster's Dir.
+	LogPath string
+
+	mu   sync.Mutex
+	proc *daemon.Process
+}
+
+// startComponent starts name from bin with the flags every such component
+// shares followed by args, and waits until it answers /healthz. On error
+// nothing is left running.
+func (c *Cluster) startComponent(ctx context.Context, p *component, name, bin string, args []string) (err error) {
+	ports, err := daemon.FreePorts(1)
+	if err != nil {
+		return err
 	}
-	args := []string{
+	p.LogPath = filepath.Join(c.Dir, strings.TrimPrefix(name, "kube-")+".log")
+	common := []string{
 		"--kubeconfig=" + c.Kubeconfig,
 		"--authentication-kubeconfig=" + c.Kubeconfig,
 		"--authorization-kubeconfig=" + c.Kubeconfig,
@@ -84,46 +132,46 @@ func (c *Cluster) NewControllerManager(ctx context.Context, controllers ...strin
 		// The API server's certificate is valid for 127.0.0.1 and is its
 		// own CA, so CAFile verifies this server too.
 		"--tls-cert-file=" + c.CAFile, "--tls-private-key-file=" + filepath.Join(c.Dir, "serving.key"),
-		"--controllers=" + strings.Join(controllers, ","),
 		"--leader-elect=false",
-		"--use-service-account-credentials=false",
-		"--service-account-private-key-file=" + filepath.Join(c.Dir, "sa.key"),
-		"--root-ca-file=" + c.CAFile,
 		"--profiling=false",
 	}
-	m.proc, err = daemon.Start(bin, args, daemon.Options{LogPath: m.LogPath, Dir: c.Dir})
-	if err != nil {
-		return nil, fmt.Errorf("start kube-controller-manager: %w", err)
+	if err := p.run(name, bin, append(common, args...), daemon.Options{LogPath: p.LogPath, Dir: c.Dir}); err != nil {
+		return err
 	}
 	defer func() {
 		if err != nil {
-			m.Close()
+			p.Close()
 		}
 	}()
-	if err := m.waitHealthy(ctx); err != nil {
-		return nil, err
+	healthz := "https://127.0.0.1:" + strconv.Itoa(ports[0]) + "/healthz"
+	return waitOK(ctx, name, healthz, c.CAFile, p.LogPath, p.process)
+}
+
+// run starts the process.
+func (p *component) run(name, bin string, args []string, o daemon.Options) error {
+	proc, err := daemon.Start(bin, args, o)
+	if err != nil {
+		return fmt.Errorf("start %s: %w", name, err)
 	}
-	return m, nil
+	p.mu.Lock()
+	p.proc = proc
+	p.mu.Unlock()
+	return nil
 }
 
-// waitHealthy polls /healthz until it answers ok, the process exits, or ctx
-// ends.
-func (m *ControllerManager) waitHealthy(ctx context.Context) error {
-	return waitOK(ctx, "kube-controller-manager", m.healthz, m.caFile, m.LogPath, func() *daemon.Process {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		return m.proc
-	})
+func (p *component) process() *daemon.Process {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.proc
 }
 
-// Close stops the controller manager (TERM, then KILL after 5 s).
-// Idempotent.
-func (m *ControllerManager) Close() {
-	m.mu.Lock()
-	p := m.proc
-	m.proc = nil
-	m.mu.Unlock()
-	if p != nil {
-		p.Stop(5 * time.Second)
+// Close stops the process (TERM, then KILL after 5 s). Idempotent.
+func (p *component) Close() {
+	p.mu.Lock()
+	proc := p.proc
+	p.proc = nil
+	p.mu.Unlock()
+	if proc != nil {
+		proc.Stop(5 * time.Second)
 	}
 }

@@ -30,11 +30,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// DefaultVersion is the Kubernetes release whose kube-apiserver and
-// kube-controller-manager the harness runs: both come from one release, built
-// by test/deps/build-kube.sh. Keep it in step with KUBE_VERSION there and in
-// test/deps/parts/kube.sh. The module proxy serves every staging module both
-// commands import at v1.33.13 and v1.34.x, but not at v1.31.x or v1.32.x.
+// DefaultVersion is the Kubernetes release whose kube-apiserver,
+// kube-controller-manager and kube-scheduler the harness runs: all three come
+// from one release, built by test/deps/build-kube.sh. Keep it in step with
+// KUBE_VERSION there and in test/deps/parts/kube.sh. The module proxy serves
+// every staging module the commands import at v1.33.13 and v1.34.x, but not
+// at v1.31.x or v1.32.x.
 const DefaultVersion = "v1.34.4"
 
 // ErrNoBinary means a required program is not installed. Its message names
@@ -83,6 +84,12 @@ type Options struct {
 	Version string
 	// Dir is the parent of the state directory; empty means os.TempDir().
 	Dir string
+	// DefaultTolerationSeconds, when positive, is the tolerationSeconds
+	// the API server's DefaultTolerationSeconds admission gives every pod
+	// for the not-ready and unreachable NoExecute taints: how long the
+	// taint eviction controller waits before it evicts a pod from a node
+	// that stopped reporting. Zero keeps the release's default, 300 s.
+	DefaultTolerationSeconds int
 }
 
 // BinaryPath returns the cached kube-apiserver for version, or an error
@@ -102,6 +109,14 @@ func cachedBinary(command, env, version string) (string, error) {
 	if version == "" {
 		version = DefaultVersion
 	}
+	return inCache(command, version, fmt.Sprintf("KUBE_VERSION=%s test/deps/build-kube.sh %s (builds it once from the Go module proxy: 10-20 min on 2 idle cores, over an hour on a loaded machine)", version, command))
+}
+
+// inCache returns the path of file in the build cache of command at
+// version, ${XDG_CACHE_HOME:-$HOME/.cache}/drwatch/<command>-<version>/, or
+// an error wrapping ErrNoBinary that names make install-test-deps and
+// build, the script that builds it.
+func inCache(command, version, build string, file ...string) (string, error) {
 	cache := os.Getenv("XDG_CACHE_HOME")
 	if cache == "" {
 		home, err := os.UserHomeDir()
@@ -110,10 +125,14 @@ func cachedBinary(command, env, version string) (string, error) {
 		}
 		cache = filepath.Join(home, ".cache")
 	}
-	p := filepath.Join(cache, "drwatch", command+"-"+version, command)
+	name := command
+	if len(file) > 0 {
+		name = file[0]
+	}
+	p := filepath.Join(cache, "drwatch", command+"-"+version, name)
 	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("%s %s not built at %s: run make install-test-deps, or KUBE_VERSION=%s test/deps/build-kube.sh %s (builds it once from the Go module proxy: 10-20 min on 2 idle cores, over an hour on a loaded machine): %w",
-			command, version, p, version, command, ErrNoBinary)
+		return "", fmt.Errorf("%s %s not built at %s: run make install-test-deps, or %s: %w",
+			command, version, p, build, ErrNoBinary)
 	}
 	return p, nil
 }
@@ -122,9 +141,15 @@ func cachedBinary(command, env, version string) (string, error) {
 // test if a binary is missing or the cluster does not become ready.
 func Start(t testing.TB) *Cluster {
 	t.Helper()
+	return StartWith(t, Options{})
+}
+
+// StartWith is Start with options.
+func StartWith(t testing.TB, opts Options) *Cluster {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := New(ctx, Options{})
+	c, err := New(ctx, opts)
 	if err != nil {
 		t.Fatalf("kubetest: %v", err)
 	}
@@ -191,6 +216,18 @@ func New(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		// No endpoint reconciler: it would try to publish 127.0.0.1 as the
 		// kubernetes service endpoint, which the API server rejects.
 		"--endpoint-reconciler-type=none",
+		// Debian 12's etcd 3.4 has no progress notifications, so the API
+		// server cannot serve watch-list streams (sendInitialEvents): it
+		// answers them with an error event inside the watch, which
+		// client-go 0.35+ reflectors (kwok's) retry with backoff instead of
+		// listing, and their caches go stale. Refused up front, the stream
+		// is replaced by a plain list and watch, as against any server
+		// without the feature.
+		"--feature-gates=WatchList=false",
+	}
+	if s := opts.DefaultTolerationSeconds; s > 0 {
+		args = append(args, "--default-not-ready-toleration-seconds="+strconv.Itoa(s),
+			"--default-unreachable-toleration-seconds="+strconv.Itoa(s))
 	}
 	c.apiserver, err = daemon.Start(apiserverBin, args, daemon.Options{LogPath: filepath.Join(dir, "apiserver.log"), Dir: dir})
 	if err != nil {
@@ -213,16 +250,20 @@ func (c *Cluster) WaitReady(ctx context.Context) error {
 }
 
 // waitOK polls url, a health endpoint served with a certificate caFile
-// verifies, until it answers 200 "ok", the process proc returns is gone or
-// has exited, or ctx ends. Errors carry the tail of logPath.
+// verifies (or plain HTTP, caFile ""), until it answers 200 "ok", the
+// process proc returns is gone or has exited, or ctx ends. Errors carry the
+// tail of logPath.
 func waitOK(ctx context.Context, name, url, caFile, logPath string, proc func() *daemon.Process) error {
-	pool := x509.NewCertPool()
-	ca, err := os.ReadFile(caFile)
-	if err != nil {
-		return fmt.Errorf("read ca: %w", err)
+	tr := &http.Transport{DisableKeepAlives: true}
+	if caFile != "" {
+		pool := x509.NewCertPool()
+		ca, err := os.ReadFile(caFile)
+		if err != nil {
+			return fmt.Errorf("read ca: %w", err)
+		}
+		pool.AppendCertsFromPEM(ca)
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool}
 	}
-	pool.AppendCertsFromPEM(ca)
-	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, DisableKeepAlives: true}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: 5 * time.Second}
 	var last string

@@ -54,12 +54,7 @@ func TestControllersCompleteRemediations(t *testing.T) {
 	kubetest.Shared(t).StartControllerManager(t, outcomeControllers...)
 	ctx := context.Background()
 	ns := namespace(t, c)
-	if _, err := c.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{
-		ObjectMeta: metav1.ObjectMeta{Name: testCSIDriver},
-		Spec:       storagev1.CSIDriverSpec{AttachRequired: ptrTo(true)},
-	}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("create CSIDriver: %v", err)
-	}
+	csiDriver(t, c)
 
 	// "dead": its VM is shut off. "partitioned": NotReady as long, but its
 	// VM runs (the look-alike that must be left alone). Each runs a pod
@@ -150,6 +145,18 @@ func TestControllersCompleteRemediations(t *testing.T) {
 
 func ptrTo[T any](v T) *T { return &v }
 
+// csiDriver registers testCSIDriver, whose volumes need attaching: the
+// attach-detach controller creates a VolumeAttachment for each.
+func csiDriver(t *testing.T, c kubernetes.Interface) {
+	t.Helper()
+	if _, err := c.StorageV1().CSIDrivers().Create(context.Background(), &storagev1.CSIDriver{
+		ObjectMeta: metav1.ObjectMeta{Name: testCSIDriver},
+		Spec:       storagev1.CSIDriverSpec{AttachRequired: ptrTo(true)},
+	}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("create CSIDriver: %v", err)
+	}
+}
+
 // controllerManagedNode creates a Ready node whose volumes the
 // attach-detach controller manages, as a kubelet would register it.
 func controllerManagedNode(t *testing.T, c kubernetes.Interface, name string) {
@@ -169,33 +176,7 @@ func controllerManagedNode(t *testing.T, c kubernetes.Interface, name string) {
 func volumePod(t *testing.T, c kubernetes.Interface, ns, name, nodeName string) {
 	t.Helper()
 	ctx := context.Background()
-	pvName := "pv-" + ns + "-" + name
-	rwo := []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
-	size := corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}
-	pvc, err := c.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: rwo, VolumeName: pvName, StorageClassName: ptrTo(""),
-			Resources: corev1.VolumeResourceRequirements{Requests: size}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create pvc %s: %v", name, err)
-	}
-	if _, err := c.CoreV1().PersistentVolumes().Create(ctx, &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: pvName},
-		Spec: corev1.PersistentVolumeSpec{AccessModes: rwo, Capacity: size,
-			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: testCSIDriver, VolumeHandle: pvName}},
-			ClaimRef:               &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: ns, Name: name, UID: pvc.UID}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create pv %s: %v", pvName, err)
-	}
-	t.Cleanup(func() {
-		_ = c.CoreV1().PersistentVolumes().Delete(context.Background(), pvName, metav1.DeleteOptions{})
-	})
-	pvc.Status.Phase = corev1.ClaimBound
-	pvc.Status.AccessModes, pvc.Status.Capacity = rwo, size
-	if _, err := c.CoreV1().PersistentVolumeClaims(ns).UpdateStatus(ctx, pvc, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("bind pvc %s: %v", name, err)
-	}
+	boundClaim(t, c, ns, name)
 	p, err := c.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: corev1.PodSpec{NodeName: nodeName,
@@ -208,6 +189,48 @@ func volumePod(t *testing.T, c kubernetes.Interface, ns, name, nodeName string) 
 		t.Fatalf("create pod %s: %v", name, err)
 	}
 	runPod(t, c, p)
+}
+
+// boundClaim creates, as the PV binder would leave them, the PVC name bound
+// to a ReadWriteOnce CSI PV of testCSIDriver named "pv-<ns>-<name>", and
+// returns the PV's name.
+func boundClaim(t *testing.T, c kubernetes.Interface, ns, name string) string {
+	t.Helper()
+	ctx := context.Background()
+	pvName := "pv-" + ns + "-" + name
+	rwo := []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
+	size := corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}
+	pvc, err := c.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
+		// The scheduler counts a claim bound only with the binder's mark.
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{"pv.kubernetes.io/bind-completed": "yes"}},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: rwo, VolumeName: pvName, StorageClassName: ptrTo(""),
+			Resources: corev1.VolumeResourceRequirements{Requests: size}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create pvc %s: %v", name, err)
+	}
+	pv, err := c.CoreV1().PersistentVolumes().Create(ctx, &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: pvName},
+		Spec: corev1.PersistentVolumeSpec{AccessModes: rwo, Capacity: size,
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: testCSIDriver, VolumeHandle: pvName}},
+			ClaimRef:               &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: ns, Name: name, UID: pvc.UID}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create pv %s: %v", pvName, err)
+	}
+	t.Cleanup(func() {
+		_ = c.CoreV1().PersistentVolumes().Delete(context.Background(), pvName, metav1.DeleteOptions{})
+	})
+	pv.Status.Phase = corev1.VolumeBound
+	if _, err := c.CoreV1().PersistentVolumes().UpdateStatus(ctx, pv, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("bind pv %s: %v", pvName, err)
+	}
+	pvc.Status.Phase = corev1.ClaimBound
+	pvc.Status.AccessModes, pvc.Status.Capacity = rwo, size
+	if _, err := c.CoreV1().PersistentVolumeClaims(ns).UpdateStatus(ctx, pvc, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("bind pvc %s: %v", name, err)
+	}
+	return pvName
 }
 
 // runPod reports the pod's container running and ready, as its kubelet
