@@ -56,6 +56,25 @@ type KubeSites struct {
 type KubeCluster struct {
 	Kubeconfig string `yaml:"kubeconfig_file" doc:"kubeconfig file with the credentials drwatch uses."`
 	Context    string `yaml:"context" doc:"kubeconfig context; empty means its current context."`
+	// MaxDisruptedNodes is the cluster's one node disruption budget, shared
+	// by every repair that reboots, taints or force-deletes on its nodes.
+	MaxDisruptedNodes int `yaml:"max_disrupted_nodes" default:"1" doc:"Most nodes of this cluster the repairs together disrupt at a time: orphaned_pods' reboots and force-deletes from a node that is not Ready, dead_node_out_of_service's taints, never_ready_instances' reboots. The next node waits until the previous one is Ready again or gone (deleted, or its instance confirmed down), recorded as skipped_cap naming it (default 1)."`
+}
+
+// MaxDisrupted is the cluster's node disruption budget, defaulted.
+func (k KubeCluster) MaxDisrupted() int {
+	if k.MaxDisruptedNodes == 0 {
+		return DefaultMaxDisruptedNodes
+	}
+	return k.MaxDisruptedNodes
+}
+
+// Site returns the site's cluster ("backup", else the primary's).
+func (k KubeSites) Site(site string) KubeCluster {
+	if site == "backup" {
+		return k.Backup
+	}
+	return k.Primary
 }
 
 // DeadNodeConfig configures dead-node-out-of-service.
@@ -247,6 +266,8 @@ func (c Config) Validate() field.Errors {
 		}
 	}
 	nonNegative(&errs, "interval", c.Interval)
+	nonNegative(&errs, "kubernetes.primary.max_disrupted_nodes", c.Kubernetes.Primary.MaxDisruptedNodes)
+	nonNegative(&errs, "kubernetes.backup.max_disrupted_nodes", c.Kubernetes.Backup.MaxDisruptedNodes)
 	nonNegative(&errs, "dead_node_out_of_service.not_ready_for", c.DeadNodeOutOfService.After)
 	nonNegative(&errs, "orphaned_pods.terminating_for", c.OrphanedPods.After)
 	nonNegative(&errs, "backup_warmup.ready_timeout", c.BackupWarmup.ReadyTimeout)
