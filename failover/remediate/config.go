@@ -104,10 +104,10 @@ type OrphanedPodsConfig struct {
 	Settings `yaml:",inline"`
 	Site     string        `yaml:"site" doc:"Which site's cluster to watch: primary (default) or backup."`
 	After    time.Duration `yaml:"terminating_for" doc:"How long past its grace period a pod may stay Terminating before it is force-deleted (default 10m)."`
-	// RebootNode also cordons the node the pods were stuck on and reboots
-	// it through Nova (stale volume mounts), once per episode, before any
-	// of its pods is force-deleted. Off by default.
-	RebootNode bool `yaml:"reboot_node" doc:"First cordon the node the pods are stuck on and soft-reboot it through Nova, once per episode, before force-deleting any of its pods; drwatch lifts its own cordon once the node is Ready again (off by default; needs remediations.openstack for the same site)."`
+	// RebootNode fences, by a cordon and a Nova reboot, a node whose held
+	// pods block something, once per episode, and then releases them.
+	// Off by default.
+	RebootNode bool `yaml:"reboot_node" doc:"Fence by reboot: when a pod held on a node not confirmed down (a StatefulSet's, or one with a ReadWriteOnce volume) blocks something (its StatefulSet's replacement, another pod waiting for its claim), cordon the node and soft-reboot it through Nova, once per episode, one node at a time within remediations.kubernetes.<site>.max_disrupted_nodes; once it is back Ready under a new boot ID, force-delete what is still Terminating reboot_wait after the reboot, held pods included. A node whose held pods block nothing is not rebooted; they are only reported. drwatch lifts its own cordon once the node is Ready again (off by default; needs remediations.openstack for the same site)."`
 	// RebootWait is how long the rebooted kubelet gets to finish the pods
 	// itself before drwatch force-deletes those still Terminating.
 	RebootWait time.Duration `yaml:"reboot_wait" doc:"With reboot_node: how long after the reboot a pod must still be Terminating before it is force-deleted, and the node Ready before drwatch uncordons it (default 10m, at least 1m)."`
