@@ -53,15 +53,7 @@ func passCluster(t *testing.T, fc *remediatetest.Log, entries ...remediate.Entry
 	for i := range entries {
 		entries[i].Cluster = "primary"
 	}
-	before := len(fc.M.Remediations())
-	run, err := remediate.NewRunner(remediate.RunnerConfig{Node: "a", Cluster: fc, State: fc.M, Remediators: entries})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep := run.Pass(context.Background()); rep.Err != nil {
-		t.Fatalf("pass: %v", rep.Err)
-	}
-	return fc.M.Remediations()[before:]
+	return remediatetest.PassEntries(t, fc, nil, entries...)
 }
 
 // detailOf returns the detail of the last record about target with result.
