@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -242,5 +243,89 @@ func TestDeadNodeBrakeTripsOnTwoOfThreeNodes(t *testing.T) {
 				t.Fatalf("got tainted %q, want %q (records %q)", got, tt.tainted, remediatetest.Summary(recs))
 			}
 		})
+	}
+}
+
+// A node dead-node tainted keeps its cluster's budget while the outage
+// its taint's Key names goes on and the instance is not confirmed down;
+// it is free once the node is Ready again, gone, down by the cloud, or
+// in another outage since (an old taint says nothing of it).
+func TestDeadNodeKeepsATaintedNodeDisrupted(t *testing.T) {
+	c := client(t)
+	long := time.Now().Add(-time.Hour)
+	cloud := fakeInstances{}
+	var applied []remediate.Applied
+	key := func(n *corev1.Node, since time.Time) {
+		applied = append(applied, remediate.Applied{Target: "node/" + n.Name,
+			Key: "taint/node/" + n.Name + "/" + string(n.UID) + "/" + strconv.FormatInt(since.Unix(), 10)})
+	}
+	for _, tt := range []struct {
+		name  string
+		ready corev1.ConditionStatus
+		st    InstanceState
+		since time.Time // of the outage the key names
+	}{
+		{"powered-on-again", corev1.ConditionFalse, InstanceActive, long},
+		{"still-off", corev1.ConditionFalse, InstanceShutoff, long},
+		{"ready-again", corev1.ConditionTrue, InstanceActive, long},
+		{"new-outage", corev1.ConditionFalse, InstanceActive, long.Add(-time.Hour)},
+	} {
+		key(node(t, c, tt.name, tt.ready, long, false), tt.since)
+		cloud[tt.name] = tt.st
+	}
+	gone := node(t, c, "gone", corev1.ConditionFalse, long, false)
+	key(gone, long)
+	if err := c.CoreV1().Nodes().Delete(context.Background(), "gone", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := NewDeadNode(api(t), cloud, 5*time.Minute, nil).Disrupted(context.Background(), applied)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 1 || ds[0].Node != "powered-on-again" {
+		t.Fatalf("got %+v, want only powered-on-again disrupted", ds)
+	}
+}
+
+// A node orphaned-pods rebooted keeps its cluster's budget until it is
+// back Ready under a new boot ID, or confirmed down; Ready under its old
+// boot ID proves no reboot.
+func TestOrphanedPodsKeepARebootedNodeDisrupted(t *testing.T) {
+	c := client(t)
+	long := time.Now().Add(-time.Hour)
+	rebootAt := time.Now().Add(-30 * time.Minute).UTC().Format(time.RFC3339)
+	cloud := fakeInstances{}
+	var applied []remediate.Applied
+	for _, tt := range []struct {
+		name, bootID string
+		ready        corev1.ConditionStatus
+		st           InstanceState
+	}{
+		{"not-back", "boot-a", corev1.ConditionFalse, InstanceActive},
+		{"same-boot", "boot-a", corev1.ConditionTrue, InstanceActive},
+		{"new-boot", "boot-b", corev1.ConditionTrue, InstanceActive},
+		{"powered-off", "boot-a", corev1.ConditionFalse, InstanceShutoff},
+	} {
+		n := node(t, c, tt.name, tt.ready, long, true)
+		n.Annotations = map[string]string{AnnotationRebooted: rebootAt, AnnotationBootID: "boot-a", AnnotationCordoned: rebootAt}
+		if _, err := c.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		boot(t, c, tt.name, tt.bootID, tt.ready, long)
+		cloud[tt.name] = tt.st
+		applied = append(applied, remediate.Applied{Target: "node/" + tt.name,
+			Key: "cordon-reboot/node/" + tt.name + "/" + string(n.UID) + "/" + strconv.FormatInt(long.Unix(), 10)})
+	}
+	ds, err := NewOrphanedPods(api(t), cloud, 10*time.Minute, nil).WithReboot(&recordingRebooter{}, 10*time.Minute).
+		Disrupted(context.Background(), applied)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range ds {
+		got = append(got, d.Node)
+	}
+	if !slices.Equal(got, []string{"not-back", "same-boot"}) {
+		t.Fatalf("got %q disrupted, want not-back and same-boot", got)
 	}
 }
