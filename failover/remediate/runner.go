@@ -231,8 +231,9 @@ func (e errStop) Unwrap() error { return e.err }
 
 // Pass runs each enabled remediator once: Plan, then (for a Census) the
 // disruption brake, then for each action, least recently attempted target
-// first, record it and, within the caps and in mode on, verify leadership,
-// Apply and record the outcome. A target that failed waits out its backoff
+// first, record it and, within its cluster's node disruption budget (read
+// once at the start of the pass from every Disruptor of the cluster) and
+// the caps and in mode on, verify leadership, Apply and record the outcome. A target that failed waits out its backoff
 // (BackoffBase doubled per consecutive failure, at most BackoffMax); one
 // whose failure wraps ErrNeedsAdmin is parked until Plan gives it a new
 // Key. Both are read from the replicated budget, which no record traffic
