@@ -71,7 +71,8 @@ func detailOf(recs []failover.RemediationRecord, result, target string) string {
 // A reboot is a fence, for what a held pod blocks: a node is rebooted only
 // when a pod held on it (one that may still run, and whose copy would
 // conflict) blocks something, here another pod waiting for its claim. A
-// partitioned node whose held pod blocks nothing is left serving, the pod
+// partitioned node whose held pod blocks nothing (the other pod of its
+// claim runs beside it, on the same node) is left serving, the pod
 // reported; a node with only pods that may be copied is not rebooted
 // either: those pods are force-deleted.
 func TestOrphanedPodsRebootOnlyANodeWhosePodsBlockSomething(t *testing.T) {
@@ -82,7 +83,9 @@ func TestOrphanedPodsRebootOnlyANodeWhosePodsBlockSomething(t *testing.T) {
 		node(t, c, n, corev1.ConditionFalse, long, false) // partitioned: instance ACTIVE
 	}
 	healthyNodes(t, c, 5)
-	ownedPod(t, c, ns, "solo", "w1", "ReplicaSet", claim(t, c, ns, "solo-data", corev1.ReadWriteOnce))
+	solo := claim(t, c, ns, "solo-data", corev1.ReadWriteOnce)
+	ownedPod(t, c, ns, "solo", "w1", "ReplicaSet", solo)
+	ownedPod(t, c, ns, "solo-sibling", "w1", "ReplicaSet", solo) // shares the volume on w1: waits for nothing
 	shared := claim(t, c, ns, "shared-data", corev1.ReadWriteOnce)
 	ownedPod(t, c, ns, "shared", "w2", "ReplicaSet", shared)
 	ownedPod(t, c, ns, "shared-next", "", "ReplicaSet", shared) // its replacement, waiting for the volume

@@ -153,18 +153,19 @@ func (o *OrphanedPods) Plan(ctx context.Context) ([]remediate.Action, error) {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
 	v := &podView{o: o, nodes: map[string]*corev1.Node{}, down: map[string]downness{}, claims: map[string]claimModes{},
-		claimUsers: map[string][]string{}}
+		claimUsers: map[string][]*corev1.Pod{}}
 	for i := range nodes.Items {
 		v.nodes[nodes.Items[i].Name] = &nodes.Items[i]
 	}
-	for _, p := range pods.Items {
+	for i := range pods.Items {
+		p := &pods.Items[i]
 		if p.DeletionTimestamp != nil {
 			continue
 		}
 		for _, vol := range p.Spec.Volumes {
 			if c := vol.PersistentVolumeClaim; c != nil {
 				k := p.Namespace + "/" + c.ClaimName
-				v.claimUsers[k] = append(v.claimUsers[k], p.Name)
+				v.claimUsers[k] = append(v.claimUsers[k], p)
 			}
 		}
 	}
@@ -333,7 +334,7 @@ func (v *podView) decide(ctx context.Context, p *corev1.Pod, now time.Time) verd
 			if b := v.blocks(p); b != "" {
 				return verdict{reboot: true, note: b}
 			}
-			return verdict{held: conflict + ", and " + down.why + "; it blocks nothing (no replacement, no other pod waits for its volume), so its node is not rebooted"}
+			return verdict{held: conflict + ", and " + down.why + "; it blocks nothing (no replacement, no pod elsewhere waits for its volume), so its node is not rebooted for it"}
 		case now.Sub(at) < v.o.wait:
 			return verdict{wait: true}
 		}
@@ -360,7 +361,9 @@ func (v *podView) decide(ctx context.Context, p *corev1.Pod, now time.Time) verd
 // blocks says what the held pod p blocks while its object exists ("" for
 // nothing): its StatefulSet's replacement of it (the controller starts
 // a pod of the same identity only once the old object is gone), or
-// another pod that mounts the same claim and waits for the volume.
+// another pod that mounts the same claim elsewhere than on p's node and
+// so waits for the volume (one on the same node shares it, and would be
+// cut by a reboot, not freed).
 func (v *podView) blocks(p *corev1.Pod) string {
 	for _, r := range p.OwnerReferences {
 		if r.Kind == "StatefulSet" {
@@ -373,8 +376,8 @@ func (v *podView) blocks(p *corev1.Pod) string {
 			continue
 		}
 		for _, other := range v.claimUsers[p.Namespace+"/"+c.ClaimName] {
-			if other != p.Name {
-				return fmt.Sprintf("pod %s/%s waits for claim %s", p.Namespace, other, c.ClaimName)
+			if other.Name != p.Name && other.Spec.NodeName != p.Spec.NodeName {
+				return fmt.Sprintf("pod %s/%s waits for claim %s", p.Namespace, other.Name, c.ClaimName)
 			}
 		}
 	}
@@ -425,7 +428,7 @@ type podView struct {
 	claims map[string]claimModes
 	// claimUsers lists, by "namespace/claim", the pods not being deleted
 	// that mount the claim.
-	claimUsers map[string][]string
+	claimUsers map[string][]*corev1.Pod
 }
 
 type claimModes struct {
