@@ -76,7 +76,7 @@ func TestRunnerHourlyCapHoldsWhileReasonsAge(t *testing.T) {
 	c := newFakeCluster(clk.Now)
 	f := &agingRemediator{name: "aging", now: clk.Now, since: clk.Now(), fakeRemediator: fakeRemediator{actions: actions(40, "node")}}
 	ta := &timedApply{Remediator: f, now: clk.Now}
-	r := newRunner(t, c, clk, nil, Entry{ta, Settings{Mode: ModeOn, MaxPerPass: 1, MaxPerHour: 10}})
+	r := newRunner(t, c, clk, nil, Entry{Remediator: ta, Settings: Settings{Mode: ModeOn, MaxPerPass: 1, MaxPerHour: 10}})
 	for range 120 {
 		if rep := r.Pass(context.Background()); rep.Err != nil {
 			t.Fatal(rep.Err)
@@ -106,7 +106,7 @@ func TestRunnerRecordsAHeldTargetAgainWhenItsStateChanges(t *testing.T) {
 	clk := fakeclock.At(time.Unix(100000, 0))
 	c := newFakeCluster(clk.Now)
 	f := &agingRemediator{name: "aging", now: clk.Now, since: clk.Now(), fakeRemediator: fakeRemediator{actions: actions(2, "node")}}
-	r := newRunner(t, c, clk, nil, Entry{f, Settings{Mode: ModeDryRun}})
+	r := newRunner(t, c, clk, nil, Entry{Remediator: f, Settings: Settings{Mode: ModeDryRun}})
 	held := func(target string) int {
 		n := 0
 		for _, rec := range c.m.Remediations() {
@@ -146,9 +146,9 @@ func TestRunnerBudgetOutlivesRecordChurn(t *testing.T) {
 	flaky := &fakeRemediator{name: "flaky", actions: actions(1, "lb"), errs: map[string]error{"lb0": errors.New("octavia: 503")}}
 	churn := &churnRemediator{name: "churn", targets: 60}
 	r := newRunner(t, c, clk, nil,
-		Entry{churn, Settings{Mode: ModeDryRun, MaxPerPass: 60}},
-		Entry{fixT, Settings{Mode: ModeOn, MaxPerPass: 1, MaxPerHour: 3}},
-		Entry{flaky, Settings{Mode: ModeOn, MaxPerPass: 1, MaxPerHour: 10}})
+		Entry{Remediator: churn, Settings: Settings{Mode: ModeDryRun, MaxPerPass: 60}},
+		Entry{Remediator: fixT, Settings: Settings{Mode: ModeOn, MaxPerPass: 1, MaxPerHour: 3}},
+		Entry{Remediator: flaky, Settings: Settings{Mode: ModeOn, MaxPerPass: 1, MaxPerHour: 10}})
 	for range 120 {
 		if rep := r.Pass(context.Background()); rep.Err != nil {
 			t.Fatal(rep.Err)
@@ -333,10 +333,10 @@ func TestRunnerBudgetsHoldForRandomTraffic(t *testing.T) {
 			f := &randomRemediator{name: fmt.Sprintf("r%d", i), rng: rng, now: clk.Now, broken: map[string]int{}}
 			fs = append(fs, f)
 			targets[f.name] = 5 + rng.IntN(46)
-			entries = append(entries, Entry{f, Settings{Mode: ModeOn, MaxPerPass: 1 + rng.IntN(3), MaxPerHour: 1 + rng.IntN(8)}})
+			entries = append(entries, Entry{Remediator: f, Settings: Settings{Mode: ModeOn, MaxPerPass: 1 + rng.IntN(3), MaxPerHour: 1 + rng.IntN(8)}})
 		}
 		churn := &churnRemediator{name: "churn", targets: 10 + rng.IntN(31)}
-		entries = append(entries, Entry{churn, Settings{Mode: ModeDryRun, MaxPerPass: 100}})
+		entries = append(entries, Entry{Remediator: churn, Settings: Settings{Mode: ModeDryRun, MaxPerPass: 100}})
 		r := newRunner(t, c, clk, nil, entries...)
 		var passes []time.Time
 		for range 240 {

@@ -56,6 +56,25 @@ type KubeSites struct {
 type KubeCluster struct {
 	Kubeconfig string `yaml:"kubeconfig_file" doc:"kubeconfig file with the credentials drwatch uses."`
 	Context    string `yaml:"context" doc:"kubeconfig context; empty means its current context."`
+	// MaxDisruptedNodes is the cluster's one node disruption budget, shared
+	// by every repair that reboots, taints or force-deletes on its nodes.
+	MaxDisruptedNodes int `yaml:"max_disrupted_nodes" default:"1" doc:"Most nodes of this cluster the repairs together disrupt at a time: orphaned_pods' reboots and force-deletes from a node that is not Ready, dead_node_out_of_service's taints, never_ready_instances' reboots. The next node waits until the previous one is Ready again or gone (deleted, or its instance confirmed down), recorded as skipped_cap naming it (default 1)."`
+}
+
+// MaxDisrupted is the cluster's node disruption budget, defaulted.
+func (k KubeCluster) MaxDisrupted() int {
+	if k.MaxDisruptedNodes == 0 {
+		return DefaultMaxDisruptedNodes
+	}
+	return k.MaxDisruptedNodes
+}
+
+// Site returns the site's cluster ("backup", else the primary's).
+func (k KubeSites) Site(site string) KubeCluster {
+	if site == "backup" {
+		return k.Backup
+	}
+	return k.Primary
 }
 
 // DeadNodeConfig configures dead-node-out-of-service.
@@ -85,10 +104,10 @@ type OrphanedPodsConfig struct {
 	Settings `yaml:",inline"`
 	Site     string        `yaml:"site" doc:"Which site's cluster to watch: primary (default) or backup."`
 	After    time.Duration `yaml:"terminating_for" doc:"How long past its grace period a pod may stay Terminating before it is force-deleted (default 10m)."`
-	// RebootNode also cordons the node the pods were stuck on and reboots
-	// it through Nova (stale volume mounts), once per episode, before any
-	// of its pods is force-deleted. Off by default.
-	RebootNode bool `yaml:"reboot_node" doc:"First cordon the node the pods are stuck on and soft-reboot it through Nova, once per episode, before force-deleting any of its pods; drwatch lifts its own cordon once the node is Ready again (off by default; needs remediations.openstack for the same site)."`
+	// RebootNode fences, by a cordon and a Nova reboot, a node whose held
+	// pods block something, once per episode, and then releases them.
+	// Off by default.
+	RebootNode bool `yaml:"reboot_node" doc:"Fence by reboot: when a pod held on a node not confirmed down (a StatefulSet's, or one with a ReadWriteOnce volume) blocks something (its StatefulSet's replacement, another pod waiting for its claim), cordon the node and soft-reboot it through Nova, once per episode, one node at a time within remediations.kubernetes.<site>.max_disrupted_nodes; once it is back Ready under a new boot ID, force-delete what is still Terminating reboot_wait after the reboot, held pods included. A node whose held pods block nothing is not rebooted; they are only reported. drwatch lifts its own cordon once the node is Ready again (off by default; needs remediations.openstack for the same site)."`
 	// RebootWait is how long the rebooted kubelet gets to finish the pods
 	// itself before drwatch force-deletes those still Terminating.
 	RebootWait time.Duration `yaml:"reboot_wait" doc:"With reboot_node: how long after the reboot a pod must still be Terminating before it is force-deleted, and the node Ready before drwatch uncordons it (default 10m, at least 1m)."`
@@ -247,6 +266,8 @@ func (c Config) Validate() field.Errors {
 		}
 	}
 	nonNegative(&errs, "interval", c.Interval)
+	nonNegative(&errs, "kubernetes.primary.max_disrupted_nodes", c.Kubernetes.Primary.MaxDisruptedNodes)
+	nonNegative(&errs, "kubernetes.backup.max_disrupted_nodes", c.Kubernetes.Backup.MaxDisruptedNodes)
 	nonNegative(&errs, "dead_node_out_of_service.not_ready_for", c.DeadNodeOutOfService.After)
 	nonNegative(&errs, "orphaned_pods.terminating_for", c.OrphanedPods.After)
 	nonNegative(&errs, "backup_warmup.ready_timeout", c.BackupWarmup.ReadyTimeout)

@@ -17,10 +17,19 @@
 //     [ErrNeedsAdmin] is recorded as needing an admin and parked until its
 //     plan changes;
 //   - the disruption brake: a remediator that is a [Census] acts on none of
-//     its targets while more than brake_share of its population (and at
-//     least [BrakeMinAffected] members) qualifies at once; every action is
+//     its targets while more than brake_share of its population qualifies
+//     at once (and, unless it disrupts nodes, at least [BrakeMinAffected]
+//     members: a floor would let 2 of 3 nodes go); every action is
 //     recorded as skipped_cap with the reason and
 //     drwatch_remediation_brake_engaged{remediation} is 1;
+//   - the node disruption budget: the remediations of one Kubernetes
+//     cluster (Entry.Cluster) together disrupt at most
+//     Entry.MaxDisruptedNodes nodes at a time (reboots, out-of-service
+//     taints, force-deletes from a node that is not Ready:
+//     Action.Disrupts); a node stays disrupted, by what a [Disruptor] says
+//     of the actions the replicated budget shows applied, until it is
+//     Ready again or gone, and an action on another node waits, recorded
+//     as skipped_cap naming the node it waits for;
 //   - leadership: it calls VerifyLeader right before every Apply;
 //   - audit: every action (planned, applied, failed, skipped_cap, dry_run,
 //     blocked; a held or skipped one once per change of its state) is proposed to the replicated log as a failover.Remediation with the

@@ -16,8 +16,8 @@ func TestPlanAllShowsTheDisruptionBrake(t *testing.T) {
 	braked.actions = append(braked.actions, Action{Target: "node9", Verb: "warn", Reason: "odd", ReportOnly: "needs an admin"})
 	fine := &censusRemediator{fakeRemediator: &fakeRemediator{name: "fine", actions: actions(2, "lb")}, total: 10}
 	planned, err := PlanAll(context.Background(), []Entry{
-		{braked, Settings{Mode: ModeOn, BrakeShare: DefaultBrakeShare}},
-		{fine, Settings{Mode: ModeDryRun, BrakeShare: DefaultBrakeShare}},
+		{Remediator: braked, Settings: Settings{Mode: ModeOn, BrakeShare: DefaultBrakeShare}},
+		{Remediator: fine, Settings: Settings{Mode: ModeDryRun, BrakeShare: DefaultBrakeShare}},
 	})
 	if err != nil {
 		t.Fatalf("PlanAll: %v", err)
@@ -44,7 +44,7 @@ func TestPlanAllShowsTheDisruptionBrake(t *testing.T) {
 // the failure is returned.
 func TestPlanAllHoldsWhenTheCensusFails(t *testing.T) {
 	r := &censusRemediator{fakeRemediator: &fakeRemediator{name: "blind", actions: actions(1, "node")}, total: 10, err: errors.New("list nodes: 503")}
-	planned, err := PlanAll(context.Background(), []Entry{{r, Settings{Mode: ModeOn, BrakeShare: DefaultBrakeShare}}})
+	planned, err := PlanAll(context.Background(), []Entry{{Remediator: r, Settings: Settings{Mode: ModeOn, BrakeShare: DefaultBrakeShare}}})
 	if err == nil || !strings.Contains(err.Error(), "blind: census: list nodes: 503") {
 		t.Fatalf("got error %v, want the census failure named", err)
 	}

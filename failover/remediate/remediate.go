@@ -57,6 +57,14 @@ type Action struct {
 	// "report-only: " and this in the detail), in every mode, and never
 	// calls Apply for it; it counts against no cap.
 	ReportOnly string
+	// Disrupts names the node the action disrupts ("" for none): a reboot,
+	// an out-of-service taint, a force-delete of pods from a node that is
+	// not Ready. The Runner lets the remediations of one cluster
+	// (Entry.Cluster) disrupt at most Entry.MaxDisruptedNodes nodes at a
+	// time, counting those the Disruptors say are still disrupted; an
+	// action beyond it is recorded as skipped_cap. More actions on a node
+	// already disrupted stay within the budget.
+	Disrupts string
 }
 
 // Remediator is one remediation. Implementations are used by one Runner
@@ -174,7 +182,7 @@ type Settings struct {
 	// 0 means the default 10.
 	MaxPerHour int `yaml:"max_per_hour" doc:"Most actions applied in the last hour, plus one per target that failed in it (however often), counted from the replicated budget, which no record traffic evicts (default 10)."`
 	// BrakeShare is the disruption brake; 0 means DefaultBrakeShare.
-	BrakeShare float64 `yaml:"brake_share" doc:"Disruption brake: act on nothing when more than this share of the population (the cluster's nodes for dead_node_out_of_service and orphaned_pods; the cluster's instances for never_ready_instances and security_groups; the router's routes into the pod CIDR for neutron_route_gc; the watched load balancers for octavia_stuck_lb; the cluster's load balancers, floating IPs and volumes for cloud_debris), and at least 3 members, qualify at once (default 0.5; 1 turns the brake off; ignored by the other remediations)."`
+	BrakeShare float64 `yaml:"brake_share" doc:"Disruption brake: act on nothing when more than this share of the population (the cluster's nodes for dead_node_out_of_service and orphaned_pods; the cluster's instances for never_ready_instances and security_groups; the router's routes into the pod CIDR for neutron_route_gc; the watched load balancers for octavia_stuck_lb; the cluster's load balancers, floating IPs and volumes for cloud_debris) qualify at once, and, except for the repairs that disrupt nodes (dead_node_out_of_service, orphaned_pods, never_ready_instances), at least 3 members: so 2 of 3 nodes trip it (default 0.5; 1 turns the brake off; ignored by the other remediations)."`
 }
 
 // Defaults for Settings.
@@ -185,8 +193,9 @@ const (
 	// qualifies at once.
 	DefaultBrakeShare = 0.5
 	// BrakeMinAffected is the fewest qualifying members that engage the
-	// brake, so that a small cluster with one or two bad nodes is still
-	// repaired (kube-controller-manager likewise needs more than two).
+	// brake of a repair that disrupts no node, so that a small population
+	// with one or two bad members is still repaired. A repair that disrupts
+	// nodes has no floor: it would let 2 of 3 nodes be disrupted at once.
 	BrakeMinAffected = 3
 )
 
@@ -245,7 +254,7 @@ func PlanAll(ctx context.Context, entries []Entry) ([]Planned, error) {
 			errs = append(errs, fmt.Errorf("%s: %w", r.Name(), err))
 			continue
 		}
-		held, err := judgeBrake(ctx, r, e.Settings.BrakeShare, acts)
+		held, err := judgeBrake(ctx, r, e.Settings.BrakeShare, brakeFloor(e), acts)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", r.Name(), err))
 			held = fmt.Sprintf("the population could not be counted, so the disruption brake cannot be judged: %v", err)

@@ -28,7 +28,19 @@ type State interface {
 type Entry struct {
 	Remediator Remediator
 	Settings   Settings
+	// Cluster names the Kubernetes cluster whose nodes the remediator's
+	// actions disrupt (Action.Disrupts): entries with the same Cluster share
+	// one node disruption budget. "" means its actions disrupt no node.
+	Cluster string
+	// MaxDisruptedNodes is Cluster's budget: how many of its nodes may be
+	// disrupted at once (0: DefaultMaxDisruptedNodes). Entries of one
+	// Cluster must agree.
+	MaxDisruptedNodes int
 }
+
+// DefaultMaxDisruptedNodes is how many nodes of a cluster the repairs may
+// disrupt at once unless configured otherwise.
+const DefaultMaxDisruptedNodes = 1
 
 // RunnerConfig wires a Runner.
 type RunnerConfig struct {
@@ -92,6 +104,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		return nil, errors.New("remediate: Cluster and State are required")
 	}
 	seen := map[string]bool{}
+	maxNodes := map[string]int{}
 	for i, e := range cfg.Remediators {
 		if e.Remediator == nil {
 			return nil, fmt.Errorf("remediate: remediator %d is nil", i)
@@ -105,6 +118,21 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 			return nil, fmt.Errorf("remediate: %s: mode %q (want off, dry-run or on)", n, e.Settings.Mode)
 		}
 		cfg.Remediators[i].Settings = e.Settings.withDefaults()
+		if e.Cluster == "" {
+			continue
+		}
+		m := e.MaxDisruptedNodes
+		if m < 0 {
+			return nil, fmt.Errorf("remediate: %s: max disrupted nodes %d (want >= 0)", n, m)
+		}
+		if m == 0 {
+			m = DefaultMaxDisruptedNodes
+		}
+		if prev, ok := maxNodes[e.Cluster]; ok && prev != m {
+			return nil, fmt.Errorf("remediate: %s: max disrupted nodes %d in cluster %s, where another remediation has %d", n, m, e.Cluster, prev)
+		}
+		maxNodes[e.Cluster] = m
+		cfg.Remediators[i].MaxDisruptedNodes = m
 	}
 	if cfg.Interval <= 0 {
 		cfg.Interval = 30 * time.Second
@@ -203,8 +231,9 @@ func (e errStop) Unwrap() error { return e.err }
 
 // Pass runs each enabled remediator once: Plan, then (for a Census) the
 // disruption brake, then for each action, least recently attempted target
-// first, record it and, within the caps and in mode on, verify leadership,
-// Apply and record the outcome. A target that failed waits out its backoff
+// first, record it and, within its cluster's node disruption budget (read
+// once at the start of the pass from every Disruptor of the cluster) and
+// the caps and in mode on, verify leadership, Apply and record the outcome. A target that failed waits out its backoff
 // (BackoffBase doubled per consecutive failure, at most BackoffMax); one
 // whose failure wraps ErrNeedsAdmin is parked until Plan gives it a new
 // Key. Both are read from the replicated budget, which no record traffic
@@ -219,11 +248,12 @@ func (r *Runner) Pass(ctx context.Context) PassReport {
 	gen := r.cfg.State.Desired().Gen
 	rep := PassReport{At: now, Gen: gen, Counts: map[string]map[string]int{}}
 	var errs []error
+	budgets := r.disruptionBudgets(ctx)
 	for _, e := range r.cfg.Remediators {
 		if !e.Settings.Mode.Enabled() {
 			continue
 		}
-		err := r.runOne(ctx, e, gen, now, &rep)
+		err := r.runOne(ctx, e, gen, now, &rep, budgets[e.Cluster])
 		if err == nil {
 			continue
 		}
@@ -240,7 +270,7 @@ func (r *Runner) Pass(ctx context.Context) PassReport {
 	return rep
 }
 
-func (r *Runner) runOne(ctx context.Context, e Entry, gen uint64, now time.Time, rep *PassReport) error {
+func (r *Runner) runOne(ctx context.Context, e Entry, gen uint64, now time.Time, rep *PassReport, nodes *nodeBudget) error {
 	name, set := e.Remediator.Name(), e.Settings
 	count := func(result string) {
 		if rep.Counts[name] == nil {
@@ -252,7 +282,7 @@ func (r *Runner) runOne(ctx context.Context, e Entry, gen uint64, now time.Time,
 	if err != nil {
 		return fmt.Errorf("plan: %w", err)
 	}
-	brake, err := judgeBrake(ctx, e.Remediator, set.BrakeShare, acts)
+	brake, err := judgeBrake(ctx, e.Remediator, set.BrakeShare, brakeFloor(e), acts)
 	if err != nil {
 		// Fail closed: without the population the brake cannot be judged.
 		return err
@@ -282,6 +312,11 @@ func (r *Runner) runOne(ctx context.Context, e Entry, gen uint64, now time.Time,
 		}
 	}
 	order := fairOrder(acts, &bud)
+	// A dry run shows what mode on would do, within the budget, without
+	// taking any of it from the remediations that are on.
+	if nodes != nil && set.Mode != ModeOn {
+		nodes = nodes.clone()
+	}
 	pass := 0
 	for _, a := range order {
 		key := name + "/" + a.Key
@@ -315,6 +350,9 @@ func (r *Runner) runOne(ctx context.Context, e Entry, gen uint64, now time.Time,
 		case brake != "":
 			rec.Result = failover.RemediationSkippedCap
 			rec.Detail = brake
+		case a.Disrupts != "" && nodes.refuse(a.Disrupts) != "":
+			rec.Result = failover.RemediationSkippedCap
+			rec.Detail = nodes.refuse(a.Disrupts)
 		case pass >= set.MaxPerPass:
 			rec.Result = failover.RemediationSkippedCap
 			rec.Detail = fmt.Sprintf("per-pass cap %d reached", set.MaxPerPass)
@@ -326,6 +364,11 @@ func (r *Runner) runOne(ctx context.Context, e Entry, gen uint64, now time.Time,
 			pass++
 		default:
 			rec.Result = failover.RemediationPlanned
+		}
+		if a.Disrupts != "" && (rec.Result == failover.RemediationPlanned || rec.Result == failover.RemediationDryRun) && a.ReportOnly == "" {
+			// Taken before Apply, and kept whatever Apply returns: a
+			// failed reboot may still have happened.
+			nodes.take(a.Disrupts, name)
 		}
 		var fresh bool
 		switch {
@@ -343,6 +386,8 @@ func (r *Runner) runOne(ctx context.Context, e Entry, gen uint64, now time.Time,
 			// The records say it every pass; the log says it when it is new.
 			switch {
 			case !fresh:
+			case rec.Result == failover.RemediationSkippedCap && brake == "" && a.Disrupts != "" && nodes.refuse(a.Disrupts) != "":
+				r.log.Warn("remediation waits for the node disruption budget", "remediation", name, "target", a.Target, "reason", rec.Detail)
 			case rec.Result == failover.RemediationSkippedCap && brake == "":
 				r.log.Warn("remediation cap reached", "remediation", name, "target", a.Target, "reason", rec.Detail)
 			case a.ReportOnly != "":
@@ -382,14 +427,12 @@ func (r *Runner) runOne(ctx context.Context, e Entry, gen uint64, now time.Time,
 	return nil
 }
 
-// brakeReason says why the disruption brake holds for pop, or "" when it
-// does not: more than share of the population, and at least
-// BrakeMinAffected members, qualify at once.
 // judgeBrake is the disruption brake's verdict on acts, just planned by r: why
-// none of them may be applied, or "" when they may. Report-only actions
-// change nothing, so the brake weighs the others. An error means r's
-// population could not be counted.
-func judgeBrake(ctx context.Context, r Remediator, share float64, acts []Action) (string, error) {
+// none of them may be applied, or "" when they may: more than share of the
+// population, and at least floor members, qualify at once. Report-only
+// actions change nothing, so the brake weighs the others. An error means
+// r's population could not be counted.
+func judgeBrake(ctx context.Context, r Remediator, share float64, floor int, acts []Action) (string, error) {
 	c, ok := r.(Census)
 	acting := slices.DeleteFunc(slices.Clone(acts), func(a Action) bool { return a.ReportOnly != "" })
 	if !ok || len(acting) == 0 {
@@ -399,11 +442,21 @@ func judgeBrake(ctx context.Context, r Remediator, share float64, acts []Action)
 	if err != nil {
 		return "", fmt.Errorf("census: %w", err)
 	}
-	return brakeReason(pop, share), nil
+	return brakeReason(pop, share, floor), nil
 }
 
-func brakeReason(pop Population, share float64) string {
-	if pop.Affected < BrakeMinAffected || float64(pop.Affected) <= share*float64(pop.Total) {
+// brakeFloor is the fewest qualifying members that engage e's brake. A
+// repair that disrupts nodes has no floor: with one, 2 of 3 nodes, a
+// majority, could be disrupted at once. The others keep BrakeMinAffected.
+func brakeFloor(e Entry) int {
+	if e.Cluster != "" {
+		return 1
+	}
+	return BrakeMinAffected
+}
+
+func brakeReason(pop Population, share float64, floor int) string {
+	if pop.Affected < floor || float64(pop.Affected) <= share*float64(pop.Total) {
 		return ""
 	}
 	unit := pop.Unit

@@ -146,7 +146,7 @@ func TestRunnerModes(t *testing.T) {
 			clk := fakeclock.At(time.Unix(1000, 0))
 			c := newFakeCluster(clk.Now)
 			f := &fakeRemediator{name: "fake", actions: actions(2, "x")}
-			r := newRunner(t, c, clk, nil, Entry{f, Settings{Mode: tt.mode, MaxPerPass: 5}})
+			r := newRunner(t, c, clk, nil, Entry{Remediator: f, Settings: Settings{Mode: tt.mode, MaxPerPass: 5}})
 			if rep := r.Pass(context.Background()); rep.Err != nil {
 				t.Fatal(rep.Err)
 			}
@@ -190,7 +190,7 @@ func TestRunnerRecordsEverything(t *testing.T) {
 	}
 	reg := prometheus.NewRegistry()
 	f := &fakeRemediator{name: "fake", actions: actions(3, "x"), failOn: "x1"}
-	r := newRunner(t, c, clk, reg, Entry{f, Settings{Mode: ModeOn, MaxPerPass: 2, MaxPerHour: 10}})
+	r := newRunner(t, c, clk, reg, Entry{Remediator: f, Settings: Settings{Mode: ModeOn, MaxPerPass: 2, MaxPerHour: 10}})
 	r.Pass(context.Background())
 	want := map[string]int{"planned": 2, "applied": 1, "failed": 1, "skipped_cap": 1}
 	if got := results(c.m, "fake"); !eqCounts(got, want) {
@@ -232,7 +232,7 @@ func TestRunnerBlockedKeepsTheCap(t *testing.T) {
 	clk := fakeclock.At(time.Unix(1000, 0))
 	c := newFakeCluster(clk.Now)
 	f := &fakeRemediator{name: "fake", actions: actions(2, "x"), blockOn: "x0"}
-	r := newRunner(t, c, clk, nil, Entry{f, Settings{Mode: ModeOn, MaxPerPass: 2, MaxPerHour: 2}})
+	r := newRunner(t, c, clk, nil, Entry{Remediator: f, Settings: Settings{Mode: ModeOn, MaxPerPass: 2, MaxPerHour: 2}})
 	if rep := r.Pass(context.Background()); rep.Err != nil {
 		t.Fatal(rep.Err)
 	}
@@ -264,7 +264,7 @@ func TestRunnerCapsAcrossLeaderChange(t *testing.T) {
 	c := newFakeCluster(clk.Now)
 	set := Settings{Mode: ModeOn, MaxPerPass: 2, MaxPerHour: 3}
 	f1 := &fakeRemediator{name: "fake", actions: actions(2, "a")}
-	newRunner(t, c, clk, nil, Entry{f1, set}).Pass(context.Background())
+	newRunner(t, c, clk, nil, Entry{Remediator: f1, Settings: set}).Pass(context.Background())
 	if len(f1.applied) != 2 {
 		t.Fatalf("leader 1: got %d applies, want 2", len(f1.applied))
 	}
@@ -272,7 +272,7 @@ func TestRunnerCapsAcrossLeaderChange(t *testing.T) {
 	// A new leader: new Runner and remediator, same replicated records.
 	clk.Add(10 * time.Minute)
 	f2 := &fakeRemediator{name: "fake", actions: actions(3, "b")}
-	r2 := newRunner(t, c, clk, nil, Entry{f2, set})
+	r2 := newRunner(t, c, clk, nil, Entry{Remediator: f2, Settings: set})
 	r2.Pass(context.Background())
 	if len(f2.applied) != 1 {
 		t.Fatalf("leader 2: got %d applies, want 1 (hourly cap 3, 2 already used)", len(f2.applied))
@@ -299,11 +299,11 @@ func TestRunnerIdempotentByKey(t *testing.T) {
 	c := newFakeCluster(clk.Now)
 	set := Settings{Mode: ModeOn, MaxPerPass: 5, MaxPerHour: 50}
 	f1 := &fakeRemediator{name: "fake", actions: actions(2, "x")}
-	newRunner(t, c, clk, nil, Entry{f1, set}).Pass(context.Background())
+	newRunner(t, c, clk, nil, Entry{Remediator: f1, Settings: set}).Pass(context.Background())
 	// The next leader's Plan still sees the same work (say its watch lags):
 	// it must not redo what the records show as applied.
 	f2 := &fakeRemediator{name: "fake", actions: actions(3, "x")}
-	rep := newRunner(t, c, clk, nil, Entry{f2, set}).Pass(context.Background())
+	rep := newRunner(t, c, clk, nil, Entry{Remediator: f2, Settings: set}).Pass(context.Background())
 	if len(f2.applied) != 1 || f2.applied[0] != "x2" {
 		t.Fatalf("got applies %v, want only x2", f2.applied)
 	}
@@ -312,7 +312,7 @@ func TestRunnerIdempotentByKey(t *testing.T) {
 	}
 	// Another remediator with the same action key is not affected.
 	f3 := &fakeRemediator{name: "other", actions: actions(1, "x")}
-	newRunner(t, c, clk, nil, Entry{f3, set}).Pass(context.Background())
+	newRunner(t, c, clk, nil, Entry{Remediator: f3, Settings: set}).Pass(context.Background())
 	if len(f3.applied) != 1 {
 		t.Fatalf("other remediator: got %d applies, want 1", len(f3.applied))
 	}
@@ -325,7 +325,7 @@ func TestRunnerVerifyLeaderBlocksApply(t *testing.T) {
 	c.notLead = deposed
 	f := &fakeRemediator{name: "fake", actions: actions(2, "x")}
 	g := &fakeRemediator{name: "later", actions: actions(1, "y")}
-	r := newRunner(t, c, clk, nil, Entry{f, Settings{Mode: ModeOn, MaxPerPass: 5}}, Entry{g, Settings{Mode: ModeOn}})
+	r := newRunner(t, c, clk, nil, Entry{Remediator: f, Settings: Settings{Mode: ModeOn, MaxPerPass: 5}}, Entry{Remediator: g, Settings: Settings{Mode: ModeOn}})
 	rep := r.Pass(context.Background())
 	if !errors.Is(rep.Err, deposed) {
 		t.Fatalf("got err %v, want it to wrap the VerifyLeader error", rep.Err)
@@ -343,7 +343,7 @@ func TestRunnerPlanErrorSkipsOnlyThatRemediator(t *testing.T) {
 	c := newFakeCluster(clk.Now)
 	bad := &fakeRemediator{name: "bad", planErr: errors.New("api down")}
 	good := &fakeRemediator{name: "good", actions: actions(1, "x")}
-	rep := newRunner(t, c, clk, nil, Entry{bad, Settings{Mode: ModeOn}}, Entry{good, Settings{Mode: ModeOn}}).Pass(context.Background())
+	rep := newRunner(t, c, clk, nil, Entry{Remediator: bad, Settings: Settings{Mode: ModeOn}}, Entry{Remediator: good, Settings: Settings{Mode: ModeOn}}).Pass(context.Background())
 	if rep.Err == nil || len(good.applied) != 1 {
 		t.Fatalf("got err %v and %d applies, want a plan error and good applied", rep.Err, len(good.applied))
 	}
@@ -357,8 +357,8 @@ func TestNewRunnerChecks(t *testing.T) {
 		cfg  RunnerConfig
 	}{
 		{"no cluster", RunnerConfig{State: c.m}},
-		{"bad mode", RunnerConfig{Cluster: c, State: c.m, Remediators: []Entry{{f, Settings{Mode: "yes"}}}}},
-		{"repeated name", RunnerConfig{Cluster: c, State: c.m, Remediators: []Entry{{f, Settings{}}, {f, Settings{}}}}},
+		{"bad mode", RunnerConfig{Cluster: c, State: c.m, Remediators: []Entry{{Remediator: f, Settings: Settings{Mode: "yes"}}}}},
+		{"repeated name", RunnerConfig{Cluster: c, State: c.m, Remediators: []Entry{{Remediator: f, Settings: Settings{}}, {Remediator: f, Settings: Settings{}}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -436,7 +436,7 @@ func TestRunnerRunStopsWithContext(t *testing.T) {
 	c := newFakeCluster(clk.Now)
 	f := &fakeRemediator{name: "fake", actions: actions(1, "x")}
 	r, err := NewRunner(RunnerConfig{Cluster: c, State: c.m, Interval: time.Hour, Now: clk.Now,
-		Remediators: []Entry{{f, Settings{Mode: ModeDryRun}}}})
+		Remediators: []Entry{{Remediator: f, Settings: Settings{Mode: ModeDryRun}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -474,7 +474,7 @@ func TestRunnerBacksOffPerTarget(t *testing.T) {
 	f := &fakeRemediator{name: "fake", actions: actions(1, "x"), errs: map[string]error{"x0": errors.New("octavia: 503")}}
 	r, err := NewRunner(RunnerConfig{Node: "a", Cluster: c, State: c.m, Now: clk.Now,
 		BackoffBase: time.Minute, BackoffMax: 8 * time.Minute,
-		Remediators: []Entry{{f, Settings{Mode: ModeOn, MaxPerPass: 5, MaxPerHour: 100}}}})
+		Remediators: []Entry{{Remediator: f, Settings: Settings{Mode: ModeOn, MaxPerPass: 5, MaxPerHour: 100}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -509,7 +509,7 @@ func TestRunnerFailingTargetCannotStarveOthers(t *testing.T) {
 	clk := fakeclock.At(time.Unix(100000, 0))
 	c := newFakeCluster(clk.Now)
 	f := &fakeRemediator{name: "fake", actions: actions(4, "x"), errs: map[string]error{"x0": errors.New("octavia: 503")}}
-	r := newRunner(t, c, clk, nil, Entry{f, Settings{Mode: ModeOn, MaxPerPass: 1, MaxPerHour: 5}})
+	r := newRunner(t, c, clk, nil, Entry{Remediator: f, Settings: Settings{Mode: ModeOn, MaxPerPass: 1, MaxPerHour: 5}})
 	for range 40 { // 20 minutes of 30 s passes
 		r.Pass(context.Background())
 		clk.Add(30 * time.Second)
@@ -534,7 +534,7 @@ func TestRunnerLeastRecentlyAttemptedFirst(t *testing.T) {
 	clk := fakeclock.At(time.Unix(100000, 0))
 	c := newFakeCluster(clk.Now)
 	f := &fakeRemediator{name: "fake"}
-	r := newRunner(t, c, clk, nil, Entry{f, Settings{Mode: ModeOn, MaxPerPass: 1, MaxPerHour: 100}})
+	r := newRunner(t, c, clk, nil, Entry{Remediator: f, Settings: Settings{Mode: ModeOn, MaxPerPass: 1, MaxPerHour: 100}})
 	for i := range 3 {
 		f.actions = []Action{
 			{Target: "x0", Verb: "fix", Reason: "flapping", Key: fmt.Sprintf("fix/x0/%d", i)},
@@ -557,7 +557,7 @@ func TestRunnerParksNeedsAdmin(t *testing.T) {
 	c := newFakeCluster(clk.Now)
 	refused := fmt.Errorf("octavia refused the failover (403): %w", ErrNeedsAdmin)
 	f := &fakeRemediator{name: "fake", actions: actions(2, "x"), errs: map[string]error{"x0": refused}}
-	r := newRunner(t, c, clk, nil, Entry{f, Settings{Mode: ModeOn, MaxPerPass: 5, MaxPerHour: 100}})
+	r := newRunner(t, c, clk, nil, Entry{Remediator: f, Settings: Settings{Mode: ModeOn, MaxPerPass: 5, MaxPerHour: 100}})
 	var rep PassReport
 	for range 6 * 60 / 5 { // six hours of passes every 5 minutes
 		rep = r.Pass(context.Background())
@@ -638,7 +638,7 @@ func TestRunnerDisruptionBrake(t *testing.T) {
 			c := newFakeCluster(clk.Now)
 			f := &censusRemediator{fakeRemediator: &fakeRemediator{name: "fake", actions: actions(tt.qualify, "node")}, total: tt.total, err: tt.censusErr}
 			reg := prometheus.NewRegistry()
-			r := newRunner(t, c, clk, reg, Entry{f, Settings{Mode: ModeOn, MaxPerPass: 20, MaxPerHour: 100, BrakeShare: tt.share}})
+			r := newRunner(t, c, clk, reg, Entry{Remediator: f, Settings: Settings{Mode: ModeOn, MaxPerPass: 20, MaxPerHour: 100, BrakeShare: tt.share}})
 			rep := r.Pass(context.Background())
 			if len(f.applied) != tt.wantApply {
 				t.Fatalf("%d of %d qualify: got %d applies, want %d", tt.qualify, tt.total, len(f.applied), tt.wantApply)
@@ -684,7 +684,7 @@ func TestRunnerBrakeWeighsOnlyActions(t *testing.T) {
 	}
 	f := &censusRemediator{fakeRemediator: &fakeRemediator{name: "fake", actions: acts}, total: 10}
 	reg := prometheus.NewRegistry()
-	r := newRunner(t, c, clk, reg, Entry{f, Settings{Mode: ModeOn, MaxPerPass: 20, MaxPerHour: 100}})
+	r := newRunner(t, c, clk, reg, Entry{Remediator: f, Settings: Settings{Mode: ModeOn, MaxPerPass: 20, MaxPerHour: 100}})
 	if rep := r.Pass(context.Background()); rep.Err != nil {
 		t.Fatal(rep.Err)
 	}
@@ -750,7 +750,7 @@ func TestRunnerBrakeGaugeClearedWhenRunStops(t *testing.T) {
 	f := &censusRemediator{fakeRemediator: &fakeRemediator{name: "fake", actions: actions(6, "node")}, total: 10}
 	reg := prometheus.NewRegistry()
 	r, err := NewRunner(RunnerConfig{Cluster: c, State: c.m, Interval: time.Hour, Now: clk.Now, Registerer: reg,
-		Remediators: []Entry{{f, Settings{Mode: ModeOn}}}})
+		Remediators: []Entry{{Remediator: f, Settings: Settings{Mode: ModeOn}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -778,7 +778,7 @@ func TestRunnerPreconditionNotBackedOff(t *testing.T) {
 	clk := fakeclock.At(time.Unix(100000, 0))
 	c := newFakeCluster(clk.Now)
 	f := &fakeRemediator{name: "fake", actions: actions(1, "x"), errs: map[string]error{"x0": fmt.Errorf("port revision 412: %w", ErrPrecondition)}}
-	r := newRunner(t, c, clk, nil, Entry{f, Settings{Mode: ModeOn, MaxPerPass: 5, MaxPerHour: 100}})
+	r := newRunner(t, c, clk, nil, Entry{Remediator: f, Settings: Settings{Mode: ModeOn, MaxPerPass: 5, MaxPerHour: 100}})
 	r.Pass(context.Background())
 	f.errs = nil
 	f.actions[0].Key = "fix/x0/rev2"
@@ -809,7 +809,7 @@ func TestRunnerNeverAppliesReportOnly(t *testing.T) {
 	acts[0].ReportOnly = "the cluster cannot do this"
 	acts[1].ReportOnly = "the cluster cannot do this"
 	f := &fakeRemediator{name: "fake", actions: acts}
-	r := newRunner(t, c, clk, nil, Entry{f, Settings{Mode: ModeOn, MaxPerPass: 1}})
+	r := newRunner(t, c, clk, nil, Entry{Remediator: f, Settings: Settings{Mode: ModeOn, MaxPerPass: 1}})
 	for pass := 0; pass < 2; pass++ {
 		if rep := r.Pass(context.Background()); rep.Err != nil {
 			t.Fatal(rep.Err)
@@ -847,7 +847,7 @@ func TestRunnerWarnsOnceForARepeatedSkip(t *testing.T) {
 	var logs bytes.Buffer
 	r, err := NewRunner(RunnerConfig{Node: "a", Cluster: c, State: c.m, Registerer: prometheus.NewRegistry(), Now: clk.Now,
 		Logger:      slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Remediators: []Entry{{f, Settings{Mode: ModeDryRun, MaxPerPass: 1, MaxPerHour: 10, BrakeShare: 1}}}})
+		Remediators: []Entry{{Remediator: f, Settings: Settings{Mode: ModeDryRun, MaxPerPass: 1, MaxPerHour: 10, BrakeShare: 1}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

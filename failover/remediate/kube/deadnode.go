@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/drwatch/drwatch/failover/remediate"
@@ -237,6 +238,7 @@ func (d *DeadNode) Plan(ctx context.Context) ([]remediate.Action, error) {
 				// On a cluster without the taint's controllers, say what
 				// would be done and why not; never taint.
 				ReportOnly: cannot,
+				Disrupts:   n.Name,
 			})
 		}
 	}
@@ -337,4 +339,65 @@ func (d *DeadNode) Apply(ctx context.Context, a remediate.Action) error {
 	}
 	_, err = updateNode(ctx, d.client, n, "update")
 	return err
+}
+
+var _ remediate.Disruptor = (*DeadNode)(nil)
+
+// Disrupted implements remediate.Disruptor: a node it tainted stays
+// disrupted, for the outage the taint's Key names, until it is Ready again,
+// gone or replaced, its Ready condition changed since (another outage), or
+// its instance is confirmed down (then it is declared gone). It only reads.
+func (d *DeadNode) Disrupted(ctx context.Context, applied []remediate.Applied) ([]remediate.Disruption, error) {
+	var out []remediate.Disruption
+	for _, k := range latestNodeKeys(applied, "taint/node/") {
+		n, err := d.client.CoreV1().Nodes().Get(ctx, k.name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("get node %s: %w", k.name, err)
+		}
+		rc := readyCondition(n)
+		if string(n.UID) != k.uid || rc == nil || rc.Status == corev1.ConditionTrue ||
+			strconv.FormatInt(rc.LastTransitionTime.Unix(), 10) != k.episode {
+			continue
+		}
+		st, err := d.instances.InstanceState(ctx, n)
+		if err != nil {
+			return nil, fmt.Errorf("instance of node %s: %w", k.name, err)
+		}
+		if st.dead() {
+			continue
+		}
+		out = append(out, remediate.Disruption{Node: k.name,
+			Why: fmt.Sprintf("node %s was tainted out of service and is neither Ready again nor confirmed down (its instance is %s now)", k.name, st)})
+	}
+	return out, nil
+}
+
+// nodeKey is a node action's Key as Plan writes it: prefix, then
+// "<name>/<uid>/<episode>".
+type nodeKey struct{ name, uid, episode string }
+
+// latestNodeKeys returns, per node, the latest of the applied Keys with
+// prefix (the budget lists a target's Keys oldest first), in order of
+// first appearance.
+func latestNodeKeys(applied []remediate.Applied, prefix string) []nodeKey {
+	var out []nodeKey
+	at := map[string]int{}
+	for _, a := range applied {
+		rest, ok := strings.CutPrefix(a.Key, prefix)
+		parts := strings.Split(rest, "/")
+		if !ok || len(parts) != 3 {
+			continue
+		}
+		k := nodeKey{parts[0], parts[1], parts[2]}
+		if i, seen := at[k.name]; seen {
+			out[i] = k
+			continue
+		}
+		at[k.name] = len(out)
+		out = append(out, k)
+	}
+	return out
 }

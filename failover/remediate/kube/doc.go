@@ -33,9 +33,20 @@
 //     except a pod held by finalizers, and a StatefulSet's pod or a pod with a
 //     ReadWriteOnce(Pod) volume whose node is not confirmed down (node gone,
 //     or the cloud says the instance is dead): those are planned
-//     report-only, never applied. Opt-in, the node is cordoned and rebooted through Nova first,
-//     and pods are force-deleted only if still stuck after a wait; drwatch's
-//     own cordon is lifted once the node is Ready again.
+//     report-only, never applied. Opt-in (reboot_node), a reboot is the
+//     fence for such a held pod when it blocks something (a StatefulSet's
+//     replacement of it, another pod waiting for its claim): the node is
+//     cordoned and rebooted through Nova, its boot ID recorded; once it is
+//     back Ready under a new boot ID, pods still stuck after a wait are
+//     force-deleted, the held ones included. A node whose held pods block
+//     nothing is never rebooted (a partitioned node still serving stays
+//     so); drwatch's own cordon is lifted once the node is Ready again.
+//
+// dead-node-out-of-service and orphaned-pods are remediate.Disruptors: the
+// taints and reboots they applied keep a node disrupted until it is Ready
+// again (after a reboot: under a new boot ID) or gone, and the runner lets
+// the repairs of one cluster disrupt at most max_disrupted_nodes nodes at
+// a time.
 //   - backup-warmup: when the decision makes the backup active, the listed
 //     Deployments and StatefulSets on the backup cluster are scaled up to their
 //     configured replicas (through the scale subresource), and Ready reports

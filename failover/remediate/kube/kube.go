@@ -92,7 +92,7 @@ func Entries(cfg remediate.Config, clients Clients, instances InstanceChecker, n
 		return nil, err
 	}
 	var out []remediate.Entry
-	add := func(name, site string, s remediate.Settings, mk func(kubeapi.Interface) remediate.Remediator) error {
+	add := func(name, site string, s remediate.Settings, disrupts bool, mk func(kubeapi.Interface) remediate.Remediator) error {
 		if !s.Mode.Enabled() {
 			return nil
 		}
@@ -100,7 +100,13 @@ func Entries(cfg remediate.Config, clients Clients, instances InstanceChecker, n
 		if c == nil {
 			return fmt.Errorf("remediations: %s needs the %s site's kubernetes client (remediations.kubernetes.%s)", name, site, site)
 		}
-		out = append(out, remediate.Entry{Remediator: mk(c), Settings: s})
+		e := remediate.Entry{Remediator: mk(c), Settings: s}
+		if disrupts {
+			// One node disruption budget per cluster, shared with
+			// never-ready-instances of the same site.
+			e.Cluster, e.MaxDisruptedNodes = site, cfg.Kubernetes.Site(site).MaxDisrupted()
+		}
+		out = append(out, e)
 		return nil
 	}
 	dn, dt, op, bw := cfg.DeadNodeOutOfService, cfg.DrainTrap, cfg.OrphanedPods, cfg.BackupWarmup
@@ -108,22 +114,22 @@ func Entries(cfg remediate.Config, clients Clients, instances InstanceChecker, n
 		return nil, fmt.Errorf("remediations.orphaned_pods.reboot_node needs remediations.openstack for the %s site (Nova reboots the node)", op.Site)
 	}
 	err := errors.Join(
-		add(DeadNodeName, dn.Site, dn.Settings, func(c kubeapi.Interface) remediate.Remediator {
+		add(DeadNodeName, dn.Site, dn.Settings, true, func(c kubeapi.Interface) remediate.Remediator {
 			d := NewDeadNode(c, instances, dn.After, now)
 			if dn.AlphaGateOn {
 				d.WithAlphaGate()
 			}
 			return d
 		}),
-		add(DrainTrapName, dt.Site, dt.Settings, func(c kubeapi.Interface) remediate.Remediator { return NewDrainTrap(c, pools) }),
-		add(OrphanedPodsName, op.Site, op.Settings, func(c kubeapi.Interface) remediate.Remediator {
+		add(DrainTrapName, dt.Site, dt.Settings, false, func(c kubeapi.Interface) remediate.Remediator { return NewDrainTrap(c, pools) }),
+		add(OrphanedPodsName, op.Site, op.Settings, true, func(c kubeapi.Interface) remediate.Remediator {
 			o := NewOrphanedPods(c, nodes, op.After, now)
 			if op.RebootNode && nodes != nil {
 				o.WithReboot(nodes, op.RebootWait)
 			}
 			return o
 		}),
-		add(BackupWarmupName, "backup", bw.Settings, func(c kubeapi.Interface) remediate.Remediator {
+		add(BackupWarmupName, "backup", bw.Settings, false, func(c kubeapi.Interface) remediate.Remediator {
 			if decision == nil {
 				decision = func() remediate.Decision { return remediate.Decision{} }
 			}

@@ -2,7 +2,9 @@ package kube
 
 import (
 	"context"
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -106,5 +108,29 @@ func TestEntriesGiveOrphanedPodsTheirSiteCloud(t *testing.T) {
 	}
 	if len(acts) != 1 || acts[0].Target != "pod/"+ns+"/db-0" {
 		t.Fatalf("got %v, want db-0 force-deleted (its instance is gone)", acts)
+	}
+}
+
+// The repairs that disrupt nodes share their site's node disruption
+// budget, with the site's max_disrupted_nodes; the others have none.
+func TestEntriesShareTheSiteDisruptionBudget(t *testing.T) {
+	var cs kubeapi.Interface = new(kubeapi.Client) // never called
+	dry := remediate.Settings{Mode: remediate.ModeDryRun}
+	var cfg remediate.Config
+	cfg.DeadNodeOutOfService.Settings = dry
+	cfg.DrainTrap.Settings = dry
+	cfg.OrphanedPods.Settings, cfg.OrphanedPods.Site = dry, "backup"
+	cfg.Kubernetes.Backup.MaxDisruptedNodes = 2
+	es, err := Entries(cfg, Clients{Primary: cs, Backup: cs}, nil, nil, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, e := range es {
+		got[e.Remediator.Name()] = e.Cluster + "/" + strconv.Itoa(e.MaxDisruptedNodes)
+	}
+	want := map[string]string{DeadNodeName: "primary/1", OrphanedPodsName: "backup/2", DrainTrapName: "/0"}
+	if !maps.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
 	}
 }

@@ -73,6 +73,11 @@ const (
 	// AnnotationRebooted is when drwatch last rebooted the node: pods
 	// stuck since before it wait for reboot_wait, not for another reboot.
 	AnnotationRebooted = "drwatch.io/rebooted-at"
+	// AnnotationBootID is the node's boot ID (status.nodeInfo.bootID) when
+	// drwatch rebooted it: a kubelet Ready again under another boot ID
+	// proves the reboot happened, so that whatever the node ran before it
+	// no longer runs (the node is fenced).
+	AnnotationBootID = "drwatch.io/rebooted-boot-id"
 )
 
 // nodeRef is a node action's data; uncordon, when set, is the cordon
@@ -114,6 +119,9 @@ type orphanRef struct {
 	podRef
 	node     string
 	needDown bool
+	// deleted is when the pod's deletion was asked for: a reboot after it
+	// fences the node for this pod.
+	deleted time.Time
 }
 
 // Plan lists the force-deletes, node reboots and uncordons due, ordered by
@@ -144,13 +152,33 @@ func (o *OrphanedPods) Plan(ctx context.Context) ([]remediate.Action, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
-	v := &podView{o: o, nodes: map[string]*corev1.Node{}, down: map[string]downness{}, claims: map[string]claimModes{}}
+	v := &podView{o: o, nodes: map[string]*corev1.Node{}, down: map[string]downness{}, claims: map[string]claimModes{},
+		claimUsers: map[string][]*corev1.Pod{}}
 	for i := range nodes.Items {
 		v.nodes[nodes.Items[i].Name] = &nodes.Items[i]
 	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		for _, vol := range p.Spec.Volumes {
+			if c := vol.PersistentVolumeClaim; c != nil {
+				k := p.Namespace + "/" + c.ClaimName
+				v.claimUsers[k] = append(v.claimUsers[k], p)
+			}
+		}
+	}
 	now := o.now()
 	var out []remediate.Action
-	stuckOn := map[string]time.Time{} // node -> earliest stuck deletion
+	stuckOn := map[string]time.Time{} // node to reboot -> earliest blocking deletion
+	blocking := map[string]string{}   // node to reboot -> what its first held pod blocks
+	type stuckPod struct {
+		p    *corev1.Pod
+		over time.Duration
+		vd   verdict
+	}
+	var stuck []stuckPod
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		if p.DeletionTimestamp == nil {
@@ -161,6 +189,19 @@ func (o *OrphanedPods) Plan(ctx context.Context) ([]remediate.Action, error) {
 			continue
 		}
 		vd := v.decide(ctx, p, now)
+		if vd.reboot {
+			if t, ok := stuckOn[p.Spec.NodeName]; !ok || p.DeletionTimestamp.Time.Before(t) {
+				stuckOn[p.Spec.NodeName] = p.DeletionTimestamp.Time
+			}
+			if blocking[p.Spec.NodeName] == "" {
+				blocking[p.Spec.NodeName] = vd.note
+			}
+		}
+		stuck = append(stuck, stuckPod{p, over, vd})
+	}
+	for _, sp := range stuck {
+		p, over, vd := sp.p, sp.over, sp.vd
+		_, rebooting := stuckOn[p.Spec.NodeName]
 		switch {
 		case vd.held != "":
 			// Stable text (no durations), so that the records do not
@@ -173,12 +214,9 @@ func (o *OrphanedPods) Plan(ctx context.Context) ([]remediate.Action, error) {
 				ReportOnly: vd.held,
 			})
 			continue
-		case vd.reboot:
-			if t, ok := stuckOn[p.Spec.NodeName]; !ok || p.DeletionTimestamp.Time.Before(t) {
-				stuckOn[p.Spec.NodeName] = p.DeletionTimestamp.Time
-			}
-			continue
-		case vd.wait:
+		case vd.reboot, vd.wait, vd.unlessReboot && rebooting:
+			// The node is rebooted first (its rebooted kubelet finishes
+			// the pod itself), or was and gets its time.
 			continue
 		}
 		reason := fmt.Sprintf("pod %s/%s on node %s still Terminating %s past its grace period (%s); force-deleting the pod object",
@@ -186,23 +224,29 @@ func (o *OrphanedPods) Plan(ctx context.Context) ([]remediate.Action, error) {
 		if vd.note != "" {
 			reason += " (" + vd.note + ")"
 		}
-		out = append(out, remediate.Action{
+		a := remediate.Action{
 			Target: "pod/" + p.Namespace + "/" + p.Name, Verb: "force-delete", Reason: reason,
 			Key:  "force-delete/pod/" + p.Namespace + "/" + p.Name + "/" + string(p.UID),
-			Data: orphanRef{podRef{p.Namespace, p.Name, p.UID}, p.Spec.NodeName, vd.needDown},
-		})
+			Data: orphanRef{podRef{p.Namespace, p.Name, p.UID}, p.Spec.NodeName, vd.needDown, p.DeletionTimestamp.Time},
+		}
+		if n := v.nodes[p.Spec.NodeName]; n != nil && !nodeReady(n) {
+			// Pods leave a node that is not Ready: one node at a time.
+			a.Disrupts = n.Name
+		}
+		out = append(out, a)
 	}
 	for name, since := range stuckOn {
 		node := v.nodes[name]
 		out = append(out, remediate.Action{
 			Target: "node/" + name, Verb: "cordon-reboot",
-			Reason: fmt.Sprintf("pods stuck Terminating on node %s since %s (stale volume mounts are likely); cordon it and reboot its instance first, and force-delete only what is still Terminating %s later",
-				name, since.UTC().Format(time.RFC3339), o.wait),
+			Reason: fmt.Sprintf("pods stuck Terminating on node %s since %s hold what other pods wait for (%s); cordon it and reboot its instance to fence it, and once it is back Ready under a new boot, force-delete what is still Terminating %s after the reboot",
+				name, since.UTC().Format(time.RFC3339), blocking[name], o.wait),
 			// One reboot per node and episode: the episode starts with the
 			// earliest stuck deletion on it not yet covered by a reboot
 			// (AnnotationRebooted).
-			Key:  "cordon-reboot/node/" + name + "/" + string(node.UID) + "/" + strconv.FormatInt(since.Unix(), 10),
-			Data: nodeRef{name: name, uid: node.UID},
+			Key:      "cordon-reboot/node/" + name + "/" + string(node.UID) + "/" + strconv.FormatInt(since.Unix(), 10),
+			Data:     nodeRef{name: name, uid: node.UID},
+			Disrupts: name,
 		})
 	}
 	for i := range nodes.Items {
@@ -241,20 +285,31 @@ func (o *OrphanedPods) uncordon(n *corev1.Node, now time.Time) []remediate.Actio
 }
 
 // verdict is what Plan does with one stuck pod: hold it (held says why),
-// reboot its node first, wait for the rebooted node, or force-delete it
-// (note adds to the reason; needDown makes Apply re-check the node).
+// reboot its node first (reboot: a held pod blocks something, note says
+// what), wait for the rebooted node, force-delete it unless its node is
+// rebooted for another pod (unlessReboot), or force-delete it (note adds
+// to the reason; needDown makes Apply re-check that the node is down or
+// fenced).
 type verdict struct {
 	held         string
 	reboot, wait bool
+	unlessReboot bool
 	note         string
 	needDown     bool
 }
 
 // decide applies the rules to one pod stuck Terminating. With reboot_node,
-// a node not confirmed down is rebooted before any of its pods is
-// force-deleted: a rebooted kubelet finishes them itself, cleanly. Only a
-// pod that is still Terminating o.wait after the reboot, and that is safe
-// to copy, is force-deleted.
+// a reboot is a fence (as medik8s' fence agents treat it): a node not
+// confirmed down is rebooted only for a held pod (one that may still run
+// and whose copy would conflict) that blocks something: a StatefulSet
+// pod's replacement, another pod waiting for its volume. A held pod that
+// blocks nothing stays held, and its node is not rebooted: a partitioned
+// node whose VMs still serve is left serving. Once the node is back Ready
+// under a new boot (fenced), a held pod still Terminating the wait after
+// the reboot is force-deleted: whatever it ran before the reboot no
+// longer runs. Other pods on a node to be rebooted wait for the reboot (a
+// rebooted kubelet finishes them itself, cleanly); elsewhere they keep
+// the plain rule.
 func (v *podView) decide(ctx context.Context, p *corev1.Pod, now time.Time) verdict {
 	if len(p.Finalizers) > 0 {
 		// The API server keeps the object until every finalizer is
@@ -273,13 +328,26 @@ func (v *podView) decide(ctx context.Context, p *corev1.Pod, now time.Time) verd
 	if reboot && !down.down {
 		at := rebootedAt(n)
 		switch {
+		case !at.After(p.DeletionTimestamp.Time) && conflict == "":
+			return verdict{unlessReboot: true}
 		case !at.After(p.DeletionTimestamp.Time):
-			return verdict{reboot: true}
+			if b := v.blocks(p); b != "" {
+				return verdict{reboot: true, note: b}
+			}
+			return verdict{held: conflict + ", and " + down.why + "; it blocks nothing (no replacement, no pod elsewhere waits for its volume), so its node is not rebooted for it"}
 		case now.Sub(at) < v.o.wait:
 			return verdict{wait: true}
 		}
 		notes = append(notes, fmt.Sprintf("still Terminating %s after its node was rebooted at %s",
 			now.Sub(at).Round(time.Second), at.UTC().Format(time.RFC3339)))
+		if conflict != "" {
+			if !back(n) {
+				return verdict{held: fmt.Sprintf("%s, and its node %s, rebooted at %s, is not back Ready under a new boot yet, nor confirmed down",
+					conflict, n.Name, at.UTC().Format(time.RFC3339))}
+			}
+			notes = append(notes, conflict+", and its node is fenced: rebooted and back Ready under a new boot")
+			return verdict{note: strings.Join(notes, "; "), needDown: true}
+		}
 	}
 	if conflict != "" {
 		if !down.down {
@@ -288,6 +356,51 @@ func (v *podView) decide(ctx context.Context, p *corev1.Pod, now time.Time) verd
 		notes = append(notes, conflict+", and "+down.why)
 	}
 	return verdict{note: strings.Join(notes, "; "), needDown: conflict != ""}
+}
+
+// blocks says what the held pod p blocks while its object exists ("" for
+// nothing): its StatefulSet's replacement of it (the controller starts
+// a pod of the same identity only once the old object is gone), or
+// another pod that mounts the same claim elsewhere than on p's node and
+// so waits for the volume (one on the same node shares it, and would be
+// cut by a reboot, not freed).
+func (v *podView) blocks(p *corev1.Pod) string {
+	for _, r := range p.OwnerReferences {
+		if r.Kind == "StatefulSet" {
+			return fmt.Sprintf("StatefulSet %s cannot start %s/%s's replacement", r.Name, p.Namespace, p.Name)
+		}
+	}
+	for _, vol := range p.Spec.Volumes {
+		c := vol.PersistentVolumeClaim
+		if c == nil {
+			continue
+		}
+		for _, other := range v.claimUsers[p.Namespace+"/"+c.ClaimName] {
+			if other.Name != p.Name && other.Spec.NodeName != p.Spec.NodeName {
+				return fmt.Sprintf("pod %s/%s waits for claim %s", p.Namespace, other.Name, c.ClaimName)
+			}
+		}
+	}
+	return ""
+}
+
+// back reports whether n came back from drwatch's reboot: Ready under
+// another boot ID than the one it had then (or, when none was recorded,
+// Ready since a transition after the reboot).
+func back(n *corev1.Node) bool {
+	if !nodeReady(n) {
+		return false
+	}
+	if was := n.Annotations[AnnotationBootID]; was != "" {
+		return n.Status.NodeInfo.BootID != "" && n.Status.NodeInfo.BootID != was
+	}
+	return readyCondition(n).LastTransitionTime.After(rebootedAt(n))
+}
+
+// fenced reports whether drwatch rebooted n after since and n is back:
+// nothing that ran on it before since still runs.
+func fenced(n *corev1.Node, since time.Time) bool {
+	return rebootedAt(n).After(since) && back(n)
 }
 
 // rebootedAt is when orphaned-pods last rebooted n (zero: never, or an
@@ -313,6 +426,9 @@ type podView struct {
 	nodes  map[string]*corev1.Node
 	down   map[string]downness
 	claims map[string]claimModes
+	// claimUsers lists, by "namespace/claim", the pods not being deleted
+	// that mount the claim.
+	claimUsers map[string][]*corev1.Pod
 }
 
 type claimModes struct {
@@ -442,7 +558,7 @@ func (o *OrphanedPods) Apply(ctx context.Context, a remediate.Action) error {
 		if err != nil {
 			return fmt.Errorf("get node %s: %w", ref.node, err)
 		}
-		if d := o.confirmDown(ctx, ref.node, n); !d.down {
+		if d := o.confirmDown(ctx, ref.node, n); !d.down && (o.rebooter == nil || n == nil || !fenced(n, ref.deleted)) {
 			return fmt.Errorf("pod %s/%s may still run: %s: %w", ref.namespace, ref.name, d.why, remediate.ErrPrecondition)
 		}
 	}
@@ -488,6 +604,12 @@ func (o *OrphanedPods) cordonReboot(ctx context.Context, ref nodeRef) error {
 		node.Annotations[AnnotationCordoned] = stamp
 	}
 	node.Annotations[AnnotationRebooted] = stamp
+	prevBoot, hadPrevBoot := node.Annotations[AnnotationBootID]
+	if b := node.Status.NodeInfo.BootID; b != "" {
+		node.Annotations[AnnotationBootID] = b
+	} else {
+		delete(node.Annotations, AnnotationBootID)
+	}
 	if node, err = updateNode(ctx, o.client, node, "cordon"); err != nil {
 		return err
 	}
@@ -505,6 +627,11 @@ func (o *OrphanedPods) cordonReboot(ctx context.Context, ref nodeRef) error {
 				n.Annotations[AnnotationRebooted] = prev
 			} else {
 				delete(n.Annotations, AnnotationRebooted)
+			}
+			if hadPrevBoot {
+				n.Annotations[AnnotationBootID] = prevBoot
+			} else {
+				delete(n.Annotations, AnnotationBootID)
 			}
 			if cordon && n.Annotations[AnnotationCordoned] == stamp {
 				n.Spec.Unschedulable = false
@@ -546,4 +673,32 @@ func (o *OrphanedPods) liftCordon(ctx context.Context, ref nodeRef) error {
 	delete(n.Annotations, AnnotationCordoned)
 	_, err = updateNode(ctx, o.client, n, "uncordon")
 	return err
+}
+
+var _ remediate.Disruptor = (*OrphanedPods)(nil)
+
+// Disrupted implements remediate.Disruptor: a node it rebooted stays
+// disrupted until it is back Ready under a new boot, gone or replaced, or
+// its instance is confirmed down. Force-deletes keep no node disrupted
+// past their pass: the node they were on is down, fenced by a reboot that
+// counts already, or they free pods whose copies conflict with nothing.
+// It only reads.
+func (o *OrphanedPods) Disrupted(ctx context.Context, applied []remediate.Applied) ([]remediate.Disruption, error) {
+	var out []remediate.Disruption
+	for _, k := range latestNodeKeys(applied, "cordon-reboot/node/") {
+		n, err := o.client.CoreV1().Nodes().Get(ctx, k.name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("get node %s: %w", k.name, err)
+		}
+		if string(n.UID) != k.uid || back(n) || o.confirmDown(ctx, k.name, n).down {
+			continue
+		}
+		out = append(out, remediate.Disruption{Node: k.name,
+			Why: fmt.Sprintf("node %s was rebooted at %s to fence it and is neither back Ready under a new boot nor confirmed down",
+				k.name, rebootedAt(n).UTC().Format(time.RFC3339))})
+	}
+	return out, nil
 }

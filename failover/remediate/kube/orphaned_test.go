@@ -126,15 +126,16 @@ func (r *recordingRebooter) rebooted() []string {
 	return append([]string(nil), r.nodes...)
 }
 
-// Opt-in: the node orphaned pods were stuck on is cordoned and rebooted,
-// once per episode, before any of its pods is force-deleted; never without
-// the option; dry-run touches nothing.
+// Opt-in: the node a blocking pod is stuck on (a StatefulSet's, whose
+// replacement waits for it) is cordoned and rebooted, once per episode,
+// before any of its pods is force-deleted; never without the option;
+// dry-run touches nothing.
 func TestOrphanedPodsCordonAndReboot(t *testing.T) {
 	c := client(t)
 	ns := namespace(t, c)
 	node(t, c, "w1", corev1.ConditionTrue, time.Now(), false)
 	node(t, c, "w2", corev1.ConditionTrue, time.Now(), false)
-	pod(t, c, ns, "stuck", "w1", nil, true)
+	ownedPod(t, c, ns, "stuck", "w1", "StatefulSet")
 	pod(t, c, ns, "fine", "w2", nil, true)
 	terminate(t, c, ns, "stuck", 30)
 	later := func() time.Time { return time.Now().Add(time.Hour) }
@@ -414,8 +415,8 @@ func expectPass(t *testing.T, fc *remediatetest.Log, r remediate.Remediator, s r
 // With reboot_node, the reboot comes first: a rebooted kubelet finishes
 // its pods itself. Only a pod still Terminating once the wait after the
 // reboot has passed is force-deleted, and a pod that may still run is not
-// even then (its node is up again). max_per_pass 1 must not put the
-// delete first.
+// even then (its node is not back Ready under a new boot: the fence is not
+// proven). max_per_pass 1 must not put the delete first.
 func TestOrphanedPodsRebootBeforeForceDelete(t *testing.T) {
 	c := client(t)
 	ns := namespace(t, c)
@@ -444,7 +445,7 @@ func TestOrphanedPodsRebootBeforeForceDelete(t *testing.T) {
 		t.Fatal("web-1 force-deleted within the wait after the reboot")
 	}
 	clk.add(6 * time.Minute)
-	pass("dry_run force-delete pod/"+ns+"/db-0", // report-only: its node is up, so it may run
+	pass("dry_run force-delete pod/"+ns+"/db-0", // report-only: its node is not back, so the reboot is not proven
 		"planned force-delete pod/"+ns+"/web-1", "applied force-delete pod/"+ns+"/web-1")
 	if podExists(t, c, ns, "web-1") || !podExists(t, c, ns, "db-0") {
 		t.Fatal("want web-1 force-deleted after the wait, and db-0 kept (its node is up, so it may run)")
@@ -469,7 +470,7 @@ func TestOrphanedPodsFailedRebootIsUndone(t *testing.T) {
 	c := client(t)
 	ns := namespace(t, c)
 	node(t, c, "w1", corev1.ConditionFalse, time.Now(), false)
-	ownedPod(t, c, ns, "web-1", "w1", "ReplicaSet")
+	ownedPod(t, c, ns, "web-1", "w1", "StatefulSet") // its replacement waits: the node is to be fenced
 	terminate(t, c, ns, "web-1", 30)
 	r := NewOrphanedPods(api(t), nil, 10*time.Minute, func() time.Time { return time.Now().Add(time.Hour) }).WithReboot(failingRebooter{}, 10*time.Minute)
 	fc := remediatetest.NewLog()
@@ -566,7 +567,8 @@ func TestOrphanedPodsUncordonOnlyTheirOwnCordon(t *testing.T) {
 	setCordon(t, c, "w3", true)
 	readyNow("w3")
 	clk.add(6 * time.Minute)
-	// The StatefulSet pods stay, reported only: their nodes are up.
+	// The StatefulSet pods stay, reported only: their nodes are Ready, but
+	// not since a new boot, so no reboot is proven to have stopped them.
 	pass("dry_run force-delete pod/"+ns+"/db-w1", "dry_run force-delete pod/"+ns+"/db-w2", "dry_run force-delete pod/"+ns+"/db-w3",
 		"planned uncordon node/w1", "applied uncordon node/w1")
 	pass()

@@ -46,7 +46,10 @@
 //     counted from Nova's os-instance-actions, and the keys
 //     reboot/<id>/1 and reboot/<id>/2 are all there are, so the Runner's
 //     records cap it at two even if Nova forgets. At the cap Plan returns a
-//     "warn" action once, for the human.
+//     "warn" action once, for the human. Its reboots disrupt the instance's
+//     node (remediate.Disruptor): with the Kubernetes repairs of its site
+//     they share one node disruption budget, and a rebooted instance holds
+//     it until its node is Ready or the instance is gone or shut off.
 //   - NovaInstances implements kube.InstanceChecker for
 //     dead-node-out-of-service from the guest's power state
 //     (OS-EXT-STS:power_state SHUTDOWN, CRASHED, NOSTATE), from the

@@ -280,7 +280,8 @@ func Entries(cfg remediate.Config, clients *Clients, nodes NodeReader, now func(
 		if nodes == nil {
 			return nil, errors.New("remediations.openstack.never_ready_instances: enabled without a node readiness source")
 		}
-		out = append(out, remediate.Entry{Remediator: NewNeverReady(clients, sel, nodes, s.ActiveFor, s.MaxAge, now), Settings: s.Settings})
+		out = append(out, remediate.Entry{Remediator: NewNeverReady(clients, sel, nodes, s.ActiveFor, s.MaxAge, now), Settings: s.Settings,
+			Cluster: o.Site, MaxDisruptedNodes: cfg.Kubernetes.Site(o.Site).MaxDisrupted()})
 	}
 	return out, nil
 }

@@ -87,6 +87,40 @@ func (l *lazyRemediator) Apply(ctx context.Context, a remediate.Action) error {
 	return r.Apply(ctx, a)
 }
 
+// Census implements remediate.Census for the remediators that have one
+// (all of this package's), so that the disruption brake holds for them as
+// for an eagerly built one; one without counts nothing.
+func (l *lazyRemediator) Census(ctx context.Context, acts []remediate.Action) (remediate.Population, error) {
+	r, err := l.resolve(ctx)
+	if err != nil {
+		return remediate.Population{}, err
+	}
+	c, ok := r.(remediate.Census)
+	if !ok {
+		return remediate.Population{}, nil
+	}
+	return c.Census(ctx, acts)
+}
+
+// Disrupted implements remediate.Disruptor for never-ready-instances; any
+// other remediator disrupts no node.
+func (l *lazyRemediator) Disrupted(ctx context.Context, applied []remediate.Applied) ([]remediate.Disruption, error) {
+	r, err := l.resolve(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d, ok := r.(remediate.Disruptor)
+	if !ok {
+		return nil, nil
+	}
+	return d.Disrupted(ctx, applied)
+}
+
+var (
+	_ remediate.Census    = (*lazyRemediator)(nil)
+	_ remediate.Disruptor = (*lazyRemediator)(nil)
+)
+
 // lazyInstances is Nova's instance check for dead-node-out-of-service, and
 // its instance check and node rebooter for orphaned-pods; until the cloud
 // answers, every instance is UNKNOWN, so no node is tainted, no pod that may
@@ -215,7 +249,12 @@ func CloudRemediators(r remediate.Config, kubeClients kube.Clients, log *slog.Lo
 			continue
 		}
 		name := name
-		out = append(out, remediate.Entry{Settings: settings, Remediator: &lazyRemediator{name: name, clients: clients,
+		e := remediate.Entry{Settings: settings}
+		if name == NeverReadyName {
+			// Its reboots share the site's node disruption budget.
+			e.Cluster, e.MaxDisruptedNodes = os.Site, r.Kubernetes.Site(os.Site).MaxDisrupted()
+		}
+		e.Remediator = &lazyRemediator{name: name, clients: clients,
 			build: func(cl *Clients) (remediate.Remediator, error) {
 				es, err := Entries(r, cl, nodes, now)
 				if err != nil {
@@ -227,7 +266,8 @@ func CloudRemediators(r remediate.Config, kubeClients kube.Clients, log *slog.Lo
 					}
 				}
 				return nil, fmt.Errorf("%s not built", name)
-			}}})
+			}}
+		out = append(out, e)
 	}
 	res.Entries = out
 	return res, nil

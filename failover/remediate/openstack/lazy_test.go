@@ -2,7 +2,9 @@ package openstack
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -121,5 +123,85 @@ func TestCloudRemediatorsEachBuildsBesideTheOthers(t *testing.T) {
 		if _, err := lazy.resolve(context.Background()); err != nil {
 			t.Errorf("%s: build: %v", lazy.name, err)
 		}
+	}
+}
+
+// censusDisruptor is a built repair with a population and disrupted nodes.
+type censusDisruptor struct{ remediate.Remediator }
+
+func (censusDisruptor) Census(context.Context, []remediate.Action) (remediate.Population, error) {
+	return remediate.Population{Total: 3, Affected: 2, Unit: "cluster instances"}, nil
+}
+
+func (censusDisruptor) Disrupted(context.Context, []remediate.Applied) ([]remediate.Disruption, error) {
+	return []remediate.Disruption{{Node: "k-1", Why: "rebooted"}}, nil
+}
+
+// A repair built on first use keeps what the runner needs of the one it
+// builds: its census, so that the disruption brake holds for it, and the
+// nodes it keeps disrupted, for its cluster's node budget. Look-alike: a
+// built repair without them counts nothing and disrupts nothing.
+func TestLazyRemediatorKeepsCensusAndDisruptions(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name     string
+		built    remediate.Remediator
+		affected int
+		nodes    int
+	}{
+		{"with census and disruptions", censusDisruptor{&NeverReady{}}, 2, 1},
+		{"without", struct{ remediate.Remediator }{&NeverReady{}}, 0, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var r remediate.Remediator = &lazyRemediator{name: NeverReadyName, clients: &lazyClients{c: &Clients{}},
+				build: func(*Clients) (remediate.Remediator, error) { return tt.built, nil }}
+			c, ok := r.(remediate.Census)
+			if !ok {
+				t.Fatal("lazy remediator is no Census: the brake would never hold for it")
+			}
+			pop, err := c.Census(ctx, nil)
+			if err != nil || pop.Affected != tt.affected {
+				t.Fatalf("census: got %+v (%v), want %d affected", pop, err, tt.affected)
+			}
+			d, ok := r.(remediate.Disruptor)
+			if !ok {
+				t.Fatal("lazy remediator is no Disruptor")
+			}
+			ds, err := d.Disrupted(ctx, []remediate.Applied{{Target: "server/x", Key: "reboot/x/1"}})
+			if err != nil || len(ds) != tt.nodes {
+				t.Fatalf("disrupted: got %v (%v), want %d", ds, err, tt.nodes)
+			}
+		})
+	}
+}
+
+// never-ready-instances shares its site's node disruption budget; the
+// repairs that disrupt no node (route GC, security groups) have none.
+func TestCloudRemediatorsPutNeverReadyInItsSiteBudget(t *testing.T) {
+	cfg := remediate.Config{}.WithDefaults()
+	dir := t.TempDir()
+	for _, f := range []string{"id", "secret"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("x\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := &cfg.OpenStack
+	o.AuthURL = "https://127.0.0.1:1/v3" // never contacted while building
+	o.ApplicationCredentialIDFile, o.ApplicationCredentialSecretFile = filepath.Join(dir, "id"), filepath.Join(dir, "secret")
+	o.Site, o.PodCIDR, o.InstanceNamePrefix = "backup", "198.19.0.0/16", "k-"
+	o.SecurityGroups.RequiredGroup = "k-nodes"
+	o.SecurityGroups.Mode, o.NeverReadyInstances.Mode = "dry-run", "dry-run"
+	cfg.Kubernetes.Backup.MaxDisruptedNodes = 2
+	cloud, err := CloudRemediators(cfg, kube.Clients{Backup: unreachableKube(t)}, slog.New(slog.DiscardHandler), time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, e := range cloud.Entries {
+		got[e.Remediator.Name()] = fmt.Sprintf("%s/%d", e.Cluster, e.MaxDisruptedNodes)
+	}
+	want := map[string]string{NeverReadyName: "backup/2", SecurityGroupsName: "/0"}
+	if !maps.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
 	}
 }

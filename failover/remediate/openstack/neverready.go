@@ -3,7 +3,9 @@ package openstack
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/drwatch/drwatch/failover/remediate"
@@ -139,6 +141,10 @@ func (n *NeverReady) Plan(ctx context.Context) ([]remediate.Action, error) {
 				Reason: fmt.Sprintf("instance %s ACTIVE since %s and %s (reboot %d of %d)", in.Name, in.LaunchedAt.UTC().Format(time.RFC3339), node, count+1, MaxReboots),
 				Key:    "reboot/" + in.ID + "/" + strconv.Itoa(count+1),
 				Data:   rebootData{inst: in, nth: count + 1},
+				// Its node is the instance's name, as the kubelet
+				// registers it; a reboot counts against the cluster's
+				// node disruption budget whether or not it registered.
+				Disrupts: in.Name,
 			})
 		}
 	}
@@ -192,4 +198,42 @@ func (n *NeverReady) Apply(ctx context.Context, a remediate.Action) error {
 		return fmt.Errorf("reboot %s %s: %w", typ, d.inst.ID, precondition(err))
 	}
 	return nil
+}
+
+var _ remediate.Disruptor = (*NeverReady)(nil)
+
+// Disrupted implements remediate.Disruptor: an instance it rebooted keeps
+// its node disrupted until the node is Ready, or the instance is gone or
+// shut off. One that never joins holds the cluster's budget until an
+// operator replaces it, which its warning asks for. It only reads.
+func (n *NeverReady) Disrupted(ctx context.Context, applied []remediate.Applied) ([]remediate.Disruption, error) {
+	var ids []string
+	for _, a := range applied {
+		if id, ok := strings.CutPrefix(a.Target, "server/"); ok && strings.HasPrefix(a.Key, "reboot/") && !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	var out []remediate.Disruption
+	for _, id := range ids {
+		v, err := servers.Get(ctx, n.c.Compute, id).Extract()
+		if gophercloud.ResponseCodeIs(err, 404) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("get server %s: %w", id, err)
+		}
+		in := toInstance(v)
+		if in.gone() || in.Status == "SHUTOFF" {
+			continue
+		}
+		ready, _, err := n.readiness.NodeReadiness(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("node readiness of %s: %w", in.Name, err)
+		}
+		if !ready {
+			out = append(out, remediate.Disruption{Node: in.Name,
+				Why: fmt.Sprintf("instance %s (%s) was rebooted and its node is not Ready yet; replace or delete the instance if it never joins", in.Name, id)})
+		}
+	}
+	return out, nil
 }

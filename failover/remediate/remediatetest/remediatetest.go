@@ -70,9 +70,16 @@ func Pass(t testing.TB, c *Log, r remediate.Remediator, s remediate.Settings) []
 // tests that step past a backoff or a wait.
 func PassAt(t testing.TB, c *Log, r remediate.Remediator, s remediate.Settings, now func() time.Time) []failover.RemediationRecord {
 	t.Helper()
+	return PassEntries(t, c, now, remediate.Entry{Remediator: r, Settings: s})
+}
+
+// PassEntries runs one Runner pass over entries (several remediations, one
+// node disruption budget per Entry.Cluster) with the runner's clock set to
+// now (nil: time.Now), and returns the records it added.
+func PassEntries(t testing.TB, c *Log, now func() time.Time, entries ...remediate.Entry) []failover.RemediationRecord {
+	t.Helper()
 	before := len(c.M.Remediations())
-	run, err := remediate.NewRunner(remediate.RunnerConfig{Node: "a", Cluster: c, State: c.M, Now: now,
-		Remediators: []remediate.Entry{{Remediator: r, Settings: s}}})
+	run, err := remediate.NewRunner(remediate.RunnerConfig{Node: "a", Cluster: c, State: c.M, Now: now, Remediators: entries})
 	if err != nil {
 		t.Fatal(err)
 	}
