@@ -69,6 +69,7 @@ type Node struct {
 	namedPeerIPs []netip.Addr
 	metrics      *metrics
 
+	infos    serverInfos // what the other servers run (serverinfo.go)
 	lead     *leadership
 	leaderCh *broadcast // fires whenever the known leader changes
 
@@ -197,6 +198,9 @@ func New(ctx context.Context, cfg Config, sm StateMachine) (*Node, error) {
 
 	n.spawn(func() { n.watchLeadership(notify) })
 	n.spawn(n.watchObservations)
+	if every := cfg.ServerInfoEvery; every > 0 {
+		n.spawn(func() { n.askServers(every) })
+	}
 
 	if n.bootstrapPeer() {
 		var servers []raft.Server
