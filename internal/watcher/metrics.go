@@ -2,6 +2,7 @@ package watcher
 
 import (
 	"errors"
+	"runtime/debug"
 	"time"
 
 	"github.com/drwatch/drwatch/cluster"
@@ -213,4 +214,26 @@ func (m *metrics) collectDrills(ch chan<- prometheus.Metric, p *failover.Policy)
 	}{{"commit", t.Commit}, {"write", t.Write}, {"propagation", t.Propagation}, {"detection", rto.Detection}, {"ttl", t.TTL}, {"total", rto.Total()}} {
 		ch <- prometheus.MustNewConstMetric(descDrillRTO, prometheus.GaugeValue, s.d.Seconds(), s.step)
 	}
+}
+
+// Release is this binary's release as a node tells its peers: the version
+// and the commit stamped by `make build`, or, in a plain `go build`, the
+// commit the Go toolchain recorded.
+func Release() string {
+	commit := BuildInfo.Commit
+	if bi, ok := debug.ReadBuildInfo(); ok && commit == "unknown" {
+		var dirty string
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				commit = s.Value[:min(12, len(s.Value))]
+			case "vcs.modified":
+				if s.Value == "true" {
+					dirty = "+dirty"
+				}
+			}
+		}
+		commit += dirty
+	}
+	return BuildInfo.Version + " (" + commit + ")"
 }

@@ -1,0 +1,119 @@
+package watcher
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/drwatch/drwatch/cluster"
+	"github.com/drwatch/drwatch/failover"
+)
+
+// formatCluster is a fakeCluster whose servers run the given formats.
+type formatCluster struct {
+	*fakeCluster
+	formats []int
+}
+
+func (f formatCluster) ServerInfos() []cluster.ServerInfo {
+	var out []cluster.ServerInfo
+	for i, fm := range f.formats {
+		out = append(out, cluster.ServerInfo{ID: string(rune('a' + i)), Format: fm})
+	}
+	return out
+}
+
+// TestLeaderRaisesTheFormatOnlyWhenEveryServerReadsIt: the leader records
+// a newer log format only once every server has said it reads it; a
+// server from before formats, or one that could not be asked, holds it
+// back, and a format already recorded is not proposed again.
+func TestLeaderRaisesTheFormatOnlyWhenEveryServerReadsIt(t *testing.T) {
+	w, fc := newTestWatcher(t, 0)
+	ctx := context.Background()
+	setFormats := func() int {
+		n := 0
+		for _, c := range fc.commands() {
+			if _, ok := c.Payload.(failover.SetFormat); ok {
+				n++
+			}
+		}
+		return n
+	}
+	for _, held := range [][]int{
+		{failover.Format, failover.Format, failover.LegacyFormat},
+		{failover.Format, cluster.UnknownFormat, failover.Format},
+	} {
+		w.cfg.Cluster = formatCluster{fc, held}
+		w.raiseFormat(ctx)
+		if n, f := setFormats(), w.machine.Format(); n != 0 || f != failover.LegacyFormat {
+			t.Errorf("servers at formats %v: %d set_format proposed, cluster at format %d; want none, %d", held, n, f, failover.LegacyFormat)
+		}
+	}
+	w.cfg.Cluster = formatCluster{fc, []int{failover.Format, failover.Format, failover.Format}}
+	w.raiseFormat(ctx)
+	w.raiseFormat(ctx)
+	if n, f := setFormats(), w.machine.Format(); n != 1 || f != failover.Format {
+		t.Errorf("every server at format %d: %d set_format proposed, cluster at format %d; want 1, %d", failover.Format, n, f, failover.Format)
+	}
+}
+
+// TestReplicaHaltsOnAnEntryItCannotRead: an entry this binary cannot
+// decode stops the replica, which then applies nothing more, rather than
+// skipping it; an entry the core merely refuses is applied as before.
+func TestReplicaHaltsOnAnEntryItCannotRead(t *testing.T) {
+	m := failover.New()
+	fsm := NewFSM(m, nil)
+	enc := func(c failover.Command) []byte {
+		b, err := failover.Encode(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	fsm.Apply(1, enc(failover.Command{At: 1, Payload: failover.Tick{}}))
+	fsm.Apply(2, enc(failover.Command{At: 2, Payload: failover.Failover{To: failover.Backup}})) // refused: no policy
+	if err := fsm.Halted(); err != nil {
+		t.Fatalf("after a refused command: halted (%v), want applying", err)
+	}
+	if got := m.View().Index; got != 1 {
+		t.Fatalf("applied through %d, want 1", got)
+	}
+
+	resp := fsm.Apply(3, []byte(`{"v":1,"type":"group_observe","group_observe":{"at":3}}`))
+	if _, err := failover.DecodeResponse(resp); err == nil {
+		t.Errorf("an unreadable entry answered as applied")
+	}
+	err := fsm.Halted()
+	if err == nil || !strings.Contains(err.Error(), "log entry 3") {
+		t.Fatalf("after an unreadable entry: halted = %v, want an error naming entry 3", err)
+	}
+	select {
+	case <-fsm.HaltCh():
+	default:
+		t.Errorf("HaltCh not closed")
+	}
+	fsm.Apply(4, enc(failover.Command{At: 4, Payload: failover.Tick{}}))
+	if got := m.View().Index; got != 1 {
+		t.Errorf("a halted replica applied through %d, want still 1", got)
+	}
+	if err := fsm.Restore([]byte(`{}`)); err == nil {
+		t.Errorf("a halted replica restored a snapshot")
+	}
+}
+
+// TestMixedReleasesWarnUntilTheyAgree: the status warns while the servers
+// differ in release or format, naming the format the leader writes, and
+// says nothing once they agree.
+func TestMixedReleasesWarnUntilTheyAgree(t *testing.T) {
+	mixed := []cluster.Member{{ID: "a", Format: 1, Release: "new"}, {ID: "b", Format: 0}, {ID: "c", Format: 1, Release: "new"}}
+	got := MixedReleases(mixed, 0)
+	for _, want := range []string{"a format 1 (new)", "b format 0 (a release from before log formats)", "writes log format 0 until every server reads 1"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("MixedReleases = %q, want it to say %q", got, want)
+		}
+	}
+	mixed[1] = cluster.Member{ID: "b", Format: 1, Release: "new"}
+	if got := MixedReleases(mixed, 1); got != "" {
+		t.Errorf("one release everywhere: MixedReleases = %q, want none", got)
+	}
+}
