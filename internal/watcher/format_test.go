@@ -2,6 +2,7 @@ package watcher
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -54,6 +55,40 @@ func TestLeaderRaisesTheFormatOnlyWhenEveryServerReadsIt(t *testing.T) {
 	w.raiseFormat(ctx)
 	if n, f := setFormats(), w.machine.Format(); n != 1 || f != failover.Format {
 		t.Errorf("every server at format %d: %d set_format proposed, cluster at format %d; want 1, %d", failover.Format, n, f, failover.Format)
+	}
+}
+
+// WaitApplied: the in-memory log applies as it commits.
+func (formatCluster) WaitApplied(context.Context, uint64) error { return nil }
+
+func (f formatCluster) Stats() cluster.Stats {
+	var st cluster.Stats
+	for _, i := range f.ServerInfos() {
+		st.Peers = append(st.Peers, cluster.Member{ID: i.ID, Format: i.Format, Release: "r"})
+	}
+	return st
+}
+
+// TestOperatorCommandNeedingANewerFormatIsRefusedNamingTheLaggards: a
+// command that needs a newer log format than the cluster writes is
+// refused where it is submitted, by the rule log_format (exit 3), naming
+// the servers that do not read it yet; a command of the cluster's format
+// is proposed as before.
+func TestOperatorCommandNeedingANewerFormatIsRefusedNamingTheLaggards(t *testing.T) {
+	w, fc := newTestWatcher(t, 0)
+	w.cfg.Cluster = formatCluster{fc, []int{failover.Format, failover.LegacyFormat, cluster.UnknownFormat}}
+	ctx := context.Background()
+	_, _, err := w.Submit(ctx, failover.Command{Payload: failover.SetFormat{Format: failover.Format}})
+	var re *failover.RefusedError
+	if !errors.As(err, &re) || re.Rule != failover.RuleLogFormat ||
+		!strings.Contains(re.Message, "b format 0") || !strings.Contains(re.Message, "c not reachable") || strings.Contains(re.Message, "a format") {
+		t.Fatalf("submit set_format at format 0: %v, want refused by %s naming b and c only", err, failover.RuleLogFormat)
+	}
+	if n := len(fc.commands()); n != 0 {
+		t.Errorf("refused command: %d proposed, want none", n)
+	}
+	if _, _, err := w.Submit(ctx, failover.Command{Payload: failover.Tick{}}); err != nil {
+		t.Errorf("submit tick: %v, want it committed", err)
 	}
 }
 

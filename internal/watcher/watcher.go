@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -507,6 +508,9 @@ func (w *Watcher) recordMembership(ctx context.Context, m failover.Membership) e
 
 // Submit proposes a command and returns the decision core's result.
 func (w *Watcher) Submit(ctx context.Context, c failover.Command) (failover.Result, uint64, error) {
+	if err := w.checkFormat(c); err != nil {
+		return failover.Result{}, 0, err
+	}
 	res, index, err := failover.Submit(ctx, w.cfg.Cluster, c)
 	if err != nil {
 		return failover.Result{}, index, err
@@ -514,6 +518,31 @@ func (w *Watcher) Submit(ctx context.Context, c failover.Command) (failover.Resu
 	// Make the local replica catch up, so a read right after sees the write.
 	_ = w.cfg.Cluster.WaitApplied(ctx, index)
 	return res, index, nil
+}
+
+// checkFormat refuses, on whichever node takes the command, one that needs
+// a newer log format than the cluster writes (failover.CheckFormat), and
+// names the servers that do not read it yet. The leader refuses it too,
+// but a refusal forwarded from the leader loses its rule, and the
+// operator's exit code 3 with it.
+func (w *Watcher) checkFormat(c failover.Command) error {
+	err := failover.CheckFormat(c, w.machine.Format())
+	var re *failover.RefusedError
+	if !errors.As(err, &re) {
+		return err
+	}
+	need := c.NeedsFormat()
+	var lag []string
+	for _, m := range w.cfg.Cluster.Stats().Peers {
+		if m.Format < need {
+			desc, _, _ := cluster.DescribeReleases([]cluster.Member{m})
+			lag = append(lag, desc)
+		}
+	}
+	if len(lag) > 0 {
+		re.Message += "; servers that do not read it yet: " + strings.Join(lag, ", ")
+	}
+	return re
 }
 
 // Ready returns nil once Raft has joined and a leader is known.
