@@ -3,6 +3,7 @@ package watcher
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -150,5 +151,25 @@ func TestMixedReleasesWarnUntilTheyAgree(t *testing.T) {
 	mixed[1] = cluster.Member{ID: "b", Format: 1, Release: "new"}
 	if got := MixedReleases(mixed, 1); got != "" {
 		t.Errorf("one release everywhere: MixedReleases = %q, want none", got)
+	}
+}
+
+// TestReplicaRefusesASnapshotOfANewerFormat: a downgrade below the log
+// format in use is refused at start: restoring a snapshot that records a
+// newer format than this binary's fails and halts the replica, while a
+// snapshot of its own format restores.
+func TestReplicaRefusesASnapshotOfANewerFormat(t *testing.T) {
+	snap, err := failover.New().Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsm := NewFSM(failover.New(), nil)
+	if err := fsm.Restore(snap); err != nil || fsm.Halted() != nil {
+		t.Fatalf("restore of a format %d snapshot: %v (halted %v), want restored", failover.LegacyFormat, err, fsm.Halted())
+	}
+	newer := strings.Replace(string(snap), `"state":{`, `"state":{"format":`+strconv.Itoa(failover.Format+1)+`,`, 1)
+	err = fsm.Restore([]byte(newer))
+	if !errors.Is(err, failover.ErrUnreadable) || fsm.Halted() == nil {
+		t.Errorf("restore of a format %d snapshot: %v (halted %v), want ErrUnreadable and halted", failover.Format+1, err, fsm.Halted())
 	}
 }
