@@ -173,3 +173,38 @@ func TestReplicaRefusesASnapshotOfANewerFormat(t *testing.T) {
 		t.Errorf("restore of a format %d snapshot: %v (halted %v), want ErrUnreadable and halted", failover.Format+1, err, fsm.Halted())
 	}
 }
+
+// TestFormatMetrics: the binary's and the cluster's log formats are
+// metrics, and so is a replica that halted.
+func TestFormatMetrics(t *testing.T) {
+	w, fc := newTestWatcher(t, 0)
+	read := func() (binary, clusterFormat, halted float64) {
+		mfs, err := w.cfg.Registry.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				switch mf.GetName() {
+				case "drwatch_log_format":
+					if m.GetLabel()[0].GetValue() == "binary" {
+						binary = m.GetGauge().GetValue()
+					} else {
+						clusterFormat = m.GetGauge().GetValue()
+					}
+				case "drwatch_replica_halted":
+					halted = m.GetGauge().GetValue()
+				}
+			}
+		}
+		return
+	}
+	if b, c, h := read(); b != failover.Format || c != failover.LegacyFormat || h != 0 {
+		t.Errorf("at first: binary %v cluster %v halted %v, want %d %d 0", b, c, h, failover.Format, failover.LegacyFormat)
+	}
+	fc.log.Step(t, failover.Command{Payload: failover.SetFormat{Format: failover.Format}})
+	w.cfg.FSM.Apply(99, []byte(`{"v":1,"type":"group_observe","group_observe":{"at":3}}`))
+	if b, c, h := read(); b != failover.Format || c != failover.Format || h != 1 {
+		t.Errorf("after set_format and an unreadable entry: binary %v cluster %v halted %v, want %d %d 1", b, c, h, failover.Format, failover.Format)
+	}
+}
