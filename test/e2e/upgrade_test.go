@@ -49,8 +49,10 @@ func buildRelease(t *testing.T, commit string) string {
 // three UP), no entry is refused and no watcher stops, and the three
 // histories are identical and hold exactly the decisions a trio that
 // never upgraded makes: an automatic failover, then the manual failback.
-// Once all three run this release, the log format is raised and applied
-// everywhere.
+// While the trio is mixed this is done twice: under whichever watcher
+// leads after the step, and under an upgraded one (handLeadTo), which
+// must write nothing the others cannot read. Once all three run this
+// release, the log format is raised and applied everywhere.
 func TestUpgradeFromAnEarlierReleaseInAnyOrder(t *testing.T) {
 	old := buildRelease(t, PreviousRelease)
 	for _, order := range []struct {
@@ -73,7 +75,7 @@ func TestUpgradeFromAnEarlierReleaseInAnyOrder(t *testing.T) {
 			upgraded := map[string]bool{}
 			for step, role := range order.roles {
 				n := pickRole(t, w, role, upgraded)
-				t.Logf("step %d: upgrading %s (%s)", step+1, n.ID, role)
+				t.Logf("step %d: upgrading %s (the %s)", step+1, n.ID, role)
 				if code, err := n.Term(30 * time.Second); err != nil || code != 0 {
 					t.Fatalf("stop %s: exit %d, %v", n.ID, code, err)
 				}
@@ -83,10 +85,15 @@ func TestUpgradeFromAnEarlierReleaseInAnyOrder(t *testing.T) {
 				}
 				upgraded[n.ID] = true
 				waitAllReporting(t, w)
-				if step < len(order.roles)-1 {
-					checkMixed(t, w, n)
-				}
 				outageAndFailback(t, w)
+				if step < len(order.roles)-1 {
+					// The other way round too: this release leading one
+					// that cannot read what it does not yet write.
+					l := handLeadTo(t, w, func(n *Node) bool { return upgraded[n.ID] })
+					t.Logf("%s (upgraded) leads", l.ID)
+					checkMixed(t, w, n)
+					outageAndFailback(t, w)
+				}
 				checkNoneStopped(t, w)
 			}
 			Eventually(t, 60*time.Second, func() bool {
@@ -105,23 +112,77 @@ func TestUpgradeFromAnEarlierReleaseInAnyOrder(t *testing.T) {
 }
 
 // pickRole returns a watcher not yet upgraded that has role now ("leader"
-// or "follower"); when none has it (leadership moved to an upgraded one),
-// any watcher not yet upgraded.
+// or "follower"). For "leader", an upgraded leader first hands the lead to
+// one not yet upgraded. When no watcher left has the role (a follower is
+// wanted, and the last one left leads), it returns that one and says so.
 func pickRole(t *testing.T, w *World, role string, upgraded map[string]bool) *Node {
 	t.Helper()
+	if role == "leader" {
+		return handLeadTo(t, w, func(n *Node) bool { return !upgraded[n.ID] })
+	}
 	l := w.Leader()
 	var rest []*Node
 	for _, n := range w.Nodes {
 		if upgraded[n.ID] {
 			continue
 		}
-		if (role == "leader") == (n == l) {
+		if n != l {
 			return n
 		}
 		rest = append(rest, n)
 	}
-	t.Logf("no watcher left to upgrade is the %s; taking %s", role, rest[0].ID)
+	t.Logf("no watcher left to upgrade is a follower; taking %s, the leader", rest[0].ID)
 	return rest[0]
+}
+
+// handLeadTo makes a watcher that want accepts the leader and returns it.
+// While another leads, it is stopped (SIGTERM: it hands over leadership)
+// and started again on the same binary; the watchers want refuses are
+// frozen (SIGSTOP) until the leader has committed a few more entries and
+// then until it stopped, so that the most up-to-date peer it hands over
+// to is one want accepts.
+func handLeadTo(t *testing.T, w *World, want func(*Node) bool) *Node {
+	t.Helper()
+	for attempt := 0; attempt < 5; attempt++ {
+		var l *Node
+		Eventually(t, 60*time.Second, func() bool { l = w.Leader(); return l != nil }, "a leader")
+		if want(l) {
+			return l
+		}
+		st, err := w.Status(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var frozen []*Node
+		for _, n := range w.Nodes {
+			if n != l && !want(n) {
+				if err := n.Freeze(); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = n.Thaw() })
+				frozen = append(frozen, n)
+			}
+		}
+		Eventually(t, 30*time.Second, func() bool {
+			s, err := w.Status(l)
+			return err == nil && s.Raft.CommitIndex >= st.Raft.CommitIndex+3
+		}, "%s committing while the peers it must not hand over to are frozen", l.ID)
+		code, err := l.Term(30 * time.Second)
+		for _, n := range frozen {
+			if err := n.Thaw(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err != nil || code != 0 {
+			t.Fatalf("stop %s: exit %d, %v", l.ID, code, err)
+		}
+		if err := l.Start(); err != nil {
+			t.Fatalf("restart %s: %v", l.ID, err)
+		}
+		waitAllReporting(t, w)
+	}
+	t.Fatalf("the lead did not go where wanted in 5 hand-overs")
+	return nil
 }
 
 // waitAllReporting waits until the leader counts all three watchers UP
