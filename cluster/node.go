@@ -191,6 +191,11 @@ func New(ctx context.Context, cfg Config, sm StateMachine) (*Node, error) {
 	n.fsm = newFSM(sm, cfg.DedupeEntries)
 	r, err := raft.NewRaft(rc, n.fsm, n.store, n.store, snaps, trans)
 	if err != nil {
+		// Raft says only that no snapshot restored; why is the state
+		// machine's (a snapshot of a newer format, after a downgrade).
+		if re := n.fsm.restoreFailure(); re != nil {
+			err = fmt.Errorf("%w: %w", err, re)
+		}
 		return nil, fmt.Errorf("start raft: %w", err)
 	}
 	n.raft = r
