@@ -71,6 +71,16 @@ type Config struct {
 	// (retries), and must be safe for concurrent use. May be nil.
 	LeaderTransform func(cmd []byte) ([]byte, error)
 
+	// Format is the newest log format the state machine reads, and
+	// Release this binary's release: the node tells every server that asks
+	// (ServerInfos), so that a leader writes nothing a server cannot read.
+	Format  int
+	Release string
+	// ServerInfoEvery is how often this node asks every server what it
+	// runs (ServerInfos); 0 never (simulation and unit tests), a node
+	// sets DefaultServerInfoEvery.
+	ServerInfoEvery time.Duration
+
 	// Raft, when set, replaces the raft transport and the stores under
 	// DataDir (then unused) with the ones it holds. It is for simulation:
 	// test/sim runs a whole cluster in one process on raft.InmemTransport

@@ -90,6 +90,8 @@ type fsm struct {
 	mu    sync.Mutex
 	byKey map[string]*dedupeEntry
 	order []*dedupeEntry // oldest first
+	// restoreErr is the state machine's last refusal of a snapshot.
+	restoreErr error
 }
 
 var _ raft.FSM = (*fsm)(nil)
@@ -129,6 +131,14 @@ func (f *fsm) Apply(l *raft.Log) any {
 	return applyResult{resp: resp, index: l.Index}
 }
 
+// restoreFailure is the state machine's last refusal of a snapshot, nil
+// when it refused none.
+func (f *fsm) restoreFailure() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.restoreErr
+}
+
 // dedupeLen is the number of keys remembered.
 func (f *fsm) dedupeLen() int {
 	f.mu.Lock()
@@ -160,6 +170,9 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 		return fmt.Errorf("read snapshot: %w", err)
 	}
 	if err := f.sm.Restore(state); err != nil {
+		f.mu.Lock()
+		f.restoreErr = err
+		f.mu.Unlock()
 		return fmt.Errorf("state machine restore: %w", err)
 	}
 	f.mu.Lock()

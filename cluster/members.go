@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -14,6 +15,37 @@ type Member struct {
 	Addr     string `json:"addr"`
 	Suffrage string `json:"suffrage"` // "voter", "nonvoter" or "staging"
 	Leader   bool   `json:"leader"`
+	// Format is the newest log format the server reads, as it last told
+	// this node: LegacyFormat for a release from before formats,
+	// UnknownFormat when it could not be asked. Release is its release
+	// ("" then).
+	Format  int    `json:"format"`
+	Release string `json:"release,omitempty"`
+}
+
+// DescribeReleases says what each member runs ("a format 1 (v1 (abc)),
+// b format 0 (a release from before log formats), c not reachable"), the
+// newest format among them, and whether those that answered differ in
+// release or format: a rolling upgrade is under way. A member that could
+// not be asked is named but makes no difference on its own.
+func DescribeReleases(ms []Member) (desc string, newest int, differ bool) {
+	var parts []string
+	formats, releases := map[int]bool{}, map[string]bool{}
+	newest = UnknownFormat
+	for _, m := range ms {
+		switch {
+		case m.Format == UnknownFormat:
+			parts = append(parts, m.ID+" not reachable")
+			continue
+		case m.Format == LegacyFormat && m.Release == "":
+			parts = append(parts, m.ID+" format 0 (a release from before log formats)")
+		default:
+			parts = append(parts, fmt.Sprintf("%s format %d (%s)", m.ID, m.Format, m.Release))
+		}
+		formats[m.Format], releases[m.Release] = true, true
+		newest = max(newest, m.Format)
+	}
+	return strings.Join(parts, ", "), newest, len(formats) > 1 || len(releases) > 1
 }
 
 func suffrage(s raft.ServerSuffrage) string {
@@ -38,9 +70,11 @@ func (n *Node) Members(ctx context.Context) ([]Member, error) {
 	leader, _ := n.Leader()
 	var out []Member
 	for _, s := range f.Configuration().Servers {
+		i := n.serverInfo(string(s.ID))
 		out = append(out, Member{
 			ID: string(s.ID), Addr: string(s.Address),
 			Suffrage: suffrage(s.Suffrage), Leader: string(s.ID) == leader,
+			Format: i.Format, Release: i.Release,
 		})
 	}
 	return out, nil
@@ -159,8 +193,9 @@ func (n *Node) Stats() Stats {
 	_, _ = fmt.Sscan(n.raft.Stats()["last_snapshot_index"], &snapIdx)
 	s.LastSnapshotIndex = snapIdx
 	for _, sv := range n.servers() {
+		i := n.serverInfo(string(sv.ID))
 		s.Peers = append(s.Peers, Member{ID: string(sv.ID), Addr: string(sv.Address),
-			Suffrage: suffrage(sv.Suffrage), Leader: string(sv.ID) == lid})
+			Suffrage: suffrage(sv.Suffrage), Leader: string(sv.ID) == lid, Format: i.Format, Release: i.Release})
 	}
 	return s
 }

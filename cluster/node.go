@@ -71,6 +71,7 @@ type Node struct {
 	namedPeerIPs []netip.Addr
 	metrics      *metrics
 
+	infos    serverInfos // what the other servers run (serverinfo.go)
 	lead     *leadership
 	leaderCh *broadcast // fires whenever the known leader changes
 
@@ -194,6 +195,11 @@ func New(ctx context.Context, cfg Config, sm StateMachine) (*Node, error) {
 	n.fsm = newFSM(sm, cfg.DedupeEntries)
 	r, err := raft.NewRaft(rc, n.fsm, n.store, n.store, snaps, trans)
 	if err != nil {
+		// Raft says only that no snapshot restored; why is the state
+		// machine's (a snapshot of a newer format, after a downgrade).
+		if re := n.fsm.restoreFailure(); re != nil {
+			err = fmt.Errorf("%w: %w", err, re)
+		}
 		return nil, fmt.Errorf("start raft: %w", err)
 	}
 	n.raft = r
@@ -201,6 +207,9 @@ func New(ctx context.Context, cfg Config, sm StateMachine) (*Node, error) {
 
 	n.spawn(func() { n.watchLeadership(notify) })
 	n.spawn(n.watchObservations)
+	if every := cfg.ServerInfoEvery; every > 0 {
+		n.spawn(func() { n.askServers(every) })
+	}
 
 	if n.bootstrapPeer() {
 		var servers []raft.Server

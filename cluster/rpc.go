@@ -45,6 +45,9 @@ type rpcResponse struct {
 	Msg   string `json:"msg,omitempty"`
 	Resp  []byte `json:"resp,omitempty"`
 	Index uint64 `json:"index,omitempty"`
+	// Format and Release answer opInfo.
+	Format  int    `json:"format,omitempty"`
+	Release string `json:"release,omitempty"`
 }
 
 // errorCodes carry sentinel errors across the wire so errors.Is works on
@@ -164,6 +167,8 @@ func (n *Node) handleRPC(req rpcRequest) rpcResponse {
 	switch req.Op {
 	case opPing:
 		return rpcResponse{}
+	case opInfo:
+		return rpcResponse{Format: n.cfg.Format, Release: n.cfg.Release}
 	case opPropose:
 		resp, idx, err := n.applyLocal(ctx, req.Key, req.Cmd)
 		if err != nil {

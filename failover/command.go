@@ -69,7 +69,7 @@ type applyArgs struct {
 var payloadTypes = []Payload{
 	Observe{}, Tick{}, Failover{}, Failback{}, Pause{}, Resume{}, Ack{},
 	ActionResult{}, SetPolicy{}, BreakGlass{}, Remediation{}, Membership{},
-	DrillStart{}, DrillStep{}, DrillEnd{}, BreakGlassRejected{},
+	DrillStart{}, DrillStep{}, DrillEnd{}, BreakGlassRejected{}, SetFormat{},
 }
 
 // Type returns the command's type, "" when it has no payload.
@@ -387,6 +387,9 @@ func Decode(b []byte) (Command, error) {
 	if err != nil {
 		return Command{}, fmt.Errorf("decode command: %w", err)
 	}
+	if f, ok := c.Payload.(SetFormat); ok && f.Format > Format {
+		return Command{}, fmt.Errorf("decode command: %w", unreadableFormat(f.Format))
+	}
 	return c, nil
 }
 
@@ -418,9 +421,23 @@ func (c *Command) UnmarshalJSON(b []byte) error {
 // before the leader, so an old leader keeps proposing entries that old
 // followers can decode, with the old meaning, and every replica, old or
 // new, applies them alike.
-func Stamp(b []byte, at int64) ([]byte, error) {
+func Stamp(b []byte, at int64) ([]byte, error) { return StampFormat(b, at, Format, Format) }
+
+// StampFormat is Stamp on a leader whose cluster writes log format
+// effective (Machine.Format) and whose servers all read everyServer: it
+// refuses, with CheckFormat's refusal, a command that needs a newer
+// format than effective, but for a SetFormat, which raises effective and
+// may go as far as everyServer.
+func StampFormat(b []byte, at int64, effective, everyServer int) ([]byte, error) {
 	c, err := Decode(b)
 	if err != nil {
+		return nil, fmt.Errorf("stamp: %w", err)
+	}
+	writable := effective
+	if f, ok := c.Payload.(SetFormat); ok && f.Format <= everyServer {
+		writable = max(effective, f.Format)
+	}
+	if err := CheckFormat(c, writable); err != nil {
 		return nil, fmt.Errorf("stamp: %w", err)
 	}
 	c.At = at

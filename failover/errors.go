@@ -21,6 +21,12 @@ var (
 	ErrUnknownGen = errors.New("unknown generation")
 )
 
+// ErrUnreadable means a log entry or snapshot needs a newer log format
+// than this binary reads (see Format): the replica must stop applying,
+// never skip the entry. An entry's error wraps ErrBadCommand too, so a
+// response encodes it as any unreadable entry's.
+var ErrUnreadable = errors.New("needs a newer log format")
+
 // Safety rules, as named in RefusedError.Rule, withheld history entries and the status page.
 const (
 	RulePaused          = "paused"           // automatic decisions are paused
@@ -133,6 +139,10 @@ func encodeResponse(r Result, err error) []byte {
 	}
 	return b
 }
+
+// EncodeError encodes err as Apply answers a command that failed at log
+// index: for a wrapper of the machine that refuses an entry itself.
+func EncodeError(index uint64, err error) []byte { return encodeResponse(Result{Index: index}, err) }
 
 // DecodeResponse parses what Apply returned. A failed command comes back as
 // an error that matches the same sentinel (and is a *RefusedError for

@@ -32,12 +32,26 @@ func New() *Machine {
 // Result or error (read it with DecodeResponse). It is deterministic: the
 // same log gives the same state and the same responses on every replica.
 func (m *Machine) Apply(index uint64, data []byte) []byte {
-	c, err := Decode(data)
+	resp, err := m.ApplyEntry(index, data)
 	if err != nil {
 		return encodeResponse(Result{Index: index}, err)
 	}
+	return resp
+}
+
+// ApplyEntry is Apply for a replica that must not skip what it cannot
+// read: when data does not decode, it returns the error and applies
+// nothing. Every entry a leader writes decoded on that leader (Stamp), so
+// an entry that does not decode here needs a newer binary (or the log is
+// damaged), and the replica must stop rather than diverge (invariant 15).
+// Any other error is the command's and is in the response, as Apply's.
+func (m *Machine) ApplyEntry(index uint64, data []byte) ([]byte, error) {
+	c, err := Decode(data)
+	if err != nil {
+		return nil, err
+	}
 	r, err := m.Step(index, c)
-	return encodeResponse(r, err)
+	return encodeResponse(r, err), nil
 }
 
 // Step applies one command at log index. A decision's generation is its
@@ -824,8 +838,12 @@ func (m *Machine) Snapshot() ([]byte, error) {
 }
 
 // Restore replaces all state with a snapshot taken by Snapshot. On error the
-// machine is unchanged.
+// machine is unchanged; a snapshot of a newer log format than Format is
+// refused with an error wrapping ErrUnreadable.
 func (m *Machine) Restore(b []byte) error {
+	if f := snapshotFormat(b); f > Format {
+		return fmt.Errorf("decode snapshot: it records log format %d, newer than this binary's %d (a downgrade below the format in use): %w", f, Format, ErrUnreadable)
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	var snap snapshot

@@ -377,6 +377,10 @@ type state struct {
 	// record is evicted, and absent from older snapshots: their binaries
 	// kept nothing of an evicted record, so there is nothing to rebuild.
 	RemediationBudgets map[string]*RemediationBudget `json:"remediation_budgets,omitempty"`
+	// Format is the cluster's effective log format (SetFormat): what the
+	// leader may write. Absent (LegacyFormat) until a SetFormat raised it,
+	// so older snapshots read as before.
+	Format int `json:"format,omitempty"`
 }
 
 func newState() state {

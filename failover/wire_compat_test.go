@@ -89,6 +89,8 @@ func wireCommands() []struct {
 		{"break_glass_rejected", Command{At: 26, Payload: BreakGlassRejected{Marker: "3f2a9c0d1e4b5a69", Why: MarkerForged,
 			Reason: "its MAC does not verify", Claim: "site=backup actor=alice", Actor: "a"}}},
 		{"break_glass_rejected zero", Command{Payload: BreakGlassRejected{}}},
+		{"set_format", Command{At: 27, Payload: SetFormat{Format: 1}}},
+		{"set_format zero", Command{Payload: SetFormat{}}},
 	}
 }
 

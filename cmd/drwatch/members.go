@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"text/tabwriter"
 
@@ -109,9 +111,22 @@ func membersList(ctx context.Context, w io.Writer, flags *clientFlags, format ou
 		return structured(w, format, out)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tRAFT ADDRESS\tSUFFRAGE\tLEADER")
+	fmt.Fprintln(tw, "ID\tRAFT ADDRESS\tSUFFRAGE\tLEADER\tFORMAT\tRELEASE")
 	for _, m := range out.Members {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\n", m.ID, m.Addr, m.Suffrage, m.Leader)
+		format, release := strconv.Itoa(m.Format), cmp.Or(m.Release, "-")
+		switch {
+		case m.Format == cluster.UnknownFormat:
+			format, release = "?", "not reachable"
+		case m.Format == cluster.LegacyFormat && m.Release == "":
+			release = "before log formats"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\n", m.ID, m.Addr, m.Suffrage, m.Leader, format, release)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if desc, newest, differ := cluster.DescribeReleases(out.Members); differ {
+		fmt.Fprintf(w, "warning: the servers run different releases (an upgrade under way?): %s; the leader writes what format %d adds only once every server reads it\n", desc, newest)
+	}
+	return nil
 }

@@ -32,7 +32,9 @@ func newServeCmd() *cobra.Command {
 		Long: `Run one watcher node. It probes both sites, sends its reports to the Raft
 leader, and serves the HTTP API and status page on api_addr. While it leads,
 it reconciles DNS with the replicated decision. SIGTERM stops probing, hands
-leadership to a peer, flushes and exits 0.`,
+leadership to a peer, flushes and exits 0. A node that meets a log entry or a
+snapshot its release cannot read (a newer log format) stops and exits 1,
+naming the entry: install a release that reads it.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if s.file == "" {
@@ -83,6 +85,9 @@ func (s *serveCmd) Run(ctx context.Context) error {
 		log.Info("shutting down", "reason", "signal")
 	case err = <-errc:
 		log.Error("api server failed", "err", err)
+	case <-n.Halted():
+		// The replica logged why; the node must not run on a frozen state.
+		err = fmt.Errorf("stopped: %w", n.HaltError())
 	}
 	// Reverse order of start-up; clean-up must finish even though ctx ended.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/drwatch/drwatch/cluster"
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/failover/drillrun"
 	"github.com/drwatch/drwatch/failover/reconcile"
@@ -106,12 +107,46 @@ func (w *Watcher) tickLoop(ctx context.Context) {
 		} else {
 			w.propose(ctx, failover.Command{Payload: failover.Tick{}})
 		}
+		w.raiseFormat(ctx)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
 	}
+}
+
+// ServerFormats is what a leader needs to raise the cluster's log
+// format; *cluster.Node has it.
+type ServerFormats interface {
+	// ServerInfos is what every server of the configuration runs, as
+	// this node last learnt it, without blocking.
+	ServerInfos() []cluster.ServerInfo
+}
+
+// raiseFormat records in the log, once every server of the configuration
+// has said it reads a newer log format than the cluster's, that the
+// leader may now write it (failover.SetFormat). A server that could not be
+// asked holds it back, and so does one from before formats.
+func (w *Watcher) raiseFormat(ctx context.Context) {
+	sf, ok := w.cfg.Cluster.(ServerFormats)
+	if !ok {
+		return
+	}
+	infos := sf.ServerInfos()
+	if len(infos) == 0 {
+		return
+	}
+	every := failover.Format
+	for _, i := range infos {
+		every = min(every, i.Format)
+	}
+	from := w.machine.Format()
+	if every <= from {
+		return
+	}
+	w.log.Info("raising the log format", "from", from, "to", every, "servers", len(infos))
+	w.propose(ctx, failover.Command{Payload: failover.SetFormat{Format: every}})
 }
 
 func (w *Watcher) propose(ctx context.Context, c failover.Command) {

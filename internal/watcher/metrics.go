@@ -2,6 +2,7 @@ package watcher
 
 import (
 	"errors"
+	"runtime/debug"
 	"time"
 
 	"github.com/drwatch/drwatch/cluster"
@@ -43,6 +44,8 @@ var (
 	descDrillSch  = prometheus.NewDesc("drwatch_drill_schedule_seconds", "This node's drill.schedule; 0 when scheduled drills are off.", nil, nil)
 	descDrillRTO  = prometheus.NewDesc("drwatch_drill_rto_seconds", "What the last drill that passed measured, by step: commit, write, propagation, detection (the policy's floor), ttl, and total (detection, commit, write, propagation).", []string{"step"}, nil)
 	descDrillFail = prometheus.NewDesc("drwatch_drill_failures_total", "Drills that failed, among the last 100 the replicated state keeps.", nil, nil)
+	descFormat    = prometheus.NewDesc("drwatch_log_format", "Log formats: the newest this binary reads (of=binary) and the one the cluster writes, as this replica applied it (of=cluster). They differ while an upgrade is under way.", []string{"of"}, nil)
+	descHalted    = prometheus.NewDesc("drwatch_replica_halted", "1 once this node's replica met a log entry or snapshot its release cannot read and stopped applying (the node then exits).", nil, nil)
 	descMarkerRej = prometheus.NewDesc("drwatch_break_glass_rejected_timestamp_seconds", "When the leader last refused a break-glass marker (forged, foreign, stale or not served), as held in the replicated history; absent while none was.", nil, nil)
 )
 
@@ -99,7 +102,7 @@ func (m *metrics) reconciled(r reconcile.Report) {
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descDownVotes, descUpVotes, descQuorum, descVerdict, descActive, descPaused,
 		descBlocked, descFailovers, descLastFlip, descWatchers, descDisagree, descBuild, descGen, descDone, descCertExp,
-		descDrillOK, descDrillRTO, descDrillFail, descDrillSch, descMarkerRej} {
+		descDrillOK, descDrillRTO, descDrillFail, descDrillSch, descMarkerRej, descFormat, descHalted} {
 		ch <- d
 	}
 }
@@ -117,6 +120,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		return 0
 	}
 	gauge(descBuild, 1, BuildInfo.Version, BuildInfo.Commit, BuildInfo.Date)
+	gauge(descFormat, failover.Format, "binary")
+	gauge(descFormat, float64(m.w.machine.Format()), "cluster")
+	gauge(descHalted, b(m.w.cfg.FSM.Halted() != nil))
 	if c := m.w.cfg.Credentials; c != nil {
 		gauge(descCertExp, float64(c.NotAfter().Unix()))
 	}
@@ -213,4 +219,26 @@ func (m *metrics) collectDrills(ch chan<- prometheus.Metric, p *failover.Policy)
 	}{{"commit", t.Commit}, {"write", t.Write}, {"propagation", t.Propagation}, {"detection", rto.Detection}, {"ttl", t.TTL}, {"total", rto.Total()}} {
 		ch <- prometheus.MustNewConstMetric(descDrillRTO, prometheus.GaugeValue, s.d.Seconds(), s.step)
 	}
+}
+
+// Release is this binary's release as a node tells its peers: the version
+// and the commit stamped by `make build`, or, in a plain `go build`, the
+// commit the Go toolchain recorded.
+func Release() string {
+	commit := BuildInfo.Commit
+	if bi, ok := debug.ReadBuildInfo(); ok && commit == "unknown" {
+		var dirty string
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				commit = s.Value[:min(12, len(s.Value))]
+			case "vcs.modified":
+				if s.Value == "true" {
+					dirty = "+dirty"
+				}
+			}
+		}
+		commit += dirty
+	}
+	return BuildInfo.Version + " (" + commit + ")"
 }

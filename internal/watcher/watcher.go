@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -127,6 +128,11 @@ type FSM struct {
 	// applied the last index applied or restored since then. Both are
 	// touched only by the cluster's apply goroutine.
 	replayThrough, applied uint64
+	// halt is closed, and haltErr set, when the replica met an entry or a
+	// snapshot it cannot read: from then on it applies nothing.
+	halt     chan struct{}
+	haltOnce sync.Once
+	haltErr  atomic.Pointer[error]
 }
 
 // NewFSM wraps m for the cluster. log receives one line per history entry
@@ -136,7 +142,7 @@ func NewFSM(m *failover.Machine, log *slog.Logger) *FSM {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &FSM{m: m, log: log, changed: make(chan struct{}, 1), dnsChanged: make(chan struct{}, 1), drillChanged: make(chan struct{}, 1),
-		suspectChanged: make(chan struct{}, 1)}
+		suspectChanged: make(chan struct{}, 1), halt: make(chan struct{})}
 }
 
 var (
@@ -147,8 +153,22 @@ var (
 // Apply implements cluster.StateMachine. The decision core stays pure; the
 // history lines are written here, after it, from what it recorded, and
 // change nothing that is replicated.
+//
+// An entry this replica cannot read (failover.Machine.ApplyEntry) halts
+// it: it is never skipped, since the replicas that read it would then
+// decide from a state this one never had (invariant 15). A halted replica
+// applies nothing more and answers every entry with the halting error;
+// Halted tells the node, which stops.
 func (s *FSM) Apply(index uint64, cmd []byte) []byte {
-	out := s.m.Apply(index, cmd)
+	if err := s.Halted(); err != nil {
+		return failover.EncodeError(index, err)
+	}
+	out, err := s.m.ApplyEntry(index, cmd)
+	if err != nil {
+		err = fmt.Errorf("log entry %d cannot be read by this binary (log format %d): %w", index, failover.Format, err)
+		s.stop(err)
+		return failover.EncodeError(index, err)
+	}
 	s.applied = index
 	for _, e := range s.m.EntriesAt(index) {
 		s.logEntry(e, index <= s.replayThrough, false)
@@ -213,7 +233,13 @@ func (s *FSM) Snapshot() ([]byte, error) { return s.m.Snapshot() }
 // snapshot Raft restores at start is the node's own, and its entries
 // were logged when they were applied.
 func (s *FSM) Restore(b []byte) error {
+	if err := s.Halted(); err != nil {
+		return err
+	}
 	if err := s.m.Restore(b); err != nil {
+		if errors.Is(err, failover.ErrUnreadable) {
+			s.stop(err)
+		}
 		return err
 	}
 	if s.applied != 0 {
@@ -226,6 +252,28 @@ func (s *FSM) Restore(b []byte) error {
 	s.applied = s.m.View().Index
 	return nil
 }
+
+// stop halts the replica for err, once, and says so: a human must
+// install a release that reads the log.
+func (s *FSM) stop(err error) {
+	s.haltOnce.Do(func() {
+		s.haltErr.Store(&err)
+		s.log.Error("replica halted: it stops applying the log", "err", err,
+			"log_format", failover.Format, "fix", "install a release that reads this log on this node")
+		close(s.halt)
+	})
+}
+
+// Halted returns why the replica stopped applying, nil while it applies.
+func (s *FSM) Halted() error {
+	if p := s.haltErr.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// HaltCh is closed when the replica halts (see Halted).
+func (s *FSM) HaltCh() <-chan struct{} { return s.halt }
 
 // Watcher is one watcher's running loops and what they last saw.
 type Watcher struct {
@@ -352,6 +400,9 @@ func (w *Watcher) LastDNSCheck() DNSCheck {
 func (w *Watcher) Warnings(v failover.View, st cluster.Stats, stale float64) []string {
 	var out []string
 	id := w.cfg.Node
+	if err := w.cfg.FSM.Halted(); err != nil {
+		out = append(out, fmt.Sprintf("this node (%s) stopped applying the log: %v; what follows is frozen — install a release that reads it", id, err))
+	}
 	if st.StorageError != "" {
 		out = append(out, fmt.Sprintf("this node (%s) cannot write its raft log: %s; it cannot persist decisions and its view is falling behind — free or fix %s", id, st.StorageError, w.cfg.DataDir))
 	}
@@ -368,6 +419,9 @@ func (w *Watcher) Warnings(v failover.View, st cluster.Stats, stale float64) []s
 	if v.Policy != nil && v.PolicyHash != w.hash {
 		out = append(out, fmt.Sprintf("this node's config file differs from the replicated policy (file %s, cluster %s): the cluster decides by its replicated policy", failover.ShortHash(w.hash), failover.ShortHash(v.PolicyHash)))
 	}
+	if m := MixedReleases(st.Peers, w.machine.Format()); m != "" {
+		out = append(out, m)
+	}
 	w.mu.Lock()
 	repErr := w.lastReport.err
 	w.mu.Unlock()
@@ -375,6 +429,19 @@ func (w *Watcher) Warnings(v failover.View, st cluster.Stats, stale float64) []s
 		out = append(out, "this node's probe reports are not being committed: "+repErr.Error())
 	}
 	return append(out, v.Warnings...)
+}
+
+// MixedReleases is the status warning while the servers run different
+// releases or log formats (a rolling upgrade under way), "" while they
+// agree: each server's release and format, and the format the cluster
+// writes (effective) until every server reads the newest.
+func MixedReleases(members []cluster.Member, effective int) string {
+	desc, newest, differ := cluster.DescribeReleases(members)
+	if !differ {
+		return ""
+	}
+	return fmt.Sprintf("the servers run different releases (an upgrade under way?): %s; the leader writes log format %d until every server reads %d",
+		desc, effective, max(effective, newest))
 }
 
 // History is the replicated history, oldest first.
@@ -441,6 +508,9 @@ func (w *Watcher) recordMembership(ctx context.Context, m failover.Membership) e
 
 // Submit proposes a command and returns the decision core's result.
 func (w *Watcher) Submit(ctx context.Context, c failover.Command) (failover.Result, uint64, error) {
+	if err := w.checkFormat(c); err != nil {
+		return failover.Result{}, 0, err
+	}
 	res, index, err := failover.Submit(ctx, w.cfg.Cluster, c)
 	if err != nil {
 		return failover.Result{}, index, err
@@ -448,6 +518,31 @@ func (w *Watcher) Submit(ctx context.Context, c failover.Command) (failover.Resu
 	// Make the local replica catch up, so a read right after sees the write.
 	_ = w.cfg.Cluster.WaitApplied(ctx, index)
 	return res, index, nil
+}
+
+// checkFormat refuses, on whichever node takes the command, one that needs
+// a newer log format than the cluster writes (failover.CheckFormat), and
+// names the servers that do not read it yet. The leader refuses it too,
+// but a refusal forwarded from the leader loses its rule, and the
+// operator's exit code 3 with it.
+func (w *Watcher) checkFormat(c failover.Command) error {
+	err := failover.CheckFormat(c, w.machine.Format())
+	var re *failover.RefusedError
+	if !errors.As(err, &re) {
+		return err
+	}
+	need := c.NeedsFormat()
+	var lag []string
+	for _, m := range w.cfg.Cluster.Stats().Peers {
+		if m.Format < need {
+			desc, _, _ := cluster.DescribeReleases([]cluster.Member{m})
+			lag = append(lag, desc)
+		}
+	}
+	if len(lag) > 0 {
+		re.Message += "; servers that do not read it yet: " + strings.Join(lag, ", ")
+	}
+	return re
 }
 
 // Ready returns nil once Raft has joined and a leader is known.

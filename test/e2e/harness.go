@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -514,6 +515,9 @@ type Node struct {
 	// FileLimit, when set, is the process's open file limit (soft and
 	// hard, so Go does not raise it) from the next Start on.
 	FileLimit uint64
+	// Bin, when set, is the binary the node runs from the next Start on
+	// (an earlier release, for the upgrade test); default the world's.
+	Bin string
 
 	w      *World
 	mu     sync.Mutex
@@ -538,12 +542,13 @@ func (n *Node) Start() error {
 		return err
 	}
 	fmt.Fprintf(logf, "=== e2e: start %s at %s\n", n.ID, time.Now().Format(time.RFC3339Nano))
-	cmd := exec.Command(n.w.Bin, "serve", "--config", n.ConfigPath)
+	bin := cmp.Or(n.Bin, n.w.Bin)
+	cmd := exec.Command(bin, "serve", "--config", n.ConfigPath)
 	if n.FileLimit > 0 {
 		// Set before the binary runs: it sizes its API budget at start.
 		// The shell execs the binary, so the pid stays the node's.
 		cmd = exec.Command("/bin/sh", "-c", `ulimit -n "$0" && exec "$@"`,
-			strconv.FormatUint(n.FileLimit, 10), n.w.Bin, "serve", "--config", n.ConfigPath)
+			strconv.FormatUint(n.FileLimit, 10), bin, "serve", "--config", n.ConfigPath)
 	}
 	cmd.Env = cleanEnv()
 	// Through a pipe, not the file itself, so that a file-size limit put

@@ -43,7 +43,7 @@ var exported = []string{
 	"drwatch_dns_update_duration_seconds", "drwatch_dns_records_match_desired",
 	"drwatch_tls_cert_expiry_timestamp_seconds", "drwatch_break_glass_rejected_timestamp_seconds",
 	"drwatch_drill_last_success_timestamp_seconds", "drwatch_drill_rto_seconds", "drwatch_drill_failures_total",
-	"drwatch_drill_schedule_seconds",
+	"drwatch_drill_schedule_seconds", "drwatch_log_format", "drwatch_replica_halted",
 	// probes
 	"drwatch_probe_success", "drwatch_probe_duration_seconds", "drwatch_probe_cert_expiry_timestamp_seconds",
 	"drwatch_probe_failures_total", "drwatch_probe_rounds_total", "drwatch_probe_rounds_dropped_total",

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drwatch/drwatch/cluster"
 	"github.com/drwatch/drwatch/failover"
 )
 
@@ -152,6 +153,8 @@ type raftModel struct {
 type memberRow struct {
 	ID, Addr, Suffrage string
 	Leader, Self       bool
+	// Runs is the server's log format and release ("format 1, v1 (abc)").
+	Runs string
 }
 
 type incidentModel struct {
@@ -736,9 +739,20 @@ func raftOf(st *Status) raftModel {
 	}
 	for _, mb := range r.Members {
 		m.Members = append(m.Members, memberRow{ID: mb.ID, Addr: mb.Addr, Suffrage: mb.Suffrage,
-			Leader: mb.Leader || (st.Leader != "" && mb.ID == st.Leader), Self: mb.ID == st.ServedBy})
+			Leader: mb.Leader || (st.Leader != "" && mb.ID == st.Leader), Self: mb.ID == st.ServedBy, Runs: memberRuns(mb)})
 	}
 	return m
+}
+
+// memberRuns says what a member runs, as the serving node last learnt it.
+func memberRuns(m cluster.Member) string {
+	switch {
+	case m.Format == cluster.UnknownFormat:
+		return "release unknown (not reachable)"
+	case m.Format == cluster.LegacyFormat && m.Release == "":
+		return "format 0 (a release from before log formats)"
+	}
+	return fmt.Sprintf("format %d, %s", m.Format, m.Release)
 }
 
 var kindTitle = map[string]string{

@@ -303,7 +303,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
 <dt>this node</dt><dd>{{.ServedBy}}: {{.Raft.State}}, last contact with the leader: {{.Raft.LastContact}}</dd>
 <dt>term</dt><dd>{{.Raft.Term}}</dd>
 <dt>log</dt><dd>commit {{.Raft.Commit}} · applied {{.Raft.Applied}} · last snapshot {{.Raft.Snapshot}}</dd>
-<dt>members</dt><dd>{{range .Raft.Members}}<div>{{.ID}} <span class="mono muted">{{.Addr}}</span> {{.Suffrage}}{{if .Leader}} <span class="pill ok">leader</span>{{end}}{{if .Self}} <span class="pill manual">serving this page</span>{{end}}</div>{{else}}<span class="muted">unknown</span>{{end}}</dd>
+<dt>members</dt><dd>{{range .Raft.Members}}<div>{{.ID}} <span class="mono muted">{{.Addr}}</span> {{.Suffrage}} <span class="muted">{{.Runs}}</span>{{if .Leader}} <span class="pill ok">leader</span>{{end}}{{if .Self}} <span class="pill manual">serving this page</span>{{end}}</div>{{else}}<span class="muted">unknown</span>{{end}}</dd>
 </dl>
 </section>
 <p class="small muted" id="served-by">Served by {{.ServedBy}} at {{.ServedAt}}, from its own replica of the replicated state{{if .DataAge}} (last applied {{.DataAge}} ago){{end}}.</p>

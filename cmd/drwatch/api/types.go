@@ -88,6 +88,9 @@ type Status struct {
 	ClusterHealth []clusterhealth.Site `json:"cluster_health"`
 	// Drill is the last drill, the running one and whether to worry.
 	Drill DrillStatus `json:"drill"`
+	// LogFormat is the cluster's effective log format as this replica
+	// applied it (failover.Machine.Format).
+	LogFormat int `json:"log_format"`
 }
 
 // RaftStatus summarises this node's Raft state.

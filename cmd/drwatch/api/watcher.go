@@ -57,6 +57,7 @@ func (wb WatcherBackend) Status(ctx context.Context) Status {
 	s.ClusterHealth = wb.ClusterHealth()
 	schedule, timeout := wb.DrillSchedule()
 	s.Drill = NewDrillStatus(v, schedule, timeout, now)
+	s.LogFormat = wb.Machine().Format()
 	return s
 }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/drwatch/drwatch/cluster"
@@ -55,6 +56,7 @@ type Options struct {
 type Node struct {
 	api.WatcherBackend
 	cluster *cluster.Node
+	fsm     *watcher.FSM
 	creds   *cluster.Credentials // this node's TLS identity; the watcher reloads it
 
 	probeCancel context.CancelFunc
@@ -186,15 +188,29 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 		}
 	}
 	fsm := watcher.NewFSM(machine, log)
+	n.fsm = fsm
+	// The leader writes what the cluster's recorded log format reads, and
+	// raises it only to what every server has said it reads (invariant 15).
+	var member atomic.Pointer[cluster.Node]
+	everyServer := func() int {
+		if cn := member.Load(); cn != nil {
+			return cn.MinFormat()
+		}
+		return cluster.UnknownFormat
+	}
 	n.cluster, err = cluster.New(ctx, cluster.Config{
 		NodeID: c.Node.ID, DataDir: c.Node.DataDir, BindAddr: c.Node.RaftAddr, AdvertiseAddr: self.RaftAddr,
 		Peers: peers, TLS: creds, RaftTiming: c.Raft,
-		LeaderTransform: func(cmd []byte) ([]byte, error) { return failover.Stamp(cmd, now().UnixNano()) },
-		Logger:          base, Registerer: reg,
+		LeaderTransform: func(cmd []byte) ([]byte, error) {
+			return failover.StampFormat(cmd, now().UnixNano(), machine.Format(), everyServer())
+		},
+		Format: failover.Format, Release: watcher.Release(), ServerInfoEvery: cluster.DefaultServerInfoEvery,
+		Logger: base, Registerer: reg,
 	}, fsm)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
+	member.Store(n.cluster)
 
 	reloadEvery := o.CredentialsReloadEvery
 	if reloadEvery <= 0 {
@@ -234,6 +250,14 @@ var _ api.Backend = (*Node)(nil)
 
 // Cluster is the node's Raft member.
 func (n *Node) Cluster() *cluster.Node { return n.cluster }
+
+// Halted is closed when this node's replica met a log entry or snapshot
+// it cannot read and stopped applying; HaltError says why. The node must
+// then stop: its state is frozen and no longer the cluster's.
+func (n *Node) Halted() <-chan struct{} { return n.fsm.HaltCh() }
+
+// HaltError is why the replica halted; nil while it applies.
+func (n *Node) HaltError() error { return n.fsm.Halted() }
 
 // Credentials is this node's TLS identity, kept current by the watcher: the
 // HTTP API serves from it too.

@@ -1,0 +1,174 @@
+package failover
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+)
+
+// Format is the newest log format this binary reads: every command type,
+// payload field, snapshot field and encoding it knows. A change that adds
+// any of them bumps Format by one and names what it adds in commandFormats
+// or fieldFormats (TestEveryCommandTypeAndFieldHasAFormat fails until it
+// does). A leader writes what a format adds only once the cluster's
+// effective format, raised by SetFormat when every server reads it, is at
+// least that format: invariant 15, a node never writes what a voter cannot
+// read (see DESIGN.md "Why log formats").
+const Format = 1
+
+// LegacyFormat is the format of a node that makes none known: a release
+// from before formats. It reads exactly what the release at the pinned
+// commit of docs/testing.md reads, which is every command type and field
+// listed in testdata/format/legacy.txt.
+const LegacyFormat = 0
+
+// commandFormats names the format that introduced each command type newer
+// than LegacyFormat.
+var commandFormats = map[CommandType]int{
+	CmdSetFormat: 1,
+}
+
+// fieldFormats names the format that introduced each field newer than
+// LegacyFormat, of a payload (and what it holds) or of the snapshot's
+// state, as "Type.json_name".
+var fieldFormats = map[string]int{
+	"SetFormat.format": 1,
+	"state.format":     1,
+}
+
+// RuleLogFormat names the refusal of a command that needs a newer log
+// format than the cluster's effective one.
+const RuleLogFormat = "log_format"
+
+// CmdSetFormat raises the cluster's effective log format.
+const CmdSetFormat CommandType = "set_format"
+
+// SetFormat raises the cluster's effective log format to Format. The
+// leader proposes it once every server of the configuration has made
+// known that it reads Format; from its index on, the leader may write what
+// that format adds. It never lowers the format: one not above the current
+// one changes nothing, so a retry or a stale leader's proposal is harmless.
+type SetFormat struct {
+	Format int `json:"format"`
+}
+
+// CommandType implements Payload.
+func (SetFormat) CommandType() CommandType { return CmdSetFormat }
+
+func (SetFormat) text() (reason, actor string) { return "", "" }
+
+func (f SetFormat) apply(s *state, a applyArgs) error {
+	if f.Format > Format {
+		// Decode refuses it first; Step may still be handed one.
+		return unreadableFormat(f.Format)
+	}
+	s.Format = max(s.Format, f.Format)
+	return nil
+}
+
+func unreadableFormat(f int) error {
+	return fmt.Errorf("log format %d is newer than this binary's %d: %w: %w", f, Format, ErrUnreadable, ErrBadCommand)
+}
+
+// NeedsFormat returns the oldest log format that reads c: the greatest
+// format of its type and of every field it sets (a field left at its zero
+// value is not written, or reads as before).
+func (c Command) NeedsFormat() int {
+	if c.Payload == nil {
+		return LegacyFormat
+	}
+	return max(commandFormats[c.Type()], valueFormat(reflect.ValueOf(c.Payload)))
+}
+
+// valueFormat is the greatest format of the fields v sets, at any depth.
+func valueFormat(v reflect.Value) int {
+	f := LegacyFormat
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			f = valueFormat(v.Elem())
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			f = max(f, valueFormat(v.Index(i)))
+		}
+	case reflect.Map:
+		for it := v.MapRange(); it.Next(); {
+			f = max(f, valueFormat(it.Value()))
+		}
+	case reflect.Struct:
+		t := v.Type()
+		for i := range t.NumField() {
+			fv := v.Field(i)
+			if fv.IsZero() {
+				continue
+			}
+			if name, ok := jsonName(t.Field(i)); ok {
+				f = max(f, fieldFormats[t.Name()+"."+name])
+			}
+			if t.Field(i).IsExported() {
+				f = max(f, valueFormat(fv))
+			}
+		}
+	}
+	return f
+}
+
+// jsonName is the key encoding/json writes sf under; ok is false for a
+// field it never writes.
+func jsonName(sf reflect.StructField) (string, bool) {
+	if !sf.IsExported() {
+		return "", false
+	}
+	tag := sf.Tag.Get("json")
+	if tag == "-" {
+		return "", false
+	}
+	name, _, _ := strings.Cut(tag, ",")
+	if name == "" {
+		name = sf.Name
+	}
+	return name, true
+}
+
+// CheckFormat refuses c when it needs a newer log format than effective,
+// the cluster's (Machine.Format): a leader must not write it yet, since a
+// server that cannot read it would stop applying. The refusal is a
+// *RefusedError with RuleLogFormat.
+func CheckFormat(c Command, effective int) error {
+	need := c.NeedsFormat()
+	if need <= effective {
+		return nil
+	}
+	return &RefusedError{
+		Rule: RuleLogFormat,
+		Message: fmt.Sprintf("command %s needs log format %d, and the cluster writes format %d until every server reads %d",
+			c.Type(), need, effective, need),
+		Override: "upgrade the servers that lag (drwatch members list shows each one's format); the leader raises the format by itself",
+	}
+}
+
+// Format returns the cluster's effective log format as this replica has
+// applied it: LegacyFormat until a SetFormat raised it.
+func (m *Machine) Format() int {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.st.Format
+}
+
+// snapshotFormat reads the effective format a snapshot records, leniently,
+// so that a snapshot of a newer format is refused by its format and not by
+// the first field this binary does not know.
+func snapshotFormat(b []byte) int {
+	var s struct {
+		State struct {
+			Format int `json:"format"`
+		} `json:"state"`
+	}
+	if err := json.NewDecoder(bytes.NewReader(b)).Decode(&s); err != nil {
+		return LegacyFormat
+	}
+	return s.State.Format
+}

@@ -1,0 +1,263 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/test/faultproxy"
+)
+
+// PreviousRelease is the commit the upgrade test starts from: the newest
+// one before log formats, so its binary knows nothing of them and counts
+// as format 0 (failover.LegacyFormat). docs/testing.md says how to move it
+// forward.
+const PreviousRelease = "3ef9e9aaa2049ddb2e628ebc6e5e3b12ecdc21a9"
+
+// buildRelease builds ./cmd/drwatch as it was at commit, from this
+// clone's own history, and returns the binary's path.
+func buildRelease(t *testing.T, commit string) string {
+	t.Helper()
+	root := moduleRoot()
+	if out, err := exec.Command("git", "-C", root, "cat-file", "-e", commit+"^{commit}").CombinedOutput(); err != nil {
+		t.Fatalf("commit %s, the release the upgrade test starts from, is not in this clone's history (%v: %s): "+
+			"a shallow clone lacks it; run `git fetch --unshallow` (docs/testing.md)", commit, err, out)
+	}
+	src := t.TempDir()
+	archive := exec.Command("/bin/sh", "-c", `git -C "$0" archive --format=tar "$1" | tar -x -C "$2"`, root, commit, src)
+	if out, err := archive.CombinedOutput(); err != nil {
+		t.Fatalf("git archive %s: %v\n%s", commit, err, out)
+	}
+	bin := filepath.Join(t.TempDir(), "drwatch-"+commit[:12])
+	build := exec.Command("go", "build", "-o", bin, "./cmd/drwatch")
+	build.Dir = src
+	build.Env = append(os.Environ(), "GOFLAGS=-mod=readonly")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build drwatch at %s: %v\n%s", commit, err, out)
+	}
+	return bin
+}
+
+// Invariant 15, with a real earlier release: a trio of PreviousRelease is
+// upgraded one watcher at a time, the leader first, in the middle or
+// last. After every step, through an outage of the primary and a manual
+// failback, every watcher's reports are committed (the leader counts all
+// three UP), no entry is refused and no watcher stops, and the three
+// histories are identical and hold exactly the decisions a trio that
+// never upgraded makes: an automatic failover, then the manual failback.
+// While the trio is mixed this is done twice: under whichever watcher
+// leads after the step, and under an upgraded one (handLeadTo), which
+// must write nothing the others cannot read. Once all three run this
+// release, the log format is raised and applied everywhere.
+func TestUpgradeFromAnEarlierReleaseInAnyOrder(t *testing.T) {
+	old := buildRelease(t, PreviousRelease)
+	for _, order := range []struct {
+		name  string
+		roles []string
+	}{
+		{"leader first", []string{"leader", "follower", "follower"}},
+		{"leader in the middle", []string{"follower", "leader", "follower"}},
+		{"leader last", []string{"follower", "follower", "leader"}},
+	} {
+		t.Run(order.name, func(t *testing.T) {
+			w := New(t, Options{})
+			for _, n := range w.Nodes {
+				n.Bin = old
+				if err := n.Start(); err != nil {
+					t.Fatalf("start %s: %v", n.ID, err)
+				}
+			}
+			waitAllReporting(t, w)
+			upgraded := map[string]bool{}
+			for step, role := range order.roles {
+				n := pickRole(t, w, role, upgraded)
+				t.Logf("step %d: upgrading %s (the %s)", step+1, n.ID, role)
+				if code, err := n.Term(30 * time.Second); err != nil || code != 0 {
+					t.Fatalf("stop %s: exit %d, %v", n.ID, code, err)
+				}
+				n.Bin = ""
+				if err := n.Start(); err != nil {
+					t.Fatalf("start %s upgraded: %v", n.ID, err)
+				}
+				upgraded[n.ID] = true
+				waitAllReporting(t, w)
+				outageAndFailback(t, w)
+				if step < len(order.roles)-1 {
+					// The other way round too: this release leading one
+					// that cannot read what it does not yet write.
+					l := handLeadTo(t, w, func(n *Node) bool { return upgraded[n.ID] })
+					t.Logf("%s (upgraded) leads", l.ID)
+					checkMixed(t, w, n)
+					outageAndFailback(t, w)
+				}
+				checkNoneStopped(t, w)
+			}
+			Eventually(t, 60*time.Second, func() bool {
+				for _, n := range w.Nodes {
+					st, err := w.Status(n)
+					if err != nil || st.LogFormat != failover.Format {
+						return false
+					}
+				}
+				return true
+			}, "every watcher applying log format %d once all run this release", failover.Format)
+			outageAndFailback(t, w)
+			checkNoneStopped(t, w)
+		})
+	}
+}
+
+// pickRole returns a watcher not yet upgraded that has role now ("leader"
+// or "follower"). For "leader", an upgraded leader first hands the lead to
+// one not yet upgraded. When no watcher left has the role (a follower is
+// wanted, and the last one left leads), it returns that one and says so.
+func pickRole(t *testing.T, w *World, role string, upgraded map[string]bool) *Node {
+	t.Helper()
+	if role == "leader" {
+		return handLeadTo(t, w, func(n *Node) bool { return !upgraded[n.ID] })
+	}
+	l := w.Leader()
+	var rest []*Node
+	for _, n := range w.Nodes {
+		if upgraded[n.ID] {
+			continue
+		}
+		if n != l {
+			return n
+		}
+		rest = append(rest, n)
+	}
+	t.Logf("no watcher left to upgrade is a follower; taking %s, the leader", rest[0].ID)
+	return rest[0]
+}
+
+// handLeadTo makes a watcher that want accepts the leader and returns it.
+// While another leads, it is stopped (SIGTERM: it hands over leadership)
+// and started again on the same binary; the watchers want refuses are
+// frozen (SIGSTOP) until the leader has committed a few more entries and
+// then until it stopped, so that the most up-to-date peer it hands over
+// to is one want accepts.
+func handLeadTo(t *testing.T, w *World, want func(*Node) bool) *Node {
+	t.Helper()
+	for attempt := 0; attempt < 5; attempt++ {
+		var l *Node
+		Eventually(t, 60*time.Second, func() bool { l = w.Leader(); return l != nil }, "a leader")
+		if want(l) {
+			return l
+		}
+		st, err := w.Status(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var frozen []*Node
+		for _, n := range w.Nodes {
+			if n != l && !want(n) {
+				if err := n.Freeze(); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = n.Thaw() })
+				frozen = append(frozen, n)
+			}
+		}
+		Eventually(t, 30*time.Second, func() bool {
+			s, err := w.Status(l)
+			return err == nil && s.Raft.CommitIndex >= st.Raft.CommitIndex+3
+		}, "%s committing while the peers it must not hand over to are frozen", l.ID)
+		code, err := l.Term(30 * time.Second)
+		for _, n := range frozen {
+			if err := n.Thaw(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err != nil || code != 0 {
+			t.Fatalf("stop %s: exit %d, %v", l.ID, code, err)
+		}
+		if err := l.Start(); err != nil {
+			t.Fatalf("restart %s: %v", l.ID, err)
+		}
+		waitAllReporting(t, w)
+	}
+	t.Fatalf("the lead did not go where wanted in 5 hand-overs")
+	return nil
+}
+
+// waitAllReporting waits until the leader counts all three watchers UP
+// for both sites: every watcher's reports are committed, whichever
+// release leads.
+func waitAllReporting(t *testing.T, w *World) {
+	t.Helper()
+	Eventually(t, 90*time.Second, func() bool {
+		st, ok := w.LeaderView()
+		return ok && len(st.State.Sites[failover.Primary].Up) == 3 && len(st.State.Sites[failover.Backup].Up) == 3
+	}, "a leader counting all three watchers UP for both sites")
+}
+
+// checkMixed: while the releases differ, an upgraded watcher shows each
+// watcher's format and release and warns, and the cluster still writes
+// the format every watcher reads.
+func checkMixed(t *testing.T, w *World, upgraded *Node) {
+	t.Helper()
+	var out string
+	Eventually(t, 60*time.Second, func() bool {
+		out, _, _ = w.CLI(upgraded, "members", "list")
+		return strings.Contains(out, "before log formats") && strings.Contains(out, "warning: the servers run different releases")
+	}, "members list on %s naming the release from before log formats and warning", upgraded.ID)
+	st, err := w.Status(upgraded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.LogFormat != failover.LegacyFormat {
+		t.Errorf("mixed trio: %s applies log format %d, want %d\n%s", upgraded.ID, st.LogFormat, failover.LegacyFormat, out)
+	}
+	warned := false
+	for _, wn := range st.Warnings {
+		warned = warned || strings.Contains(wn, "different releases")
+	}
+	if !warned {
+		t.Errorf("mixed trio: status of %s warns %q, want the releases named", upgraded.ID, st.Warnings)
+	}
+}
+
+// outageAndFailback cuts every watcher off the primary until the trio
+// fails over, heals it, fails back by hand, and checks that the three
+// histories agree and end with those two decisions.
+func outageAndFailback(t *testing.T, w *World) {
+	t.Helper()
+	before := len(Decisions(w.SameHistory(30 * time.Second)))
+	primary := w.Sites[failover.Primary]
+	primary.SetMode(faultproxy.Reset)
+	Eventually(t, 60*time.Second, func() bool { return w.Answer() == BackupIP }, "BIND answering the backup after the primary's outage")
+	primary.SetMode(faultproxy.Pass)
+	waitAllReporting(t, w)
+	out, stderr, code := w.CLI(w.Follower(), "failback", "--reason", "upgrade test", "--yes", "--wait")
+	if code != 0 {
+		t.Fatalf("failback: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if got := w.Answer(); got != PrimaryIP {
+		t.Fatalf("after failback --wait BIND answers %s, want %s", got, PrimaryIP)
+	}
+	ds := Decisions(w.SameHistory(30 * time.Second))
+	if len(ds) != before+2 || ds[before].Kind != failover.KindAutoFailover || ds[before+1].Kind != failover.KindManualFailback {
+		t.Fatalf("decisions after the outage and failback:\n%s want %d before them, then auto_failover and manual_failback", Summary(ds), before)
+	}
+}
+
+// checkNoneStopped: every watcher runs, none halted, and no log holds an
+// entry or report refused for its encoding.
+func checkNoneStopped(t *testing.T, w *World) {
+	t.Helper()
+	for _, n := range w.Nodes {
+		if !n.Running() {
+			t.Errorf("%s is not running\n%s", n.ID, tail(n.Log(), 20))
+		}
+		for _, bad := range []string{"replica halted", "decode command", "unknown field", "unknown command type"} {
+			if ls := LogLines(n, bad); len(ls) > 0 {
+				t.Errorf("%s logged %q:\n%s", n.ID, bad, strings.Join(ls, "\n"))
+			}
+		}
+	}
+}
