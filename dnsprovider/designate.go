@@ -41,7 +41,9 @@ type DesignateConfig struct {
 // It has no compare-and-swap: Designate's recordset update takes no
 // precondition. What it does instead (a weak guard): SetRecords reads the
 // recordsets, and right before each update re-reads that recordset and
-// refuses with a *ConflictError if its version moved since the read. That
+// refuses with a *ConflictError if its version moved since the read; a
+// create that Designate refuses as a duplicate (409: another writer
+// created the recordset since the read) is a *ConflictError too. That
 // narrows, but does not close, the window in which a concurrent writer's
 // change is overwritten, and RRsets are written one by one, not atomically.
 // Safe for concurrent use.
@@ -229,6 +231,11 @@ func (d *Designate) SetRecords(ctx context.Context, sets []RRset) ([]RRset, erro
 		switch {
 		case !exists:
 			_, err = recordsets.Create(ctx, sc, zid, recordsets.CreateOpts{Name: AbsoluteName(s.Name, d.zone), Type: id.Type, TTL: ttl, Records: designateValues(s)}).Extract()
+			if gophercloud.ResponseCodeIs(err, http.StatusConflict) {
+				// 409 duplicate recordset: another writer created it
+				// since our read.
+				return changed, fmt.Errorf("designate create %s: %w", id, d.conflict(ctx, id))
+			}
 		default:
 			// Weak guard: the recordset must still be the version we read.
 			now, gerr := recordsets.Get(ctx, sc, zid, rs.ID).Extract()
@@ -254,6 +261,23 @@ func (d *Designate) SetRecords(ctx context.Context, sets []RRset) ([]RRset, erro
 		d.log.Info("dns records set", "rrsets", len(changed), "mode", "unconditional")
 	}
 	return changed, nil
+}
+
+// conflict builds the *ConflictError for a write another writer beat us
+// to, carrying the RRset as it is now.
+func (d *Designate) conflict(ctx context.Context, id RRsetID) error {
+	ce := &ConflictError{Rcode: "DUPLICATE"}
+	have, err := d.recordsets(ctx)
+	if err != nil {
+		ce.ReadErr = err
+		return ce
+	}
+	cur := RRset{Name: id.Name, Type: id.Type}
+	if rs, ok := have[id]; ok {
+		cur = fromRecordSet(id, rs)
+	}
+	ce.Current = []RRset{cur}
+	return ce
 }
 
 // classifyGophercloud maps HTTP statuses: 401/403 ErrAuth, 5xx retryable.

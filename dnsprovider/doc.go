@@ -61,10 +61,13 @@
 // closed. Writes of several RRsets are also not atomic there. Prefer RFC 2136
 // (tested here against BIND9 and Knot DNS) when you can.
 //
-// Designate: its recordset update takes no precondition. SetRecords re-reads
-// each recordset right before updating it and refuses (*ConflictError) if
-// its version moved since the read; a concurrent writer can still slip in
-// between that check and the update.
+// Designate: its recordset update takes no precondition (an If-Match is
+// ignored: checked against the real service). SetRecords re-reads each
+// recordset right before updating it and refuses (*ConflictError) if its
+// version moved since the read; a concurrent writer can still slip in
+// between that check and the update. A create that Designate refuses as a
+// duplicate (409: another writer created the RRset since the read) is a
+// *ConflictError too, carrying that writer's RRset.
 //
 // # Errors
 //

@@ -48,7 +48,8 @@ var (
 // ConflictError is returned by Swap when a prerequisite fails. It carries a
 // read of what the zone holds now, taken right after the failure.
 type ConflictError struct {
-	// Rcode is the server's answer ("NXRRSET", "YXRRSET", "NXDOMAIN", "YXDOMAIN").
+	// Rcode is the server's answer ("NXRRSET", "YXRRSET", "NXDOMAIN", "YXDOMAIN"),
+	// or for Designate "VERSION" (a recordset moved on) or "DUPLICATE" (409).
 	Rcode string
 	// Current holds the expected RRsets as they are now (same order as the
 	// Swap's expected); nil if the re-read failed.

@@ -390,3 +390,30 @@ func TestDesignateTXTRoundTrip(t *testing.T) {
 		t.Fatalf("named: got %v, %v; want it serving %q", res, err, set.Values)
 	}
 }
+
+// Another writer creates the recordset between the provider's read and
+// its create: Designate answers 409 (duplicate recordset), which the
+// provider reports as a *ConflictError carrying what the other writer
+// wrote: re-plan, do not retry blindly and do not give up.
+func TestDesignateConcurrentCreateIsAConflict(t *testing.T) {
+	s := designateStack(t)
+	proxy := newDesignateProxy(t, s)
+	p := designateProvider(t, s, designateZone, proxy.region, s.Member.Password)
+	name := "race-create." + designateZone
+	proxy.once(func(r *http.Request) bool {
+		return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/recordsets")
+	}, func() {
+		if err := memberCall(t, s, http.MethodPost, "/v2/zones/"+designateZoneOnce.id+"/recordsets",
+			map[string]any{"name": name, "type": "A", "ttl": 60, "records": []string{"192.0.2.66"}}, nil); err != nil {
+			t.Errorf("the other writer's create: %v", err)
+		}
+	})
+	_, err := p.SetRecords(designateCtx(t), []dnsprovider.RRset{{Name: "race-create", Type: "A", TTL: time.Minute, Values: []string{"203.0.113.10"}}})
+	var ce *dnsprovider.ConflictError
+	if !errors.As(err, &ce) || len(ce.Current) != 1 || len(ce.Current[0].Values) != 1 || ce.Current[0].Values[0] != "192.0.2.66" {
+		t.Fatalf("create raced by another writer: got %v, want *ConflictError carrying 192.0.2.66", err)
+	}
+	if dnsprovider.IsRetryable(err) || dnsprovider.IsTerminal(err) {
+		t.Errorf("conflict: got retryable=%v terminal=%v, want neither", dnsprovider.IsRetryable(err), dnsprovider.IsTerminal(err))
+	}
+}
