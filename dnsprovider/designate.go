@@ -209,14 +209,40 @@ func designateValues(s RRset) []string {
 	return out
 }
 
+// zoneState reads the zone's status and action: Designate accepts writes
+// into a zone in ERROR (and they reach the name servers only once the zone
+// recovers), refuses them (400) for a zone being deleted.
+func (d *Designate) zoneState(ctx context.Context, sc *gophercloud.ServiceClient, zid string) (*zones.Zone, error) {
+	z, err := zones.Get(ctx, sc, zid).Extract()
+	if err != nil {
+		return nil, fmt.Errorf("designate get zone: %w", classifyGophercloud(err))
+	}
+	if z.Action == "DELETE" {
+		return nil, fmt.Errorf("designate: %w: zone %s is being deleted (status %s)", ErrWrongZone, d.zone, z.Status)
+	}
+	return z, nil
+}
+
 // SetRecords implements Provider. Per RRset: create, update (guarded by the
 // recordset version, see the type doc) or delete. Not atomic across RRsets.
+//
+// A zone being deleted is ErrWrongZone, before any write. A zone in ERROR
+// (its last change did not reach every name server) still gets the writes,
+// as Designate accepts them and each one makes it push the zone again;
+// SetRecords then returns what it wrote with an error wrapping
+// ErrZoneError, retryable: the writes are not known to be served until
+// Designate reports the zone out of ERROR. PENDING is normal for a few
+// seconds after every change and is not an error.
 func (d *Designate) SetRecords(ctx context.Context, sets []RRset) ([]RRset, error) {
 	have, err := d.recordsets(ctx)
 	if err != nil {
 		return nil, err
 	}
 	sc, zid, err := d.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	z, err := d.zoneState(ctx, sc, zid)
 	if err != nil {
 		return nil, err
 	}
@@ -259,6 +285,9 @@ func (d *Designate) SetRecords(ctx context.Context, sets []RRset) ([]RRset, erro
 	}
 	if len(changed) > 0 {
 		d.log.Info("dns records set", "rrsets", len(changed), "mode", "unconditional")
+	}
+	if z.Status == "ERROR" {
+		return changed, fmt.Errorf("designate zone %s: %w", d.zone, ErrZoneError)
 	}
 	return changed, nil
 }

@@ -417,3 +417,104 @@ func TestDesignateConcurrentCreateIsAConflict(t *testing.T) {
 		t.Errorf("conflict: got retryable=%v terminal=%v, want neither", dnsprovider.IsRetryable(err), dnsprovider.IsTerminal(err))
 	}
 }
+
+// A zone whose name server is down goes to ERROR once Designate gives up
+// polling it. Writes into it are accepted and sent when the zone
+// recovers, but until then SetRecords reports ErrZoneError (retryable):
+// the flip is not known to be served. With the name server back,
+// Designate's periodic recovery pushes the zone and the error goes away.
+func TestDesignateZoneInErrorIsReported(t *testing.T) {
+	s := designateStack(t)
+	ctx := designateCtx(t)
+	zone := "broken.designate.test."
+	zid, err := s.CreateZone(ctx, s.Member, zone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := designateProvider(t, s, zone, s.Region, s.Member.Password)
+	lms := func(ip string) []dnsprovider.RRset {
+		return []dnsprovider.RRset{{Name: "lms", Type: "A", TTL: time.Minute, Values: []string{ip}}}
+	}
+	s.StopDesignateBackend()
+	t.Cleanup(func() {
+		if !s.alive("named") {
+			if err := s.StartDesignateBackend(); err != nil {
+				t.Errorf("restart named: %v", err)
+			}
+		}
+	})
+	if _, err := p.SetRecords(ctx, lms("203.0.113.10")); err != nil {
+		t.Fatalf("write while the zone is still ACTIVE: got %v, want nil", err)
+	}
+	if err := s.WaitZone(ctx, s.Member, zid, "ERROR"); err != nil {
+		t.Fatal(err)
+	}
+	changed, err := p.SetRecords(ctx, lms("198.51.100.10"))
+	if len(changed) != 1 || !errors.Is(err, dnsprovider.ErrZoneError) || !dnsprovider.IsRetryable(err) {
+		t.Fatalf("write into a zone in ERROR: got %d written, %v (retryable=%v); want 1, ErrZoneError, retryable", len(changed), err, dnsprovider.IsRetryable(err))
+	}
+	if err := s.WaitZone(ctx, s.Member, zid, "ERROR"); err != nil {
+		t.Fatal(err)
+	}
+	changed, err = p.SetRecords(ctx, lms("198.51.100.10"))
+	if len(changed) != 0 || !errors.Is(err, dnsprovider.ErrZoneError) {
+		t.Fatalf("re-apply into a zone still in ERROR: got %d written, %v; want 0, ErrZoneError", len(changed), err)
+	}
+	if err := s.StartDesignateBackend(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WaitZone(ctx, s.Member, zid, "ACTIVE"); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := p.SetRecords(ctx, lms("198.51.100.10")); len(changed) != 0 || err != nil {
+		t.Fatalf("re-apply after recovery: got %d written, %v; want 0, nil", len(changed), err)
+	}
+	v, err := dnsprovider.NewVerifier(zone, dnsprovider.VerifyConfig{Servers: []string{s.DesignateDNS()}, Timeout: 30 * time.Second, Interval: 100 * time.Millisecond}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := v.Verify(ctx, lms("198.51.100.10")); err != nil || !res.OK() {
+		t.Fatalf("named after recovery: got %v, %v; want it serving 198.51.100.10", res, err)
+	}
+}
+
+// PENDING is every zone's status for a few seconds after a change: a
+// write then is no error.
+func TestDesignatePendingZoneIsNotAnError(t *testing.T) {
+	s := designateStack(t)
+	ctx := designateCtx(t)
+	zone := "pending.designate.test."
+	zid, err := s.CreateZone(ctx, s.Member, zone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetZoneStatus(ctx, zid, "PENDING", "UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+	p := designateProvider(t, s, zone, s.Region, s.Member.Password)
+	changed, err := p.SetRecords(ctx, []dnsprovider.RRset{{Name: "lms", Type: "A", TTL: time.Minute, Values: []string{"203.0.113.10"}}})
+	if len(changed) != 1 || err != nil {
+		t.Fatalf("write into a PENDING zone: got %d written, %v; want 1, nil", len(changed), err)
+	}
+}
+
+// A zone being deleted (action DELETE, as a delete the backend has not
+// finished leaves it) takes no writes: Designate answers 400, and the
+// provider says so first, as a terminal wrong-zone error, writing nothing.
+func TestDesignateDeletingZoneIsTerminal(t *testing.T) {
+	s := designateStack(t)
+	ctx := designateCtx(t)
+	zone := "deleting.designate.test."
+	zid, err := s.CreateZone(ctx, s.Member, zone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetZoneStatus(ctx, zid, "PENDING", "DELETE"); err != nil {
+		t.Fatal(err)
+	}
+	p := designateProvider(t, s, zone, s.Region, s.Member.Password)
+	changed, err := p.SetRecords(ctx, []dnsprovider.RRset{{Name: "lms", Type: "A", TTL: time.Minute, Values: []string{"203.0.113.10"}}})
+	if len(changed) != 0 || !errors.Is(err, dnsprovider.ErrWrongZone) || !dnsprovider.IsTerminal(err) {
+		t.Fatalf("write into a zone being deleted: got %d written, %v (terminal=%v); want 0, ErrWrongZone, terminal", len(changed), err, dnsprovider.IsTerminal(err))
+	}
+}
