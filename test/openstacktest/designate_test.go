@@ -19,6 +19,7 @@ import (
 
 	"github.com/drwatch/drwatch/dnsprovider"
 	"github.com/drwatch/drwatch/dnsprovider/providertest"
+	"github.com/drwatch/drwatch/test/daemon"
 	"github.com/miekg/dns"
 )
 
@@ -516,5 +517,27 @@ func TestDesignateDeletingZoneIsTerminal(t *testing.T) {
 	changed, err := p.SetRecords(ctx, []dnsprovider.RRset{{Name: "lms", Type: "A", TTL: time.Minute, Values: []string{"203.0.113.10"}}})
 	if len(changed) != 0 || !errors.Is(err, dnsprovider.ErrWrongZone) || !dnsprovider.IsTerminal(err) {
 		t.Fatalf("write into a zone being deleted: got %d written, %v (terminal=%v); want 0, ErrWrongZone, terminal", len(changed), err, dnsprovider.IsTerminal(err))
+	}
+}
+
+// With a program missing (here: named and rndc, with an empty PATH) the
+// Designate part of the stack refuses to start, naming the Debian package
+// to install, before it starts anything.
+func TestDesignateMissingBinaryNamesThePackage(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	want := ""
+	for _, b := range designateBinaries {
+		if _, err := os.Stat(b.path); !strings.HasPrefix(b.path, "/") || err != nil {
+			want = b.pkg // the first one missing: bind9 where Designate is installed
+			break
+		}
+	}
+	s := &Stack{Dir: t.TempDir(), procs: map[string]*daemon.Process{}}
+	err := s.startDesignate(context.Background(), Options{Designate: true}, stackPorts{})
+	if !errors.Is(err, ErrNoBinary) || !strings.Contains(err.Error(), "install Debian package "+want+" ") {
+		t.Fatalf("start without named: got %v, want ErrNoBinary naming package %s", err, want)
+	}
+	if s.DesignateURL != "" || len(s.procs) != 0 {
+		t.Errorf("start without named: got URL %q and %d processes, want nothing started", s.DesignateURL, len(s.procs))
 	}
 }
