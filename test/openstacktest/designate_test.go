@@ -541,3 +541,26 @@ func TestDesignateMissingBinaryNamesThePackage(t *testing.T) {
 		t.Errorf("start without named: got URL %q and %d processes, want nothing started", s.DesignateURL, len(s.procs))
 	}
 }
+
+// An RRset with no values deletes the recordset; deleting what is absent
+// writes nothing.
+func TestDesignateEmptyRRsetDeletes(t *testing.T) {
+	s := designateStack(t)
+	ctx := designateCtx(t)
+	p := designateProvider(t, s, designateZone, s.Region, s.Member.Password)
+	set := dnsprovider.RRset{Name: "gone", Type: "A", TTL: time.Minute, Values: []string{"203.0.113.10"}}
+	if _, err := p.SetRecords(ctx, []dnsprovider.RRset{set}); err != nil {
+		t.Fatal(err)
+	}
+	empty := dnsprovider.RRset{Name: "gone", Type: "A"}
+	if changed, err := p.SetRecords(ctx, []dnsprovider.RRset{empty}); err != nil || len(changed) != 1 {
+		t.Fatalf("delete: got %d written, %v; want 1, nil", len(changed), err)
+	}
+	got, err := p.GetRecords(ctx, []dnsprovider.RRsetID{set.ID()})
+	if err != nil || len(got[0].Values) != 0 {
+		t.Fatalf("read after delete: got %v, %v; want no values", got, err)
+	}
+	if changed, err := p.SetRecords(ctx, []dnsprovider.RRset{empty}); err != nil || len(changed) != 0 {
+		t.Fatalf("delete again: got %d written, %v; want 0, nil", len(changed), err)
+	}
+}
