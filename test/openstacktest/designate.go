@@ -30,9 +30,11 @@ import (
 // NOTIFY mdns sends after every change, and the worker polls named's SOA
 // serial before it marks a change ACTIVE. Everything is Designate's own:
 // the API, the policy, the state machine, the serials and the transfers.
-// Only a zone in ERROR or PENDING, which a working backend never leaves
-// behind for long, is written into the database ([Stack.SetZoneStatus]),
-// as SetLBStatus does for Octavia.
+// A zone goes to ERROR the real way, with named stopped
+// ([Stack.StopDesignateBackend]); only a zone stuck in PENDING or being
+// deleted, which a working worker never leaves behind for long, is written
+// into the database ([Stack.SetZoneStatus]), as SetLBStatus does for
+// Octavia. No file under /etc/designate or /etc/bind is read.
 
 // designateBinaries are what Options.Designate needs, with their Debian
 // packages.
@@ -44,13 +46,16 @@ var designateBinaries = []struct{ path, pkg string }{
 	{"/usr/bin/designate-mdns", "designate-mdns"},
 	{"/usr/bin/designate-manage", "designate-common"},
 	{"/usr/lib/python3/dist-packages/designate/backend/impl_bind9.py", "python3-designate"},
-	{"/etc/designate/api-paste.ini", "designate-common"},
+	// The API's paste pipeline as the package ships it: its postinst
+	// copies it to /etc/designate, which the stack never reads.
+	{designatePaste, "designate-common"},
 	{"named", "bind9"},
 	{"rndc", "bind9-utils"},
 }
 
 const (
-	designatePass = "designatepw"
+	designatePass  = "designatepw"
+	designatePaste = "/usr/share/designate-common/api-paste.ini"
 	// DesignatePoolNS is the name server the pool puts in every zone's NS
 	// RRset.
 	DesignatePoolNS = "ns1.drwatch-designate.test."
@@ -111,7 +116,7 @@ connection = mysql+pymysql://os:%[3]s@127.0.0.1:%[4]d/designate
 [service:api]
 listen = 127.0.0.1:%[5]d
 api_base_uri = http://127.0.0.1:%[5]d/
-api_paste_config = /etc/designate/api-paste.ini
+api_paste_config = %[9]s
 auth_strategy = keystone
 enable_api_v2 = true
 workers = 1
@@ -145,7 +150,7 @@ username = designate
 password = %[8]s
 [oslo_policy]
 enforce_new_defaults = false
-`, p.rabbit, dir, dbPassword, p.mysql, api, mdns, s.AuthURL, designatePass)
+`, p.rabbit, dir, dbPassword, p.mysql, api, mdns, s.AuthURL, designatePass, designatePaste)
 	if err := os.WriteFile(s.path("designate.conf"), []byte(conf), 0o600); err != nil {
 		return err
 	}
