@@ -91,7 +91,7 @@ type Config struct {
 	Hetzner      *HetznerConfig      `yaml:"hetzner" doc:"provider hetzner (no compare-and-swap)."`
 	Desec        *DesecConfig        `yaml:"desec" doc:"provider desec (no compare-and-swap)."`
 	Route53      *Route53Config      `yaml:"route53" doc:"provider route53 (no compare-and-swap)."`
-	Designate    *DesignateConfig    `yaml:"designate" doc:"provider designate: OpenStack DNS in a region other than the primary."`
+	Designate    *DesignateConfig    `yaml:"designate" doc:"provider designate: OpenStack DNS in a region other than the primary. No compare-and-swap, so a flip is not fenced: Designate does not refuse a deposed leader's write (it ignores If-Match). RRsets are written one by one, not atomically. Each update is refused if the recordset's version moved since drwatch read it, and a create another writer beat is a conflict, but a writer can still slip in between. Designate accepts a write before its name servers serve it; a zone in ERROR is reported (retried) until Designate recovers it, a zone being deleted is an error. Set dns.verify to check what is served."`
 }
 
 // APIToken is a hosted provider's API token, read from a file or an

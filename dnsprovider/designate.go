@@ -41,7 +41,9 @@ type DesignateConfig struct {
 // It has no compare-and-swap: Designate's recordset update takes no
 // precondition. What it does instead (a weak guard): SetRecords reads the
 // recordsets, and right before each update re-reads that recordset and
-// refuses with a *ConflictError if its version moved since the read. That
+// refuses with a *ConflictError if its version moved since the read; a
+// create that Designate refuses as a duplicate (409: another writer
+// created the recordset since the read) is a *ConflictError too. That
 // narrows, but does not close, the window in which a concurrent writer's
 // change is overwritten, and RRsets are written one by one, not atomically.
 // Safe for concurrent use.
@@ -207,14 +209,40 @@ func designateValues(s RRset) []string {
 	return out
 }
 
+// zoneState reads the zone's status and action: Designate accepts writes
+// into a zone in ERROR (and they reach the name servers only once the zone
+// recovers), refuses them (400) for a zone being deleted.
+func (d *Designate) zoneState(ctx context.Context, sc *gophercloud.ServiceClient, zid string) (*zones.Zone, error) {
+	z, err := zones.Get(ctx, sc, zid).Extract()
+	if err != nil {
+		return nil, fmt.Errorf("designate get zone: %w", classifyGophercloud(err))
+	}
+	if z.Action == "DELETE" {
+		return nil, fmt.Errorf("designate: %w: zone %s is being deleted (status %s)", ErrWrongZone, d.zone, z.Status)
+	}
+	return z, nil
+}
+
 // SetRecords implements Provider. Per RRset: create, update (guarded by the
 // recordset version, see the type doc) or delete. Not atomic across RRsets.
+//
+// A zone being deleted is ErrWrongZone, before any write. A zone in ERROR
+// (its last change did not reach every name server) still gets the writes,
+// as Designate accepts them and each one makes it push the zone again;
+// SetRecords then returns what it wrote with an error wrapping
+// ErrZoneError, retryable: the writes are not known to be served until
+// Designate reports the zone out of ERROR. PENDING is normal for a few
+// seconds after every change and is not an error.
 func (d *Designate) SetRecords(ctx context.Context, sets []RRset) ([]RRset, error) {
 	have, err := d.recordsets(ctx)
 	if err != nil {
 		return nil, err
 	}
 	sc, zid, err := d.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	z, err := d.zoneState(ctx, sc, zid)
 	if err != nil {
 		return nil, err
 	}
@@ -229,6 +257,11 @@ func (d *Designate) SetRecords(ctx context.Context, sets []RRset) ([]RRset, erro
 		switch {
 		case !exists:
 			_, err = recordsets.Create(ctx, sc, zid, recordsets.CreateOpts{Name: AbsoluteName(s.Name, d.zone), Type: id.Type, TTL: ttl, Records: designateValues(s)}).Extract()
+			if gophercloud.ResponseCodeIs(err, http.StatusConflict) {
+				// 409 duplicate recordset: another writer created it
+				// since our read.
+				return changed, fmt.Errorf("designate create %s: %w", id, d.conflict(ctx, id))
+			}
 		default:
 			// Weak guard: the recordset must still be the version we read.
 			now, gerr := recordsets.Get(ctx, sc, zid, rs.ID).Extract()
@@ -253,7 +286,27 @@ func (d *Designate) SetRecords(ctx context.Context, sets []RRset) ([]RRset, erro
 	if len(changed) > 0 {
 		d.log.Info("dns records set", "rrsets", len(changed), "mode", "unconditional")
 	}
+	if z.Status == "ERROR" {
+		return changed, fmt.Errorf("designate zone %s: %w", d.zone, ErrZoneError)
+	}
 	return changed, nil
+}
+
+// conflict builds the *ConflictError for a write another writer beat us
+// to, carrying the RRset as it is now.
+func (d *Designate) conflict(ctx context.Context, id RRsetID) error {
+	ce := &ConflictError{Rcode: "DUPLICATE"}
+	have, err := d.recordsets(ctx)
+	if err != nil {
+		ce.ReadErr = err
+		return ce
+	}
+	cur := RRset{Name: id.Name, Type: id.Type}
+	if rs, ok := have[id]; ok {
+		cur = fromRecordSet(id, rs)
+	}
+	ce.Current = []RRset{cur}
+	return ce
 }
 
 // classifyGophercloud maps HTTP statuses: 401/403 ErrAuth, 5xx retryable.

@@ -61,17 +61,26 @@
 // closed. Writes of several RRsets are also not atomic there. Prefer RFC 2136
 // (tested here against BIND9 and Knot DNS) when you can.
 //
-// Designate: its recordset update takes no precondition. SetRecords re-reads
-// each recordset right before updating it and refuses (*ConflictError) if
-// its version moved since the read; a concurrent writer can still slip in
-// between that check and the update.
+// Designate: its recordset update takes no precondition (an If-Match is
+// ignored: checked against the real service). SetRecords re-reads each
+// recordset right before updating it and refuses (*ConflictError) if its
+// version moved since the read; a concurrent writer can still slip in
+// between that check and the update. A create that Designate refuses as a
+// duplicate (409: another writer created the RRset since the read) is a
+// *ConflictError too, carrying that writer's RRset. Designate accepts a
+// write before its name servers serve it (the zone is PENDING for a few
+// seconds after each change); a zone in ERROR (a change did not reach
+// every pool target) still takes writes, which it sends when it recovers,
+// so SetRecords writes and then returns ErrZoneError (retryable) until
+// Designate reports the zone out of ERROR. A zone being deleted is
+// ErrWrongZone. Use dns.verify to learn what the name servers serve.
 //
 // # Errors
 //
 // IsTerminal: ErrAuth (NOTAUTH/BADSIG/BADKEY, HTTP 401/403), ErrRefused
 // (REFUSED), ErrWrongZone (NOTZONE, answers or SOA outside the zone, not
 // authoritative), ErrConfig, ErrTooLarge, FORMERR/NOTIMP: log, count, do
-// not retry. IsRetryable: SERVFAIL, timeouts, connection errors, ErrBadReply
+// not retry. IsRetryable: SERVFAIL, timeouts, connection errors, ErrZoneError, ErrBadReply
 // (malformed, mismatched ID or question, not a response, unsigned or badly
 // signed reply; resending a Swap is safe because it is a compare-and-swap).
 // Retry runs a function with capped, jittered exponential backoff on

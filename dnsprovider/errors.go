@@ -43,12 +43,18 @@ var (
 	ErrTooLarge = errors.New("update too large for one dns message")
 	// ErrUnsupported: the provider cannot do what was asked.
 	ErrUnsupported = errors.New("not supported by this provider")
+	// ErrZoneError: the provider accepted the writes but reports the zone
+	// in an error state (Designate's status ERROR: a change did not reach
+	// every name server), so they are not known to be served. Retryable:
+	// it goes away when the provider recovers the zone.
+	ErrZoneError = errors.New("zone in error state at the provider")
 )
 
 // ConflictError is returned by Swap when a prerequisite fails. It carries a
 // read of what the zone holds now, taken right after the failure.
 type ConflictError struct {
-	// Rcode is the server's answer ("NXRRSET", "YXRRSET", "NXDOMAIN", "YXDOMAIN").
+	// Rcode is the server's answer ("NXRRSET", "YXRRSET", "NXDOMAIN", "YXDOMAIN"),
+	// or for Designate "VERSION" (a recordset moved on) or "DUPLICATE" (409).
 	Rcode string
 	// Current holds the expected RRsets as they are now (same order as the
 	// Swap's expected); nil if the re-read failed.
@@ -129,7 +135,8 @@ func IsTerminal(err error) bool {
 }
 
 // IsRetryable reports whether the same request may succeed later: SERVFAIL,
-// timeouts, refused or reset connections, bad replies. A *ConflictError is
+// timeouts, refused or reset connections, bad replies, a zone the provider
+// reports in error (ErrZoneError). A *ConflictError is
 // neither retryable nor terminal: re-plan from its Current state.
 func IsRetryable(err error) bool {
 	if err == nil || IsTerminal(err) || errors.Is(err, ErrConflict) {
@@ -142,7 +149,7 @@ func IsRetryable(err error) bool {
 	if errors.As(err, &rc) {
 		return rc.Rcode == dns.RcodeServerFailure
 	}
-	if errors.Is(err, ErrBadReply) || errors.Is(err, errServerSide) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
+	if errors.Is(err, ErrBadReply) || errors.Is(err, errServerSide) || errors.Is(err, ErrZoneError) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
 		return true
 	}
 	var ne net.Error

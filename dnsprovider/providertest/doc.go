@@ -1,6 +1,7 @@
 // Package providertest is the one conformance suite every dnsprovider
 // implementation runs: the embedded server, real BIND9 and Knot DNS through
-// the RFC 2136 client, real PowerDNS through libdns/powerdns, and the
+// the RFC 2136 client, real PowerDNS through libdns/powerdns, real
+// Designate with its BIND9 backend (test/openstacktest), and the
 // simulator's in-memory authority (test/sim/simdns), which has no wire and
 // so gives the SOA serial and the verifier itself (Target.Serial,
 // Target.NewVerifier).

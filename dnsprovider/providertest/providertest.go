@@ -28,7 +28,9 @@ type Target struct {
 	// Verify configures verification against the target's authoritative servers.
 	Verify dnsprovider.VerifyConfig
 	// Serial, if set, returns the zone's SOA serial instead of a query to
-	// DNS: for a target with no wire (the simulator's in-memory authority).
+	// DNS: for a target with no wire (the simulator's in-memory authority),
+	// or one whose servers get a write after the API has accepted it
+	// (Designate: the serial once the zone is ACTIVE again).
 	Serial func(t *testing.T) uint32
 	// NewVerifier, if set, replaces dnsprovider.NewVerifier(Zone, cfg): for
 	// a target with no wire, whose servers cannot be queried.

@@ -195,18 +195,7 @@ func (s *Stack) createCinderIdentities(ctx context.Context, adminToken string) e
 		return nil
 	}
 	k := &keystoneAdmin{s: s, ctx: ctx, token: adminToken}
-	project, err := k.one("projects", "service")
-	if err != nil {
-		return err
-	}
-	role, err := k.one("roles", "admin")
-	if err != nil {
-		return err
-	}
-	if err := k.serviceUser("cinder", cinderPass, project, role); err != nil {
-		return err
-	}
-	return k.catalog("volumev3", "cinderv3", s.CinderURL+"/v3/%(project_id)s")
+	return k.service("cinder", cinderPass, "volumev3", "cinderv3", s.CinderURL+"/v3/%(project_id)s")
 }
 
 // stopCinder stops the Cinder services, cinder-volume first (it may be

@@ -100,6 +100,19 @@
 // the cinder database ([Stack.SetVolumeStatus]). Packages: cinder-api
 // cinder-scheduler cinder-volume (test/deps/parts/cinder.sh).
 //
+// With Options.Designate it runs Designate 15 (designate.go):
+// designate-api, -central, -worker, -producer and -mdns, with the BIND9
+// backend driving a private named on its own ports (rndc addzone/delzone
+// over named's control channel; named pulls each zone from designate-mdns
+// by AXFR on mdns's NOTIFY), configured by pools.yaml and designate-manage
+// pool update. The catalog's "dns" endpoint is [Stack.DesignateURL];
+// [Stack.CreateZone] creates a zone and waits until it is ACTIVE,
+// [Stack.StopDesignateBackend] stops named (the zone's next change goes to
+// ERROR), and a zone stuck PENDING or being deleted is written into the
+// designate database ([Stack.SetZoneStatus]). Packages: designate-api
+// designate-central designate-worker designate-producer designate-mdns
+// (test/deps/parts/designate.sh) and bind9.
+//
 // It imports no drwatch package outside test/ (its tests may): what the
 // tests run against owes nothing to the code under test. Only tests import
 // it, never the code of a package outside test/.

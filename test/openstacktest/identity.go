@@ -74,3 +74,20 @@ func (k *keystoneAdmin) catalog(typ, name, url string) error {
 	}
 	return nil
 }
+
+// service makes the service user (admin in project service) and the
+// catalog entry of a service that authenticates as one user.
+func (k *keystoneAdmin) service(user, pass, typ, name, url string) error {
+	project, err := k.one("projects", "service")
+	if err != nil {
+		return err
+	}
+	role, err := k.one("roles", "admin")
+	if err != nil {
+		return err
+	}
+	if err := k.serviceUser(user, pass, project, role); err != nil {
+		return err
+	}
+	return k.catalog(typ, name, url)
+}

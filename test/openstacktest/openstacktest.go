@@ -87,6 +87,9 @@ type Stack struct {
 	// set with Options.Nova, and are the catalog's compute and placement
 	// endpoints.
 	ComputeURL, PlacementURL string
+	// DesignateURL is the Designate API root, http://127.0.0.1:<port> (the
+	// "dns" endpoint in the catalog); empty without Options.Designate.
+	DesignateURL string
 
 	mu        sync.Mutex
 	closed    bool
@@ -94,6 +97,7 @@ type Stack struct {
 	ksIni     string
 	mysqlSock string
 	nova      novaState
+	designate designateState
 }
 
 // Options tunes New. The zero value is ready to use.
@@ -111,6 +115,9 @@ type Options struct {
 	// Nova adds Placement and Nova (nova.go): API, conductor, scheduler
 	// and one fake-driver nova-compute per NovaHosts entry.
 	Nova bool
+	// Designate adds designate-api, -central, -worker, -producer and -mdns
+	// with the BIND9 backend and a private named (designate.go).
+	Designate bool
 }
 
 const (
@@ -256,8 +263,11 @@ GRANT ALL ON keystone.* TO 'os'@'127.0.0.1'; GRANT ALL ON octavia.* TO 'os'@'127
 	if err := s.startProc("octavia-worker", "octavia-worker", []string{"--config-file", s.path("octavia.conf")}, "worker.log"); err != nil {
 		return nil, err
 	}
-	// Cinder boots while Keystone, Octavia and the worker do.
+	// Cinder and Designate boot while Keystone, Octavia and the worker do.
 	if err := s.startCinder(ctx, opts, p); err != nil {
+		return nil, err
+	}
+	if err := s.startDesignate(ctx, opts, p); err != nil {
 		return nil, err
 	}
 	if err := s.waitHTTP(ctx, "keystone", s.AuthURL, "keystone.log"); err != nil {
@@ -279,6 +289,12 @@ GRANT ALL ON keystone.* TO 'os'@'127.0.0.1'; GRANT ALL ON octavia.* TO 'os'@'127
 	step("octavia-worker")
 	if err := s.waitNeutron(ctx, logger); err != nil {
 		return nil, err
+	}
+	if err := s.waitDesignate(ctx); err != nil {
+		return nil, err
+	}
+	if s.DesignateURL != "" {
+		step("designate")
 	}
 	if opts.Nova {
 		if err := s.startNova(ctx, p, step); err != nil {
@@ -780,6 +796,9 @@ func (s *Stack) createIdentities(ctx context.Context) error {
 	if err := s.createCinderIdentities(ctx, admin); err != nil {
 		return err
 	}
+	if err := s.createDesignateIdentities(ctx, admin); err != nil {
+		return err
+	}
 	// An application credential is created by its own user.
 	member, err := s.Token(ctx, s.Member)
 	if err != nil {
@@ -1106,6 +1125,7 @@ func (s *Stack) Close() {
 	}()
 	s.stopProc("octavia-api", 5*time.Second)
 	s.stopCinder()
+	s.stopDesignate()
 	s.stopProc("neutron", neutronStopGrace)
 	s.stopProc("keystone", 5*time.Second)
 	wg.Wait()
