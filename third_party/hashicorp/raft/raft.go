@@ -1960,20 +1960,24 @@ func (r *Raft) installSnapshot(rpc RPC, req *InstallSnapshotRequest) {
 	r.setLatestConfiguration(reqConfiguration, reqConfigurationIndex)
 	r.setCommittedConfiguration(reqConfiguration, reqConfigurationIndex)
 
-	// drwatch patch (hashicorp/raft#697): rule 7 of InstallSnapshot in the
-	// Raft paper. Unless the log holds the snapshot's last entry (same index,
-	// same term), whatever it holds conflicts with the leader or is covered
-	// by the snapshot: discard it all. Kept, entries past the snapshot make
-	// this follower reject every AppendEntries after it (the entry at
-	// LastLogIndex is missing or of another term, and the last log index it
-	// reports stays past the snapshot), so the leader sends the snapshot
-	// again, for ever.
-	if !r.logHoldsEntry(req.LastLogIndex, req.LastLogTerm) {
-		if err := r.discardLog(); err != nil {
-			r.logger.Error("failed to discard the log conflicting with the snapshot", "error", err)
-			rpcErr = err
-			return
-		}
+	// drwatch patch (hashicorp/raft#697): the follower's log goes with the
+	// state it held. Rule 7 of InstallSnapshot in the Raft paper keeps the
+	// entries after the snapshot when the log holds its last entry, and
+	// discards the whole log otherwise; this always discards it, so the
+	// next entries come from the leader, after the snapshot. Kept,
+	// conflicting entries past the snapshot make this follower reject
+	// every AppendEntries after it (the entry at LastLogIndex is missing
+	// or of another term, and the last index it reports stays past the
+	// snapshot), so the leader sends the snapshot again, for ever. And a
+	// snapshot older than what this follower applied moves lastApplied
+	// back below the start of its log (or below a hole an earlier install
+	// left in it); once a leader that agrees with its last entry commits,
+	// processLogs reads the entries it never had and panics with "log not
+	// found".
+	if err := r.discardLog(); err != nil {
+		r.logger.Error("failed to discard the log after installing a snapshot", "error", err)
+		rpcErr = err
+		return
 	}
 
 	// Clear old logs if r.logs is a MonotonicLogStore. Otherwise compact the

@@ -278,13 +278,6 @@ func (r *Raft) removeOldLogs() error {
 	return r.compactLogsWithTrailing(lastLogIdx, lastLogIdx, 0)
 }
 
-// logHoldsEntry reports whether the log store holds the entry at index,
-// of term. drwatch patch (hashicorp/raft#697).
-func (r *Raft) logHoldsEntry(index, term uint64) bool {
-	var l Log
-	return r.logs.GetLog(index, &l) == nil && l.Term == term
-}
-
 // discardLog deletes every entry of the log store and forgets the last
 // log entry, so that the last snapshot is the last entry raft reports.
 // It must only be called from the main thread, after a snapshot was
@@ -299,7 +292,7 @@ func (r *Raft) discardLog() error {
 		return fmt.Errorf("failed to get last log index: %w", err)
 	}
 	if last > 0 {
-		r.logger.Warn("discarding a log that does not hold the installed snapshot's last entry", "from", first, "to", last)
+		r.logger.Info("discarding the log the installed snapshot replaces", "from", first, "to", last)
 		if err := r.logs.DeleteRange(first, last); err != nil {
 			return fmt.Errorf("failed to discard log: %w", err)
 		}
