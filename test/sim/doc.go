@@ -89,8 +89,21 @@
 //
 // A seed fixes the schedule, not the interleaving: synctest makes time
 // virtual, but the Go scheduler still orders runnable goroutines as it
-// likes, and idempotency keys and TLS keys come from crypto/rand.
-// Replaying a seed replays its schedule. A run still going after
+// likes, raft draws its election and heartbeat jitter from math/rand's
+// global source (shared by the runs in flight, and drawn from in
+// whatever order the scheduler runs raft's goroutines, so seeding it
+// would not fix the draws either), and idempotency keys and TLS keys come
+// from crypto/rand. Replaying a seed replays its schedule; SIM_REPEAT
+// runs each seed that many times in a row, to rerun a failure until it
+// shows again.
+//
+// A panic in any goroutine of a run ends the process before the harness
+// can say which schedule it was. So each run names itself in advance: its
+// goroutines carry its seed and replay line as pprof labels, which the
+// panic's traceback prints (TestMain sets GODEBUG tracebacklabels=1), and
+// a file lists the replay line of every run in flight (SIM_INFLIGHT, by
+// default drwatch-sim-inflight-<pid> in the temporary directory, printed
+// at the start and removed when the process ends normally). A run still going after
 // runBound of virtual time fails with every goroutine's stack: that is
 // how the simulator found cluster.Node.Shutdown waiting for ever for a
 // raft future raft never answers once it has shut down (cluster now
