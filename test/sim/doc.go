@@ -1,7 +1,8 @@
 // Package sim runs the whole trio of watchers in one process, in a
 // testing/synctest bubble, on a virtual clock: three real cluster.Nodes on
 // hashicorp/raft with raft.InmemTransport and in-memory log, stable and
-// snapshot stores (cluster.Config.Raft), each with the real FSM
+// snapshot stores (cluster.Config.Raft; the snapshot store keeps what
+// raft.FileSnapshotStore keeps, snapstore.go), each with the real FSM
 // (internal/watcher.NewFSM over failover.New), and on the leader what
 // internal/watcher's lead runs there: the policy and tick loop, the real
 // DNS reconciler (failover/reconcile, wired with the watcher's backoff)
