@@ -1,7 +1,8 @@
 // Package sim runs the whole trio of watchers in one process, in a
 // testing/synctest bubble, on a virtual clock: three real cluster.Nodes on
 // hashicorp/raft with raft.InmemTransport and in-memory log, stable and
-// snapshot stores (cluster.Config.Raft), each with the real FSM
+// snapshot stores (cluster.Config.Raft; the snapshot store keeps what
+// raft.FileSnapshotStore keeps, snapstore.go), each with the real FSM
 // (internal/watcher.NewFSM over failover.New), and on the leader what
 // internal/watcher's lead runs there: the policy and tick loop, the real
 // DNS reconciler (failover/reconcile, wired with the watcher's backoff)
@@ -89,8 +90,21 @@
 //
 // A seed fixes the schedule, not the interleaving: synctest makes time
 // virtual, but the Go scheduler still orders runnable goroutines as it
-// likes, and idempotency keys and TLS keys come from crypto/rand.
-// Replaying a seed replays its schedule. A run still going after
+// likes, raft draws its election and heartbeat jitter from math/rand's
+// global source (shared by the runs in flight, and drawn from in
+// whatever order the scheduler runs raft's goroutines, so seeding it
+// would not fix the draws either), and idempotency keys and TLS keys come
+// from crypto/rand. Replaying a seed replays its schedule; SIM_REPEAT
+// runs each seed that many times in a row, to rerun a failure until it
+// shows again.
+//
+// A panic in any goroutine of a run ends the process before the harness
+// can say which schedule it was. So each run names itself in advance: its
+// goroutines carry its seed and replay line as pprof labels, which the
+// panic's traceback prints (TestMain sets GODEBUG tracebacklabels=1), and
+// a file lists the replay line of every run in flight (SIM_INFLIGHT, by
+// default drwatch-sim-inflight-<pid> in the temporary directory, printed
+// at the start and removed when the process ends normally). A run still going after
 // runBound of virtual time fails with every goroutine's stack: that is
 // how the simulator found cluster.Node.Shutdown waiting for ever for a
 // raft future raft never answers once it has shut down (cluster now

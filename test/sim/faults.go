@@ -66,13 +66,14 @@ type faultState struct {
 }
 
 // livelockBurst is how many raft messages may pass at one instant of
-// virtual time. Catching up a node takes a few hundred; hashicorp/raft
-// v1.8.0 can loop for ever without time passing (a follower that keeps
-// log entries past a snapshot it installed rejects every AppendEntries
-// after it, and is sent the snapshot again: hashicorp/raft#697), which
-// would hang the run, since the bubble's clock never reaches the
-// watchdog. Past the burst, the messages of that instant fail and the run
-// records a violation.
+// virtual time. Catching up a node takes a few hundred; a raft that loops
+// without time passing would hang the run instead, since the bubble's
+// clock never reaches the watchdog. hashicorp/raft v1.8.0 did (a follower
+// that kept log entries past a snapshot it installed rejected every
+// AppendEntries after it, and was sent the snapshot again:
+// hashicorp/raft#697, which the patched raft in cluster/third_party/hashicorp/raft
+// fixes); the check stays, for loops of any cause. Past the burst, the
+// messages of that instant fail and the run records a violation.
 const livelockBurst = 20000
 
 // livelocked counts one message delivered now; true once past the burst,
@@ -91,7 +92,7 @@ func (f *faultState) livelocked(self string) bool {
 	}
 	f.mu.Unlock()
 	if first && f.violation != nil {
-		f.violation("raft livelock: %d messages within one instant of virtual time, the last to %s (a follower rejecting every AppendEntries after a snapshot: hashicorp/raft#697)", livelockBurst, self)
+		f.violation("raft livelock: %d messages within one instant of virtual time, the last to %s", livelockBurst, self)
 	}
 	return over
 }
@@ -225,13 +226,13 @@ var errLivelock = errors.New("sim: raft livelock, message refused")
 
 // loseReplies makes a one-way cut lose the cut side's replies too (raft's
 // and the cluster RPC's), not only its requests. It is off unless
-// SIM_LOSE_REPLIES is set: with it, hashicorp/raft v1.8.0 breaks within
-// about a thousand schedules (seed 224 about one run in six): a follower
-// left with log entries past a snapshot it installed rejects every
-// AppendEntries and is sent the snapshot again, for ever, without virtual
-// time passing (hashicorp/raft#697, open), or a follower panics in
-// processLogs with "log not found". drwatch cannot fix either without
-// patching raft; docs/testing.md tells the story.
+// SIM_LOSE_REPLIES is set. With it, hashicorp/raft v1.8.0 as released
+// broke within about a thousand schedules (seed 224 within 30 runs): a
+// follower looped on the snapshot for ever (hashicorp/raft#697) or
+// panicked in processLogs with "log not found". Both came from raft
+// keeping a follower's log across a snapshot install, which the patched
+// raft (cluster/third_party/hashicorp/raft) no longer does; docs/testing.md tells
+// the story.
 var loseReplies = os.Getenv("SIM_LOSE_REPLIES") != ""
 
 // Consumer implements raft.Transport: raft reads the delayed messages.

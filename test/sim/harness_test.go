@@ -1,10 +1,14 @@
 package sim
 
 import (
+	"context"
 	"fmt"
+	"maps"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,10 +30,11 @@ type simEnv struct {
 	parallel int    // SIM_PARALLEL, default GOMAXPROCS
 	shrink   bool   // SIM_SHRINK=0 turns shrinking off
 	all      bool   // SIM_ALL=1 runs every seed and counts the failing ones
+	repeat   int    // SIM_REPEAT, default 1: runs of each seed
 }
 
 func readSimEnv() (simEnv, error) {
-	e := simEnv{first: 1, n: 30, parallel: runtime.GOMAXPROCS(0), shrink: true}
+	e := simEnv{first: 1, n: 30, parallel: runtime.GOMAXPROCS(0), shrink: true, repeat: 1}
 	seeded := false
 	if s := os.Getenv("SIM_SEED"); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)
@@ -53,6 +58,9 @@ func readSimEnv() (simEnv, error) {
 		e.drop = d
 	}
 	if e.parallel, err = countEnv("SIM_PARALLEL", e.parallel); err != nil {
+		return e, err
+	}
+	if e.repeat, err = countEnv("SIM_REPEAT", e.repeat); err != nil {
 		return e, err
 	}
 	if s := os.Getenv("SIM_ALL"); s != "" {
@@ -83,6 +91,13 @@ func countEnv(name string, def int) (int, error) {
 		return def, fmt.Errorf("%s=%q: want a count >= 1", name, s)
 	}
 	return v, nil
+}
+
+// seedOfRun is the seed run j plays when each seed from first runs repeat
+// times in a row (SIM_REPEAT): the runs are handed out in order, so the
+// lowest failing seed is still the one reported.
+func seedOfRun(first uint64, repeat int, j uint64) uint64 {
+	return first + j/uint64(max(repeat, 1))
 }
 
 // schedule is the schedule of seed, less the events drop names.
@@ -119,9 +134,33 @@ type outcome struct {
 // deterministically. A run still going after runBound of virtual time
 // (a hang that raft's timers keep in motion) panics with the replay line
 // and every goroutine's stack, since nothing can stop it.
+//
+// A panic in any goroutine of the run (raft's own, say) ends the process
+// before the harness can report, so the run names itself in advance: its
+// goroutines carry its seed and replay line as pprof labels, which a
+// traceback prints (TestMain turns GODEBUG tracebacklabels on), and it is
+// listed in the in-flight file while it runs.
 func runOne(t *testing.T, sched Schedule, drop []int) outcome {
+	replay := replayLine(sched.Seed, drop)
+	done := inflight.add(replay)
+	defer done()
+	o := outcome{seed: sched.Seed}
+	labels := pprof.Labels("sim_seed", strconv.FormatUint(sched.Seed, 10), "sim_replay", replay)
+	pprof.Do(context.Background(), labels, func(context.Context) { o = runBubble(t, sched, drop) })
+	return o
+}
+
+// bubbleHook, when set, runs in a goroutine of each run's bubble, as
+// raft's goroutines do (a test makes it panic).
+var bubbleHook func()
+
+// runBubble is runOne's run, in the bubble.
+func runBubble(t *testing.T, sched Schedule, drop []int) outcome {
 	o := outcome{seed: sched.Seed}
 	synctest.Test(t, func(t *testing.T) {
+		if bubbleHook != nil {
+			go bubbleHook()
+		}
 		watchdog := time.AfterFunc(runBound, func() {
 			buf := make([]byte, 1<<22)
 			panic(fmt.Sprintf("seed %d: still running after %s of virtual time\nreplay: %s\n%s\n%s",
@@ -303,4 +342,74 @@ func anyRun(t *testing.T, sched Schedule, drop []int, keep func(outcome) bool, p
 	}
 	wg.Wait()
 	return hit
+}
+
+// inflight lists the schedules running in this process, one replay line
+// each, in a file rewritten whenever one starts or ends: when the process
+// dies in a way no code of it sees (a panic in raft's goroutines, the
+// OOM killer, a kill -9), the file still names every schedule it was
+// running. It is removed when the process ends normally.
+var inflight = &inflightFile{path: inflightPath(), running: map[int]string{}}
+
+// inflightPath is SIM_INFLIGHT, or a file of this process in the
+// temporary directory.
+func inflightPath() string {
+	if p := os.Getenv("SIM_INFLIGHT"); p != "" {
+		return p
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("drwatch-sim-inflight-%d", os.Getpid()))
+}
+
+type inflightFile struct {
+	path    string
+	mu      sync.Mutex
+	next    int
+	running map[int]string // replay lines by run
+	told    bool           // the path was printed
+	failed  bool           // a write failed (said once)
+}
+
+// add lists the run whose replay line is replay until the returned func
+// is called.
+func (f *inflightFile) add(replay string) (done func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	id := f.next
+	f.next++
+	f.running[id] = replay
+	f.write()
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		delete(f.running, id)
+		f.write()
+	}
+}
+
+// write rewrites the file (under mu). A write(2) is in the kernel's hands
+// when it returns, so the file survives the process; only a crash of the
+// machine needs more, which the soak does not guard against.
+func (f *inflightFile) write() {
+	if !f.told {
+		f.told = true
+		fmt.Fprintf(os.Stderr, "sim: the schedules running are listed in %s while they run\n", f.path)
+	}
+	lines := slices.Sorted(maps.Values(f.running))
+	b := []byte(strings.Join(lines, "\n"))
+	if len(lines) > 0 {
+		b = append(b, '\n')
+	}
+	if err := os.WriteFile(f.path, b, 0o644); err != nil && !f.failed {
+		f.failed = true
+		fmt.Fprintf(os.Stderr, "sim: in-flight file: %v\n", err)
+	}
+}
+
+// remove deletes the file: the process ends normally.
+func (f *inflightFile) remove() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.told {
+		_ = os.Remove(f.path)
+	}
 }

@@ -3,6 +3,7 @@ package sim
 import (
 	"os"
 	"runtime/debug"
+	"strings"
 	"testing"
 )
 
@@ -18,5 +19,13 @@ func TestMain(m *testing.M) {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(simGCPercent)
 	}
-	os.Exit(m.Run())
+	// A traceback then names the schedule a panicking goroutine belongs
+	// to (runOne labels its runs): go1.26's tracebacklabels, which the
+	// runtime reads again when GODEBUG changes.
+	if gd := os.Getenv("GODEBUG"); !strings.Contains(gd, "tracebacklabels=") {
+		_ = os.Setenv("GODEBUG", strings.TrimPrefix(gd+",tracebacklabels=1", ","))
+	}
+	code := m.Run()
+	inflight.remove()
+	os.Exit(code)
 }

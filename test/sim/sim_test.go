@@ -17,7 +17,8 @@ func TestSimSchedules(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	b := runSchedules(t, env.first, env.n, env.parallel, env.all, func(seed uint64) outcome {
+	b := runSchedules(t, 0, env.n*env.repeat, env.parallel, env.all, func(j uint64) outcome {
+		seed := seedOfRun(env.first, env.repeat, j)
 		return runOne(t, schedule(seed, env.drop), env.drop)
 	})
 	t.Log(summary(b, time.Since(start), env.parallel))

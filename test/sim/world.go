@@ -106,7 +106,7 @@ type simNode struct {
 	id, addr string
 	creds    *cluster.Credentials
 	store    *raft.InmemStore
-	snaps    *raft.InmemSnapshotStore
+	snaps    *snapshotStore
 	trans    *raft.InmemTransport
 	node     *cluster.Node // nil while crashed
 	machine  *failover.Machine
@@ -149,7 +149,7 @@ func NewWorld(sched Schedule) (*World, error) {
 			return nil, err
 		}
 		w.nodes = append(w.nodes, &simNode{id: id, addr: addr, creds: creds,
-			store: raft.NewInmemStore(), snaps: raft.NewInmemSnapshotStore()})
+			store: raft.NewInmemStore(), snaps: newSnapshotStore(cluster.DefaultSnapshotRetain)})
 	}
 	return w, nil
 }
