@@ -27,8 +27,8 @@ const maxNeedlessTerms = 1
 // Chaos scenario: the leader's link to one follower flaps, cut ten times
 // for 1–3 s with the default raft timing, while the other follower hears
 // the leader throughout. Invariant: the leader keeps its quorum through
-// the other follower and stays leader; the cut follower's campaigns
-// (pre-vote) are refused, so the term grows by at most maxNeedlessTerms
+// the other follower and stays leader; the cut follower does campaign,
+// but its campaigns (pre-vote) are refused, so the term grows by at most maxNeedlessTerms
 // on any node, and the watchers neither decide nor flip (both sites stay
 // UP, the serial does not move).
 func TestChaosFlappingLeaderLinkCausesNoElection(t *testing.T) {
@@ -53,6 +53,7 @@ func TestChaosFlappingLeaderLinkCausesNoElection(t *testing.T) {
 		}
 	}
 	t.Logf("leader %s at term %d; flapping its link to %s, %s hears it throughout", leader.ID, term0, cut.ID, steady.ID)
+	campaigns0 := len(LogLines(cut, "entering candidate state"))
 
 	// watch samples the leader's and the steady follower's view: the first
 	// moment either names another leader or a later term is the failure.
@@ -91,6 +92,14 @@ func TestChaosFlappingLeaderLinkCausesNoElection(t *testing.T) {
 		if broken != "" {
 			t.Fatalf("the flapping link deposed the leader: %s", broken)
 		}
+	}
+
+	// The cuts did make the follower campaign: otherwise this test would
+	// prove nothing about elections.
+	if c := len(LogLines(cut, "entering candidate state")) - campaigns0; c == 0 {
+		t.Errorf("node %s never campaigned while cut off: the cuts were shorter than its election timeout", cut.ID)
+	} else {
+		t.Logf("node %s campaigned %d times while cut off", cut.ID, c)
 	}
 
 	// Every node, the cut one included, ends on the leader's term: a
