@@ -115,9 +115,9 @@ type RaftParts struct {
 // applies and documents; a field left zero in a Config gets the Default
 // constant below. Validate names fields by their path inside the section.
 type RaftTiming struct {
-	HeartbeatTimeout   time.Duration `yaml:"heartbeat_timeout" default:"2s" doc:"Follower waits this long without contact before it may call an election. Above the worst WAN RTT plus jitter."`
-	ElectionTimeout    time.Duration `yaml:"election_timeout" default:"2s" doc:"Candidate election timeout."`
-	LeaderLeaseTimeout time.Duration `yaml:"leader_lease_timeout" default:"1s" doc:"A leader steps down after this long without quorum contact. Must not exceed heartbeat_timeout."`
+	HeartbeatTimeout   time.Duration `yaml:"heartbeat_timeout" default:"1s" doc:"Follower waits a random 1–2× this long without contact before it may call an election; the leader heartbeats every tenth of it. About 10 of the worst WAN round trips (150 ms); see cluster/DESIGN.md, Timeouts."`
+	ElectionTimeout    time.Duration `yaml:"election_timeout" default:"1s" doc:"Candidate election timeout. Must not be below heartbeat_timeout."`
+	LeaderLeaseTimeout time.Duration `yaml:"leader_lease_timeout" default:"500ms" doc:"A leader steps down after this long without quorum contact. Must not exceed heartbeat_timeout."`
 	CommitTimeout      time.Duration `yaml:"commit_timeout" default:"50ms" doc:"Longest wait before an idle leader sends a heartbeat carrying the commit index."`
 	SnapshotInterval   time.Duration `yaml:"snapshot_interval" default:"30s" doc:"How often to check whether a snapshot is due."`
 	SnapshotThreshold  uint64        `yaml:"snapshot_threshold" default:"256" doc:"Log entries since the last snapshot that trigger a new one."`
@@ -146,6 +146,13 @@ func (t RaftTiming) Validate() field.Errors {
 	}
 	bounded("heartbeat_timeout", t.HeartbeatTimeout, maxRaftTimeout)
 	bounded("election_timeout", t.ElectionTimeout, maxRaftTimeout)
+	// raft refuses to start with a shorter election than heartbeat
+	// timeout; say so here, by field, before a node is built. A file that
+	// raised heartbeat_timeout alone above the default would otherwise
+	// pass validation and fail at start.
+	if t.ElectionTimeout > 0 && t.ElectionTimeout < t.HeartbeatTimeout {
+		errs.Add("election_timeout", "%s must not be below heartbeat_timeout (%s)", t.ElectionTimeout, t.HeartbeatTimeout)
+	}
 	bounded("commit_timeout", t.CommitTimeout, maxCommitTimeout)
 	bounded("snapshot_interval", t.SnapshotInterval, maxSnapshotInterval)
 	switch {
@@ -162,9 +169,9 @@ func (t RaftTiming) Validate() field.Errors {
 
 // Defaults for a three-site WAN cluster (see DESIGN.md, "Timeouts").
 const (
-	DefaultHeartbeatTimeout   = 2 * time.Second
-	DefaultElectionTimeout    = 2 * time.Second
-	DefaultLeaderLeaseTimeout = 1 * time.Second
+	DefaultHeartbeatTimeout   = 1 * time.Second
+	DefaultElectionTimeout    = 1 * time.Second
+	DefaultLeaderLeaseTimeout = 500 * time.Millisecond
 	DefaultCommitTimeout      = 50 * time.Millisecond
 	DefaultTransportTimeout   = 10 * time.Second
 	DefaultHandshakeTimeout   = 5 * time.Second

@@ -28,6 +28,12 @@ func TestRaftTimingValidate(t *testing.T) {
 			{Path: "leader_lease_timeout", Msg: "0s must be > 0"},
 			{Path: "snapshot_threshold", Msg: "0 must be at least 16"},
 		}},
+		// A file that raises heartbeat_timeout alone (the old default, 2s)
+		// keeps the default election_timeout: raft would refuse to start.
+		{"election below heartbeat", RaftTiming{HeartbeatTimeout: 2 * time.Second, LeaderLeaseTimeout: time.Second}.withDefaults(), field.Errors{
+			{Path: "election_timeout", Msg: "1s must not be below heartbeat_timeout (2s)"},
+		}},
+		{"election above heartbeat", RaftTiming{HeartbeatTimeout: time.Second, ElectionTimeout: 3 * time.Second}.withDefaults(), nil},
 		{"above the bounds", RaftTiming{HeartbeatTimeout: 2 * time.Minute, ElectionTimeout: 2 * time.Minute, LeaderLeaseTimeout: 3 * time.Minute,
 			CommitTimeout: 11 * time.Second, SnapshotInterval: 25 * time.Hour, SnapshotThreshold: 15}, field.Errors{
 			{Path: "heartbeat_timeout", Msg: "2m0s must be ≤ 1m0s"},

@@ -97,6 +97,7 @@ func table(t *testing.T) string {
 	deploy := load(t, "failover_deploy.json")
 	floor := load(t, "failover_floor.json")
 	cost := load(t, "cost.json")
+	loss := load(t, "failover_leader_loss.json")
 	var b strings.Builder
 	fmt.Fprintln(&b, "| what | measured | target | verdict | when, command |")
 	fmt.Fprintln(&b, "|---|---|---|---|---|")
@@ -119,6 +120,12 @@ func table(t *testing.T) string {
 		fmt.Sprintf("p50 %.0f ms, p90 %.0f ms, of which probe → report → Raft commit p50 %.0f ms; total ÷ fall × interval p50 %.2f",
 			floor.num(t, "overhead_ms_p50"), floor.num(t, "overhead_ms_p90"), floor.num(t, "commit_after_floor_ms_p50"), floor.num(t, "ratio_total_over_fall_x_interval_p50")),
 		"—", "—", floor)
+	lr := loss.num(t, "added_over_heartbeat_timeout_p50")
+	row(fmt.Sprintf("leader SIGKILLed during the outage, at stratified phases between the fault and the expected decision (%.0f pairs with and without, alternating; interval %.0f s, fall %.0f, `heartbeat_timeout` %.1f s; load %s → %s): added kill → BIND answers the backup",
+		loss.num(t, "trials"), loss.num(t, "interval_s"), loss.num(t, "fall"), loss.num(t, "heartbeat_timeout_s"), orUnknown(loss.str("load_average_at_start")), orUnknown(loss.str("load_average_at_end"))),
+		fmt.Sprintf("added p50 %.0f ms, p90 %.0f ms; ÷ heartbeat_timeout p50 **%.2f**, p90 %.2f (without loss p50 %.0f ms, with %.0f ms)",
+			loss.num(t, "added_ms_p50"), loss.num(t, "added_ms_p90"), lr, loss.num(t, "added_over_heartbeat_timeout_p90"), loss.num(t, "base_total_ms_p50"), loss.num(t, "loss_total_ms_p50")),
+		"added p50 ≤ 1.5 × heartbeat_timeout", verdict(lr, 1.5), loss)
 	summary, _ := cost.m["summary"].(map[string]any)
 	cr := cost.num(t, "summary.ratio_cpu_per_probe_drwatch_over_blackbox")
 	row("all-in CPU per probe per node (probes, reports, Raft, FSM, status) vs blackbox_exporter probing the same Caddy at the same rate (100/s)",

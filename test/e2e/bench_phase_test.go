@@ -44,3 +44,26 @@ func TestKillPhasesCoverTheIntervalEvenly(t *testing.T) {
 		}
 	}
 }
+
+// TestLeaderPhasesCoverKillToDecisionEvenly: across n pairs the leader
+// dies once in each of n equal slices of kill → decision, and not in step
+// with the Caddy kill's slice.
+func TestLeaderPhasesCoverKillToDecisionEvenly(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 20, 21, 40} {
+		seen := map[int]bool{}
+		inStep := 0
+		for i := range n {
+			s := leaderPhaseSlot(i, n)
+			if s < 0 || s >= n || seen[s] {
+				t.Fatalf("n=%d: pair %d got slot %d, want each of 0..%d once", n, i, s, n-1)
+			}
+			seen[s] = true
+			if s == i {
+				inStep++
+			}
+		}
+		if inStep > 2 {
+			t.Errorf("n=%d: %d pairs kill the leader in the same slice as the Caddy, want at most 2", n, inStep)
+		}
+	}
+}

@@ -90,50 +90,77 @@ func failoverBench(b *testing.B, n int, o Options, run func(w *World) benchRun) 
 // trial's reset happened to end.
 func failoverTrials(b *testing.B, w *World, n int) []trial {
 	b.Helper()
-	primary := w.Sites[failover.Primary]
 	var got []trial
 	for i := range n {
 		if i > 0 {
 			resetToPrimary(b, w)
 		}
-		var tr trial
-		kill := waitForPhase(w.Opts.Interval, killPhase(i, n))
-		tr.Kill = kill.UnixNano()
-		tr.KillPhase = phaseOf(kill, w.Opts.Interval)
-		if err := primary.Caddy.Stop(); err != nil {
-			b.Fatal(err)
-		}
-		if !poll.WithinEvery(60*time.Second, 10*time.Millisecond, func() bool { return w.Answer() == BackupIP }) {
-			b.Fatalf("trial %d: BIND never answered the backup", i)
-		}
-		tr.AtBIND = time.Now().UnixNano()
-		var d failover.Entry
-		Eventually(b, 60*time.Second, func() bool {
-			st, ok := w.LeaderView()
-			if !ok || !st.State.Desired.Done || st.State.Desired.Active != failover.Backup {
-				return false
-			}
-			for _, e := range st.State.History {
-				if e.Index == st.State.Desired.Gen && e.Kind == failover.KindAutoFailover {
-					d = e
-					return e.Timings.VerifiedAt != 0
-				}
-			}
-			return false
-		}, "trial %d: the automatic flip is verified", i)
-		tm := d.Timings
-		tr.FirstFailure, tr.Floor, tr.Decided, tr.Written, tr.Verified = tm.FirstFailureAt, tm.DetectedAt, tm.DecidedAt, tm.WrittenAt, tm.VerifiedAt
-		// The floor is the watchers' evidence, which the commit must follow:
-		// a floor equal to the decision would measure nothing of probe → report → commit.
-		if tr.Floor == 0 || tr.Floor >= tr.Decided || tr.FirstFailure == 0 || tr.FirstFailure > tr.Floor || tr.FirstFailure < tr.Kill {
-			b.Fatalf("trial %d: decision gen %d: kill %d, first failure %d, detected %d, decided %d; want kill <= first failure <= detected < decided",
-				i, d.Gen, tr.Kill, tr.FirstFailure, tr.Floor, tr.Decided)
-		}
+		tr, gen := runFailover(b, w, i, killPhase(i, n), nil)
+		checkStamps(b, i, gen, tr)
 		got = append(got, tr)
 		b.Logf("trial %2d: kill at phase %.3f, total %s, floor after kill %s, overhead %s (commit %s after the floor)", i, tr.KillPhase,
 			ms(tr.AtBIND-tr.Kill), ms(tr.Floor-tr.Kill), ms(tr.AtBIND-tr.Floor), ms(tr.Decided-tr.Floor))
 	}
 	return got
+}
+
+// runFailover kills the primary's Caddy at phase of the probe interval,
+// calls during (when set) right after the kill, and returns the trial
+// once BIND answers the backup and the leader has verified the flip, with
+// the flip's gen.
+func runFailover(b *testing.B, w *World, i int, phase float64, during func(kill time.Time)) (trial, uint64) {
+	b.Helper()
+	var tr trial
+	kill := waitForPhase(w.Opts.Interval, phase)
+	tr.Kill = kill.UnixNano()
+	tr.KillPhase = phaseOf(kill, w.Opts.Interval)
+	if err := w.Sites[failover.Primary].Caddy.Stop(); err != nil {
+		b.Fatal(err)
+	}
+	if during != nil {
+		during(kill)
+	}
+	if !poll.WithinEvery(60*time.Second, 10*time.Millisecond, func() bool { return w.Answer() == BackupIP }) {
+		b.Fatalf("trial %d: BIND never answered the backup", i)
+	}
+	tr.AtBIND = time.Now().UnixNano()
+	var d failover.Entry
+	Eventually(b, 60*time.Second, func() bool {
+		st, ok := w.LeaderView()
+		if !ok || !st.State.Desired.Done || st.State.Desired.Active != failover.Backup {
+			return false
+		}
+		for _, e := range st.State.History {
+			if e.Index == st.State.Desired.Gen && e.Kind == failover.KindAutoFailover {
+				d = e
+				return e.Timings.VerifiedAt != 0
+			}
+		}
+		return false
+	}, "trial %d: the automatic flip is verified", i)
+	tm := d.Timings
+	tr.FirstFailure, tr.Floor, tr.Decided, tr.Written, tr.Verified = tm.FirstFailureAt, tm.DetectedAt, tm.DecidedAt, tm.WrittenAt, tm.VerifiedAt
+	return tr, d.Gen
+}
+
+// checkStamps fails b unless trial i's decision stamps are in order. The
+// floor is the watchers' evidence, which the commit must follow: a floor
+// equal to the decision would measure nothing of probe → report → commit.
+func checkStamps(b *testing.B, i int, gen uint64, tr trial) {
+	b.Helper()
+	if why := stampsOutOfOrder(tr); why != "" {
+		b.Fatalf("trial %d: decision gen %d: %s", i, gen, why)
+	}
+}
+
+// stampsOutOfOrder says how tr's stamps break kill <= first failure <=
+// detected < decided, or "" when they do not.
+func stampsOutOfOrder(tr trial) string {
+	if tr.Floor == 0 || tr.Floor >= tr.Decided || tr.FirstFailure == 0 || tr.FirstFailure > tr.Floor || tr.FirstFailure < tr.Kill {
+		return fmt.Sprintf("kill %d, first failure %d, detected %d, decided %d; want kill <= first failure <= detected < decided",
+			tr.Kill, tr.FirstFailure, tr.Floor, tr.Decided)
+	}
+	return ""
 }
 
 // envCount reads a positive count from the environment variable name, or
@@ -259,10 +286,26 @@ func resetToPrimary(b *testing.B, w *World) {
 		st, ok := w.LeaderView()
 		return ok && st.State.Sites[failover.Primary].Verdict == failover.Up
 	}, "the primary is UP at quorum again")
-	f := w.Follower()
-	if out, stderr, code := w.CLI(f, "failback", "--reason", "bench reset", "--yes", "--wait"); code != 0 {
-		b.Fatalf("failback: exit %d\n%s\n%s", code, out, stderr)
+	// Each node's API lets one actor make 10 moves at once, then one a
+	// minute (api.DefaultWriteLimits), and a benchmark of 20 pairs resets
+	// 39 times: ask the nodes in turn until one takes the failback. A
+	// failback that committed but whose wait failed is not asked again.
+	var k int
+	var last string
+	if !Within(3*time.Minute, func() bool {
+		if st, ok := w.LeaderView(); ok && st.State.Desired.Active == failover.Primary && st.State.Desired.Done {
+			return true
+		}
+		run := w.Running()
+		n := run[k%len(run)]
+		k++
+		out, stderr, code := w.CLI(n, "failback", "--reason", "bench reset", "--yes", "--wait")
+		last = fmt.Sprintf("via %s: exit %d\n%s\n%s", n.ID, code, out, stderr)
+		return code == 0
+	}) {
+		b.Fatalf("no node took the failback within 3m; last attempt %s", last)
 	}
+	f := w.Follower()
 	// Lift the anti-flap block so the next outage flips automatically.
 	if out, stderr, code := w.CLI(f, "ack", "--reason", "bench reset", "--yes"); code != 0 {
 		b.Fatalf("ack: exit %d\n%s\n%s", code, out, stderr)
@@ -291,6 +334,32 @@ var quantiles = []struct {
 	p    float64
 }{{"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}}
 
+// series is one figure a benchmark reports over its trials of type T: f
+// gives its value in one trial, key names it in the result file.
+type series[T any] struct {
+	key, label string
+	f          func(t T) float64
+}
+
+// printSeries prints the quantiles of each of ss over got, as a table
+// under a header, and sets them in res as key_p50, key_p90, ...
+func printSeries[T any](res map[string]any, got []T, ss []series[T]) {
+	fmt.Printf("  %-42s %8s %8s %8s\n", "", "p50", "p90", "p99")
+	for _, s := range ss {
+		var xs []float64
+		for _, t := range got {
+			xs = append(xs, s.f(t))
+		}
+		fmt.Printf("  %-42s", s.label)
+		for _, q := range quantiles {
+			v := percentile(xs, q.p)
+			res[s.key+"_"+q.name] = v
+			fmt.Printf(" %8.2f", v)
+		}
+		fmt.Println()
+	}
+}
+
 // benchRun names one failover benchmark's result file and what it adds.
 type benchRun struct {
 	name, command, file string
@@ -301,10 +370,7 @@ func report(b *testing.B, w *World, got []trial, run benchRun) {
 	interval := w.Opts.Interval.Seconds()
 	budget := float64(w.Opts.Fall) * interval
 	lower := float64(w.Opts.Fall-1) * interval
-	series := []struct {
-		key, label string
-		f          func(t trial) float64
-	}{
+	series := []series[trial]{
 		{"floor_after_kill_ms", "kill -> floor (detected_at)", func(t trial) float64 { return float64(t.Floor-t.Kill) / 1e6 }},
 		{"first_failure_after_kill_ms", "kill -> first failed probe", func(t trial) float64 { return float64(t.FirstFailure-t.Kill) / 1e6 }},
 		{"commit_after_floor_ms", "floor -> decision committed", func(t trial) float64 { return float64(t.Decided-t.Floor) / 1e6 }},
@@ -338,20 +404,7 @@ func report(b *testing.B, w *World, got []trial, run benchRun) {
 		res[k] = v
 	}
 	fmt.Printf("\n%s, %d trials, interval %s, fall %d:\n", run.name, len(got), w.Opts.Interval, w.Opts.Fall)
-	fmt.Printf("  %-42s %8s %8s %8s\n", "", "p50", "p90", "p99")
-	for _, s := range series {
-		var xs []float64
-		for _, t := range got {
-			xs = append(xs, s.f(t))
-		}
-		fmt.Printf("  %-42s", s.label)
-		for _, q := range quantiles {
-			v := percentile(xs, q.p)
-			res[s.key+"_"+q.name] = v
-			fmt.Printf(" %8.2f", v)
-		}
-		fmt.Println()
-	}
+	printSeries(res, got, series)
 	b.ReportMetric(res["overhead_ms_p50"].(float64), "overhead-p50-ms")
 	b.ReportMetric(res["overhead_ms_p90"].(float64), "overhead-p90-ms")
 	b.ReportMetric(res["commit_after_floor_ms_p50"].(float64), "commit-after-floor-p50-ms")

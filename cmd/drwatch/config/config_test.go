@@ -96,6 +96,7 @@ func TestRules(t *testing.T) {
 		{"fast_interval below 100ms", "block_window: 1h", "block_window: 1h, fast_interval: 50ms", "policy.fast_interval", "50ms must be ≥ 100ms", 8},
 		{"fast_interval above interval", "block_window: 1h", "block_window: 1h, fast_interval: 3s", "policy.fast_interval", "3s must be ≤ interval (2s)", 8},
 		{"max_pause zero", "block_window: 1h", "block_window: 1h, max_pause: 0s", "policy.max_pause", "must be > 0", 8},
+		{"heartbeat_timeout raised alone above election_timeout", "api: { tokens_file", "raft: { heartbeat_timeout: 2s, leader_lease_timeout: 1s }\napi: { tokens_file", "raft.election_timeout", "must not be below heartbeat_timeout (2s)", 7},
 		{"heartbeat_timeout above a minute", "api: { tokens_file", "raft: { heartbeat_timeout: 1h, leader_lease_timeout: 1s }\napi: { tokens_file", "raft.heartbeat_timeout", "must be ≤ 1m0s", 7},
 		{"bad client_certs", "api: { tokens_file: /etc/drwatch/tokens }", "api: { tokens_file: /etc/drwatch/tokens, client_certs: always }", "api.client_certs", "must be optional or required", 7},
 	}
