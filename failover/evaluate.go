@@ -245,6 +245,10 @@ func (s *state) detection(site Site, now int64) Timings {
 		slices.Sort(fell)
 		t.DetectedAt = fell[p.Quorum-1]
 	}
+	if s.LeaderlessTo > cmp.Or(first, since) {
+		// The episode waited for a leader: a gap of its own.
+		t.LeaderlessFrom, t.LeaderlessTo = s.LeaderlessFrom, s.LeaderlessTo
+	}
 	return t
 }
 

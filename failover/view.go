@@ -610,7 +610,10 @@ func writeTimeline(b *strings.Builder, tm Timings) {
 			continue
 		}
 		gap := ""
-		if i > 0 {
+		switch {
+		case st.Since != 0:
+			gap = fmt.Sprintf("%s without a leader (nothing committed since %s)", signedDur(st.Gap), fmtTime(st.Since))
+		case i > 0:
 			gap = signedDur(st.Gap)
 		}
 		line := fmt.Sprintf("  %-14s %-32s %s", st.Label, fmtTime(st.At), gap)
