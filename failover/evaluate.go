@@ -180,10 +180,14 @@ func (s *state) evidence(now int64) []NodeEvidence {
 					if !ref.Critical || ps == nil || ps.LastAt < cutoff || (ps.State != Down && ps.Fails == 0) {
 						continue
 					}
-					ev.Failing = append(ev.Failing, ProbeFailure{
+					pf := ProbeFailure{
 						Site: site, Probe: ref.Name, State: ps.State, Fails: ps.Fails, FailSince: ps.FailSince,
 						Class: ps.Last.Class, Phase: ps.Last.Phase, Reason: ps.Last.Reason,
-					})
+					}
+					if !ps.Last.OK && ps.Last.countsStreak(int64(p.stale())) {
+						pf.StreakAt = ps.Last.StreakAt
+					}
+					ev.Failing = append(ev.Failing, pf)
 				}
 			}
 		}

@@ -41,6 +41,7 @@ var fieldFormats = map[string]int{
 	"ProbeResult.streak":         2,
 	"ProbeResult.streak_at":      2,
 	"ProbeResult.streak_fell_at": 2,
+	"ProbeFailure.streak_at":     2,
 	"state.leaderless_from":      2,
 	"state.leaderless_to":        2,
 	"Timings.leaderless_from":    2,

@@ -147,6 +147,12 @@ type ProbeFailure struct {
 	Class     string  `json:"class,omitempty"`
 	Phase     string  `json:"phase,omitempty"`
 	Reason    string  `json:"reason,omitempty"`
+	// StreakAt is when the watcher's current run of failures began, on its
+	// clock (its last result's ProbeResult.StreakAt): with a streak Fails
+	// counts rounds the log never saw, so FailSince, when the log learnt
+	// of the first, can be later than the failures it counts. 0 in logs
+	// of format 1 and before.
+	StreakAt int64 `json:"streak_at,omitempty"`
 }
 
 // NodeEvidence is one node's part in a decision: its votes, why it abstained

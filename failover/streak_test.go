@@ -2,6 +2,7 @@ package failover
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 )
@@ -49,7 +50,17 @@ func TestFirstReportAfterAnElectionCarriesTheWatchersStreak(t *testing.T) {
 	if a := m.View().Active; a != Backup {
 		t.Fatalf("after the quorum's first reports after the election the active site is %s, want backup at once", a)
 	}
-	tm := lastDecision(t, m).Timings
+	d := lastDecision(t, m)
+	for _, ev := range d.Evidence {
+		want := map[string]int64{"a": ms(2000), "b": ms(2300)}[ev.Node]
+		if want == 0 {
+			continue
+		}
+		if len(ev.Failing) != 1 || ev.Failing[0].Fails != 4 || ev.Failing[0].StreakAt != want {
+			t.Errorf("node %s evidence %+v, want 4 failures in a row since %d (its own streak)", ev.Node, ev.Failing, want)
+		}
+	}
+	tm := d.Timings
 	want := Timings{FirstFailureAt: ms(2000), DetectedAt: ms(4300), DecidedAt: ms(6000), LeaderlessFrom: ms(1000), LeaderlessTo: ms(5900)}
 	if tm.FirstFailureAt != want.FirstFailureAt || tm.DetectedAt != want.DetectedAt || tm.DecidedAt != want.DecidedAt ||
 		tm.LeaderlessFrom != want.LeaderlessFrom || tm.LeaderlessTo != want.LeaderlessTo {
@@ -69,6 +80,11 @@ func TestFirstReportAfterAnElectionCarriesTheWatchersStreak(t *testing.T) {
 	}
 	if st := tm.Steps()[2]; st.Gap != 4900*time.Millisecond || st.Since != ms(1000) {
 		t.Fatalf("leaderless step %+v, want a 4.9s gap since 1s", st)
+	}
+	text, err := m.Explain(d.Gen)
+	if err != nil || !strings.Contains(text, "4 failures in a row since "+fmtTime(ms(2000))+" (watcher's clock)") ||
+		!strings.Contains(text, "+4.9s without a leader (nothing committed since "+fmtTime(ms(1000))+")") {
+		t.Errorf("explain (err %v) does not name the streaks and the leaderless gap:\n%s", err, text)
 	}
 }
 

@@ -575,7 +575,10 @@ func (m *Machine) Explain(gen uint64) (string, error) {
 				} else {
 					fmt.Fprintf(&b, "    %s probe %s is still %s but failed the last %d round(s)", f.Site, f.Probe, f.State, f.Fails)
 				}
-				if f.FailSince != 0 {
+				switch {
+				case f.StreakAt != 0:
+					fmt.Fprintf(&b, " since %s (watcher's clock)", fmtTime(f.StreakAt))
+				case f.FailSince != 0:
 					fmt.Fprintf(&b, " since %s", fmtTime(f.FailSince))
 				}
 				if f.Class != "" || f.Phase != "" || f.Reason != "" {
