@@ -25,13 +25,17 @@ type streak struct {
 	lastAt      int64 // CompletedAt of the probe's last result
 }
 
-// Stamp counts o's results (a full round of this watcher, as built) into
-// the streaks under the replicated policy p, and returns o with each
-// failure stamped with its streak when format, the cluster's effective log
-// format, reads the stamps (2 and later); below it returns o as built, the
-// old form every server reads. Results without a completion time, or for
-// probes p does not name, are neither counted nor stamped. With no policy
-// (nil) nothing is counted.
+// Stamp counts o's results (a round of this watcher, as built) into the
+// streaks under the replicated policy p, and returns o with each failure
+// stamped with its streak when format, the cluster's effective log format,
+// reads the stamps (2 and later); below it returns o as built, the old
+// form every server reads. A result is counted once: one that completed
+// no later than the probe's last counted result is not counted again (a
+// round counted when it arrived and stamped when it is sent, or an older
+// result carried into a merged round), and is stamped only if it is that
+// last result, since an older one's streak is no longer known. Results
+// without a completion time, or for probes p does not name, are neither
+// counted nor stamped. With no policy (nil) nothing is counted.
 func (c *StreakCounter) Stamp(o Observe, p *Policy, format int) Observe {
 	if p == nil {
 		return o
@@ -54,21 +58,21 @@ func (c *StreakCounter) Stamp(o Observe, p *Policy, format int) Observe {
 			st = &streak{}
 			c.probes[k] = st
 		}
-		gap := r.CompletedAt - st.lastAt
-		st.lastAt = r.CompletedAt
-		switch {
-		case r.OK:
-			*st = streak{lastAt: r.CompletedAt}
-			continue
-		case st.n == 0 || gap > stale || gap < 0:
-			*st = streak{n: 1, first: r.CompletedAt, lastAt: r.CompletedAt}
-		default:
-			st.n++
+		if gap := r.CompletedAt - st.lastAt; gap > 0 {
+			st.lastAt = r.CompletedAt
+			switch {
+			case r.OK:
+				*st = streak{lastAt: r.CompletedAt}
+			case st.n == 0 || gap > stale:
+				*st = streak{n: 1, first: r.CompletedAt, lastAt: r.CompletedAt}
+			default:
+				st.n++
+			}
+			if !r.OK && st.n == p.Fall {
+				st.fell = r.CompletedAt
+			}
 		}
-		if st.n == p.Fall {
-			st.fell = r.CompletedAt
-		}
-		if stamped {
+		if stamped && !r.OK && st.n > 0 && r.CompletedAt == st.lastAt {
 			o.Results[i].Streak, o.Results[i].StreakAt, o.Results[i].StreakFellAt = st.n, st.first, st.fell
 		}
 	}

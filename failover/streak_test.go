@@ -165,6 +165,17 @@ func TestStreakCounterCountsConsecutiveFreshRounds(t *testing.T) {
 			t.Fatalf("step %d: streak %d from %d fell %d, want %d from %d fell %d", i, got.Streak, got.StreakAt, got.StreakFellAt, s.n, sec(s.first), fell)
 		}
 	}
+	// A round counted when it came and stamped when it goes out counts
+	// once; an older result carried into a merged round is not stamped.
+	if got := res(false, sec(11), 2); got.Streak != 2 {
+		t.Fatalf("the same round again: streak %d, want 2", got.Streak)
+	}
+	if got := res(false, sec(10.5), 2); got.Streak != 0 {
+		t.Fatalf("an older result: streak %d, want none", got.Streak)
+	}
+	if got := res(false, sec(12), 2); got.Streak != 3 {
+		t.Fatalf("the next round: streak %d, want 3", got.Streak)
+	}
 }
 
 // Below format 2 nothing the format adds is written: an encoded report

@@ -21,8 +21,12 @@ type Reporter struct {
 	node, hash string
 	replica    *failover.Machine // the local replica; nil: none
 
-	mu      sync.Mutex
-	enc     failover.LeanEncoder
+	mu  sync.Mutex
+	enc failover.LeanEncoder
+
+	// smu guards streaks apart from mu, which a report holds while it
+	// waits for a leader: rounds must count meanwhile.
+	smu     sync.Mutex
 	streaks failover.StreakCounter
 }
 
@@ -52,7 +56,7 @@ func (rp *Reporter) Report(ctx context.Context, p failover.Proposer, policy *fai
 	rp.mu.Lock()
 	defer rp.mu.Unlock()
 	rp.settle()
-	o := rp.streaks.Stamp(Observation(rp.node, rp.hash, r), policy, rp.format())
+	o := rp.stamp(Observation(rp.node, rp.hash, r), policy, rp.format())
 	o = rp.enc.Encode(o, policy, policyHash, now().UnixNano())
 	b, err := failover.Encode(failover.Command{Payload: o})
 	if err != nil {
@@ -80,6 +84,20 @@ func (rp *Reporter) Report(ctx context.Context, p failover.Proposer, policy *fai
 		rp.enc.Applied(now().UnixNano())
 	}
 	return res, o.Base != 0, err
+}
+
+// Count counts round r into this watcher's failure streaks under the
+// replicated policy, at once, even while a report waits for a leader:
+// the round that goes out next carries it (Report does not count a round
+// twice). Safe for concurrent use with Report.
+func (rp *Reporter) Count(policy *failover.Policy, r probes.Round) {
+	rp.stamp(Observation(rp.node, rp.hash, r), policy, failover.LegacyFormat)
+}
+
+func (rp *Reporter) stamp(o failover.Observe, policy *failover.Policy, format int) failover.Observe {
+	rp.smu.Lock()
+	defer rp.smu.Unlock()
+	return rp.streaks.Stamp(o, policy, format)
 }
 
 // format is the cluster's effective log format as the local replica has

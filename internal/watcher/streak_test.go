@@ -7,6 +7,7 @@ import (
 
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/probes"
+	"github.com/drwatch/drwatch/test/poll"
 )
 
 // A watcher's reports carry its failure streaks only once the cluster's
@@ -56,5 +57,65 @@ func TestReportsCarryStreaksOnlyOnceTheClusterFormatReadsThem(t *testing.T) {
 	if got.Streak != 3 || got.StreakAt != first || got.StreakFellAt != lp.at.UnixNano() {
 		t.Fatalf("format 2, third failing round: streak %d from %d fell %d; want 3 from %d fell %d",
 			got.Streak, got.StreakAt, got.StreakFellAt, first, lp.at.UnixNano())
+	}
+}
+
+// waitingCluster is a fakeCluster whose proposals wait until release is
+// closed, as a report waits for a leader during an election.
+type waitingCluster struct {
+	*fakeCluster
+	release chan struct{}
+}
+
+func (c waitingCluster) Propose(ctx context.Context, b []byte) ([]byte, uint64, error) {
+	select {
+	case <-c.release:
+	case <-ctx.Done():
+		return nil, 0, ctx.Err()
+	}
+	return c.fakeCluster.Propose(ctx, b)
+}
+
+// Rounds that come while a report waits for a leader are taken at once
+// and count in the streak: the first report that commits after carries
+// every failed round, not only those the loop had time to send.
+func TestRoundsCountWhileAReportWaitsForALeader(t *testing.T) {
+	w, fc := newTestWatcher(t, 30*time.Second)
+	fc.log.Step(t, failover.Command{Payload: failover.SetPolicy{Policy: w.cfg.Policy, Actor: "test"}})
+	fc.log.Step(t, failover.Command{Payload: failover.SetFormat{Format: 2}})
+	wc := waitingCluster{fakeCluster: fc, release: make(chan struct{})}
+	w.cfg.Cluster = wc
+	rounds := startReportLoop(t, w)
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for seq := range uint64(5) {
+		at := start.Add(time.Duration(seq) * time.Second)
+		r := probes.Round{Seq: seq + 1, Results: []probes.NamedResult{
+			{Site: "primary", Probe: "web", Completed: at, Result: probes.Result{Class: probes.ClassRefused, Phase: "connect", Reason: "refused"}},
+			{Site: "backup", Probe: "web", Completed: at, Result: probes.Result{OK: true}},
+		}}
+		select {
+		case rounds <- r:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d not taken while a report waits for a leader", seq+1)
+		}
+	}
+	close(wc.release)
+	var got failover.ProbeResult
+	poll.Until(t, 10*time.Second, func() bool {
+		for _, c := range fc.commands() {
+			if o, ok := c.Payload.(failover.Observe); ok && o.Seq == 5 {
+				for _, r := range o.Results {
+					if r.Site == failover.Primary {
+						got = r
+						return true
+					}
+				}
+			}
+		}
+		return false
+	}, "round 5 is reported")
+	if got.Streak != 5 || got.StreakAt != start.UnixNano() || got.StreakFellAt != start.Add(2*time.Second).UnixNano() {
+		t.Fatalf("round 5's primary/web: streak %d from %d fell %d; want 5 from %d fell %d (fall 3)",
+			got.Streak, got.StreakAt, got.StreakFellAt, start.UnixNano(), start.Add(2*time.Second).UnixNano())
 	}
 }
