@@ -133,14 +133,15 @@ func TestLeaderKilledMidDetectionNamesTheLeaderlessGap(t *testing.T) {
 	if err := w.Sites[failover.Primary].Caddy.Stop(); err != nil {
 		t.Fatal(err)
 	}
+	// A survivor's failure: the old leader's evidence dies with it.
 	Eventually(t, 30*time.Second, func() bool {
-		for _, n := range w.Nodes {
+		for _, n := range rest {
 			if len(LogLines(n, "site suspect")) > 0 {
 				return true
 			}
 		}
 		return false
-	}, "a watcher suspects the primary")
+	}, "%s or %s suspects the primary", rest[0].ID, rest[1].ID)
 	old.Kill()
 	killed := time.Now()
 	if l := LogLines(old, "kind="+failover.KindAutoFailover); len(l) != 0 {
@@ -182,6 +183,22 @@ func TestLeaderKilledMidDetectionNamesTheLeaderlessGap(t *testing.T) {
 	}
 	if tm.LeaderlessFrom == 0 || tm.LeaderlessFrom > killed.UnixNano() || tm.LeaderlessFrom < fault.UnixNano()-int64(w.Opts.Interval) {
 		t.Errorf("leaderless from %d: want the last commit before the kill at %d", tm.LeaderlessFrom, killed.UnixNano())
+	}
+	// The DOWN votes rest on the watchers' own streaks, begun before the
+	// new leader (one before the kill): rounds the election swallowed
+	// counted.
+	streaks, beforeKill := 0, false
+	for _, ev := range d.Evidence {
+		for _, f := range ev.Failing {
+			if f.Site == failover.Primary && f.State == failover.Down && f.Fails >= w.Opts.Fall && f.StreakAt != 0 && f.StreakAt < tm.LeaderlessTo {
+				streaks++
+				beforeKill = beforeKill || f.StreakAt <= killed.UnixNano()
+			}
+		}
+	}
+	if streaks < w.Opts.Quorum || !beforeKill {
+		t.Errorf("%d DOWN voters with a streak begun before the new leader (one before the kill: %v), want %d: evidence %+v",
+			streaks, beforeKill, w.Opts.Quorum, d.Evidence)
 	}
 	out, stderr, code := w.CLI(rest[0], "explain", strconv.FormatUint(d.Gen, 10))
 	if code != 0 || !regexp.MustCompile(`(?m)^\s+leaderless\s+.*\+\S+ without a leader`).MatchString(out) {
