@@ -256,7 +256,7 @@ func (t Timings) Steps() []TimingStep {
 		out = append(out, st)
 	}
 	leaderless := func(before int64) {
-		if t.LeaderlessTo == 0 || (before != 0 && before <= t.LeaderlessTo) {
+		if t.LeaderlessTo == 0 || (before != 0 && before < t.LeaderlessTo) {
 			return
 		}
 		out = append(out, TimingStep{Label: "leaderless", At: t.LeaderlessTo, Gap: time.Duration(t.LeaderlessTo - t.LeaderlessFrom), Since: t.LeaderlessFrom})

@@ -81,6 +81,12 @@ func TestFirstReportAfterAnElectionCarriesTheWatchersStreak(t *testing.T) {
 	if st := tm.Steps()[2]; st.Gap != 4900*time.Millisecond || st.Since != ms(1000) {
 		t.Fatalf("leaderless step %+v, want a 4.9s gap since 1s", st)
 	}
+	// A decision that is the first command after the election comes
+	// after the time without a leader, not before it.
+	same := Timings{FirstFailureAt: ms(2000), DecidedAt: ms(5900), LeaderlessFrom: ms(1000), LeaderlessTo: ms(5900)}
+	if st := same.Steps(); len(st) != 3 || st[1].Label != "leaderless" || st[2].Label != "decided" || st[2].Gap != 0 {
+		t.Errorf("decided with the first commit after the election: steps %+v, want first failure, leaderless, decided +0s", st)
+	}
 	text, err := m.Explain(d.Gen)
 	if err != nil || !strings.Contains(text, "4 failures in a row since "+fmtTime(ms(2000))+" (watcher's clock)") ||
 		!strings.Contains(text, "+4.9s without a leader (nothing committed since "+fmtTime(ms(1000))+")") {
