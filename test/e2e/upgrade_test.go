@@ -23,7 +23,22 @@ const PreviousRelease = "3ef9e9aaa2049ddb2e628ebc6e5e3b12ecdc21a9"
 func buildRelease(t *testing.T, commit string) string {
 	t.Helper()
 	root := moduleRoot()
-	if out, err := exec.Command("git", "-C", root, "cat-file", "-e", commit+"^{commit}").CombinedOutput(); err != nil {
+	has := func() ([]byte, error) {
+		return exec.Command("git", "-C", root, "cat-file", "-e", commit+"^{commit}").CombinedOutput()
+	}
+	out, err := has()
+	if err != nil {
+		// A shallow clone (CI systems often make one) lacks the history:
+		// deepen it from its origin once before giving up.
+		if sh, _ := exec.Command("git", "-C", root, "rev-parse", "--is-shallow-repository").Output(); strings.TrimSpace(string(sh)) == "true" {
+			fetch := exec.Command("git", "-C", root, "fetch", "--quiet", "--unshallow")
+			if fo, ferr := fetch.CombinedOutput(); ferr != nil {
+				t.Logf("git fetch --unshallow: %v: %s", ferr, fo)
+			}
+			out, err = has()
+		}
+	}
+	if err != nil {
 		t.Fatalf("commit %s, the release the upgrade test starts from, is not in this clone's history (%v: %s): "+
 			"a shallow clone lacks it; run `git fetch --unshallow` (docs/testing.md)", commit, err, out)
 	}
