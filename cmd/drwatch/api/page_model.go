@@ -888,11 +888,8 @@ func timings(t failover.Timings) []timingStep {
 		if i > 0 {
 			ts.Delta = gapDur(st.Gap)
 		}
-		switch {
-		case st.Server:
+		if st.Server {
 			ts.Label, ts.Delta = "served by "+st.Label, ts.Delta+" after the write"
-		case st.Since != 0:
-			ts.Label, ts.Delta = "no leader until", gapDur(st.Gap)+" without a leader"
 		}
 		out = append(out, ts)
 	}
