@@ -12,6 +12,7 @@ import (
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/remediatetest"
+	"github.com/drwatch/drwatch/test/fakeclock"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -93,10 +94,10 @@ func TestOrphanedPodsRebootOnlyANodeWhosePodsBlockSomething(t *testing.T) {
 	for _, p := range []string{"solo", "shared", "web"} {
 		terminate(t, c, ns, p, 30)
 	}
-	clk := &testClock{t: time.Now().Add(time.Hour)}
+	clk := fakeclock.At(time.Now().Add(time.Hour))
 	rb := &recordingRebooter{}
 	cloud := fakeInstances{"w1": InstanceActive, "w2": InstanceActive, "w3": InstanceActive}
-	r := NewOrphanedPods(api(t), cloud, 10*time.Minute, clk.now).WithReboot(rb, 10*time.Minute)
+	r := NewOrphanedPods(api(t), cloud, 10*time.Minute, clk.Now).WithReboot(rb, 10*time.Minute)
 	acted, held := splitHeld(remediatetest.Pass(t, remediatetest.NewLog(), r, remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 5, MaxPerHour: 10}))
 
 	if got := rb.rebooted(); !slices.Equal(got, []string{"w2"}) {
@@ -125,10 +126,10 @@ func TestOrphanedPodsReleaseHeldPodsOnceFenced(t *testing.T) {
 	c := client(t)
 	ns := namespace(t, c)
 	partitionedStatefulNodes(t, c, ns, "w1", "w2")
-	clk := &testClock{t: time.Now().Add(time.Hour)}
+	clk := fakeclock.At(time.Now().Add(time.Hour))
 	rb := &recordingRebooter{}
 	cloud := fakeInstances{"w1": InstanceActive, "w2": InstanceActive}
-	r := NewOrphanedPods(api(t), cloud, 10*time.Minute, clk.now).WithReboot(rb, 10*time.Minute)
+	r := NewOrphanedPods(api(t), cloud, 10*time.Minute, clk.Now).WithReboot(rb, 10*time.Minute)
 	fc := remediatetest.NewLog()
 	on := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 5, MaxPerHour: 10}
 
@@ -140,9 +141,9 @@ func TestOrphanedPodsReleaseHeldPodsOnceFenced(t *testing.T) {
 	if err != nil || w1.Annotations[AnnotationBootID] != "boot-a" {
 		t.Fatalf("w1: got annotations %v (%v), want the boot ID before the reboot recorded", w1.Annotations, err)
 	}
-	boot(t, c, "w1", "boot-b", corev1.ConditionTrue, clk.now())
-	boot(t, c, "w2", "boot-a", corev1.ConditionTrue, clk.now())
-	clk.add(11 * time.Minute)
+	boot(t, c, "w1", "boot-b", corev1.ConditionTrue, clk.Now())
+	boot(t, c, "w2", "boot-a", corev1.ConditionTrue, clk.Now())
+	clk.Add(11 * time.Minute)
 	acted, held := splitHeld(remediatetest.Pass(t, fc, r, on))
 	if !slices.Contains(acted, "applied force-delete pod/"+ns+"/db-0") || podExists(t, c, ns, "db-0") {
 		t.Fatalf("got %q, want db-0 released once w1 is fenced", acted)
@@ -161,12 +162,12 @@ func TestRepairsDisruptOneNodeAtATime(t *testing.T) {
 	c := client(t)
 	ns := namespace(t, c)
 	partitionedStatefulNodes(t, c, ns, "w1", "w2", "w3")
-	clk := &testClock{t: time.Now().Add(time.Hour)}
+	clk := fakeclock.At(time.Now().Add(time.Hour))
 	rb := &recordingRebooter{}
 	cloud := fakeInstances{"w1": InstanceActive, "w2": InstanceActive, "w3": InstanceShutoff}
 	on := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 5, MaxPerHour: 10}
-	orphans := NewOrphanedPods(api(t), cloud, 10*time.Minute, clk.now).WithReboot(rb, 10*time.Minute)
-	dead := NewDeadNode(api(t), cloud, 5*time.Minute, clk.now)
+	orphans := NewOrphanedPods(api(t), cloud, 10*time.Minute, clk.Now).WithReboot(rb, 10*time.Minute)
+	dead := NewDeadNode(api(t), cloud, 5*time.Minute, clk.Now)
 	fc := remediatetest.NewLog()
 	pass := func() []failover.RemediationRecord {
 		t.Helper()
@@ -192,17 +193,17 @@ func TestRepairsDisruptOneNodeAtATime(t *testing.T) {
 		t.Fatalf("w1 not back: rebooted %q, w3 tainted %v; want nothing more", got, tainted())
 	}
 	// Ready under the same boot proves no reboot: w1 is still disrupted.
-	boot(t, c, "w1", "boot-a", corev1.ConditionTrue, clk.now())
+	boot(t, c, "w1", "boot-a", corev1.ConditionTrue, clk.Now())
 	pass()
 	if got := rb.rebooted(); !slices.Equal(got, []string{"w1"}) || tainted() {
 		t.Fatalf("w1 Ready under its old boot: rebooted %q, w3 tainted %v; want nothing more", got, tainted())
 	}
-	boot(t, c, "w1", "boot-b", corev1.ConditionTrue, clk.now())
+	boot(t, c, "w1", "boot-b", corev1.ConditionTrue, clk.Now())
 	pass()
 	if got := rb.rebooted(); !slices.Equal(got, []string{"w1", "w2"}) || tainted() {
 		t.Fatalf("w1 back: rebooted %q, w3 tainted %v; want w2 rebooted next, w3 waiting for it", got, tainted())
 	}
-	boot(t, c, "w2", "boot-b", corev1.ConditionTrue, clk.now())
+	boot(t, c, "w2", "boot-b", corev1.ConditionTrue, clk.Now())
 	pass()
 	if !tainted() {
 		t.Fatal("w2 back: want w3 tainted out of service")

@@ -14,6 +14,7 @@ import (
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/remediatetest"
+	"github.com/drwatch/drwatch/test/fakeclock"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -381,34 +382,14 @@ func TestOrphanedPodsLeaveFinalizerHeldPods(t *testing.T) {
 	}
 }
 
-// testClock is a clock the test moves by hand.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-// expectPass runs one pass at clk's time and fails unless it recorded
-// exactly want.
-func expectPass(t *testing.T, fc *remediatetest.Log, r remediate.Remediator, s remediate.Settings, clk *testClock, want ...string) {
+func expectPass(t *testing.T, fc *remediatetest.Log, r remediate.Remediator, s remediate.Settings, clk *fakeclock.Clock, want ...string) {
 	t.Helper()
 	got := remediatetest.Summary(remediatetest.Pass(t, fc, r, s))
 	if want == nil {
 		want = []string{}
 	}
 	if !slices.Equal(got, want) {
-		t.Fatalf("at %s: got %q, want %q", clk.now().Format(time.TimeOnly), got, want)
+		t.Fatalf("at %s: got %q, want %q", clk.Now().Format(time.TimeOnly), got, want)
 	}
 }
 
@@ -425,9 +406,9 @@ func TestOrphanedPodsRebootBeforeForceDelete(t *testing.T) {
 	ownedPod(t, c, ns, "db-0", "w1", "StatefulSet")
 	terminate(t, c, ns, "web-1", 30)
 	terminate(t, c, ns, "db-0", 30)
-	clk := &testClock{t: time.Now().Add(time.Hour)}
+	clk := fakeclock.At(time.Now().Add(time.Hour))
 	rb := &recordingRebooter{}
-	r := NewOrphanedPods(api(t), fakeInstances{"w1": InstanceActive}, 10*time.Minute, clk.now).WithReboot(rb, 10*time.Minute)
+	r := NewOrphanedPods(api(t), fakeInstances{"w1": InstanceActive}, 10*time.Minute, clk.Now).WithReboot(rb, 10*time.Minute)
 	fc := remediatetest.NewLog()
 	on := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 1, MaxPerHour: 10}
 	pass := func(want ...string) {
@@ -439,12 +420,12 @@ func TestOrphanedPodsRebootBeforeForceDelete(t *testing.T) {
 	if !podExists(t, c, ns, "web-1") || !slices.Equal(rb.rebooted(), []string{"w1"}) {
 		t.Fatalf("after the first pass: web-1 there %v, rebooted %q; want web-1 kept and w1 rebooted", podExists(t, c, ns, "web-1"), rb.rebooted())
 	}
-	clk.add(5 * time.Minute)
+	clk.Add(5 * time.Minute)
 	pass() // within the wait: the rebooted kubelet may still finish web-1
 	if !podExists(t, c, ns, "web-1") {
 		t.Fatal("web-1 force-deleted within the wait after the reboot")
 	}
-	clk.add(6 * time.Minute)
+	clk.Add(6 * time.Minute)
 	pass("dry_run force-delete pod/"+ns+"/db-0", // report-only: its node is not back, so the reboot is not proven
 		"planned force-delete pod/"+ns+"/web-1", "applied force-delete pod/"+ns+"/web-1")
 	if podExists(t, c, ns, "web-1") || !podExists(t, c, ns, "db-0") {
@@ -530,9 +511,9 @@ func TestOrphanedPodsUncordonOnlyTheirOwnCordon(t *testing.T) {
 		ownedPod(t, c, ns, "db-"+n, n, "StatefulSet")
 		terminate(t, c, ns, "db-"+n, 30)
 	}
-	clk := &testClock{t: time.Now().Add(time.Hour)}
+	clk := fakeclock.At(time.Now().Add(time.Hour))
 	cloud := fakeInstances{"w1": InstanceActive, "w2": InstanceActive, "w3": InstanceActive}
-	r := NewOrphanedPods(api(t), cloud, 10*time.Minute, clk.now).WithReboot(&recordingRebooter{}, 10*time.Minute)
+	r := NewOrphanedPods(api(t), cloud, 10*time.Minute, clk.Now).WithReboot(&recordingRebooter{}, 10*time.Minute)
 	fc := remediatetest.NewLog()
 	on := remediate.Settings{Mode: remediate.ModeOn, MaxPerPass: 5, MaxPerHour: 20}
 	pass := func(want ...string) {
@@ -561,12 +542,12 @@ func TestOrphanedPodsUncordonOnlyTheirOwnCordon(t *testing.T) {
 	setCordon(t, c, "w3", false) // the operator takes w3 over
 	readyNow("w1")
 	readyNow("w2")
-	clk.add(5 * time.Minute)
+	clk.Add(5 * time.Minute)
 	// Within the wait w1 stays cordoned; drwatch only forgets w3's cordon.
 	pass("planned uncordon node/w3", "applied uncordon node/w3")
 	setCordon(t, c, "w3", true)
 	readyNow("w3")
-	clk.add(6 * time.Minute)
+	clk.Add(6 * time.Minute)
 	// The StatefulSet pods stay, reported only: their nodes are Ready, but
 	// not since a new boot, so no reboot is proven to have stopped them.
 	pass("dry_run force-delete pod/"+ns+"/db-w1", "dry_run force-delete pod/"+ns+"/db-w2", "dry_run force-delete pod/"+ns+"/db-w3",
