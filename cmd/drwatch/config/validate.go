@@ -101,10 +101,9 @@ func (v *validator) remediations(c *Config) {
 		auth remediate.OpenStackAuth
 	}{{"remediations.octavia_stuck_lb", c.Remediations.OctaviaStuckLB.OpenStackAuth}, {"remediations.openstack", c.Remediations.OpenStack.OpenStackAuth},
 		{"remediations.cloud_debris", c.Remediations.CloudDebris.OpenStackAuth}} {
-		v.fileField(cloud.path+".clouds_file", cloud.auth.CloudsFile, false)
-		v.fileField(cloud.path+".application_credential_id_file", cloud.auth.ApplicationCredentialIDFile, false)
-		v.fileField(cloud.path+".application_credential_secret_file", cloud.auth.ApplicationCredentialSecretFile, false)
-		v.fileField(cloud.path+".ca_file", cloud.auth.CAFile, false)
+		for _, f := range cloud.auth.Files() {
+			v.fileField(cloud.path+"."+f.Field, f.Path, false)
+		}
 	}
 }
 
@@ -317,14 +316,9 @@ func (v *validator) probeFiles(pp string, p probes.Spec) {
 		v.fileField(pp+".client_cert_file", k.ClientCertFile, false)
 		v.fileField(pp+".client_key_file", k.ClientKeyFile, false)
 	case p.Octavia != nil:
-		o := p.Octavia
-		if o.Cloud != "" {
-			v.fileField(pp+".clouds_file", o.CloudsFile, false)
-			return
+		for _, f := range p.Octavia.Files() {
+			v.fileField(pp+"."+f.Field, f.Path, false)
 		}
-		v.fileField(pp+".application_credential_id_file", o.ApplicationCredentialIDFile, false)
-		v.fileField(pp+".application_credential_secret_file", o.ApplicationCredentialSecretFile, false)
-		v.fileField(pp+".ca_file", o.CAFile, false)
 	}
 }
 
