@@ -74,6 +74,12 @@ var octaviaOperatingStatuses = []string{"ONLINE", "DRAINING", "OFFLINE", "DEGRAD
 // to the probe. It is pure: it reads no file.
 func (o *OctaviaSpec) Validate() field.Errors { return o.validate(false) }
 
+// configured is the configuration file's rules (validate).
+func (o *OctaviaSpec) configured() field.Errors { return o.validate(true) }
+
+// files are the credentials' (openstackauth.Credentials.Files).
+func (o *OctaviaSpec) files() []field.File { return o.Credentials.Files() }
+
 // validate checks the spec; configured leaves out the one rule the
 // configuration file cannot meet: its vip_port has a default, so it is set
 // without check_vip.

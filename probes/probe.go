@@ -80,11 +80,3 @@ type Spec struct {
 // ProbeFunc is the one signature every probe type has. It runs one probe,
 // honouring ctx's deadline, and never retries.
 type ProbeFunc func(ctx context.Context, spec Spec, logger *slog.Logger) Result
-
-// Probers maps a probe type name to its function.
-var Probers = map[string]ProbeFunc{
-	"http":       ProbeHTTP,
-	"tcp":        ProbeTCP,
-	"kubernetes": ProbeKubernetes,
-	"octavia":    ProbeOctavia,
-}

@@ -87,19 +87,15 @@ func required(es *field.Errors, path, val string) bool {
 	return true
 }
 
-// File is one file the credentials are read from: its field's path
-// (relative to the section) and the path it names.
-type File struct{ Field, Path string }
-
 // Files lists the files AuthOptions reads for these credentials, for a
 // caller that checks they exist first: the clouds.yaml with cloud, the
 // application credential files and the CA bundle without. A field of the
 // other shape is left out: Validate refuses it.
-func (c Credentials) Files() []File {
-	var out []File
-	add := func(field, path string) {
+func (c Credentials) Files() []field.File {
+	var out []field.File
+	add := func(name, path string) {
 		if path != "" {
-			out = append(out, File{field, path})
+			out = append(out, field.File{Field: name, Path: path})
 		}
 	}
 	if c.Cloud != "" {

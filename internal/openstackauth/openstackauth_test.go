@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/drwatch/drwatch/internal/field"
 )
 
 // TestLooksLikeID: only the 36-character UUID form is an ID;
@@ -96,14 +98,14 @@ func TestValidateNamesEachFieldOfTheWrongShape(t *testing.T) {
 // with its field, so a config check reads what the run will read.
 func TestFilesAreThoseOfTheShapeSet(t *testing.T) {
 	byCloud := Credentials{Cloud: "c", CloudsFile: "/c.yaml"}
-	if got, want := byCloud.Files(), []File{{"clouds_file", "/c.yaml"}}; !slices.Equal(got, want) {
+	if got, want := byCloud.Files(), []field.File{{Field: "clouds_file", Path: "/c.yaml"}}; !slices.Equal(got, want) {
 		t.Errorf("cloud: got %v, want %v", got, want)
 	}
 	if got := (Credentials{Cloud: "c"}).Files(); got != nil {
 		t.Errorf("cloud searching the usual places: got %v, want none", got)
 	}
 	appcred := Credentials{AuthURL: "https://k/v3", ApplicationCredentialIDFile: "/i", ApplicationCredentialSecretFile: "/s", CAFile: "/ca"}
-	want := []File{{"application_credential_id_file", "/i"}, {"application_credential_secret_file", "/s"}, {"ca_file", "/ca"}}
+	want := []field.File{{Field: "application_credential_id_file", Path: "/i"}, {Field: "application_credential_secret_file", Path: "/s"}, {Field: "ca_file", Path: "/ca"}}
 	if got := appcred.Files(); !slices.Equal(got, want) {
 		t.Errorf("application credential: got %v, want %v", got, want)
 	}

@@ -294,31 +294,12 @@ func (v *validator) foreignFields(pp, typ string) {
 	}
 }
 
-// probeFiles checks that the files a probe names exist; whether they are
-// required is the probe's own rule.
+// probeFiles checks that the files a probe names exist; which it reads is
+// its type's (probes.Spec.Files), whether they are required the probe's
+// own rule.
 func (v *validator) probeFiles(pp string, p probes.Spec) {
-	switch {
-	case p.HTTP != nil:
-		v.fileField(pp+".ca_file", p.HTTP.CAFile, false)
-	case p.TCP != nil:
-		v.fileField(pp+".ca_file", p.TCP.CAFile, false)
-	case p.Kubernetes != nil:
-		k := p.Kubernetes
-		if k.Kubeconfig != "" {
-			v.fileField(pp+".kubeconfig", k.Kubeconfig, false)
-			return
-		}
-		v.fileField(pp+".ca_file", k.CAFile, false)
-		if k.TokenFile != "" && (k.ClientCertFile != "" || k.ClientKeyFile != "") {
-			return
-		}
-		v.fileField(pp+".token_file", k.TokenFile, false)
-		v.fileField(pp+".client_cert_file", k.ClientCertFile, false)
-		v.fileField(pp+".client_key_file", k.ClientKeyFile, false)
-	case p.Octavia != nil:
-		for _, f := range p.Octavia.Files() {
-			v.fileField(pp+"."+f.Field, f.Path, false)
-		}
+	for _, f := range p.Files() {
+		v.fileField(pp+"."+f.Field, f.Path, false)
 	}
 }
 
