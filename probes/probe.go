@@ -61,6 +61,10 @@ type Result struct {
 // flat (url, address, server... beside name and type); a key shared by several
 // types (ca_file, cert_min_validity) is declared in each with the same tags,
 // and decoding keeps only the struct that Type names (see UnmarshalYAML).
+// The octavia type's credentials are the section it shares with the
+// OpenStack repairs (openstackauth.Credentials, inline): their ca_file says
+// more in its doc tag, and the reference and the config walker read the
+// first declaration, the http type's.
 type Spec struct {
 	Name string `yaml:"name" doc:"Unique within its site; a metric label."`
 	Type string `yaml:"type" doc:"http, tcp, kubernetes or octavia."`
