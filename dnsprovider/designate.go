@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/drwatch/drwatch/internal/field"
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/dns/v2/recordsets"
@@ -319,4 +321,40 @@ func classifyGophercloud(err error) error {
 		return &HTTPStatusError{Status: ec.Actual, Err: errors.New(http.StatusText(ec.Actual))}
 	}
 	return err
+}
+
+func (g *DesignateConfig) validate() field.Errors {
+	var errs field.Errors
+	if required(&errs, "auth_url", g.AuthURL) {
+		if u, err := url.Parse(g.AuthURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			errs.Add("auth_url", "%q is not an http(s) URL", g.AuthURL)
+		}
+	}
+	required(&errs, "region", g.Region)
+	switch {
+	case g.ApplicationCredentialID != "":
+		requiredFile(&errs, "application_credential_secret_file", g.ApplicationCredentialSecretFile)
+	case g.Username != "":
+		requiredFile(&errs, "password_file", g.PasswordFile)
+		required(&errs, "project_name", g.ProjectName)
+	default:
+		errs.Add("", "needs application_credential_id + application_credential_secret_file, or username + password_file")
+	}
+	return errs
+}
+
+// credentials is the secret of the way validate accepts: the application
+// credential's, else the password.
+func (g *DesignateConfig) credentials() []Credential {
+	switch {
+	case g.ApplicationCredentialID != "":
+		return fileCredential("application_credential_secret_file", g.ApplicationCredentialSecretFile)
+	case g.Username != "":
+		return fileCredential("password_file", g.PasswordFile)
+	}
+	return nil
+}
+
+func (g *DesignateConfig) build(b build) (Provider, error) {
+	return NewDesignate(b.zone, *g, b.logger)
 }

@@ -10,6 +10,14 @@
 // fenceOld, fenceNew). New(Config, logger) selects an implementation by
 // name; NewVerifier/NewVerifierFromConfig build the authoritative check.
 //
+// Providers are one table (providers.go), one line each: the name
+// dns.provider takes and the provider's section of Config, which answers
+// its rules, the credentials it reads and how it is built. Names, Validate,
+// Credentials and New all ask the table. A new provider is its own file
+// (its section type and those three methods; a libdns client needs only
+// NewLibdns around it), its field and name constant in Config, one line of
+// the table and the regenerated docs/configuration.md.
+//
 // Config is also the `dns:` section of a node's config file: the package
 // owns its yaml shape, defaults and documentation (struct tags) and its
 // rules (Config.Validate, paths relative to the section). Record names and

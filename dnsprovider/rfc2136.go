@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/dnsprovider/internal/tsig"
+	"github.com/drwatch/drwatch/internal/field"
 	"github.com/miekg/dns"
 )
 
@@ -302,4 +303,21 @@ func (p *RFC2136) send(ctx context.Context, m *dns.Msg) error {
 		return &RcodeError{Op: "update", Rcode: r.Rcode}
 	}
 	return nil
+}
+
+func (r *RFC2136Config) validate() field.Errors {
+	var errs field.Errors
+	errs.HostPort("server", r.Server)
+	required(&errs, "key_name", r.KeyName)
+	requiredFile(&errs, "key_file", r.KeyFile)
+	if r.Algorithm != "hmac-sha256" && r.Algorithm != "hmac-sha512" {
+		errs.Add("algorithm", "%q must be hmac-sha256 or hmac-sha512", r.Algorithm)
+	}
+	return errs
+}
+
+func (r *RFC2136Config) credentials() []Credential { return fileCredential("key_file", r.KeyFile) }
+
+func (r *RFC2136Config) build(b build) (Provider, error) {
+	return NewRFC2136(b.zone, b.fence, *r, b.logger)
 }

@@ -1,7 +1,14 @@
 // Package probes looks at a site from one watcher's vantage point.
 //
-// Every probe type has the same shape, [ProbeFunc], kept in the plain map
-// [Probers] from type name to function, as prometheus/blackbox_exporter does.
+// Every probe type has the same shape, [ProbeFunc], and one line in the
+// table of probe types (types.go), as prometheus/blackbox_exporter's prober
+// map: its name, its prober and its section of [Spec]. Decoding, the
+// file's rules, the scheduler's check, the files a probe reads
+// ([Spec.Files]) and the plain map [Probers] from type name to function
+// all come from that table. A new type is its own file (its section type,
+// with tags, Validate and the file's rules, and its prober), its field in
+// Spec (and its name in the doc tag of Spec.Type), one line of the table
+// and the regenerated docs/configuration.md.
 // The caller owns the deadline (ctx), the registry and the outcome metrics.
 // Probers are stateless: they never retry, sleep or judge health over time;
 // counting failures is the decision core's job. A [Result] keeps the failed

@@ -85,6 +85,16 @@ func (h *HTTPSpec) Validate() field.Errors {
 	return es
 }
 
+// configured is the configuration file's rules: the prober's, and
+// connect_to with its port.
+func (h *HTTPSpec) configured() field.Errors {
+	_, es := h.prepare(true)
+	return es
+}
+
+// files is the CA bundle, when set.
+func (h *HTTPSpec) files() []field.File { return optionalFile("ca_file", h.CAFile) }
+
 // prepare checks and compiles the spec; configured adds the configuration
 // file's rule that connect_to carries a port.
 func (h *HTTPSpec) prepare(configured bool) (httpPrepared, field.Errors) {

@@ -56,6 +56,25 @@ type KubernetesSpec struct {
 // to the probe. It is pure: it reads no file.
 func (k *KubernetesSpec) Validate() field.Errors { return k.validate(false) }
 
+// configured is the configuration file's rules (validate).
+func (k *KubernetesSpec) configured() field.Errors { return k.validate(true) }
+
+// files are the kubeconfig alone when set, else the CA bundle and the
+// credentials: the token, or the client certificate and key when no token
+// goes with them (Validate refuses both).
+func (k *KubernetesSpec) files() []field.File {
+	if k.Kubeconfig != "" {
+		return optionalFile("kubeconfig", k.Kubeconfig)
+	}
+	out := optionalFile("ca_file", k.CAFile)
+	if k.TokenFile != "" && (k.ClientCertFile != "" || k.ClientKeyFile != "") {
+		return out
+	}
+	out = append(out, optionalFile("token_file", k.TokenFile)...)
+	out = append(out, optionalFile("client_cert_file", k.ClientCertFile)...)
+	return append(out, optionalFile("client_key_file", k.ClientKeyFile)...)
+}
+
 // validate checks the spec; configured adds the configuration file's rules:
 // an endpoint named, an https server, explicit credentials, and a
 // kubeconfig used alone (no server override).

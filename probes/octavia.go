@@ -31,31 +31,18 @@ import (
 // Credentials come either from clouds.yaml (Cloud, with CloudsFile naming the
 // file; empty searches the usual places like the openstack CLI) or from an
 // application credential kept in two files (AuthURL,
-// ApplicationCredentialIDFile, ApplicationCredentialSecretFile). Files are
-// read on every run.
+// ApplicationCredentialIDFile, ApplicationCredentialSecretFile): the
+// openstackauth.Credentials the OpenStack repairs use too. Files are read on
+// every run.
 //
 // Every run authenticates afresh: nothing (token, connection) survives a run,
 // so a probe cannot report a cached view of a dead Keystone. Token reuse may
 // come later, as an explicit cache owned by the caller.
 type OctaviaSpec struct {
-	// Cloud is the clouds.yaml entry to use.
-	Cloud string `yaml:"cloud" types:"octavia" doc:"octavia: the cloud's name in clouds.yaml."`
-	// CloudsFile is the clouds.yaml path; empty searches ./clouds.yaml,
-	// ~/.config/openstack/clouds.yaml and /etc/openstack/clouds.yaml.
-	CloudsFile string `yaml:"clouds_file" types:"octavia" doc:"octavia: path of clouds.yaml (default: the usual search path)."`
-
-	// AuthURL is Keystone's endpoint, e.g. https://keystone.example:5000/v3,
-	// for application-credential auth without clouds.yaml.
-	AuthURL string `yaml:"auth_url" types:"octavia" doc:"octavia: Keystone URL, with application credentials."`
-	// Region selects the catalog region; with Cloud it overrides the cloud's.
-	Region string `yaml:"region" types:"octavia" doc:"octavia: region name."`
-	// ApplicationCredentialIDFile and ApplicationCredentialSecretFile hold
-	// the application credential's ID and secret. The secret is never logged.
-	ApplicationCredentialIDFile     string `yaml:"application_credential_id_file" types:"octavia" doc:"octavia: file holding the application credential ID."`
-	ApplicationCredentialSecretFile string `yaml:"application_credential_secret_file" types:"octavia" doc:"octavia: file holding the application credential secret."`
-	// CAFile verifies Keystone and Octavia over TLS (application-credential
-	// auth; clouds.yaml has its own cacert).
-	CAFile string `yaml:"ca_file" types:"http,tcp,kubernetes,octavia" doc:"PEM bundle to trust instead of the system roots."`
+	// Credentials reach Keystone: the type and the rules the OpenStack
+	// repairs share. Its keys sit in the probe's flat mapping and apply
+	// to octavia probes only (ca_file to the other types too).
+	openstackauth.Credentials `yaml:",inline" types:"octavia"`
 
 	// LoadBalancer is the load balancer's ID or its name (which must be
 	// unique in the project).
@@ -87,34 +74,19 @@ var octaviaOperatingStatuses = []string{"ONLINE", "DRAINING", "OFFLINE", "DEGRAD
 // to the probe. It is pure: it reads no file.
 func (o *OctaviaSpec) Validate() field.Errors { return o.validate(false) }
 
+// configured is the configuration file's rules (validate).
+func (o *OctaviaSpec) configured() field.Errors { return o.validate(true) }
+
+// files are the credentials' (openstackauth.Credentials.Files).
+func (o *OctaviaSpec) files() []field.File { return o.Credentials.Files() }
+
 // validate checks the spec; configured leaves out the one rule the
 // configuration file cannot meet: its vip_port has a default, so it is set
 // without check_vip.
 func (o *OctaviaSpec) validate(configured bool) field.Errors {
 	var es field.Errors
 	required(&es, "loadbalancer", o.LoadBalancer)
-	if o.Cloud != "" {
-		for _, f := range []struct{ path, val string }{{"auth_url", o.AuthURL},
-			{"application_credential_id_file", o.ApplicationCredentialIDFile}, {"application_credential_secret_file", o.ApplicationCredentialSecretFile}} {
-			if f.val != "" {
-				es.Add(f.path, "set either cloud or application credentials, not both")
-			}
-		}
-		if o.CAFile != "" {
-			es.Add("ca_file", "only with auth_url (clouds.yaml has cacert)")
-		}
-	} else {
-		if required(&es, "auth_url", o.AuthURL) {
-			if u, err := url.Parse(o.AuthURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-				es.Add("auth_url", "%q is not an http(s) URL", o.AuthURL)
-			}
-		}
-		required(&es, "application_credential_id_file", o.ApplicationCredentialIDFile)
-		required(&es, "application_credential_secret_file", o.ApplicationCredentialSecretFile)
-		if o.CloudsFile != "" {
-			es.Add("clouds_file", "needs cloud")
-		}
-	}
+	es = append(es, o.Credentials.Validate()...)
 	for _, st := range o.HealthyOperatingStatuses {
 		if !slices.Contains(octaviaOperatingStatuses, st) {
 			es.Add("healthy_operating_statuses", "%q is not an Octavia operating status", st)
@@ -165,7 +137,7 @@ func octaviaProbe(ctx context.Context, spec Spec) Result {
 	if es := o.Validate(); es != nil {
 		return octaviaFail(ClassConfig, "config", strings.ReplaceAll(es.Error(), "\n", "; "))
 	}
-	ao, eo, tlsCfg, err := o.credentials().AuthOptions()
+	ao, eo, tlsCfg, err := o.Credentials.AuthOptions()
 	if err != nil {
 		return octaviaFail(ClassConfig, "config", err.Error())
 	}
@@ -422,12 +394,6 @@ func octaviaLabel(name, id, status string) string {
 }
 
 // credentials are the spec's Keystone credentials.
-func (o *OctaviaSpec) credentials() openstackauth.Credentials {
-	return openstackauth.Credentials{Cloud: o.Cloud, CloudsFile: o.CloudsFile, AuthURL: o.AuthURL,
-		ApplicationCredentialIDFile: o.ApplicationCredentialIDFile, ApplicationCredentialSecretFile: o.ApplicationCredentialSecretFile,
-		CAFile: o.CAFile, Region: o.Region}
-}
-
 // octaviaAPIFail classifies an error from Keystone (service "keystone",
 // phase "auth") or Octavia (service "octavia", phase "api").
 func octaviaAPIFail(ctx context.Context, err error, service, phase string) Result {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drwatch/drwatch/internal/openstackauth"
 	"github.com/drwatch/drwatch/test/openstacktest"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 )
@@ -352,8 +353,7 @@ func TestProbeOctaviaFake(t *testing.T) {
 	dead.Close()
 
 	appcred := func(lb string) OctaviaSpec {
-		return OctaviaSpec{AuthURL: f.srv.URL + "/v3", ApplicationCredentialIDFile: idFile,
-			ApplicationCredentialSecretFile: secretFile, Region: "RegionOne", LoadBalancer: lb}
+		return OctaviaSpec{Credentials: openstackauth.Credentials{AuthURL: f.srv.URL + "/v3", ApplicationCredentialIDFile: idFile, ApplicationCredentialSecretFile: secretFile, Region: "RegionOne"}, LoadBalancer: lb}
 	}
 	with := func(s OctaviaSpec, mod func(*OctaviaSpec)) OctaviaSpec { mod(&s); return s }
 
@@ -368,8 +368,8 @@ func TestProbeOctaviaFake(t *testing.T) {
 	}{
 		{name: "appcred files by id", spec: appcred(onlineID), wantClass: ClassNone},
 		{name: "appcred files by name", spec: appcred("web-lb"), wantClass: ClassNone},
-		{name: "clouds.yaml password", spec: OctaviaSpec{Cloud: "pw", CloudsFile: cloudsFile, LoadBalancer: "web-lb"}, wantClass: ClassNone},
-		{name: "clouds.yaml appcred", spec: OctaviaSpec{Cloud: "appcred", CloudsFile: cloudsFile, LoadBalancer: onlineID}, wantClass: ClassNone},
+		{name: "clouds.yaml password", spec: OctaviaSpec{Credentials: openstackauth.Credentials{Cloud: "pw", CloudsFile: cloudsFile}, LoadBalancer: "web-lb"}, wantClass: ClassNone},
+		{name: "clouds.yaml appcred", spec: OctaviaSpec{Credentials: openstackauth.Credentials{Cloud: "appcred", CloudsFile: cloudsFile}, LoadBalancer: onlineID}, wantClass: ClassNone},
 		{name: "degraded", spec: appcred("sad-lb"), wantClass: ClassLBDegraded, wantPhase: "status"},
 		{name: "degraded allowed", spec: with(appcred("sad-lb"), func(s *OctaviaSpec) { s.HealthyOperatingStatuses = []string{"ONLINE", "DEGRADED"} }), wantClass: ClassNone},
 		{name: "provisioning error", spec: appcred(errorID), wantClass: ClassLBError, wantReason: "load balancer broken-lb: provisioning_status ERROR"},
@@ -377,19 +377,19 @@ func TestProbeOctaviaFake(t *testing.T) {
 		{name: "unknown id", spec: appcred("00000000-0000-0000-0000-000000000000"), wantClass: ClassLBError},
 		{name: "ambiguous name", spec: appcred("twin"), wantClass: ClassConfig},
 		{name: "wrong secret", spec: with(appcred(onlineID), func(s *OctaviaSpec) { s.ApplicationCredentialSecretFile = badSecret }), wantClass: ClassAuth, wantReason: "keystone: authentication failed"},
-		{name: "wrong password", spec: OctaviaSpec{Cloud: "wrongpw", CloudsFile: cloudsFile, LoadBalancer: onlineID}, wantClass: ClassAuth},
+		{name: "wrong password", spec: OctaviaSpec{Credentials: openstackauth.Credentials{Cloud: "wrongpw", CloudsFile: cloudsFile}, LoadBalancer: onlineID}, wantClass: ClassAuth},
 		{name: "keystone 503", spec: appcred(onlineID), keystone: http.StatusServiceUnavailable, wantClass: ClassAPIUnreachable, wantPhase: "auth"},
 		{name: "octavia 503", spec: appcred(onlineID), octavia: http.StatusServiceUnavailable, wantClass: ClassAPIUnreachable, wantPhase: "api", wantReason: "octavia: status 503"},
 		{name: "octavia 403", spec: appcred(onlineID), octavia: http.StatusForbidden, wantClass: ClassAuth},
-		{name: "no endpoint in region", spec: OctaviaSpec{Cloud: "otherregion", CloudsFile: cloudsFile, LoadBalancer: onlineID}, wantClass: ClassConfig},
+		{name: "no endpoint in region", spec: OctaviaSpec{Credentials: openstackauth.Credentials{Cloud: "otherregion", CloudsFile: cloudsFile}, LoadBalancer: onlineID}, wantClass: ClassConfig},
 		{name: "keystone refused", spec: with(appcred(onlineID), func(s *OctaviaSpec) { s.AuthURL = fmt.Sprintf("http://127.0.0.1:%d/v3", deadPort) }), wantClass: ClassAPIUnreachable, wantReason: "keystone: connection refused"},
 		{name: "vip reachable", spec: with(appcred(onlineID), func(s *OctaviaSpec) { s.CheckVIP, s.VIPAddress, s.VIPPort = true, "127.0.0.1", vipPort }), wantClass: ClassNone},
 		{name: "vip refused", spec: with(appcred(onlineID), func(s *OctaviaSpec) { s.CheckVIP, s.VIPAddress, s.VIPPort = true, "127.0.0.1", deadPort }), wantClass: ClassRefused, wantPhase: "vip"},
 		{name: "vip port missing", spec: with(appcred(onlineID), func(s *OctaviaSpec) { s.CheckVIP = true }), wantClass: ClassConfig},
 		{name: "no credentials", spec: OctaviaSpec{LoadBalancer: onlineID}, wantClass: ClassConfig},
 		{name: "secret file missing", spec: with(appcred(onlineID), func(s *OctaviaSpec) { s.ApplicationCredentialSecretFile = filepath.Join(dir, "nope") }), wantClass: ClassConfig},
-		{name: "unknown cloud", spec: OctaviaSpec{Cloud: "nope", CloudsFile: cloudsFile, LoadBalancer: onlineID}, wantClass: ClassConfig},
-		{name: "clouds file missing", spec: OctaviaSpec{Cloud: "pw", CloudsFile: filepath.Join(dir, "nope.yaml"), LoadBalancer: onlineID}, wantClass: ClassConfig},
+		{name: "unknown cloud", spec: OctaviaSpec{Credentials: openstackauth.Credentials{Cloud: "nope", CloudsFile: cloudsFile}, LoadBalancer: onlineID}, wantClass: ClassConfig},
+		{name: "clouds file missing", spec: OctaviaSpec{Credentials: openstackauth.Credentials{Cloud: "pw", CloudsFile: filepath.Join(dir, "nope.yaml")}, LoadBalancer: onlineID}, wantClass: ClassConfig},
 		{name: "no load balancer", spec: with(appcred(""), func(*OctaviaSpec) {}), wantClass: ClassConfig},
 	}
 	for _, tt := range tests {
@@ -443,9 +443,8 @@ func TestProbeOctaviaRealStack(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	appcred := OctaviaSpec{AuthURL: s.AuthURL, ApplicationCredentialIDFile: idFile, ApplicationCredentialSecretFile: secretFile,
-		Region: s.Region, LoadBalancer: id}
-	byCloud := OctaviaSpec{Cloud: "member", CloudsFile: s.CloudsFile, LoadBalancer: "probe-lb"}
+	appcred := OctaviaSpec{Credentials: openstackauth.Credentials{AuthURL: s.AuthURL, ApplicationCredentialIDFile: idFile, ApplicationCredentialSecretFile: secretFile, Region: s.Region}, LoadBalancer: id}
+	byCloud := OctaviaSpec{Credentials: openstackauth.Credentials{Cloud: "member", CloudsFile: s.CloudsFile}, LoadBalancer: "probe-lb"}
 	probe := func(o OctaviaSpec) Result {
 		return ProbeOctavia(t.Context(), Spec{Name: "lb", Type: "octavia", Timeout: 30 * time.Second, Octavia: &o}, nil)
 	}
@@ -552,7 +551,7 @@ func TestProbeOctaviaRealStack(t *testing.T) {
 }
 
 func TestOctaviaSpecValidate(t *testing.T) {
-	ac := OctaviaSpec{AuthURL: "https://keystone:5000/v3", ApplicationCredentialIDFile: "/i", ApplicationCredentialSecretFile: "/s", LoadBalancer: "lb"}
+	ac := OctaviaSpec{Credentials: openstackauth.Credentials{AuthURL: "https://keystone:5000/v3", ApplicationCredentialIDFile: "/i", ApplicationCredentialSecretFile: "/s"}, LoadBalancer: "lb"}
 	with := func(mod func(*OctaviaSpec)) OctaviaSpec { o := ac; mod(&o); return o }
 	tests := []struct {
 		name    string
@@ -560,7 +559,7 @@ func TestOctaviaSpecValidate(t *testing.T) {
 		wantErr string // substring; empty means valid
 	}{
 		{"app credential", ac, ""},
-		{"cloud", OctaviaSpec{Cloud: "c", CloudsFile: "/c.yaml", LoadBalancer: "lb"}, ""},
+		{"cloud", OctaviaSpec{Credentials: openstackauth.Credentials{Cloud: "c", CloudsFile: "/c.yaml"}, LoadBalancer: "lb"}, ""},
 		{"vip", with(func(o *OctaviaSpec) { o.CheckVIP, o.VIPPort, o.VIPAddress = true, 443, "127.0.0.1" }), ""},
 		{"no lb", with(func(o *OctaviaSpec) { o.LoadBalancer = "" }), "loadbalancer: required"},
 		{"no auth", OctaviaSpec{LoadBalancer: "lb"}, "auth_url: required"},

@@ -61,6 +61,10 @@ type Result struct {
 // flat (url, address, server... beside name and type); a key shared by several
 // types (ca_file, cert_min_validity) is declared in each with the same tags,
 // and decoding keeps only the struct that Type names (see UnmarshalYAML).
+// The octavia type's credentials are the section it shares with the
+// OpenStack repairs (openstackauth.Credentials, inline): their ca_file says
+// more in its doc tag, and the reference and the config walker read the
+// first declaration, the http type's.
 type Spec struct {
 	Name string `yaml:"name" doc:"Unique within its site; a metric label."`
 	Type string `yaml:"type" doc:"http, tcp, kubernetes or octavia."`
@@ -80,11 +84,3 @@ type Spec struct {
 // ProbeFunc is the one signature every probe type has. It runs one probe,
 // honouring ctx's deadline, and never retries.
 type ProbeFunc func(ctx context.Context, spec Spec, logger *slog.Logger) Result
-
-// Probers maps a probe type name to its function.
-var Probers = map[string]ProbeFunc{
-	"http":       ProbeHTTP,
-	"tcp":        ProbeTCP,
-	"kubernetes": ProbeKubernetes,
-	"octavia":    ProbeOctavia,
-}

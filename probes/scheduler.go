@@ -301,18 +301,11 @@ func schedCheckSpec(spec Spec, seen map[string]bool, opts SchedulerOptions) erro
 	if opts.Interval > 0 && spec.Timeout >= opts.Interval {
 		errs = append(errs, fmt.Errorf("timeout: %s must be below the interval %s", spec.Timeout, opts.Interval))
 	}
-	switch spec.Type {
-	case "http":
-		if spec.HTTP == nil {
-			errs = append(errs, errors.New("http: spec missing"))
-		} else if err := spec.HTTP.Validate(); err != nil {
-			errs = append(errs, err)
-		}
-	case "tcp":
-		if spec.TCP == nil {
-			errs = append(errs, errors.New("tcp: spec missing"))
-		} else if err := spec.TCP.Validate(); err != nil {
-			errs = append(errs, err)
+	if t, ok := typeNamed(spec.Type); ok && t.checkedAtStart {
+		if v := t.section.get(&spec); v == nil {
+			errs = append(errs, fmt.Errorf("%s: spec missing", t.name))
+		} else if es := v.Validate(); es != nil {
+			errs = append(errs, es)
 		}
 	}
 	return errors.Join(errs...)

@@ -23,26 +23,13 @@ func (s *Spec) UnmarshalYAML(unmarshal func(any) error) error {
 	if err := unmarshal((*plain)(s)); err != nil {
 		return err
 	}
-	if s.Type != "http" {
-		s.HTTP = nil
-	}
-	if s.Type != "tcp" {
-		s.TCP = nil
-	}
-	if s.Type != "kubernetes" {
-		s.Kubernetes = nil
-	}
-	if s.Type != "octavia" {
-		s.Octavia = nil
+	for _, t := range probeTypes {
+		if t.name != s.Type {
+			t.section.clear(s)
+		}
 	}
 	return nil
 }
-
-// probeTypes are the types a configured probe may have.
-var probeTypes = []string{"http", "tcp", "kubernetes", "octavia"}
-
-// KnownType reports whether t is a type a configured probe may have.
-func KnownType(t string) bool { return slices.Contains(probeTypes, t) }
 
 // maxCertMinValidity bounds cert_min_validity: a year (the decision core's
 // longest window), beyond which the value is a unit mistake.
@@ -62,24 +49,15 @@ func (s *Spec) Validate() field.Errors {
 	if required(&es, "name", s.Name) && !nameRE.MatchString(s.Name) {
 		es.Add("name", "%q must be lower-case letters, digits and '-' (it is a metric label)", s.Name)
 	}
-	if !KnownType(s.Type) {
-		es.Add("type", "%q must be http, tcp, kubernetes or octavia", s.Type)
+	t, ok := typeNamed(s.Type)
+	if !ok {
+		es.Add("type", "%q must be %s", s.Type, typeNames())
 		return es
 	}
 	if s.Timeout <= 0 {
 		es.Add("timeout", "%s must be > 0", s.Timeout)
 	}
-	switch s.Type {
-	case "http":
-		_, more := orZero(s.HTTP).prepare(true)
-		es = append(es, more...)
-	case "tcp":
-		es = append(es, orZero(s.TCP).Validate()...)
-	case "kubernetes":
-		es = append(es, orZero(s.Kubernetes).validate(true)...)
-	case "octavia":
-		es = append(es, orZero(s.Octavia).validate(true)...)
-	}
+	es = append(es, t.section.orZero(s).configured()...)
 	return es
 }
 
@@ -162,4 +140,12 @@ func checkCertMinValidity(es *field.Errors, d time.Duration) {
 	if d < 0 {
 		es.Add("cert_min_validity", "%s must be ≥ 0", d)
 	}
+}
+
+// optionalFile is the file at field, when path is set.
+func optionalFile(name, path string) []field.File {
+	if path == "" {
+		return nil
+	}
+	return []field.File{{Field: name, Path: path}}
 }

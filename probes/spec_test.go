@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/internal/field"
+	"github.com/drwatch/drwatch/internal/openstackauth"
 )
 
 // A key that several probe types declare (ca_file, cert_min_validity) is one
@@ -74,7 +75,7 @@ func TestConfiguredProbeRules(t *testing.T) {
 			{Path: "address", Msg: "required"},
 		}},
 		{"octavia vip_port default without check_vip", Spec{Name: "o", Type: "octavia", Timeout: time.Second,
-			Octavia: &OctaviaSpec{Cloud: "c", LoadBalancer: "lb", VIPPort: 443}}, nil},
+			Octavia: &OctaviaSpec{Credentials: openstackauth.Credentials{Cloud: "c"}, LoadBalancer: "lb", VIPPort: 443}}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -115,8 +116,8 @@ func TestValidateProbesLabelsEachProbe(t *testing.T) {
 // refuses a port it would not use; the configuration is left as it was.
 func TestConfiguredSiteDropsUnusedVIPPort(t *testing.T) {
 	in := []Spec{
-		{Name: "lb", Type: "octavia", Octavia: &OctaviaSpec{Cloud: "c", LoadBalancer: "lb", VIPPort: 443}},
-		{Name: "vip", Type: "octavia", Octavia: &OctaviaSpec{Cloud: "c", LoadBalancer: "lb", CheckVIP: true, VIPPort: 8443}},
+		{Name: "lb", Type: "octavia", Octavia: &OctaviaSpec{Credentials: openstackauth.Credentials{Cloud: "c"}, LoadBalancer: "lb", VIPPort: 443}},
+		{Name: "vip", Type: "octavia", Octavia: &OctaviaSpec{Credentials: openstackauth.Credentials{Cloud: "c"}, LoadBalancer: "lb", CheckVIP: true, VIPPort: 8443}},
 	}
 	got := ConfiguredSite("primary", in)
 	if got.Site != "primary" || len(got.Probes) != 2 {

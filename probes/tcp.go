@@ -29,6 +29,12 @@ type TCPSpec struct {
 	CertMinValidity time.Duration `yaml:"cert_min_validity" types:"http,tcp" doc:"Fail when the served certificate expires sooner than this."`
 }
 
+// configured is the configuration file's rules: the prober's.
+func (s *TCPSpec) configured() field.Errors { return s.Validate() }
+
+// files is the CA bundle, when set.
+func (s *TCPSpec) files() []field.File { return optionalFile("ca_file", s.CAFile) }
+
 // Validate reports every problem with the spec at once, with paths relative
 // to the probe. It is pure: it does not read CAFile or resolve names.
 func (s *TCPSpec) Validate() field.Errors {

@@ -34,15 +34,15 @@ sites:
     probes:
       - { name: kube-token, type: kubernetes, server: "https://203.0.113.20:6443", ca_file: ${KubernetesSpec.ca_file}, token_file: ${KubernetesSpec.token_file} }
       - { name: lb-appcred, type: octavia, auth_url: "https://keystone.example.org:5000/v3", loadbalancer: ingress,
-          application_credential_id_file: ${OctaviaSpec.application_credential_id_file},
-          application_credential_secret_file: ${OctaviaSpec.application_credential_secret_file}, ca_file: ${OctaviaSpec.ca_file} }
+          application_credential_id_file: ${Credentials.application_credential_id_file},
+          application_credential_secret_file: ${Credentials.application_credential_secret_file}, ca_file: ${Credentials.ca_file} }
       - { name: web, type: http, url: "https://lms.example.org/heartbeat", ca_file: ${HTTPSpec.ca_file} }
   backup:
     probes:
       - { name: kube-cert, type: kubernetes, server: "https://198.51.100.20:6443",
           client_cert_file: ${KubernetesSpec.client_cert_file}, client_key_file: ${KubernetesSpec.client_key_file} }
       - { name: kube-kubeconfig, type: kubernetes, kubeconfig: ${KubernetesSpec.kubeconfig} }
-      - { name: lb-cloud, type: octavia, cloud: region2, clouds_file: ${OctaviaSpec.clouds_file}, loadbalancer: ingress }
+      - { name: lb-cloud, type: octavia, cloud: region2, clouds_file: ${Credentials.clouds_file}, loadbalancer: ingress }
       - { name: web-tls, type: tcp, address: "198.51.100.10:443", tls: true, ca_file: ${TCPSpec.ca_file} }
 dns:
   provider: rfc2136
@@ -56,10 +56,10 @@ remediations:
     primary: { kubeconfig_file: ${KubeCluster.kubeconfig_file} }
     backup: { kubeconfig_file: ${KubeCluster.kubeconfig_file} }
   octavia_stuck_lb: { auth_url: "https://keystone.example.org:5000/v3",
-    application_credential_id_file: ${OpenStackAuth.application_credential_id_file},
-    application_credential_secret_file: ${OpenStackAuth.application_credential_secret_file},
-    ca_file: ${OpenStackAuth.ca_file} }
-  openstack: { cloud: region1, clouds_file: ${OpenStackAuth.clouds_file} }
+    application_credential_id_file: ${Credentials.application_credential_id_file},
+    application_credential_secret_file: ${Credentials.application_credential_secret_file},
+    ca_file: ${Credentials.ca_file} }
+  openstack: { cloud: region1, clouds_file: ${Credentials.clouds_file} }
 hooks:
   pre_failover:
     - { name: notify, url: "https://hooks.example.org/drwatch", secret_file: ${Hook.secret_file} }

@@ -3,11 +3,11 @@ package remediate
 import (
 	"fmt"
 	"net/netip"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/drwatch/drwatch/internal/field"
+	"github.com/drwatch/drwatch/internal/openstackauth"
 )
 
 // Config is the `remediations:` section of a node's config file. Every
@@ -134,50 +134,24 @@ type Workload struct {
 	IdleReplicas int32 `yaml:"idle_replicas" doc:"Replicas while the primary is active, for scale_down_at_failback (default 0; below replicas)."`
 }
 
-// OpenStackAuth says how to reach one site's OpenStack: a clouds.yaml
-// entry, or Keystone with an application credential kept in two files (the
-// octavia probe's shape).
-type OpenStackAuth struct {
-	Cloud                           string `yaml:"cloud" doc:"clouds.yaml entry to use (or auth_url)."`
-	CloudsFile                      string `yaml:"clouds_file" doc:"clouds.yaml path; empty searches ./clouds.yaml, ~/.config/openstack/clouds.yaml and /etc/openstack/clouds.yaml."`
-	AuthURL                         string `yaml:"auth_url" doc:"Keystone v3 endpoint, for application-credential auth without clouds.yaml."`
-	ApplicationCredentialIDFile     string `yaml:"application_credential_id_file" doc:"File holding the application credential's ID (with auth_url)."`
-	ApplicationCredentialSecretFile string `yaml:"application_credential_secret_file" doc:"File holding the application credential's secret (with auth_url)."`
-	CAFile                          string `yaml:"ca_file" doc:"CA bundle for the OpenStack APIs over TLS (with auth_url; clouds.yaml has cacert)."`
-	Region                          string `yaml:"region" doc:"Catalog region; with cloud it overrides the cloud's."`
-}
+// OpenStackAuth says how to reach one site's OpenStack: the credentials
+// type the octavia probe shares (openstackauth.Credentials, its keys and
+// rules), under the name the sections embed it by.
+type OpenStackAuth = openstackauth.Credentials
 
-// validate reports the auth problems, by path relative to the section that
-// holds the credentials; required says whether credentials must be present
-// (the remediator is enabled).
-func (a OpenStackAuth) validate(required bool) field.Errors {
-	var errs field.Errors
-	switch {
-	case a.Cloud != "" && a.AuthURL != "":
-		errs.Add("cloud", "choose cloud or auth_url, not both")
-	case a.Cloud == "" && a.AuthURL == "":
-		if required {
+// validateAuth reports the credentials' problems, by path relative to the
+// section that holds them. Credentials are needed when the repair is
+// enabled; a section that sets any of them, enabled or not, must set them
+// completely.
+func validateAuth(a OpenStackAuth, enabled bool) field.Errors {
+	if a.IsZero() {
+		var errs field.Errors
+		if enabled {
 			errs.Add("cloud", "cloud or auth_url must be set when enabled")
 		}
-	case a.Cloud != "":
-		if a.ApplicationCredentialIDFile != "" || a.ApplicationCredentialSecretFile != "" {
-			errs.Add("application_credential_id_file", "only with auth_url")
-		}
-		if a.CAFile != "" {
-			errs.Add("ca_file", "only with auth_url (clouds.yaml has cacert)")
-		}
-	default:
-		if u, err := url.Parse(a.AuthURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			errs.Add("auth_url", "%q must be an http(s) URL", a.AuthURL)
-		}
-		if a.ApplicationCredentialIDFile == "" || a.ApplicationCredentialSecretFile == "" {
-			errs.Add("application_credential_id_file", "application_credential_id_file and application_credential_secret_file must be set with auth_url")
-		}
+		return errs
 	}
-	if a.CloudsFile != "" && a.Cloud == "" {
-		errs.Add("clouds_file", "needs cloud")
-	}
-	return errs
+	return a.Validate()
 }
 
 // OctaviaStuckLBConfig configures octavia-stuck-lb.
@@ -301,7 +275,7 @@ func (c Config) Validate() field.Errors {
 		}
 	}
 	errs.Append("octavia_stuck_lb", c.OctaviaStuckLB.Settings.validate())
-	errs.Append("octavia_stuck_lb", c.OctaviaStuckLB.OpenStackAuth.validate(c.OctaviaStuckLB.Mode.Enabled()))
+	errs.Append("octavia_stuck_lb", validateAuth(c.OctaviaStuckLB.OpenStackAuth, c.OctaviaStuckLB.Mode.Enabled()))
 	seen := map[string]bool{}
 	for i, lb := range c.OctaviaStuckLB.LoadBalancers {
 		p := fmt.Sprintf("octavia_stuck_lb.load_balancers[%d]", i)
@@ -343,7 +317,7 @@ func (d CloudDebrisConfig) withDefaults() CloudDebrisConfig {
 func (d CloudDebrisConfig) validate() field.Errors {
 	var errs field.Errors
 	errs = append(errs, d.Settings.validate()...)
-	errs = append(errs, d.OpenStackAuth.validate(d.Mode.Enabled())...)
+	errs = append(errs, validateAuth(d.OpenStackAuth, d.Mode.Enabled())...)
 	if d.Site != "" && d.Site != "primary" && d.Site != "backup" {
 		errs.Add("site", "%q must be primary or backup", d.Site)
 	}
@@ -461,7 +435,7 @@ func (o OpenStackClusterConfig) validate() field.Errors {
 	errs.Append("neutron_route_gc", o.NeutronRouteGC.Settings.validate())
 	errs.Append("security_groups", o.SecurityGroups.Settings.validate())
 	errs.Append("never_ready_instances", o.NeverReadyInstances.Settings.validate())
-	errs = append(errs, o.OpenStackAuth.validate(o.Enabled())...)
+	errs = append(errs, validateAuth(o.OpenStackAuth, o.Enabled())...)
 	if o.Site != "" && o.Site != "primary" && o.Site != "backup" {
 		errs.Add("site", "%q must be primary or backup", o.Site)
 	}

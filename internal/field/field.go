@@ -119,3 +119,8 @@ func From(err error) Errors {
 	}
 	return Errors{{Msg: err.Error()}}
 }
+
+// File is a file a configuration field names, for a caller that checks it
+// exists before anything reads it: the field's path (relative to the
+// section, as in Error) and the file's path.
+type File struct{ Field, Path string }

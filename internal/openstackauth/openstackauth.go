@@ -6,10 +6,12 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/drwatch/drwatch/internal/field"
 	"github.com/drwatch/drwatch/internal/regularfile"
 	"gopkg.in/yaml.v2"
 
@@ -17,16 +19,93 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
 )
 
-// Credentials say where Keystone credentials come from: a
-// clouds.yaml entry (Cloud, CloudsFile), or AuthURL with an application
-// credential kept in two files. The octavia probe and the OpenStack
-// remediators share them.
+// Credentials say where Keystone credentials come from: a clouds.yaml
+// entry (Cloud, CloudsFile), or AuthURL with an application credential
+// kept in two files. They are one section of the configuration file,
+// inline wherever they appear (an octavia probe, the OpenStack repairs):
+// the yaml and doc tags are the file's keys and the reference's text. No
+// field has a default: an empty CloudsFile searches the usual places and
+// an empty Region keeps the cloud's (or the catalog's only) region.
 type Credentials struct {
-	Cloud, CloudsFile                                            string
-	AuthURL                                                      string
-	ApplicationCredentialIDFile, ApplicationCredentialSecretFile string
-	CAFile                                                       string // with AuthURL; clouds.yaml has its own cacert
-	Region                                                       string
+	Cloud      string `yaml:"cloud" doc:"The clouds.yaml entry to use, instead of auth_url."`
+	CloudsFile string `yaml:"clouds_file" doc:"With cloud: the clouds.yaml path; empty searches ./clouds.yaml, ~/.config/openstack/clouds.yaml and /etc/openstack/clouds.yaml, as the openstack CLI does."`
+	AuthURL    string `yaml:"auth_url" doc:"Keystone v3 URL (https://keystone.example:5000/v3), for application-credential auth without clouds.yaml."`
+	// Region selects the catalog region; with Cloud it overrides the cloud's.
+	Region string `yaml:"region" doc:"Catalog region; with cloud it overrides the cloud's."`
+	// The application credential's ID and secret are read from files on
+	// every use, so a rotated secret is picked up; the secret is never
+	// logged.
+	ApplicationCredentialIDFile     string `yaml:"application_credential_id_file" doc:"With auth_url: file holding the application credential's ID."`
+	ApplicationCredentialSecretFile string `yaml:"application_credential_secret_file" doc:"With auth_url: file holding the application credential's secret."`
+	// CAFile verifies Keystone and the services over TLS, with AuthURL;
+	// clouds.yaml has its own cacert.
+	CAFile string `yaml:"ca_file" doc:"With auth_url: PEM bundle to trust for Keystone and the OpenStack APIs instead of the system roots (clouds.yaml has cacert)."`
+}
+
+// IsZero reports whether no field is set: credentials nobody asked for.
+func (c Credentials) IsZero() bool { return c == Credentials{} }
+
+// Validate reports every problem of the credentials at once, each named by
+// its field's path relative to the section that holds them ("auth_url").
+// Credentials are complete: a cloud, or auth_url with both application
+// credential files; a field of the other shape is a mistake, named at its
+// own path. It is pure: whether the files exist is the caller's check
+// (Files).
+func (c Credentials) Validate() field.Errors {
+	var es field.Errors
+	if c.Cloud != "" {
+		for _, f := range []struct{ path, val string }{{"auth_url", c.AuthURL},
+			{"application_credential_id_file", c.ApplicationCredentialIDFile}, {"application_credential_secret_file", c.ApplicationCredentialSecretFile}} {
+			if f.val != "" {
+				es.Add(f.path, "set either cloud or application credentials, not both")
+			}
+		}
+		if c.CAFile != "" {
+			es.Add("ca_file", "only with auth_url (clouds.yaml has cacert)")
+		}
+		return es
+	}
+	if required(&es, "auth_url", c.AuthURL) {
+		if u, err := url.Parse(c.AuthURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			es.Add("auth_url", "%q must be an http(s) URL", c.AuthURL)
+		}
+	}
+	required(&es, "application_credential_id_file", c.ApplicationCredentialIDFile)
+	required(&es, "application_credential_secret_file", c.ApplicationCredentialSecretFile)
+	if c.CloudsFile != "" {
+		es.Add("clouds_file", "needs cloud")
+	}
+	return es
+}
+
+// required reports whether val is set, adding "required" at path when not.
+func required(es *field.Errors, path, val string) bool {
+	if strings.TrimSpace(val) == "" {
+		es.Add(path, "required")
+		return false
+	}
+	return true
+}
+
+// Files lists the files AuthOptions reads for these credentials, for a
+// caller that checks they exist first: the clouds.yaml with cloud, the
+// application credential files and the CA bundle without. A field of the
+// other shape is left out: Validate refuses it.
+func (c Credentials) Files() []field.File {
+	var out []field.File
+	add := func(name, path string) {
+		if path != "" {
+			out = append(out, field.File{Field: name, Path: path})
+		}
+	}
+	if c.Cloud != "" {
+		add("clouds_file", c.CloudsFile)
+		return out
+	}
+	add("application_credential_id_file", c.ApplicationCredentialIDFile)
+	add("application_credential_secret_file", c.ApplicationCredentialSecretFile)
+	add("ca_file", c.CAFile)
+	return out
 }
 
 // AuthOptions builds gophercloud's Keystone credentials, catalog options

@@ -83,6 +83,7 @@ func TestRules(t *testing.T) {
 		{"bad duration", "interval: 2s", "interval: 2", "policy.interval", "not a duration", 8},
 		{"node not in peers", "id: a, data_dir", "id: z, data_dir", "node.id", `"z" is not in peers`, 1},
 		{"foreign probe field", `connect_to: "198.51.100.10:443" }`, `connect_to: "198.51.100.10:443", loadbalancer: x }`, "sites.backup.probes[lms].loadbalancer", "not a field of a http probe", 19},
+		{"octavia credential on a http probe", `connect_to: "198.51.100.10:443" }`, `connect_to: "198.51.100.10:443", cloud: x }`, "sites.backup.probes[lms].cloud", "not a field of a http probe (it applies to octavia)", 19},
 		{"probe timeout not below interval", `expect_status: [200]`, `timeout: 5s, expect_status: [200]`, "sites.primary.probes[lms].timeout", "must be < policy.interval", 13},
 		{"bad record value", "backup: [198.51.100.10] }\n    - { name: studio", "backup: [\"2001:db8::1\"] }\n    - { name: studio", "dns.records[lms].backup", "not an IPv4 address", 25},
 		{"even peers", "  - { id: c, raft_addr: 10.3.0.5:7400, api_addr: 10.3.0.5:7480 }\n", "", "peers", "use an odd number", 3},

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"reflect"
@@ -30,12 +31,13 @@ func WriteReference(w io.Writer) error {
 func yamlName(f reflect.StructField) string { return strings.Split(f.Tag.Get("yaml"), ",")[0] }
 
 func writeFields(b *strings.Builder, t reflect.Type, path string) {
-	writeFieldsOnce(b, t, path, map[string]bool{})
+	writeFieldsOnce(b, t, path, "", map[string]bool{})
 }
 
 // writeFieldsOnce writes each path once: a key that several inline structs
-// declare (a probe's ca_file) is one field of the file.
-func writeFieldsOnce(b *strings.Builder, t reflect.Type, path string, seen map[string]bool) {
+// declare (a probe's ca_file) is one field of the file. A field without a
+// types tag takes its inline holder's (types).
+func writeFieldsOnce(b *strings.Builder, t reflect.Type, path, types string, seen map[string]bool) {
 	// A list of mappings is written path[].field; an optional mapping (a
 	// pointer) is written path.field, as it appears in the file.
 	list := false
@@ -52,7 +54,7 @@ func writeFieldsOnce(b *strings.Builder, t reflect.Type, path string, seen map[s
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		if isInline(f) {
-			writeFieldsOnce(b, f.Type, path, seen)
+			writeFieldsOnce(b, f.Type, path, cmp.Or(f.Tag.Get("types"), types), seen)
 			continue
 		}
 		name := yamlName(f)
@@ -78,7 +80,7 @@ func writeFieldsOnce(b *strings.Builder, t reflect.Type, path string, seen map[s
 			def = "`" + def + "`"
 		}
 		doc := f.Tag.Get("doc")
-		if types := f.Tag.Get("types"); types != "" {
+		if types := cmp.Or(f.Tag.Get("types"), types); types != "" {
 			doc = strings.TrimPrefix(doc, types+": ")
 			doc = "(" + strings.ReplaceAll(types, ",", ", ") + ") " + doc
 		}

@@ -474,7 +474,7 @@ func yamlFields(t reflect.Type) map[string]reflect.StructField {
 		if isInline(f) {
 			for k, v := range yamlFields(structType(f.Type)) {
 				if _, dup := out[k]; !dup {
-					out[k] = v
+					out[k] = inheritTypes(v, f)
 				}
 			}
 			continue
@@ -486,6 +486,17 @@ func yamlFields(t reflect.Type) map[string]reflect.StructField {
 		out[name] = f
 	}
 	return out
+}
+
+// inheritTypes gives f the types tag of the inline struct field that holds
+// it, when it has none of its own: a section shared with other parts of the
+// file (openstackauth.Credentials) is tagged for the probe types where it
+// sits, not where it is declared.
+func inheritTypes(f, inline reflect.StructField) reflect.StructField {
+	if types := inline.Tag.Get("types"); types != "" && f.Tag.Get("types") == "" {
+		f.Tag = reflect.StructTag(fmt.Sprintf(`%s types:%q`, f.Tag, types))
+	}
+	return f
 }
 
 // isInline reports a struct field, embedded or named, value or pointer,

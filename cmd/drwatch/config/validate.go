@@ -101,10 +101,9 @@ func (v *validator) remediations(c *Config) {
 		auth remediate.OpenStackAuth
 	}{{"remediations.octavia_stuck_lb", c.Remediations.OctaviaStuckLB.OpenStackAuth}, {"remediations.openstack", c.Remediations.OpenStack.OpenStackAuth},
 		{"remediations.cloud_debris", c.Remediations.CloudDebris.OpenStackAuth}} {
-		v.fileField(cloud.path+".clouds_file", cloud.auth.CloudsFile, false)
-		v.fileField(cloud.path+".application_credential_id_file", cloud.auth.ApplicationCredentialIDFile, false)
-		v.fileField(cloud.path+".application_credential_secret_file", cloud.auth.ApplicationCredentialSecretFile, false)
-		v.fileField(cloud.path+".ca_file", cloud.auth.CAFile, false)
+		for _, f := range cloud.auth.Files() {
+			v.fileField(cloud.path+"."+f.Field, f.Path, false)
+		}
 	}
 }
 
@@ -295,36 +294,12 @@ func (v *validator) foreignFields(pp, typ string) {
 	}
 }
 
-// probeFiles checks that the files a probe names exist; whether they are
-// required is the probe's own rule.
+// probeFiles checks that the files a probe names exist; which it reads is
+// its type's (probes.Spec.Files), whether they are required the probe's
+// own rule.
 func (v *validator) probeFiles(pp string, p probes.Spec) {
-	switch {
-	case p.HTTP != nil:
-		v.fileField(pp+".ca_file", p.HTTP.CAFile, false)
-	case p.TCP != nil:
-		v.fileField(pp+".ca_file", p.TCP.CAFile, false)
-	case p.Kubernetes != nil:
-		k := p.Kubernetes
-		if k.Kubeconfig != "" {
-			v.fileField(pp+".kubeconfig", k.Kubeconfig, false)
-			return
-		}
-		v.fileField(pp+".ca_file", k.CAFile, false)
-		if k.TokenFile != "" && (k.ClientCertFile != "" || k.ClientKeyFile != "") {
-			return
-		}
-		v.fileField(pp+".token_file", k.TokenFile, false)
-		v.fileField(pp+".client_cert_file", k.ClientCertFile, false)
-		v.fileField(pp+".client_key_file", k.ClientKeyFile, false)
-	case p.Octavia != nil:
-		o := p.Octavia
-		if o.Cloud != "" {
-			v.fileField(pp+".clouds_file", o.CloudsFile, false)
-			return
-		}
-		v.fileField(pp+".application_credential_id_file", o.ApplicationCredentialIDFile, false)
-		v.fileField(pp+".application_credential_secret_file", o.ApplicationCredentialSecretFile, false)
-		v.fileField(pp+".ca_file", o.CAFile, false)
+	for _, f := range p.Files() {
+		v.fileField(pp+"."+f.Field, f.Path, false)
 	}
 }
 

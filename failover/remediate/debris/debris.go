@@ -585,7 +585,7 @@ type cloud struct {
 // clients authenticates afresh (nothing cached can hide a dead or restored
 // control plane) and finds the endpoints.
 func (d *Debris) clients(ctx context.Context) (cloud, error) {
-	ao, eo, tlsCfg, err := d.cfg.OpenStackAuth.Options()
+	ao, eo, tlsCfg, err := d.cfg.OpenStackAuth.AuthOptions()
 	if err != nil {
 		return cloud{}, err
 	}

@@ -369,7 +369,7 @@ func (s *StuckLB) follow(ctx context.Context, client *gophercloud.ServiceClient,
 // and the project whose load balancers are ours (project_id, or the
 // token's project); done releases its connections.
 func (s *StuckLB) client(ctx context.Context) (_ *gophercloud.ServiceClient, project string, done func(), _ error) {
-	ao, eo, tlsCfg, err := s.cfg.OpenStackAuth.Options()
+	ao, eo, tlsCfg, err := s.cfg.OpenStackAuth.AuthOptions()
 	if err != nil {
 		return nil, "", nil, err
 	}

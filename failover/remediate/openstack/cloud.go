@@ -30,7 +30,7 @@ type Clients struct {
 // compute endpoints. The provider re-authenticates when the token expires.
 // Errors never contain the secret.
 func NewClients(ctx context.Context, cfg remediate.OpenStackAuth) (*Clients, error) {
-	ao, eo, tlsCfg, err := cfg.Options()
+	ao, eo, tlsCfg, err := cfg.AuthOptions()
 	if err != nil {
 		return nil, err
 	}
