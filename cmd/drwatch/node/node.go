@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,10 +16,11 @@ import (
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/failover/reconcile"
 	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/failover/remediate/all"
 	"github.com/drwatch/drwatch/failover/remediate/clusterhealth"
-	"github.com/drwatch/drwatch/failover/remediate/debris"
 	"github.com/drwatch/drwatch/failover/remediate/kube"
 	"github.com/drwatch/drwatch/failover/remediate/openstack"
+	"github.com/drwatch/drwatch/failover/remediate/repair"
 	"github.com/drwatch/drwatch/internal/watcher"
 	"github.com/drwatch/drwatch/probes"
 	"github.com/prometheus/client_golang/prometheus"
@@ -303,33 +303,7 @@ func remediators(c *config.Config, m *failover.Machine, log *slog.Logger, now fu
 // remediatorsFor builds the repairs the config enables, acting on the
 // decision that decision returns.
 func remediatorsFor(c *config.Config, decision func() remediate.Decision, log *slog.Logger, now func() time.Time) ([]remediate.Entry, error) {
-	r := c.Remediations
-	var clients kube.Clients
-	var err error
-	if r.Kubernetes.Primary.Kubeconfig != "" {
-		if clients.Primary, err = kube.NewClient(r.Kubernetes.Primary); err != nil {
-			return nil, fmt.Errorf("remediations.kubernetes.primary: %w", err)
-		}
-	}
-	if r.Kubernetes.Backup.Kubeconfig != "" {
-		if clients.Backup, err = kube.NewClient(r.Kubernetes.Backup); err != nil {
-			return nil, fmt.Errorf("remediations.kubernetes.backup: %w", err)
-		}
-	}
-	// cloud-debris keeps what it saw of the PVs' reclaim policies in the
-	// data directory: after a restart it still knows which volumes
-	// Kubernetes asked to delete.
-	cloud, err := openstack.CloudRemediators(c.Remediations, clients, log, now,
-		debris.WithReclaimFile(filepath.Join(c.Node.DataDir, debris.ReclaimFileName)))
-	if err != nil {
-		return nil, err
-	}
-	// Without a cloud instance check dead-node never taints (it fails closed).
-	entries, err := kube.Entries(r, clients, cloud.Instances, cloud.Nodes, cloud.Pools, decision, now)
-	if err != nil {
-		return nil, err
-	}
-	return append(entries, cloud.Entries...), nil
+	return all.Build(c.Remediations, all.Options{Env: repair.Env{Decision: decision, Now: now, Log: log, DataDir: c.Node.DataDir}})
 }
 
 // ClusterHealth builds the read-only monitor of both sites' clusters for

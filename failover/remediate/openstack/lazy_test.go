@@ -14,6 +14,7 @@ import (
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/kube"
 	"github.com/drwatch/drwatch/failover/remediate/kubeapi"
+	"github.com/drwatch/drwatch/failover/remediate/repair"
 	"github.com/drwatch/drwatch/test/openstacktest"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -33,11 +34,11 @@ func TestCloudRemediatorsStartWithoutTheCloud(t *testing.T) {
 	o.ApplicationCredentialIDFile, o.ApplicationCredentialSecretFile = filepath.Join(dir, "id"), filepath.Join(dir, "secret")
 	o.RouterID, o.PodCIDR, o.InstanceNamePrefix = "r1", "198.19.0.0/16", "k-"
 	o.NeutronRouteGC.Mode = "dry-run"
-	if _, err := CloudRemediators(cfg, kube.Clients{}, slog.New(slog.DiscardHandler), time.Now); err == nil ||
+	if _, err := cloudRemediators(cfg, kube.Clients{}, slog.New(slog.DiscardHandler), time.Now); err == nil ||
 		!strings.Contains(err.Error(), "remediations.openstack.neutron_route_gc") || !strings.Contains(err.Error(), "remediations.kubernetes.primary") {
 		t.Fatalf("route gc without the primary's kubernetes client: got %v, want an error naming both fields", err)
 	}
-	cloud, err := CloudRemediators(cfg, kube.Clients{Primary: unreachableKube(t)}, slog.New(slog.DiscardHandler), time.Now)
+	cloud, err := cloudRemediators(cfg, kube.Clients{Primary: unreachableKube(t)}, slog.New(slog.DiscardHandler), time.Now)
 	entries, instances := cloud.Entries, cloud.Instances
 	if err != nil {
 		t.Fatalf("got %v; a down cloud must not stop the node", err)
@@ -68,9 +69,43 @@ func TestCloudRemediatorsStartWithoutTheCloud(t *testing.T) {
 	}
 	// Drain-trap on the other site gets no pool reader, so it moves nothing.
 	cfg.DrainTrap.Site = "backup"
-	if cloud, err := CloudRemediators(cfg, kube.Clients{Primary: unreachableKube(t)}, slog.New(slog.DiscardHandler), time.Now); err != nil || cloud.Pools != nil {
+	if cloud, err := cloudRemediators(cfg, kube.Clients{Primary: unreachableKube(t)}, slog.New(slog.DiscardHandler), time.Now); err != nil || cloud.Pools != nil {
 		t.Errorf("drain-trap on the backup, cloud for the primary: got pools %v (%v), want none", cloud.Pools, err)
 	}
+}
+
+// cloudBuild is what the assembly makes of the OpenStack side: this
+// package's repairs, and what the cloud of remediations.openstack gives
+// dead-node, orphaned-pods and drain-trap on their sites.
+type cloudBuild struct {
+	Entries   []remediate.Entry
+	Instances kube.InstanceChecker
+	Nodes     kube.NodeCloud
+	Pools     kube.LoadBalancerPools
+}
+
+// cloudRemediators builds the OpenStack side as the node does (one cloud,
+// this package's repairs through the one assembly loop), with clients as
+// the sites' Kubernetes clients.
+func cloudRemediators(cfg remediate.Config, clients kube.Clients, log *slog.Logger, now func() time.Time) (cloudBuild, error) {
+	cloud := NewCloud(cfg.OpenStack)
+	env := repair.Env{Cloud: cloud.For, Log: log, Now: now, Kube: func(site string) kubeapi.Interface {
+		if site == "backup" {
+			return clients.Backup
+		}
+		return clients.Primary
+	}}
+	es, err := repair.Assemble(cfg, []repair.Repair{RouteGCRepair, SecurityGroupsRepair, NeverReadyRepair}, env)
+	if err != nil {
+		return cloudBuild{}, err
+	}
+	b := cloudBuild{Entries: es}
+	b.Instances, _ = cloud.For(cfg.DeadNodeOutOfService.Site).(kube.InstanceChecker)
+	b.Nodes, _ = cloud.For(cfg.OrphanedPods.Site).(kube.NodeCloud)
+	if c, ok := cloud.For(cfg.DrainTrap.Site).(*Cloud); ok {
+		b.Pools = c.Pools(cfg.DrainTrap.ClusterName)
+	}
+	return b, nil
 }
 
 // unreachableKube is a client of a kube-apiserver that does not listen:
@@ -108,7 +143,7 @@ func TestCloudRemediatorsEachBuildsBesideTheOthers(t *testing.T) {
 	o.RouterID, o.PodCIDR, o.InstanceNamePrefix = "r1", "198.19.0.0/16", "k-"
 	o.SecurityGroups.RequiredGroup = "k-nodes"
 	o.NeutronRouteGC.Mode, o.SecurityGroups.Mode, o.NeverReadyInstances.Mode = "dry-run", "dry-run", "dry-run"
-	cloud, err := CloudRemediators(cfg, kube.Clients{Primary: unreachableKube(t)}, slog.New(slog.DiscardHandler), time.Now)
+	cloud, err := cloudRemediators(cfg, kube.Clients{Primary: unreachableKube(t)}, slog.New(slog.DiscardHandler), time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +227,7 @@ func TestCloudRemediatorsPutNeverReadyInItsSiteBudget(t *testing.T) {
 	o.SecurityGroups.RequiredGroup = "k-nodes"
 	o.SecurityGroups.Mode, o.NeverReadyInstances.Mode = "dry-run", "dry-run"
 	cfg.Kubernetes.Backup.MaxDisruptedNodes = 2
-	cloud, err := CloudRemediators(cfg, kube.Clients{Backup: unreachableKube(t)}, slog.New(slog.DiscardHandler), time.Now)
+	cloud, err := cloudRemediators(cfg, kube.Clients{Backup: unreachableKube(t)}, slog.New(slog.DiscardHandler), time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
