@@ -312,7 +312,7 @@ func remediatorsFor(c *config.Config, decision func() remediate.Decision, log *s
 // is contacted here; every watcher runs its own monitor (nothing of it is
 // replicated: it is evidence for a human, never input to a decision).
 func ClusterHealth(c *config.Config, now func() time.Time) (*clusterhealth.Monitor, error) {
-	r := c.Remediations.WithDefaults()
+	r := c.Remediations.Defaulted()
 	var targets []clusterhealth.Target
 	for _, site := range []struct {
 		name string
@@ -328,5 +328,5 @@ func ClusterHealth(c *config.Config, now func() time.Time) (*clusterhealth.Monit
 		t.Routes, t.RoutesUnknown = openstack.RouteQuotaReader(r.OpenStack, site.name)
 		targets = append(targets, t)
 	}
-	return clusterhealth.NewMonitor(c.ClusterHealth.WithDefaults(), c.Node.ID, targets, now), nil
+	return clusterhealth.NewMonitor(c.ClusterHealth.Defaulted(), c.Node.ID, targets, now), nil
 }

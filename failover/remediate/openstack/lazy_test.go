@@ -22,7 +22,7 @@ import (
 // The OpenStack repairs are built without touching the cloud: a node must
 // start while the primary's Keystone is down.
 func TestCloudRemediatorsStartWithoutTheCloud(t *testing.T) {
-	cfg := remediate.Config{}.WithDefaults() // the example configs enable no remediation
+	cfg := remediate.Config{}.Defaulted() // the example configs enable no remediation
 	dir := t.TempDir()
 	for _, f := range []string{"id", "secret"} {
 		if err := os.WriteFile(filepath.Join(dir, f), []byte("x\n"), 0o600); err != nil {
@@ -130,7 +130,7 @@ func unreachableKube(t *testing.T) kubeapi.Interface {
 // never-ready-instances and neutron-route-gc need.
 func TestCloudRemediatorsEachBuildsBesideTheOthers(t *testing.T) {
 	s := openstacktest.SharedWith(t, stackOptions) // real Keystone, Neutron and Nova
-	cfg := remediate.Config{}.WithDefaults()       // the example configs enable no remediation
+	cfg := remediate.Config{}.Defaulted()          // the example configs enable no remediation
 	dir := t.TempDir()
 	for f, v := range map[string]string{"id": s.MemberAppCredID, "secret": s.MemberAppCredSecret} {
 		if err := os.WriteFile(filepath.Join(dir, f), []byte(v+"\n"), 0o600); err != nil {
@@ -213,7 +213,7 @@ func TestLazyRemediatorKeepsCensusAndDisruptions(t *testing.T) {
 // never-ready-instances shares its site's node disruption budget; the
 // repairs that disrupt no node (route GC, security groups) have none.
 func TestCloudRemediatorsPutNeverReadyInItsSiteBudget(t *testing.T) {
-	cfg := remediate.Config{}.WithDefaults()
+	cfg := remediate.Config{}.Defaulted()
 	dir := t.TempDir()
 	for _, f := range []string{"id", "secret"} {
 		if err := os.WriteFile(filepath.Join(dir, f), []byte("x\n"), 0o600); err != nil {

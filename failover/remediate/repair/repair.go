@@ -91,7 +91,7 @@ func (e Env) CloudFor(site string) any {
 // where empty (a discarding logger, a decision with no generation). It
 // returns every build error at once.
 func Assemble(cfg remediate.Config, list []Repair, env Env) ([]remediate.Entry, error) {
-	cfg = cfg.WithDefaults()
+	cfg = cfg.Defaulted()
 	if err := cfg.Validate().Under(remediate.Section).Err(); err != nil {
 		return nil, err
 	}
