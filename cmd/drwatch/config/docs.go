@@ -5,6 +5,9 @@ import (
 	"io"
 	"reflect"
 	"strings"
+
+	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/failover/remediate/all"
 )
 
 // WriteReference writes the configuration reference in Markdown: every
@@ -21,10 +24,24 @@ func WriteReference(w io.Writer) error {
 		fmt.Fprintf(&b, "\n## `%s`\n\n%s\n\n", name, f.Tag.Get("doc"))
 		b.WriteString("| field | type | default | meaning |\n|---|---|---|---|\n")
 		writeFields(&b, f.Type, name)
+		if name == remediate.Section {
+			writeRepairs(&b)
+		}
 	}
 	b.WriteString(referenceRules)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeRepairs lists every repair of the registry (failover/remediate/all):
+// its name, as records and `drwatch remediate plan NAME` call it, its
+// section and the clients it is built with.
+func writeRepairs(b *strings.Builder) {
+	b.WriteString("\nThe repairs, as `drwatch remediate plan NAME` and the records name them:\n\n")
+	b.WriteString("| repair | section | clients |\n|---|---|---|\n")
+	for _, r := range all.Repairs {
+		fmt.Fprintf(b, "| %s | `%s.%s` | %s |\n", r.Name, remediate.Section, r.Section, all.Clients(r))
+	}
 }
 
 func yamlName(f reflect.StructField) string { return strings.Split(f.Tag.Get("yaml"), ",")[0] }
