@@ -134,7 +134,8 @@ One YAML file per watcher node. Check it with
 paths by their ` + "`name`" + ` or ` + "`id`" + ` (` + "`sites.primary.probes[lms].timeout`" + `).
 
 Decoding is strict: an unknown key is an error. Durations take units (` + "`2s`, `1500ms`, `1h`" + `).
-A key written in the file is never defaulted, even when its value is zero.
+A key written in the file is never defaulted, even when its value is zero, except in
+` + "`remediations`" + ` and ` + "`cluster_health`" + `, where zero means unset and gets the default too.
 
 **Secrets are never written inline.** A field ending in ` + "`_file`" + ` names a file holding the
 secret; ` + "`_env`" + ` names an environment variable. A key such as ` + "`secret:`" + ` or ` + "`token:`" + `,

@@ -9,7 +9,8 @@
 // builds the clients once per node and calls [Assemble]. The runner, drill
 // readiness, `drwatch remediate plan` and the configuration reference all
 // go through it, so a new repair touches its own package, one line of that
-// list and the regenerated docs/configuration.md.
+// list, its section of remediate.Config and the regenerated
+// docs/configuration.md.
 //
 // Package repair sits between the runner (failover/remediate) and the
 // repair packages: it imports no repair, and no repair imports the list.
