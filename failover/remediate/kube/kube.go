@@ -61,19 +61,6 @@ func nodeReady(n *corev1.Node) bool {
 	return c != nil && c.Status == corev1.ConditionTrue
 }
 
-// Clients are the Kubernetes APIs of both sites; either may be nil when
-// no remediator needs it.
-type Clients struct {
-	Primary, Backup kubeapi.Interface
-}
-
-func (c Clients) site(s string) kubeapi.Interface {
-	if s == "backup" {
-		return c.Backup
-	}
-	return c.Primary
-}
-
 // updateNode writes n with its resourceVersion, so a concurrent change
 // makes the update fail: that conflict is the world moving on since Plan
 // (ErrPrecondition), and the next pass decides again. what names the

@@ -15,6 +15,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
+// Clients are the Kubernetes APIs of both sites; either may be nil.
+type Clients struct {
+	Primary, Backup kubeapi.Interface
+}
+
+func (c Clients) site(s string) kubeapi.Interface {
+	if s == "backup" {
+		return c.Backup
+	}
+	return c.Primary
+}
+
 // entries builds this package's repairs through the one assembly loop, as
 // the node does, with cloud (nil: none) as every site's cloud.
 func entries(cfg remediate.Config, clients Clients, cloud any, now func() time.Time) ([]remediate.Entry, error) {

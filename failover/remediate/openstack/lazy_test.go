@@ -34,11 +34,11 @@ func TestCloudRemediatorsStartWithoutTheCloud(t *testing.T) {
 	o.ApplicationCredentialIDFile, o.ApplicationCredentialSecretFile = filepath.Join(dir, "id"), filepath.Join(dir, "secret")
 	o.RouterID, o.PodCIDR, o.InstanceNamePrefix = "r1", "198.19.0.0/16", "k-"
 	o.NeutronRouteGC.Mode = "dry-run"
-	if _, err := cloudRemediators(cfg, kube.Clients{}, slog.New(slog.DiscardHandler), time.Now); err == nil ||
+	if _, err := cloudRemediators(cfg, kubeSites{}, slog.New(slog.DiscardHandler), time.Now); err == nil ||
 		!strings.Contains(err.Error(), "remediations.openstack.neutron_route_gc") || !strings.Contains(err.Error(), "remediations.kubernetes.primary") {
 		t.Fatalf("route gc without the primary's kubernetes client: got %v, want an error naming both fields", err)
 	}
-	cloud, err := cloudRemediators(cfg, kube.Clients{Primary: unreachableKube(t)}, slog.New(slog.DiscardHandler), time.Now)
+	cloud, err := cloudRemediators(cfg, kubeSites{Primary: unreachableKube(t)}, slog.New(slog.DiscardHandler), time.Now)
 	entries, instances := cloud.Entries, cloud.Instances
 	if err != nil {
 		t.Fatalf("got %v; a down cloud must not stop the node", err)
@@ -69,10 +69,13 @@ func TestCloudRemediatorsStartWithoutTheCloud(t *testing.T) {
 	}
 	// Drain-trap on the other site gets no pool reader, so it moves nothing.
 	cfg.DrainTrap.Site = "backup"
-	if cloud, err := cloudRemediators(cfg, kube.Clients{Primary: unreachableKube(t)}, slog.New(slog.DiscardHandler), time.Now); err != nil || cloud.Pools != nil {
+	if cloud, err := cloudRemediators(cfg, kubeSites{Primary: unreachableKube(t)}, slog.New(slog.DiscardHandler), time.Now); err != nil || cloud.Pools != nil {
 		t.Errorf("drain-trap on the backup, cloud for the primary: got pools %v (%v), want none", cloud.Pools, err)
 	}
 }
+
+// kubeSites are the Kubernetes clients of both sites; either may be nil.
+type kubeSites struct{ Primary, Backup kubeapi.Interface }
 
 // cloudBuild is what the assembly makes of the OpenStack side: this
 // package's repairs, and what the cloud of remediations.openstack gives
@@ -87,7 +90,7 @@ type cloudBuild struct {
 // cloudRemediators builds the OpenStack side as the node does (one cloud,
 // this package's repairs through the one assembly loop), with clients as
 // the sites' Kubernetes clients.
-func cloudRemediators(cfg remediate.Config, clients kube.Clients, log *slog.Logger, now func() time.Time) (cloudBuild, error) {
+func cloudRemediators(cfg remediate.Config, clients kubeSites, log *slog.Logger, now func() time.Time) (cloudBuild, error) {
 	cloud := NewCloud(cfg.OpenStack)
 	env := repair.Env{Cloud: cloud.For, Log: log, Now: now, Kube: func(site string) kubeapi.Interface {
 		if site == "backup" {
@@ -143,7 +146,7 @@ func TestCloudRemediatorsEachBuildsBesideTheOthers(t *testing.T) {
 	o.RouterID, o.PodCIDR, o.InstanceNamePrefix = "r1", "198.19.0.0/16", "k-"
 	o.SecurityGroups.RequiredGroup = "k-nodes"
 	o.NeutronRouteGC.Mode, o.SecurityGroups.Mode, o.NeverReadyInstances.Mode = "dry-run", "dry-run", "dry-run"
-	cloud, err := cloudRemediators(cfg, kube.Clients{Primary: unreachableKube(t)}, slog.New(slog.DiscardHandler), time.Now)
+	cloud, err := cloudRemediators(cfg, kubeSites{Primary: unreachableKube(t)}, slog.New(slog.DiscardHandler), time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +230,7 @@ func TestCloudRemediatorsPutNeverReadyInItsSiteBudget(t *testing.T) {
 	o.SecurityGroups.RequiredGroup = "k-nodes"
 	o.SecurityGroups.Mode, o.NeverReadyInstances.Mode = "dry-run", "dry-run"
 	cfg.Kubernetes.Backup.MaxDisruptedNodes = 2
-	cloud, err := cloudRemediators(cfg, kube.Clients{Backup: unreachableKube(t)}, slog.New(slog.DiscardHandler), time.Now)
+	cloud, err := cloudRemediators(cfg, kubeSites{Backup: unreachableKube(t)}, slog.New(slog.DiscardHandler), time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
