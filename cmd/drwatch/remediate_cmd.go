@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"sort"
 	"strings"
@@ -15,11 +14,11 @@ import (
 	"github.com/drwatch/drwatch/cmd/drwatch/config"
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/failover/remediate"
-	"github.com/drwatch/drwatch/failover/remediate/debris"
+	"github.com/drwatch/drwatch/failover/remediate/all"
 	"github.com/drwatch/drwatch/failover/remediate/kube"
 	"github.com/drwatch/drwatch/failover/remediate/kubeapi"
-	"github.com/drwatch/drwatch/failover/remediate/octavia"
 	"github.com/drwatch/drwatch/failover/remediate/openstack"
+	"github.com/drwatch/drwatch/failover/remediate/repair"
 	"github.com/spf13/cobra"
 )
 
@@ -117,7 +116,7 @@ file. backup-warmup acts only while the backup is the active site: the
 current decision is asked from the cluster (any node that answers), or given
 with --active.
 
-Names: ` + strings.Join(remediationNames, ", ") + `.`,
+Names: ` + strings.Join(all.Names(), ", ") + `.`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usageError{fmt.Errorf("%s takes at most one remediation name, got %q", c.CommandPath(), args)}
@@ -136,9 +135,6 @@ Names: ` + strings.Join(remediationNames, ", ") + `.`,
 	c.Flags().StringVar(&p.active, "active", "", "assume this site is active (primary or backup) instead of asking the cluster")
 	return c
 }
-
-var remediationNames = []string{kube.BackupWarmupName, kube.DeadNodeName, kube.DrainTrapName, kube.OrphanedPodsName,
-	octavia.Name, openstack.RouteGCName, openstack.SecurityGroupsName, openstack.NeverReadyName, debris.Name}
 
 // loadRemediations reads the remediations section of a node's config file
 // with the loader every command uses (config.Load): the same shape checks
@@ -163,26 +159,9 @@ func loadRemediations(path string) (remediate.Config, error) {
 // enable turns the named remediation on in dry-run, whatever its mode, and
 // every other one off.
 func enable(cfg remediate.Config, name string) (remediate.Config, error) {
-	modes := map[string]*remediate.Settings{
-		kube.DeadNodeName:            &cfg.DeadNodeOutOfService.Settings,
-		kube.DrainTrapName:           &cfg.DrainTrap.Settings,
-		kube.OrphanedPodsName:        &cfg.OrphanedPods.Settings,
-		kube.BackupWarmupName:        &cfg.BackupWarmup.Settings,
-		octavia.Name:                 &cfg.OctaviaStuckLB.Settings,
-		openstack.RouteGCName:        &cfg.OpenStack.NeutronRouteGC.Settings,
-		openstack.SecurityGroupsName: &cfg.OpenStack.SecurityGroups.Settings,
-		openstack.NeverReadyName:     &cfg.OpenStack.NeverReadyInstances.Settings,
-		debris.Name:                  &cfg.CloudDebris.Settings,
-	}
-	if _, ok := modes[name]; !ok {
-		return cfg, usageError{fmt.Errorf("unknown remediation %q; known: %s", name, strings.Join(remediationNames, ", "))}
-	}
-	for n, s := range modes {
-		if n == name {
-			s.Mode = remediate.ModeDryRun
-		} else {
-			s.Mode = remediate.ModeOff
-		}
+	cfg, ok := all.Only(cfg, name)
+	if !ok {
+		return cfg, usageError{fmt.Errorf("unknown remediation %q; known: %s", name, strings.Join(all.Names(), ", "))}
 	}
 	return cfg, nil
 }
@@ -202,20 +181,11 @@ func (p *remediatePlanCmd) Run(ctx context.Context, w, errw io.Writer, name stri
 	if err != nil {
 		return err
 	}
-	clients, err := p.clients(cfg)
+	entries, err := all.Build(cfg, all.Options{NewKubeClient: p.newClient,
+		Env: repair.Env{Decision: func() remediate.Decision { return decision }}})
 	if err != nil {
 		return err
 	}
-	cloud, err := openstack.CloudRemediators(cfg, clients, slog.New(slog.DiscardHandler), nil)
-	if err != nil {
-		return err
-	}
-	instances := cloud.Instances
-	entries, err := kube.Entries(cfg, clients, instances, cloud.Nodes, cloud.Pools, func() remediate.Decision { return decision }, nil)
-	if err != nil {
-		return err
-	}
-	entries = append(entries, cloud.Entries...)
 	if len(entries) == 0 {
 		fmt.Fprintln(w, "no remediation is enabled (every mode is off); name one to plan it anyway")
 		return nil
@@ -226,7 +196,7 @@ func (p *remediatePlanCmd) Run(ctx context.Context, w, errw io.Writer, name stri
 	}
 	planned, planErr := remediate.PlanAll(ctx, entries)
 	fmt.Fprintf(w, "decision: %s\n", source)
-	if cfg.DeadNodeOutOfService.Mode.Enabled() && instances == nil {
+	if dn := cfg.DeadNodeOutOfService; dn.Mode.Enabled() && openstack.NewCloud(cfg.OpenStack).For(cmp.Or(dn.Site, "primary")) == nil {
 		fmt.Fprintln(w, "note: dead-node-out-of-service has no cloud instance check (remediations.openstack is not set for its site), so it plans no taints")
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -279,24 +249,4 @@ func (p *remediatePlanCmd) decision(ctx context.Context) (remediate.Decision, st
 		}
 	}
 	return remediate.Decision{}, "unknown (no node answered; pass --active to plan backup-warmup)", nil
-}
-
-// clients builds a client for each site that has a kubeconfig.
-func (p *remediatePlanCmd) clients(cfg remediate.Config) (kube.Clients, error) {
-	var cs kube.Clients
-	for _, s := range []struct {
-		site string
-		kc   remediate.KubeCluster
-		dst  *kubeapi.Interface
-	}{{"primary", cfg.Kubernetes.Primary, &cs.Primary}, {"backup", cfg.Kubernetes.Backup, &cs.Backup}} {
-		if s.kc.Kubeconfig == "" {
-			continue
-		}
-		c, err := p.newClient(s.kc)
-		if err != nil {
-			return cs, fmt.Errorf("%s.kubernetes.%s: %w", remediate.Section, s.site, err)
-		}
-		*s.dst = c
-	}
-	return cs, nil
 }

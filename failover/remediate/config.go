@@ -12,10 +12,10 @@ import (
 
 // Config is the `remediations:` section of a node's config file. Every
 // remediator is off unless its mode says otherwise. The config package can
-// embed it as is (yaml tags, doc tags, defaults applied by WithDefaults);
+// embed it as is (yaml tags, doc tags, default tags applied by Defaulted);
 // Validate names fields relative to the section.
 type Config struct {
-	Interval time.Duration `yaml:"interval" doc:"Period between remediation passes on the leader (default 30s)."`
+	Interval time.Duration `yaml:"interval" default:"30s" doc:"Period between remediation passes on the leader."`
 	// Kubernetes names the clusters of each site; the Kubernetes
 	// remediators act on the one their site field names.
 	Kubernetes KubeSites `yaml:"kubernetes" doc:"How to reach each site's Kubernetes API."`
@@ -36,14 +36,14 @@ type Config struct {
 type CloudDebrisConfig struct {
 	Settings      `yaml:",inline"`
 	OpenStackAuth `yaml:",inline"`
-	Site          string `yaml:"site" doc:"Which site's Kubernetes cluster owns the resources (its Services and PersistentVolumes are checked): primary (default) or backup."`
+	Site          string `yaml:"site" default:"primary" doc:"Which site's Kubernetes cluster owns the resources (its Services and PersistentVolumes are checked): primary or backup."`
 	ProjectID     string `yaml:"project_id" doc:"ID of the project whose resources are considered; empty means the credentials' own project. Another project's resources are never listed, counted or deleted, even with admin credentials."`
 	ClusterName   string `yaml:"cluster_name" doc:"The cloud provider's --cluster-name (required when enabled): load balancers named kube_service_<cluster_name>_<namespace>_<service> and floating IPs described \"Floating IP for Kubernetes external service <namespace>/<service> from cluster <cluster_name>\" are the cluster's. The default kubernetes is refused unless decommissioned: another cluster of the project may keep it too."`
-	CSICluster    string `yaml:"csi_cluster" doc:"The Cinder CSI plugin's --cluster: volumes whose metadata cinder.csi.openstack.org/cluster equals it are the cluster's (default cluster_name; kubernetes is refused unless decommissioned)."`
+	CSICluster    string `yaml:"csi_cluster" default:"(cluster_name)" doc:"The Cinder CSI plugin's --cluster: volumes whose metadata cinder.csi.openstack.org/cluster equals it are the cluster's (kubernetes is refused unless decommissioned)."`
 	// Decommissioned skips the Kubernetes check: the cluster is gone for
 	// good, so everything with its naming or metadata is debris.
-	Decommissioned bool          `yaml:"decommissioned" doc:"The cluster is gone for good: every resource with its naming or metadata is debris, without asking its Kubernetes API (default false: only those whose Service or PersistentVolume is absent there, that no Service refers to, and that Kubernetes did not ask to keep). What drwatch saw kept is kept even then. Mind the caps and brake_share: with it, everything qualifies at once."`
-	DeleteTimeout  time.Duration `yaml:"delete_timeout" doc:"How long one delete is followed until OpenStack answers 404; a volume still deleting or error_deleting after it (or found so for longer) is reported for an admin and never retried (default 5m)."`
+	Decommissioned bool          `yaml:"decommissioned" default:"false" doc:"The cluster is gone for good: every resource with its naming or metadata is debris, without asking its Kubernetes API (false: only those whose Service or PersistentVolume is absent there, that no Service refers to, and that Kubernetes did not ask to keep). What drwatch saw kept is kept even then. Mind the caps and brake_share: with it, everything qualifies at once."`
+	DeleteTimeout  time.Duration `yaml:"delete_timeout" default:"5m" doc:"How long one delete is followed until OpenStack answers 404; a volume still deleting or error_deleting after it (or found so for longer) is reported for an admin and never retried."`
 }
 
 // KubeSites holds one Kubernetes API per site.
@@ -58,7 +58,7 @@ type KubeCluster struct {
 	Context    string `yaml:"context" doc:"kubeconfig context; empty means its current context."`
 	// MaxDisruptedNodes is the cluster's one node disruption budget, shared
 	// by every repair that reboots, taints or force-deletes on its nodes.
-	MaxDisruptedNodes int `yaml:"max_disrupted_nodes" default:"1" doc:"Most nodes of this cluster the repairs together disrupt at a time: orphaned_pods' reboots and force-deletes from a node that is not Ready, dead_node_out_of_service's taints, never_ready_instances' reboots. The next node waits until the previous one is Ready again or gone (deleted, or its instance confirmed down), recorded as skipped_cap naming it (default 1)."`
+	MaxDisruptedNodes int `yaml:"max_disrupted_nodes" default:"1" doc:"Most nodes of this cluster the repairs together disrupt at a time: orphaned_pods' reboots and force-deletes from a node that is not Ready, dead_node_out_of_service's taints, never_ready_instances' reboots. The next node waits until the previous one is Ready again or gone (deleted, or its instance confirmed down), recorded as skipped_cap naming it."`
 }
 
 // MaxDisrupted is the cluster's node disruption budget, defaulted.
@@ -80,10 +80,10 @@ func (k KubeSites) Site(site string) KubeCluster {
 // DeadNodeConfig configures dead-node-out-of-service.
 type DeadNodeConfig struct {
 	Settings `yaml:",inline"`
-	Site     string        `yaml:"site" doc:"Which site's cluster to watch: primary (default) or backup."`
-	After    time.Duration `yaml:"not_ready_for" doc:"How long a node must be NotReady or Unknown before its instance is checked (default 5m)."`
+	Site     string        `yaml:"site" default:"primary" doc:"Which site's cluster to watch: primary or backup."`
+	After    time.Duration `yaml:"not_ready_for" default:"5m" doc:"How long a node must be NotReady or Unknown before its instance is checked."`
 	// AlphaGateOn is the operator's word for what the API cannot show.
-	AlphaGateOn bool `yaml:"alpha_gate_on" doc:"Kubernetes 1.24 and 1.25 only: true if kube-controller-manager runs with --feature-gates=NodeOutOfServiceVolumeDetach=true, which drwatch cannot see. Default false: there the taint is report-only. Ignored from 1.26 (on by default) and before 1.24 (no such gate)."`
+	AlphaGateOn bool `yaml:"alpha_gate_on" default:"false" doc:"Kubernetes 1.24 and 1.25 only: true if kube-controller-manager runs with --feature-gates=NodeOutOfServiceVolumeDetach=true, which drwatch cannot see. While false the taint is report-only there. Ignored from 1.26 (on by default) and before 1.24 (no such gate)."`
 }
 
 // DrainTrapConfig configures drain-trap. Its load-balancer pools are read
@@ -91,37 +91,37 @@ type DeadNodeConfig struct {
 // is for the same site; without them drain-trap moves nothing.
 type DrainTrapConfig struct {
 	Settings `yaml:",inline"`
-	Site     string `yaml:"site" doc:"Which site's cluster to watch: primary (default) or backup. Its Octavia pools are read with the credentials of remediations.openstack for the same site; without them nothing moves."`
+	Site     string `yaml:"site" default:"primary" doc:"Which site's cluster to watch: primary or backup. Its Octavia pools are read with the credentials of remediations.openstack for the same site; without them nothing moves."`
 	// ClusterName finds a Service's load balancer by the name the OpenStack
 	// cloud provider gives it when the Service carries no
 	// loadbalancer.openstack.org/load-balancer-id annotation.
-	ClusterName string `yaml:"cloud_provider_cluster_name" doc:"The OpenStack cloud provider's --cluster-name (default kubernetes): a Service without the loadbalancer.openstack.org/load-balancer-id annotation has the load balancer kube_service_<cluster>_<namespace>_<name> in the project of remediations.openstack."`
+	ClusterName string `yaml:"cloud_provider_cluster_name" default:"kubernetes" doc:"The OpenStack cloud provider's --cluster-name: a Service without the loadbalancer.openstack.org/load-balancer-id annotation has the load balancer kube_service_<cluster>_<namespace>_<name> in the project of remediations.openstack."`
 }
 
 // OrphanedPodsConfig configures orphaned-pods, and its opt-in cordon and
 // Nova reboot of the node the pods are stuck on.
 type OrphanedPodsConfig struct {
 	Settings `yaml:",inline"`
-	Site     string        `yaml:"site" doc:"Which site's cluster to watch: primary (default) or backup."`
-	After    time.Duration `yaml:"terminating_for" doc:"How long past its grace period a pod may stay Terminating before it is force-deleted (default 10m)."`
+	Site     string        `yaml:"site" default:"primary" doc:"Which site's cluster to watch: primary or backup."`
+	After    time.Duration `yaml:"terminating_for" default:"10m" doc:"How long past its grace period a pod may stay Terminating before it is force-deleted."`
 	// RebootNode fences, by a cordon and a Nova reboot, a node whose held
 	// pods block something, once per episode, and then releases them.
 	// Off by default.
-	RebootNode bool `yaml:"reboot_node" doc:"Fence by reboot: when a pod held on a node not confirmed down (a StatefulSet's, or one with a ReadWriteOnce volume) blocks something (its StatefulSet's replacement, another pod waiting for its claim), cordon the node and soft-reboot it through Nova, once per episode, one node at a time within remediations.kubernetes.<site>.max_disrupted_nodes; once it is back Ready under a new boot ID, force-delete what is still Terminating reboot_wait after the reboot, held pods included. A node whose held pods block nothing is not rebooted; they are only reported. drwatch lifts its own cordon once the node is Ready again (off by default; needs remediations.openstack for the same site)."`
+	RebootNode bool `yaml:"reboot_node" default:"false" doc:"Fence by reboot: when a pod held on a node not confirmed down (a StatefulSet's, or one with a ReadWriteOnce volume) blocks something (its StatefulSet's replacement, another pod waiting for its claim), cordon the node and soft-reboot it through Nova, once per episode, one node at a time within remediations.kubernetes.<site>.max_disrupted_nodes; once it is back Ready under a new boot ID, force-delete what is still Terminating reboot_wait after the reboot, held pods included. A node whose held pods block nothing is not rebooted; they are only reported. drwatch lifts its own cordon once the node is Ready again (needs remediations.openstack for the same site)."`
 	// RebootWait is how long the rebooted kubelet gets to finish the pods
 	// itself before drwatch force-deletes those still Terminating.
-	RebootWait time.Duration `yaml:"reboot_wait" doc:"With reboot_node: how long after the reboot a pod must still be Terminating before it is force-deleted, and the node Ready before drwatch uncordons it (default 10m, at least 1m)."`
+	RebootWait time.Duration `yaml:"reboot_wait" default:"10m" doc:"With reboot_node: how long after the reboot a pod must still be Terminating before it is force-deleted, and the node Ready before drwatch uncordons it (at least 1m)."`
 }
 
 // BackupWarmupConfig configures backup-warmup.
 type BackupWarmupConfig struct {
 	Settings     `yaml:",inline"`
-	ReadyTimeout time.Duration `yaml:"ready_timeout" doc:"How long the DNS flip waits for the workloads to be ready before flipping anyway (default 5m)."`
+	ReadyTimeout time.Duration `yaml:"ready_timeout" default:"5m" doc:"How long the DNS flip waits for the workloads to be ready before flipping anyway."`
 	Workloads    []Workload    `yaml:"workloads" doc:"The backup cluster's workloads and the replicas they need when the backup is active."`
 	// ScaleDownAtFailback returns the workloads to their idle replicas once
 	// traffic is back on the primary (opt-in): the failback verified at
 	// every authoritative server, and one TTL of its records passed since.
-	ScaleDownAtFailback bool `yaml:"scale_down_at_failback" doc:"After a failback to the primary, scale the workloads back to idle_replicas (opt-in), once the failback is verified at every authoritative server and one TTL of the records has passed since."`
+	ScaleDownAtFailback bool `yaml:"scale_down_at_failback" default:"false" doc:"After a failback to the primary, scale the workloads back to idle_replicas (opt-in), once the failback is verified at every authoritative server and one TTL of the records has passed since."`
 }
 
 // Workload is a Deployment or StatefulSet and its replica count when active.
@@ -131,7 +131,7 @@ type Workload struct {
 	Name      string `yaml:"name" doc:"Name."`
 	Replicas  int32  `yaml:"replicas" doc:"Replicas when the backup is active (> 0)."`
 	// IdleReplicas is what scale_down_at_failback returns it to.
-	IdleReplicas int32 `yaml:"idle_replicas" doc:"Replicas while the primary is active, for scale_down_at_failback (default 0; below replicas)."`
+	IdleReplicas int32 `yaml:"idle_replicas" default:"0" doc:"Replicas while the primary is active, for scale_down_at_failback (below replicas)."`
 }
 
 // OpenStackAuth says how to reach one site's OpenStack: the credentials
@@ -162,8 +162,8 @@ type OctaviaStuckLBConfig struct {
 	// credentials list and may fail over every project's.
 	ProjectID       string        `yaml:"project_id" doc:"ID of the project whose load balancers are watched; empty means the credentials' own project. Load balancers of any other project are never listed, counted or failed over, even with admin credentials."`
 	LoadBalancers   []string      `yaml:"load_balancers" doc:"Load balancers of the project to watch, by ID or unique name; empty watches every load balancer of the project."`
-	PendingTimeout  time.Duration `yaml:"pending_timeout" doc:"How long a load balancer may stay PENDING_* (since its updated_at) before it is failed over (default 10m)."`
-	FailoverTimeout time.Duration `yaml:"failover_timeout" doc:"How long one failover is followed until the load balancer is ACTIVE before it counts as failed (default 5m)."`
+	PendingTimeout  time.Duration `yaml:"pending_timeout" default:"10m" doc:"How long a load balancer may stay PENDING_* (since its updated_at) before it is failed over."`
+	FailoverTimeout time.Duration `yaml:"failover_timeout" default:"5m" doc:"How long one failover is followed until the load balancer is ACTIVE before it counts as failed."`
 }
 
 // Defaults.
@@ -186,42 +186,21 @@ const (
 	MinOrphanRebootWait = time.Minute
 )
 
-// WithDefaults returns c with every zero field defaulted. A negative value
-// is kept, for Validate to name: it is a mistake, not "unset".
-func (c Config) WithDefaults() Config {
-	if c.Interval == 0 {
-		c.Interval = DefaultInterval
+// Defaulted returns c with every zero field set from its `default` tag
+// (field.SetDefaults), and then the defaults derived from other fields:
+// cloud_debris.csi_cluster is cloud_debris.cluster_name, and
+// openstack.never_ready_instances.max_age is 1h, or 3 times active_for
+// when that is longer. In this section zero means unset, written in the
+// file or not; a negative value is kept, for Validate to name: it is a
+// mistake, not "unset".
+func (c Config) Defaulted() Config {
+	field.SetDefaults(&c)
+	if c.CloudDebris.CSICluster == "" {
+		c.CloudDebris.CSICluster = c.CloudDebris.ClusterName
 	}
-	if c.DeadNodeOutOfService.After == 0 {
-		c.DeadNodeOutOfService.After = DefaultDeadNodeAfter
+	if n := &c.OpenStack.NeverReadyInstances; n.MaxAge == 0 {
+		n.MaxAge = max(DefaultNeverReadyMaxAge, 3*n.ActiveFor)
 	}
-	if c.OrphanedPods.After == 0 {
-		c.OrphanedPods.After = DefaultOrphanAfter
-	}
-	if c.OrphanedPods.RebootWait == 0 {
-		c.OrphanedPods.RebootWait = DefaultOrphanRebootWait
-	}
-	if c.BackupWarmup.ReadyTimeout == 0 {
-		c.BackupWarmup.ReadyTimeout = DefaultReadyTimeout
-	}
-	for _, s := range []*string{&c.DeadNodeOutOfService.Site, &c.DrainTrap.Site, &c.OrphanedPods.Site} {
-		if *s == "" {
-			*s = "primary"
-		}
-	}
-	c.DeadNodeOutOfService.Settings = c.DeadNodeOutOfService.withDefaults()
-	c.DrainTrap.Settings = c.DrainTrap.withDefaults()
-	c.OrphanedPods.Settings = c.OrphanedPods.withDefaults()
-	c.BackupWarmup.Settings = c.BackupWarmup.withDefaults()
-	if c.OctaviaStuckLB.PendingTimeout == 0 {
-		c.OctaviaStuckLB.PendingTimeout = DefaultOctaviaPendingTimeout
-	}
-	if c.OctaviaStuckLB.FailoverTimeout == 0 {
-		c.OctaviaStuckLB.FailoverTimeout = DefaultOctaviaFailoverTimeout
-	}
-	c.OctaviaStuckLB.Settings = c.OctaviaStuckLB.withDefaults()
-	c.OpenStack = c.OpenStack.withDefaults()
-	c.CloudDebris = c.CloudDebris.withDefaults()
 	return c
 }
 
@@ -300,20 +279,6 @@ func (c Config) Validate() field.Errors {
 // refuses it: the neighbour's resources would look like its own debris.
 const DefaultCloudProviderCluster = "kubernetes"
 
-func (d CloudDebrisConfig) withDefaults() CloudDebrisConfig {
-	if d.Site == "" {
-		d.Site = "primary"
-	}
-	if d.CSICluster == "" {
-		d.CSICluster = d.ClusterName
-	}
-	if d.DeleteTimeout == 0 {
-		d.DeleteTimeout = DefaultDebrisDeleteTimeout
-	}
-	d.Settings = d.Settings.withDefaults()
-	return d
-}
-
 func (d CloudDebrisConfig) validate() field.Errors {
 	var errs field.Errors
 	errs = append(errs, d.Settings.validate()...)
@@ -340,7 +305,7 @@ func (d CloudDebrisConfig) validate() field.Errors {
 // and configures the remediators of failover/remediate/openstack.
 type OpenStackClusterConfig struct {
 	OpenStackAuth `yaml:",inline"`
-	Site          string `yaml:"site" doc:"Which site's Kubernetes cluster runs on these instances: primary (default) or backup."`
+	Site          string `yaml:"site" default:"primary" doc:"Which site's Kubernetes cluster runs on these instances: primary or backup."`
 	RouterID      string `yaml:"router_id" doc:"ID of the cluster's Neutron router, whose extra routes carry the pod CIDRs."`
 	PodCIDR       string `yaml:"pod_cidr" doc:"The cluster's pod CIDR, e.g. 198.19.0.0/16."`
 	// Cluster instances are those whose name starts with InstanceNamePrefix
@@ -361,8 +326,8 @@ type OpenStackClusterConfig struct {
 // NeutronRouteGCConfig configures neutron-route-gc.
 type NeutronRouteGCConfig struct {
 	Settings   `yaml:",inline"`
-	RouteLimit int `yaml:"route_limit" doc:"Neutron's max_routes for the router (default 30, Neutron's own default)."`
-	WarnMargin int `yaml:"route_warn_margin" doc:"Warn when the routes left after clean-up are within this many of route_limit (default 3)."`
+	RouteLimit int `yaml:"route_limit" default:"30" doc:"Neutron's max_routes for the router (the default is Neutron's own)."`
+	WarnMargin int `yaml:"route_warn_margin" default:"3" doc:"Warn when the routes left after clean-up are within this many of route_limit."`
 }
 
 // SecurityGroupsConfig configures security-groups.
@@ -374,11 +339,11 @@ type SecurityGroupsConfig struct {
 // NeverReadyInstancesConfig configures never-ready-instances.
 type NeverReadyInstancesConfig struct {
 	Settings  `yaml:",inline"`
-	ActiveFor time.Duration `yaml:"active_for" doc:"How long an instance must be ACTIVE (and since its last reboot) with no Ready node before it is rebooted (default 15m)."`
+	ActiveFor time.Duration `yaml:"active_for" default:"15m" doc:"How long an instance must be ACTIVE (and since its last reboot) with no Ready node before it is rebooted."`
 	// MaxAge bounds the repair to new instances: one that never joined
 	// within it is no failed boot but something else (a bastion, an etcd
 	// VM, a node whose Node object was deleted), and is left alone.
-	MaxAge time.Duration `yaml:"max_age" doc:"Instances created or launched longer ago than this are never rebooted: a node that failed its first boot is young (default 1h, or 3 times active_for when that is longer, so both reboots fit; must exceed 2 times active_for)."`
+	MaxAge time.Duration `yaml:"max_age" default:"1h, or 3 × active_for when longer" doc:"Instances created or launched longer ago than this are never rebooted: a node that failed its first boot is young (the default lets both reboots fit; must exceed 2 times active_for)."`
 }
 
 // Defaults for the OpenStack cluster remediators.
@@ -388,28 +353,6 @@ const (
 	DefaultNeverReadyActiveFor = 15 * time.Minute
 	DefaultNeverReadyMaxAge    = time.Hour
 )
-
-func (o OpenStackClusterConfig) withDefaults() OpenStackClusterConfig {
-	if o.Site == "" {
-		o.Site = "primary"
-	}
-	if o.NeutronRouteGC.RouteLimit == 0 {
-		o.NeutronRouteGC.RouteLimit = DefaultRouteLimit
-	}
-	if o.NeutronRouteGC.WarnMargin == 0 {
-		o.NeutronRouteGC.WarnMargin = DefaultRouteWarnMargin
-	}
-	if o.NeverReadyInstances.ActiveFor == 0 {
-		o.NeverReadyInstances.ActiveFor = DefaultNeverReadyActiveFor
-	}
-	if o.NeverReadyInstances.MaxAge == 0 {
-		o.NeverReadyInstances.MaxAge = max(DefaultNeverReadyMaxAge, 3*o.NeverReadyInstances.ActiveFor)
-	}
-	o.NeutronRouteGC.Settings = o.NeutronRouteGC.withDefaults()
-	o.SecurityGroups.Settings = o.SecurityGroups.withDefaults()
-	o.NeverReadyInstances.Settings = o.NeverReadyInstances.withDefaults()
-	return o
-}
 
 // Enabled reports whether any of the OpenStack remediators is enabled.
 func (o OpenStackClusterConfig) Enabled() bool {

@@ -50,7 +50,7 @@ func TestConfigValidatePathsAreRelativeToTheSection(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("got\n%v\nwant\n%v", got, want)
 	}
-	if got := (Config{}).WithDefaults().Validate(); got != nil {
+	if got := (Config{}).Defaulted().Validate(); got != nil {
 		t.Errorf("defaults: got %v, want no problem", got)
 	}
 }
@@ -84,7 +84,7 @@ func TestOpenStackRepairsOnNeedAMetadataSelector(t *testing.T) {
 				c.OpenStack.InstanceMetadataKey, c.OpenStack.InstanceMetadataValue = tc.key, tc.val
 				*mode(&c.OpenStack) = tc.mode
 				var paths []string
-				for _, e := range c.WithDefaults().Validate() {
+				for _, e := range c.Defaulted().Validate() {
 					paths = append(paths, e.Path)
 				}
 				var want []string
@@ -115,7 +115,7 @@ func TestNeverReadyMaxAge(t *testing.T) {
 	} {
 		var c Config
 		c.OpenStack.NeverReadyInstances.ActiveFor, c.OpenStack.NeverReadyInstances.MaxAge = tc.activeFor, tc.maxAge
-		c = c.WithDefaults()
+		c = c.Defaulted()
 		if got := c.OpenStack.NeverReadyInstances.MaxAge; got != tc.want {
 			t.Errorf("active_for %v, max_age %v: got max_age %v, want %v", tc.activeFor, tc.maxAge, got, tc.want)
 		}

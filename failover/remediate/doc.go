@@ -48,7 +48,9 @@
 // memory nor from the bounded records alone, so neither a leader change
 // nor any amount of record traffic resets or doubles them (invariant 13).
 //
-// The Kubernetes remediators live in package kube.
+// The repairs live in packages of their own (kube, octavia, debris,
+// openstack); each declares itself as a repair.Repair, and package all
+// lists them and builds the enabled ones.
 //
 // Remediation packages (this one and those below it) never import cluster:
 // the Runner declares the leadership it needs as an interface.

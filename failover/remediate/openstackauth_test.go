@@ -34,7 +34,7 @@ func TestOpenStackCredentialsSetHalfwayAreRefusedEvenWhenOff(t *testing.T) {
 			CloudDebris: CloudDebrisConfig{OpenStackAuth: OpenStackAuth{Cloud: "c"}, ClusterName: "k"}}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := tc.c.WithDefaults().Validate(); !slices.Equal(got, tc.want) {
+			if got := tc.c.Defaulted().Validate(); !slices.Equal(got, tc.want) {
 				t.Errorf("got\n%v\nwant\n%v", got, tc.want)
 			}
 		})

@@ -11,7 +11,7 @@ import (
 // reboot_wait defaults to a safe wait, and a wait too short for a node to
 // reboot is refused, naming the field.
 func TestOrphanedPodsRebootWait(t *testing.T) {
-	if got := (Config{}).WithDefaults().OrphanedPods.RebootWait; got != DefaultOrphanRebootWait {
+	if got := (Config{}).Defaulted().OrphanedPods.RebootWait; got != DefaultOrphanRebootWait {
 		t.Fatalf("default reboot_wait: got %s, want %s", got, DefaultOrphanRebootWait)
 	}
 	for _, tc := range []struct {
@@ -21,7 +21,7 @@ func TestOrphanedPodsRebootWait(t *testing.T) {
 		var c Config
 		c.OrphanedPods.RebootNode = true
 		c.OrphanedPods.RebootWait = tc.wait
-		errs := c.WithDefaults().Validate()
+		errs := c.Defaulted().Validate()
 		if tc.wantErr != (len(errs) != 0) || (len(errs) != 0 && (!hasPath(errs, "orphaned_pods.reboot_wait") ||
 			!strings.Contains(errs.Under("remediations").Error(), "remediations.orphaned_pods.reboot_wait: "))) {
 			t.Errorf("reboot_wait %s: got %v, want error %v at orphaned_pods.reboot_wait, shown as remediations.orphaned_pods.reboot_wait", tc.wait, errs, tc.wantErr)

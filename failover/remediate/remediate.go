@@ -173,16 +173,16 @@ func NewDecision(d failover.Desired, history []failover.Entry) Decision {
 
 // Settings are one remediator's mode and caps.
 type Settings struct {
-	Mode Mode `yaml:"mode" doc:"off (the default), dry-run (record what would be done, write nothing) or on."`
+	Mode Mode `yaml:"mode" default:"off" doc:"off, dry-run (record what would be done, write nothing) or on."`
 	// MaxPerPass bounds the actions applied in one pass; 0 means the default 1.
-	MaxPerPass int `yaml:"max_per_pass" doc:"Most actions applied in one pass (default 1); the rest are recorded as skipped_cap."`
+	MaxPerPass int `yaml:"max_per_pass" default:"1" doc:"Most actions applied in one pass; the rest are recorded as skipped_cap."`
 	// MaxPerHour bounds the actions applied in any hour, counted from the
 	// replicated budget, plus each target that failed in it, counted once
 	// however often it failed (so one failing target cannot use up the cap);
 	// 0 means the default 10.
-	MaxPerHour int `yaml:"max_per_hour" doc:"Most actions applied in the last hour, plus one per target that failed in it (however often), counted from the replicated budget, which no record traffic evicts (default 10)."`
+	MaxPerHour int `yaml:"max_per_hour" default:"10" doc:"Most actions applied in the last hour, plus one per target that failed in it (however often), counted from the replicated budget, which no record traffic evicts."`
 	// BrakeShare is the disruption brake; 0 means DefaultBrakeShare.
-	BrakeShare float64 `yaml:"brake_share" doc:"Disruption brake: act on nothing when more than this share of the population (the cluster's nodes for dead_node_out_of_service and orphaned_pods; the cluster's instances for never_ready_instances and security_groups; the router's routes into the pod CIDR for neutron_route_gc; the watched load balancers for octavia_stuck_lb; the cluster's load balancers, floating IPs and volumes for cloud_debris) qualify at once, and, except for the repairs that disrupt nodes (dead_node_out_of_service, orphaned_pods, never_ready_instances), at least 3 members: so 2 of 3 nodes trip it (default 0.5; 1 turns the brake off; ignored by the other remediations)."`
+	BrakeShare float64 `yaml:"brake_share" default:"0.5" doc:"Disruption brake: act on nothing when more than this share of the population (the cluster's nodes for dead_node_out_of_service and orphaned_pods; the cluster's instances for never_ready_instances and security_groups; the router's routes into the pod CIDR for neutron_route_gc; the watched load balancers for octavia_stuck_lb; the cluster's load balancers, floating IPs and volumes for cloud_debris) qualify at once, and, except for the repairs that disrupt nodes (dead_node_out_of_service, orphaned_pods, never_ready_instances), at least 3 members: so 2 of 3 nodes trip it (1 turns the brake off; ignored by the other remediations)."`
 }
 
 // Defaults for Settings.
@@ -198,22 +198,6 @@ const (
 	// nodes has no floor: it would let 2 of 3 nodes be disrupted at once.
 	BrakeMinAffected = 3
 )
-
-func (s Settings) withDefaults() Settings {
-	if s.Mode == "" {
-		s.Mode = ModeOff
-	}
-	if s.MaxPerPass == 0 {
-		s.MaxPerPass = DefaultMaxPerPass
-	}
-	if s.MaxPerHour == 0 {
-		s.MaxPerHour = DefaultMaxPerHour
-	}
-	if s.BrakeShare == 0 {
-		s.BrakeShare = DefaultBrakeShare
-	}
-	return s
-}
 
 // validate checks a remediator's mode, caps and brake, by path relative to
 // the remediator's section; zero caps and brake are the defaults.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/internal/field"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -117,7 +118,8 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		if !e.Settings.Mode.Valid() {
 			return nil, fmt.Errorf("remediate: %s: mode %q (want off, dry-run or on)", n, e.Settings.Mode)
 		}
-		cfg.Remediators[i].Settings = e.Settings.withDefaults()
+		// Entries built in code get the defaults of the settings' tags.
+		field.SetDefaults(&cfg.Remediators[i].Settings)
 		if e.Cluster == "" {
 			continue
 		}

@@ -378,10 +378,10 @@ func TestNewRunnerChecks(t *testing.T) {
 
 func TestConfigValidate(t *testing.T) {
 	var c Config
-	if err := c.WithDefaults().Validate(); err != nil {
+	if err := c.Defaulted().Validate(); err != nil {
 		t.Fatalf("zero config: %v", err)
 	}
-	d := c.WithDefaults()
+	d := c.Defaulted()
 	if d.DeadNodeOutOfService.Mode != ModeOff || d.DrainTrap.Site != "primary" || d.OrphanedPods.MaxPerPass != DefaultMaxPerPass {
 		t.Fatalf("got defaults %+v, want off, primary, default caps", d)
 	}
@@ -736,7 +736,7 @@ func TestConfigValidateBrakeShare(t *testing.T) {
 			}
 		}
 	}
-	if got := (Config{}).WithDefaults().DeadNodeOutOfService.BrakeShare; got != DefaultBrakeShare {
+	if got := (Config{}).Defaulted().DeadNodeOutOfService.BrakeShare; got != DefaultBrakeShare {
 		t.Fatalf("got default brake share %v, want %v", got, DefaultBrakeShare)
 	}
 }

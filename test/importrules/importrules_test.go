@@ -45,6 +45,10 @@ var rules = []struct{ pkgs, kind, deps string }{
 	// The leader's loops act through the leadership interfaces the core declares, never the Raft plumbing,
 	// and know the probes only by the results the core was given.
 	{"failover/reconcile failover/drillrun failover/remediate/...", never, "cluster/... probes/..."},
+	// The repair extension point sits below every repair and imports none; the list of repairs
+	// (failover/remediate/all) sits above them all, and no repair imports it.
+	{"failover/remediate/repair", never, "failover/remediate/all failover/remediate/kube failover/remediate/openstack failover/remediate/octavia failover/remediate/debris failover/remediate/clusterhealth"},
+	{"failover/remediate/... -failover/remediate/all", neverInCode, "failover/remediate/all"},
 	// A drill's readiness checks verify the backup's TLS as the probes do and plan the remediations
 	// read-only; they never reach the Raft plumbing, the watcher's runtime or the shell.
 	{"failover/drill", never, "cluster/... cmd/... internal/watcher"},

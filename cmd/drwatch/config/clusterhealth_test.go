@@ -36,3 +36,20 @@ func TestClusterHealthSectionDefaultsAndBounds(t *testing.T) {
 		}
 	}
 }
+
+// In remediations and cluster_health a zero written in the file means
+// unset, as the reference says, so it gets the tag's default; elsewhere a
+// written zero is kept for the rules to refuse (policy.fall: 0).
+func TestWrittenZeroGetsTheDefaultInRepairSections(t *testing.T) {
+	c, ps := loadString(t, validYAML(t)+"remediations: { interval: 0s, orphaned_pods: { max_per_hour: 0 } }\ncluster_health: { interval: 0s }\n")
+	if ps != nil {
+		t.Fatalf("got problems:\n%v", ps)
+	}
+	if c.Remediations.Interval != 30*time.Second || c.Remediations.OrphanedPods.MaxPerHour != 10 || c.ClusterHealth.Interval != time.Minute {
+		t.Errorf("got remediations.interval %s, orphaned_pods.max_per_hour %d, cluster_health.interval %s; want the defaults 30s, 10, 1m",
+			c.Remediations.Interval, c.Remediations.OrphanedPods.MaxPerHour, c.ClusterHealth.Interval)
+	}
+	if _, ps := loadString(t, strings.Replace(validYAML(t), "fall: 3", "fall: 0", 1)); ps == nil || !strings.Contains(ps.Error(), "policy.fall") {
+		t.Errorf("policy.fall: 0: got %v, want it refused", ps)
+	}
+}

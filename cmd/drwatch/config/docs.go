@@ -6,6 +6,9 @@ import (
 	"io"
 	"reflect"
 	"strings"
+
+	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/failover/remediate/all"
 )
 
 // WriteReference writes the configuration reference in Markdown: every
@@ -22,10 +25,24 @@ func WriteReference(w io.Writer) error {
 		fmt.Fprintf(&b, "\n## `%s`\n\n%s\n\n", name, f.Tag.Get("doc"))
 		b.WriteString("| field | type | default | meaning |\n|---|---|---|---|\n")
 		writeFields(&b, f.Type, name)
+		if name == remediate.Section {
+			writeRepairs(&b)
+		}
 	}
 	b.WriteString(referenceRules)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeRepairs lists every repair of the registry (failover/remediate/all):
+// its name, as records and `drwatch remediate plan NAME` call it, its
+// section and the clients it is built with.
+func writeRepairs(b *strings.Builder) {
+	b.WriteString("\nThe repairs, as `drwatch remediate plan NAME` and the records name them:\n\n")
+	b.WriteString("| repair | section | clients |\n|---|---|---|\n")
+	for _, r := range all.Repairs {
+		fmt.Fprintf(b, "| %s | `%s.%s` | %s |\n", r.Name, remediate.Section, r.Section, all.Clients(r))
+	}
 }
 
 func yamlName(f reflect.StructField) string { return strings.Split(f.Tag.Get("yaml"), ",")[0] }
@@ -119,7 +136,8 @@ One YAML file per watcher node. Check it with
 paths by their ` + "`name`" + ` or ` + "`id`" + ` (` + "`sites.primary.probes[lms].timeout`" + `).
 
 Decoding is strict: an unknown key is an error. Durations take units (` + "`2s`, `1500ms`, `1h`" + `).
-A key written in the file is never defaulted, even when its value is zero.
+A key written in the file is never defaulted, even when its value is zero, except in
+` + "`remediations`" + ` and ` + "`cluster_health`" + `, where zero means unset and gets the default too.
 
 **Secrets are never written inline.** A field ending in ` + "`_file`" + ` names a file holding the
 secret; ` + "`_env`" + ` names an environment variable. A key such as ` + "`secret:`" + ` or ` + "`token:`" + `,

@@ -128,7 +128,14 @@ func parse(name string, data []byte, opts Options) (*Config, error) {
 	// walker refused counts as absent, so it gets its default, and the rules
 	// say nothing more about it.
 	present := func(p string) bool { _, ok := w.pos[p]; return ok && !w.bad[p] }
-	applyDefaults(reflect.ValueOf(&cfg).Elem(), "", present)
+	// Every default sits in a `default` tag. A key present in the file is
+	// never defaulted, even when its value is zero: "fall: 0" is an error
+	// to report, not a request for the default. Tags that describe a
+	// derived value ("majority of peers") are resolved by derive, after
+	// decoding, because they depend on other fields. Type-specific probe
+	// fields get their default only on probes of that type: a decoded
+	// probe holds only its own type's struct.
+	field.ApplyDefaults(reflect.ValueOf(&cfg).Elem(), "", present)
 	v := &validator{file: name, pos: w.pos, opts: opts}
 	v.config(&cfg)
 	all := w.problems

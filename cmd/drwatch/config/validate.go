@@ -71,7 +71,7 @@ func (v *validator) config(c *Config) {
 
 // clusterHealth applies the section's defaults and rules.
 func (v *validator) clusterHealth(c *Config) {
-	c.ClusterHealth = c.ClusterHealth.WithDefaults()
+	c.ClusterHealth = c.ClusterHealth.Defaulted()
 	v.section("cluster_health", c.ClusterHealth.Validate())
 }
 
@@ -88,7 +88,7 @@ func (v *validator) hooks(c *Config) {
 
 // remediations applies the section's own defaults and rules.
 func (v *validator) remediations(c *Config) {
-	c.Remediations = c.Remediations.WithDefaults()
+	c.Remediations = c.Remediations.Defaulted()
 	v.section("remediations", c.Remediations.Validate())
 	for _, site := range []struct {
 		path string

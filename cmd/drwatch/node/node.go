@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,10 +16,11 @@ import (
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/failover/reconcile"
 	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/failover/remediate/all"
 	"github.com/drwatch/drwatch/failover/remediate/clusterhealth"
-	"github.com/drwatch/drwatch/failover/remediate/debris"
 	"github.com/drwatch/drwatch/failover/remediate/kube"
 	"github.com/drwatch/drwatch/failover/remediate/openstack"
+	"github.com/drwatch/drwatch/failover/remediate/repair"
 	"github.com/drwatch/drwatch/internal/watcher"
 	"github.com/drwatch/drwatch/probes"
 	"github.com/prometheus/client_golang/prometheus"
@@ -75,120 +75,201 @@ const loopStopWait = 10 * time.Second
 
 // Start opens the node's stores, joins the cluster, starts probing and
 // serving. It returns once everything is started; Shutdown stops it.
+//
+// It reads as a list: each part is built once from the config, the
+// cluster member and the watcher are added with them, and the loops run.
 func Start(ctx context.Context, o Options) (*Node, error) {
+	p, err := newParts(o)
+	if err != nil {
+		return nil, err
+	}
+	for _, build := range []func() error{
+		p.buildCredentials, // this node's TLS identity
+		p.buildDNS,         // the provider, the drills' provider, the verifier
+		p.buildBreakGlass,  // the key break-glass markers verify under
+		p.buildDrills,      // the drills and their readiness checks
+		p.buildRepairs,     // the repairs the leader runs (failover/remediate/all)
+		p.buildHealth,      // the read-only cluster health monitor
+		p.buildProbes,      // the probe scheduler
+	} {
+		if err := build(); err != nil {
+			return nil, err
+		}
+	}
+	n := &Node{log: p.log, stopWait: loopStopWait, creds: p.creds}
+	if n.cluster, err = p.joinCluster(ctx); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	n.fsm = p.fsm
+	if n.Watcher, err = watcher.New(p.watcherConfig(n.cluster, o.CredentialsReloadEvery)); err != nil {
+		_ = n.cluster.Shutdown(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	n.run(ctx, p.sched)
+	p.log.Info("watcher started", "raft_addr", p.c.Node.RaftAddr, "policy", failover.ShortHash(n.Hash()))
+	return n, nil
+}
+
+// parts are what one node runs, each built once from its config by a
+// build step of Start.
+type parts struct {
+	o      Options
+	c      *config.Config
+	log    *slog.Logger // with the node's ID
+	base   *slog.Logger // the cluster adds the node ID itself
+	reg    *prometheus.Registry
+	now    func() time.Time
+	policy failover.Policy
+
+	creds         *cluster.Credentials
+	dns, drillDNS dnsprovider.Provider
+	verifier      reconcile.Verifier
+	breakGlassKey []byte
+	machine       *failover.Machine
+	fsm           *watcher.FSM
+	drills        *watcher.Drill
+	repairs       []remediate.Entry
+	health        *clusterhealth.Monitor
+	sched         *probes.Scheduler
+}
+
+// newParts checks the config and fills in the options' defaults.
+func newParts(o Options) (*parts, error) {
 	c := o.Config
 	if c == nil {
 		return nil, errors.New("node: no config")
 	}
-	log := o.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	p := &parts{o: o, c: c, log: o.Logger, reg: o.Registry, now: o.Now, policy: c.ReplicatedPolicy(), machine: failover.New()}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
 	}
-	base := log // the cluster adds the node ID itself
-	log = log.With("node", c.Node.ID)
-	reg := o.Registry
-	if reg == nil {
-		reg = prometheus.NewRegistry()
+	p.base, p.log = p.log, p.log.With("node", c.Node.ID)
+	if p.reg == nil {
+		p.reg = prometheus.NewRegistry()
 	}
-	now := o.Now
-	if now == nil {
-		now = time.Now
+	if p.now == nil {
+		p.now = time.Now
 	}
-	n := &Node{log: log, stopWait: loopStopWait}
-	policy := c.ReplicatedPolicy()
-	if err := policy.Validate(); err != nil {
+	if err := p.policy.Validate(); err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
-	creds := o.Credentials
-	var err error
-	if creds == nil {
-		if creds, err = cluster.LoadCredentials(c.TLS.CAFile, c.TLS.CertFile, c.TLS.KeyFile); err != nil {
-			return nil, fmt.Errorf("tls: %w", err)
-		}
-	}
-	n.creds = creds
-	if creds.NodeID() != c.Node.ID {
-		return nil, fmt.Errorf("tls.cert_file: certificate is for node %q, config says node.id %q", creds.NodeID(), c.Node.ID)
-	}
+	return p, nil
+}
 
-	dns := o.DNS
-	if dns == nil {
-		if dns, err = dnsprovider.New(c.DNS.Config, log); err != nil {
-			return nil, fmt.Errorf("dns: %w", err)
+func (p *parts) buildCredentials() error {
+	c := p.c
+	p.creds = p.o.Credentials
+	if p.creds == nil {
+		var err error
+		if p.creds, err = cluster.LoadCredentials(c.TLS.CAFile, c.TLS.CertFile, c.TLS.KeyFile); err != nil {
+			return fmt.Errorf("tls: %w", err)
 		}
 	}
-	drillDNS := o.DrillDNS
-	if drillDNS == nil && o.DNS == nil {
+	if p.creds.NodeID() != c.Node.ID {
+		return fmt.Errorf("tls.cert_file: certificate is for node %q, config says node.id %q", p.creds.NodeID(), c.Node.ID)
+	}
+	return nil
+}
+
+func (p *parts) buildDNS() error {
+	c := p.c
+	var err error
+	if p.dns = p.o.DNS; p.dns == nil {
+		if p.dns, err = dnsprovider.New(c.DNS.Config, p.log); err != nil {
+			return fmt.Errorf("dns: %w", err)
+		}
+	}
+	// With DNS given and DrillDNS not, the node runs no drills: it cannot
+	// fence the given provider on another record.
+	if p.drillDNS = p.o.DrillDNS; p.drillDNS == nil && p.o.DNS == nil {
 		dc := c.DNS.Config
 		dc.FenceName = c.DrillFence()
-		if drillDNS, err = dnsprovider.New(dc, log); err != nil {
-			return nil, fmt.Errorf("dns (drills): %w", err)
+		if p.drillDNS, err = dnsprovider.New(dc, p.log); err != nil {
+			return fmt.Errorf("dns (drills): %w", err)
 		}
 	}
-	verifier := o.Verifier
-	if verifier == nil {
-		v, err := dnsprovider.NewVerifierFromConfig(c.DNS.Config, log)
+	if p.verifier = p.o.Verifier; p.verifier == nil {
+		v, err := dnsprovider.NewVerifierFromConfig(c.DNS.Config, p.log)
 		if err != nil {
-			return nil, fmt.Errorf("dns.verify: %w", err)
+			return fmt.Errorf("dns.verify: %w", err)
 		}
-		verifier = v
+		p.verifier = v
 	}
+	return nil
+}
 
-	breakGlassKey, err := c.DNS.BreakGlass.Key()
-	if err != nil {
-		return nil, err
-	}
+func (p *parts) buildBreakGlass() error {
+	var err error
+	p.breakGlassKey, err = p.c.DNS.BreakGlass.Key()
+	return err
+}
 
-	machine := failover.New()
-	var drills *watcher.Drill
-	if drillDNS != nil {
-		ready, err := DrillReadiness(c, machine, c.Drill.CertMinValidity, c.Drill.RTOBudget, log, now)
-		if err != nil {
-			return nil, fmt.Errorf("drill readiness: %w", err)
-		}
-		drills = &watcher.Drill{DNS: drillDNS, Schedule: c.Drill.ScheduleInterval(), Canary: c.Canary, Timeout: c.Sites.CriticalProbeTimeout(),
-			Readiness: func(ctx context.Context, d failover.DrillRecord) []failover.DrillCheck {
-				var out []failover.DrillCheck
-				for _, ck := range ready(ctx, d) {
-					out = append(out, failover.DrillCheck(ck))
-				}
-				return out
-			}}
+func (p *parts) buildDrills() error {
+	if p.drillDNS == nil {
+		return nil
 	}
-	fixes, err := remediators(c, machine, log, now)
+	c := p.c
+	ready, err := DrillReadiness(c, p.machine, c.Drill.CertMinValidity, c.Drill.RTOBudget, p.log, p.now)
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("drill readiness: %w", err)
 	}
-	health, err := ClusterHealth(c, now)
-	if err != nil {
-		return nil, err
-	}
-	if err := reg.Register(health); err != nil {
-		return nil, fmt.Errorf("cluster health metrics: %w", err)
-	}
+	p.drills = &watcher.Drill{DNS: p.drillDNS, Schedule: c.Drill.ScheduleInterval(), Canary: c.Canary, Timeout: c.Sites.CriticalProbeTimeout(),
+		Readiness: func(ctx context.Context, d failover.DrillRecord) []failover.DrillCheck {
+			var out []failover.DrillCheck
+			for _, ck := range ready(ctx, d) {
+				out = append(out, failover.DrillCheck(ck))
+			}
+			return out
+		}}
+	return nil
+}
 
-	pm, err := probes.NewMetrics(reg)
-	if err != nil {
-		return nil, fmt.Errorf("probe metrics: %w", err)
+func (p *parts) buildRepairs() error {
+	var err error
+	p.repairs, err = remediators(p.c, p.machine, p.log, p.now)
+	return err
+}
+
+func (p *parts) buildHealth() error {
+	var err error
+	if p.health, err = ClusterHealth(p.c, p.now); err != nil {
+		return err
 	}
-	sched, err := probes.NewScheduler(c.Sites.Specs(), probes.SchedulerOptions{
-		Interval: c.Policy.Interval, Phase: watcher.Phase(policy.Nodes, c.Node.ID, c.Policy.Interval),
-		FastInterval: policy.FastProbeInterval(), DefaultTimeout: c.Policy.Timeout, Metrics: pm, Logger: log,
+	if err := p.reg.Register(p.health); err != nil {
+		return fmt.Errorf("cluster health metrics: %w", err)
+	}
+	return nil
+}
+
+func (p *parts) buildProbes() error {
+	c := p.c
+	pm, err := probes.NewMetrics(p.reg)
+	if err != nil {
+		return fmt.Errorf("probe metrics: %w", err)
+	}
+	p.sched, err = probes.NewScheduler(c.Sites.Specs(), probes.SchedulerOptions{
+		Interval: c.Policy.Interval, Phase: watcher.Phase(p.policy.Nodes, c.Node.ID, c.Policy.Interval),
+		FastInterval: p.policy.FastProbeInterval(), DefaultTimeout: c.Policy.Timeout, Metrics: pm, Logger: p.log,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("probes: %w", err)
+		return fmt.Errorf("probes: %w", err)
 	}
+	return nil
+}
 
+// joinCluster opens the Raft stores and joins the peers, with the replica
+// the watcher's FSM applies to.
+func (p *parts) joinCluster(ctx context.Context) (*cluster.Node, error) {
+	c := p.c
 	var self cluster.Peer
 	peers := make([]cluster.Peer, 0, len(c.Peers))
-	for _, p := range c.Peers {
-		peers = append(peers, cluster.Peer{ID: p.ID, RaftAddr: p.RaftAddr})
-		if p.ID == c.Node.ID {
-			self = cluster.Peer{ID: p.ID, RaftAddr: p.RaftAddr}
+	for _, peer := range c.Peers {
+		peers = append(peers, cluster.Peer{ID: peer.ID, RaftAddr: peer.RaftAddr})
+		if peer.ID == c.Node.ID {
+			self = cluster.Peer{ID: peer.ID, RaftAddr: peer.RaftAddr}
 		}
 	}
-	fsm := watcher.NewFSM(machine, log)
-	n.fsm = fsm
+	p.fsm = watcher.NewFSM(p.machine, p.log)
 	// The leader writes what the cluster's recorded log format reads, and
 	// raises it only to what every server has said it reads (invariant 15).
 	var member atomic.Pointer[cluster.Node]
@@ -198,48 +279,50 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 		}
 		return cluster.UnknownFormat
 	}
-	n.cluster, err = cluster.New(ctx, cluster.Config{
+	cn, err := cluster.New(ctx, cluster.Config{
 		NodeID: c.Node.ID, DataDir: c.Node.DataDir, BindAddr: c.Node.RaftAddr, AdvertiseAddr: self.RaftAddr,
-		Peers: peers, TLS: creds, RaftTiming: c.Raft,
+		Peers: peers, TLS: p.creds, RaftTiming: c.Raft,
 		LeaderTransform: func(cmd []byte) ([]byte, error) {
-			return failover.StampFormat(cmd, now().UnixNano(), machine.Format(), everyServer())
+			return failover.StampFormat(cmd, p.now().UnixNano(), p.machine.Format(), everyServer())
 		},
 		Format: failover.Format, Release: watcher.Release(), ServerInfoEvery: cluster.DefaultServerInfoEvery,
-		Logger: base, Registerer: reg,
-	}, fsm)
+		Logger: p.base, Registerer: p.reg,
+	}, p.fsm)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: %w", err)
+		return nil, err
 	}
-	member.Store(n.cluster)
+	member.Store(cn)
+	return cn, nil
+}
 
-	reloadEvery := o.CredentialsReloadEvery
+// watcherConfig wires the parts into the watcher's loops, on member.
+func (p *parts) watcherConfig(member *cluster.Node, reloadEvery time.Duration) watcher.Config {
+	c := p.c
 	if reloadEvery <= 0 {
 		reloadEvery = CredentialsReloadEvery
 	}
-	gates, after := remediate.Gates(c.Node.ID, fixes, kube.BackupWarmupName, c.Remediations.BackupWarmup.ReadyTimeout, c.Hooks, log)
-	n.Watcher, err = watcher.New(watcher.Config{
-		Node: c.Node.ID, Policy: policy, Interval: c.Policy.Interval, SetPhase: sched.SetPhase, Reprobe: sched, HeartbeatTimeout: c.Raft.HeartbeatTimeout, DataDir: c.Node.DataDir,
-		FSM: fsm, Cluster: n.cluster, DNS: dns, Verifier: verifier,
-		Remediators: fixes, RemediationInterval: c.Remediations.Interval, Gates: gates, AfterVerified: after,
-		BreakGlassKey: breakGlassKey, BreakGlassMaxAge: c.DNS.BreakGlass.MaxAge,
-		Drill: drills, Health: health, Credentials: creds, CAFile: c.TLS.CAFile, CertFile: c.TLS.CertFile, CredentialsReloadEvery: reloadEvery,
-		Registry: reg, Logger: log, Now: now, ProbeTimeout: c.Sites.CriticalProbeTimeout(),
-	})
-	if err != nil {
-		_ = n.cluster.Shutdown(context.WithoutCancel(ctx))
-		return nil, err
+	gates, after := remediate.Gates(c.Node.ID, p.repairs, kube.BackupWarmupName, c.Remediations.BackupWarmup.ReadyTimeout, c.Hooks, p.log)
+	return watcher.Config{
+		Node: c.Node.ID, Policy: p.policy, Interval: c.Policy.Interval, SetPhase: p.sched.SetPhase, Reprobe: p.sched, HeartbeatTimeout: c.Raft.HeartbeatTimeout, DataDir: c.Node.DataDir,
+		FSM: p.fsm, Cluster: member, DNS: p.dns, Verifier: p.verifier,
+		Remediators: p.repairs, RemediationInterval: c.Remediations.Interval, Gates: gates, AfterVerified: after,
+		BreakGlassKey: p.breakGlassKey, BreakGlassMaxAge: c.DNS.BreakGlass.MaxAge,
+		Drill: p.drills, Health: p.health, Credentials: p.creds, CAFile: c.TLS.CAFile, CertFile: c.TLS.CertFile, CredentialsReloadEvery: reloadEvery,
+		Registry: p.reg, Logger: p.log, Now: p.now, ProbeTimeout: c.Sites.CriticalProbeTimeout(),
 	}
+}
 
+// run starts the probe scheduler and the watcher's loops; Shutdown stops
+// them.
+func (n *Node) run(ctx context.Context, sched *probes.Scheduler) {
 	probeCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	n.probeCancel = cancel
 	n.goFunc(func() {
 		if err := sched.Run(probeCtx); err != nil && !errors.Is(err, context.Canceled) {
-			log.Error("probe scheduler stopped", "err", err)
+			n.log.Error("probe scheduler stopped", "err", err)
 		}
 	})
 	n.goFunc(func() { n.Run(probeCtx, sched.Rounds()) })
-	log.Info("watcher started", "raft_addr", c.Node.RaftAddr, "policy", failover.ShortHash(n.Hash()))
-	return n, nil
 }
 
 // CredentialsReloadEvery is how often a node looks at its TLS files
@@ -303,33 +386,7 @@ func remediators(c *config.Config, m *failover.Machine, log *slog.Logger, now fu
 // remediatorsFor builds the repairs the config enables, acting on the
 // decision that decision returns.
 func remediatorsFor(c *config.Config, decision func() remediate.Decision, log *slog.Logger, now func() time.Time) ([]remediate.Entry, error) {
-	r := c.Remediations
-	var clients kube.Clients
-	var err error
-	if r.Kubernetes.Primary.Kubeconfig != "" {
-		if clients.Primary, err = kube.NewClient(r.Kubernetes.Primary); err != nil {
-			return nil, fmt.Errorf("remediations.kubernetes.primary: %w", err)
-		}
-	}
-	if r.Kubernetes.Backup.Kubeconfig != "" {
-		if clients.Backup, err = kube.NewClient(r.Kubernetes.Backup); err != nil {
-			return nil, fmt.Errorf("remediations.kubernetes.backup: %w", err)
-		}
-	}
-	// cloud-debris keeps what it saw of the PVs' reclaim policies in the
-	// data directory: after a restart it still knows which volumes
-	// Kubernetes asked to delete.
-	cloud, err := openstack.CloudRemediators(c.Remediations, clients, log, now,
-		debris.WithReclaimFile(filepath.Join(c.Node.DataDir, debris.ReclaimFileName)))
-	if err != nil {
-		return nil, err
-	}
-	// Without a cloud instance check dead-node never taints (it fails closed).
-	entries, err := kube.Entries(r, clients, cloud.Instances, cloud.Nodes, cloud.Pools, decision, now)
-	if err != nil {
-		return nil, err
-	}
-	return append(entries, cloud.Entries...), nil
+	return all.Build(c.Remediations, all.Options{Env: repair.Env{Decision: decision, Now: now, Log: log, DataDir: c.Node.DataDir}})
 }
 
 // ClusterHealth builds the read-only monitor of both sites' clusters for
@@ -338,7 +395,7 @@ func remediatorsFor(c *config.Config, decision func() remediate.Decision, log *s
 // is contacted here; every watcher runs its own monitor (nothing of it is
 // replicated: it is evidence for a human, never input to a decision).
 func ClusterHealth(c *config.Config, now func() time.Time) (*clusterhealth.Monitor, error) {
-	r := c.Remediations.WithDefaults()
+	r := c.Remediations.Defaulted()
 	var targets []clusterhealth.Target
 	for _, site := range []struct {
 		name string
@@ -354,5 +411,5 @@ func ClusterHealth(c *config.Config, now func() time.Time) (*clusterhealth.Monit
 		t.Routes, t.RoutesUnknown = openstack.RouteQuotaReader(r.OpenStack, site.name)
 		targets = append(targets, t)
 	}
-	return clusterhealth.NewMonitor(c.ClusterHealth.WithDefaults(), c.Node.ID, targets, now), nil
+	return clusterhealth.NewMonitor(c.ClusterHealth.Defaulted(), c.Node.ID, targets, now), nil
 }

@@ -88,7 +88,7 @@ func TestAnswerOverTheByteCapIsAnErrorForItsPartOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := Read(context.Background(), Config{}.WithDefaults(), "w1", Target{Site: "primary", Client: small}, time.Now())
+	s := Read(context.Background(), Config{}.Defaulted(), "w1", Target{Site: "primary", Client: small}, time.Now())
 	if s.Nodes != nil || !strings.Contains(s.NodesError, "too large") {
 		t.Fatalf("got nodes %+v, error %q, want no figures and a too-large error", s.Nodes, s.NodesError)
 	}
@@ -111,7 +111,7 @@ func hostile(t *testing.T, maxBytes int64, h http.HandlerFunc) Target {
 }
 
 func TestHostileAnswersAreBounded(t *testing.T) {
-	cfg := Config{}.WithDefaults()
+	cfg := Config{}.Defaulted()
 	t.Run("an endless body stops at the byte cap", func(t *testing.T) {
 		var sent atomic.Int64
 		const capBytes = 256 << 10

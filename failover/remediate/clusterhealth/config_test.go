@@ -20,10 +20,10 @@ func TestConfigValidatePathsAreRelativeToTheSection(t *testing.T) {
 		{Path: "ccm_lease", Msg: `"cloud-controller-manager" must be namespace/name`},
 		{Path: "event_window", Msg: "-1h0m0s must be > 0"},
 	}
-	if got := c.WithDefaults().Validate(); !slices.Equal(got, want) {
+	if got := c.Defaulted().Validate(); !slices.Equal(got, want) {
 		t.Errorf("got\n%v\nwant\n%v", got, want)
 	}
-	if got := (Config{}).WithDefaults().Validate(); got != nil {
+	if got := (Config{}).Defaulted().Validate(); got != nil {
 		t.Errorf("defaults: got %v, want no problem", got)
 	}
 }

@@ -237,7 +237,7 @@ func TestReadShowsSeed004Conditions(t *testing.T) {
 	lbService(t, c, ns, "lb-ready", corev1.ServiceTypeLoadBalancer, "203.0.113.7")
 	lbService(t, c, ns, "internal", corev1.ServiceTypeClusterIP, "")
 
-	cfg := Config{LBPendingAfter: 10 * time.Minute}.WithDefaults()
+	cfg := Config{LBPendingAfter: 10 * time.Minute}.Defaulted()
 	quota := func(context.Context) (Routes, error) { return Routes{RouterID: "r1", Used: 29, Limit: 31}, nil }
 	target := Target{Site: "primary", Client: readClient(t, cluster), Routes: quota}
 	// 15 minutes on: lb-pending has waited past lb_pending_after.

@@ -34,7 +34,7 @@ func TestConfigNamesTheField(t *testing.T) {
 		{"a name that only contains the default", remediate.CloudDebrisConfig{Settings: on, OpenStackAuth: auth, ClusterName: "kubernetes-eu1"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			shown := remediate.Config{CloudDebris: tc.cfg}.WithDefaults().Validate().Under(remediate.Section).Err()
+			shown := remediate.Config{CloudDebris: tc.cfg}.Defaulted().Validate().Under(remediate.Section).Err()
 			switch {
 			case tc.want == "" && shown != nil:
 				t.Fatalf("got %v, want valid", shown)

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/failover/remediate"
+	"github.com/drwatch/drwatch/failover/remediate/all"
 	"github.com/drwatch/drwatch/failover/remediate/debris"
-	"github.com/drwatch/drwatch/failover/remediate/kube"
-	"github.com/drwatch/drwatch/failover/remediate/openstack"
+	"github.com/drwatch/drwatch/failover/remediate/repair"
 	"github.com/drwatch/drwatch/test/kubetest"
 	"github.com/drwatch/drwatch/test/openstacktest"
 	corev1 "k8s.io/api/core/v1"
@@ -21,7 +21,7 @@ import (
 )
 
 // The remediations section turns cloud-debris on as `drwatch remediate
-// plan` and the node build it (openstack.CloudRemediators), and PlanAll,
+// plan` and the node build it (all.Build), and PlanAll,
 // what the plan command prints, lists its action against the real
 // services (a volume no PV was seen to delete: kept and reported) and
 // records the PVs it saw in the reclaim file the node gives it; off, it is
@@ -42,14 +42,10 @@ func TestPlanFromConfig(t *testing.T) {
 		CloudDebris: remediate.CloudDebrisConfig{Settings: remediate.Settings{Mode: remediate.ModeDryRun},
 			OpenStackAuth: remediate.OpenStackAuth{Cloud: "member", CloudsFile: s.CloudsFile}, ClusterName: "wired"},
 	}
-	client, err := kube.NewClient(cfg.Kubernetes.Primary)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The node hands cloud-debris its reclaim record's file: a plan records
 	// there the PVs it saw.
 	record := filepath.Join(t.TempDir(), debris.ReclaimFileName)
-	cloud, err := openstack.CloudRemediators(cfg, kube.Clients{Primary: client}, discard, nil, debris.WithReclaimFile(record))
+	entries, err := all.Build(cfg, all.Options{Env: repair.Env{Log: discard, DataDir: filepath.Dir(record)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +58,7 @@ func TestPlanFromConfig(t *testing.T) {
 		}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	planned, err := remediate.PlanAll(ctx, cloud.Entries)
+	planned, err := remediate.PlanAll(ctx, entries)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,11 +77,12 @@ func TestPlanFromConfig(t *testing.T) {
 	}
 
 	cfg.CloudDebris.Mode = remediate.ModeOff
-	if cloud, err = openstack.CloudRemediators(cfg, kube.Clients{Primary: client}, discard, nil); err != nil || len(cloud.Entries) != 0 {
-		t.Fatalf("off: got %d entries, %v; want none", len(cloud.Entries), err)
+	if entries, err = all.Build(cfg, all.Options{Env: repair.Env{Log: discard}}); err != nil || len(entries) != 0 {
+		t.Fatalf("off: got %d entries, %v; want none", len(entries), err)
 	}
 	cfg.CloudDebris.Mode = remediate.ModeOn
-	if _, err := openstack.CloudRemediators(cfg, kube.Clients{}, discard, nil); err == nil || !strings.Contains(err.Error(), "remediations.kubernetes.primary") {
+	cfg.Kubernetes = remediate.KubeSites{} // no kube client
+	if _, err := all.Build(cfg, all.Options{Env: repair.Env{Log: discard}}); err == nil || !strings.Contains(err.Error(), "remediations.kubernetes.primary") {
 		t.Fatalf("no kube client: got %v, want an error naming remediations.kubernetes.primary", err)
 	}
 }

@@ -60,5 +60,10 @@
 // resourceVersion) as a precondition, and treat an effect already in place
 // as success.
 //
+// Each repair declares itself (DeadNodeRepair, DrainTrapRepair,
+// OrphanedPodsRepair, BackupWarmupRepair) for the list in
+// failover/remediate/all, which builds the enabled ones with the site's
+// client and what the site's cloud offers (package repair).
+//
 // Like every remediation package it never imports cluster.
 package kube

@@ -11,8 +11,31 @@ import (
 
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/kubeapi"
+	"github.com/drwatch/drwatch/failover/remediate/repair"
 	corev1 "k8s.io/api/core/v1"
 )
+
+// Clients are the Kubernetes APIs of both sites; either may be nil.
+type Clients struct {
+	Primary, Backup kubeapi.Interface
+}
+
+func (c Clients) site(s string) kubeapi.Interface {
+	if s == "backup" {
+		return c.Backup
+	}
+	return c.Primary
+}
+
+// entries builds this package's repairs through the one assembly loop, as
+// the node does, with cloud (nil: none) as every site's cloud.
+func entries(cfg remediate.Config, clients Clients, cloud any, now func() time.Time) ([]remediate.Entry, error) {
+	return repair.Assemble(cfg, []repair.Repair{DeadNodeRepair, DrainTrapRepair, OrphanedPodsRepair, BackupWarmupRepair}, repair.Env{
+		Kube:  clients.site,
+		Cloud: func(string) any { return cloud },
+		Now:   now,
+	})
+}
 
 func TestEntries(t *testing.T) {
 	var cs kubeapi.Interface = new(kubeapi.Client) // never called
@@ -37,7 +60,7 @@ func TestEntries(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			es, err := Entries(tt.cfg, tt.clients, nil, nil, nil, nil, nil)
+			es, err := entries(tt.cfg, tt.clients, nil, nil)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("got %v, want an error containing %q", err, tt.wantErr)
@@ -69,7 +92,7 @@ func TestEntriesPassTheAlphaGate(t *testing.T) {
 		cfg := remediate.Config{}
 		cfg.DeadNodeOutOfService.Settings = remediate.Settings{Mode: remediate.ModeDryRun}
 		cfg.DeadNodeOutOfService.AlphaGateOn = on
-		es, err := Entries(cfg, cs, nil, nil, nil, nil, nil)
+		es, err := entries(cfg, cs, nil, nil)
 		if err != nil || len(es) != 1 {
 			t.Fatalf("got %d entries %v, want dead-node", len(es), err)
 		}
@@ -98,7 +121,7 @@ func TestEntriesGiveOrphanedPodsTheirSiteCloud(t *testing.T) {
 	cfg.OrphanedPods.Settings = remediate.Settings{Mode: remediate.ModeDryRun}
 	cfg.OrphanedPods.After = time.Second
 	later := func() time.Time { return time.Now().Add(time.Hour) }
-	es, err := Entries(cfg, Clients{Primary: api(t)}, nil, &deadCloud{}, nil, nil, later)
+	es, err := entries(cfg, Clients{Primary: api(t)}, &deadCloud{}, later)
 	if err != nil || len(es) != 1 {
 		t.Fatalf("got %d entries, %v; want orphaned-pods", len(es), err)
 	}
@@ -121,7 +144,7 @@ func TestEntriesShareTheSiteDisruptionBudget(t *testing.T) {
 	cfg.DrainTrap.Settings = dry
 	cfg.OrphanedPods.Settings, cfg.OrphanedPods.Site = dry, "backup"
 	cfg.Kubernetes.Backup.MaxDisruptedNodes = 2
-	es, err := Entries(cfg, Clients{Primary: cs, Backup: cs}, nil, nil, nil, nil, nil)
+	es, err := entries(cfg, Clients{Primary: cs, Backup: cs}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

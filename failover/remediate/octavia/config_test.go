@@ -28,7 +28,7 @@ func TestConfigValidate(t *testing.T) {
 		{"bad mode", remediate.OctaviaStuckLBConfig{Settings: remediate.Settings{Mode: "maybe"}}, "remediations.octavia_stuck_lb.mode"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			errs := remediate.Config{OctaviaStuckLB: tc.cfg}.WithDefaults().Validate()
+			errs := remediate.Config{OctaviaStuckLB: tc.cfg}.Defaulted().Validate()
 			shown := errs.Under(remediate.Section).Err()
 			switch {
 			case tc.want == "" && shown != nil:
@@ -43,7 +43,7 @@ func TestConfigValidate(t *testing.T) {
 			}
 		})
 	}
-	if d := (remediate.Config{}).WithDefaults().OctaviaStuckLB; d.PendingTimeout != remediate.DefaultOctaviaPendingTimeout || d.Mode != remediate.ModeOff {
+	if d := (remediate.Config{}).Defaulted().OctaviaStuckLB; d.PendingTimeout != remediate.DefaultOctaviaPendingTimeout || d.Mode != remediate.ModeOff {
 		t.Fatalf("got defaults %+v, want pending_timeout 10m and mode off", d)
 	}
 }

@@ -69,9 +69,13 @@
 // (cluster instances, or the router's routes into the pod CIDR) qualifies
 // at once.
 //
-// CloudRemediators builds what the config enables without touching the
-// cloud: the clients authenticate on first use and retry on the next use
-// after a failure, so a watcher starts while the primary's Keystone is down.
+// Each repair declares itself (RouteGCRepair, SecurityGroupsRepair,
+// NeverReadyRepair) for the list in failover/remediate/all; NewCloud is the
+// cloud of remediations.openstack that they, and dead-node, orphaned-pods
+// and drain-trap of the same site, are built with. Nothing is built by
+// touching the cloud: the clients authenticate on first use and retry on
+// the next use after a failure, so a watcher starts while the primary's
+// Keystone is down.
 // RouteQuotaReader gives the cluster-health page the router's route quota
 // through the same lazy clients.
 //

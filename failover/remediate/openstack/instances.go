@@ -250,7 +250,7 @@ var _ kube.NodeRebooter = (*NovaInstances)(nil)
 // never-ready-instances' readiness and neutron-route-gc's pod CIDRs: nil
 // makes either fail to build when enabled; now may be nil.
 func Entries(cfg remediate.Config, clients *Clients, nodes NodeReader, now func() time.Time) ([]remediate.Entry, error) {
-	cfg = cfg.WithDefaults()
+	cfg = cfg.Defaulted()
 	if err := cfg.Validate().Under(remediate.Section).Err(); err != nil {
 		return nil, err
 	}

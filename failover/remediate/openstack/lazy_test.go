@@ -14,6 +14,7 @@ import (
 	"github.com/drwatch/drwatch/failover/remediate"
 	"github.com/drwatch/drwatch/failover/remediate/kube"
 	"github.com/drwatch/drwatch/failover/remediate/kubeapi"
+	"github.com/drwatch/drwatch/failover/remediate/repair"
 	"github.com/drwatch/drwatch/test/openstacktest"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -21,7 +22,7 @@ import (
 // The OpenStack repairs are built without touching the cloud: a node must
 // start while the primary's Keystone is down.
 func TestCloudRemediatorsStartWithoutTheCloud(t *testing.T) {
-	cfg := remediate.Config{}.WithDefaults() // the example configs enable no remediation
+	cfg := remediate.Config{}.Defaulted() // the example configs enable no remediation
 	dir := t.TempDir()
 	for _, f := range []string{"id", "secret"} {
 		if err := os.WriteFile(filepath.Join(dir, f), []byte("x\n"), 0o600); err != nil {
@@ -33,11 +34,11 @@ func TestCloudRemediatorsStartWithoutTheCloud(t *testing.T) {
 	o.ApplicationCredentialIDFile, o.ApplicationCredentialSecretFile = filepath.Join(dir, "id"), filepath.Join(dir, "secret")
 	o.RouterID, o.PodCIDR, o.InstanceNamePrefix = "r1", "198.19.0.0/16", "k-"
 	o.NeutronRouteGC.Mode = "dry-run"
-	if _, err := CloudRemediators(cfg, kube.Clients{}, slog.New(slog.DiscardHandler), time.Now); err == nil ||
+	if _, err := cloudRemediators(cfg, kubeSites{}, slog.New(slog.DiscardHandler), time.Now); err == nil ||
 		!strings.Contains(err.Error(), "remediations.openstack.neutron_route_gc") || !strings.Contains(err.Error(), "remediations.kubernetes.primary") {
 		t.Fatalf("route gc without the primary's kubernetes client: got %v, want an error naming both fields", err)
 	}
-	cloud, err := CloudRemediators(cfg, kube.Clients{Primary: unreachableKube(t)}, slog.New(slog.DiscardHandler), time.Now)
+	cloud, err := cloudRemediators(cfg, kubeSites{Primary: unreachableKube(t)}, slog.New(slog.DiscardHandler), time.Now)
 	entries, instances := cloud.Entries, cloud.Instances
 	if err != nil {
 		t.Fatalf("got %v; a down cloud must not stop the node", err)
@@ -68,9 +69,46 @@ func TestCloudRemediatorsStartWithoutTheCloud(t *testing.T) {
 	}
 	// Drain-trap on the other site gets no pool reader, so it moves nothing.
 	cfg.DrainTrap.Site = "backup"
-	if cloud, err := CloudRemediators(cfg, kube.Clients{Primary: unreachableKube(t)}, slog.New(slog.DiscardHandler), time.Now); err != nil || cloud.Pools != nil {
+	if cloud, err := cloudRemediators(cfg, kubeSites{Primary: unreachableKube(t)}, slog.New(slog.DiscardHandler), time.Now); err != nil || cloud.Pools != nil {
 		t.Errorf("drain-trap on the backup, cloud for the primary: got pools %v (%v), want none", cloud.Pools, err)
 	}
+}
+
+// kubeSites are the Kubernetes clients of both sites; either may be nil.
+type kubeSites struct{ Primary, Backup kubeapi.Interface }
+
+// cloudBuild is what the assembly makes of the OpenStack side: this
+// package's repairs, and what the cloud of remediations.openstack gives
+// dead-node, orphaned-pods and drain-trap on their sites.
+type cloudBuild struct {
+	Entries   []remediate.Entry
+	Instances kube.InstanceChecker
+	Nodes     kube.NodeCloud
+	Pools     kube.LoadBalancerPools
+}
+
+// cloudRemediators builds the OpenStack side as the node does (one cloud,
+// this package's repairs through the one assembly loop), with clients as
+// the sites' Kubernetes clients.
+func cloudRemediators(cfg remediate.Config, clients kubeSites, log *slog.Logger, now func() time.Time) (cloudBuild, error) {
+	cloud := NewCloud(cfg.OpenStack)
+	env := repair.Env{Cloud: cloud.For, Log: log, Now: now, Kube: func(site string) kubeapi.Interface {
+		if site == "backup" {
+			return clients.Backup
+		}
+		return clients.Primary
+	}}
+	es, err := repair.Assemble(cfg, []repair.Repair{RouteGCRepair, SecurityGroupsRepair, NeverReadyRepair}, env)
+	if err != nil {
+		return cloudBuild{}, err
+	}
+	b := cloudBuild{Entries: es}
+	b.Instances, _ = cloud.For(cfg.DeadNodeOutOfService.Site).(kube.InstanceChecker)
+	b.Nodes, _ = cloud.For(cfg.OrphanedPods.Site).(kube.NodeCloud)
+	if c, ok := cloud.For(cfg.DrainTrap.Site).(*Cloud); ok {
+		b.Pools = c.Pools(cfg.DrainTrap.ClusterName)
+	}
+	return b, nil
 }
 
 // unreachableKube is a client of a kube-apiserver that does not listen:
@@ -95,7 +133,7 @@ func unreachableKube(t *testing.T) kubeapi.Interface {
 // never-ready-instances and neutron-route-gc need.
 func TestCloudRemediatorsEachBuildsBesideTheOthers(t *testing.T) {
 	s := openstacktest.SharedWith(t, stackOptions) // real Keystone, Neutron and Nova
-	cfg := remediate.Config{}.WithDefaults()       // the example configs enable no remediation
+	cfg := remediate.Config{}.Defaulted()          // the example configs enable no remediation
 	dir := t.TempDir()
 	for f, v := range map[string]string{"id": s.MemberAppCredID, "secret": s.MemberAppCredSecret} {
 		if err := os.WriteFile(filepath.Join(dir, f), []byte(v+"\n"), 0o600); err != nil {
@@ -108,7 +146,7 @@ func TestCloudRemediatorsEachBuildsBesideTheOthers(t *testing.T) {
 	o.RouterID, o.PodCIDR, o.InstanceNamePrefix = "r1", "198.19.0.0/16", "k-"
 	o.SecurityGroups.RequiredGroup = "k-nodes"
 	o.NeutronRouteGC.Mode, o.SecurityGroups.Mode, o.NeverReadyInstances.Mode = "dry-run", "dry-run", "dry-run"
-	cloud, err := CloudRemediators(cfg, kube.Clients{Primary: unreachableKube(t)}, slog.New(slog.DiscardHandler), time.Now)
+	cloud, err := cloudRemediators(cfg, kubeSites{Primary: unreachableKube(t)}, slog.New(slog.DiscardHandler), time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +216,7 @@ func TestLazyRemediatorKeepsCensusAndDisruptions(t *testing.T) {
 // never-ready-instances shares its site's node disruption budget; the
 // repairs that disrupt no node (route GC, security groups) have none.
 func TestCloudRemediatorsPutNeverReadyInItsSiteBudget(t *testing.T) {
-	cfg := remediate.Config{}.WithDefaults()
+	cfg := remediate.Config{}.Defaulted()
 	dir := t.TempDir()
 	for _, f := range []string{"id", "secret"} {
 		if err := os.WriteFile(filepath.Join(dir, f), []byte("x\n"), 0o600); err != nil {
@@ -192,7 +230,7 @@ func TestCloudRemediatorsPutNeverReadyInItsSiteBudget(t *testing.T) {
 	o.SecurityGroups.RequiredGroup = "k-nodes"
 	o.SecurityGroups.Mode, o.NeverReadyInstances.Mode = "dry-run", "dry-run"
 	cfg.Kubernetes.Backup.MaxDisruptedNodes = 2
-	cloud, err := CloudRemediators(cfg, kube.Clients{Backup: unreachableKube(t)}, slog.New(slog.DiscardHandler), time.Now)
+	cloud, err := cloudRemediators(cfg, kubeSites{Backup: unreachableKube(t)}, slog.New(slog.DiscardHandler), time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
