@@ -229,7 +229,7 @@ func (m *mux) dial(ctx context.Context, addr, expectedID string, proto byte) (ne
 		_ = tc.SetWriteDeadline(dl)
 	}
 	if _, err := tc.Write([]byte{proto}); err != nil {
-		_ = tc.Close()
+		_ = abort(tc) // the peer is not reading: no goodbye
 		return nil, fmt.Errorf("announce protocol to %s: %w", addr, err)
 	}
 	_ = tc.SetWriteDeadline(time.Time{})
@@ -258,11 +258,32 @@ type trackedConn struct {
 }
 
 func (c *trackedConn) Close() error {
+	c.forget()
+	return c.Conn.Close()
+}
+
+func (c *trackedConn) forget() {
 	c.once.Do(func() {
 		c.m.untrack(c)
 		close(c.closed)
 	})
-	return c.Conn.Close()
+}
+
+// abort closes c's socket at once, without TLS's goodbye: crypto/tls
+// gives the close_notify alert five seconds to be written, and a peer that
+// stopped reading (wedged, or its receive window full) holds the closer
+// that long. Use it for a connection already broken (a failed or timed-out
+// exchange), where the goodbye tells the peer nothing; the peer reads the
+// socket's end as the connection's end.
+func abort(c net.Conn) error {
+	if t, ok := c.(*trackedConn); ok {
+		t.forget()
+		c = t.Conn
+	}
+	if tc, ok := c.(*tls.Conn); ok {
+		return tc.NetConn().Close()
+	}
+	return c.Close()
 }
 
 // Read ends a drained stream with io.EOF: raft's NetworkTransport takes
