@@ -184,7 +184,7 @@ func (s *state) evidence(now int64) []NodeEvidence {
 						Site: site, Probe: ref.Name, State: ps.State, Fails: ps.Fails, FailSince: ps.FailSince,
 						Class: ps.Last.Class, Phase: ps.Last.Phase, Reason: ps.Last.Reason,
 					}
-					if !ps.Last.OK && ps.Last.countsStreak(int64(p.stale())) {
+					if !ps.Last.OK && ps.Last.countsStreak(ps.LastAt, int64(p.stale())) {
 						pf.StreakAt = ps.Last.StreakAt
 					}
 					ev.Failing = append(ev.Failing, pf)

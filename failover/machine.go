@@ -270,7 +270,7 @@ func (ps *probeState) record(r ProbeResult, now, cutoff, stale int64, fall, rise
 			ps.FirstFailAt, ps.FellAt = 0, 0
 		}
 	} else {
-		streak := r.countsStreak(stale)
+		streak := r.countsStreak(now, stale)
 		if ps.Fails == 0 || (streak && r.Streak <= ps.Fails) {
 			ps.FailSince = now
 			if ps.State != Down {
@@ -304,15 +304,19 @@ func (ps *probeState) record(r ProbeResult, now, cutoff, stale int64, fall, rise
 	ps.Ring = ring
 }
 
-// countsStreak reports whether the machine counts r as its watcher's
-// streak: a failure that carries one, whose first failure completed no
-// later than r, within stale of the one after for each round in between.
+// countsStreak reports whether the machine counts r, stamped by the leader
+// at now, as its watcher's streak: a failure that carries one, whose first
+// failure completed no later than r, within stale of the one after for
+// each round in between, and r itself completed within stale before now.
 // A streak that spans more than that is not of consecutive fresh rounds
-// (the watcher's clock jumped, or it lies); it counts as one failure, as
-// a result without a streak does. Only watcher clocks are compared.
-func (r ProbeResult) countsStreak(stale int64) bool {
+// (the watcher's clock jumped, or it lies), and one delivered later than
+// that is not fresh data (invariant 1: a report that waited seconds in a
+// wedged forward); either counts as one failure, as a result without a
+// streak does. The last check compares the watcher's clock with the
+// leader's: skew beyond stale costs the streak, never adds to it.
+func (r ProbeResult) countsStreak(now, stale int64) bool {
 	return !r.OK && r.Streak > 0 && r.StreakAt != 0 && r.StreakAt <= r.CompletedAt &&
-		r.CompletedAt-r.StreakAt <= int64(r.Streak-1)*stale
+		r.CompletedAt-r.StreakAt <= int64(r.Streak-1)*stale && now-r.CompletedAt <= stale
 }
 
 // move is a manual failover, failback or switchover, as its command asks.

@@ -95,7 +95,8 @@ func TestFirstReportAfterAnElectionCarriesTheWatchersStreak(t *testing.T) {
 }
 
 // Look-alikes: a streak broken by a success, a streak whose span cannot
-// be consecutive fresh rounds, and reports without streaks (format 1 and
+// be consecutive fresh rounds, a streak whose latest round is older than
+// stale_after when the leader stamps it, and reports without streaks (format 1 and
 // before) count one failure each, as before: no decision from the first
 // reports after the election.
 func TestStreaksThatAreNotConsecutiveFreshRoundsDoNotCount(t *testing.T) {
@@ -108,6 +109,10 @@ func TestStreaksThatAreNotConsecutiveFreshRoundsDoNotCount(t *testing.T) {
 			streakRound(nil, "b", 4, ms(5300)-int64(20*time.Second), ms(4300), ms(5300), ms(6000))},
 		{"first failure after the latest", streakRound(nil, "a", 4, ms(6000), ms(4000), ms(5000), ms(5900)),
 			streakRound(nil, "b", 4, ms(6300), ms(4300), ms(5300), ms(6000))},
+		// Round 5 s reported only at 9.9 s (a forward that overran its
+		// deadline): its streak is not fresh data when it is stamped.
+		{"delivered later than stale_after", streakRound(nil, "a", 4, ms(2000), ms(4000), ms(5000), ms(9900)),
+			streakRound(nil, "b", 4, ms(2300), ms(4300), ms(5300), ms(10000))},
 		{"no streak (old form)", streakRound(nil, "a", 0, 0, 0, ms(5000), ms(5900)), streakRound(nil, "b", 0, 0, 0, ms(5300), ms(6000))},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
