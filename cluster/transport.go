@@ -39,9 +39,13 @@ type mux struct {
 	handshakeTimeout time.Duration
 	onRPC            func(conn net.Conn, peer string)
 	onPeer           func(id string) // every verified connection, either way
-	logger           *slog.Logger
-	refusals         *refusalLog
-	refusedTotal     prometheus.Counter
+	// onStreamEnd is told the peer of an inbound raft stream that the
+	// peer ended (not this node: a shutdown or a drain), as a crashed
+	// process's kernel does.
+	onStreamEnd  func(peer string)
+	logger       *slog.Logger
+	refusals     *refusalLog
+	refusedTotal prometheus.Counter
 
 	raftConns chan net.Conn
 	slots     *HandshakeSlots // handshakes in flight, by source
@@ -159,6 +163,7 @@ func (m *mux) handshake(raw net.Conn, release func()) {
 		if !ok {
 			return
 		}
+		c.(*trackedConn).peer = peer
 		select {
 		case m.raftConns <- c:
 		case <-m.done:
@@ -253,6 +258,8 @@ type trackedConn struct {
 	m        *mux
 	once     sync.Once
 	inbound  bool          // a raft stream a peer opened to us
+	peer     string        // an inbound stream's verified peer
+	ended    sync.Once     // onStreamEnd told
 	closed   chan struct{} // closed by Close
 	draining atomic.Bool
 }
@@ -289,10 +296,20 @@ func abort(c net.Conn) error {
 // Read ends a drained stream with io.EOF: raft's NetworkTransport takes
 // that as the peer closing the stream, and logs any other read error at
 // ERROR ("failed to decode incoming command").
+//
+// An inbound stream that the peer ended (any read error this node did not
+// cause by closing or draining it) is told to onStreamEnd once.
 func (c *trackedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if err != nil && c.draining.Load() {
 		return n, io.EOF
+	}
+	if err != nil && c.inbound && c.peer != "" && c.m.onStreamEnd != nil {
+		select {
+		case <-c.closed: // we closed it
+		default:
+			c.ended.Do(func() { c.m.onStreamEnd(c.peer) })
+		}
 	}
 	return n, err
 }
