@@ -150,6 +150,7 @@ func New(ctx context.Context, cfg Config, sm StateMachine) (*Node, error) {
 		handshakeTimeout: cfg.HandshakeTimeout,
 		onRPC:            n.serveRPC,
 		onPeer:           n.peerSeen,
+		onStreamEnd:      n.leaderStreamEnded,
 		logger:           n.logger,
 		refusals:         &refusalLog{interval: cfg.RefusalLogInterval, last: map[string]time.Time{}},
 		refusedTotal:     n.metrics.refused,
@@ -376,6 +377,21 @@ func (n *Node) Leader() (id, addr string) {
 // IsLeader reports whether this node is the leader right now (without
 // checking with a quorum; use VerifyLeader before acting on it).
 func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
+
+// leaderStreamEnded tells raft when the peer that ended a raft stream to
+// this node is its leader: a leader whose process died (a crash, a kill)
+// is then replaced about a quarter of heartbeat_timeout later instead of
+// one to two heartbeat timeouts (raft.SuspectLeader, a patch of ours). A
+// stream that ended while the leader lives costs nothing.
+func (n *Node) leaderStreamEnded(peer string) {
+	r := n.started.Load()
+	if r == nil {
+		return
+	}
+	if _, id := r.LeaderWithID(); string(id) == peer {
+		r.SuspectLeader()
+	}
+}
 
 // newKey is a fresh idempotency key: 16 random bytes, generated once per
 // Propose call and reused on every retry.

@@ -237,7 +237,7 @@ func (c *rpcClient) call(ctx context.Context, id, addr string, req rpcRequest) (
 	}
 	stopped := stop()
 	if err != nil || !stopped {
-		_ = conn.c.Close()
+		_ = abort(conn.c) // broken: the peer may not be reading
 		if err == nil {
 			err = ctx.Err()
 		}

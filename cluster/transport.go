@@ -39,9 +39,13 @@ type mux struct {
 	handshakeTimeout time.Duration
 	onRPC            func(conn net.Conn, peer string)
 	onPeer           func(id string) // every verified connection, either way
-	logger           *slog.Logger
-	refusals         *refusalLog
-	refusedTotal     prometheus.Counter
+	// onStreamEnd is told the peer of an inbound raft stream that the
+	// peer ended (not this node: a shutdown or a drain), as a crashed
+	// process's kernel does.
+	onStreamEnd  func(peer string)
+	logger       *slog.Logger
+	refusals     *refusalLog
+	refusedTotal prometheus.Counter
 
 	raftConns chan net.Conn
 	slots     *HandshakeSlots // handshakes in flight, by source
@@ -159,6 +163,7 @@ func (m *mux) handshake(raw net.Conn, release func()) {
 		if !ok {
 			return
 		}
+		c.(*trackedConn).peer = peer
 		select {
 		case m.raftConns <- c:
 		case <-m.done:
@@ -229,7 +234,7 @@ func (m *mux) dial(ctx context.Context, addr, expectedID string, proto byte) (ne
 		_ = tc.SetWriteDeadline(dl)
 	}
 	if _, err := tc.Write([]byte{proto}); err != nil {
-		_ = tc.Close()
+		_ = abort(tc) // the peer is not reading: no goodbye
 		return nil, fmt.Errorf("announce protocol to %s: %w", addr, err)
 	}
 	_ = tc.SetWriteDeadline(time.Time{})
@@ -253,25 +258,58 @@ type trackedConn struct {
 	m        *mux
 	once     sync.Once
 	inbound  bool          // a raft stream a peer opened to us
+	peer     string        // an inbound stream's verified peer
+	ended    sync.Once     // onStreamEnd told
 	closed   chan struct{} // closed by Close
 	draining atomic.Bool
 }
 
 func (c *trackedConn) Close() error {
+	c.forget()
+	return c.Conn.Close()
+}
+
+func (c *trackedConn) forget() {
 	c.once.Do(func() {
 		c.m.untrack(c)
 		close(c.closed)
 	})
-	return c.Conn.Close()
+}
+
+// abort closes c's socket at once, without TLS's goodbye: crypto/tls
+// gives the close_notify alert five seconds to be written, and a peer that
+// stopped reading (wedged, or its receive window full) holds the closer
+// that long. Use it for a connection already broken (a failed or timed-out
+// exchange), where the goodbye tells the peer nothing; the peer reads the
+// socket's end as the connection's end.
+func abort(c net.Conn) error {
+	if t, ok := c.(*trackedConn); ok {
+		t.forget()
+		c = t.Conn
+	}
+	if tc, ok := c.(*tls.Conn); ok {
+		return tc.NetConn().Close()
+	}
+	return c.Close()
 }
 
 // Read ends a drained stream with io.EOF: raft's NetworkTransport takes
 // that as the peer closing the stream, and logs any other read error at
 // ERROR ("failed to decode incoming command").
+//
+// An inbound stream that the peer ended (any read error this node did not
+// cause by closing or draining it) is told to onStreamEnd once.
 func (c *trackedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if err != nil && c.draining.Load() {
 		return n, io.EOF
+	}
+	if err != nil && c.inbound && c.peer != "" && c.m.onStreamEnd != nil {
+		select {
+		case <-c.closed: // we closed it
+		default:
+			c.ended.Do(func() { c.m.onStreamEnd(c.peer) })
+		}
 	}
 	return n, err
 }

@@ -98,6 +98,19 @@ type ProbeResult struct {
 	LatencyMS   int64  `json:"latency_ms,omitempty"`
 	CertExpiry  int64  `json:"cert_expiry,omitempty"`
 	CompletedAt int64  `json:"completed_at,omitempty"`
+	// Streak is the watcher's own count of failures in a row of this
+	// probe, this one included, over its consecutive rounds (each within
+	// the policy's stale window of the one before), whether or not its
+	// reports committed; StreakAt is the CompletedAt of the streak's first
+	// failure and StreakFellAt that of its fall-th (0 while fewer). All
+	// three are 0 on a success and in reports of log format 1 and before
+	// (the watcher writes them only once the cluster's format is 2). The
+	// machine counts a failing result with a Streak as that many failing
+	// rounds (see probeState.record): so the first report after an
+	// election carries the rounds lost while no leader could commit them.
+	Streak       int   `json:"streak,omitempty"`
+	StreakAt     int64 `json:"streak_at,omitempty"`
+	StreakFellAt int64 `json:"streak_fell_at,omitempty"`
 }
 
 // Observe is one probe round from one watcher. Seq is the watcher's round

@@ -180,10 +180,14 @@ func (s *state) evidence(now int64) []NodeEvidence {
 					if !ref.Critical || ps == nil || ps.LastAt < cutoff || (ps.State != Down && ps.Fails == 0) {
 						continue
 					}
-					ev.Failing = append(ev.Failing, ProbeFailure{
+					pf := ProbeFailure{
 						Site: site, Probe: ref.Name, State: ps.State, Fails: ps.Fails, FailSince: ps.FailSince,
 						Class: ps.Last.Class, Phase: ps.Last.Phase, Reason: ps.Last.Reason,
-					})
+					}
+					if !ps.Last.OK && ps.Last.countsStreak(ps.LastAt, int64(p.stale())) {
+						pf.StreakAt = ps.Last.StreakAt
+					}
+					ev.Failing = append(ev.Failing, pf)
 				}
 			}
 		}
@@ -244,6 +248,10 @@ func (s *state) detection(site Site, now int64) Timings {
 	if stamped && len(fell) >= p.Quorum {
 		slices.Sort(fell)
 		t.DetectedAt = fell[p.Quorum-1]
+	}
+	if s.LeaderlessTo > cmp.Or(first, since) {
+		// The episode waited for a leader: a gap of its own.
+		t.LeaderlessFrom, t.LeaderlessTo = s.LeaderlessFrom, s.LeaderlessTo
 	}
 	return t
 }

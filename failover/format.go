@@ -16,7 +16,7 @@ import (
 // effective format, raised by SetFormat when every server reads it, is at
 // least that format: invariant 15, a node never writes what a voter cannot
 // read (see DESIGN.md "Why log formats").
-const Format = 1
+const Format = 2
 
 // LegacyFormat is the format of a node that makes none known: a release
 // from before formats. It reads exactly what the release at the pinned
@@ -36,6 +36,16 @@ var commandFormats = map[CommandType]int{
 var fieldFormats = map[string]int{
 	"SetFormat.format": 1,
 	"state.format":     1,
+	// A watcher's own failure streak on its results, and the span without
+	// a leader on the state and a decision's timings.
+	"ProbeResult.streak":         2,
+	"ProbeResult.streak_at":      2,
+	"ProbeResult.streak_fell_at": 2,
+	"ProbeFailure.streak_at":     2,
+	"state.leaderless_from":      2,
+	"state.leaderless_to":        2,
+	"Timings.leaderless_from":    2,
+	"Timings.leaderless_to":      2,
 }
 
 // RuleLogFormat names the refusal of a command that needs a newer log

@@ -62,7 +62,9 @@ const (
 // CertExpiry differs from the view, when it failed and the probe has fewer
 // than fall recorded failures in a row (so the failure that starts an
 // episode and the one that makes the probe DOWN carry their own completion
-// times, and Timings come out as from full reports), when its latency
+// times, and Timings come out as from full reports), when it failed and
+// its streak (ProbeResult.Streak) is not the recorded one's plus one, as
+// the machine would repeat it, when its latency
 // level changed materially (at most every LeanLatencyEvery), when
 // its latency changed at all and LeanRefreshEvery passed, when the probe
 // has no recorded result, and whenever its site is not covered: a round that
@@ -173,6 +175,10 @@ func (e *LeanEncoder) send(k string, r ProbeResult, fall int, now int64) bool {
 		return true
 	case !r.OK && v.fails < fall:
 		return true
+	case !r.OK && (r.Streak != 0 || v.last.Streak != 0) && (r.Streak != v.last.Streak+1 || r.StreakAt != v.last.StreakAt || r.StreakFellAt != v.last.StreakFellAt):
+		// The machine repeats a failure as one more of its streak; a
+		// streak that is not that (it started again) goes out.
+		return true
 	}
 	since := now - v.sentAt
 	switch {
@@ -245,6 +251,9 @@ func (e *LeanEncoder) Applied(now int64) {
 			if v := e.view[probeKey(site, ref.Name)]; v != nil && !sent[probeKey(site, ref.Name)] {
 				v.recordedAt = now
 				v.count(v.last.OK)
+				if !v.last.OK && v.last.Streak > 0 {
+					v.last.Streak++ // as the machine repeats it
+				}
 			}
 		}
 	}

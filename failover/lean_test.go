@@ -40,6 +40,10 @@ type leanPair struct {
 	every, steps int
 	// log is every command the lean machine was given, in order.
 	log [][]byte
+	// streaks, when set, stamps each watcher's failure streaks on its
+	// full report first (StreakCounter), under the lean replica's policy
+	// and format, as the watcher does.
+	streaks map[string]*StreakCounter
 }
 
 type leanPolicy struct {
@@ -92,6 +96,12 @@ func (lp *leanPair) report(at int64, o Observe, now int64, lag int, fault leanFa
 		lp.enc[o.Node] = e
 	}
 	p, h := lp.lean.Policy()
+	if lp.streaks != nil {
+		if lp.streaks[o.Node] == nil {
+			lp.streaks[o.Node] = &StreakCounter{}
+		}
+		o = lp.streaks[o.Node].Stamp(o, p, lp.lean.Format())
+	}
 	if lag > 0 && len(lp.policies) > 0 {
 		lag = min(lag, len(lp.policies))
 		p, h = lp.policies[len(lp.policies)-lag].p, lp.policies[len(lp.policies)-lag].hash
@@ -367,6 +377,37 @@ func TestLeanReportsDecideAsFullReportsOnRandomSchedules(t *testing.T) {
 	}
 	if total.lean <= total.full || total.heartbeats == 0 || total.refused == 0 || total.decisions == 0 {
 		t.Errorf("schedules exercised too little: %+v", total)
+	}
+}
+
+// With format 2 each failure carries its watcher's streak, and the machine
+// repeats a lean report's failure as one more of it: lean and full reports
+// still decide alike, on the same random schedules.
+func TestLeanReportsWithStreaksDecideAsFullReports(t *testing.T) {
+	var decisions, stamped int
+	for seed := range uint64(leanRandomSchedules) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			lp := newLeanPair(t)
+			lp.refusals, lp.every = true, 10
+			lp.streaks = map[string]*StreakCounter{}
+			lp.other(mustEncode(Command{At: base, Payload: SetFormat{Format: 2}}))
+			runLeanSchedule(t, lp, rand.New(rand.NewPCG(seed, seed*7919+1)), 500, true)
+			lp.steps = 0
+			lp.compare("the end")
+			for _, e := range lp.lean.History() {
+				if e.Kind == KindAutoFailover || e.Kind == KindAutoFailback {
+					decisions++
+				}
+			}
+			for _, b := range lp.log {
+				if bytes.Contains(b, []byte(`"streak":`)) {
+					stamped++
+				}
+			}
+		})
+	}
+	if decisions == 0 || stamped == 0 {
+		t.Errorf("schedules exercised too little: %d automatic decisions, %d reports with a streak", decisions, stamped)
 	}
 }
 

@@ -73,8 +73,11 @@ func (s *state) step(index uint64, c Command, checked *[]Check) (Result, error) 
 	}
 	now := max(s.Now, c.At)
 	res := Result{Index: index, Type: c.Type()}
+	from, to := s.LeaderlessFrom, s.LeaderlessTo
+	s.noteLeaderless(now)
 	err := c.Payload.apply(s, applyArgs{index: index, now: now, res: &res, checked: checked})
 	if err != nil {
+		s.LeaderlessFrom, s.LeaderlessTo = from, to
 		return Result{}, err
 	}
 	s.LastIndex = index
@@ -149,7 +152,7 @@ func (s *state) observe(index uint64, now int64, o *Observe, res *Result) error 
 			ps = &probeState{State: Unknown}
 			ns.Probes[k] = ps
 		}
-		ps.record(r, now, now-int64(p.stale()), p.Fall, p.Rise)
+		ps.record(r, now, now-int64(p.stale()), int64(p.stale()), p.Fall, p.Rise)
 	}
 	if o.Base != 0 {
 		// checkLeanBase made sure every repeated probe has a state.
@@ -162,7 +165,11 @@ func (s *state) observe(index uint64, now int64, o *Observe, res *Result) error 
 				ps := ns.Probes[k]
 				r := ps.Last
 				r.CompletedAt = o.RoundAt
-				ps.record(r, now, now-int64(p.stale()), p.Fall, p.Rise)
+				if !r.OK && r.Streak > 0 {
+					// The repeated failure is one more of its streak.
+					r.Streak++
+				}
+				ps.record(r, now, now-int64(p.stale()), int64(p.stale()), p.Fall, p.Rise)
 			}
 		}
 	}
@@ -229,7 +236,16 @@ func (s *state) checkLeanBase(o *Observe, ns *nodeState, seen map[string]bool) e
 // fall failures in a row. A probe whose previous result is older than
 // cutoff starts again from UNKNOWN: a vote must rest on consecutive fresh
 // rounds, not on counters left over from before a silence.
-func (ps *probeState) record(r ProbeResult, now, cutoff int64, fall, rise int) {
+//
+// A failure that carries the watcher's own streak (countsStreak) counts as
+// that many failures in a row, not one more than the log recorded: the
+// rounds a watcher saw while no report could commit (an election) are
+// consecutive fresh rounds of its own, and the streak's latest is this
+// fresh result. Its first failure and its fall-th then stamp FirstFailAt
+// and FellAt. A success still resets, and the count is the watcher's even
+// when it is lower than the log's (a success that never committed ended
+// the old streak).
+func (ps *probeState) record(r ProbeResult, now, cutoff, stale int64, fall, rise int) {
 	if ps.LastAt < cutoff {
 		ps.State, ps.OKs, ps.Fails, ps.FailSince = Unknown, 0, 0, 0
 		ps.FirstFailAt, ps.FellAt = 0, 0
@@ -254,7 +270,8 @@ func (ps *probeState) record(r ProbeResult, now, cutoff int64, fall, rise int) {
 			ps.FirstFailAt, ps.FellAt = 0, 0
 		}
 	} else {
-		if ps.Fails == 0 {
+		streak := r.countsStreak(now, stale)
+		if ps.Fails == 0 || (streak && r.Streak <= ps.Fails) {
 			ps.FailSince = now
 			if ps.State != Down {
 				// A new failure episode; a failure after a single success
@@ -262,11 +279,22 @@ func (ps *probeState) record(r ProbeResult, now, cutoff int64, fall, rise int) {
 				ps.FirstFailAt = r.CompletedAt
 			}
 		}
+		if streak && ps.State != Down {
+			ps.FirstFailAt = r.StreakAt
+		}
+		prev := ps.Fails
 		ps.Fails++
+		if streak {
+			ps.Fails = r.Streak
+		}
 		ps.OKs = 0
 		if ps.State != Down && ps.Fails >= fall {
 			ps.State = Down
 			ps.FellAt = r.CompletedAt
+			if streak && prev+1 < fall && r.StreakFellAt != 0 && r.StreakFellAt <= r.CompletedAt {
+				// The fall-th failure is one the log never saw.
+				ps.FellAt = max(r.StreakFellAt, r.StreakAt)
+			}
 		}
 	}
 	ring := ps.Ring + string(c)
@@ -274,6 +302,21 @@ func (ps *probeState) record(r ProbeResult, now, cutoff int64, fall, rise int) {
 		ring = ring[len(ring)-ringSize:]
 	}
 	ps.Ring = ring
+}
+
+// countsStreak reports whether the machine counts r, stamped by the leader
+// at now, as its watcher's streak: a failure that carries one, whose first
+// failure completed no later than r, within stale of the one after for
+// each round in between, and r itself completed within stale before now.
+// A streak that spans more than that is not of consecutive fresh rounds
+// (the watcher's clock jumped, or it lies), and one delivered later than
+// that is not fresh data (invariant 1: a report that waited seconds in a
+// wedged forward); either counts as one failure, as a result without a
+// streak does. The last check compares the watcher's clock with the
+// leader's: skew beyond stale costs the streak, never adds to it.
+func (r ProbeResult) countsStreak(now, stale int64) bool {
+	return !r.OK && r.Streak > 0 && r.StreakAt != 0 && r.StreakAt <= r.CompletedAt &&
+		r.CompletedAt-r.StreakAt <= int64(r.Streak-1)*stale && now-r.CompletedAt <= stale
 }
 
 // move is a manual failover, failback or switchover, as its command asks.

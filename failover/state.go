@@ -147,6 +147,12 @@ type ProbeFailure struct {
 	Class     string  `json:"class,omitempty"`
 	Phase     string  `json:"phase,omitempty"`
 	Reason    string  `json:"reason,omitempty"`
+	// StreakAt is when the watcher's current run of failures began, on its
+	// clock (its last result's ProbeResult.StreakAt): with a streak Fails
+	// counts rounds the log never saw, so FailSince, when the log learnt
+	// of the first, can be later than the failures it counts. 0 in logs
+	// of format 1 and before.
+	StreakAt int64 `json:"streak_at,omitempty"`
 }
 
 // NodeEvidence is one node's part in a decision: its votes, why it abstained
@@ -196,6 +202,14 @@ type Timings struct {
 	VerifiedAt int64 `json:"verified_at,omitempty"`
 	// Servers are the per-server verification times, sorted by server.
 	Servers []ServerVerification `json:"servers,omitempty"`
+	// LeaderlessFrom and LeaderlessTo are the last span without a leader
+	// (nothing committed for longer than LeaderlessAfter intervals, see
+	// state.LeaderlessFrom) before the decision, when it ended after the
+	// failure episode began: the leaders' stamps of the last command
+	// before it and of the first after. 0 when there was none, and in
+	// logs of format 1 and before.
+	LeaderlessFrom int64 `json:"leaderless_from,omitempty"`
+	LeaderlessTo   int64 `json:"leaderless_to,omitempty"`
 }
 
 // ServerVerification is when one authoritative server was first seen
@@ -208,8 +222,9 @@ type ServerVerification struct {
 // TimingStep is one step of a decision's timeline, as explain and the
 // status page show it.
 type TimingStep struct {
-	// Label is "first failure", "detected", "decided", "DNS written",
-	// "verified", or the server's name for a per-server verification.
+	// Label is "first failure", "detected", "leaderless" (the time
+	// without a leader, see Since), "decided", "DNS written", "verified",
+	// or the server's name for a per-server verification.
 	Label string
 	At    int64
 	// Gap is the time since the step before (for a server: since the DNS
@@ -218,6 +233,10 @@ type TimingStep struct {
 	Gap time.Duration
 	// Server is true for a per-server verification step.
 	Server bool
+	// Since is, for the "leaderless" step, the stamp of the last command
+	// before the span: its Gap is the time without a leader, from Since to
+	// At, and the next step's gap counts from At.
+	Since int64
 }
 
 // Steps lists the known times in causal order with the gaps between them.
@@ -236,9 +255,20 @@ func (t Timings) Steps() []TimingStep {
 		prev = at
 		out = append(out, st)
 	}
+	leaderless := func(before int64) {
+		if t.LeaderlessTo == 0 || (before != 0 && before < t.LeaderlessTo) {
+			return
+		}
+		out = append(out, TimingStep{Label: "leaderless", At: t.LeaderlessTo, Gap: time.Duration(t.LeaderlessTo - t.LeaderlessFrom), Since: t.LeaderlessFrom})
+		prev = t.LeaderlessTo
+		t.LeaderlessTo = 0
+	}
 	add("first failure", t.FirstFailureAt)
+	leaderless(t.DetectedAt)
 	add("detected", t.DetectedAt)
+	leaderless(t.DecidedAt)
 	add("decided", t.DecidedAt)
+	leaderless(0)
 	add("DNS written", t.WrittenAt)
 	from := cmp.Or(t.WrittenAt, t.DecidedAt)
 	for _, sv := range t.Servers {
@@ -255,7 +285,7 @@ func (t Timings) Steps() []TimingStep {
 // IsZero reports whether no time is known.
 func (t Timings) IsZero() bool {
 	return t.FirstFailureAt == 0 && t.DetectedAt == 0 && t.DecidedAt == 0 && t.WrittenAt == 0 &&
-		t.VerifiedAt == 0 && len(t.Servers) == 0
+		t.VerifiedAt == 0 && len(t.Servers) == 0 && t.LeaderlessTo == 0
 }
 
 // Entry is one line of the audit history.
@@ -381,6 +411,31 @@ type state struct {
 	// leader may write. Absent (LegacyFormat) until a SetFormat raised it,
 	// so older snapshots read as before.
 	Format int `json:"format,omitempty"`
+	// LeaderlessFrom and LeaderlessTo are the latest span in which nothing
+	// committed for longer than LeaderlessAfter intervals, on the leaders'
+	// clocks: the At of the last command before it and of the first after.
+	// A leader commits a tick every interval and the watchers report every
+	// interval, so such a span is time without a leader that could commit
+	// (an election, a lost quorum). Recorded only from log format 2 on, so
+	// older logs replay to the same snapshots.
+	LeaderlessFrom int64 `json:"leaderless_from,omitempty"`
+	LeaderlessTo   int64 `json:"leaderless_to,omitempty"`
+}
+
+// LeaderlessAfter is how many report intervals without any commit make a
+// span leaderless (state.LeaderlessFrom). One and a half: a leader's ticks
+// alone commit every interval, give or take a proposal's latency.
+const LeaderlessAfter = 1.5
+
+// noteLeaderless records the span since the last command, when the
+// command at now comes after a leaderless one.
+func (s *state) noteLeaderless(now int64) {
+	if s.Format < 2 || s.Policy == nil || s.Now == 0 {
+		return
+	}
+	if float64(now-s.Now) > LeaderlessAfter*float64(s.Policy.Interval) {
+		s.LeaderlessFrom, s.LeaderlessTo = s.Now, now
+	}
 }
 
 func newState() state {

@@ -575,7 +575,10 @@ func (m *Machine) Explain(gen uint64) (string, error) {
 				} else {
 					fmt.Fprintf(&b, "    %s probe %s is still %s but failed the last %d round(s)", f.Site, f.Probe, f.State, f.Fails)
 				}
-				if f.FailSince != 0 {
+				switch {
+				case f.StreakAt != 0:
+					fmt.Fprintf(&b, " since %s (watcher's clock)", fmtTime(f.StreakAt))
+				case f.FailSince != 0:
 					fmt.Fprintf(&b, " since %s", fmtTime(f.FailSince))
 				}
 				if f.Class != "" || f.Phase != "" || f.Reason != "" {
@@ -610,7 +613,10 @@ func writeTimeline(b *strings.Builder, tm Timings) {
 			continue
 		}
 		gap := ""
-		if i > 0 {
+		switch {
+		case st.Since != 0:
+			gap = fmt.Sprintf("%s without a leader (nothing committed since %s)", signedDur(st.Gap), fmtTime(st.Since))
+		case i > 0:
 			gap = signedDur(st.Gap)
 		}
 		line := fmt.Sprintf("  %-14s %-32s %s", st.Label, fmtTime(st.At), gap)

@@ -23,6 +23,11 @@ type Reporter struct {
 
 	mu  sync.Mutex
 	enc failover.LeanEncoder
+
+	// smu guards streaks apart from mu, which a report holds while it
+	// waits for a leader: rounds must count meanwhile.
+	smu     sync.Mutex
+	streaks failover.StreakCounter
 }
 
 // NewReporter returns the reporter of node, running the policy with hash.
@@ -35,7 +40,9 @@ func NewReporter(node, hash string, replica *failover.Machine) *Reporter {
 
 // Report proposes round r through p and waits for its outcome; policy and
 // policyHash are the replicated policy as the local replica has it, now
-// this watcher's clock. The result and error are failover.Submit's; lean
+// this watcher's clock. Every round counts into this watcher's failure
+// streaks, committed or not, and once the cluster's log format reads them
+// (2) each failure carries its streak (failover.StreakCounter). The result and error are failover.Submit's; lean
 // says whether the report sent was a lean one. Its outcome updates the
 // view: applied, the next report builds on it; not sent at all
 // (cluster.ErrNotSent), the view still holds; refused by the machine, the
@@ -49,7 +56,8 @@ func (rp *Reporter) Report(ctx context.Context, p failover.Proposer, policy *fai
 	rp.mu.Lock()
 	defer rp.mu.Unlock()
 	rp.settle()
-	o := rp.enc.Encode(Observation(rp.node, rp.hash, r), policy, policyHash, now().UnixNano())
+	o := rp.stamp(Observation(rp.node, rp.hash, r), policy, rp.format())
+	o = rp.enc.Encode(o, policy, policyHash, now().UnixNano())
 	b, err := failover.Encode(failover.Command{Payload: o})
 	if err != nil {
 		rp.enc.NotSent()
@@ -76,6 +84,31 @@ func (rp *Reporter) Report(ctx context.Context, p failover.Proposer, policy *fai
 		rp.enc.Applied(now().UnixNano())
 	}
 	return res, o.Base != 0, err
+}
+
+// Count counts round r into this watcher's failure streaks under the
+// replicated policy, at once, even while a report waits for a leader:
+// the round that goes out next carries it (Report does not count a round
+// twice). Safe for concurrent use with Report.
+func (rp *Reporter) Count(policy *failover.Policy, r probes.Round) {
+	rp.stamp(Observation(rp.node, rp.hash, r), policy, failover.LegacyFormat)
+}
+
+func (rp *Reporter) stamp(o failover.Observe, policy *failover.Policy, format int) failover.Observe {
+	rp.smu.Lock()
+	defer rp.smu.Unlock()
+	return rp.streaks.Stamp(o, policy, format)
+}
+
+// format is the cluster's effective log format as the local replica has
+// applied it: reports carry what it reads and no more (invariant 15), so a
+// mixed trio is never refused a report for its encoding. Without a replica
+// it is LegacyFormat.
+func (rp *Reporter) format() int {
+	if rp.replica == nil {
+		return failover.LegacyFormat
+	}
+	return rp.replica.Format()
 }
 
 // settle resolves a report left without a known outcome: applied when the

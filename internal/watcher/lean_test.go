@@ -55,18 +55,25 @@ func leanTestPolicy() failover.Policy {
 		Zone:  "example.org.", Records: []failover.Record{{Name: "lms", Type: "A", TTL: 60, Primary: []string{"203.0.113.10"}, Backup: []string{"198.51.100.10"}}}}
 }
 
-// The reporter sends a full report first and after anything that leaves
-// the log's content unknown, lean ones otherwise; it keeps its view when
-// the report never left, settles a lost answer from the local replica, and
-// backs off to full reports only after the machine refused a lean one.
-func TestReporterSendsLeanReportsOnlyOnAKnownBase(t *testing.T) {
+// reporterOnLog is node a's reporter on a one-node log whose machine
+// holds leanTestPolicy.
+func reporterOnLog(t *testing.T) (failover.Policy, *failover.Machine, *logProposer, *Reporter) {
+	t.Helper()
 	pol := leanTestPolicy()
 	m := failover.New()
 	if _, err := m.Step(1, failover.Command{At: 1, Payload: failover.SetPolicy{Policy: pol}}); err != nil {
 		t.Fatal(err)
 	}
 	lp := &logProposer{m: m, index: 1, at: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	rep := NewReporter("a", pol.Hash(), m)
+	return pol, m, lp, NewReporter("a", pol.Hash(), m)
+}
+
+// The reporter sends a full report first and after anything that leaves
+// the log's content unknown, lean ones otherwise; it keeps its view when
+// the report never left, settles a lost answer from the local replica, and
+// backs off to full reports only after the machine refused a lean one.
+func TestReporterSendsLeanReportsOnlyOnAKnownBase(t *testing.T) {
+	pol, m, lp, rep := reporterOnLog(t)
 	seq := uint64(0)
 	round := func(webOK bool) probes.Round {
 		seq++

@@ -47,7 +47,29 @@ func Phase(nodes []string, node string, interval time.Duration) time.Duration {
 // (lean when it can, see Reporter), and keeps the scheduler's phase at this
 // node's place in the replicated member order (the file's until a policy
 // is replicated).
+//
+// It takes every round as it comes, counts it into the failure streaks and
+// the suspicion at once, and hands it to a sender that reports one round
+// at a time. A report waits up to an interval for a leader (an election):
+// rounds that come meanwhile are merged into the one pending, as the
+// scheduler merges those nobody takes, but they still count in the
+// streaks, so the first report after the election carries every failed
+// round (failover.StreakCounter).
 func (w *Watcher) reportLoop(ctx context.Context, rounds <-chan probes.Round) {
+	next := make(chan probes.Round, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case r := <-next:
+				w.report(ctx, r)
+			}
+		}
+	}()
+	defer func() { <-done }()
 	for {
 		select {
 		case <-ctx.Done():
@@ -55,10 +77,49 @@ func (w *Watcher) reportLoop(ctx context.Context, rounds <-chan probes.Round) {
 		case r := <-rounds:
 			w.lastRound.Store(w.cfg.Now().UnixNano())
 			w.reprobe(w.susp.round(r)) // before the report: a commit takes a while
-			w.report(ctx, r)
+			if p, _ := w.machine.Policy(); p != nil {
+				// Without a policy a report would only be rejected.
+				w.rep.Count(p, r)
+				handOver(next, r)
+			}
 			w.rephase()
 		}
 	}
+}
+
+// handOver puts r in next, the one-round mailbox of the sender, merged
+// with a round still pending there: only the caller sends on next.
+func handOver(next chan probes.Round, r probes.Round) {
+	select {
+	case next <- r:
+		return
+	default:
+	}
+	select {
+	case old := <-next:
+		r = mergeRounds(r, old)
+	default:
+	}
+	next <- r
+}
+
+// mergeRounds returns newer with older's results for the probes newer
+// does not hold: a fast round of one site must not cost the other site's
+// results of a full round not yet reported.
+func mergeRounds(newer, older probes.Round) probes.Round {
+	has := make(map[[2]string]bool, len(newer.Results))
+	for _, nr := range newer.Results {
+		has[[2]string{nr.Site, nr.Probe}] = true
+	}
+	out := newer
+	out.Results = slices.Clone(newer.Results)
+	for _, nr := range older.Results {
+		if !has[[2]string{nr.Site, nr.Probe}] {
+			out.Results = append(out.Results, nr)
+		}
+	}
+	out.Fast = newer.Fast && older.Fast
+	return out
 }
 
 // rephase hands SetPhase this node's phase under the replicated policy.

@@ -62,6 +62,21 @@ func newTestWatcher(t *testing.T, interval time.Duration) (*Watcher, *fakeCluste
 	return w, fc
 }
 
+// startReportLoop runs w's report loop until the test ends and returns
+// the channel it takes rounds from.
+func startReportLoop(t *testing.T, w *Watcher) chan<- probes.Round {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	rounds := make(chan probes.Round)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.reportLoop(ctx, rounds)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return rounds
+}
+
 // A probe round reaches the log as one Observe from this node, carrying the
 // round's sequence, this node's policy hash and every result; before the
 // policy is replicated nothing is sent (it would only be rejected).
@@ -71,15 +86,7 @@ func TestReportLoopProposesTheRoundAsAnObserve(t *testing.T) {
 		{Site: "primary", Probe: "web", Result: probes.Result{OK: true, Duration: 2 * time.Millisecond}},
 		{Site: "backup", Probe: "web", Result: probes.Result{Class: probes.ClassRefused, Phase: "connect", Reason: "refused"}},
 	}}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	rounds := make(chan probes.Round)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		w.reportLoop(ctx, rounds)
-	}()
-	defer func() { cancel(); <-done }()
+	rounds := startReportLoop(t, w)
 
 	rounds <- probes.Round{Seq: 3}
 	rounds <- round // handed over only once round 3 is handled

@@ -111,6 +111,105 @@ func TestDetectedBeforeADecisionThatWaitedForALeader(t *testing.T) {
 	checkTimeline(t, w, rest[0], d, killed)
 }
 
+// The leader is killed after a watcher saw the primary's Caddy fail and
+// before the decision: the new leader decides from the watchers' streaks,
+// rounds the election swallowed included, and every stamp of the decision
+// is in order, with the time without a leader named as its own step.
+func TestLeaderKilledMidDetectionNamesTheLeaderlessGap(t *testing.T) {
+	// fall 8: the window from the first failure to the decision is some
+	// seconds, room to kill the leader. Raft timeouts of 2 s: a follower
+	// waits at least that long before it stands, so the election surely
+	// outlasts failover.LeaderlessAfter intervals (1.5 s), and may outlast
+	// stale_after (3 s), after which only the watchers' streaks remember
+	// the rounds it swallowed.
+	w := Start(t, Options{Fall: 8, Heartbeat: 2 * time.Second})
+	Eventually(t, 60*time.Second, func() bool {
+		st, ok := w.LeaderView()
+		return ok && st.LogFormat == failover.Format
+	}, "the trio writes log format %d", failover.Format)
+	old := w.Leader()
+	rest := others(w, old)
+	fault := time.Now()
+	if err := w.Sites[failover.Primary].Caddy.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	// A survivor's failure: the old leader's evidence dies with it.
+	Eventually(t, 30*time.Second, func() bool {
+		for _, n := range rest {
+			if len(LogLines(n, "site suspect")) > 0 {
+				return true
+			}
+		}
+		return false
+	}, "%s or %s suspects the primary", rest[0].ID, rest[1].ID)
+	old.Kill()
+	killed := time.Now()
+	if l := LogLines(old, "kind="+failover.KindAutoFailover); len(l) != 0 {
+		t.Fatalf("the old leader applied the decision before it was killed (the window was missed): %v", l)
+	}
+	var d failover.Entry
+	Eventually(t, 60*time.Second, func() bool {
+		st, ok := viewVia(w, rest...)
+		if !ok || !st.State.Desired.Done || st.State.Desired.Active != failover.Backup {
+			return false
+		}
+		h, err := w.History(rest[0])
+		if err != nil {
+			return false
+		}
+		for _, e := range h {
+			if e.Index == st.State.Desired.Gen && e.Kind == failover.KindAutoFailover && e.Timings.VerifiedAt != 0 {
+				d = e
+				return true
+			}
+		}
+		return false
+	}, "a new leader among %s and %s fails over and verifies", rest[0].ID, rest[1].ID)
+	tm := d.Timings
+	stamps := []struct {
+		name string
+		at   int64
+	}{
+		{"fault", fault.UnixNano()}, {"first failure", tm.FirstFailureAt}, {"killed", killed.UnixNano()},
+		{"leaderless to", tm.LeaderlessTo}, {"decided", tm.DecidedAt}, {"written", tm.WrittenAt}, {"verified", tm.VerifiedAt},
+	}
+	for i := 1; i < len(stamps); i++ {
+		if stamps[i].at == 0 || stamps[i].at < stamps[i-1].at {
+			t.Errorf("%s at %d, before %s at %d (or unknown): timings %+v", stamps[i].name, stamps[i].at, stamps[i-1].name, stamps[i-1].at, tm)
+		}
+	}
+	if tm.DetectedAt < tm.FirstFailureAt || tm.DetectedAt > tm.DecidedAt {
+		t.Errorf("detected at %d, want between the first failure %d and the decision %d", tm.DetectedAt, tm.FirstFailureAt, tm.DecidedAt)
+	}
+	if tm.LeaderlessFrom == 0 || tm.LeaderlessFrom > killed.UnixNano() || tm.LeaderlessFrom < fault.UnixNano()-int64(w.Opts.Interval) {
+		t.Errorf("leaderless from %d: want the last commit before the kill at %d", tm.LeaderlessFrom, killed.UnixNano())
+	}
+	// The DOWN votes rest on the watchers' own streaks, begun before the
+	// new leader (one before the kill): rounds the election swallowed
+	// counted.
+	streaks, beforeKill := 0, false
+	for _, ev := range d.Evidence {
+		for _, f := range ev.Failing {
+			if f.Site == failover.Primary && f.State == failover.Down && f.Fails >= w.Opts.Fall && f.StreakAt != 0 && f.StreakAt < tm.LeaderlessTo {
+				streaks++
+				beforeKill = beforeKill || f.StreakAt <= killed.UnixNano()
+			}
+		}
+	}
+	if streaks < w.Opts.Quorum || !beforeKill {
+		t.Errorf("%d DOWN voters with a streak begun before the new leader (one before the kill: %v), want %d: evidence %+v",
+			streaks, beforeKill, w.Opts.Quorum, d.Evidence)
+	}
+	out, stderr, code := w.CLI(rest[0], "explain", strconv.FormatUint(d.Gen, 10))
+	if code != 0 || !regexp.MustCompile(`(?m)^\s+leaderless\s+.*\+\S+ without a leader`).MatchString(out) {
+		t.Errorf("explain %d: exit %d, want a leaderless step with its gap:\n%s\n%s", d.Gen, code, out, stderr)
+	}
+	t.Logf("after the kill: first failure %s, detected %s, leader back %s (leaderless %s), decided %s",
+		time.Duration(tm.FirstFailureAt-killed.UnixNano()).Round(time.Millisecond), time.Duration(tm.DetectedAt-killed.UnixNano()).Round(time.Millisecond),
+		time.Duration(tm.LeaderlessTo-killed.UnixNano()).Round(time.Millisecond), time.Duration(tm.LeaderlessTo-tm.LeaderlessFrom).Round(time.Millisecond),
+		time.Duration(tm.DecidedAt-killed.UnixNano()).Round(time.Millisecond))
+}
+
 // A manual failover and failback with --wait through a
 // follower's API; writes without a token or with a wrong one get 401 and
 // commit nothing; a good token's actor is recorded.

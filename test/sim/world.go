@@ -248,7 +248,8 @@ func (w *World) applyLinks() {
 }
 
 // leaderLoop is the watcher's leader tick loop (internal/watcher tickLoop): keep the replicated policy equal to the
-// file's, and tick the replicated clock once per interval.
+// file's, tick the replicated clock once per interval, and raise the log format to this binary's (every
+// server runs it), so that reports carry their watchers' streaks.
 func (w *World) leaderLoop(ctx context.Context, n *simNode, node *cluster.Node) {
 	t := time.NewTicker(Interval)
 	defer t.Stop()
@@ -261,6 +262,10 @@ func (w *World) leaderLoop(ctx context.Context, n *simNode, node *cluster.Node) 
 		}
 		pctx, cancel := context.WithTimeout(ctx, Interval)
 		_, _, _ = failover.Submit(pctx, node, c)
+		if n.machine.Format() < failover.Format {
+			// Every server runs this binary: raiseFormat's answer.
+			_, _, _ = failover.Submit(pctx, node, failover.Command{Payload: failover.SetFormat{Format: failover.Format}})
+		}
 		cancel()
 		select {
 		case <-ctx.Done():

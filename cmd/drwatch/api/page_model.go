@@ -888,8 +888,11 @@ func timings(t failover.Timings) []timingStep {
 		if i > 0 {
 			ts.Delta = gapDur(st.Gap)
 		}
-		if st.Server {
+		switch {
+		case st.Server:
 			ts.Label, ts.Delta = "served by "+st.Label, ts.Delta+" after the write"
+		case st.Since != 0:
+			ts.Label, ts.Delta = "no leader until", gapDur(st.Gap)+" without a leader"
 		}
 		out = append(out, ts)
 	}

@@ -215,6 +215,10 @@ type Raft struct {
 	// followerNotifyCh is used to tell followers that config has changed
 	followerNotifyCh chan struct{}
 
+	// suspectLeaderCh tells a follower that its leader's stream ended
+	// (drwatch patch, see SuspectLeader).
+	suspectLeaderCh chan struct{}
+
 	// mainThreadSaturation measures the saturation of the main raft goroutine.
 	mainThreadSaturation *saturationMetric
 
@@ -580,6 +584,7 @@ func NewRaft(conf *Config, fsm FSM, logs LogStore, stable StableStore, snaps Sna
 		leadershipTransferCh:  make(chan *leadershipTransferFuture, 1),
 		leaderNotifyCh:        make(chan struct{}, 1),
 		followerNotifyCh:      make(chan struct{}, 1),
+		suspectLeaderCh:       make(chan struct{}, 1),
 		mainThreadSaturation:  newSaturationMetric([]string{"raft", "thread", "main", "saturation"}, 1*time.Second),
 		preVoteDisabled:       conf.PreVoteDisabled || !transportSupportPreVote,
 		noLegacyTelemetry:     conf.NoLegacyTelemetry,
@@ -786,6 +791,20 @@ func (r *Raft) ReloadConfig(rc ReloadableConfig) error {
 		asyncNotifyCh(r.followerNotifyCh)
 	}
 	return nil
+}
+
+// SuspectLeader tells a follower that a stream from its leader ended: the
+// peer closed it, as a crashed process's kernel does (drwatch patch). If
+// nothing at all comes from the leader for a quarter of HeartbeatTimeout
+// after that (it sends a heartbeat every tenth), the follower forgets it,
+// so the other followers, which saw their streams end too, will grant a
+// pre-vote, and campaigns after a further jitter of up to a quarter,
+// instead of waiting out the whole heartbeat timeout and its jitter. A
+// stream that ended for another reason costs nothing: the leader's
+// heartbeats keep coming, and the follower goes on as before. It is safe
+// to call from any goroutine, and does nothing outside the follower state.
+func (r *Raft) SuspectLeader() {
+	asyncNotifyCh(r.suspectLeaderCh)
 }
 
 // ReloadableConfig returns the current state of the reloadable fields in Raft's

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -162,6 +163,10 @@ func (r *Raft) runFollower() {
 	r.logger.Info("entering follower state", "follower", r, "leader-address", leaderAddr, "leader-id", leaderID)
 	metrics.IncrCounter([]string{"raft", "state", "follower"}, 1)
 	heartbeatTimer := randomTimeout(r.config().HeartbeatTimeout)
+	// drwatch patch: the leader's stream ended (SuspectLeader). suspectTimer
+	// checks a quarter heartbeat timeout later whether anything came from
+	// it since; campaignTimer then starts the election after a jitter.
+	var suspectTimer, campaignTimer <-chan time.Time
 
 	for r.getState() == Follower {
 		r.mainThreadSaturation.sleeping()
@@ -211,6 +216,42 @@ func (r *Raft) runFollower() {
 		case <-r.followerNotifyCh:
 			heartbeatTimer = time.After(0)
 
+		case <-r.suspectLeaderCh:
+			if suspectTimer == nil && campaignTimer == nil {
+				suspectTimer = time.After(r.config().HeartbeatTimeout / 4)
+			}
+
+		case <-suspectTimer:
+			suspectTimer = nil
+			quiet := r.config().HeartbeatTimeout / 4
+			if quiet <= 0 || time.Since(r.LastContact()) < quiet {
+				r.logger.Debug("leader's stream ended but the leader still speaks")
+				continue
+			}
+			lastLeaderAddr, lastLeaderID := r.LeaderWithID()
+			if lastLeaderAddr != "" {
+				r.logger.Info("leader's stream ended and nothing came since, forgetting it",
+					"last-leader-addr", lastLeaderAddr, "last-leader-id", lastLeaderID, "quiet", quiet)
+			}
+			r.setLeader("", "")
+			// From a quarter to a whole quiet period more: the other
+			// followers forget the leader at about the same instant as
+			// we did, before our pre-vote reaches them, and two of them
+			// rarely campaign together.
+			campaignTimer = time.After(quiet/4 + time.Duration(rand.Int63())%(quiet-quiet/4))
+
+		case <-campaignTimer:
+			campaignTimer = nil
+			quiet := r.config().HeartbeatTimeout / 4
+			if leaderAddr, _ := r.LeaderWithID(); leaderAddr != "" || time.Since(r.LastContact()) < quiet {
+				continue // a leader spoke meanwhile
+			}
+			heartbeatTimer = nil
+			if r.startElection(&didWarn, "leader's stream ended, starting election") {
+				return
+			}
+			heartbeatTimer = randomTimeout(r.config().HeartbeatTimeout)
+
 		case <-heartbeatTimer:
 			r.mainThreadSaturation.working()
 			// Restart the heartbeat timer
@@ -222,38 +263,52 @@ func (r *Raft) runFollower() {
 			if time.Since(lastContact) < hbTimeout {
 				continue
 			}
-
-			// Heartbeat failed! Transition to the candidate state
-			lastLeaderAddr, lastLeaderID := r.LeaderWithID()
-			r.setLeader("", "")
-
-			if r.configurations.latestIndex == 0 {
-				if !didWarn {
-					r.logger.Warn("no known peers, aborting election")
-					didWarn = true
-				}
-			} else if r.configurations.latestIndex == r.configurations.committedIndex &&
-				!hasVote(r.configurations.latest, r.localID) {
-				if !didWarn {
-					r.logger.Warn("not part of stable configuration, aborting election")
-					didWarn = true
-				}
-			} else {
-				metrics.IncrCounter([]string{"raft", "transition", "heartbeat_timeout"}, 1)
-				if hasVote(r.configurations.latest, r.localID) {
-					r.logger.Warn("heartbeat timeout reached, starting election", "last-leader-addr", lastLeaderAddr, "last-leader-id", lastLeaderID)
-					r.setState(Candidate)
-					return
-				} else if !didWarn {
-					r.logger.Warn("heartbeat timeout reached, not part of a stable configuration or a non-voter, not triggering a leader election")
-					didWarn = true
-				}
+			if r.startElection(&didWarn, "heartbeat timeout reached, starting election") {
+				return
 			}
 
 		case <-r.shutdownCh:
 			return
 		}
 	}
+}
+
+// drwatch patch: startElection is the follower's move to the candidate state once it
+// has lost its leader: on the heartbeat timeout, as upstream, and (drwatch
+// patch) after the leader's stream ended and nothing came since
+// (SuspectLeader). why is the warning it logs. It reports whether the
+// follower became a candidate; a node that cannot vote warns once, in
+// didWarn, and stays a follower.
+func (r *Raft) startElection(didWarn *bool, why string) bool {
+	lastLeaderAddr, lastLeaderID := r.LeaderWithID()
+	r.setLeader("", "")
+
+	if r.configurations.latestIndex == 0 {
+		if !*didWarn {
+			r.logger.Warn("no known peers, aborting election")
+			*didWarn = true
+		}
+		return false
+	}
+	if r.configurations.latestIndex == r.configurations.committedIndex &&
+		!hasVote(r.configurations.latest, r.localID) {
+		if !*didWarn {
+			r.logger.Warn("not part of stable configuration, aborting election")
+			*didWarn = true
+		}
+		return false
+	}
+	metrics.IncrCounter([]string{"raft", "transition", "heartbeat_timeout"}, 1)
+	if hasVote(r.configurations.latest, r.localID) {
+		r.logger.Warn(why, "last-leader-addr", lastLeaderAddr, "last-leader-id", lastLeaderID)
+		r.setState(Candidate)
+		return true
+	}
+	if !*didWarn {
+		r.logger.Warn("heartbeat timeout reached, not part of a stable configuration or a non-voter, not triggering a leader election")
+		*didWarn = true
+	}
+	return false
 }
 
 // liveBootstrap attempts to seed an initial configuration for the cluster. See
