@@ -19,7 +19,7 @@
 //
 // The runtime around the core, which maps a probe round to Observe and runs
 // the leader's loops (policy and tick, the reconciler, the remediation
-// runner), lives in internal/watcher, not in cluster: it proposes failover
+// runner), lives in package watcher, not in cluster: it proposes failover
 // commands and reads the machine, and cluster must never import failover
 // (test/importrules), so that the Raft plumbing stays ignorant of what it
 // replicates. Nor does it live in cmd, so the loops are tested as a library.

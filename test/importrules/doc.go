@@ -5,7 +5,7 @@
 // imports cmd/...; no package outside test/ imports a test helper from its
 // code; and no package's code outside test/ links client-go's typed
 // clientset or discovery, whose scheme registers every API group (the node
-// calls the cluster through failover/remediate/kubeapi). Each package's
+// calls the cluster through executor/remediate/kubeapi). Each package's
 // doc.go says the same rule in words.
 //
 // It sits in test/ rather than beside any one package because its rows

@@ -44,24 +44,24 @@ var rules = []struct{ pkgs, kind, deps string }{
 	{"internal/regularfile", only, ""},
 	// The leader's loops act through the leadership interfaces the core declares, never the Raft plumbing,
 	// and know the probes only by the results the core was given.
-	{"failover/reconcile failover/drillrun failover/remediate/...", never, "cluster/... probes/..."},
+	{"executor/reconcile executor/drillrun executor/remediate/... monitor/...", never, "cluster/... probes/..."},
 	// The repair extension point sits below every repair and imports none; the list of repairs
-	// (failover/remediate/all) sits above them all, and no repair imports it.
-	{"failover/remediate/repair", never, "failover/remediate/all failover/remediate/kube failover/remediate/openstack failover/remediate/octavia failover/remediate/debris failover/remediate/clusterhealth"},
-	{"failover/remediate/... -failover/remediate/all", neverInCode, "failover/remediate/all"},
+	// (executor/remediate/all) sits above them all, and no repair imports it.
+	{"executor/remediate/repair", never, "executor/remediate/all executor/remediate/kube executor/remediate/openstack executor/remediate/octavia executor/remediate/debris monitor/clusterhealth"},
+	{"executor/remediate/... monitor/... -executor/remediate/all", neverInCode, "executor/remediate/all"},
 	// A drill's readiness checks verify the backup's TLS as the probes do and plan the remediations
 	// read-only; they never reach the Raft plumbing, the watcher's runtime or the shell.
-	{"failover/drill", never, "cluster/... cmd/... internal/watcher"},
+	{"executor/drill", never, "cluster/... cmd/... watcher"},
 	// The parts the core decides from and acts through know nothing of it or of each other.
-	{"probes/...", never, "failover/... cluster/... dnsprovider/..."},
-	{"dnsprovider/...", never, "failover/... cluster/... probes/..."},
-	{"cluster/...", never, "failover/... dnsprovider/... probes/..."},
+	{"probes/...", never, "executor/... failover/... monitor/... watcher cluster/... dnsprovider/..."},
+	{"dnsprovider/...", never, "executor/... failover/... monitor/... watcher cluster/... probes/..."},
+	{"cluster/...", never, "executor/... failover/... monitor/... watcher dnsprovider/... probes/..."},
 	// OpenStack credentials and kubeconfigs serve the probes and the repairs alike, so they belong to neither.
-	{"internal/openstackauth", never, "failover/... probes/... cmd/..."},
-	{"internal/kubeconfig", never, "failover/... probes/... cmd/..."},
+	{"internal/openstackauth", never, "executor/... failover/... monitor/... watcher probes/... cmd/..."},
+	{"internal/kubeconfig", never, "executor/... failover/... monitor/... watcher probes/... cmd/..."},
 	// The watcher's runtime (reports, the leader's loops) is a library the node wires; it may drive
 	// the core and the parts, but never reaches into the shell.
-	{"internal/watcher", never, "cmd/..."},
+	{"watcher", never, "cmd/..."},
 	// The shell: no library reaches up into it, and its parts depend one way.
 	{"... -cmd/... -test/...", never, "cmd/..."},
 	{"cmd/drwatch/config", never, "cmd/drwatch/api/... cmd/drwatch/node cmd/drwatch/demo"},
@@ -71,17 +71,17 @@ var rules = []struct{ pkgs, kind, deps string }{
 	// The binary and the demo may wire everything but the harness of the tests, which needs servers installed.
 	{"cmd/drwatch cmd/drwatch/demo", neverInCode, "test/..."},
 	// Test helpers serve tests only.
-	{"... -test/...", neverInCode, "test/... cmd/drwatch/api/apitest dnsprovider/providertest failover/remediate/remediatetest"},
+	{"... -test/...", neverInCode, "test/... cmd/drwatch/api/apitest dnsprovider/providertest executor/remediate/remediatetest"},
 	// The real servers and tools tests run against owe nothing to drwatch.
-	{"test/poll test/fakeclock test/daemon test/faultproxy test/idleconn test/caddytest test/dnsservers test/kubetest test/openstacktest", neverInCode, "cluster/... cmd/... dnsprovider/... failover/... internal/... probes/..."},
-	{"test/clustertest", never, "failover/... dnsprovider/... probes/... cmd/..."},
+	{"test/poll test/fakeclock test/daemon test/faultproxy test/idleconn test/caddytest test/dnsservers test/kubetest test/openstacktest", neverInCode, "cluster/... cmd/... dnsprovider/... executor/... failover/... monitor/... watcher internal/... probes/..."},
+	{"test/clustertest", never, "executor/... failover/... monitor/... watcher dnsprovider/... probes/... cmd/..."},
 	// The suites that check the product from outside run the binary and read files.
 	{"test/e2e test/quickstart test/deploytest", never, "cmd/drwatch/node cmd/drwatch/demo"},
-	{"test/promrules test/bench", never, "cluster/... cmd/... dnsprovider/... failover/... internal/... probes/..."},
+	{"test/promrules test/bench", never, "cluster/... cmd/... dnsprovider/... executor/... failover/... monitor/... watcher internal/... probes/..."},
 	// The simulator runs the real parts the node wires (cluster, the core, the watcher's runtime) in one
 	// process, never the shell.
 	{"test/sim/...", never, "cmd/..."},
-	{"test/importrules", never, "cluster/... cmd/... dnsprovider/... failover/... internal/... probes/... test/..."},
+	{"test/importrules", never, "cluster/... cmd/... dnsprovider/... executor/... failover/... monitor/... watcher internal/... probes/... test/..."},
 }
 
 // outside is the rule for packages outside the module that cost the node
@@ -92,9 +92,9 @@ var outside = []struct{ pkgs, deps, why string }{
 	// client-go's typed clientset imports a client for every API group, and
 	// each imports the scheme whose init registers all of k8s.io/api; so
 	// does discovery. That is several MiB resident in every watcher, which
-	// calls a handful of resources through failover/remediate/kubeapi.
+	// calls a handful of resources through executor/remediate/kubeapi.
 	{"... -test/...", "k8s.io/client-go/kubernetes/... k8s.io/client-go/discovery/...",
-		"call the cluster through failover/remediate/kubeapi, which registers only the groups it uses"},
+		"call the cluster through executor/remediate/kubeapi, which registers only the groups it uses"},
 }
 
 // TestCodeDependsOnNoCostlyOutsidePackage holds every package of the
