@@ -27,6 +27,12 @@
 // if every critical probe of a site failed now") by stepping the same code
 // on a copy of the state, so no second set of rules can drift.
 //
+// It is the core layer (failover/ holds it alone): below it only the leaf
+// packages of internal/; beside it the parts (probes, dnsprovider,
+// cluster); above it the leader's executors (executor/: the reconciler,
+// drills, repairs), the read-only monitors (monitor/) and the runtime
+// (watcher/).
+//
 // The package also owns the `policy:` section of a node's config file
 // (PolicySpec): its defaults and rules, and how it becomes the replicated
 // Policy.

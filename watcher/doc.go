@@ -16,4 +16,9 @@
 // pass. It must never import cmd/... (the CLI, the config file, the HTTP
 // API): the dependency runs from cmd to here, so the loops can be tested
 // with an in-memory log or a fake cluster and no file.
+//
+// It is the node runtime layer (watcher/): above the decision core
+// (failover/), the parts (probes/, dnsprovider/, cluster/), the leader's
+// executors (executor/) and the read-only monitors (monitor/), and below
+// the shell (cmd/).
 package watcher

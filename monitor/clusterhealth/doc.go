@@ -17,5 +17,9 @@
 // with a cap on items, a cap on each response's bytes, and caps on what is
 // kept and shown, so a huge or hostile API answer costs at most those.
 //
-// Like every remediation package it never imports cluster.
+// It is a monitor (monitor/): it sits beside the leader's executors
+// (executor/) and below the node runtime (watcher/). It reaches the
+// clusters as the repairs do, through the remediations' cluster list and
+// client (executor/remediate, its kube and kubeapi packages); like them it
+// never imports cluster.
 package clusterhealth
