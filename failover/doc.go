@@ -19,13 +19,19 @@
 //
 // The runtime around the core, which maps a probe round to Observe and runs
 // the leader's loops (policy and tick, the reconciler, the remediation
-// runner), lives in internal/watcher, not in cluster: it proposes failover
+// runner), lives in package watcher, not in cluster: it proposes failover
 // commands and reads the machine, and cluster must never import failover
 // (test/importrules), so that the Raft plumbing stays ignorant of what it
 // replicates. Nor does it live in cmd, so the loops are tested as a library.
 // DryRun and WhatIf answer questions ("what would this command do", "what
 // if every critical probe of a site failed now") by stepping the same code
 // on a copy of the state, so no second set of rules can drift.
+//
+// It is the core layer (failover/ holds it alone): below it only the leaf
+// packages of internal/; beside it the parts (probes, dnsprovider,
+// cluster); above it the leader's executors (executor/: the reconciler,
+// drills, repairs), the read-only monitors (monitor/) and the runtime
+// (watcher/).
 //
 // The package also owns the `policy:` section of a node's config file
 // (PolicySpec): its defaults and rules, and how it becomes the replicated

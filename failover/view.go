@@ -345,7 +345,7 @@ func (m *Machine) Suspicion(node string) Suspicion {
 // was DOWN before this failure began (a recovering site's success, then a
 // failure again), which is no new failure to confirm. Together with the
 // watchers' side (a watcher does not re-probe fast a site it votes DOWN,
-// see internal/watcher) rise, and failback, keep the interval.
+// see package watcher) rise, and failback, keep the interval.
 func (s *state) suspects(now, cutoff int64, t map[Site]Tally) []Site {
 	p := s.Policy
 	window := int64(suspectWindow(p))

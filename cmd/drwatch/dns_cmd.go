@@ -21,8 +21,8 @@ import (
 	"github.com/drwatch/drwatch/cmd/drwatch/api"
 	"github.com/drwatch/drwatch/cmd/drwatch/config"
 	"github.com/drwatch/drwatch/dnsprovider"
+	"github.com/drwatch/drwatch/executor/reconcile"
 	"github.com/drwatch/drwatch/failover"
-	"github.com/drwatch/drwatch/failover/reconcile"
 	"github.com/spf13/cobra"
 )
 

@@ -11,8 +11,8 @@ import (
 	"strings"
 
 	"github.com/drwatch/drwatch/cmd/drwatch/api"
+	"github.com/drwatch/drwatch/executor/remediate/kube"
 	"github.com/drwatch/drwatch/failover"
-	"github.com/drwatch/drwatch/failover/remediate/kube"
 )
 
 // whatIfRun is `drwatch drill --what-if SCENARIO`: the decision core's

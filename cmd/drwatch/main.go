@@ -3,7 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/drwatch/drwatch/internal/watcher"
+	"github.com/drwatch/drwatch/watcher"
 	"os"
 )
 

@@ -12,13 +12,13 @@ import (
 	"text/tabwriter"
 
 	"github.com/drwatch/drwatch/cmd/drwatch/config"
+	"github.com/drwatch/drwatch/executor/remediate"
+	"github.com/drwatch/drwatch/executor/remediate/all"
+	"github.com/drwatch/drwatch/executor/remediate/kube"
+	"github.com/drwatch/drwatch/executor/remediate/kubeapi"
+	"github.com/drwatch/drwatch/executor/remediate/openstack"
+	"github.com/drwatch/drwatch/executor/remediate/repair"
 	"github.com/drwatch/drwatch/failover"
-	"github.com/drwatch/drwatch/failover/remediate"
-	"github.com/drwatch/drwatch/failover/remediate/all"
-	"github.com/drwatch/drwatch/failover/remediate/kube"
-	"github.com/drwatch/drwatch/failover/remediate/kubeapi"
-	"github.com/drwatch/drwatch/failover/remediate/openstack"
-	"github.com/drwatch/drwatch/failover/remediate/repair"
 	"github.com/spf13/cobra"
 )
 

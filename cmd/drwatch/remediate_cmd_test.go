@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drwatch/drwatch/failover/remediate"
-	"github.com/drwatch/drwatch/failover/remediate/kube"
+	"github.com/drwatch/drwatch/executor/remediate"
+	"github.com/drwatch/drwatch/executor/remediate/kube"
 	"github.com/drwatch/drwatch/test/kubetest"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"

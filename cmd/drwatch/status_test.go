@@ -7,7 +7,7 @@ import (
 
 	"github.com/drwatch/drwatch/cmd/drwatch/api"
 	"github.com/drwatch/drwatch/failover"
-	"github.com/drwatch/drwatch/failover/remediate/clusterhealth"
+	"github.com/drwatch/drwatch/monitor/clusterhealth"
 )
 
 // TestStatusBeforeFirstReports: before any watcher has reported, the site

@@ -294,7 +294,7 @@ func stepNames(d failover.DrillRecord) string {
 // certificates live 12 h, so a 24 h minimum is not met. The canary still
 // makes its round trip and production is untouched. A certificate already
 // expired fails the backup's own probes first, and a drill then fails by
-// target_unhealthy, as with the backup down (TestDrills); failover/drill
+// target_unhealthy, as with the backup down (TestDrills); executor/drill
 // tests the check itself against a real Caddy serving an expired one.
 func TestDrillFailsOnABackupCertificateExpiringSoon(t *testing.T) {
 	w := Start(t, Options{Interval: 2 * time.Second, Timeout: time.Second, DrillCertMinValidity: 24 * time.Hour})

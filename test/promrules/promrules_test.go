@@ -31,7 +31,7 @@ const (
 
 // exported is every metric drwatch exports, by the name the code registers
 // (cmd/drwatch/node/metrics.go, probes/metrics.go, cluster/metrics.go,
-// cmd/drwatch/api/conns.go, failover/remediate).
+// cmd/drwatch/api/conns.go, executor/remediate).
 // TestExportedNamesAreInTheCode keeps this list true; rules and dashboards
 // may use only these (plus Prometheus's own "up").
 var exported = []string{
@@ -56,12 +56,12 @@ var exported = []string{
 	// cmd/drwatch/api (the listener's connection budget)
 	"drwatch_api_refused_connections_total", "drwatch_api_idle_connections_closed_total",
 	"drwatch_api_open_connections", "drwatch_api_connection_limit",
-	// failover/remediate (const MetricActions, MetricBrake)
+	// executor/remediate (const MetricActions, MetricBrake)
 	"drwatch_remediation_actions_total", "drwatch_remediation_brake_engaged",
-	// failover/drill (its Metric* constants; the drill executor registers them)
+	// executor/drill (its Metric* constants; the drill executor registers them)
 	"drwatch_drill_last_success_timestamp_seconds", "drwatch_drill_rto_seconds", "drwatch_drill_failures_total",
 	"drwatch_drill_schedule_seconds",
-	// failover/remediate/clusterhealth
+	// monitor/clusterhealth
 	"drwatch_cluster_health_read_ok", "drwatch_cluster_health_read_timestamp_seconds", "drwatch_cluster_nodes",
 	"drwatch_cluster_node_condition", "drwatch_cluster_nodes_unknown", "drwatch_cluster_nodes_pleg_unhealthy",
 	"drwatch_cluster_nodes_not_ready", "drwatch_cluster_pods", "drwatch_cluster_ccm_lease_renew_age_seconds",

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/failover"
-	"github.com/drwatch/drwatch/internal/watcher"
+	"github.com/drwatch/drwatch/watcher"
 )
 
 func checkWorld() *World {

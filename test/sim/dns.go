@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/dnsprovider"
+	"github.com/drwatch/drwatch/executor/reconcile"
 	"github.com/drwatch/drwatch/failover"
-	"github.com/drwatch/drwatch/failover/reconcile"
 	"github.com/drwatch/drwatch/test/sim/simdns"
 )
 

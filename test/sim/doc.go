@@ -3,11 +3,11 @@
 // hashicorp/raft with raft.InmemTransport and in-memory log, stable and
 // snapshot stores (cluster.Config.Raft; the snapshot store keeps what
 // raft.FileSnapshotStore keeps, snapstore.go), each with the real FSM
-// (internal/watcher.NewFSM over failover.New), and on the leader what
-// internal/watcher's lead runs there: the policy and tick loop, the real
-// DNS reconciler (failover/reconcile, wired with the watcher's backoff)
+// (watcher.NewFSM over failover.New), and on the leader what
+// package watcher's lead runs there: the policy and tick loop, the real
+// DNS reconciler (executor/reconcile, wired with the watcher's backoff)
 // against one shared simdns authority and its verifier, and the real
-// remediation runner (failover/remediate) with one scripted remediator,
+// remediation runner (executor/remediate) with one scripted remediator,
 // whose reasons are new every pass (an age and a random number, as the real
 // repairs' ages are), and one dry-run repair that, from a churn event
 // (TestSimRepairCapHoldsUnderRecordChurn adds one; random schedules draw

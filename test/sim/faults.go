@@ -387,7 +387,7 @@ func (w *World) handOver(n *simNode) {
 }
 
 // member runs an operator's `drwatch members remove --confirm` or
-// `members add` as the API does (internal/watcher RemoveMember and
+// `members add` as the API does (package watcher's RemoveMember and
 // AddMember): the raft change through via, a follower, which forwards it
 // to the leader; then its record in the replicated history. An
 // acknowledged record is held to invariant 3 like any command.

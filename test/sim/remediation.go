@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/cluster"
+	"github.com/drwatch/drwatch/executor/reconcile"
+	"github.com/drwatch/drwatch/executor/remediate"
 	"github.com/drwatch/drwatch/failover"
-	"github.com/drwatch/drwatch/failover/reconcile"
-	"github.com/drwatch/drwatch/failover/remediate"
 )
 
 // The simulated remediation runner: the real remediate.Runner, every
@@ -71,7 +71,7 @@ type brokenTarget struct {
 	since   time.Time
 }
 
-// lead is what a node runs while it leads, wired as internal/watcher's
+// lead is what a node runs while it leads, wired as watcher's
 // lead wires it: the policy and tick loop, the real DNS reconciler on this
 // node's path to the shared authority, and the real remediation runner.
 func (w *World) lead(ctx context.Context, n *simNode, node *cluster.Node) {

@@ -14,9 +14,9 @@ import (
 
 	"github.com/drwatch/drwatch/cluster"
 	"github.com/drwatch/drwatch/failover"
-	"github.com/drwatch/drwatch/internal/watcher"
 	"github.com/drwatch/drwatch/probes"
 	"github.com/drwatch/drwatch/test/sim/simdns"
+	"github.com/drwatch/drwatch/watcher"
 	"github.com/hashicorp/raft"
 )
 
@@ -247,7 +247,7 @@ func (w *World) applyLinks() {
 	}
 }
 
-// leaderLoop is the watcher's leader tick loop (internal/watcher tickLoop): keep the replicated policy equal to the
+// leaderLoop is the watcher's leader tick loop (package watcher's tickLoop): keep the replicated policy equal to the
 // file's, tick the replicated clock once per interval, and raise the log format to this binary's (every
 // server runs it), so that reports carry their watchers' streaks.
 func (w *World) leaderLoop(ctx context.Context, n *simNode, node *cluster.Node) {
@@ -276,7 +276,7 @@ func (w *World) leaderLoop(ctx context.Context, n *simNode, node *cluster.Node) 
 }
 
 // reportLoop sends each scripted round as the watcher does
-// (internal/watcher reportLoop, through its Reporter, so lean reports
+// (package watcher's reportLoop, through its Reporter, so lean reports
 // run here under every fault): one Observe per round, abandoned after
 // one interval.
 func (w *World) reportLoop(ctx context.Context, n *simNode, node *cluster.Node) {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/drwatch/drwatch/failover/remediate/clusterhealth"
+	"github.com/drwatch/drwatch/monitor/clusterhealth"
 )
 
 // clusterModel is one site's part of the Cluster health section.

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drwatch/drwatch/failover/remediate/clusterhealth"
+	"github.com/drwatch/drwatch/monitor/clusterhealth"
 )
 
 // fxClusters is what node b last read of both clusters: the primary shows

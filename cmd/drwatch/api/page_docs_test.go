@@ -12,7 +12,7 @@ import (
 
 	"github.com/drwatch/drwatch/cluster"
 	"github.com/drwatch/drwatch/failover"
-	"github.com/drwatch/drwatch/failover/remediate/clusterhealth"
+	"github.com/drwatch/drwatch/monitor/clusterhealth"
 )
 
 // docTypes are the JSON shapes docs/api.md documents, one "### `Name`"

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/cluster"
+	"github.com/drwatch/drwatch/executor/reconcile"
 	"github.com/drwatch/drwatch/failover"
-	"github.com/drwatch/drwatch/failover/reconcile"
-	"github.com/drwatch/drwatch/internal/watcher"
+	"github.com/drwatch/drwatch/watcher"
 )
 
 // WatcherBackend serves a running watcher: it reads from the watcher's

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drwatch/drwatch/failover/remediate/clusterhealth"
+	"github.com/drwatch/drwatch/monitor/clusterhealth"
 )
 
 func TestClusterHealthSectionDefaultsAndBounds(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drwatch/drwatch/failover/reconcile"
+	"github.com/drwatch/drwatch/executor/reconcile"
 )
 
 // One RFC 2136 exchange may take at most a probe interval, within 1s..5s:

@@ -7,8 +7,8 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/drwatch/drwatch/failover/remediate"
-	"github.com/drwatch/drwatch/failover/remediate/all"
+	"github.com/drwatch/drwatch/executor/remediate"
+	"github.com/drwatch/drwatch/executor/remediate/all"
 )
 
 // WriteReference writes the configuration reference in Markdown: every
@@ -34,7 +34,7 @@ func WriteReference(w io.Writer) error {
 	return err
 }
 
-// writeRepairs lists every repair of the registry (failover/remediate/all):
+// writeRepairs lists every repair of the registry (executor/remediate/all):
 // its name, as records and `drwatch remediate plan NAME` call it, its
 // section and the clients it is built with.
 func writeRepairs(b *strings.Builder) {

@@ -2,9 +2,9 @@ package config
 
 import (
 	"fmt"
+	"github.com/drwatch/drwatch/executor/remediate"
+	"github.com/drwatch/drwatch/executor/remediate/hooks"
 	"github.com/drwatch/drwatch/failover"
-	"github.com/drwatch/drwatch/failover/remediate"
-	"github.com/drwatch/drwatch/failover/remediate/hooks"
 	"github.com/drwatch/drwatch/internal/dnsname"
 	"github.com/drwatch/drwatch/internal/field"
 	"github.com/drwatch/drwatch/internal/regularfile"

@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/cmd/drwatch/config"
+	"github.com/drwatch/drwatch/executor/drill"
+	"github.com/drwatch/drwatch/executor/remediate"
 	"github.com/drwatch/drwatch/failover"
-	"github.com/drwatch/drwatch/failover/drill"
-	"github.com/drwatch/drwatch/failover/remediate"
 )
 
 // DrillReadiness builds the readiness checks a drill runs, from the node's

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/cmd/drwatch/config"
-	"github.com/drwatch/drwatch/failover/remediate"
-	"github.com/drwatch/drwatch/failover/remediate/clusterhealth"
+	"github.com/drwatch/drwatch/executor/remediate"
+	"github.com/drwatch/drwatch/monitor/clusterhealth"
 	"github.com/drwatch/drwatch/test/openstacktest"
 )
 

@@ -13,16 +13,16 @@ import (
 	"github.com/drwatch/drwatch/cmd/drwatch/api"
 	"github.com/drwatch/drwatch/cmd/drwatch/config"
 	"github.com/drwatch/drwatch/dnsprovider"
+	"github.com/drwatch/drwatch/executor/reconcile"
+	"github.com/drwatch/drwatch/executor/remediate"
+	"github.com/drwatch/drwatch/executor/remediate/all"
+	"github.com/drwatch/drwatch/executor/remediate/kube"
+	"github.com/drwatch/drwatch/executor/remediate/openstack"
+	"github.com/drwatch/drwatch/executor/remediate/repair"
 	"github.com/drwatch/drwatch/failover"
-	"github.com/drwatch/drwatch/failover/reconcile"
-	"github.com/drwatch/drwatch/failover/remediate"
-	"github.com/drwatch/drwatch/failover/remediate/all"
-	"github.com/drwatch/drwatch/failover/remediate/clusterhealth"
-	"github.com/drwatch/drwatch/failover/remediate/kube"
-	"github.com/drwatch/drwatch/failover/remediate/openstack"
-	"github.com/drwatch/drwatch/failover/remediate/repair"
-	"github.com/drwatch/drwatch/internal/watcher"
+	"github.com/drwatch/drwatch/monitor/clusterhealth"
 	"github.com/drwatch/drwatch/probes"
+	"github.com/drwatch/drwatch/watcher"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -88,7 +88,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 		p.buildDNS,         // the provider, the drills' provider, the verifier
 		p.buildBreakGlass,  // the key break-glass markers verify under
 		p.buildDrills,      // the drills and their readiness checks
-		p.buildRepairs,     // the repairs the leader runs (failover/remediate/all)
+		p.buildRepairs,     // the repairs the leader runs (executor/remediate/all)
 		p.buildHealth,      // the read-only cluster health monitor
 		p.buildProbes,      // the probe scheduler
 	} {

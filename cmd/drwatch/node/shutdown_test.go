@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/cmd/drwatch/api"
-	"github.com/drwatch/drwatch/internal/watcher"
 	"github.com/drwatch/drwatch/test/clustertest"
+	"github.com/drwatch/drwatch/watcher"
 )
 
 // A loop that never ends after its context is cancelled no longer holds

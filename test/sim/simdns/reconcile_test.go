@@ -7,8 +7,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/drwatch/drwatch/executor/reconcile"
 	"github.com/drwatch/drwatch/failover"
-	"github.com/drwatch/drwatch/failover/reconcile"
 	"github.com/drwatch/drwatch/test/sim/simdns"
 )
 

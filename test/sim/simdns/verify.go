@@ -10,7 +10,7 @@ import (
 // Verifier checks the simulated world's one authoritative server, the
 // authority itself, the way dnsprovider.Verifier checks real ones. Writes
 // are served at once, so it answers from one read and never waits. It has
-// the shape failover/reconcile's Verifier asks for.
+// the shape executor/reconcile's Verifier asks for.
 type Verifier struct {
 	a      *Authority
 	server string

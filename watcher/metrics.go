@@ -1,0 +1,244 @@
+package watcher
+
+import (
+	"errors"
+	"runtime/debug"
+	"time"
+
+	"github.com/drwatch/drwatch/cluster"
+	"github.com/drwatch/drwatch/executor/reconcile"
+	"github.com/drwatch/drwatch/failover"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// BuildInfo is stamped by main for drwatch_build_info.
+var BuildInfo = struct{ Version, Commit, Date string }{"dev", "unknown", "unknown"}
+
+// metrics holds the node-level series. Decision-state gauges are computed
+// from the local replica at scrape time, so they can never disagree with
+// the status page.
+type metrics struct {
+	dnsUpdate prometheus.Histogram
+	dnsMatch  prometheus.Gauge
+	reports   *prometheus.CounterVec
+	w         *Watcher
+}
+
+var (
+	descDownVotes = prometheus.NewDesc("drwatch_site_down_votes", "Fresh watchers voting the site DOWN.", []string{"site"}, nil)
+	descUpVotes   = prometheus.NewDesc("drwatch_site_up_votes", "Fresh watchers voting the site UP.", []string{"site"}, nil)
+	descQuorum    = prometheus.NewDesc("drwatch_quorum_required", "Votes needed to judge a site.", nil, nil)
+	descVerdict   = prometheus.NewDesc("drwatch_site_verdict", "Quorum verdict per site: 1 for the current state.", []string{"site", "state"}, nil)
+	descActive    = prometheus.NewDesc("drwatch_active_site", "1 for the site DNS should point at.", []string{"site"}, nil)
+	descPaused    = prometheus.NewDesc("drwatch_paused", "1 while automatic decisions are paused.", nil, nil)
+	descBlocked   = prometheus.NewDesc("drwatch_failover_blocked", "1 while automatic flips are blocked after one (until ack or the window ends).", nil, nil)
+	descFailovers = prometheus.NewDesc("drwatch_failovers_total", "Decisions that moved traffic, by trigger and result, as held in the replicated history.", []string{"trigger", "result"}, nil)
+	descLastFlip  = prometheus.NewDesc("drwatch_last_failover_timestamp_seconds", "When the last decision that moved traffic was made.", nil, nil)
+	descWatchers  = prometheus.NewDesc("drwatch_watchers_fresh", "Watchers whose reports are fresh.", nil, nil)
+	descDisagree  = prometheus.NewDesc("drwatch_watchers_disagree", "1 when fresh watchers give different verdicts for a site.", []string{"site"}, nil)
+	descBuild     = prometheus.NewDesc("drwatch_build_info", "Build version, commit and date.", []string{"version", "commit", "date"}, nil)
+	descGen       = prometheus.NewDesc("drwatch_desired_generation", "Generation of the current decision.", nil, nil)
+	descDone      = prometheus.NewDesc("drwatch_desired_verified", "1 once the current decision is verified at every authoritative server.", nil, nil)
+	descCertExp   = prometheus.NewDesc("drwatch_tls_cert_expiry_timestamp_seconds", "When this node's own certificate expires.", nil, nil)
+	descDrillOK   = prometheus.NewDesc("drwatch_drill_last_success_timestamp_seconds", "When the last drill that passed ended; 0 while none has.", nil, nil)
+	descDrillSch  = prometheus.NewDesc("drwatch_drill_schedule_seconds", "This node's drill.schedule; 0 when scheduled drills are off.", nil, nil)
+	descDrillRTO  = prometheus.NewDesc("drwatch_drill_rto_seconds", "What the last drill that passed measured, by step: commit, write, propagation, detection (the policy's floor), ttl, and total (detection, commit, write, propagation).", []string{"step"}, nil)
+	descDrillFail = prometheus.NewDesc("drwatch_drill_failures_total", "Drills that failed, among the last 100 the replicated state keeps.", nil, nil)
+	descFormat    = prometheus.NewDesc("drwatch_log_format", "Log formats: the newest this binary reads (of=binary) and the one the cluster writes, as this replica applied it (of=cluster). They differ while an upgrade is under way.", []string{"of"}, nil)
+	descHalted    = prometheus.NewDesc("drwatch_replica_halted", "1 once this node's replica met a log entry or snapshot its release cannot read and stopped applying (the node then exits).", nil, nil)
+	descMarkerRej = prometheus.NewDesc("drwatch_break_glass_rejected_timestamp_seconds", "When the leader last refused a break-glass marker (forged, foreign, stale or not served), as held in the replicated history; absent while none was.", nil, nil)
+)
+
+func newMetrics(reg prometheus.Registerer, w *Watcher) (*metrics, error) {
+	m := &metrics{
+		w: w,
+		dnsUpdate: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "drwatch_dns_update_duration_seconds", Help: "Duration of DNS writes made by the reconciler.",
+			Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
+		}),
+		dnsMatch: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "drwatch_dns_records_match_desired", Help: "1 when every authoritative server serves the desired records (last check).",
+		}),
+		reports: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "drwatch_reports_total",
+			Help: "Probe reports this watcher proposed, by encoding (lean: only what the log does not know; full) and result (committed, refused by the decision core, unknown: no answer in time, not_sent).",
+		}, []string{"encoding", "result"}),
+	}
+	for _, c := range []prometheus.Collector{m.dnsUpdate, m.dnsMatch, m.reports, m} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// reported counts one report Reporter.Report sent (lean or full) and
+// its outcome, err being Report's.
+func (m *metrics) reported(lean bool, err error) {
+	encoding, result := "full", "committed"
+	if lean {
+		encoding = "lean"
+	}
+	var refused *failover.RefusedError
+	switch {
+	case err == nil:
+	case errors.Is(err, cluster.ErrNotSent):
+		result = "not_sent"
+	case errors.As(err, &refused) || errors.Is(err, failover.ErrBadCommand) || errors.Is(err, failover.ErrNoPolicy) || errors.Is(err, failover.ErrUnknownNode):
+		result = "refused"
+	default:
+		result = "unknown"
+	}
+	m.reports.WithLabelValues(encoding, result).Inc()
+}
+
+func (m *metrics) reconciled(r reconcile.Report) {
+	if r.Write > 0 {
+		m.dnsUpdate.Observe(r.Write.Seconds())
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descDownVotes, descUpVotes, descQuorum, descVerdict, descActive, descPaused,
+		descBlocked, descFailovers, descLastFlip, descWatchers, descDisagree, descBuild, descGen, descDone, descCertExp,
+		descDrillOK, descDrillRTO, descDrillFail, descDrillSch, descMarkerRej, descFormat, descHalted} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (m *metrics) Collect(ch chan<- prometheus.Metric) {
+	v := m.w.machine.View()
+	gauge := func(d *prometheus.Desc, val float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, val, labels...)
+	}
+	b := func(x bool) float64 {
+		if x {
+			return 1
+		}
+		return 0
+	}
+	gauge(descBuild, 1, BuildInfo.Version, BuildInfo.Commit, BuildInfo.Date)
+	gauge(descFormat, failover.Format, "binary")
+	gauge(descFormat, float64(m.w.machine.Format()), "cluster")
+	gauge(descHalted, b(m.w.cfg.FSM.Halted() != nil))
+	if c := m.w.cfg.Credentials; c != nil {
+		gauge(descCertExp, float64(c.NotAfter().Unix()))
+	}
+	if v.Policy != nil {
+		gauge(descQuorum, float64(v.Policy.Quorum))
+	}
+	for _, site := range []failover.Site{failover.Primary, failover.Backup} {
+		t := v.Sites[site]
+		gauge(descDownVotes, float64(len(t.Down)), string(site))
+		gauge(descUpVotes, float64(len(t.Up)), string(site))
+		for _, st := range []failover.Verdict{failover.Up, failover.Down, failover.NoQuorum} {
+			gauge(descVerdict, b(t.Verdict == st), string(site), string(st))
+		}
+		gauge(descActive, b(v.Active == site), string(site))
+		gauge(descDisagree, b(len(t.Up) > 0 && len(t.Down) > 0), string(site))
+	}
+	gauge(descPaused, b(v.Paused))
+	gauge(descBlocked, b(v.Blocked))
+	gauge(descGen, float64(v.Desired.Gen))
+	gauge(descDone, b(v.Desired.Done))
+	fresh := 0
+	for _, nv := range v.Nodes {
+		if nv.Reported && !nv.Stale {
+			fresh++
+		}
+	}
+	gauge(descWatchers, float64(fresh))
+	counts := map[[2]string]float64{}
+	var last, lastRejected int64
+	for _, e := range m.w.machine.History() {
+		trigger := ""
+		switch e.Kind {
+		case failover.KindBreakGlassRejected:
+			lastRejected = max(lastRejected, e.At)
+			continue
+		case failover.KindAutoFailover, failover.KindAutoFailback:
+			trigger = "auto"
+		case failover.KindManualFailover, failover.KindManualFailback, failover.KindSwitchover:
+			trigger = "manual"
+		case failover.KindBreakGlass:
+			trigger = "break_glass"
+		default:
+			continue
+		}
+		result := e.Outcome
+		if result == "" {
+			result = "pending"
+		}
+		counts[[2]string{trigger, result}]++
+		last = max(last, e.At)
+	}
+	for k, c := range counts {
+		ch <- prometheus.MustNewConstMetric(descFailovers, prometheus.CounterValue, c, k[0], k[1])
+	}
+	if last > 0 {
+		gauge(descLastFlip, float64(last)/float64(time.Second))
+	}
+	if lastRejected > 0 {
+		gauge(descMarkerRej, float64(lastRejected)/float64(time.Second))
+	}
+	m.collectDrills(ch, v.Policy)
+}
+
+// collectDrills reports the drills from the replicated state, so every
+// node reports the same.
+func (m *metrics) collectDrills(ch chan<- prometheus.Metric, p *failover.Policy) {
+	ended, _ := m.w.machine.Drills()
+	failures := 0
+	var ok *failover.DrillRecord
+	for i := range ended {
+		switch ended[i].Outcome {
+		case failover.DrillFailed:
+			failures++
+		case failover.DrillPassed:
+			ok = &ended[i]
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(descDrillFail, prometheus.CounterValue, float64(failures))
+	schedule, timeout := m.w.DrillSchedule()
+	ch <- prometheus.MustNewConstMetric(descDrillSch, prometheus.GaugeValue, schedule.Seconds())
+	if ok == nil {
+		ch <- prometheus.MustNewConstMetric(descDrillOK, prometheus.GaugeValue, 0)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(descDrillOK, prometheus.GaugeValue, float64(ok.EndedAt)/float64(time.Second))
+	t, measured := ok.Times()
+	if p == nil || !measured {
+		return
+	}
+	rto, _ := ok.RTO(*p, timeout)
+	for _, s := range []struct {
+		step string
+		d    time.Duration
+	}{{"commit", t.Commit}, {"write", t.Write}, {"propagation", t.Propagation}, {"detection", rto.Detection}, {"ttl", t.TTL}, {"total", rto.Total()}} {
+		ch <- prometheus.MustNewConstMetric(descDrillRTO, prometheus.GaugeValue, s.d.Seconds(), s.step)
+	}
+}
+
+// Release is this binary's release as a node tells its peers: the version
+// and the commit stamped by `make build`, or, in a plain `go build`, the
+// commit the Go toolchain recorded.
+func Release() string {
+	commit := BuildInfo.Commit
+	if bi, ok := debug.ReadBuildInfo(); ok && commit == "unknown" {
+		var dirty string
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				commit = s.Value[:min(12, len(s.Value))]
+			case "vcs.modified":
+				if s.Value == "true" {
+					dirty = "+dirty"
+				}
+			}
+		}
+		commit += dirty
+	}
+	return BuildInfo.Version + " (" + commit + ")"
+}
