@@ -632,6 +632,22 @@ func (n *Node) Running() bool {
 	}
 }
 
+// Exited reports whether the process the node last started has exited,
+// and its exit code if so.
+func (n *Node) Exited() (code int, exited bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.exited == nil {
+		return 0, false
+	}
+	select {
+	case <-n.exited:
+		return n.code, true
+	default:
+		return 0, false
+	}
+}
+
 // Kill sends SIGKILL to the process group (a crash) and waits for the exit.
 func (n *Node) Kill() {
 	n.mu.Lock()
