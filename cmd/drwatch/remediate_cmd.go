@@ -15,10 +15,10 @@ import (
 	"github.com/drwatch/drwatch/executor/remediate"
 	"github.com/drwatch/drwatch/executor/remediate/all"
 	"github.com/drwatch/drwatch/executor/remediate/kube"
-	"github.com/drwatch/drwatch/executor/remediate/kubeapi"
 	"github.com/drwatch/drwatch/executor/remediate/openstack"
 	"github.com/drwatch/drwatch/executor/remediate/repair"
 	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/internal/kubeapi"
 	"github.com/spf13/cobra"
 )
 

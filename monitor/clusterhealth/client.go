@@ -8,7 +8,7 @@ import (
 
 	"github.com/drwatch/drwatch/executor/remediate"
 	"github.com/drwatch/drwatch/executor/remediate/kube"
-	"github.com/drwatch/drwatch/executor/remediate/kubeapi"
+	"github.com/drwatch/drwatch/internal/kubeapi"
 	"k8s.io/client-go/rest"
 )
 

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/executor/remediate"
-	"github.com/drwatch/drwatch/executor/remediate/kubeapi"
+	"github.com/drwatch/drwatch/internal/kubeapi"
 	"github.com/drwatch/drwatch/test/kubetest"
 	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"

@@ -10,8 +10,8 @@
 // test/ imports a test helper from its code; and no package's code outside
 // test/ links client-go's typed clientset or discovery, whose scheme
 // registers every API group (the node calls the cluster through
-// executor/remediate/kubeapi). The comment on the table says which layer
-// each folder is. Each package's doc.go says the same rule in words.
+// internal/kubeapi). The comment on the table says which layer each folder
+// is. Each package's doc.go says the same rule in words.
 //
 // It sits in test/ rather than beside any one package because its rows
 // speak of all of them, and its test lists the whole module, which no

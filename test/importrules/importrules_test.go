@@ -40,8 +40,8 @@ const (
 // imports only the layers below it, so every import points down:
 //
 //   - internal/: the leaves every layer shares (field, dnsname,
-//     regularfile, openstackauth, kubeconfig); they import no package of
-//     the module outside internal/.
+//     regularfile, openstackauth, kubeconfig, kubeapi); they import no
+//     package of the module outside internal/.
 //   - failover/: the core, the pure decision state machine the Raft log
 //     drives; the standard library and two leaves, and no network client.
 //   - probes/, dnsprovider/, cluster/: the parts the core decides from, acts
@@ -59,8 +59,10 @@ const (
 //   - deploy/ and docs/ hold no Go.
 var rules = []struct{ pkgs, kind, deps string }{
 	// Leaves: nothing of the module above them. OpenStack credentials and kubeconfigs serve the
-	// probes and the repairs alike, so they belong to neither.
-	{"internal/...", never, "cluster/... cmd/... dnsprovider/... executor/... failover/... monitor/... probes/... test/... watcher"},
+	// probes and the repairs alike, so they belong to neither. Their tests may run against the
+	// real servers of test/ (internal/kubeapi's against a kube-apiserver); their code never
+	// imports test/ (the row of test helpers below).
+	{"internal/...", never, "cluster/... cmd/... dnsprovider/... executor/... failover/... monitor/... probes/... watcher"},
 	// Every reader of a file a config field names goes through it, so it depends on nothing.
 	{"internal/regularfile", only, ""},
 	{"internal/field", only, ""},
@@ -126,9 +128,9 @@ var outside = []struct{ pkgs, deps, why string }{
 	// client-go's typed clientset imports a client for every API group, and
 	// each imports the scheme whose init registers all of k8s.io/api; so
 	// does discovery. That is several MiB resident in every watcher, which
-	// calls a handful of resources through executor/remediate/kubeapi.
+	// calls a handful of resources through internal/kubeapi.
 	{"... -test/...", "k8s.io/client-go/kubernetes/... k8s.io/client-go/discovery/...",
-		"call the cluster through executor/remediate/kubeapi, which registers only the groups it uses"},
+		"call the cluster through internal/kubeapi, which registers only the groups it uses"},
 	// The core does no I/O, never logs and exports no metric: replicas
 	// must reach the same decision from the same log. The standard-library
 	// rule above already keeps these out; this row names them, so a

@@ -7,9 +7,9 @@ import (
 
 	"github.com/drwatch/drwatch/executor/remediate"
 	"github.com/drwatch/drwatch/executor/remediate/kube"
-	"github.com/drwatch/drwatch/executor/remediate/kubeapi"
 	"github.com/drwatch/drwatch/executor/remediate/openstack"
 	"github.com/drwatch/drwatch/executor/remediate/repair"
+	"github.com/drwatch/drwatch/internal/kubeapi"
 )
 
 // Options are what the clients cannot be built from: the node's clock,

@@ -9,7 +9,7 @@ import (
 
 	"github.com/drwatch/drwatch/executor/remediate"
 	"github.com/drwatch/drwatch/executor/remediate/kube"
-	"github.com/drwatch/drwatch/executor/remediate/kubeapi"
+	"github.com/drwatch/drwatch/internal/kubeapi"
 	"github.com/drwatch/drwatch/test/kubetest"
 	"github.com/drwatch/drwatch/test/openstacktest"
 	"github.com/drwatch/drwatch/test/poll"

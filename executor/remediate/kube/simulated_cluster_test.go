@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/executor/remediate"
-	"github.com/drwatch/drwatch/executor/remediate/kubeapi"
 	"github.com/drwatch/drwatch/executor/remediate/remediatetest"
+	"github.com/drwatch/drwatch/internal/kubeapi"
 	"github.com/drwatch/drwatch/test/kubetest"
 	"github.com/drwatch/drwatch/test/poll"
 	appsv1 "k8s.io/api/apps/v1"

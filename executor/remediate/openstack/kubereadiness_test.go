@@ -8,7 +8,7 @@ import (
 
 	"github.com/drwatch/drwatch/executor/remediate"
 	"github.com/drwatch/drwatch/executor/remediate/kube"
-	"github.com/drwatch/drwatch/executor/remediate/kubeapi"
+	"github.com/drwatch/drwatch/internal/kubeapi"
 	"github.com/drwatch/drwatch/test/kubetest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

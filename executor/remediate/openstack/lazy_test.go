@@ -13,8 +13,8 @@ import (
 
 	"github.com/drwatch/drwatch/executor/remediate"
 	"github.com/drwatch/drwatch/executor/remediate/kube"
-	"github.com/drwatch/drwatch/executor/remediate/kubeapi"
 	"github.com/drwatch/drwatch/executor/remediate/repair"
+	"github.com/drwatch/drwatch/internal/kubeapi"
 	"github.com/drwatch/drwatch/test/openstacktest"
 	corev1 "k8s.io/api/core/v1"
 )
