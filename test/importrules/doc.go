@@ -4,9 +4,9 @@
 // import nothing of the module above them; the decision core (failover/)
 // imports the standard library and two leaves only, and no network client;
 // the parts (probes/, dnsprovider/, cluster/) never import the core or each
-// other; the leader's executors (executor/) and the read-only monitors
-// (monitor/) never import the node runtime (watcher/), which never imports
-// the shell (cmd/); no library package imports cmd/...; no package outside
+// other; the read-only monitors (monitor/) never import the leader's
+// executors (executor/), which may read their findings; neither imports
+// the node runtime (watcher/), which never imports the shell (cmd/); no library package imports cmd/...; no package outside
 // test/ imports a test helper from its code; and no package's code outside
 // test/ links client-go's typed clientset or discovery, whose scheme
 // registers every API group (the node calls the cluster through
