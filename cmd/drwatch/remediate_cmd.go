@@ -15,10 +15,11 @@ import (
 	"github.com/drwatch/drwatch/executor/remediate"
 	"github.com/drwatch/drwatch/executor/remediate/all"
 	"github.com/drwatch/drwatch/executor/remediate/kube"
-	"github.com/drwatch/drwatch/executor/remediate/kubeapi"
 	"github.com/drwatch/drwatch/executor/remediate/openstack"
 	"github.com/drwatch/drwatch/executor/remediate/repair"
 	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/internal/kubeapi"
+	"github.com/drwatch/drwatch/internal/kubeconfig"
 	"github.com/spf13/cobra"
 )
 
@@ -97,7 +98,7 @@ type remediatePlanCmd struct {
 	flags  clientFlags
 	active string
 	// newClient builds a Kubernetes client (tests replace it).
-	newClient func(remediate.KubeCluster) (kubeapi.Interface, error)
+	newClient func(kubeconfig.Cluster) (kubeapi.Interface, error)
 }
 
 func newRemediatePlanCmd() *cobra.Command {

@@ -53,8 +53,8 @@ dns:
     - { name: lms, type: A, ttl: 60, primary: [203.0.113.10], backup: [198.51.100.10] }
 remediations:
   kubernetes:
-    primary: { kubeconfig_file: ${KubeCluster.kubeconfig_file} }
-    backup: { kubeconfig_file: ${KubeCluster.kubeconfig_file} }
+    primary: { kubeconfig_file: ${Cluster.kubeconfig_file} }
+    backup: { kubeconfig_file: ${Cluster.kubeconfig_file} }
   octavia_stuck_lb: { auth_url: "https://keystone.example.org:5000/v3",
     application_credential_id_file: ${Credentials.application_credential_id_file},
     application_credential_secret_file: ${Credentials.application_credential_secret_file},

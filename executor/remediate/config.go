@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/internal/field"
+	"github.com/drwatch/drwatch/internal/kubeconfig"
 	"github.com/drwatch/drwatch/internal/openstackauth"
 )
 
@@ -46,36 +47,12 @@ type CloudDebrisConfig struct {
 	DeleteTimeout  time.Duration `yaml:"delete_timeout" default:"5m" doc:"How long one delete is followed until OpenStack answers 404; a volume still deleting or error_deleting after it (or found so for longer) is reported for an admin and never retried."`
 }
 
-// KubeSites holds one Kubernetes API per site.
-type KubeSites struct {
-	Primary KubeCluster `yaml:"primary" doc:"The primary site's cluster."`
-	Backup  KubeCluster `yaml:"backup" doc:"The backup site's cluster."`
-}
-
-// KubeCluster says how to reach one Kubernetes API.
-type KubeCluster struct {
-	Kubeconfig string `yaml:"kubeconfig_file" doc:"kubeconfig file with the credentials drwatch uses."`
-	Context    string `yaml:"context" doc:"kubeconfig context; empty means its current context."`
-	// MaxDisruptedNodes is the cluster's one node disruption budget, shared
-	// by every repair that reboots, taints or force-deletes on its nodes.
-	MaxDisruptedNodes int `yaml:"max_disrupted_nodes" default:"1" doc:"Most nodes of this cluster the repairs together disrupt at a time: orphaned_pods' reboots and force-deletes from a node that is not Ready, dead_node_out_of_service's taints, never_ready_instances' reboots. The next node waits until the previous one is Ready again or gone (deleted, or its instance confirmed down), recorded as skipped_cap naming it."`
-}
-
-// MaxDisrupted is the cluster's node disruption budget, defaulted.
-func (k KubeCluster) MaxDisrupted() int {
-	if k.MaxDisruptedNodes == 0 {
-		return DefaultMaxDisruptedNodes
-	}
-	return k.MaxDisruptedNodes
-}
-
-// Site returns the site's cluster ("backup", else the primary's).
-func (k KubeSites) Site(site string) KubeCluster {
-	if site == "backup" {
-		return k.Backup
-	}
-	return k.Primary
-}
+// KubeSites is the remediations.kubernetes cluster list (kubeconfig.Sites:
+// its keys, defaults, rules and client connection), under the name Config
+// holds it by. The list lives in a leaf because the cluster health
+// monitor reaches the same clusters, and a monitor never imports an
+// executor.
+type KubeSites = kubeconfig.Sites
 
 // DeadNodeConfig configures dead-node-out-of-service.
 type DeadNodeConfig struct {
@@ -219,8 +196,7 @@ func (c Config) Validate() field.Errors {
 		}
 	}
 	nonNegative(&errs, "interval", c.Interval)
-	nonNegative(&errs, "kubernetes.primary.max_disrupted_nodes", c.Kubernetes.Primary.MaxDisruptedNodes)
-	nonNegative(&errs, "kubernetes.backup.max_disrupted_nodes", c.Kubernetes.Backup.MaxDisruptedNodes)
+	errs.Append("kubernetes", c.Kubernetes.Validate())
 	nonNegative(&errs, "dead_node_out_of_service.not_ready_for", c.DeadNodeOutOfService.After)
 	nonNegative(&errs, "orphaned_pods.terminating_for", c.OrphanedPods.After)
 	nonNegative(&errs, "backup_warmup.ready_timeout", c.BackupWarmup.ReadyTimeout)

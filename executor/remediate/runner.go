@@ -12,6 +12,7 @@ import (
 
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/internal/field"
+	"github.com/drwatch/drwatch/internal/kubeconfig"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -40,8 +41,9 @@ type Entry struct {
 }
 
 // DefaultMaxDisruptedNodes is how many nodes of a cluster the repairs may
-// disrupt at once unless configured otherwise.
-const DefaultMaxDisruptedNodes = 1
+// disrupt at once unless configured otherwise: the default of
+// remediations.kubernetes.<site>.max_disrupted_nodes.
+const DefaultMaxDisruptedNodes = kubeconfig.DefaultMaxDisruptedNodes
 
 // RunnerConfig wires a Runner.
 type RunnerConfig struct {

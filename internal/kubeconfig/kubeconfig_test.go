@@ -68,3 +68,37 @@ func TestRESTConfigNeverQuotesTheContent(t *testing.T) {
 		t.Errorf("got %v, want ErrNotKubeconfig without the content or the path", err)
 	}
 }
+
+// A cluster of remediations.kubernetes connects through the context it
+// names, else the file's current one, with a bound on each call; without a
+// file it is refused by the field's name. Look-alike: the zero context
+// keeps the current one.
+func TestClusterRESTConfigUsesItsContext(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "kubeconfig")
+	// kubeconfigText with a second context, on a second server.
+	two := strings.NewReplacer(
+		"clusters:\n", "clusters:\n- name: d\n  cluster: {server: \"https://203.0.113.21:6443\"}\n",
+		"contexts:\n", "contexts:\n- name: other\n  context: {cluster: d, user: u}\n",
+	).Replace(kubeconfigText)
+	for name, b := range map[string]string{path: two, filepath.Join(dir, "ca.crt"): "ca"} {
+		if err := os.WriteFile(name, []byte(b), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct{ context, host string }{
+		{"", "https://203.0.113.20:6443"},
+		{"other", "https://203.0.113.21:6443"},
+	} {
+		rc, err := Cluster{Kubeconfig: path, Context: tc.context}.RESTConfig()
+		if err != nil {
+			t.Fatalf("context %q: %v", tc.context, err)
+		}
+		if rc.Host != tc.host || rc.Timeout <= 0 {
+			t.Errorf("context %q: got host %q, timeout %v, want %q and a bound", tc.context, rc.Host, rc.Timeout, tc.host)
+		}
+	}
+	if _, err := (Cluster{}).RESTConfig(); err == nil || !strings.HasPrefix(err.Error(), "kubeconfig_file ") {
+		t.Errorf("no file: got %v, want a refusal naming kubeconfig_file", err)
+	}
+}

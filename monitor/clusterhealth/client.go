@@ -6,9 +6,8 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/drwatch/drwatch/executor/remediate"
-	"github.com/drwatch/drwatch/executor/remediate/kube"
-	"github.com/drwatch/drwatch/executor/remediate/kubeapi"
+	"github.com/drwatch/drwatch/internal/kubeapi"
+	"github.com/drwatch/drwatch/internal/kubeconfig"
 	"k8s.io/client-go/rest"
 )
 
@@ -22,8 +21,8 @@ var ErrTooLarge = errors.New("api answer too large")
 
 // NewClient builds a read-only client for one site's cluster, from the
 // same remediations.kubernetes settings the remediators use.
-func NewClient(c remediate.KubeCluster) (kubeapi.Interface, error) {
-	rc, err := kube.RESTConfig(c)
+func NewClient(c kubeconfig.Cluster) (kubeapi.Interface, error) {
+	rc, err := c.RESTConfig()
 	if err != nil {
 		return nil, err
 	}

@@ -17,9 +17,11 @@
 // with a cap on items, a cap on each response's bytes, and caps on what is
 // kept and shown, so a huge or hostile API answer costs at most those.
 //
-// It is a monitor (monitor/): it sits beside the leader's executors
-// (executor/) and below the node runtime (watcher/). It reaches the
-// clusters as the repairs do, through the remediations' cluster list and
-// client (executor/remediate, its kube and kubeapi packages); like them it
-// never imports cluster.
+// It is a monitor (monitor/): it sits below the leader's executors
+// (executor/), which may read its findings (the OpenStack repairs build
+// its Neutron route-quota reader), and never imports one. It reaches the
+// clusters as the repairs do, through the leaves below both: the
+// remediations.kubernetes cluster list and its connection
+// (internal/kubeconfig) and the Kubernetes client (internal/kubeapi); like
+// the repairs it never imports cluster.
 package clusterhealth

@@ -5,8 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/drwatch/drwatch/executor/remediate"
-	"github.com/drwatch/drwatch/executor/remediate/kube"
+	"github.com/drwatch/drwatch/internal/kubeconfig"
 	"github.com/drwatch/drwatch/test/kubetest"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -39,5 +38,5 @@ func fixtures(t *testing.T) (kubernetes.Interface, *kubetest.Cluster) {
 }
 
 func restConfigOf(c *kubetest.Cluster) (*rest.Config, error) {
-	return kube.RESTConfig(remediate.KubeCluster{Kubeconfig: c.Kubeconfig})
+	return kubeconfig.Cluster{Kubeconfig: c.Kubeconfig}.RESTConfig()
 }

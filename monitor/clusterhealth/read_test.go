@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drwatch/drwatch/executor/remediate"
-	"github.com/drwatch/drwatch/executor/remediate/kubeapi"
+	"github.com/drwatch/drwatch/internal/kubeapi"
+	"github.com/drwatch/drwatch/internal/kubeconfig"
 	"github.com/drwatch/drwatch/test/kubetest"
 	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -168,7 +168,7 @@ func lease(t *testing.T, c kubernetes.Interface, name, holder string, renewed ti
 
 func readClient(t *testing.T, cluster *kubetest.Cluster) kubeapi.Interface {
 	t.Helper()
-	c, err := NewClient(remediate.KubeCluster{Kubeconfig: cluster.Kubeconfig})
+	c, err := NewClient(kubeconfig.Cluster{Kubeconfig: cluster.Kubeconfig})
 	if err != nil {
 		t.Fatalf("read-only client: %v", err)
 	}

@@ -40,18 +40,19 @@ const (
 // imports only the layers below it, so every import points down:
 //
 //   - internal/: the leaves every layer shares (field, dnsname,
-//     regularfile, openstackauth, kubeconfig); they import no package of
-//     the module outside internal/.
+//     regularfile, openstackauth, kubeconfig, kubeapi); they import no
+//     package of the module outside internal/.
 //   - failover/: the core, the pure decision state machine the Raft log
 //     drives; the standard library and two leaves, and no network client.
 //   - probes/, dnsprovider/, cluster/: the parts the core decides from, acts
 //     through and is replicated by; beside the core, they import neither it
 //     nor each other.
+//   - monitor/: the read-only monitors (cluster health); they reach the
+//     clusters through the leaves (internal/kubeconfig, internal/kubeapi)
+//     and never import an executor.
 //   - executor/: the leader's executors, which act on the world: the DNS
 //     reconciler, drill runs and their readiness checks, the repairs and
-//     their runner.
-//   - monitor/: the read-only monitors (cluster health), beside the
-//     executors.
+//     their runner; a repair may read a monitor's findings.
 //   - watcher/: the node runtime (reports, the leader's loops), which drives
 //     the core, the parts, the executors and the monitors.
 //   - cmd/: the shell, which builds a node from its config file and runs it.
@@ -59,8 +60,10 @@ const (
 //   - deploy/ and docs/ hold no Go.
 var rules = []struct{ pkgs, kind, deps string }{
 	// Leaves: nothing of the module above them. OpenStack credentials and kubeconfigs serve the
-	// probes and the repairs alike, so they belong to neither.
-	{"internal/...", never, "cluster/... cmd/... dnsprovider/... executor/... failover/... monitor/... probes/... test/... watcher"},
+	// probes and the repairs alike, so they belong to neither. Their tests may run against the
+	// real servers of test/ (internal/kubeapi's against a kube-apiserver); their code never
+	// imports test/ (the row of test helpers below).
+	{"internal/...", never, "cluster/... cmd/... dnsprovider/... executor/... failover/... monitor/... probes/... watcher"},
 	// Every reader of a file a config field names goes through it, so it depends on nothing.
 	{"internal/regularfile", only, ""},
 	{"internal/field", only, ""},
@@ -73,6 +76,12 @@ var rules = []struct{ pkgs, kind, deps string }{
 	{"probes/...", never, "executor/... failover/... monitor/... watcher cluster/... dnsprovider/..."},
 	{"dnsprovider/...", never, "executor/... failover/... monitor/... watcher cluster/... probes/..."},
 	{"cluster/...", never, "executor/... failover/... monitor/... watcher dnsprovider/... probes/..."},
+	// Monitors sit below the executors: a repair may read a monitor's findings (the OpenStack repairs
+	// build cluster health's Neutron route-quota reader: openstack.RouteQuotaReader returns a
+	// clusterhealth.RouteQuotaFunc), and a monitor never reaches an executor. It reaches its clusters
+	// as the repairs do, through the leaves below both: internal/kubeconfig's cluster list and
+	// connection (remediations.kubernetes) and internal/kubeapi's client.
+	{"monitor/...", never, "executor/..."},
 	// Executors and monitors are libraries the runtime drives: neither reaches up into it or the shell.
 	{"executor/... monitor/...", never, "watcher cmd/..."},
 	// The leader's loops act through the leadership interfaces the core declares, never the Raft plumbing,
@@ -83,16 +92,8 @@ var rules = []struct{ pkgs, kind, deps string }{
 	{"executor/drill", never, "cluster/..."},
 	// The repair extension point sits below every repair and imports none; the list of repairs
 	// (executor/remediate/all) sits above them all, and no repair imports it.
-	{"executor/remediate/repair", never, "executor/remediate/all executor/remediate/kube executor/remediate/openstack executor/remediate/octavia executor/remediate/debris monitor/clusterhealth"},
-	{"executor/remediate/... monitor/... -executor/remediate/all", neverInCode, "executor/remediate/all"},
-	// Executors and monitors sit side by side. One executor reaches a monitor: the OpenStack repairs
-	// build cluster health's Neutron route-quota reader (openstack.RouteQuotaReader returns a
-	// clusterhealth.RouteQuotaFunc), and the list of repairs holds them.
-	{"executor/... -executor/remediate/openstack -executor/remediate/all", never, "monitor/..."},
-	// A monitor reaches its clusters as the repairs do, through the remediations' cluster list and
-	// client (remediate.KubeCluster, kube.RESTConfig, kubeapi), and so depends on executor/remediate
-	// and what it imports; it never reaches the drills, the list of repairs or the cloud repairs.
-	{"monitor/...", never, "executor/drill executor/drillrun executor/remediate/all executor/remediate/debris executor/remediate/octavia executor/remediate/openstack"},
+	{"executor/remediate/repair", never, "executor/remediate/all executor/remediate/kube executor/remediate/openstack executor/remediate/octavia executor/remediate/debris"},
+	{"executor/remediate/... -executor/remediate/all", neverInCode, "executor/remediate/all"},
 	// The watcher's runtime (reports, the leader's loops) is a library the node wires; it may drive
 	// the core, the parts, the executors and the monitors, but never reaches into the shell.
 	{"watcher", never, "cmd/..."},
@@ -126,9 +127,9 @@ var outside = []struct{ pkgs, deps, why string }{
 	// client-go's typed clientset imports a client for every API group, and
 	// each imports the scheme whose init registers all of k8s.io/api; so
 	// does discovery. That is several MiB resident in every watcher, which
-	// calls a handful of resources through executor/remediate/kubeapi.
+	// calls a handful of resources through internal/kubeapi.
 	{"... -test/...", "k8s.io/client-go/kubernetes/... k8s.io/client-go/discovery/...",
-		"call the cluster through executor/remediate/kubeapi, which registers only the groups it uses"},
+		"call the cluster through internal/kubeapi, which registers only the groups it uses"},
 	// The core does no I/O, never logs and exports no metric: replicas
 	// must reach the same decision from the same log. The standard-library
 	// rule above already keeps these out; this row names them, so a

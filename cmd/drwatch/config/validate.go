@@ -7,6 +7,7 @@ import (
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/internal/dnsname"
 	"github.com/drwatch/drwatch/internal/field"
+	"github.com/drwatch/drwatch/internal/kubeconfig"
 	"github.com/drwatch/drwatch/internal/regularfile"
 	"github.com/drwatch/drwatch/probes"
 	"net/netip"
@@ -92,7 +93,7 @@ func (v *validator) remediations(c *Config) {
 	v.section("remediations", c.Remediations.Validate())
 	for _, site := range []struct {
 		path string
-		kc   remediate.KubeCluster
+		kc   kubeconfig.Cluster
 	}{{"remediations.kubernetes.primary", c.Remediations.Kubernetes.Primary}, {"remediations.kubernetes.backup", c.Remediations.Kubernetes.Backup}} {
 		v.fileField(site.path+".kubeconfig_file", site.kc.Kubeconfig, false)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/drwatch/drwatch/cmd/drwatch/config"
 	"github.com/drwatch/drwatch/executor/remediate"
+	"github.com/drwatch/drwatch/internal/kubeconfig"
 	"github.com/drwatch/drwatch/monitor/clusterhealth"
 	"github.com/drwatch/drwatch/test/openstacktest"
 )
@@ -102,8 +103,8 @@ func TestClusterHealthReadsTheConfiguredClustersOnly(t *testing.T) {
 		})
 	}
 	t.Run("a bad kubeconfig names its field", func(t *testing.T) {
-		c := &config.Config{Node: config.Node{ID: "a"}, Remediations: remediate.Config{Kubernetes: remediate.KubeSites{
-			Backup: remediate.KubeCluster{Kubeconfig: filepath.Join(dir, "missing.kubeconfig")}}}}
+		c := &config.Config{Node: config.Node{ID: "a"}, Remediations: remediate.Config{Kubernetes: kubeconfig.Sites{
+			Backup: kubeconfig.Cluster{Kubeconfig: filepath.Join(dir, "missing.kubeconfig")}}}}
 		if _, err := ClusterHealth(c, time.Now); err == nil || !strings.HasPrefix(err.Error(), "remediations.kubernetes.backup: ") {
 			t.Fatalf("got %v, want an error naming remediations.kubernetes.backup", err)
 		}

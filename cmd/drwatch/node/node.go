@@ -20,6 +20,7 @@ import (
 	"github.com/drwatch/drwatch/executor/remediate/openstack"
 	"github.com/drwatch/drwatch/executor/remediate/repair"
 	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/internal/kubeconfig"
 	"github.com/drwatch/drwatch/monitor/clusterhealth"
 	"github.com/drwatch/drwatch/probes"
 	"github.com/drwatch/drwatch/watcher"
@@ -399,7 +400,7 @@ func ClusterHealth(c *config.Config, now func() time.Time) (*clusterhealth.Monit
 	var targets []clusterhealth.Target
 	for _, site := range []struct {
 		name string
-		kc   remediate.KubeCluster
+		kc   kubeconfig.Cluster
 	}{{"primary", r.Kubernetes.Primary}, {"backup", r.Kubernetes.Backup}} {
 		t := clusterhealth.Target{Site: site.name}
 		if site.kc.Kubeconfig != "" {

@@ -7,9 +7,10 @@ import (
 
 	"github.com/drwatch/drwatch/executor/remediate"
 	"github.com/drwatch/drwatch/executor/remediate/kube"
-	"github.com/drwatch/drwatch/executor/remediate/kubeapi"
 	"github.com/drwatch/drwatch/executor/remediate/openstack"
 	"github.com/drwatch/drwatch/executor/remediate/repair"
+	"github.com/drwatch/drwatch/internal/kubeapi"
+	"github.com/drwatch/drwatch/internal/kubeconfig"
 )
 
 // Options are what the clients cannot be built from: the node's clock,
@@ -17,7 +18,7 @@ import (
 // (tests).
 type Options struct {
 	Env           repair.Env
-	NewKubeClient func(remediate.KubeCluster) (kubeapi.Interface, error)
+	NewKubeClient func(kubeconfig.Cluster) (kubeapi.Interface, error)
 }
 
 // Build builds the clients cfg names once (a Kubernetes client per site of
@@ -33,7 +34,7 @@ func Build(cfg remediate.Config, o Options) ([]remediate.Entry, error) {
 	clients := map[string]kubeapi.Interface{}
 	for _, s := range []struct {
 		site string
-		kc   remediate.KubeCluster
+		kc   kubeconfig.Cluster
 	}{{"primary", cfg.Kubernetes.Primary}, {"backup", cfg.Kubernetes.Backup}} {
 		if s.kc.Kubeconfig == "" {
 			continue

@@ -9,7 +9,8 @@ import (
 
 	"github.com/drwatch/drwatch/executor/remediate"
 	"github.com/drwatch/drwatch/executor/remediate/kube"
-	"github.com/drwatch/drwatch/executor/remediate/kubeapi"
+	"github.com/drwatch/drwatch/internal/kubeapi"
+	"github.com/drwatch/drwatch/internal/kubeconfig"
 	"github.com/drwatch/drwatch/test/kubetest"
 	"github.com/drwatch/drwatch/test/openstacktest"
 	"github.com/drwatch/drwatch/test/poll"
@@ -68,7 +69,7 @@ var (
 func kubeClient(t *testing.T, ctxName string) kubeapi.Interface {
 	t.Helper()
 	c := kubetest.Shared(t)
-	kc, err := kube.NewClient(remediate.KubeCluster{Kubeconfig: c.Kubeconfig, Context: ctxName})
+	kc, err := kube.NewClient(kubeconfig.Cluster{Kubeconfig: c.Kubeconfig, Context: ctxName})
 	if err != nil {
 		t.Fatal(err)
 	}

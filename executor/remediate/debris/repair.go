@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 
 	"github.com/drwatch/drwatch/executor/remediate"
-	"github.com/drwatch/drwatch/executor/remediate/kubeapi"
 	"github.com/drwatch/drwatch/executor/remediate/repair"
+	"github.com/drwatch/drwatch/internal/kubeapi"
 )
 
 // Repair declares cloud-debris for the list in executor/remediate/all. It

@@ -13,6 +13,7 @@ import (
 	"github.com/drwatch/drwatch/executor/remediate/all"
 	"github.com/drwatch/drwatch/executor/remediate/debris"
 	"github.com/drwatch/drwatch/executor/remediate/repair"
+	"github.com/drwatch/drwatch/internal/kubeconfig"
 	"github.com/drwatch/drwatch/test/kubetest"
 	"github.com/drwatch/drwatch/test/openstacktest"
 	corev1 "k8s.io/api/core/v1"
@@ -38,7 +39,7 @@ func TestPlanFromConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := remediate.Config{
-		Kubernetes: remediate.KubeSites{Primary: remediate.KubeCluster{Kubeconfig: kc.Kubeconfig}},
+		Kubernetes: kubeconfig.Sites{Primary: kubeconfig.Cluster{Kubeconfig: kc.Kubeconfig}},
 		CloudDebris: remediate.CloudDebrisConfig{Settings: remediate.Settings{Mode: remediate.ModeDryRun},
 			OpenStackAuth: remediate.OpenStackAuth{Cloud: "member", CloudsFile: s.CloudsFile}, ClusterName: "wired"},
 	}
@@ -81,7 +82,7 @@ func TestPlanFromConfig(t *testing.T) {
 		t.Fatalf("off: got %d entries, %v; want none", len(entries), err)
 	}
 	cfg.CloudDebris.Mode = remediate.ModeOn
-	cfg.Kubernetes = remediate.KubeSites{} // no kube client
+	cfg.Kubernetes = kubeconfig.Sites{} // no kube client
 	if _, err := all.Build(cfg, all.Options{Env: repair.Env{Log: discard}}); err == nil || !strings.Contains(err.Error(), "remediations.kubernetes.primary") {
 		t.Fatalf("no kube client: got %v, want an error naming remediations.kubernetes.primary", err)
 	}

@@ -4,21 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/drwatch/drwatch/executor/remediate"
-	"github.com/drwatch/drwatch/executor/remediate/kubeapi"
+	"github.com/drwatch/drwatch/internal/kubeapi"
 	"github.com/drwatch/drwatch/internal/kubeconfig"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // NewClient builds a client from a kubeconfig file and context.
-func NewClient(c remediate.KubeCluster) (kubeapi.Interface, error) {
-	rc, err := RESTConfig(c)
+func NewClient(c kubeconfig.Cluster) (kubeapi.Interface, error) {
+	rc, err := c.RESTConfig()
 	if err != nil {
 		return nil, err
 	}
@@ -27,22 +24,6 @@ func NewClient(c remediate.KubeCluster) (kubeapi.Interface, error) {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
 	return cs, nil
-}
-
-// RESTConfig is the connection NewClient uses, for a caller that must wrap
-// its transport (the read-only cluster health reader) while reaching the
-// cluster through the same remediations.kubernetes settings. Its errors
-// name the field, never the kubeconfig's path or content.
-func RESTConfig(c remediate.KubeCluster) (*rest.Config, error) {
-	if c.Kubeconfig == "" {
-		return nil, fmt.Errorf("kubeconfig_file is required")
-	}
-	rc, err := kubeconfig.RESTConfig("kubeconfig_file", c.Kubeconfig, &clientcmd.ConfigOverrides{CurrentContext: c.Context})
-	if err != nil {
-		return nil, err
-	}
-	rc.Timeout = 30 * time.Second
-	return rc, nil
 }
 
 // readyCondition returns the node's Ready condition, or nil.

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/executor/remediate"
-	"github.com/drwatch/drwatch/executor/remediate/kubeapi"
 	"github.com/drwatch/drwatch/executor/remediate/repair"
+	"github.com/drwatch/drwatch/internal/kubeapi"
 	corev1 "k8s.io/api/core/v1"
 )
 

@@ -11,8 +11,9 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/executor/remediate"
-	"github.com/drwatch/drwatch/executor/remediate/kubeapi"
 	"github.com/drwatch/drwatch/executor/remediate/remediatetest"
+	"github.com/drwatch/drwatch/internal/kubeapi"
+	"github.com/drwatch/drwatch/internal/kubeconfig"
 	"github.com/drwatch/drwatch/test/kubetest"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -52,7 +53,7 @@ func client(t *testing.T) kubernetes.Interface {
 func api(t *testing.T) kubeapi.Interface {
 	t.Helper()
 	cluster := kubetest.Shared(t)
-	apiOnce.Do(func() { apiClient, apiErr = NewClient(remediate.KubeCluster{Kubeconfig: cluster.Kubeconfig}) })
+	apiOnce.Do(func() { apiClient, apiErr = NewClient(kubeconfig.Cluster{Kubeconfig: cluster.Kubeconfig}) })
 	if apiErr != nil {
 		t.Fatalf("kube client: %v", apiErr)
 	}

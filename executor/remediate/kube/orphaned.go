@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/executor/remediate"
-	"github.com/drwatch/drwatch/executor/remediate/kubeapi"
+	"github.com/drwatch/drwatch/internal/kubeapi"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

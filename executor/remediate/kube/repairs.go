@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"github.com/drwatch/drwatch/executor/remediate"
-	"github.com/drwatch/drwatch/executor/remediate/kubeapi"
 	"github.com/drwatch/drwatch/executor/remediate/repair"
+	"github.com/drwatch/drwatch/internal/kubeapi"
 )
 
 // The repairs of this package, for the list in executor/remediate/all.

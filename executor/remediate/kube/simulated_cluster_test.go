@@ -9,8 +9,9 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/executor/remediate"
-	"github.com/drwatch/drwatch/executor/remediate/kubeapi"
 	"github.com/drwatch/drwatch/executor/remediate/remediatetest"
+	"github.com/drwatch/drwatch/internal/kubeapi"
+	"github.com/drwatch/drwatch/internal/kubeconfig"
 	"github.com/drwatch/drwatch/test/kubetest"
 	"github.com/drwatch/drwatch/test/poll"
 	appsv1 "k8s.io/api/apps/v1"
@@ -81,7 +82,7 @@ func TestRemediationsOnASimulatedCluster(t *testing.T) {
 	cluster.StartScheduler(t)
 	s := &simCluster{c: cluster.Clientset(t), kwok: cluster.StartKwok(t, kubetest.KwokOptions{LeaseDuration: simLease})}
 	var err error
-	if s.api, err = NewClient(remediate.KubeCluster{Kubeconfig: cluster.Kubeconfig}); err != nil {
+	if s.api, err = NewClient(kubeconfig.Cluster{Kubeconfig: cluster.Kubeconfig}); err != nil {
 		t.Fatalf("kube client: %v", err)
 	}
 	c := s.c

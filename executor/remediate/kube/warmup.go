@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/executor/remediate"
-	"github.com/drwatch/drwatch/executor/remediate/kubeapi"
 	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/internal/kubeapi"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

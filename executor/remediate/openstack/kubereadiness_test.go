@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drwatch/drwatch/executor/remediate"
 	"github.com/drwatch/drwatch/executor/remediate/kube"
-	"github.com/drwatch/drwatch/executor/remediate/kubeapi"
+	"github.com/drwatch/drwatch/internal/kubeapi"
+	"github.com/drwatch/drwatch/internal/kubeconfig"
 	"github.com/drwatch/drwatch/test/kubetest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,7 +18,7 @@ import (
 // (kubetest.Shared), started on first use.
 func realKube(t *testing.T) kubeapi.Interface {
 	t.Helper()
-	c, err := kube.NewClient(remediate.KubeCluster{Kubeconfig: kubetest.Shared(t).Kubeconfig})
+	c, err := kube.NewClient(kubeconfig.Cluster{Kubeconfig: kubetest.Shared(t).Kubeconfig})
 	if err != nil {
 		t.Fatalf("kube client: %v", err)
 	}

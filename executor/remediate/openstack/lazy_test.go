@@ -13,8 +13,9 @@ import (
 
 	"github.com/drwatch/drwatch/executor/remediate"
 	"github.com/drwatch/drwatch/executor/remediate/kube"
-	"github.com/drwatch/drwatch/executor/remediate/kubeapi"
 	"github.com/drwatch/drwatch/executor/remediate/repair"
+	"github.com/drwatch/drwatch/internal/kubeapi"
+	"github.com/drwatch/drwatch/internal/kubeconfig"
 	"github.com/drwatch/drwatch/test/openstacktest"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -121,7 +122,7 @@ func unreachableKube(t *testing.T) kubeapi.Interface {
 	if err := os.WriteFile(path, []byte(kc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, err := kube.NewClient(remediate.KubeCluster{Kubeconfig: path})
+	c, err := kube.NewClient(kubeconfig.Cluster{Kubeconfig: path})
 	if err != nil {
 		t.Fatal(err)
 	}

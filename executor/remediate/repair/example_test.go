@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"github.com/drwatch/drwatch/executor/remediate"
-	"github.com/drwatch/drwatch/executor/remediate/kubeapi"
 	"github.com/drwatch/drwatch/executor/remediate/repair"
+	"github.com/drwatch/drwatch/internal/kubeapi"
 )
 
 // staleLeases is the remediator of a made-up repair: it plans to delete

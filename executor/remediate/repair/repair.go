@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/executor/remediate"
-	"github.com/drwatch/drwatch/executor/remediate/kubeapi"
+	"github.com/drwatch/drwatch/internal/kubeapi"
 )
 
 // Client names a kind of client a repair is built with.

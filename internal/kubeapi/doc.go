@@ -1,5 +1,6 @@
-// Package kubeapi is the Kubernetes client of drwatch's remediations and
-// cluster health reader: client-go's REST client (its transport, TLS,
+// Package kubeapi is the Kubernetes client of drwatch's repairs
+// (executor/remediate/...) and of the cluster-health monitor
+// (monitor/clusterhealth): client-go's REST client (its transport, TLS,
 // authentication, QPS limits, timeouts and error types) under a scheme that
 // holds only the API groups drwatch calls (core/v1, apps/v1 with
 // autoscaling/v1 for the scale subresource, policy/v1, discovery/v1) and
@@ -20,5 +21,7 @@
 // test/importrules keeps k8s.io/client-go/kubernetes and its scheme out
 // of every package's code.
 //
-// Like every remediation package it never imports cluster.
+// It is a leaf (internal/): it imports no package of the module, so the
+// repairs and the monitor share it without either importing the other.
+// Its tests run against a real kube-apiserver (test/kubetest).
 package kubeapi
