@@ -121,6 +121,10 @@ func (e Env) CloudFor(site string) any {
 	return e.Cloud(site)
 }
 
+// ErrNoSection is the build error of a repair whose section the config
+// does not hold: a list and a config that do not match.
+var ErrNoSection = errors.New("no section in the config")
+
 // Assemble defaults and validates the config *cfg (a struct that embeds
 // remediate.Config and holds the sections of list's repairs, as
 // executor/remediate/all's Config does), then builds, in list order, every
@@ -143,6 +147,10 @@ func Assemble(cfg any, list []Repair, env Env) ([]remediate.Entry, error) {
 	var errs []error
 	for _, r := range list {
 		s := SectionOf(cfg, r)
+		if s == nil {
+			errs = append(errs, fmt.Errorf("%s: %w: %s.%s", r.Name, ErrNoSection, remediate.Section, r.Section))
+			continue
+		}
 		if !r.Settings(s).Mode.Enabled() {
 			continue
 		}
