@@ -143,23 +143,23 @@ Names: ` + strings.Join(all.Names(), ", ") + `.`,
 // section's own rules are checked and the files are not, so a plan can be
 // made from any copy of the file, even a partial one, on a machine where
 // the node's other files are absent.
-func loadRemediations(path string) (remediate.Config, error) {
+func loadRemediations(path string) (all.Config, error) {
 	if path == "" {
 		path = os.Getenv("DRWATCH_CONFIG")
 	}
 	if path == "" {
-		return remediate.Config{}, usageError{errors.New("--config is required: the remediations and their clusters come from a node's config file")}
+		return all.Config{}, usageError{errors.New("--config is required: the remediations and their clusters come from a node's config file")}
 	}
 	cfg, err := config.Load(path, config.Options{SkipFileChecks: true, Sections: []string{remediate.Section}})
 	if err != nil {
-		return remediate.Config{}, err
+		return all.Config{}, err
 	}
 	return cfg.Remediations, nil
 }
 
 // enable turns the named remediation on in dry-run, whatever its mode, and
 // every other one off.
-func enable(cfg remediate.Config, name string) (remediate.Config, error) {
+func enable(cfg all.Config, name string) (all.Config, error) {
 	cfg, ok := all.Only(cfg, name)
 	if !ok {
 		return cfg, usageError{fmt.Errorf("unknown remediation %q; known: %s", name, strings.Join(all.Names(), ", "))}

@@ -199,9 +199,9 @@ const (
 	BrakeMinAffected = 3
 )
 
-// validate checks a remediator's mode, caps and brake, by path relative to
+// Validate checks a remediator's mode, caps and brake, by path relative to
 // the remediator's section; zero caps and brake are the defaults.
-func (s Settings) validate() field.Errors {
+func (s Settings) Validate() field.Errors {
 	var errs field.Errors
 	if !s.Mode.Valid() {
 		errs.Add("mode", "%q must be off, dry-run or on", s.Mode)

@@ -376,26 +376,6 @@ func TestNewRunnerChecks(t *testing.T) {
 	}
 }
 
-func TestConfigValidate(t *testing.T) {
-	var c Config
-	if err := c.Defaulted().Validate(); err != nil {
-		t.Fatalf("zero config: %v", err)
-	}
-	d := c.Defaulted()
-	if d.DeadNodeOutOfService.Mode != ModeOff || d.DrainTrap.Site != "primary" || d.OrphanedPods.MaxPerPass != DefaultMaxPerPass {
-		t.Fatalf("got defaults %+v, want off, primary, default caps", d)
-	}
-	c.DrainTrap.Mode = "maybe"
-	c.DrainTrap.ClusterName = "my cluster"
-	c.BackupWarmup.Workloads = []Workload{{Kind: "DaemonSet", Name: "x"}}
-	err := c.Validate()
-	for _, want := range []string{"drain_trap.mode", "drain_trap.cloud_provider_cluster_name", "workloads[x].kind", "workloads[x]: namespace", "workloads[x].replicas"} {
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Fatalf("got %v, want a problem naming %s", err, want)
-		}
-	}
-}
-
 // gatherActions reads drwatch_remediation_actions_total from reg as
 // "remediation/result" -> value, and the number of series.
 func gatherActions(t *testing.T, reg *prometheus.Registry) (map[string]int, int) {
@@ -711,34 +691,6 @@ func gauge(t *testing.T, reg *prometheus.Registry, name, rem string) float64 {
 		}
 	}
 	return -1
-}
-
-func TestConfigValidateBrakeShare(t *testing.T) {
-	for _, tt := range []struct {
-		share float64
-		ok    bool
-	}{{0, true}, {0.3, true}, {1, true}, {-0.1, false}, {1.5, false}} {
-		var c Config
-		c.OctaviaStuckLB.BrakeShare = tt.share
-		c.OpenStack.NeverReadyInstances.BrakeShare = tt.share
-		errs := c.Validate()
-		if tt.ok != (len(errs) == 0) {
-			t.Fatalf("brake_share %v: got %v, want ok=%v", tt.share, errs, tt.ok)
-		}
-		if !tt.ok {
-			for _, want := range []string{"octavia_stuck_lb.brake_share", "openstack.never_ready_instances.brake_share"} {
-				if !hasPath(errs, want) {
-					t.Fatalf("brake_share %v: got %v, want a problem at %s", tt.share, errs, want)
-				}
-				if shown := errs.Under("remediations").Error(); !strings.Contains(shown, "remediations."+want+": ") {
-					t.Fatalf("brake_share %v: got %q under remediations, want a problem naming remediations.%s", tt.share, shown, want)
-				}
-			}
-		}
-	}
-	if got := (Config{}).Defaulted().DeadNodeOutOfService.BrakeShare; got != DefaultBrakeShare {
-		t.Fatalf("got default brake share %v, want %v", got, DefaultBrakeShare)
-	}
 }
 
 // TestRunnerBrakeGaugeClearedWhenRunStops: a node that stops running passes

@@ -6,7 +6,7 @@ import (
 	"github.com/drwatch/drwatch/cluster"
 	"github.com/drwatch/drwatch/dnsprovider"
 	"github.com/drwatch/drwatch/executor/reconcile"
-	"github.com/drwatch/drwatch/executor/remediate"
+	"github.com/drwatch/drwatch/executor/remediate/all"
 	"github.com/drwatch/drwatch/executor/remediate/hooks"
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/internal/regularfile"
@@ -27,7 +27,7 @@ type Config struct {
 	Sites  Sites               `yaml:"sites" doc:"The probes of the primary and the backup site."`
 	DNS    DNS                 `yaml:"dns" doc:"The records drwatch flips and the authoritative DNS that serves them."`
 	// Remediations are the leader's repairs; each is off unless enabled.
-	Remediations remediate.Config `yaml:"remediations" doc:"Repairs the leader runs in its reconciliation loop; each is off (or dry-run) until enabled."`
+	Remediations all.Config `yaml:"remediations" doc:"Repairs the leader runs in its reconciliation loop; each is off (or dry-run) until enabled."`
 	// Hooks run around a flip.
 	Hooks hooks.Config `yaml:"hooks" doc:"Commands or signed webhooks run before and after a flip."`
 	// ClusterHealth tunes the read-only Cluster health section; the clusters

@@ -11,6 +11,8 @@ import (
 
 	"github.com/drwatch/drwatch/cmd/drwatch/config"
 	"github.com/drwatch/drwatch/executor/remediate"
+	"github.com/drwatch/drwatch/executor/remediate/all"
+	"github.com/drwatch/drwatch/executor/remediate/openstack"
 	"github.com/drwatch/drwatch/internal/kubeconfig"
 	"github.com/drwatch/drwatch/monitor/clusterhealth"
 	"github.com/drwatch/drwatch/test/openstacktest"
@@ -60,18 +62,18 @@ func TestClusterHealthReadsTheConfiguredClustersOnly(t *testing.T) {
 
 	for _, tt := range []struct {
 		name        string
-		os          remediate.OpenStackClusterConfig
+		os          openstack.OpenStackClusterConfig
 		wantUnknown [2]string // primary, backup; "" means a quota source
 	}{
-		{"no openstack", remediate.OpenStackClusterConfig{},
+		{"no openstack", openstack.OpenStackClusterConfig{},
 			[2]string{"unknown: remediations.openstack is not configured", "unknown: remediations.openstack is not configured"}},
-		{"no router", remediate.OpenStackClusterConfig{OpenStackAuth: auth, Site: "backup"},
+		{"no router", openstack.OpenStackClusterConfig{OpenStackAuth: auth, Site: "backup"},
 			[2]string{"unknown: remediations.openstack is for the backup site", "unknown: remediations.openstack.router_id is not set"}},
-		{"backup router", remediate.OpenStackClusterConfig{OpenStackAuth: auth, Site: "backup", RouterID: router},
+		{"backup router", openstack.OpenStackClusterConfig{OpenStackAuth: auth, Site: "backup", RouterID: router},
 			[2]string{"unknown: remediations.openstack is for the backup site", ""}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &config.Config{Node: config.Node{ID: "a"}, Remediations: remediate.Config{OpenStack: tt.os}}
+			c := &config.Config{Node: config.Node{ID: "a"}, Remediations: all.Config{OpenStack: tt.os}}
 			m, err := ClusterHealth(c, time.Now)
 			if err != nil {
 				t.Fatal(err)
@@ -91,7 +93,7 @@ func TestClusterHealthReadsTheConfiguredClustersOnly(t *testing.T) {
 				}
 			}
 			if tt.wantUnknown[1] == "" {
-				if want := (&clusterhealth.Routes{RouterID: router, Used: 2, Limit: remediate.DefaultRouteLimit}); sites[1].Routes == nil || *sites[1].Routes != *want {
+				if want := (&clusterhealth.Routes{RouterID: router, Used: 2, Limit: openstack.DefaultRouteLimit}); sites[1].Routes == nil || *sites[1].Routes != *want {
 					t.Errorf("backup: got routes %+v, want %+v", sites[1].Routes, want)
 				}
 			}
@@ -103,8 +105,8 @@ func TestClusterHealthReadsTheConfiguredClustersOnly(t *testing.T) {
 		})
 	}
 	t.Run("a bad kubeconfig names its field", func(t *testing.T) {
-		c := &config.Config{Node: config.Node{ID: "a"}, Remediations: remediate.Config{Kubernetes: kubeconfig.Sites{
-			Backup: kubeconfig.Cluster{Kubeconfig: filepath.Join(dir, "missing.kubeconfig")}}}}
+		c := &config.Config{Node: config.Node{ID: "a"}, Remediations: all.Config{Config: remediate.Config{Kubernetes: kubeconfig.Sites{
+			Backup: kubeconfig.Cluster{Kubeconfig: filepath.Join(dir, "missing.kubeconfig")}}}}}
 		if _, err := ClusterHealth(c, time.Now); err == nil || !strings.HasPrefix(err.Error(), "remediations.kubernetes.backup: ") {
 			t.Fatalf("got %v, want an error naming remediations.kubernetes.backup", err)
 		}

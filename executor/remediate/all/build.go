@@ -23,9 +23,10 @@ type Options struct {
 
 // Build builds the clients cfg names once (a Kubernetes client per site of
 // remediations.kubernetes, the cloud of remediations.openstack), then
-// every repair cfg enables, in the order of Repairs. Nothing is
-// contacted: clients connect on first use.
-func Build(cfg remediate.Config, o Options) ([]remediate.Entry, error) {
+// every repair cfg enables, in the order of Repairs, each from its own
+// section of cfg (defaulted and validated). Nothing is contacted:
+// clients connect on first use.
+func Build(cfg Config, o Options) ([]remediate.Entry, error) {
 	env := o.Env
 	newClient := o.NewKubeClient
 	if newClient == nil {
@@ -47,7 +48,7 @@ func Build(cfg remediate.Config, o Options) ([]remediate.Entry, error) {
 	}
 	env.Kube = func(site string) kubeapi.Interface { return clients[site] }
 	env.Cloud = openstack.NewCloud(cfg.OpenStack).For
-	return repair.Assemble(cfg, Repairs, env)
+	return repair.Assemble(&cfg, Repairs, env)
 }
 
 // Names are the names of every repair, sorted.
@@ -62,12 +63,12 @@ func Names() []string {
 
 // Only returns cfg with the named repair in dry-run, whatever its mode,
 // and every other one off; ok is false for an unknown name.
-func Only(cfg remediate.Config, name string) (remediate.Config, bool) {
+func Only(cfg Config, name string) (Config, bool) {
 	if !slices.ContainsFunc(Repairs, func(r repair.Repair) bool { return r.Name == name }) {
 		return cfg, false
 	}
 	for _, r := range Repairs {
-		s := r.Settings(&cfg)
+		s := r.Settings(repair.SectionOf(&cfg, r))
 		if r.Name == name {
 			s.Mode = remediate.ModeDryRun
 		} else {

@@ -67,7 +67,7 @@ func (e *StuckError) Unwrap() error { return remediate.ErrNeedsAdmin }
 // Debris is the cloud-debris remediator. Plan and Apply are not safe for
 // concurrent use (the Runner calls them one at a time).
 type Debris struct {
-	cfg  remediate.CloudDebrisConfig
+	cfg  CloudDebrisConfig
 	kube kubeapi.Interface
 	log  *slog.Logger
 	now  func() time.Time
@@ -93,7 +93,7 @@ func WithReclaimFile(path string) Option { return func(d *Debris) { d.reclaimPat
 // New returns the remediator for cfg. kube is the cluster whose Services
 // and PersistentVolumes are checked; it may be nil only when cfg says the
 // cluster is decommissioned.
-func New(cfg remediate.CloudDebrisConfig, kube kubeapi.Interface, logger *slog.Logger, opts ...Option) (*Debris, error) {
+func New(cfg CloudDebrisConfig, kube kubeapi.Interface, logger *slog.Logger, opts ...Option) (*Debris, error) {
 	if cfg.ClusterName == "" {
 		return nil, errors.New("cloud-debris: cluster_name is required")
 	}
@@ -102,13 +102,13 @@ func New(cfg remediate.CloudDebrisConfig, kube kubeapi.Interface, logger *slog.L
 	}
 	if !cfg.Decommissioned {
 		for _, f := range []struct{ path, v string }{{"cluster_name", cfg.ClusterName}, {"csi_cluster", cfg.CSICluster}} {
-			if f.v == remediate.DefaultCloudProviderCluster {
+			if f.v == DefaultCloudProviderCluster {
 				return nil, fmt.Errorf("cloud-debris: %s %q: %w", f.path, f.v, ErrDefaultCluster)
 			}
 		}
 	}
 	if cfg.DeleteTimeout <= 0 {
-		cfg.DeleteTimeout = remediate.DefaultDebrisDeleteTimeout
+		cfg.DeleteTimeout = DefaultDeleteTimeout
 	}
 	if (cfg.Cloud == "") == (cfg.AuthURL == "") {
 		return nil, errors.New("cloud-debris: set exactly one of cloud and auth_url")

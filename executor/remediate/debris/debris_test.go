@@ -121,7 +121,7 @@ func TestDeletesOnlyTheClustersOrphans(t *testing.T) {
 
 	// Decommissioned: the Service and PV no longer matter, the naming and
 	// metadata still do.
-	dec := remediator(t, s, nil, "k", func(c *remediate.CloudDebrisConfig) { c.Decommissioned = true })
+	dec := remediator(t, s, nil, "k", func(c *CloudDebrisConfig) { c.Decommissioned = true })
 	acts, err := dec.Plan(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -170,7 +170,7 @@ func TestStuckVolumeIsReportedNotRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := remediator(t, s, kc, "stuck", func(c *remediate.CloudDebrisConfig) { c.DeleteTimeout = 3 * time.Second })
+	r := remediator(t, s, kc, "stuck", func(c *CloudDebrisConfig) { c.DeleteTimeout = 3 * time.Second })
 	sawPVAskDeletion(t, r, "pvc-stuck", id)
 	if err := s.SetVolumeStatus(ctx, id, "deleting", time.Time{}); err != nil {
 		t.Fatal(err)
@@ -259,7 +259,7 @@ func TestAdminCredentialsStayInTheProject(t *testing.T) {
 	kc := kubeClient(t, "")
 	ctx := ctxT(t)
 	var mine []string
-	r := remediator(t, s, kc, "adm", func(c *remediate.CloudDebrisConfig) {
+	r := remediator(t, s, kc, "adm", func(c *CloudDebrisConfig) {
 		c.OpenStackAuth.Cloud = "admin"
 		c.ProjectID = s.Member.ProjectID
 	})

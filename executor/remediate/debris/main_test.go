@@ -39,7 +39,7 @@ func osStack(t *testing.T) *openstacktest.Stack {
 	t.Helper()
 	s := openstacktest.SharedWith(t, openstacktest.Options{Neutron: true, Cinder: true})
 	volumeQuota.Do(func() {
-		d := remediator(t, s, nil, "quota", func(cfg *remediate.CloudDebrisConfig) {
+		d := remediator(t, s, nil, "quota", func(cfg *CloudDebrisConfig) {
 			cfg.Decommissioned = true
 			cfg.OpenStackAuth.Cloud = "admin"
 		})
@@ -78,9 +78,9 @@ func kubeClient(t *testing.T, ctxName string) kubeapi.Interface {
 
 // remediator is cloud-debris for cluster (CSI cluster the same) in the
 // member project, with the member's credentials.
-func remediator(t *testing.T, s *openstacktest.Stack, kc kubeapi.Interface, cluster string, tune func(*remediate.CloudDebrisConfig), opts ...Option) *Debris {
+func remediator(t *testing.T, s *openstacktest.Stack, kc kubeapi.Interface, cluster string, tune func(*CloudDebrisConfig), opts ...Option) *Debris {
 	t.Helper()
-	cfg := remediate.CloudDebrisConfig{
+	cfg := CloudDebrisConfig{
 		OpenStackAuth: remediate.OpenStackAuth{Cloud: "member", CloudsFile: s.CloudsFile},
 		ClusterName:   cluster,
 		DeleteTimeout: 2 * time.Minute,
@@ -210,7 +210,7 @@ func markLB(t *testing.T, s *openstacktest.Stack, c openstacktest.Credentials, i
 	if c == s.Admin {
 		cloud = "admin"
 	}
-	d := remediator(t, s, nil, "marks", func(cfg *remediate.CloudDebrisConfig) {
+	d := remediator(t, s, nil, "marks", func(cfg *CloudDebrisConfig) {
 		cfg.Decommissioned = true
 		cfg.OpenStackAuth.Cloud = cloud
 	})

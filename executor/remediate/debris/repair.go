@@ -15,11 +15,9 @@ import (
 // decommissioned. With a data directory it keeps what it saw of the PVs'
 // reclaim policies there: after a restart it still knows which volumes
 // Kubernetes asked to delete.
-var Repair = repair.Repair{Name: Name, Section: "cloud_debris",
-	Needs:    []repair.Client{repair.OpenStack, repair.Kubernetes},
-	Settings: func(c *remediate.Config) *remediate.Settings { return &c.CloudDebris.Settings },
-	Build: func(env repair.Env, cfg remediate.Config) (remediate.Entry, error) {
-		dc := cfg.CloudDebris
+var Repair = repair.For(Name, "cloud_debris", []repair.Client{repair.OpenStack, repair.Kubernetes},
+	func(c *CloudDebrisConfig) *remediate.Settings { return &c.Settings },
+	func(env repair.Env, _ remediate.Config, dc CloudDebrisConfig) (remediate.Entry, error) {
 		var kc kubeapi.Interface
 		if !dc.Decommissioned && env.Kube != nil {
 			// Nothing is asked of a decommissioned cluster's API.
@@ -34,4 +32,4 @@ var Repair = repair.Repair{Name: Name, Section: "cloud_debris",
 			return remediate.Entry{}, fmt.Errorf("remediations.cloud_debris: %w", err)
 		}
 		return remediate.Entry{Remediator: d, Settings: dc.Settings}, nil
-	}}
+	})

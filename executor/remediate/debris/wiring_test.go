@@ -38,9 +38,9 @@ func TestPlanFromConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := remediate.Config{
-		Kubernetes: kubeconfig.Sites{Primary: kubeconfig.Cluster{Kubeconfig: kc.Kubeconfig}},
-		CloudDebris: remediate.CloudDebrisConfig{Settings: remediate.Settings{Mode: remediate.ModeDryRun},
+	cfg := all.Config{
+		Config: remediate.Config{Kubernetes: kubeconfig.Sites{Primary: kubeconfig.Cluster{Kubeconfig: kc.Kubeconfig}}},
+		CloudDebris: debris.CloudDebrisConfig{Settings: remediate.Settings{Mode: remediate.ModeDryRun},
 			OpenStackAuth: remediate.OpenStackAuth{Cloud: "member", CloudsFile: s.CloudsFile}, ClusterName: "wired"},
 	}
 	// The node hands cloud-debris its reclaim record's file: a plan records

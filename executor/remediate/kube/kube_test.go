@@ -27,10 +27,20 @@ func (c Clients) site(s string) kubeapi.Interface {
 	return c.Primary
 }
 
+// config is the part of the remediations config this package's repairs
+// read, held as executor/remediate/all's Config holds it.
+type config struct {
+	remediate.Config     `yaml:",inline"`
+	DeadNodeOutOfService DeadNodeConfig     `yaml:"dead_node_out_of_service"`
+	DrainTrap            DrainTrapConfig    `yaml:"drain_trap"`
+	OrphanedPods         OrphanedPodsConfig `yaml:"orphaned_pods"`
+	BackupWarmup         BackupWarmupConfig `yaml:"backup_warmup"`
+}
+
 // entries builds this package's repairs through the one assembly loop, as
 // the node does, with cloud (nil: none) as every site's cloud.
-func entries(cfg remediate.Config, clients Clients, cloud any, now func() time.Time) ([]remediate.Entry, error) {
-	return repair.Assemble(cfg, []repair.Repair{DeadNodeRepair, DrainTrapRepair, OrphanedPodsRepair, BackupWarmupRepair}, repair.Env{
+func entries(cfg config, clients Clients, cloud any, now func() time.Time) ([]remediate.Entry, error) {
+	return repair.Assemble(&cfg, []repair.Repair{DeadNodeRepair, DrainTrapRepair, OrphanedPodsRepair, BackupWarmupRepair}, repair.Env{
 		Kube:  clients.site,
 		Cloud: func(string) any { return cloud },
 		Now:   now,
@@ -40,23 +50,23 @@ func entries(cfg remediate.Config, clients Clients, cloud any, now func() time.T
 func TestEntries(t *testing.T) {
 	var cs kubeapi.Interface = new(kubeapi.Client) // never called
 	dry := remediate.Settings{Mode: remediate.ModeDryRun}
-	all := remediate.Config{}
+	all := config{}
 	all.DeadNodeOutOfService.Settings = dry
 	all.DrainTrap.Settings = dry
 	all.OrphanedPods.Settings = dry
 	all.BackupWarmup.Settings = dry
 	tests := []struct {
 		name      string
-		cfg       remediate.Config
+		cfg       config
 		clients   Clients
 		wantNames []string
 		wantErr   string
 	}{
-		{"all off by default", remediate.Config{}, Clients{}, nil, ""},
+		{"all off by default", config{}, Clients{}, nil, ""},
 		{"all enabled", all, Clients{Primary: cs, Backup: cs},
 			[]string{DeadNodeName, DrainTrapName, OrphanedPodsName, BackupWarmupName}, ""},
 		{"missing backup client", all, Clients{Primary: cs}, nil, "backup-warmup needs the backup site's kubernetes client"},
-		{"bad mode", remediate.Config{DrainTrap: remediate.DrainTrapConfig{Settings: remediate.Settings{Mode: "yes"}}}, Clients{}, nil, "drain_trap.mode"},
+		{"bad mode", config{DrainTrap: DrainTrapConfig{Settings: remediate.Settings{Mode: "yes"}}}, Clients{}, nil, "drain_trap.mode"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -89,7 +99,7 @@ func TestEntries(t *testing.T) {
 func TestEntriesPassTheAlphaGate(t *testing.T) {
 	cs := Clients{Primary: new(kubeapi.Client)} // never called
 	for _, on := range []bool{false, true} {
-		cfg := remediate.Config{}
+		cfg := config{}
 		cfg.DeadNodeOutOfService.Settings = remediate.Settings{Mode: remediate.ModeDryRun}
 		cfg.DeadNodeOutOfService.AlphaGateOn = on
 		es, err := entries(cfg, cs, nil, nil)
@@ -117,7 +127,7 @@ func TestEntriesGiveOrphanedPodsTheirSiteCloud(t *testing.T) {
 	node(t, c, "w1", corev1.ConditionUnknown, time.Now().Add(-time.Hour), false)
 	ownedPod(t, c, ns, "db-0", "w1", "StatefulSet")
 	terminate(t, c, ns, "db-0", 30)
-	var cfg remediate.Config
+	var cfg config
 	cfg.OrphanedPods.Settings = remediate.Settings{Mode: remediate.ModeDryRun}
 	cfg.OrphanedPods.After = time.Second
 	later := func() time.Time { return time.Now().Add(time.Hour) }
@@ -139,7 +149,7 @@ func TestEntriesGiveOrphanedPodsTheirSiteCloud(t *testing.T) {
 func TestEntriesShareTheSiteDisruptionBudget(t *testing.T) {
 	var cs kubeapi.Interface = new(kubeapi.Client) // never called
 	dry := remediate.Settings{Mode: remediate.ModeDryRun}
-	var cfg remediate.Config
+	var cfg config
 	cfg.DeadNodeOutOfService.Settings = dry
 	cfg.DrainTrap.Settings = dry
 	cfg.OrphanedPods.Settings, cfg.OrphanedPods.Site = dry, "backup"

@@ -56,10 +56,10 @@ type NodeCloud interface {
 // WithReboot also cordons and reboots, through r, the nodes orphaned pods
 // were stuck on (opt-in), before force-deleting any of their pods; only
 // pods still Terminating wait after the reboot are force-deleted (wait <= 0
-// means remediate.DefaultOrphanRebootWait). It returns o.
+// means DefaultOrphanRebootWait). It returns o.
 func (o *OrphanedPods) WithReboot(r NodeRebooter, wait time.Duration) *OrphanedPods {
 	if wait <= 0 {
-		wait = remediate.DefaultOrphanRebootWait
+		wait = DefaultOrphanRebootWait
 	}
 	o.rebooter, o.wait = r, wait
 	return o
@@ -98,7 +98,7 @@ func NewOrphanedPods(client kubeapi.Interface, instances InstanceChecker, after 
 	if now == nil {
 		now = time.Now
 	}
-	o := &OrphanedPods{client: client, after: after, now: now, instances: instances, wait: remediate.DefaultOrphanRebootWait}
+	o := &OrphanedPods{client: client, after: after, now: now, instances: instances, wait: DefaultOrphanRebootWait}
 	if instances == nil {
 		o.instances, o.noCloud = UnknownInstances{}, true
 	}

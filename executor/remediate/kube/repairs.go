@@ -14,22 +14,14 @@ import (
 // without it dead-node never taints, orphaned-pods never force-deletes a
 // pod that may still run, and drain-trap moves nothing.
 var (
-	DeadNodeRepair = repair.Repair{Name: DeadNodeName, Section: "dead_node_out_of_service",
-		Needs:    []repair.Client{repair.Kubernetes, repair.OpenStack},
-		Settings: func(c *remediate.Config) *remediate.Settings { return &c.DeadNodeOutOfService.Settings },
-		Build:    buildDeadNode}
-	DrainTrapRepair = repair.Repair{Name: DrainTrapName, Section: "drain_trap",
-		Needs:    []repair.Client{repair.Kubernetes, repair.OpenStack},
-		Settings: func(c *remediate.Config) *remediate.Settings { return &c.DrainTrap.Settings },
-		Build:    buildDrainTrap}
-	OrphanedPodsRepair = repair.Repair{Name: OrphanedPodsName, Section: "orphaned_pods",
-		Needs:    []repair.Client{repair.Kubernetes, repair.OpenStack},
-		Settings: func(c *remediate.Config) *remediate.Settings { return &c.OrphanedPods.Settings },
-		Build:    buildOrphanedPods}
-	BackupWarmupRepair = repair.Repair{Name: BackupWarmupName, Section: "backup_warmup",
-		Needs:    []repair.Client{repair.Kubernetes},
-		Settings: func(c *remediate.Config) *remediate.Settings { return &c.BackupWarmup.Settings },
-		Build:    buildBackupWarmup}
+	DeadNodeRepair = repair.For(DeadNodeName, "dead_node_out_of_service", []repair.Client{repair.Kubernetes, repair.OpenStack},
+		func(c *DeadNodeConfig) *remediate.Settings { return &c.Settings }, buildDeadNode)
+	DrainTrapRepair = repair.For(DrainTrapName, "drain_trap", []repair.Client{repair.Kubernetes, repair.OpenStack},
+		func(c *DrainTrapConfig) *remediate.Settings { return &c.Settings }, buildDrainTrap)
+	OrphanedPodsRepair = repair.For(OrphanedPodsName, "orphaned_pods", []repair.Client{repair.Kubernetes, repair.OpenStack},
+		func(c *OrphanedPodsConfig) *remediate.Settings { return &c.Settings }, buildOrphanedPods)
+	BackupWarmupRepair = repair.For(BackupWarmupName, "backup_warmup", []repair.Client{repair.Kubernetes},
+		func(c *BackupWarmupConfig) *remediate.Settings { return &c.Settings }, buildBackupWarmup)
 )
 
 // entry wraps the remediator mk builds on site's client. A repair that
@@ -47,8 +39,7 @@ func entry(env repair.Env, cfg remediate.Config, name, site string, s remediate.
 	return e, nil
 }
 
-func buildDeadNode(env repair.Env, cfg remediate.Config) (remediate.Entry, error) {
-	dn := cfg.DeadNodeOutOfService
+func buildDeadNode(env repair.Env, cfg remediate.Config, dn DeadNodeConfig) (remediate.Entry, error) {
 	instances, _ := env.CloudFor(dn.Site).(InstanceChecker)
 	return entry(env, cfg, DeadNodeName, dn.Site, dn.Settings, true, func(c kubeapi.Interface) remediate.Remediator {
 		d := NewDeadNode(c, instances, dn.After, env.Now)
@@ -65,8 +56,7 @@ type poolSource interface {
 	Pools(cluster string) LoadBalancerPools
 }
 
-func buildDrainTrap(env repair.Env, cfg remediate.Config) (remediate.Entry, error) {
-	dt := cfg.DrainTrap
+func buildDrainTrap(env repair.Env, cfg remediate.Config, dt DrainTrapConfig) (remediate.Entry, error) {
 	var pools LoadBalancerPools
 	if src, ok := env.CloudFor(dt.Site).(poolSource); ok {
 		pools = src.Pools(dt.ClusterName)
@@ -74,8 +64,7 @@ func buildDrainTrap(env repair.Env, cfg remediate.Config) (remediate.Entry, erro
 	return entry(env, cfg, DrainTrapName, dt.Site, dt.Settings, false, func(c kubeapi.Interface) remediate.Remediator { return NewDrainTrap(c, pools) })
 }
 
-func buildOrphanedPods(env repair.Env, cfg remediate.Config) (remediate.Entry, error) {
-	op := cfg.OrphanedPods
+func buildOrphanedPods(env repair.Env, cfg remediate.Config, op OrphanedPodsConfig) (remediate.Entry, error) {
 	nodes, _ := env.CloudFor(op.Site).(NodeCloud)
 	if op.RebootNode && nodes == nil {
 		return remediate.Entry{}, fmt.Errorf("remediations.orphaned_pods.reboot_node needs remediations.openstack for the %s site (Nova reboots the node)", op.Site)
@@ -89,8 +78,7 @@ func buildOrphanedPods(env repair.Env, cfg remediate.Config) (remediate.Entry, e
 	})
 }
 
-func buildBackupWarmup(env repair.Env, cfg remediate.Config) (remediate.Entry, error) {
-	bw := cfg.BackupWarmup
+func buildBackupWarmup(env repair.Env, cfg remediate.Config, bw BackupWarmupConfig) (remediate.Entry, error) {
 	return entry(env, cfg, BackupWarmupName, "backup", bw.Settings, false, func(c kubeapi.Interface) remediate.Remediator {
 		return NewBackupWarmup(c, bw.Workloads, env.Decision).WithScaleDown(bw.ScaleDownAtFailback, env.Now)
 	})

@@ -25,7 +25,7 @@ const BackupWarmupName = "backup-warmup"
 // authoritative server and one TTL of its records has passed.
 type BackupWarmup struct {
 	client    kubeapi.Interface
-	workloads []remediate.Workload
+	workloads []Workload
 	decision  func() remediate.Decision
 	scaleDown bool
 	now       func() time.Time
@@ -39,7 +39,7 @@ var (
 // NewBackupWarmup returns the remediator. client is the BACKUP cluster's;
 // decision returns the current decision (the node reads it from its
 // replica: Desired().Gen and Desired().Active).
-func NewBackupWarmup(client kubeapi.Interface, workloads []remediate.Workload, decision func() remediate.Decision) *BackupWarmup {
+func NewBackupWarmup(client kubeapi.Interface, workloads []Workload, decision func() remediate.Decision) *BackupWarmup {
 	return &BackupWarmup{client: client, workloads: workloads, decision: decision, now: time.Now}
 }
 
@@ -58,7 +58,7 @@ func (b *BackupWarmup) WithScaleDown(on bool, now func() time.Time) *BackupWarmu
 }
 
 type scaleData struct {
-	w    remediate.Workload
+	w    Workload
 	down bool   // scale to IdleReplicas (after failback) instead of up to Replicas
 	gen  uint64 // the failback decision a scale-down was planned for
 }
@@ -72,12 +72,12 @@ func failbackSettled(d remediate.Decision, now time.Time) bool {
 	return d.Active != failover.Backup && d.Verified && !d.VerifiedAt.IsZero() && !now.Before(d.VerifiedAt.Add(d.TTL))
 }
 
-func target(w remediate.Workload) string {
+func target(w Workload) string {
 	return strings.ToLower(w.Kind) + "/" + w.Namespace + "/" + w.Name
 }
 
 // scale reads the workload's scale subresource.
-func (b *BackupWarmup) scale(ctx context.Context, w remediate.Workload) (*autoscalingv1.Scale, error) {
+func (b *BackupWarmup) scale(ctx context.Context, w Workload) (*autoscalingv1.Scale, error) {
 	switch w.Kind {
 	case "Deployment":
 		return b.client.AppsV1().Deployments(w.Namespace).GetScale(ctx, w.Name, metav1.GetOptions{})

@@ -27,7 +27,7 @@ func podTemplate(app string) (*metav1.LabelSelector, corev1.PodTemplateSpec) {
 	}
 }
 
-func replicas(t *testing.T, c kubernetes.Interface, w remediate.Workload) (spec, ready int32, rv string) {
+func replicas(t *testing.T, c kubernetes.Interface, w Workload) (spec, ready int32, rv string) {
 	t.Helper()
 	ctx := context.Background()
 	if w.Kind == "Deployment" {
@@ -59,14 +59,14 @@ func TestBackupWarmup(t *testing.T) {
 		Spec: appsv1.StatefulSetSpec{Replicas: &zero, Selector: sel, Template: tpl, ServiceName: "db"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	web := remediate.Workload{Kind: "Deployment", Namespace: ns, Name: "web", Replicas: 3}
-	db := remediate.Workload{Kind: "StatefulSet", Namespace: ns, Name: "db", Replicas: 2}
+	web := Workload{Kind: "Deployment", Namespace: ns, Name: "web", Replicas: 3}
+	db := Workload{Kind: "StatefulSet", Namespace: ns, Name: "db", Replicas: 2}
 	fc := remediatetest.NewLog()
 	decision := func() remediate.Decision {
 		d := fc.M.Desired()
 		return remediate.Decision{Gen: d.Gen, Active: d.Active}
 	}
-	r := NewBackupWarmup(api(t), []remediate.Workload{web, db}, decision)
+	r := NewBackupWarmup(api(t), []Workload{web, db}, decision)
 	rvs := func() map[string]string {
 		_, _, a := replicas(t, c, web)
 		_, _, b := replicas(t, c, db)
@@ -157,7 +157,7 @@ func TestBackupWarmup(t *testing.T) {
 		if err != nil || !ok {
 			t.Fatalf("got %v %q %v, want ready", ok, detail, err)
 		}
-		missing := NewBackupWarmup(api(t), []remediate.Workload{{Kind: "Deployment", Namespace: ns, Name: "nope", Replicas: 1}}, decision)
+		missing := NewBackupWarmup(api(t), []Workload{{Kind: "Deployment", Namespace: ns, Name: "nope", Replicas: 1}}, decision)
 		if ok, detail, err := missing.Ready(ctx); ok || err != nil || !strings.Contains(detail, "not found") {
 			t.Fatalf("missing workload: got %v %q %v, want not ready, not found", ok, detail, err)
 		}
@@ -170,7 +170,7 @@ func TestBackupWarmup(t *testing.T) {
 // failedBack starts a backup cluster whose web runs its 3 active replicas
 // (idle 1), and a log whose decision is a failback from the backup, not
 // yet written.
-func failedBack(t *testing.T) (kubernetes.Interface, remediate.Workload, *remediatetest.Log) {
+func failedBack(t *testing.T) (kubernetes.Interface, Workload, *remediatetest.Log) {
 	t.Helper()
 	c := client(t)
 	ns := namespace(t, c)
@@ -183,7 +183,7 @@ func failedBack(t *testing.T) (kubernetes.Interface, remediate.Workload, *remedi
 	fc := remediatetest.NewLog()
 	fc.FailoverToBackup(t) // records with a TTL of 60s
 	fc.Step(t, failover.Command{Payload: failover.Failback{Actor: "alice", Reason: "primary back", Force: true}})
-	return c, remediate.Workload{Kind: "Deployment", Namespace: ns, Name: "web", Replicas: 3, IdleReplicas: 1}, fc
+	return c, Workload{Kind: "Deployment", Namespace: ns, Name: "web", Replicas: 3, IdleReplicas: 1}, fc
 }
 
 // Opt-in scale-down after a failback: back to the idle replicas once per
@@ -200,7 +200,7 @@ func TestBackupWarmupScaleDownAtFailback(t *testing.T) {
 	verifiedAt := time.Now().Add(-time.Hour).Truncate(time.Second)
 	now := verifiedAt.Add(time.Hour) // long after: only verification holds it back
 	clock := func() time.Time { return now }
-	r := NewBackupWarmup(api(t), []remediate.Workload{web}, decision).WithScaleDown(true, clock)
+	r := NewBackupWarmup(api(t), []Workload{web}, decision).WithScaleDown(true, clock)
 	untouched := func(when string) {
 		t.Helper()
 		if got := remediatetest.Summary(remediatetest.Pass(t, fc, r, on)); len(got) != 0 {
@@ -211,7 +211,7 @@ func TestBackupWarmupScaleDownAtFailback(t *testing.T) {
 		}
 	}
 
-	if got := remediatetest.Summary(remediatetest.Pass(t, fc, NewBackupWarmup(api(t), []remediate.Workload{web}, decision), on)); len(got) != 0 {
+	if got := remediatetest.Summary(remediatetest.Pass(t, fc, NewBackupWarmup(api(t), []Workload{web}, decision), on)); len(got) != 0 {
 		t.Fatalf("without the option: got %q, want nothing", got)
 	}
 	untouched("failback written but not verified")
@@ -241,7 +241,7 @@ func TestBackupWarmupScaleDownRechecksTheDecision(t *testing.T) {
 	ctx := context.Background()
 	verifiedAt := time.Now().Truncate(time.Second)
 	fc.Step(t, failover.Command{Payload: failover.ActionResult{Gen: fc.M.Desired().Gen, Outcome: failover.OutcomeVerified, Actor: "a", VerifiedAt: verifiedAt.UnixNano()}})
-	r := NewBackupWarmup(api(t), []remediate.Workload{web}, func() remediate.Decision { return remediate.NewDecision(fc.M.Desired(), fc.M.History()) }).
+	r := NewBackupWarmup(api(t), []Workload{web}, func() remediate.Decision { return remediate.NewDecision(fc.M.Desired(), fc.M.History()) }).
 		WithScaleDown(true, func() time.Time { return verifiedAt.Add(time.Hour) })
 	actions, err := r.Plan(ctx)
 	if err != nil || len(actions) != 1 {

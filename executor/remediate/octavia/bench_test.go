@@ -21,7 +21,7 @@ func BenchmarkFailover(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r, err := New(remediate.OctaviaStuckLBConfig{
+	r, err := New(OctaviaStuckLBConfig{
 		OpenStackAuth:   remediate.OpenStackAuth{Cloud: "admin", CloudsFile: s.CloudsFile},
 		LoadBalancers:   []string{id},
 		FailoverTimeout: 2 * time.Minute,

@@ -63,7 +63,7 @@ func provisioning(t *testing.T, s *openstacktest.Stack, id string) string {
 // which owns the cluster's load balancers.
 func remediator(t *testing.T, s *openstacktest.Stack, cloud string, ids []string, opts ...Option) *StuckLB {
 	t.Helper()
-	cfg := remediate.OctaviaStuckLBConfig{
+	cfg := OctaviaStuckLBConfig{
 		OpenStackAuth:   remediate.OpenStackAuth{Cloud: cloud, CloudsFile: s.CloudsFile},
 		ProjectID:       s.Member.ProjectID,
 		LoadBalancers:   ids,

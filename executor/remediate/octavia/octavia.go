@@ -48,7 +48,7 @@ var ErrFailoverFailed = errors.New("failover did not bring the load balancer to 
 // StuckLB is the octavia-stuck-lb remediator. Plan and Apply are not safe
 // for concurrent use (the Runner calls them one at a time).
 type StuckLB struct {
-	cfg  remediate.OctaviaStuckLBConfig
+	cfg  OctaviaStuckLBConfig
 	log  *slog.Logger
 	now  func() time.Time
 	poll time.Duration
@@ -67,12 +67,12 @@ func WithPollInterval(d time.Duration) Option { return func(s *StuckLB) { s.poll
 // New returns the remediator for cfg. It applies cfg's defaults and checks
 // the credentials' shape; files are read at each Plan and Apply, so a
 // rotated credential is picked up without a restart.
-func New(cfg remediate.OctaviaStuckLBConfig, logger *slog.Logger, opts ...Option) (*StuckLB, error) {
+func New(cfg OctaviaStuckLBConfig, logger *slog.Logger, opts ...Option) (*StuckLB, error) {
 	if cfg.PendingTimeout <= 0 {
-		cfg.PendingTimeout = remediate.DefaultOctaviaPendingTimeout
+		cfg.PendingTimeout = DefaultPendingTimeout
 	}
 	if cfg.FailoverTimeout <= 0 {
-		cfg.FailoverTimeout = remediate.DefaultOctaviaFailoverTimeout
+		cfg.FailoverTimeout = DefaultFailoverTimeout
 	}
 	if (cfg.Cloud == "") == (cfg.AuthURL == "") {
 		return nil, errors.New("octavia-stuck-lb: set exactly one of cloud and auth_url")

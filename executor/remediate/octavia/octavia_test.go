@@ -331,7 +331,7 @@ func TestAppCredential(t *testing.T) {
 	if err := os.WriteFile(secretFile, []byte(s.MemberAppCredSecret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r, err := New(remediate.OctaviaStuckLBConfig{OpenStackAuth: remediate.OpenStackAuth{
+	r, err := New(OctaviaStuckLBConfig{OpenStackAuth: remediate.OpenStackAuth{
 		AuthURL: s.AuthURL, ApplicationCredentialIDFile: idFile, ApplicationCredentialSecretFile: secretFile, Region: s.Region}}, nil)
 	if err != nil {
 		t.Fatal(err)

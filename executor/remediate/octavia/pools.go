@@ -64,7 +64,7 @@ func NewPools(auth remediate.OpenStackAuth, cluster string) *Pools {
 func (p *Pools) PoolMembers(ctx context.Context, svc *corev1.Service) ([]kube.PoolMember, bool, error) {
 	// The same fresh Keystone session and load-balancer client as
 	// octavia-stuck-lb's, with the cluster project's credentials.
-	client, project, done, err := (&StuckLB{cfg: remediate.OctaviaStuckLBConfig{OpenStackAuth: p.auth}}).client(ctx)
+	client, project, done, err := (&StuckLB{cfg: OctaviaStuckLBConfig{OpenStackAuth: p.auth}}).client(ctx)
 	if err != nil {
 		return nil, false, err
 	}

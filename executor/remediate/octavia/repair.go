@@ -9,14 +9,12 @@ import (
 
 // Repair declares octavia-stuck-lb for the list in executor/remediate/all.
 // It reaches Octavia with the credentials of its own section.
-var Repair = repair.Repair{Name: Name, Section: "octavia_stuck_lb",
-	Needs:    []repair.Client{repair.OpenStack},
-	Settings: func(c *remediate.Config) *remediate.Settings { return &c.OctaviaStuckLB.Settings },
-	Build: func(env repair.Env, cfg remediate.Config) (remediate.Entry, error) {
-		o := cfg.OctaviaStuckLB
+var Repair = repair.For(Name, "octavia_stuck_lb", []repair.Client{repair.OpenStack},
+	func(c *OctaviaStuckLBConfig) *remediate.Settings { return &c.Settings },
+	func(env repair.Env, _ remediate.Config, o OctaviaStuckLBConfig) (remediate.Entry, error) {
 		lb, err := New(o, env.Log.With("remediation", Name))
 		if err != nil {
 			return remediate.Entry{}, fmt.Errorf("remediations.octavia_stuck_lb: %w", err)
 		}
 		return remediate.Entry{Remediator: lb, Settings: o.Settings}, nil
-	}}
+	})

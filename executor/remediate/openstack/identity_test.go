@@ -12,8 +12,8 @@ import (
 // identityConfig is a remediations config whose cluster instances are
 // named prefix* and, when key is set, carry key=value. Building its
 // entries touches no cloud: the tests hand Entries their own clients.
-func identityConfig(prefix, key, value string) remediate.Config {
-	var cfg remediate.Config
+func identityConfig(prefix, key, value string) config {
+	var cfg config
 	o := &cfg.OpenStack
 	o.AuthURL = "https://keystone.example:5000/v3"
 	o.ApplicationCredentialIDFile, o.ApplicationCredentialSecretFile = "/etc/drwatch/id", "/etc/drwatch/secret"
@@ -23,9 +23,9 @@ func identityConfig(prefix, key, value string) remediate.Config {
 }
 
 // onlyEntry builds cfg's entries and returns the one it must hold.
-func onlyEntry(t *testing.T, cfg remediate.Config, c *Clients, nodes NodeReader, now func() time.Time) remediate.Entry {
+func onlyEntry(t *testing.T, cfg config, c *Clients, nodes NodeReader, now func() time.Time) remediate.Entry {
 	t.Helper()
-	es, err := Entries(cfg, c, nodes, now)
+	es, err := entries(cfg, c, nodes, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,9 +37,9 @@ func onlyEntry(t *testing.T, cfg remediate.Config, c *Clients, nodes NodeReader,
 
 // refusesPrefixAlone checks that Entries refuses cfg (a repair on, the
 // cluster named by a prefix alone) and names the selector's field.
-func refusesPrefixAlone(t *testing.T, cfg remediate.Config, c *Clients, nodes NodeReader) {
+func refusesPrefixAlone(t *testing.T, cfg config, c *Clients, nodes NodeReader) {
 	t.Helper()
-	es, err := Entries(cfg, c, nodes, nil)
+	es, err := entries(cfg, c, nodes, nil)
 	if err == nil || !strings.Contains(err.Error(), "remediations.openstack.instance_metadata_key") {
 		t.Fatalf("mode on with instance_name_prefix alone: got %d entries and %v, want an error naming remediations.openstack.instance_metadata_key", len(es), err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/drwatch/drwatch/executor/remediate"
 	"github.com/drwatch/drwatch/executor/remediate/kube"
+	"github.com/drwatch/drwatch/internal/field"
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/services"
@@ -244,17 +245,21 @@ func (n *NovaInstances) RebootNode(ctx context.Context, node *corev1.Node) error
 
 var _ kube.NodeRebooter = (*NovaInstances)(nil)
 
-// Entries builds the remediators cfg.OpenStack enables (mode dry-run or
-// on), with their settings, for a remediate.Runner. clients must not be
+// Entries builds the remediators o enables (mode dry-run or on), with
+// their settings, for a remediate.Runner; cfg gives the site's node
+// disruption budget. clients must not be
 // nil when any is enabled; nodes (the cluster's Kubernetes nodes) feed
 // never-ready-instances' readiness and neutron-route-gc's pod CIDRs: nil
 // makes either fail to build when enabled; now may be nil.
-func Entries(cfg remediate.Config, clients *Clients, nodes NodeReader, now func() time.Time) ([]remediate.Entry, error) {
+func Entries(cfg remediate.Config, o OpenStackClusterConfig, clients *Clients, nodes NodeReader, now func() time.Time) ([]remediate.Entry, error) {
 	cfg = cfg.Defaulted()
-	if err := cfg.Validate().Under(remediate.Section).Err(); err != nil {
+	field.SetDefaults(&o)
+	o.DeriveDefaults()
+	errs := cfg.Validate()
+	errs.Append("openstack", o.Validate())
+	if err := errs.Under(remediate.Section).Err(); err != nil {
 		return nil, err
 	}
-	o := cfg.OpenStack
 	if !o.Enabled() {
 		return nil, nil
 	}

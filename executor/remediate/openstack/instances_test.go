@@ -329,7 +329,7 @@ func TestDeadNodeWithNova(t *testing.T) {
 
 func TestEntries(t *testing.T) {
 	c := &Clients{} // building touches no cloud
-	base := remediate.Config{}
+	base := config{}
 	base.OpenStack.AuthURL = "https://keystone.example:5000/v3"
 	base.OpenStack.ApplicationCredentialIDFile = "/etc/drwatch/id"
 	base.OpenStack.ApplicationCredentialSecretFile = "/etc/drwatch/secret"
@@ -340,7 +340,7 @@ func TestEntries(t *testing.T) {
 	base.OpenStack.SecurityGroups.RequiredGroup = "k-nodes"
 
 	t.Run("off builds nothing", func(t *testing.T) {
-		es, err := Entries(base, nil, nil, nil)
+		es, err := entries(base, nil, nil, nil)
 		if err != nil || len(es) != 0 {
 			t.Fatalf("got %d entries %v, want none", len(es), err)
 		}
@@ -350,7 +350,7 @@ func TestEntries(t *testing.T) {
 		cfg.OpenStack.NeutronRouteGC.Mode = remediate.ModeDryRun
 		cfg.OpenStack.SecurityGroups.Mode = remediate.ModeOn
 		cfg.OpenStack.NeverReadyInstances.Mode = remediate.ModeDryRun
-		es, err := Entries(cfg, c, struct {
+		es, err := entries(cfg, c, struct {
 			*fakeReadiness
 			*fakeNodes
 		}{&fakeReadiness{}, &fakeNodes{}}, nil)
@@ -362,13 +362,13 @@ func TestEntries(t *testing.T) {
 			names = append(names, e.Remediator.Name()+"/"+string(e.Settings.Mode))
 		}
 		check(t, "entries", names, []string{"neutron-route-gc/dry-run", "security-groups/on", "never-ready-instances/dry-run"})
-		if g := es[0].Remediator.(*RouteGC); g.limit != remediate.DefaultRouteLimit {
-			t.Fatalf("got route limit %d, want %d", g.limit, remediate.DefaultRouteLimit)
+		if g := es[0].Remediator.(*RouteGC); g.limit != DefaultRouteLimit {
+			t.Fatalf("got route limit %d, want %d", g.limit, DefaultRouteLimit)
 		}
 		if n := es[2].Remediator.(*NeverReady); n.after != 15*time.Minute || n.maxAge != time.Hour {
 			t.Fatalf("got active_for %s and max_age %s, want 15m and 1h", n.after, n.maxAge)
 		}
-		if _, err := Entries(cfg, c, nil, nil); err == nil {
+		if _, err := entries(cfg, c, nil, nil); err == nil {
 			t.Fatal("got no error without readiness, want one")
 		}
 	})
@@ -376,23 +376,23 @@ func TestEntries(t *testing.T) {
 		cfg := base
 		cfg.OpenStack.InstanceMetadataKey, cfg.OpenStack.InstanceMetadataValue = "", ""
 		cfg.OpenStack.SecurityGroups.Mode = remediate.ModeDryRun
-		if es, err := Entries(cfg, c, nil, nil); err != nil || len(es) != 1 {
+		if es, err := entries(cfg, c, nil, nil); err != nil || len(es) != 1 {
 			t.Fatalf("got %d entries %v, want security-groups in dry-run", len(es), err)
 		}
 	})
 	t.Run("route gc refuses to build without the nodes' pod CIDRs", func(t *testing.T) {
 		cfg := base
 		cfg.OpenStack.NeutronRouteGC.Mode = remediate.ModeDryRun
-		if _, err := Entries(cfg, c, nil, nil); err == nil || !strings.Contains(err.Error(), "remediations.openstack.neutron_route_gc") {
+		if _, err := entries(cfg, c, nil, nil); err == nil || !strings.Contains(err.Error(), "remediations.openstack.neutron_route_gc") {
 			t.Fatalf("got %v, want an error naming remediations.openstack.neutron_route_gc", err)
 		}
 	})
 	t.Run("validation names every field", func(t *testing.T) {
-		cfg := remediate.Config{}
+		cfg := config{}
 		cfg.OpenStack.NeutronRouteGC.Mode = remediate.ModeOn
 		cfg.OpenStack.SecurityGroups.Mode = "maybe"
 		cfg.OpenStack.PodCIDR = "198.19.0.1/16"
-		_, err := Entries(cfg, c, nil, nil)
+		_, err := entries(cfg, c, nil, nil)
 		if err == nil {
 			t.Fatal("got nil, want errors")
 		}

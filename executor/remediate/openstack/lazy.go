@@ -119,7 +119,7 @@ var (
 // RouteQuotaReader reads the router neutron-route-gc is configured with, when
 // remediations.openstack names one for site; otherwise it says why the
 // quota is unknown.
-func RouteQuotaReader(os remediate.OpenStackClusterConfig, site string) (clusterhealth.RouteQuotaFunc, string) {
+func RouteQuotaReader(os OpenStackClusterConfig, site string) (clusterhealth.RouteQuotaFunc, string) {
 	switch {
 	case os.AuthURL == "" && os.Cloud == "":
 		return nil, "unknown: remediations.openstack is not configured"

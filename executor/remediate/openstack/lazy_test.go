@@ -23,7 +23,7 @@ import (
 // The OpenStack repairs are built without touching the cloud: a node must
 // start while the primary's Keystone is down.
 func TestCloudRemediatorsStartWithoutTheCloud(t *testing.T) {
-	cfg := remediate.Config{}.Defaulted() // the example configs enable no remediation
+	cfg := config{}.Defaulted() // the example configs enable no remediation
 	dir := t.TempDir()
 	for _, f := range []string{"id", "secret"} {
 		if err := os.WriteFile(filepath.Join(dir, f), []byte("x\n"), 0o600); err != nil {
@@ -75,6 +75,28 @@ func TestCloudRemediatorsStartWithoutTheCloud(t *testing.T) {
 	}
 }
 
+// config is the part of the remediations config the OpenStack side reads,
+// held as executor/remediate/all's Config holds it: this package's
+// section, and the sections of the repairs its cloud serves.
+type config struct {
+	remediate.Config     `yaml:",inline"`
+	DeadNodeOutOfService kube.DeadNodeConfig     `yaml:"dead_node_out_of_service"`
+	DrainTrap            kube.DrainTrapConfig    `yaml:"drain_trap"`
+	OrphanedPods         kube.OrphanedPodsConfig `yaml:"orphaned_pods"`
+	OpenStack            OpenStackClusterConfig  `yaml:"openstack"`
+}
+
+// Defaulted returns c with its defaults, as the node's config has them.
+func (c config) Defaulted() config {
+	repair.Defaults(&c)
+	return c
+}
+
+// entries builds the repairs of cfg's openstack section with Entries.
+func entries(cfg config, clients *Clients, nodes NodeReader, now func() time.Time) ([]remediate.Entry, error) {
+	return Entries(cfg.Config, cfg.OpenStack, clients, nodes, now)
+}
+
 // kubeSites are the Kubernetes clients of both sites; either may be nil.
 type kubeSites struct{ Primary, Backup kubeapi.Interface }
 
@@ -91,7 +113,7 @@ type cloudBuild struct {
 // cloudRemediators builds the OpenStack side as the node does (one cloud,
 // this package's repairs through the one assembly loop), with clients as
 // the sites' Kubernetes clients.
-func cloudRemediators(cfg remediate.Config, clients kubeSites, log *slog.Logger, now func() time.Time) (cloudBuild, error) {
+func cloudRemediators(cfg config, clients kubeSites, log *slog.Logger, now func() time.Time) (cloudBuild, error) {
 	cloud := NewCloud(cfg.OpenStack)
 	env := repair.Env{Cloud: cloud.For, Log: log, Now: now, Kube: func(site string) kubeapi.Interface {
 		if site == "backup" {
@@ -99,7 +121,7 @@ func cloudRemediators(cfg remediate.Config, clients kubeSites, log *slog.Logger,
 		}
 		return clients.Primary
 	}}
-	es, err := repair.Assemble(cfg, []repair.Repair{RouteGCRepair, SecurityGroupsRepair, NeverReadyRepair}, env)
+	es, err := repair.Assemble(&cfg, []repair.Repair{RouteGCRepair, SecurityGroupsRepair, NeverReadyRepair}, env)
 	if err != nil {
 		return cloudBuild{}, err
 	}
@@ -134,7 +156,7 @@ func unreachableKube(t *testing.T) kubeapi.Interface {
 // never-ready-instances and neutron-route-gc need.
 func TestCloudRemediatorsEachBuildsBesideTheOthers(t *testing.T) {
 	s := openstacktest.SharedWith(t, stackOptions) // real Keystone, Neutron and Nova
-	cfg := remediate.Config{}.Defaulted()          // the example configs enable no remediation
+	cfg := config{}.Defaulted()                    // the example configs enable no remediation
 	dir := t.TempDir()
 	for f, v := range map[string]string{"id": s.MemberAppCredID, "secret": s.MemberAppCredSecret} {
 		if err := os.WriteFile(filepath.Join(dir, f), []byte(v+"\n"), 0o600); err != nil {
@@ -217,7 +239,7 @@ func TestLazyRemediatorKeepsCensusAndDisruptions(t *testing.T) {
 // never-ready-instances shares its site's node disruption budget; the
 // repairs that disrupt no node (route GC, security groups) have none.
 func TestCloudRemediatorsPutNeverReadyInItsSiteBudget(t *testing.T) {
-	cfg := remediate.Config{}.Defaulted()
+	cfg := config{}.Defaulted()
 	dir := t.TempDir()
 	for _, f := range []string{"id", "secret"} {
 		if err := os.WriteFile(filepath.Join(dir, f), []byte("x\n"), 0o600); err != nil {

@@ -27,7 +27,7 @@ type Cloud struct {
 
 // NewCloud returns o's cloud, or nil when o names none (neither cloud nor
 // auth_url).
-func NewCloud(o remediate.OpenStackClusterConfig) *Cloud {
+func NewCloud(o OpenStackClusterConfig) *Cloud {
 	if o.AuthURL == "" && o.Cloud == "" {
 		return nil
 	}
@@ -97,29 +97,28 @@ var (
 	NeverReadyRepair     = cloudRepair(NeverReadyName, "never_ready_instances", neverReadySettings, true)
 )
 
-func routeGCSettings(c *remediate.Config) *remediate.Settings {
-	return &c.OpenStack.NeutronRouteGC.Settings
+func routeGCSettings(c *OpenStackClusterConfig) *remediate.Settings {
+	return &c.NeutronRouteGC.Settings
 }
 
-func securityGroupsSettings(c *remediate.Config) *remediate.Settings {
-	return &c.OpenStack.SecurityGroups.Settings
+func securityGroupsSettings(c *OpenStackClusterConfig) *remediate.Settings {
+	return &c.SecurityGroups.Settings
 }
 
-func neverReadySettings(c *remediate.Config) *remediate.Settings {
-	return &c.OpenStack.NeverReadyInstances.Settings
+func neverReadySettings(c *OpenStackClusterConfig) *remediate.Settings {
+	return &c.NeverReadyInstances.Settings
 }
 
 // cloudRepair declares the named repair, whose section is field under
 // remediations.openstack. Build makes its entry now and its remediator on
 // first use: a node must start while the primary's Keystone is down.
 // readsNodes says it needs the site's Kubernetes nodes.
-func cloudRepair(name, field string, settings func(*remediate.Config) *remediate.Settings, readsNodes bool) repair.Repair {
+func cloudRepair(name, field string, settings func(*OpenStackClusterConfig) *remediate.Settings, readsNodes bool) repair.Repair {
 	needs := []repair.Client{repair.OpenStack}
 	if readsNodes {
 		needs = append(needs, repair.Kubernetes)
 	}
-	build := func(env repair.Env, cfg remediate.Config) (remediate.Entry, error) {
-		os := cfg.OpenStack
+	build := func(env repair.Env, cfg remediate.Config, os OpenStackClusterConfig) (remediate.Entry, error) {
 		cloud, _ := env.CloudFor(os.Site).(*Cloud)
 		if cloud == nil {
 			return remediate.Entry{}, fmt.Errorf("remediations.openstack.%s: enabled without OpenStack clients", field)
@@ -134,20 +133,20 @@ func cloudRepair(name, field string, settings func(*remediate.Config) *remediate
 		}
 		// Entries builds every enabled repair of the section: give it
 		// this one alone, so that it needs only this one's clients.
-		only := cfg
-		for _, s := range []func(*remediate.Config) *remediate.Settings{routeGCSettings, securityGroupsSettings, neverReadySettings} {
+		only := os
+		for _, s := range []func(*OpenStackClusterConfig) *remediate.Settings{routeGCSettings, securityGroupsSettings, neverReadySettings} {
 			if s(&only) != settings(&only) {
 				s(&only).Mode = remediate.ModeOff
 			}
 		}
-		e := remediate.Entry{Settings: *settings(&cfg)}
+		e := remediate.Entry{Settings: *settings(&os)}
 		if name == NeverReadyName {
 			// Its reboots share the site's node disruption budget.
 			e.Cluster, e.MaxDisruptedNodes = os.Site, cfg.Kubernetes.Site(os.Site).MaxDisrupted()
 		}
 		e.Remediator = &lazyRemediator{name: name, clients: cloud.clients,
 			build: func(cl *Clients) (remediate.Remediator, error) {
-				es, err := Entries(only, cl, nodes, env.Now)
+				es, err := Entries(cfg, only, cl, nodes, env.Now)
 				if err != nil {
 					return nil, err
 				}
@@ -158,5 +157,5 @@ func cloudRepair(name, field string, settings func(*remediate.Config) *remediate
 			}}
 		return e, nil
 	}
-	return repair.Repair{Name: name, Section: "openstack." + field, Needs: needs, Settings: settings, Build: build}
+	return repair.For(name, "openstack."+field, needs, settings, build)
 }

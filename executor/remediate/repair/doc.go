@@ -2,14 +2,18 @@
 // declares about itself ([Repair]), what it is built from ([Env]) and the
 // one loop that builds the enabled ones ([Assemble]).
 //
-// Each repair package declares one [Repair] value per repair it holds:
-// its name, the key of its section under remediations:, the clients it
-// needs and a Build function. The list of every repair sits in one file
-// of package executor/remediate/all, above the repairs; that package also
-// builds the clients once per node and calls [Assemble]. The runner, drill
+// Each repair package owns its config section type (a [Section]: yaml,
+// doc and default tags, Validate, and a [Deriver] for defaults that
+// depend on other fields) and declares one [Repair] value per repair it
+// holds, bound to that type with [For]: its name, the path of its settings
+// under remediations:, the clients it needs and a Build function that
+// takes the section. The sections and the list of every repair sit in one
+// file of package executor/remediate/all, above the repairs; that package
+// also builds the clients once per node and calls [Assemble], which finds
+// each repair's section by its key ([SectionOf]). The runner, drill
 // readiness, `drwatch remediate plan` and the configuration reference all
-// go through it, so a new repair touches its own package, one line of that
-// list, its section of remediate.Config and the regenerated
+// go through it, so a new repair touches its own package, that file (its
+// section's line and its repair's line) and the regenerated
 // docs/configuration.md.
 //
 // Package repair sits between the runner (executor/remediate) and the

@@ -6,6 +6,7 @@ import (
 
 	"github.com/drwatch/drwatch/executor/remediate"
 	"github.com/drwatch/drwatch/executor/remediate/repair"
+	"github.com/drwatch/drwatch/internal/field"
 	"github.com/drwatch/drwatch/internal/kubeapi"
 )
 
@@ -29,32 +30,48 @@ func (s staleLeases) Plan(context.Context) ([]remediate.Action, error) {
 
 func (staleLeases) Apply(context.Context, remediate.Action) error { return nil }
 
-// A repair package declares each of its repairs once, as a repair.Repair
-// value, and executor/remediate/all lists it on one line. The assembly
-// builds it only when its mode is dry-run or on, from the clients it
-// needs; the runner, drill readiness and `drwatch remediate plan` then
-// plan it like any other. Here its settings live in a variable; a real
-// repair's Settings points into its section of the remediations config,
-// whose `default` tags the configuration reference shows.
+// staleLeasesConfig is the made-up repair's section, remediations.stale_leases:
+// its tags carry the docs and defaults, Validate its rules.
+type staleLeasesConfig struct {
+	remediate.Settings `yaml:",inline"`
+	Site               string `yaml:"site" default:"primary" doc:"Which site's cluster to watch: primary or backup."`
+}
+
+func (c staleLeasesConfig) Validate() field.Errors {
+	errs := c.Settings.Validate()
+	remediate.ValidateSite(&errs, "", c.Site)
+	return errs
+}
+
+// config is the remediations config the example assembles from: what
+// executor/remediate/all's Config is for the real repairs.
+type config struct {
+	remediate.Config `yaml:",inline"`
+	StaleLeases      staleLeasesConfig `yaml:"stale_leases"`
+}
+
+// A repair package declares its section type and each of its repairs
+// once, as a repair.Repair value bound to that type (repair.For), and
+// executor/remediate/all holds the section and lists the repair, one line
+// each. The assembly builds it only when its mode is dry-run or on, from
+// the clients it needs; the runner, drill readiness and
+// `drwatch remediate plan` then plan it like any other.
 func Example() {
-	settings := remediate.Settings{Mode: remediate.ModeDryRun}
-	staleLeasesRepair := repair.Repair{
-		Name:     "stale-leases",
-		Section:  "stale_leases",
-		Needs:    []repair.Client{repair.Kubernetes},
-		Settings: func(*remediate.Config) *remediate.Settings { return &settings },
-		Build: func(env repair.Env, _ remediate.Config) (remediate.Entry, error) {
-			kc, err := env.KubeClient("remediations: stale-leases", "primary")
+	staleLeasesRepair := repair.For("stale-leases", "stale_leases", []repair.Client{repair.Kubernetes},
+		func(c *staleLeasesConfig) *remediate.Settings { return &c.Settings },
+		func(env repair.Env, _ remediate.Config, c staleLeasesConfig) (remediate.Entry, error) {
+			kc, err := env.KubeClient("remediations: stale-leases", c.Site)
 			if err != nil {
 				return remediate.Entry{}, err
 			}
-			return remediate.Entry{Remediator: staleLeases{kube: kc, stale: []string{"kube-system/old-ccm"}}, Settings: settings}, nil
-		},
-	}
+			return remediate.Entry{Remediator: staleLeases{kube: kc, stale: []string{"kube-system/old-ccm"}}, Settings: c.Settings}, nil
+		})
 	list := []repair.Repair{staleLeasesRepair}
+	cfg := config{StaleLeases: staleLeasesConfig{Settings: remediate.Settings{Mode: remediate.ModeDryRun}}}
 
 	// Without the client it needs, the build names the field that gives it.
-	_, err := repair.Assemble(remediate.Config{}, list, repair.Env{})
+	c := cfg
+	_, err := repair.Assemble(&c, list, repair.Env{})
 	fmt.Println(err)
 
 	primary := new(kubeapi.Client) // never called by this repair
@@ -64,7 +81,8 @@ func Example() {
 		}
 		return nil
 	}}
-	entries, err := repair.Assemble(remediate.Config{}, list, env)
+	c = cfg
+	entries, err := repair.Assemble(&c, list, env)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -75,8 +93,9 @@ func Example() {
 	}
 
 	// Off, it is not built at all.
-	settings.Mode = remediate.ModeOff
-	entries, _ = repair.Assemble(remediate.Config{}, list, env)
+	c = cfg
+	c.StaleLeases.Mode = remediate.ModeOff
+	entries, _ = repair.Assemble(&c, list, env)
 	fmt.Println(len(entries), "built")
 	// Output:
 	// remediations: stale-leases needs the primary site's kubernetes client (remediations.kubernetes.primary)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/executor/remediate"
+	"github.com/drwatch/drwatch/internal/field"
 	"github.com/drwatch/drwatch/internal/kubeapi"
 )
 
@@ -23,25 +24,59 @@ const (
 )
 
 // Repair is what a repair package declares about one repair. The value is
-// data: declaring it builds and contacts nothing.
+// data: declaring it builds and contacts nothing. Declare one with [For],
+// which binds it to the type of its section.
 type Repair struct {
 	// Name is the repair's name in records, metrics and
 	// `drwatch remediate plan NAME` ("drain-trap").
 	Name string
-	// Section is the path of its section under remediations:
-	// ("drain_trap", "openstack.neutron_route_gc").
+	// Section is the path of its settings under remediations:
+	// ("drain_trap", "openstack.neutron_route_gc"); its first element is
+	// the key of the [Section] that holds them.
 	Section string
 	// Needs lists the clients Build takes from its Env.
 	Needs []Client
-	// Settings points at the repair's mode and caps inside cfg, so that
-	// the assembly can tell whether it is enabled and the plan command can
-	// switch it on alone.
-	Settings func(cfg *remediate.Config) *remediate.Settings
-	// Build makes the repair from its section of cfg (defaulted and
-	// validated) and the clients of env. It is called only when the
-	// repair is enabled, must not contact anything, and returns an error
-	// naming the config field when a client it needs is missing.
-	Build func(env Env, cfg remediate.Config) (remediate.Entry, error)
+	// Settings points at the repair's mode and caps inside section (a
+	// pointer to its section's type), so that the assembly can tell
+	// whether it is enabled and the plan command can switch it on alone.
+	Settings func(section any) *remediate.Settings
+	// Build makes the repair from its section (a pointer to it, defaulted
+	// and validated), the part of remediations: that belongs to no repair
+	// (the Kubernetes APIs) and the clients of env. It is called only when
+	// the repair is enabled, must not contact anything, and returns an
+	// error naming the config field when a client it needs is missing.
+	Build func(env Env, common remediate.Config, section any) (remediate.Entry, error)
+}
+
+// For declares the repair name whose settings sit at path section under
+// remediations:, in a section of type S: settings points at its mode and
+// caps in S, build makes it from S.
+func For[S any](name, section string, needs []Client, settings func(*S) *remediate.Settings,
+	build func(env Env, common remediate.Config, s S) (remediate.Entry, error)) Repair {
+	return Repair{Name: name, Section: section, Needs: needs,
+		Settings: func(s any) *remediate.Settings { return settings(s.(*S)) },
+		Build: func(env Env, common remediate.Config, s any) (remediate.Entry, error) {
+			return build(env, common, *s.(*S))
+		}}
+}
+
+// Section is a repair package's section of the remediations config: a
+// struct whose yaml, doc and default tags the config loader and the
+// configuration reference read, and which executor/remediate/all holds
+// under its key. A section configures one repair or several
+// (remediations.openstack holds three); each of them is declared with
+// [For] on the section's type.
+type Section interface {
+	// Validate returns every problem of the section, each naming its
+	// field by its path inside the section ("site").
+	Validate() field.Errors
+}
+
+// Deriver is implemented by (a pointer to) a section with defaults that
+// depend on other fields, which no `default` tag can hold: DeriveDefaults
+// sets them once the tags' defaults are in.
+type Deriver interface {
+	DeriveDefaults()
 }
 
 // Env holds what repairs are built from. Every field may be nil or empty;
@@ -86,15 +121,22 @@ func (e Env) CloudFor(site string) any {
 	return e.Cloud(site)
 }
 
-// Assemble defaults and validates cfg, then builds, in list order, every
-// repair of list that cfg enables (mode dry-run or on). Env is filled in
-// where empty (a discarding logger, a decision with no generation). It
-// returns every build error at once.
-func Assemble(cfg remediate.Config, list []Repair, env Env) ([]remediate.Entry, error) {
-	cfg = cfg.Defaulted()
-	if err := cfg.Validate().Under(remediate.Section).Err(); err != nil {
+// ErrNoSection is the build error of a repair whose section the config
+// does not hold: a list and a config that do not match.
+var ErrNoSection = errors.New("no section in the config")
+
+// Assemble defaults and validates the config *cfg (a struct that embeds
+// remediate.Config and holds the sections of list's repairs, as
+// executor/remediate/all's Config does), then builds, in list order, every
+// repair of list that its section enables (mode dry-run or on). Env is
+// filled in where empty (a discarding logger, a decision with no
+// generation). It returns every build error at once.
+func Assemble(cfg any, list []Repair, env Env) ([]remediate.Entry, error) {
+	Defaults(cfg)
+	if err := Validate(cfg).Under(remediate.Section).Err(); err != nil {
 		return nil, err
 	}
+	common, _ := sectionsOf(cfg)
 	if env.Log == nil {
 		env.Log = slog.New(slog.DiscardHandler)
 	}
@@ -104,10 +146,15 @@ func Assemble(cfg remediate.Config, list []Repair, env Env) ([]remediate.Entry, 
 	var out []remediate.Entry
 	var errs []error
 	for _, r := range list {
-		if !r.Settings(&cfg).Mode.Enabled() {
+		s := SectionOf(cfg, r)
+		if s == nil {
+			errs = append(errs, fmt.Errorf("%s: %w: %s.%s", r.Name, ErrNoSection, remediate.Section, r.Section))
 			continue
 		}
-		e, err := r.Build(env, cfg)
+		if !r.Settings(s).Mode.Enabled() {
+			continue
+		}
+		e, err := r.Build(env, *common, s)
 		if err != nil {
 			errs = append(errs, err)
 			continue
