@@ -111,17 +111,21 @@ func TestDetectedBeforeADecisionThatWaitedForALeader(t *testing.T) {
 	checkTimeline(t, w, rest[0], d, killed)
 }
 
-// The leader is killed after a watcher saw the primary's Caddy fail and
+// The leader stops after a watcher saw the primary's Caddy fail and
 // before the decision: the new leader decides from the watchers' streaks,
 // rounds the election swallowed included, and every stamp of the decision
 // is in order, with the time without a leader named as its own step.
 func TestLeaderKilledMidDetectionNamesTheLeaderlessGap(t *testing.T) {
 	// fall 8: the window from the first failure to the decision is some
-	// seconds, room to kill the leader. Raft timeouts of 2 s: a follower
-	// waits at least that long before it stands, so the election surely
-	// outlasts failover.LeaderlessAfter intervals (1.5 s), and may outlast
-	// stale_after (3 s), after which only the watchers' streaks remember
-	// the rounds it swallowed.
+	// seconds, room to stop the leader. It is frozen first, as a hung
+	// machine or a power cut looks to its peers (no stream of it ends),
+	// and killed once a new leader leads: a killed process's ended streams
+	// would have the followers campaign after a quarter heartbeat timeout
+	// (cluster/DESIGN.md, Timeouts), too soon for a leaderless step.
+	// Raft timeouts of 2 s: a follower waits at least that long before it
+	// stands, so the election surely outlasts failover.LeaderlessAfter
+	// intervals (1.5 s), and may outlast stale_after (3 s), after which
+	// only the watchers' streaks remember the rounds it swallowed.
 	w := Start(t, Options{Fall: 8, Heartbeat: 2 * time.Second})
 	Eventually(t, 60*time.Second, func() bool {
 		st, ok := w.LeaderView()
@@ -142,11 +146,22 @@ func TestLeaderKilledMidDetectionNamesTheLeaderlessGap(t *testing.T) {
 		}
 		return false
 	}, "%s or %s suspects the primary", rest[0].ID, rest[1].ID)
-	old.Kill()
+	if err := old.Freeze(); err != nil {
+		t.Fatal(err)
+	}
 	killed := time.Now()
 	if l := LogLines(old, "kind="+failover.KindAutoFailover); len(l) != 0 {
-		t.Fatalf("the old leader applied the decision before it was killed (the window was missed): %v", l)
+		t.Fatalf("the old leader applied the decision before it was stopped (the window was missed): %v", l)
 	}
+	Eventually(t, 60*time.Second, func() bool {
+		for _, n := range rest {
+			if st, err := w.Status(n); err == nil && st.Leader != "" && st.Leader != old.ID {
+				return true
+			}
+		}
+		return false
+	}, "%s or %s follows a new leader", rest[0].ID, rest[1].ID)
+	old.Kill()
 	var d failover.Entry
 	Eventually(t, 60*time.Second, func() bool {
 		st, ok := viewVia(w, rest...)
