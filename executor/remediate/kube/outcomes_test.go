@@ -259,7 +259,7 @@ func attachAndMount(t *testing.T, c kubernetes.Interface, node, pvName string) {
 	ctx := context.Background()
 	var va *storagev1.VolumeAttachment
 	poll.For(t, 60*time.Second, "the VolumeAttachment of "+pvName, func() bool {
-		va = attachment(t, c, node)
+		va = attachmentOf(t, c, node, pvName)
 		return va != nil
 	})
 	va.Status.Attached = true
@@ -309,12 +309,23 @@ func updateNodeStatus(t *testing.T, c kubernetes.Interface, node string, change 
 // attachment returns the VolumeAttachment of testCSIDriver on node, or nil.
 func attachment(t *testing.T, c kubernetes.Interface, node string) *storagev1.VolumeAttachment {
 	t.Helper()
+	return attachmentOf(t, c, node, "")
+}
+
+// attachmentOf is the test driver's VolumeAttachment of the volume pv
+// (any volume when pv is "") to node, or nil: a node may hold several.
+func attachmentOf(t *testing.T, c kubernetes.Interface, node, pv string) *storagev1.VolumeAttachment {
+	t.Helper()
 	vas, err := c.StorageV1().VolumeAttachments().List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatalf("list VolumeAttachments: %v", err)
 	}
 	for i := range vas.Items {
-		if va := &vas.Items[i]; va.Spec.NodeName == node && va.Spec.Attacher == testCSIDriver {
+		va := &vas.Items[i]
+		if va.Spec.NodeName != node || va.Spec.Attacher != testCSIDriver {
+			continue
+		}
+		if pv == "" || (va.Spec.Source.PersistentVolumeName != nil && *va.Spec.Source.PersistentVolumeName == pv) {
 			return va
 		}
 	}

@@ -156,9 +156,10 @@ func TestRemediationsOnASimulatedCluster(t *testing.T) {
 		poll.For(t, simWait, "the attach-detach controller to detach moved's volume from dead", func() bool {
 			return attachment(t, c, "dead") == nil
 		})
+		// The node may hold another volume too (steady's, on ready-1): look
+		// for moved's.
 		poll.For(t, simWait, "the attach-detach controller to attach moved's volume to "+next.Spec.NodeName, func() bool {
-			va := attachment(t, c, next.Spec.NodeName)
-			return va != nil && *va.Spec.Source.PersistentVolumeName == "pv-"+s.ns+"-data-moved-0"
+			return attachmentOf(t, c, next.Spec.NodeName, "pv-"+s.ns+"-data-moved-0") != nil
 		})
 		// Look-alikes: the partitioned node is not tainted, its pod is
 		// still Terminating and its volume attached; the Ready node's pod
