@@ -1,6 +1,10 @@
 package failover
 
-import "fmt"
+import (
+	"cmp"
+	"fmt"
+	"strings"
+)
 
 // Version is the command encoding version this package reads and writes.
 const Version = 1
@@ -216,6 +220,14 @@ type Failover struct {
 	Planned bool   `json:"planned,omitempty"`
 	// AckBlock: see Failback.AckBlock.
 	AckBlock bool `json:"ack_block,omitempty"`
+	// Group is the failover group the command is for; empty for DefaultGroup.
+	Group string `json:"group,omitempty"`
+	// AllGroups moves every failover group of the policy (Group must be
+	// empty), each by its own rules as if asked alone: a group its rules
+	// refuse stays where it is, and the others move. Result.Groups says
+	// what happened to each; the command fails only when no group moved
+	// and one was refused.
+	AllGroups bool `json:"all_groups,omitempty"`
 }
 
 // CommandType implements Payload.
@@ -224,7 +236,10 @@ func (Failover) CommandType() CommandType { return CmdFailover }
 func (f Failover) text() (reason, actor string) { return f.Reason, f.Actor }
 
 func (f Failover) apply(s *state, a applyArgs) error {
-	return s.manual(a.index, a.now, f.move(), a.res, a.checked)
+	if f.AllGroups {
+		return s.allGroups(f, a)
+	}
+	return s.forGroup(f.Group, CmdFailover, a, func() error { return s.manual(a.index, a.now, f.move(), a.res, a.checked) })
 }
 
 // Failback asks to make the primary active again.
@@ -238,6 +253,8 @@ type Failback struct {
 	// before this rule, and those replay as they were applied then, with
 	// the block left standing.
 	AckBlock bool `json:"ack_block,omitempty"`
+	// Group is the failover group the command is for; empty for DefaultGroup.
+	Group string `json:"group,omitempty"`
 }
 
 // CommandType implements Payload.
@@ -246,7 +263,7 @@ func (Failback) CommandType() CommandType { return CmdFailback }
 func (f Failback) text() (reason, actor string) { return f.Reason, f.Actor }
 
 func (f Failback) apply(s *state, a applyArgs) error {
-	return s.manual(a.index, a.now, f.move(), a.res, a.checked)
+	return s.forGroup(f.Group, CmdFailback, a, func() error { return s.manual(a.index, a.now, f.move(), a.res, a.checked) })
 }
 
 // Pause stops automatic decisions until Until (unix ns), or until Resume when Until is 0.
@@ -254,6 +271,8 @@ type Pause struct {
 	Reason string `json:"reason,omitempty"`
 	Actor  string `json:"actor,omitempty"`
 	Until  int64  `json:"until,omitempty"`
+	// Group is the failover group the command is for; empty for DefaultGroup.
+	Group string `json:"group,omitempty"`
 }
 
 // CommandType implements Payload.
@@ -261,12 +280,16 @@ func (Pause) CommandType() CommandType { return CmdPause }
 
 func (p Pause) text() (reason, actor string) { return p.Reason, p.Actor }
 
-func (p Pause) apply(s *state, a applyArgs) error { return s.pause(a.index, a.now, &p, a.res) }
+func (p Pause) apply(s *state, a applyArgs) error {
+	return s.forGroup(p.Group, CmdPause, a, func() error { return s.pause(a.index, a.now, &p, a.res) })
+}
 
 // Resume ends a pause.
 type Resume struct {
 	Reason string `json:"reason,omitempty"`
 	Actor  string `json:"actor,omitempty"`
+	// Group is the failover group the command is for; empty for DefaultGroup.
+	Group string `json:"group,omitempty"`
 }
 
 // CommandType implements Payload.
@@ -275,14 +298,15 @@ func (Resume) CommandType() CommandType { return CmdResume }
 func (r Resume) text() (reason, actor string) { return r.Reason, r.Actor }
 
 func (r Resume) apply(s *state, a applyArgs) error {
-	s.resume(a.index, a.now, &r, a.res)
-	return nil
+	return s.forGroup(r.Group, CmdResume, a, func() error { s.resume(a.index, a.now, &r, a.res); return nil })
 }
 
 // Ack acknowledges an automatic flip and lifts the block on further automatic flips.
 type Ack struct {
 	Reason string `json:"reason,omitempty"`
 	Actor  string `json:"actor,omitempty"`
+	// Group is the failover group the command is for; empty for DefaultGroup.
+	Group string `json:"group,omitempty"`
 }
 
 // CommandType implements Payload.
@@ -291,8 +315,7 @@ func (Ack) CommandType() CommandType { return CmdAck }
 func (k Ack) text() (reason, actor string) { return k.Reason, k.Actor }
 
 func (k Ack) apply(s *state, a applyArgs) error {
-	s.ack(a.index, a.now, &k, a.res)
-	return nil
+	return s.forGroup(k.Group, CmdAck, a, func() error { s.ack(a.index, a.now, &k, a.res); return nil })
 }
 
 // Action outcomes reported by the reconciler.
@@ -314,6 +337,8 @@ type ActionResult struct {
 	WrittenAt  int64                `json:"written_at,omitempty"`
 	VerifiedAt int64                `json:"verified_at,omitempty"`
 	Servers    []ServerVerification `json:"servers,omitempty"`
+	// Group is the failover group of decision Gen; empty for DefaultGroup.
+	Group string `json:"group,omitempty"`
 }
 
 // CommandType implements Payload.
@@ -323,7 +348,28 @@ func (ActionResult) CommandType() CommandType { return CmdActionResult }
 func (ActionResult) text() (reason, actor string) { return "", "" }
 
 func (r ActionResult) apply(s *state, a applyArgs) error {
-	return s.actionResult(a.index, a.now, &r, a.res)
+	return s.forGroup(r.Group, CmdActionResult, a, func() error { return s.actionResult(a.index, a.now, &r, a.res) })
+}
+
+// forGroup applies f in group's scope (state.inGroup) and names the group
+// in the result; a group the policy does not have is a bad command. The
+// default group, named or not, applies as before groups existed.
+func (s *state) forGroup(group string, t CommandType, a applyArgs, f func() error) error {
+	if group == DefaultGroup {
+		group = ""
+	}
+	var err error
+	if !s.inGroup(group, func() { err = f() }) {
+		known := "none"
+		if s.Policy != nil {
+			known = strings.Join(s.Policy.GroupNames(), ", ")
+		}
+		return fmt.Errorf("%s: unknown failover group %q (groups: %s): %w", t, cmp.Or(group, DefaultGroup), known, ErrBadCommand)
+	}
+	if group != "" {
+		a.res.Group = group
+	}
+	return err
 }
 
 // SetPolicy replaces the replicated policy.

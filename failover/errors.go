@@ -78,6 +78,16 @@ type Result struct {
 	// Withheld is set when this command opened or changed a withheld episode.
 	Withheld string `json:"withheld,omitempty"`
 	Message  string `json:"message,omitempty"`
+	// Group names the failover group of a command that named one; empty
+	// for DefaultGroup.
+	Group string `json:"group,omitempty"`
+	// Groups are the decisions and withheld episodes this command made in
+	// failover groups other than DefaultGroup, in the policy's order; the
+	// fields above hold DefaultGroup's, or the named group's.
+	Groups []Result `json:"groups,omitempty"`
+	// Refused is, in Groups, why a command for every group left this one
+	// where it was: "rule: message".
+	Refused string `json:"refused,omitempty"`
 }
 
 // Error codes on the wire; each maps to one sentinel.

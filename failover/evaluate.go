@@ -256,9 +256,43 @@ func (s *state) detection(site Site, now int64) Timings {
 	return t
 }
 
-// evaluate makes the automatic decisions the policy allows at s.Now. It runs
-// after every Observe, Tick, SetPolicy, Resume and Ack.
+// evaluate makes the automatic decisions the policy allows at s.Now, in
+// every failover group: DefaultGroup's go to res itself, each other
+// group's that made a decision or withheld one to res.Groups. Each group
+// is judged by its own probes, records and rules alone, so an outage, a
+// pause or a refusal in one never changes another (invariant 10). It runs
+// after every Observe, Tick and SetPolicy; inside a group's scope (a
+// Resume, an Ack, a manual move for a group) it judges that group only.
 func (s *state) evaluate(index uint64, res *Result) {
+	if s.Policy == nil || s.scope != "" {
+		s.evaluateGroup(index, res)
+		return
+	}
+	if s.Policy.HasDefaultGroup() {
+		s.evaluateGroup(index, res)
+	}
+	for _, g := range s.Policy.Groups {
+		var gr Result
+		s.inGroup(g.Name, func() { s.evaluateGroup(index, &gr) })
+		if gr.Gen != 0 || gr.Withheld != "" || gr.Kind != "" {
+			gr.Index, gr.Group = index, g.Name
+			res.Groups = append(res.Groups, gr)
+		}
+	}
+}
+
+// evaluateOne makes the automatic decisions of the group in scope only:
+// what a command for one group (Resume, Ack) may change.
+func (s *state) evaluateOne(index uint64, res *Result) {
+	if s.Policy != nil && s.scope == "" && !s.Policy.HasDefaultGroup() {
+		return
+	}
+	s.evaluateGroup(index, res)
+}
+
+// evaluateGroup makes the automatic decisions of the group in scope (see
+// inGroup), DefaultGroup's outside any.
+func (s *state) evaluateGroup(index uint64, res *Result) {
 	p := s.Policy
 	if p == nil {
 		return

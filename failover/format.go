@@ -16,7 +16,7 @@ import (
 // effective format, raised by SetFormat when every server reads it, is at
 // least that format: invariant 15, a node never writes what a voter cannot
 // read (see DESIGN.md "Why log formats").
-const Format = 2
+const Format = 3
 
 // LegacyFormat is the format of a node that makes none known: a release
 // from before formats. It reads exactly what the release at the pinned
@@ -46,6 +46,38 @@ var fieldFormats = map[string]int{
 	"state.leaderless_to":        2,
 	"Timings.leaderless_from":    2,
 	"Timings.leaderless_to":      2,
+	// Failover groups: the policy's groups, their state, the group an
+	// entry is about and the group a command is for.
+	"Policy.groups":            3,
+	"Group.name":               3,
+	"Group.auto_failover":      3,
+	"Group.block_window":       3,
+	"Group.failback":           3,
+	"Group.sites":              3,
+	"Group.zone":               3,
+	"Group.records":            3,
+	"Group.failback_gate":      3,
+	"state.groups":             3,
+	"Entry.group":              3,
+	"Failover.group":           3,
+	"Failover.all_groups":      3,
+	"Failback.group":           3,
+	"Pause.group":              3,
+	"Resume.group":             3,
+	"Ack.group":                3,
+	"ActionResult.group":       3,
+	"groupState.active":        3,
+	"groupState.active_since":  3,
+	"groupState.desired":       3,
+	"groupState.paused":        3,
+	"groupState.paused_until":  3,
+	"groupState.paused_by":     3,
+	"groupState.pause_reason":  3,
+	"groupState.blocked_until": 3,
+	"groupState.withheld":      3,
+	"groupState.down_since":    3,
+	"groupState.primary_up":    3,
+	"groupState.primary_up_at": 3,
 }
 
 // RuleLogFormat names the refusal of a command that needs a newer log

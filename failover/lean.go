@@ -139,8 +139,8 @@ func (e *LeanEncoder) encode(o Observe, p *Policy, hash string, now int64) Obser
 	lean := Observe{Node: o.Node, Seq: o.Seq, Base: e.base, RoundAt: roundAt, Results: []ProbeResult{}}
 	covered := map[Site]bool{}
 	for _, site := range sites {
-		all := len(p.Sites[site].Probes) > 0
-		for _, ref := range p.Sites[site].Probes {
+		all := len(p.siteProbes(site)) > 0
+		for _, ref := range p.siteProbes(site) {
 			all = all && has[probeKey(site, ref.Name)]
 		}
 		if all {
@@ -247,7 +247,7 @@ func (e *LeanEncoder) Applied(now int64) {
 		v.count(r.OK)
 	}
 	for _, site := range o.Sites {
-		for _, ref := range p.Sites[site].Probes {
+		for _, ref := range p.siteProbes(site) {
 			if v := e.view[probeKey(site, ref.Name)]; v != nil && !sent[probeKey(site, ref.Name)] {
 				v.recordedAt = now
 				v.count(v.last.OK)

@@ -157,7 +157,7 @@ func (s *state) observe(index uint64, now int64, o *Observe, res *Result) error 
 	if o.Base != 0 {
 		// checkLeanBase made sure every repeated probe has a state.
 		for _, site := range o.Sites {
-			for _, ref := range p.Sites[site].Probes {
+			for _, ref := range p.siteProbes(site) {
 				k := probeKey(site, ref.Name)
 				if seen[k] {
 					continue
@@ -222,7 +222,7 @@ func (s *state) checkLeanBase(o *Observe, ns *nodeState, seen map[string]bool) e
 			o.Node, ShortHash(o.PolicyHash), o.Base, ShortHash(ns.PolicyHash), ShortHash(s.PolicyHash), ErrBadCommand)
 	}
 	for _, site := range o.Sites {
-		for _, ref := range s.Policy.Sites[site].Probes {
+		for _, ref := range s.Policy.siteProbes(site) {
 			if k := probeKey(site, ref.Name); !seen[k] && ns.Probes[k] == nil {
 				return fmt.Errorf("observe from %q: lean report repeats %s, which has no recorded result: %w", o.Node, k, ErrBadCommand)
 			}
@@ -518,7 +518,7 @@ func (s *state) resume(index uint64, now int64, c *Resume, res *Result) {
 		res.Kind = KindResume
 		res.Message = "automatic decisions resumed"
 	}
-	s.evaluate(index, res)
+	s.evaluateOne(index, res)
 }
 
 func (s *state) unpause() {
@@ -537,7 +537,7 @@ func (s *state) ack(index uint64, now int64, c *Ack, res *Result) {
 		res.Kind = KindAck
 		res.Message = "block on automatic flips lifted"
 	}
-	s.evaluate(index, res)
+	s.evaluateOne(index, res)
 }
 
 func (s *state) actionResult(index uint64, now int64, c *ActionResult, res *Result) error {
@@ -552,7 +552,7 @@ func (s *state) actionResult(index uint64, now int64, c *ActionResult, res *Resu
 	s.Now = now
 	var e *Entry
 	for i := len(s.History) - 1; i >= 0; i-- {
-		if h := &s.History[i]; h.decision() && h.Gen == c.Gen {
+		if h := &s.History[i]; h.decision() && h.Gen == c.Gen && h.Group == s.scope {
 			e = h
 			break
 		}
@@ -643,26 +643,68 @@ func (s *state) setPolicy(index uint64, now int64, c *SetPolicy, res *Result) er
 	if old != "" {
 		e.Reason += " replaces " + ShortHash(old)
 	}
-	switch recs := p.rrsets(s.Active); {
-	case s.Desired.Gen == 0:
-		// No decision yet: DNS stays as the operator left it (the reconciler
-		// writes nothing for gen 0), so a first policy never resets it to
-		// the primary.
-		s.Desired.Active, s.Desired.Records = s.Active, recs
-	case !equalRRsets(recs, s.Desired.Records):
-		// New records for the active site are a new desired state and need a fenced write.
-		s.Desired = Desired{Gen: index, Active: s.Active, Records: recs, Fence: fence(index)}
-		s.abortDrill(index)
-		e.Gen = index
-		e.To = s.Active
-		e.Detail = "records for " + string(s.Active) + " changed"
-		res.Gen = index
+	s.syncGroups()
+	var groupEntries []Entry
+	for _, name := range p.GroupNames() {
+		s.inGroup(name, func() {
+			switch recs := s.Policy.rrsets(s.Active); {
+			case s.Desired.Gen == 0:
+				// No decision yet: DNS stays as the operator left it (the reconciler
+				// writes nothing for gen 0), so a first policy never resets it to
+				// the primary.
+				s.Desired.Active, s.Desired.Records = s.Active, recs
+			case !equalRRsets(recs, s.Desired.Records):
+				// New records for the active site are a new desired state and need a fenced write.
+				s.Desired = Desired{Gen: index, Active: s.Active, Records: recs, Fence: fence(index)}
+				detail := "records for " + string(s.Active) + " changed"
+				if s.scope != "" {
+					groupEntries = append(groupEntries, Entry{Index: index, Gen: index, At: now, Kind: KindPolicy,
+						Actor: c.Actor, Reason: e.Reason, To: s.Active, Detail: detail, Group: s.scope})
+					res.Groups = append(res.Groups, Result{Index: index, Type: CmdSetPolicy, Gen: index, Kind: KindPolicy,
+						Active: s.Active, Group: s.scope, Message: detail})
+					return
+				}
+				s.abortDrill(index)
+				e.Gen = index
+				e.To = s.Active
+				e.Detail = detail
+				res.Gen = index
+			}
+		})
 	}
 	s.appendHistory(e)
+	for _, ge := range groupEntries {
+		s.appendHistory(ge)
+	}
 	res.Kind = KindPolicy
 	res.Message = e.Reason
 	s.evaluate(index, res)
 	return nil
+}
+
+// syncGroups gives each group of the policy a state (a new group starts on
+// the primary with nothing desired, as a first policy does) and drops the
+// state of a group the policy no longer has.
+func (s *state) syncGroups() {
+	if len(s.Policy.Groups) == 0 {
+		s.Groups = nil
+		return
+	}
+	keep := make(map[string]bool, len(s.Policy.Groups))
+	for _, g := range s.Policy.Groups {
+		keep[g.Name] = true
+		if s.Groups == nil {
+			s.Groups = map[string]*groupState{}
+		}
+		if s.Groups[g.Name] == nil {
+			s.Groups[g.Name] = newGroupState()
+		}
+	}
+	for name := range s.Groups {
+		if !keep[name] {
+			delete(s.Groups, name)
+		}
+	}
 }
 
 func cutKey(k string) (Site, string, bool) {
@@ -741,6 +783,9 @@ func cloneTallies(t map[Site]Tally) map[Site]Tally {
 // before the split restores as it is, and a log that never filled the
 // history replays to the same bytes.
 func (s *state) appendHistory(e Entry) {
+	if e.Group == "" {
+		e.Group = s.scope
+	}
 	audit := AuditKind(e.Kind)
 	for {
 		nAudit := 0
@@ -799,10 +844,108 @@ func (m *Machine) DryRun(c Command) DryRun {
 	if err != nil {
 		return DryRun{Err: fmt.Errorf("dry run: %w", err)}
 	}
-	d := DryRun{Before: s.Desired.clone()}
+	group := commandGroup(c)
+	d := DryRun{Before: s.desiredOf(group).clone()}
 	d.Result, d.Err = s.step(s.LastIndex+1, c, &d.Checks)
-	d.After = s.Desired
+	d.After = s.desiredOf(group)
 	return d
+}
+
+// allGroups applies f to every failover group in the policy's order, each
+// as if f named it alone, and lists each group's result (a refusal as
+// Result.Refused) in a.res.Groups. It fails, changing nothing, when no
+// group moved and one was refused, with the first refusal.
+func (s *state) allGroups(f Failover, a applyArgs) error {
+	if f.Group != "" {
+		return fmt.Errorf("failover: all groups and group %q at once: %w", f.Group, ErrBadCommand)
+	}
+	if s.Policy == nil {
+		return fmt.Errorf("failover: %w", ErrNoPolicy)
+	}
+	var firstRefusal error
+	moved, now := false, s.Now
+	var results []Result
+	for _, name := range s.Policy.GroupNames() {
+		g := f
+		g.AllGroups, g.Group = false, name
+		gr := Result{Index: a.index, Type: CmdFailover}
+		var checked *[]Check
+		if a.checked != nil {
+			checked = new([]Check)
+		}
+		err := g.apply(s, applyArgs{index: a.index, now: a.now, res: &gr, checked: checked})
+		gr.Group = name
+		if checked != nil {
+			*a.checked = append(*a.checked, *checked...)
+		}
+		var re *RefusedError
+		switch {
+		case errors.As(err, &re):
+			gr.Refused = re.Rule + ": " + re.Message
+			if firstRefusal == nil {
+				firstRefusal = err
+			}
+		case err != nil:
+			return err
+		case gr.Gen != 0:
+			moved = true
+		}
+		gr.Active = s.desiredOf(name).Active
+		results = append(results, gr)
+	}
+	if !moved && firstRefusal != nil {
+		s.Now = now // a group already there moved the clock: on error nothing changes
+		return firstRefusal
+	}
+	a.res.Groups = append(a.res.Groups, results...)
+	a.res.Message = fmt.Sprintf("%d of %d groups moved", countMoved(results), len(results))
+	return nil
+}
+
+func countMoved(rs []Result) int {
+	n := 0
+	for _, r := range rs {
+		if r.Gen != 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// commandGroup is the failover group a command is for: "" for
+// DefaultGroup and for a command of no group.
+func commandGroup(c Command) string {
+	var g string
+	switch p := c.Payload.(type) {
+	case Failover:
+		g = p.Group
+	case Failback:
+		g = p.Group
+	case Pause:
+		g = p.Group
+	case Resume:
+		g = p.Group
+	case Ack:
+		g = p.Group
+	case ActionResult:
+		g = p.Group
+	}
+	if g == DefaultGroup {
+		return ""
+	}
+	return g
+}
+
+// desiredOf is the desired state of group ("" for DefaultGroup); the zero
+// Desired for a group that does not exist.
+func (s *state) desiredOf(group string) Desired {
+	if group == "" || group == DefaultGroup {
+		return s.Desired
+	}
+	if gs := s.Groups[group]; gs != nil {
+		return gs.Desired
+	}
+	return Desired{}
 }
 
 // copyState returns a deep copy of the state, for the read-only questions
@@ -820,6 +963,22 @@ func (m *Machine) copyState() (state, error) {
 		return state{}, fmt.Errorf("copy state: %w", err)
 	}
 	return s, nil
+}
+
+// GroupDesired returns the DNS state the reconciler must bring about for
+// failover group (DefaultGroup for ""); ok is false for a group the
+// policy does not have.
+func (m *Machine) GroupDesired(group string) (d Desired, ok bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if group == "" || group == DefaultGroup {
+		return m.st.Desired.clone(), m.st.Policy == nil || m.st.Policy.HasDefaultGroup()
+	}
+	gs := m.st.Groups[group]
+	if gs == nil {
+		return Desired{}, false
+	}
+	return gs.Desired.clone(), true
 }
 
 // Desired returns the DNS state the reconciler must bring about.

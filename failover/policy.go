@@ -116,6 +116,80 @@ type Policy struct {
 	// writes that value as 0, so a policy that spells out the default
 	// hashes as one that leaves it out.
 	FastInterval time.Duration `json:"fast_interval,omitempty"`
+	// Groups are the failover groups besides DefaultGroup, whose policy
+	// is the fields above from AutoFailover to FailbackGate (see Group).
+	// Empty in every policy written before groups existed (log format 3),
+	// so such a policy encodes, hashes and decides as before.
+	Groups []Group `json:"groups,omitempty"`
+}
+
+// DefaultGroup names the failover group whose policy is Policy's own
+// fields: the one group of a policy without Groups.
+const DefaultGroup = "default"
+
+// Group is one failover group: a platform that fails over as a unit, with
+// its own sites' probes, records, failback mode, block window and
+// automatic switch. The nodes, quorum, fall, rise and intervals are the
+// policy's, shared by every group. A probe name on a site means the same
+// probe in every group that names it: the watchers run it once per round,
+// and each group counts it with its own Critical.
+type Group struct {
+	Name         string              `json:"name"`
+	AutoFailover bool                `json:"auto_failover"`
+	BlockWindow  time.Duration       `json:"block_window"`
+	Failback     FailbackPolicy      `json:"failback"`
+	Sites        map[Site]SitePolicy `json:"sites"`
+	Zone         string              `json:"zone"`
+	Records      []Record            `json:"records"`
+	FailbackGate []string            `json:"failback_gate,omitempty"`
+}
+
+// MaxGroups bounds the failover groups of one policy, DefaultGroup
+// included: every group is evaluated on every report.
+const MaxGroups = 256
+
+// HasDefaultGroup reports whether DefaultGroup exists: always in a policy
+// without Groups; with Groups, when the policy's own fields name records.
+func (p *Policy) HasDefaultGroup() bool { return len(p.Groups) == 0 || len(p.Records) > 0 }
+
+// GroupNames lists the policy's failover groups: DefaultGroup first when
+// it exists, then Groups in the policy's order (sorted by name once
+// normalized).
+func (p *Policy) GroupNames() []string {
+	var out []string
+	if p.HasDefaultGroup() {
+		out = append(out, DefaultGroup)
+	}
+	for _, g := range p.Groups {
+		out = append(out, g.Name)
+	}
+	return out
+}
+
+// ForGroup returns the policy as group name sees it: the shared fields,
+// with the group's own in place of the default group's and no Groups.
+// For DefaultGroup that is p itself, when it exists; ok is false for a
+// group p does not have.
+func (p *Policy) ForGroup(name string) (*Policy, bool) {
+	if name == "" || name == DefaultGroup {
+		return p, p.HasDefaultGroup()
+	}
+	for _, g := range p.Groups {
+		if g.Name == name {
+			q := *p
+			q.Groups = nil
+			q.AutoFailover, q.BlockWindow, q.Failback = g.AutoFailover, g.BlockWindow, g.Failback
+			q.Sites, q.Zone, q.Records, q.FailbackGate = g.Sites, g.Zone, g.Records, g.FailbackGate
+			return &q, true
+		}
+	}
+	return nil, false
+}
+
+// asGroup returns the group fields of p (its default group's) as a Group named name.
+func (p *Policy) asGroup(name string) Group {
+	return Group{Name: name, AutoFailover: p.AutoFailover, BlockWindow: p.BlockWindow, Failback: p.Failback,
+		Sites: p.Sites, Zone: p.Zone, Records: p.Records, FailbackGate: p.FailbackGate}
 }
 
 // Upper bounds of the policy's durations. They keep every time sum far from
@@ -173,9 +247,43 @@ func (p *Policy) hasNode(id string) bool {
 	return ok
 }
 
-// probe returns the policy's reference for (site, name).
+// probe returns the policy's reference for (site, name), in the default
+// group or, failing that, the first of Groups that names it: whether a
+// watcher's result is one the policy knows.
 func (p *Policy) probe(site Site, name string) (ProbeRef, bool) {
-	for _, r := range p.Sites[site].Probes {
+	if r, ok := findProbe(p.Sites, site, name); ok {
+		return r, true
+	}
+	for _, g := range p.Groups {
+		if r, ok := findProbe(g.Sites, site, name); ok {
+			return r, true
+		}
+	}
+	return ProbeRef{}, false
+}
+
+// siteProbes lists every probe of site the watchers run: the default
+// group's, in its order, then each group's not listed yet. For a policy
+// without groups that is the default group's list itself, so reports are
+// read as before groups existed. Critical is the first group's that names it:
+// read it only in a group's scope (Policy.ForGroup).
+func (p *Policy) siteProbes(site Site) []ProbeRef {
+	if len(p.Groups) == 0 {
+		return p.Sites[site].Probes
+	}
+	out := slices.Clone(p.Sites[site].Probes)
+	for _, g := range p.Groups {
+		for _, r := range g.Sites[site].Probes {
+			if !slices.ContainsFunc(out, func(o ProbeRef) bool { return o.Name == r.Name }) {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+func findProbe(sp map[Site]SitePolicy, site Site, name string) (ProbeRef, bool) {
+	for _, r := range sp[site].Probes {
 		if r.Name == name {
 			return r, true
 		}
@@ -224,34 +332,96 @@ func (p Policy) Validate() error {
 	if p.StaleAfter < 0 || p.StaleAfter > MaxWindow || (p.StaleAfter > 0 && p.StaleAfter < p.Interval) {
 		bad("stale_after", "%s must be 0 (3 intervals) or between interval %s and %s", p.StaleAfter, p.Interval, MaxWindow)
 	}
-	if p.BlockWindow < 0 || p.BlockWindow > MaxWindow {
-		bad("block_window", "%s must be between 0 and %s", p.BlockWindow, MaxWindow)
-	}
 	if p.MaxPause < 0 || p.MaxPause > MaxWindow {
 		bad("max_pause", "%s must be between 0 (no bound) and %s", p.MaxPause, MaxWindow)
 	}
-	if p.Failback.After > MaxWindow {
-		bad("failback.after", "%s must be <= %s", p.Failback.After, MaxWindow)
+	if p.HasDefaultGroup() {
+		g := p.asGroup(DefaultGroup)
+		g.validate("", bad)
 	}
-	switch p.Failback.Mode {
+	if len(p.Groups)+1 > MaxGroups {
+		bad("groups", "%d groups, at most %d", len(p.Groups), MaxGroups-1)
+	}
+	groupNames := map[string]bool{}
+	for i, g := range p.Groups {
+		prefix := fmt.Sprintf("groups[%d].", i)
+		switch {
+		case g.Name == DefaultGroup:
+			bad(prefix+"name", "%q is the name of the group the policy's own fields describe", g.Name)
+		case !ValidGroupName(g.Name):
+			bad(prefix+"name", "%q must be 1 to 63 lower-case letters, digits and '-', starting with a letter", g.Name)
+		case groupNames[g.Name]:
+			bad(prefix+"name", "duplicate group %q", g.Name)
+		}
+		groupNames[g.Name] = true
+		g.validate(prefix, bad)
+	}
+	// A record belongs to one group: two groups writing one RRset would undo each other.
+	owner := map[string]string{}
+	for _, name := range p.GroupNames() {
+		q, _ := p.ForGroup(name)
+		zone := dnsname.Absolute("@", q.Zone)
+		for i, r := range q.Records {
+			k := dnsname.Absolute(r.Name, zone) + " " + strings.ToUpper(r.Type)
+			if o, ok := owner[k]; ok && o != name {
+				field := fmt.Sprintf("records[%d]", i)
+				if name != DefaultGroup {
+					field = fmt.Sprintf("groups[%d].%s", slices.IndexFunc(p.Groups, func(g Group) bool { return g.Name == name }), field)
+				}
+				bad(field, "%s is a record of group %q too; a record belongs to one group", k, o)
+			}
+			owner[k] = name
+		}
+	}
+	// The map walk above is unordered; sort so the joined error reads the same every time.
+	slices.SortStableFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	return errors.Join(errs...)
+}
+
+// ValidGroupName reports whether name can name a failover group: 1 to 63
+// lower-case letters, digits and '-', starting with a letter, so it fits
+// a DNS label, a metric label and a URL path unescaped.
+func ValidGroupName(name string) bool {
+	if name == "" || len(name) > 63 || name[0] < 'a' || name[0] > 'z' {
+		return false
+	}
+	for _, c := range []byte(name) {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// validate reports through bad every problem with g's own fields, each
+// field named after prefix ("" for the default group, as before groups).
+func (g Group) validate(prefix string, report func(field, format string, args ...any)) {
+	bad := func(field, format string, args ...any) { report(prefix+field, format, args...) }
+	if g.BlockWindow < 0 || g.BlockWindow > MaxWindow {
+		bad("block_window", "%s must be between 0 and %s", g.BlockWindow, MaxWindow)
+	}
+	if g.Failback.After > MaxWindow {
+		bad("failback.after", "%s must be <= %s", g.Failback.After, MaxWindow)
+	}
+	switch g.Failback.Mode {
 	case "", FailbackManual:
 	case FailbackAuto:
-		if p.Failback.After <= 0 {
-			bad("failback.after", "%s must be > 0 with mode auto", p.Failback.After)
+		if g.Failback.After <= 0 {
+			bad("failback.after", "%s must be > 0 with mode auto", g.Failback.After)
 		}
 	default:
-		bad("failback.mode", "%q must be manual or auto", p.Failback.Mode)
+		bad("failback.mode", "%q must be manual or auto", g.Failback.Mode)
 	}
-	if p.Failback.After < 0 {
-		bad("failback.after", "%s must be >= 0", p.Failback.After)
+	if g.Failback.After < 0 {
+		bad("failback.after", "%s must be >= 0", g.Failback.After)
 	}
-	for s := range p.Sites {
+	for s := range g.Sites {
 		if !s.Valid() {
 			bad("sites."+string(s), "unknown site (want primary or backup)")
 		}
 	}
 	for _, s := range sites {
-		sp, ok := p.Sites[s]
+		sp, ok := g.Sites[s]
 		field := "sites." + string(s)
 		if !ok {
 			bad(field, "missing")
@@ -278,22 +448,22 @@ func (p Policy) Validate() error {
 			bad(field+".probes", "at least one critical probe is needed to judge the site")
 		}
 	}
-	for i, name := range p.FailbackGate {
-		if _, ok := p.probe(Primary, name); !ok {
+	for i, name := range g.FailbackGate {
+		if _, ok := findProbe(g.Sites, Primary, name); !ok {
 			bad(fmt.Sprintf("failback_gate[%d]", i), "%q is not a probe of the primary site", name)
 		}
 	}
-	zone := strings.ToLower(p.Zone)
+	zone := strings.ToLower(g.Zone)
 	if zone == "" || zone == "." {
 		bad("zone", "empty zone")
 	} else if !strings.HasSuffix(zone, ".") {
 		zone += "."
 	}
-	if len(p.Records) == 0 {
+	if len(g.Records) == 0 {
 		bad("records", "at least one record is needed")
 	}
 	types := map[string][]string{} // fqdn -> types
-	for i, r := range p.Records {
+	for i, r := range g.Records {
 		f := fmt.Sprintf("records[%d]", i)
 		name := dnsname.Absolute(r.Name, zone)
 		if r.Name == "" {
@@ -337,9 +507,6 @@ func (p Policy) Validate() error {
 			bad("records", "%s has a CNAME and other types", name)
 		}
 	}
-	// The map walk above is unordered; sort so the joined error reads the same every time.
-	slices.SortStableFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
-	return errors.Join(errs...)
 }
 
 func checkValue(typ, v string) error {
@@ -362,60 +529,92 @@ func checkValue(typ, v string) error {
 	return nil
 }
 
-// normalize returns a deep copy in canonical form: sorted nodes, probes and
-// records, absolute lower-case names, canonical addresses. Two policies that
-// mean the same thing normalize to the same value, so they hash the same.
+// normalize returns a deep copy in canonical form: sorted nodes, probes,
+// records and groups, absolute lower-case names, canonical addresses. Two
+// policies that mean the same thing normalize to the same value, so they
+// hash the same.
 func (p Policy) normalize() Policy {
 	q := p.clone()
 	slices.Sort(q.Nodes)
-	slices.Sort(q.FailbackGate)
-	if q.Failback.Mode == "" {
-		q.Failback.Mode = FailbackManual
-	}
 	if q.FastInterval == DefaultFastInterval(q.Interval) {
 		q.FastInterval = 0
 	}
-	for s, sp := range q.Sites {
-		slices.SortStableFunc(sp.Probes, func(a, b ProbeRef) int { return strings.Compare(a.Name, b.Name) })
-		q.Sites[s] = sp
+	q.setGroupFields(q.asGroup(DefaultGroup).normalize())
+	for i := range q.Groups {
+		q.Groups[i] = q.Groups[i].normalize()
 	}
-	q.Zone = dnsname.Absolute("@", q.Zone)
-	for i := range q.Records {
-		r := &q.Records[i]
-		r.Name = dnsname.Absolute(r.Name, q.Zone)
+	slices.SortStableFunc(q.Groups, func(a, b Group) int { return strings.Compare(a.Name, b.Name) })
+	return q
+}
+
+// setGroupFields sets p's default-group fields to g's.
+func (p *Policy) setGroupFields(g Group) {
+	p.AutoFailover, p.BlockWindow, p.Failback = g.AutoFailover, g.BlockWindow, g.Failback
+	p.Sites, p.Zone, p.Records, p.FailbackGate = g.Sites, g.Zone, g.Records, g.FailbackGate
+}
+
+// normalize puts g's fields in canonical form (see Policy.normalize); g
+// must be a clone, as its maps and slices are sorted in place.
+func (g Group) normalize() Group {
+	slices.Sort(g.FailbackGate)
+	if g.Failback.Mode == "" {
+		g.Failback.Mode = FailbackManual
+	}
+	for s, sp := range g.Sites {
+		slices.SortStableFunc(sp.Probes, func(a, b ProbeRef) int { return strings.Compare(a.Name, b.Name) })
+		g.Sites[s] = sp
+	}
+	g.Zone = dnsname.Absolute("@", g.Zone)
+	for i := range g.Records {
+		r := &g.Records[i]
+		r.Name = dnsname.Absolute(r.Name, g.Zone)
 		r.Type = strings.ToUpper(r.Type)
 		r.Primary = dnsname.Values(r.Type, r.Primary)
 		r.Backup = dnsname.Values(r.Type, r.Backup)
 	}
-	slices.SortStableFunc(q.Records, func(a, b Record) int {
+	slices.SortStableFunc(g.Records, func(a, b Record) int {
 		if c := strings.Compare(a.Name, b.Name); c != 0 {
 			return c
 		}
 		return strings.Compare(a.Type, b.Type)
 	})
-	return q
+	return g
 }
 
 // clone deep-copies p.
 func (p Policy) clone() Policy {
 	q := p
 	q.Nodes = slices.Clone(p.Nodes)
-	q.FailbackGate = slices.Clone(p.FailbackGate)
-	if p.Sites != nil {
-		q.Sites = make(map[Site]SitePolicy, len(p.Sites))
-		for s, sp := range p.Sites {
-			q.Sites[s] = SitePolicy{Probes: slices.Clone(sp.Probes)}
-		}
-	}
-	if p.Records != nil {
-		q.Records = make([]Record, len(p.Records))
-		for i, r := range p.Records {
-			r.Primary = slices.Clone(r.Primary)
-			r.Backup = slices.Clone(r.Backup)
-			q.Records[i] = r
+	q.setGroupFields(p.asGroup(DefaultGroup).clone())
+	if p.Groups != nil {
+		q.Groups = make([]Group, len(p.Groups))
+		for i, g := range p.Groups {
+			q.Groups[i] = g.clone()
 		}
 	}
 	return q
+}
+
+// clone deep-copies g.
+func (g Group) clone() Group {
+	g.FailbackGate = slices.Clone(g.FailbackGate)
+	if g.Sites != nil {
+		sites := make(map[Site]SitePolicy, len(g.Sites))
+		for s, sp := range g.Sites {
+			sites[s] = SitePolicy{Probes: slices.Clone(sp.Probes)}
+		}
+		g.Sites = sites
+	}
+	if g.Records != nil {
+		recs := make([]Record, len(g.Records))
+		for i, r := range g.Records {
+			r.Primary = slices.Clone(r.Primary)
+			r.Backup = slices.Clone(r.Backup)
+			recs[i] = r
+		}
+		g.Records = recs
+	}
+	return g
 }
 
 // Hash is the hex SHA-256 of the policy's canonical JSON encoding. Nodes

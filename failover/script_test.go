@@ -263,20 +263,21 @@ func (h *harness) run(line string) string {
 		return h.cmd("tick", Command{At: h.at(a, "at"), Payload: Tick{}})
 	case "failover":
 		return h.cmd("failover", Command{At: h.at(a, "at"), Payload: Failover{To: Site(a.str("to", "backup")), Actor: a.str("actor", "alice"),
-			Reason: a.str("reason", ""), Force: a.bool("force"), Planned: a.bool("planned"), AckBlock: !a.bool("legacy")}})
+			Reason: a.str("reason", ""), Force: a.bool("force"), Planned: a.bool("planned"), AckBlock: !a.bool("legacy"), Group: a.str("group", ""),
+			AllGroups: a.bool("all-groups")}})
 	case "failback":
 		return h.cmd("failback", Command{At: h.at(a, "at"), Payload: Failback{Actor: a.str("actor", "alice"), Reason: a.str("reason", ""), Force: a.bool("force"),
-			AckBlock: !a.bool("legacy")}})
+			AckBlock: !a.bool("legacy"), Group: a.str("group", "")}})
 	case "pause":
 		var until int64
 		if _, ok := a.kv["until"]; ok {
 			until = h.at(a, "until")
 		}
-		return h.cmd("pause", Command{At: h.at(a, "at"), Payload: Pause{Actor: a.str("actor", "alice"), Reason: a.str("reason", ""), Until: until}})
+		return h.cmd("pause", Command{At: h.at(a, "at"), Payload: Pause{Actor: a.str("actor", "alice"), Reason: a.str("reason", ""), Until: until, Group: a.str("group", "")}})
 	case "resume":
-		return h.cmd("resume", Command{At: h.at(a, "at"), Payload: Resume{Actor: a.str("actor", "alice"), Reason: a.str("reason", "")}})
+		return h.cmd("resume", Command{At: h.at(a, "at"), Payload: Resume{Actor: a.str("actor", "alice"), Reason: a.str("reason", ""), Group: a.str("group", "")}})
 	case "ack":
-		return h.cmd("ack", Command{At: h.at(a, "at"), Payload: Ack{Actor: a.str("actor", "alice"), Reason: a.str("reason", "")}})
+		return h.cmd("ack", Command{At: h.at(a, "at"), Payload: Ack{Actor: a.str("actor", "alice"), Reason: a.str("reason", ""), Group: a.str("group", "")}})
 	case "action":
 		var w, v int64
 		if _, ok := a.kv["written"]; ok {
@@ -287,7 +288,7 @@ func (h *harness) run(line string) string {
 		}
 		servers := parseServers(t, a.str("servers", ""))
 		return h.cmd("action", Command{At: h.at(a, "at"), Payload: ActionResult{Gen: uint64(a.int(t, "gen", 0)), Outcome: a.str("outcome", ""),
-			Detail: a.str("detail", ""), Actor: a.str("actor", "a"), WrittenAt: w, VerifiedAt: v, Servers: servers}})
+			Detail: a.str("detail", ""), Actor: a.str("actor", "a"), WrittenAt: w, VerifiedAt: v, Servers: servers, Group: a.str("group", "")}})
 	case "breakglass":
 		var w int64
 		if _, ok := a.kv["written"]; ok {
@@ -356,9 +357,21 @@ func (h *harness) run(line string) string {
 		}
 		return "suspect: " + list(ss)
 	case "desired":
+		if g, ok := a.kv["group"]; ok {
+			d, ok := h.m.GroupDesired(g)
+			if !ok {
+				return "desired: no group " + g
+			}
+			return renderDesired(d)
+		}
 		return renderDesired(h.m.Desired())
+	case "overview":
+		return renderOverview(h.m.Overview())
 	case "history":
 		hist := h.m.History()
+		if g, ok := a.kv["group"]; ok {
+			hist = slices.DeleteFunc(hist, func(e Entry) bool { return e.Group != g })
+		}
 		if n := a.int(t, "tail", 0); n > 0 && n < len(hist) {
 			hist = hist[len(hist)-n:]
 		}
@@ -371,11 +384,18 @@ func (h *harness) run(line string) string {
 		}
 		return strings.Join(out, "\n")
 	case "status":
+		if g, ok := a.kv["group"]; ok {
+			v, ok := h.m.GroupView(g)
+			if !ok {
+				return "status: no group " + g
+			}
+			return renderStatus(v)
+		}
 		return renderStatus(h.m.View())
 	case "probes":
 		return renderProbes(h.m.View(), a.str("node", ""))
 	case "explain":
-		s, err := h.m.Explain(uint64(a.int(t, "gen", 0)))
+		s, err := h.m.ExplainGroup(a.str("group", ""), uint64(a.int(t, "gen", 0)))
 		if err != nil {
 			return "error: " + err.Error()
 		}
@@ -400,7 +420,7 @@ func scriptPolicy(t *testing.T, a args) Policy {
 			probes = append(probes, ProbeRef{Name: n})
 		}
 	}
-	return Policy{
+	p := Policy{
 		Nodes:        strings.Split(a.str("nodes", "a,b,c"), ","),
 		Quorum:       a.int(t, "quorum", 2),
 		Fall:         a.int(t, "fall", 3),
@@ -417,6 +437,61 @@ func scriptPolicy(t *testing.T, a args) Policy {
 			{Name: "lms", Type: "AAAA", TTL: 60, Primary: []string{"2001:db8::10"}, Backup: []string{"2001:db8:1::10"}},
 		},
 	}
+	// groups=NAME:probe+probe,... adds a failover group per item, each with
+	// those critical probes on both sites and one A record NAME, whose
+	// addresses end in the group's position (1, 2, ...); default=none
+	// leaves the default group out.
+	if gs := a.str("groups", ""); gs != "" {
+		for i, item := range strings.Split(gs, ",") {
+			name, ps, _ := strings.Cut(item, ":")
+			var refs []ProbeRef
+			for _, n := range strings.Split(ps, "+") {
+				refs = append(refs, ProbeRef{Name: n, Critical: true})
+			}
+			p.Groups = append(p.Groups, Group{
+				Name: name, AutoFailover: p.AutoFailover, BlockWindow: p.BlockWindow, Failback: p.Failback,
+				Sites: map[Site]SitePolicy{Primary: {Probes: refs}, Backup: {Probes: slices.Clone(refs)}},
+				Zone:  p.Zone,
+				Records: []Record{{Name: name, Type: "A", TTL: 60,
+					Primary: []string{fmt.Sprintf("203.0.113.%d", 100+i)}, Backup: []string{fmt.Sprintf("198.51.100.%d", 100+i)}}},
+			})
+		}
+	}
+	if a.str("default", "") == "none" {
+		p.Sites, p.Records = nil, nil
+	}
+	return p
+}
+
+// allProbes lists the probe names of site in every group of p, sorted.
+func allProbes(p *Policy, site Site) []string {
+	var out []string
+	for _, name := range p.GroupNames() {
+		q, _ := p.ForGroup(name)
+		for _, r := range q.Sites[site].Probes {
+			if !slices.Contains(out, r.Name) {
+				out = append(out, r.Name)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func renderOverview(gs []GroupSummary) string {
+	if len(gs) == 0 {
+		return "overview: no groups"
+	}
+	var out []string
+	for _, g := range gs {
+		line := fmt.Sprintf("%s active=%s mode=%s blocked=%t pending=%t primary=%s backup=%s gen=%d",
+			g.Name, g.Active, g.Mode, g.Blocked, g.Pending, g.Sites[Primary].Verdict, g.Sites[Backup].Verdict, g.Desired.Gen)
+		if g.WithheldRule != "" {
+			line += " withheld=" + g.WithheldRule
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "\n")
 }
 
 // observe builds one round from node: each of pri and bak is "up" or
@@ -444,8 +519,12 @@ func (h *harness) observe(a args, node, pri, bak string) Observe {
 		states := map[string]string{}
 		if sv.spec == "up" || sv.spec == "down" {
 			if v.Policy != nil {
-				for _, p := range v.Policy.Sites[sv.site].Probes {
-					states[p.Name] = sv.spec
+				full := *v.Policy
+				if pol, _ := h.m.Policy(); pol != nil {
+					full = *pol
+				}
+				for _, name := range allProbes(&full, sv.site) {
+					states[name] = sv.spec
 				}
 			}
 		} else {
@@ -535,6 +614,26 @@ func (h *harness) apply(label string, b []byte) string {
 	}
 	if r.Kind == KindDrill && r.Noop == "" {
 		parts = append(parts, r.Message)
+	}
+	if r.Group != "" && len(parts) > 0 {
+		parts[0] = "group=" + r.Group + " " + parts[0]
+	}
+	for _, g := range r.Groups {
+		gp := "group=" + g.Group
+		switch {
+		case g.Refused != "":
+			gp += " refused " + g.Refused
+		case g.Gen != 0 && g.Kind == KindPolicy:
+			gp += fmt.Sprintf(" gen=%d policy: new records for %s", g.Gen, g.Active)
+		case g.Gen != 0:
+			gp += fmt.Sprintf(" gen=%d %s %s->%s", g.Gen, g.Kind, g.From, g.To)
+		case g.Noop != "":
+			gp += " noop " + g.Noop
+		}
+		if g.Withheld != "" {
+			gp += " withheld " + g.Withheld
+		}
+		parts = append(parts, gp)
 	}
 	if len(parts) == 0 {
 		return ""
@@ -670,6 +769,9 @@ func renderDesired(d Desired) string {
 
 func renderEntry(e Entry) string {
 	s := fmt.Sprintf("#%d t=%s %s", e.Index, rel(e.At), e.Kind)
+	if e.Group != "" {
+		s += " group=" + e.Group
+	}
 	if e.Gen != 0 {
 		s += fmt.Sprintf(" gen=%d", e.Gen)
 	}

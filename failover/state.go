@@ -308,6 +308,9 @@ type Entry struct {
 	Timings  Timings        `json:"timings"`
 	Outcome  string         `json:"outcome,omitempty"`
 	Detail   string         `json:"detail,omitempty"`
+	// Group is the failover group the entry is about; empty for
+	// DefaultGroup and for what belongs to no group (membership, drills).
+	Group string `json:"group,omitempty"`
 }
 
 // decision reports whether e set a new desired state.
@@ -420,6 +423,90 @@ type state struct {
 	// older logs replay to the same snapshots.
 	LeaderlessFrom int64 `json:"leaderless_from,omitempty"`
 	LeaderlessTo   int64 `json:"leaderless_to,omitempty"`
+	// Groups is the state of each failover group of Policy.Groups, by
+	// name. DefaultGroup's is the fields above, from Active to PrimaryUpAt,
+	// where it always was. Absent until a policy with groups is set (log
+	// format 3), so older snapshots read, and encode, as before.
+	Groups map[string]*groupState `json:"groups,omitempty"`
+
+	// scope is the group whose state the fields from Active to PrimaryUpAt
+	// hold while inGroup runs; "" for DefaultGroup. Not replicated.
+	scope string
+}
+
+// groupState is one failover group's own state: the fields of state that
+// DefaultGroup keeps at the top level, with the same JSON names.
+type groupState struct {
+	Active       Site           `json:"active"`
+	ActiveSince  int64          `json:"active_since"`
+	Desired      Desired        `json:"desired"`
+	Paused       bool           `json:"paused"`
+	PausedUntil  int64          `json:"paused_until"`
+	PausedBy     string         `json:"paused_by,omitempty"`
+	PauseReason  string         `json:"pause_reason,omitempty"`
+	BlockedUntil int64          `json:"blocked_until"`
+	Withheld     withheld       `json:"withheld"`
+	DownSince    map[Site]int64 `json:"down_since,omitempty"`
+	PrimaryUp    bool           `json:"primary_up"`
+	PrimaryUpAt  int64          `json:"primary_up_at"`
+}
+
+// newGroupState is a group's state before any decision: the primary
+// active, nothing desired yet.
+func newGroupState() *groupState {
+	return &groupState{Active: Primary, Desired: Desired{Active: Primary, Fence: fence(0)}}
+}
+
+// groupFields returns the group state the top-level fields hold.
+func (s *state) groupFields() groupState {
+	return groupState{
+		Active: s.Active, ActiveSince: s.ActiveSince, Desired: s.Desired,
+		Paused: s.Paused, PausedUntil: s.PausedUntil, PausedBy: s.PausedBy, PauseReason: s.PauseReason,
+		BlockedUntil: s.BlockedUntil, Withheld: s.Withheld, DownSince: s.DownSince,
+		PrimaryUp: s.PrimaryUp, PrimaryUpAt: s.PrimaryUpAt,
+	}
+}
+
+// setGroupFields sets the top-level group fields to g.
+func (s *state) setGroupFields(g groupState) {
+	s.Active, s.ActiveSince, s.Desired = g.Active, g.ActiveSince, g.Desired
+	s.Paused, s.PausedUntil, s.PausedBy, s.PauseReason = g.Paused, g.PausedUntil, g.PausedBy, g.PauseReason
+	s.BlockedUntil, s.Withheld, s.DownSince = g.BlockedUntil, g.Withheld, g.DownSince
+	s.PrimaryUp, s.PrimaryUpAt = g.PrimaryUp, g.PrimaryUpAt
+}
+
+// inGroup runs f with group name's state in the top-level group fields and
+// its policy (Policy.ForGroup) in s.Policy, so every rule reads one
+// group's state and policy by the code DefaultGroup has always run, then
+// puts everything back. DefaultGroup runs f as it is. Entries f appends
+// carry the group's name. ok is false, and f does not run, for a group the
+// policy does not have.
+func (s *state) inGroup(name string, f func()) (ok bool) {
+	if name == "" || name == DefaultGroup {
+		if s.Policy != nil && !s.Policy.HasDefaultGroup() {
+			return false
+		}
+		f()
+		return true
+	}
+	if s.Policy == nil || s.scope != "" {
+		return false
+	}
+	gp, ok := s.Policy.ForGroup(name)
+	gs := s.Groups[name]
+	if !ok || gs == nil {
+		return false
+	}
+	full, def := s.Policy, s.groupFields()
+	s.Policy, s.scope = gp, name
+	s.setGroupFields(*gs)
+	defer func() {
+		*gs = s.groupFields()
+		s.setGroupFields(def)
+		s.Policy, s.scope = full, ""
+	}()
+	f()
+	return true
 }
 
 // LeaderlessAfter is how many report intervals without any commit make a

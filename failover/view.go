@@ -60,6 +60,28 @@ type View struct {
 	// drill that ended, skipped ones left out (see LastDrill).
 	Drill     *DrillRecord `json:"drill,omitempty"`
 	LastDrill *DrillRecord `json:"last_drill,omitempty"`
+	// Group is the failover group this view shows; empty for DefaultGroup.
+	// Its fields from Active on are that group's, its Policy the group's
+	// (Policy.ForGroup), its History the group's entries and those of no group.
+	Group string `json:"group,omitempty"`
+	// Groups is the overview of every failover group, in the policy's
+	// order; empty when the policy has none besides DefaultGroup.
+	Groups []GroupSummary `json:"groups,omitempty"`
+}
+
+// GroupSummary is one failover group at a glance: where its traffic is,
+// what the quorum sees, and whether anything holds it.
+type GroupSummary struct {
+	Name         string         `json:"name"`
+	Active       Site           `json:"active"`
+	ActiveSince  int64          `json:"active_since"`
+	Mode         string         `json:"mode"`
+	Blocked      bool           `json:"blocked"`
+	Sites        map[Site]Tally `json:"sites"`
+	Pending      bool           `json:"pending"`
+	WithheldRule string         `json:"withheld_rule,omitempty"`
+	LastDecision string         `json:"last_decision"`
+	Desired      Desired        `json:"desired"`
 }
 
 // viewHistoryTail is how many of the newest history entries View carries,
@@ -75,13 +97,17 @@ const (
 // the newest viewAuditTail audit entries, oldest first.
 func (s *state) historyTail() []Entry {
 	var out []Entry
-	audit := 0
+	audit, seen := 0, 0
 	for i := len(s.History) - 1; i >= 0; i-- {
-		recent := len(s.History)-i <= viewHistoryTail
+		e := &s.History[i]
+		if e.Group != "" && e.Group != s.scope {
+			continue // another group's: a group's view counts its own entries
+		}
+		seen++
+		recent := seen <= viewHistoryTail
 		if !recent && audit == viewAuditTail {
 			break // nothing older is carried
 		}
-		e := &s.History[i]
 		kept := AuditKind(e.Kind) && audit < viewAuditTail
 		if kept {
 			audit++
@@ -187,11 +213,103 @@ type UnknownProbe struct {
 	Count uint64 `json:"count"`
 }
 
-// View returns the status page's picture of the state.
+// View returns the status page's picture of the state: DefaultGroup's,
+// with the overview of every group when the policy has more.
 func (m *Machine) View() View {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	s := &m.st
+	if p := m.st.Policy; p != nil && !p.HasDefaultGroup() {
+		// No default group: the first group stands in for it.
+		name := p.Groups[0].Name
+		var v View
+		s := m.st.scoped(name)
+		s.inGroup(name, func() { v = s.view() })
+		v.Group, v.Groups = name, m.st.overview()
+		return v
+	}
+	v := m.st.view()
+	if p := m.st.Policy; p != nil && len(p.Groups) > 0 {
+		v.Groups = m.st.overview()
+	}
+	return v
+}
+
+// GroupView returns the view of failover group name (DefaultGroup for ""
+// or "default"); ok is false for a group the policy does not have.
+func (m *Machine) GroupView(name string) (v View, ok bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if name == "" || name == DefaultGroup {
+		if m.st.Policy != nil && !m.st.Policy.HasDefaultGroup() {
+			return View{}, false
+		}
+		v = m.st.view()
+		if len(m.st.Policy.Groups) > 0 {
+			v.Groups = m.st.overview()
+		}
+		return v, true
+	}
+	s := m.st.scoped(name)
+	ok = s.inGroup(name, func() { v = s.view() })
+	if ok {
+		v.Group = name
+		v.Groups = m.st.overview()
+	}
+	return v, ok
+}
+
+// scoped returns a shallow copy of s whose state of group name is its own,
+// so inGroup can run on it under a read lock without writing what s holds.
+func (s *state) scoped(name string) *state {
+	c := *s
+	if gs := s.Groups[name]; gs != nil {
+		c.Groups = map[string]*groupState{name: new(*gs)}
+	}
+	return &c
+}
+
+// Groups lists the policy's failover groups (Policy.GroupNames); none
+// before a policy is set.
+func (m *Machine) Groups() []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.st.Policy == nil {
+		return nil
+	}
+	return m.st.Policy.GroupNames()
+}
+
+// Overview summarises every failover group, in the policy's order.
+func (m *Machine) Overview() []GroupSummary {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.st.overview()
+}
+
+func (s *state) overview() []GroupSummary {
+	if s.Policy == nil {
+		return nil
+	}
+	var out []GroupSummary
+	for _, name := range s.Policy.GroupNames() {
+		c := s
+		if name != DefaultGroup {
+			c = s.scoped(name)
+		}
+		c.inGroup(name, func() {
+			v := c.view()
+			out = append(out, GroupSummary{
+				Name: name, Active: v.Active, ActiveSince: v.ActiveSince, Mode: v.Mode, Blocked: v.Blocked,
+				Sites: v.Sites, Pending: v.Pending != nil && v.Pending.Countdown(), WithheldRule: v.WithheldRule,
+				LastDecision: v.LastDecision, Desired: v.Desired,
+			})
+		})
+	}
+	return out
+}
+
+// view builds the View of the group in scope (DefaultGroup's outside any).
+func (s *state) view() View {
 	now := s.Now
 	v := View{
 		Index: s.LastIndex, Now: now, Active: s.Active, ActiveSince: s.ActiveSince,
@@ -207,7 +325,7 @@ func (m *Machine) View() View {
 		v.BlockedUntil = s.BlockedUntil
 	}
 	for i := len(s.History) - 1; i >= 0; i-- {
-		if e := &s.History[i]; e.decision() && e.Kind != KindPolicy {
+		if e := &s.History[i]; e.decision() && e.Kind != KindPolicy && e.Group == s.scope {
 			v.LastDecision = oneLine(e)
 			break
 		}
@@ -299,20 +417,41 @@ type Suspicion struct {
 func (m *Machine) Suspicion(node string) Suspicion {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	s := &m.st
-	p := s.Policy
+	p := m.st.Policy
 	if p == nil {
 		return Suspicion{}
 	}
-	out := Suspicion{Fall: p.Fall, Suspect: s.suspects(s.Now, s.Now-int64(p.stale()), s.tallies(s.Now))}
-	if ns := s.Nodes[node]; ns != nil {
-		for _, site := range sites {
-			for _, ref := range p.Sites[site].Probes {
-				if ps := ns.Probes[probeKey(site, ref.Name)]; ref.Critical && ps != nil && ps.State == Down {
-					out.Down = append(out.Down, probeKey(site, ref.Name))
+	// A site is suspect when it is in any group; a probe is DOWN for the
+	// node when it is critical in any group.
+	out := Suspicion{Fall: p.Fall}
+	for _, name := range p.GroupNames() {
+		s := &m.st
+		if name != DefaultGroup {
+			s = m.st.scoped(name)
+		}
+		s.inGroup(name, func() {
+			for _, site := range s.suspects(s.Now, s.Now-int64(s.Policy.stale()), s.tallies(s.Now)) {
+				if !slices.Contains(out.Suspect, site) {
+					out.Suspect = append(out.Suspect, site)
 				}
 			}
-		}
+			ns := s.Nodes[node]
+			if ns == nil {
+				return
+			}
+			for _, site := range sites {
+				for _, ref := range s.Policy.Sites[site].Probes {
+					k := probeKey(site, ref.Name)
+					if ps := ns.Probes[k]; ref.Critical && ps != nil && ps.State == Down && !slices.Contains(out.Down, k) {
+						out.Down = append(out.Down, k)
+					}
+				}
+			}
+		})
+	}
+	slices.SortFunc(out.Suspect, func(a, b Site) int { return siteIdx(a) - siteIdx(b) })
+	if len(p.Groups) > 0 {
+		slices.Sort(out.Down)
 	}
 	return out
 }
@@ -504,16 +643,31 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // Explain describes decision gen (0 = the latest) in words an on-call
 // human understands: what moved, why, which nodes saw what, and what DNS did.
-func (m *Machine) Explain(gen uint64) (string, error) {
+func (m *Machine) Explain(gen uint64) (string, error) { return m.ExplainGroup("", gen) }
+
+// ExplainGroup is Explain for decision gen of failover group (DefaultGroup
+// for ""); gen 0 is the group's latest.
+func (m *Machine) ExplainGroup(group string, gen uint64) (string, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
+	if group == DefaultGroup {
+		group = ""
+	}
 	s := &m.st
+	latest := s.Desired.Gen
+	if group != "" {
+		gs := s.Groups[group]
+		if gs == nil {
+			return "", fmt.Errorf("explain group %q: no such failover group: %w", group, ErrUnknownGen)
+		}
+		latest = gs.Desired.Gen
+	}
 	if gen == 0 {
-		gen = s.Desired.Gen
+		gen = latest
 	}
 	var e, ack *Entry
 	for i := len(s.History) - 1; i >= 0; i-- {
-		if h := &s.History[i]; h.decision() && h.Gen == gen {
+		if h := &s.History[i]; h.decision() && h.Gen == gen && h.Group == group {
 			e = h
 			// A manual move that acknowledged a block recorded it right before itself.
 			if i > 0 && s.History[i-1].Kind == KindAck && s.History[i-1].Index == h.Index {
@@ -596,8 +750,8 @@ func (m *Machine) Explain(gen uint64) (string, error) {
 		}
 		b.WriteString(".\n")
 	}
-	if gen != s.Desired.Gen {
-		fmt.Fprintf(&b, "Superseded by gen %d.\n", s.Desired.Gen)
+	if gen != latest {
+		fmt.Fprintf(&b, "Superseded by gen %d.\n", latest)
 	}
 	return b.String(), nil
 }

@@ -40,6 +40,8 @@ var docTypes = []struct {
 	{"RouteQuota", reflect.TypeFor[clusterhealth.Routes]()},
 	{"View", reflect.TypeFor[failover.View]()},
 	{"Policy", reflect.TypeFor[failover.Policy]()},
+	{"GroupSummary", reflect.TypeFor[failover.GroupSummary]()},
+	{"Group", reflect.TypeFor[failover.Group]()},
 	{"FailbackPolicy", reflect.TypeFor[failover.FailbackPolicy]()},
 	{"SitePolicy", reflect.TypeFor[failover.SitePolicy]()},
 	{"ProbeRef", reflect.TypeFor[failover.ProbeRef]()},
@@ -209,7 +211,8 @@ func TestAPIDocExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	optional := map[string]bool{"reconcile": true, "paused_until": true, "paused_by": true, "pause_reason": true,
-		"pending": true, "suspect": true, "withheld_rule": true, "withheld_reason": true, "withheld_since": true, "failback_in": true, "drill": true}
+		"pending": true, "suspect": true, "withheld_rule": true, "withheld_reason": true, "withheld_since": true, "failback_in": true, "drill": true,
+		"group": true, "groups": true}
 	for _, tt := range []struct {
 		typ reflect.Type
 		got map[string]json.RawMessage
