@@ -107,3 +107,33 @@ func TestActionResultForOneGroupLeavesTheOtherUndone(t *testing.T) {
 		t.Fatalf("lms %+v apps %+v: want lms done, apps gen 3 not done", lms, apps)
 	}
 }
+
+// Without a default group, what needs one decision (the repairs' gen, the
+// DNS check) follows the first group by name, and a repair keyed by its
+// generation is accepted.
+func TestWithoutDefaultGroupTheFirstGroupLeads(t *testing.T) {
+	m := New()
+	if _, err := m.Step(1, Command{At: 1, Payload: SetPolicy{Policy: twoGroupPolicy(), Actor: "ops"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Step(2, Command{At: 2, Payload: Failover{To: Backup, Group: "lms", Force: true, Actor: "alice", AckBlock: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if d := m.Desired(); d.Gen != 0 || len(d.Records) != 1 || d.Records[0].Name != "apps.example.org." {
+		t.Fatalf("Desired() = %+v, want apps' (first by name), undecided", d)
+	}
+	if _, err := m.Step(3, Command{At: 3, Payload: Failover{To: Backup, Group: "apps", Force: true, Actor: "alice", AckBlock: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if d := m.Desired(); d.Gen != 3 || d.Active != Backup {
+		t.Fatalf("Desired() = %+v, want apps' gen 3 on the backup", d)
+	}
+	rem := Remediation{Name: "octavia_stuck_lb", Verb: "failover", Target: "lb-1", Key: "lb-1", Gen: 3, Result: RemediationApplied}
+	if _, err := m.Step(4, Command{At: 4, Payload: rem}); err != nil {
+		t.Fatalf("a repair keyed by the lead group's gen: %v", err)
+	}
+	rem.Gen, rem.Key = 4, "lb-2"
+	if _, err := m.Step(5, Command{At: 5, Payload: rem}); !errors.Is(err, ErrUnknownGen) {
+		t.Fatalf("a repair keyed by a gen no group has: %v, want unknown gen", err)
+	}
+}

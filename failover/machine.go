@@ -982,10 +982,24 @@ func (m *Machine) GroupDesired(group string) (d Desired, ok bool) {
 }
 
 // Desired returns the DNS state the reconciler must bring about.
+//
+// With failover groups it is the lead group's (state.leadGroup): what the
+// repairs, the DNS check and the gen gauge follow. The reconciler reads
+// each group's through GroupDesired.
 func (m *Machine) Desired() Desired {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	return m.st.Desired.clone()
+	return m.st.desiredOf(m.st.leadGroup()).clone()
+}
+
+// leadGroup is the group that stands for the cluster where one decision is
+// needed (the repairs' generation, the status page's detail): DefaultGroup
+// when it exists, else the first group in name order; "" for DefaultGroup.
+func (s *state) leadGroup() string {
+	if s.Policy == nil || s.Policy.HasDefaultGroup() {
+		return ""
+	}
+	return s.Policy.Groups[0].Name
 }
 
 // History returns a copy of the audit history, oldest first.

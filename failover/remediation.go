@@ -143,7 +143,7 @@ func (c *Remediation) check(desiredGen uint64) error {
 // flood the records. Applied, failed, skipped_cap and blocked actions also
 // appear in the history, so the status page and `drwatch history` show them.
 func (s *state) remediation(index uint64, now int64, c *Remediation, res *Result) error {
-	if err := c.check(s.Desired.Gen); err != nil {
+	if err := c.check(s.desiredOf(s.leadGroup()).Gen); err != nil {
 		return err
 	}
 	s.Now = now
