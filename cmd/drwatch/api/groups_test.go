@@ -25,11 +25,11 @@ func groupsPolicy() failover.Policy {
 		return []failover.Record{{Name: name, Type: "A", TTL: 60, Primary: []string{p}, Backup: []string{b}}}
 	}
 	return failover.Policy{
-		Nodes: []string{"a", "b", "c"}, Quorum: 2, Fall: 1, Rise: 1, Interval: time.Second,
+		Nodes: []string{"a", "b", "c"}, Quorum: 2, Fall: 1, Rise: 1, Interval: time.Second, AutoFailover: true,
 		Sites: sites("web"), Zone: "example.org.", Records: rec("www", "203.0.113.10", "198.51.100.10"),
 		Groups: []failover.Group{
-			{Name: "apps", Sites: sites("web-apps"), Zone: "example.org.", Records: rec("apps", "203.0.113.2", "198.51.100.2")},
-			{Name: "lms", Sites: sites("web-lms"), Zone: "example.org.", Records: rec("lms", "203.0.113.1", "198.51.100.1")},
+			{Name: "apps", AutoFailover: true, Sites: sites("web-apps"), Zone: "example.org.", Records: rec("apps", "203.0.113.2", "198.51.100.2")},
+			{Name: "lms", AutoFailover: true, Sites: sites("web-lms"), Zone: "example.org.", Records: rec("lms", "203.0.113.1", "198.51.100.1")},
 		},
 	}
 }
@@ -67,7 +67,7 @@ func (b *groupsBackend) step(t *testing.T, p failover.Payload) {
 }
 
 func (b *groupsBackend) at() int64 {
-	return time.Date(2026, 1, 1, 0, 0, int(b.index), 0, time.UTC).UnixNano()
+	return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(b.index) * 10 * time.Millisecond).UnixNano()
 }
 
 func (b *groupsBackend) Status(context.Context) Status {
