@@ -232,8 +232,11 @@ func TestHistoryAndExplainReadOneGroup(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "lms caddy died") {
 		t.Errorf("explain --group lms: exit %d\n%s\nwant lms' latest decision", code, stdout)
 	}
-	// The look-alike: the default group has made no decision.
-	if _, stderr, code := run(t, "explain", "--endpoint", url); code == 0 || !strings.Contains(stderr, "no decision yet") {
+	// The look-alikes: the default group and apps have made no decision.
+	if _, stderr, code := run(t, "explain", "--endpoint", url); code == 0 || !strings.Contains(stderr, "no decision yet:") {
 		t.Errorf("explain: exit %d %q, want no decision yet for the default group", code, stderr)
+	}
+	if _, stderr, code := run(t, "explain", "--group", "apps", "--endpoint", url); code == 0 || !strings.Contains(stderr, "no decision yet in group apps") {
+		t.Errorf("explain --group apps: exit %d %q, want no decision yet in group apps", code, stderr)
 	}
 }

@@ -145,7 +145,9 @@ func (e *explainCmd) Run(ctx context.Context, w io.Writer, gen uint64) error {
 		if err != nil {
 			return cliErr(err)
 		}
-		if gen = st.State.Desired.Gen; gen == 0 {
+		if gen = st.State.Desired.Gen; gen == 0 && e.group != "" {
+			return fmt.Errorf("no decision yet in group %s: drwatch has not changed its records", e.group)
+		} else if gen == 0 {
 			return errors.New("no decision yet: drwatch has not changed the records")
 		}
 	}
