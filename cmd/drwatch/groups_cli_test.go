@@ -171,10 +171,24 @@ func TestAllGroupsFailoverConfirmsOnceAndNamesTheRefusedGroup(t *testing.T) {
 	}
 
 	// The look-alike: when every group moves, the exit is 0.
-	p.commit(t, failover.Failback{Group: "lms", Force: true})
-	out.Reset()
 	if _, stderr, code := run(t, "failover", "--all-groups", "--to", "primary", "--reason", "back", "--yes", "--endpoint", url); code != 0 {
 		t.Errorf("every group moved: got exit %d %s, want 0", code, stderr)
+	}
+
+	// When no group can move, nothing is asked and nothing is written.
+	for _, node := range []string{"a", "b", "c"} {
+		var rs []failover.ProbeResult
+		for _, probe := range []string{"web", "web-apps", "web-lms"} {
+			rs = append(rs, failover.ProbeResult{Site: failover.Primary, Probe: probe, OK: true}, failover.ProbeResult{Site: failover.Backup, Probe: probe})
+		}
+		p.commit(t, failover.Observe{Node: node, Results: rs})
+	}
+	n := len(p.commits)
+	prompt.Reset()
+	w.confirm.in = strings.NewReader("")
+	err = w.Run(t.Context(), &out)
+	if exitCode(err) != exitRefused || !strings.Contains(err.Error(), "refused by rule target_unhealthy") || prompt.Len() != 0 || len(p.commits) != n {
+		t.Errorf("no group can move: got exit %d %v, prompt %q, %d commits; want exit 3 by target_unhealthy, no prompt, none", exitCode(err), err, prompt.String(), len(p.commits)-n)
 	}
 }
 

@@ -185,7 +185,11 @@ func (w *writeCmd) summary(ctx context.Context, cl *client) (string, error) {
 			// No group would move: the write would be refused as a whole.
 			return "", refusedError{&apiError{Status: http.StatusConflict, ErrorDetail: *dr.Error}}
 		}
-		fmt.Fprintf(&b, "About to %s every group to %s (forced: %v): %s\n", w.name, w.req.To, w.req.Force, w.req.Reason)
+		fmt.Fprintf(&b, "About to %s every group to %s", w.name, w.req.To)
+		if w.req.Force {
+			b.WriteString(" (forced)")
+		}
+		fmt.Fprintf(&b, ": %s\n", w.req.Reason)
 		printGroupChanges(&b, dr.Groups)
 		return b.String(), nil
 	}
