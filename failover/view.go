@@ -244,7 +244,7 @@ func (m *Machine) GroupView(name string) (v View, ok bool) {
 			return View{}, false
 		}
 		v = m.st.view()
-		if len(m.st.Policy.Groups) > 0 {
+		if m.st.Policy != nil && len(m.st.Policy.Groups) > 0 {
 			v.Groups = m.st.overview()
 		}
 		return v, true

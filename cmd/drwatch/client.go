@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -398,8 +399,19 @@ func (c *client) once(ctx context.Context, ep, method, path string, payload []by
 	return true, nil
 }
 
-func (c *client) status(ctx context.Context) (api.Status, error) {
+func (c *client) status(ctx context.Context) (api.Status, error) { return c.groupStatus(ctx, "") }
+
+// groupStatus is the status of failover group ("" for the default one).
+func (c *client) groupStatus(ctx context.Context, group string) (api.Status, error) {
 	var s api.Status
-	err := c.do(ctx, http.MethodGet, "/api/v1/status", nil, &s)
+	err := c.do(ctx, http.MethodGet, withGroup("/api/v1/status", group), nil, &s)
 	return s, err
+}
+
+// withGroup adds ?group= to a read's path when group names one.
+func withGroup(path, group string) string {
+	if group == "" {
+		return path
+	}
+	return path + "?group=" + url.QueryEscape(group)
 }

@@ -20,6 +20,7 @@ import (
 type historyCmd struct {
 	flags  clientFlags
 	output string
+	group  string
 }
 
 func newHistoryCmd() *cobra.Command {
@@ -37,6 +38,7 @@ func newHistoryCmd() *cobra.Command {
 	}
 	h.flags.register(c)
 	c.Flags().StringVarP(&h.output, "output", "o", "table", "table, json or yaml")
+	c.Flags().StringVar(&h.group, "group", "", "only this failover group's entries and those of no group (policy, membership, drills)")
 	return c
 }
 
@@ -49,13 +51,17 @@ func (h *historyCmd) Run(ctx context.Context, w io.Writer) error {
 	var out struct {
 		History []failover.Entry `json:"history"`
 	}
-	if err := cl.do(ctx, http.MethodGet, "/api/v1/history", nil, &out); err != nil {
+	if err := cl.do(ctx, http.MethodGet, withGroup("/api/v1/history", h.group), nil, &out); err != nil {
 		return cliErr(err)
 	}
 	if h.output != "table" {
 		return structured(w, outputFormat(h.output), out)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	groups := slices.ContainsFunc(out.History, func(e failover.Entry) bool { return e.Group != "" })
+	if groups {
+		fmt.Fprint(tw, "GROUP\t")
+	}
 	fmt.Fprintln(tw, "INDEX\tGEN\tAT\tKIND\tMOVE\tACTOR\tOUTCOME\tREASON")
 	for _, e := range readingOrder(out.History) {
 		move := "-"
@@ -65,6 +71,10 @@ func (h *historyCmd) Run(ctx context.Context, w io.Writer) error {
 		kind := e.Kind
 		if e.Forced {
 			kind += " (forced)"
+		}
+		if groups {
+			// An entry of no group is the default group's or the cluster's.
+			fmt.Fprintf(tw, "%s\t", cmp.Or(logText(e.Group), "-"))
 		}
 		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Index, e.Gen, unixTime(e.At), logText(kind), logText(move),
 			cmp.Or(logText(e.Actor), "-"), cmp.Or(logText(e.Outcome), "-"), cmp.Or(logText(e.Reason), "-"))
@@ -91,7 +101,10 @@ func readingOrder(h []failover.Entry) []failover.Entry {
 }
 
 // explainCmd is `drwatch explain [GEN]`.
-type explainCmd struct{ flags clientFlags }
+type explainCmd struct {
+	flags clientFlags
+	group string
+}
 
 func newExplainCmd() *cobra.Command {
 	e := &explainCmd{}
@@ -117,6 +130,7 @@ func newExplainCmd() *cobra.Command {
 		},
 	}
 	e.flags.register(c)
+	c.Flags().StringVar(&e.group, "group", "", "a decision of this failover group (default: the default group); GEN is the group's")
 	return c
 }
 
@@ -127,18 +141,20 @@ func (e *explainCmd) Run(ctx context.Context, w io.Writer, gen uint64) error {
 		return err
 	}
 	if gen == 0 {
-		st, err := cl.status(ctx)
+		st, err := cl.groupStatus(ctx, e.group)
 		if err != nil {
 			return cliErr(err)
 		}
-		if gen = st.State.Desired.Gen; gen == 0 {
+		if gen = st.State.Desired.Gen; gen == 0 && e.group != "" {
+			return fmt.Errorf("no decision yet in group %s: drwatch has not changed its records", e.group)
+		} else if gen == 0 {
 			return errors.New("no decision yet: drwatch has not changed the records")
 		}
 	}
 	var out struct {
 		Explanation string `json:"explanation"`
 	}
-	if err := cl.do(ctx, http.MethodGet, "/api/v1/explain/"+strconv.FormatUint(gen, 10), nil, &out); err != nil {
+	if err := cl.do(ctx, http.MethodGet, withGroup("/api/v1/explain/"+strconv.FormatUint(gen, 10), e.group), nil, &out); err != nil {
 		return cliErr(err)
 	}
 	// The explanation is lines of text quoting reasons from the log.

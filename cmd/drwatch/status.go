@@ -21,14 +21,19 @@ type statusCmd struct {
 	flags  clientFlags
 	output string
 	watch  time.Duration
+	group  string
 }
 
 func newStatusCmd() *cobra.Command {
 	s := &statusCmd{}
 	c := &cobra.Command{
-		Use:   "status [-o table|json|yaml] [-w INTERVAL]",
+		Use:   "status [-o table|json|yaml] [-w INTERVAL] [--group NAME]",
 		Short: "Where traffic goes, why, and what each watcher sees",
-		Args:  noArgs,
+		Long: `Where traffic goes, why, and what each watcher sees. When the cluster guards
+several failover groups, the table has one line per group (active site, each
+site's verdict with its tally, mode, last decision); --group NAME shows one
+group in full.`,
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := outputFormat(s.output).check(); err != nil {
 				return err
@@ -41,6 +46,7 @@ func newStatusCmd() *cobra.Command {
 	s.flags.register(c)
 	c.Flags().StringVarP(&s.output, "output", "o", "table", "table, json or yaml")
 	c.Flags().DurationVarP(&s.watch, "watch", "w", 0, "refresh every INTERVAL until interrupted")
+	c.Flags().StringVar(&s.group, "group", "", "show this failover group in full")
 	return c
 }
 
@@ -51,7 +57,7 @@ func (s *statusCmd) Run(ctx context.Context, w io.Writer) error {
 		return err
 	}
 	for {
-		st, err := cl.status(ctx)
+		st, err := cl.groupStatus(ctx, s.group)
 		if err != nil {
 			if s.watch > 0 && ctx.Err() != nil {
 				return nil
@@ -62,7 +68,11 @@ func (s *statusCmd) Run(ctx context.Context, w io.Writer) error {
 			if s.watch > 0 {
 				fmt.Fprint(w, "\033[H\033[2J")
 			}
-			printStatus(w, st)
+			if s.group == "" && len(st.State.Groups) > 0 {
+				printGroups(w, st)
+			} else {
+				printStatus(w, st)
+			}
 		} else if err := structured(w, outputFormat(s.output), st); err != nil {
 			return err
 		}
@@ -77,11 +87,58 @@ func (s *statusCmd) Run(ctx context.Context, w io.Writer) error {
 	}
 }
 
+// printGroups is the status of a cluster with several failover groups:
+// what they share, then one line per group.
+func printGroups(w io.Writer, st api.Status) {
+	printWarnings(w, st)
+	printLeader(w, st)
+	printClusterHealth(w, st)
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "GROUP\tACTIVE\tSITES\tMODE\tLAST DECISION")
+	for _, g := range st.State.Groups {
+		mode := g.Mode
+		switch {
+		case g.Blocked:
+			mode += ", blocked"
+		case g.Pending:
+			mode += ", pending"
+		}
+		if g.WithheldRule != "" {
+			mode += ", withheld (" + g.WithheldRule + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", logText(g.Name), g.Active, api.GroupTallies(g.Sites), logText(mode), cmp.Or(logText(g.LastDecision), "-"))
+	}
+	_ = tw.Flush()
+	fmt.Fprintln(w, "\n'drwatch status --group NAME' shows one group in full.")
+}
+
+func printWarnings(w io.Writer, st api.Status) {
+	for _, warn := range st.Warnings {
+		fmt.Fprintf(w, "WARNING: %s\n", logText(warn))
+	}
+}
+
+func printLeader(w io.Writer, st api.Status) {
+	fmt.Fprintf(w, "leader:      %s (term %d); served by %s, data %.1fs old\n", cmp.Or(st.Leader, "-"), st.Raft.Term, st.ServedBy, st.StaleSeconds)
+}
+
+func printClusterHealth(w io.Writer, st api.Status) {
+	for i, s := range st.ClusterHealth {
+		label := "cluster:    "
+		if i > 0 {
+			label = "            "
+		}
+		fmt.Fprintf(w, "%s %s\n", label, logText(api.ClusterText(s, st.ServedAt)))
+	}
+}
+
 func printStatus(w io.Writer, st api.Status) {
 	v := st.State
 	now := st.ServedAt
-	for _, warn := range st.Warnings {
-		fmt.Fprintf(w, "WARNING: %s\n", logText(warn))
+	printWarnings(w, st)
+	if v.Group != "" {
+		fmt.Fprintf(w, "group:       %s\n", logText(v.Group))
 	}
 	fmt.Fprintf(w, "active site: %s (since %s, %s)\n", v.Active, unixTime(v.ActiveSince), ago(v.ActiveSince, now))
 	mode := v.Mode
@@ -99,8 +156,13 @@ func printStatus(w io.Writer, st api.Status) {
 	}
 	fmt.Fprintf(w, "mode:        %s\n", mode)
 	fmt.Fprintf(w, "last:        %s\n", logText(v.LastDecision))
-	fmt.Fprintf(w, "leader:      %s (term %d); served by %s, data %.1fs old\n", cmp.Or(st.Leader, "-"), st.Raft.Term, st.ServedBy, st.StaleSeconds)
-	fmt.Fprintf(w, "desired:     gen %d, %s, verified=%v; dns matches desired: %v\n", v.Desired.Gen, v.Desired.Active, v.Desired.Done, st.DNS.Match)
+	printLeader(w, st)
+	fmt.Fprintf(w, "desired:     gen %d, %s, verified=%v", v.Desired.Gen, v.Desired.Active, v.Desired.Done)
+	if v.Group == "" {
+		// The DNS check compares the default group's records.
+		fmt.Fprintf(w, "; dns matches desired: %v", st.DNS.Match)
+	}
+	fmt.Fprintln(w)
 	if v.Pending != nil {
 		fmt.Fprintf(w, "pending:     %s\n", api.PendingText(v.Pending, v.Policy))
 	}
@@ -112,13 +174,7 @@ func printStatus(w io.Writer, st api.Status) {
 		fmt.Fprintf(w, "repairs:     last %s %s %s (%s, %s); 'drwatch remediate records' lists %d\n",
 			logText(r.Result), logText(r.Verb), logText(r.Target), logText(r.Name), ago(r.At, now), n)
 	}
-	for i, s := range st.ClusterHealth {
-		label := "cluster:    "
-		if i > 0 {
-			label = "            "
-		}
-		fmt.Fprintf(w, "%s %s\n", label, logText(api.ClusterText(s, now)))
-	}
+	printClusterHealth(w, st)
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SITE\tVERDICT\tUP\tDOWN\tABSTAIN\tQUORUM")

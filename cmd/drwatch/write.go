@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/cmd/drwatch/api"
+	"github.com/drwatch/drwatch/failover"
 	"github.com/spf13/cobra"
 )
 
@@ -47,6 +49,9 @@ func newWriteCmd(name, short, long string) (*cobra.Command, *writeCmd) {
 			if err := requireReason(w.req.Reason); err != nil {
 				return err
 			}
+			if w.req.AllGroups && w.req.Group != "" {
+				return usageError{errors.New("--group and --all-groups at once: name one group, or move every group")}
+			}
 			if w.output != "" {
 				if err := outputFormat(w.output).check(); err != nil {
 					return err
@@ -62,6 +67,7 @@ func newWriteCmd(name, short, long string) (*cobra.Command, *writeCmd) {
 	c.Flags().StringVar(&w.req.Reason, "reason", "", "why (required; recorded in the history)")
 	c.Flags().BoolVarP(&w.yes, "yes", "y", false, "do not ask for confirmation")
 	c.Flags().StringVarP(&w.output, "output", "o", "", "print the reply as json or yaml")
+	c.Flags().StringVar(&w.req.Group, "group", "", "the failover group the command is for (default: the default group; 'drwatch status' lists them)")
 	return c, w
 }
 
@@ -78,8 +84,14 @@ func newFailoverCmd() *cobra.Command {
 UP at quorum, unless --force, which is recorded as forced. Pause and the
 block after an automatic flip do not stop a manual failover; an applied
 failover, failback or switchover acknowledges the block, re-arming
-automatic failover.`)
+automatic failover.
+
+With --group the move is that failover group's alone. With --all-groups every
+group moves by its own rules, as if asked one by one: the groups whose target
+is UP at quorum move, the others stay and are named with the rule that kept
+them (exit 3).`)
 	c.Flags().StringVar(&w.req.To, "to", "backup", "primary or backup")
+	c.Flags().BoolVar(&w.req.AllGroups, "all-groups", false, "move every failover group whose target its own rules allow; one confirmation lists each group's record changes, a group refused exits 3")
 	w.addMoveFlags(c)
 	return c
 }
@@ -128,21 +140,11 @@ func (w *writeCmd) Run(ctx context.Context, out io.Writer) error {
 		return dryRun(ctx, cl, out, w.name, w.path, w.req, w.output)
 	}
 	if !w.yes {
-		st, err := cl.status(ctx)
+		summary, err := w.summary(ctx, cl)
 		if err != nil {
-			return cliErr(err)
+			return err
 		}
-		var b strings.Builder
-		printStatus(&b, st)
-		fmt.Fprintf(&b, "\nAbout to %s", w.name)
-		if w.req.To != "" {
-			fmt.Fprintf(&b, " to %s", w.req.To)
-		}
-		if w.req.Force {
-			b.WriteString(" (forced)")
-		}
-		fmt.Fprintf(&b, ": %s\n", w.req.Reason)
-		if err := w.confirm.confirm(b.String(), w.phrase()); err != nil {
+		if err := w.confirm.confirm(summary, w.phrase()); err != nil {
 			return err
 		}
 	}
@@ -155,37 +157,158 @@ func (w *writeCmd) Run(ctx context.Context, out io.Writer) error {
 			return err
 		}
 	} else {
-		msg := resp.Result.Message
-		if msg == "" {
-			msg = string(resp.Result.Type) + " committed"
-		}
-		fmt.Fprintf(out, "%s (index %d, actor %s)\n", msg, resp.Index, resp.Actor)
-		if resp.Result.Gen != 0 {
-			fmt.Fprintf(out, "decision gen %d: %s -> %s\n", resp.Result.Gen, resp.Result.From, resp.Result.To)
+		printWriteResult(out, resp)
+	}
+	if w.wait {
+		for _, r := range moved(resp.Result) {
+			if err := w.follow(ctx, cl, out, r.Gen, r.Group); err != nil {
+				return err
+			}
 		}
 	}
-	if w.wait && resp.Result.Gen != 0 {
-		return w.follow(ctx, cl, out, resp.Result.Gen)
+	return refusedGroups(resp.Result)
+}
+
+// summary is what the confirmation shows: the status of the group the
+// command is for, or, for a move of every group, each group's record
+// changes from a dry run.
+func (w *writeCmd) summary(ctx context.Context, cl *client) (string, error) {
+	var b strings.Builder
+	if w.req.AllGroups {
+		req := w.req
+		req.DryRun = true
+		var dr api.DryRun
+		if err := cl.do(ctx, http.MethodPost, w.path, req, &dr); err != nil {
+			return "", cliErr(err)
+		}
+		if dr.Error != nil {
+			// No group would move: the write would be refused as a whole.
+			return "", refusedError{&apiError{Status: http.StatusConflict, ErrorDetail: *dr.Error}}
+		}
+		fmt.Fprintf(&b, "About to %s every group to %s", w.name, w.req.To)
+		if w.req.Force {
+			b.WriteString(" (forced)")
+		}
+		fmt.Fprintf(&b, ": %s\n", w.req.Reason)
+		printGroupChanges(&b, dr.Groups)
+		return b.String(), nil
 	}
-	return nil
+	st, err := cl.groupStatus(ctx, w.req.Group)
+	if err != nil {
+		return "", cliErr(err)
+	}
+	printStatus(&b, st)
+	fmt.Fprintf(&b, "\nAbout to %s", w.name)
+	if w.req.Group != "" {
+		fmt.Fprintf(&b, " group %s", w.req.Group)
+	}
+	if w.req.To != "" {
+		fmt.Fprintf(&b, " to %s", w.req.To)
+	}
+	if w.req.Force {
+		b.WriteString(" (forced)")
+	}
+	fmt.Fprintf(&b, ": %s\n", w.req.Reason)
+	return b.String(), nil
+}
+
+// printGroupChanges lists, group by group, what a move of every group
+// would do: the record changes of each group that moves, and the rule that
+// keeps each refused one where it is.
+func printGroupChanges(out io.Writer, groups []api.GroupDryRun) {
+	for _, g := range groups {
+		switch {
+		case g.Refused != "":
+			fmt.Fprintf(out, "  group %s: stays, REFUSED by %s\n", g.Group, logText(g.Refused))
+		case !g.Changes:
+			fmt.Fprintf(out, "  group %s: no record changes (already there)\n", g.Group)
+		default:
+			fmt.Fprintf(out, "  group %s: record changes (one atomic, fenced update):\n", g.Group)
+			printRecordChanges(out, "    ", g.From, g.To)
+		}
+	}
+}
+
+// printWriteResult prints what a committed write did, group by group for
+// a move of every group.
+func printWriteResult(out io.Writer, resp api.WriteResponse) {
+	res := resp.Result
+	msg := res.Message
+	if msg == "" {
+		msg = string(res.Type) + " committed"
+	}
+	fmt.Fprintf(out, "%s (index %d, actor %s)\n", msg, resp.Index, resp.Actor)
+	if res.Gen != 0 {
+		group := ""
+		if res.Group != "" {
+			group = "group " + res.Group + " "
+		}
+		fmt.Fprintf(out, "%sdecision gen %d: %s -> %s\n", group, res.Gen, res.From, res.To)
+	}
+	for _, g := range res.Groups {
+		switch {
+		case g.Refused != "":
+			fmt.Fprintf(out, "  group %s: REFUSED by %s; stays on %s\n", g.Group, logText(g.Refused), g.Active)
+		case g.Gen != 0:
+			fmt.Fprintf(out, "  group %s: decision gen %d: %s -> %s\n", g.Group, g.Gen, g.From, g.To)
+		default:
+			fmt.Fprintf(out, "  group %s: %s, on %s\n", g.Group, cmp.Or(g.Noop, g.Message, "unchanged"), g.Active)
+		}
+	}
+}
+
+// moved lists the decisions a write made, each with its group.
+func moved(res failover.Result) []failover.Result {
+	var out []failover.Result
+	if res.Gen != 0 {
+		out = append(out, res)
+	}
+	for _, g := range res.Groups {
+		if g.Gen != 0 {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// refusedGroups fails with exit 3 when a move of every group left groups
+// behind, naming each with the rule that kept it.
+func refusedGroups(res failover.Result) error {
+	var refused []string
+	for _, g := range res.Groups {
+		if g.Refused != "" {
+			refused = append(refused, "group "+g.Group+": refused by rule "+logText(g.Refused))
+		}
+	}
+	if len(refused) == 0 {
+		return nil
+	}
+	return refusedError{fmt.Errorf("%d of %d groups did not move:\n  %s", len(refused), len(res.Groups), strings.Join(refused, "\n  "))}
 }
 
 func (w *writeCmd) phrase() string {
-	if w.req.To != "" {
-		return w.name + " to " + w.req.To
+	p := w.name
+	switch {
+	case w.req.AllGroups:
+		p += " every group"
+	case w.req.Group != "":
+		p += " " + w.req.Group
 	}
-	return w.name
+	if w.req.To != "" {
+		p += " to " + w.req.To
+	}
+	return p
 }
 
 // follow polls the status until decision gen is verified at every
 // authoritative server, a newer decision supersedes it, or time runs out.
-func (w *writeCmd) follow(ctx context.Context, cl *client, out io.Writer, gen uint64) error {
+func (w *writeCmd) follow(ctx context.Context, cl *client, out io.Writer, gen uint64, group string) error {
 	ctx, cancel := context.WithTimeout(ctx, w.waitFor)
 	defer cancel()
 	start := time.Now()
 	lastMsg := ""
 	for {
-		st, err := cl.status(ctx)
+		st, err := cl.groupStatus(ctx, group)
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return fmt.Errorf("gen %d not verified within %s", gen, w.waitFor)
@@ -228,7 +351,12 @@ func dryRun(ctx context.Context, cl *client, out io.Writer, name, path string, r
 		return structured(out, outputFormat(output), dr)
 	}
 	printDryRun(out, name, dr)
-	if dr.Error != nil && dr.Error.Code == api.CodeRefused {
+	refused := dr.Error != nil && dr.Error.Code == api.CodeRefused
+	for _, g := range dr.Groups {
+		// A group left behind exits 3, as the write would.
+		refused = refused || g.Refused != ""
+	}
+	if refused {
 		return silentError{exitRefused}
 	}
 	return nil
@@ -265,12 +393,21 @@ func printDryRun(out io.Writer, name string, dr api.DryRun) {
 		return
 	}
 	fmt.Fprintln(out, "would decide (the gen is the log index it commits at):", dr.Result.Message)
+	if len(dr.Groups) > 0 {
+		fmt.Fprintln(out, "in each group:")
+		printGroupChanges(out, dr.Groups)
+		return
+	}
 	fmt.Fprintln(out, "record changes (one atomic, fenced update):")
-	for i, to := range dr.To {
-		from := "(absent)"
-		if i < len(dr.From) && len(dr.From[i].Values) > 0 {
-			from = strings.Join(dr.From[i].Values, " ")
+	printRecordChanges(out, "  ", dr.From, dr.To)
+}
+
+func printRecordChanges(out io.Writer, indent string, from, to []failover.RRset) {
+	for i, t := range to {
+		f := "(absent)"
+		if i < len(from) && len(from[i].Values) > 0 {
+			f = strings.Join(from[i].Values, " ")
 		}
-		fmt.Fprintf(out, "  %s %s ttl=%ds: %s -> %s\n", to.Name, to.Type, to.TTL, from, strings.Join(to.Values, " "))
+		fmt.Fprintf(out, "%s%s %s ttl=%ds: %s -> %s\n", indent, t.Name, t.Type, t.TTL, f, strings.Join(t.Values, " "))
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +25,7 @@ import (
 // Server is the HTTP API and status page of one node.
 type Server struct {
 	read       ReadModel
+	groups     GroupReads // nil: the backend knows the default group only
 	writes     Writes
 	membership Membership
 	tokens     *Tokens
@@ -59,6 +61,7 @@ const MaxReasonLen = 500
 // members endpoints Membership.
 func NewServer(b Backend, o Options) *Server {
 	s := &Server{read: b, writes: b, membership: b, tokens: o.Tokens, maxBody: o.MaxBodyBytes, log: o.Logger, now: o.Now, mux: http.NewServeMux()}
+	s.groups, _ = b.(GroupReads)
 	if s.maxBody <= 0 {
 		s.maxBody = 64 << 10
 	}
@@ -81,6 +84,7 @@ func NewServer(b Backend, o Options) *Server {
 	}
 	route(http.MethodGet, "/api/v1/status", s.status)
 	route(http.MethodGet, "/api/v1/history", s.history)
+	route(http.MethodGet, "/api/v1/groups", s.groupOverview)
 	route(http.MethodGet, "/api/v1/explain/{gen}", s.explain)
 	route(http.MethodGet, "/api/v1/what-if/{scenario}", s.whatIf)
 	route(http.MethodGet, "/api/v1/members", s.members)
@@ -156,17 +160,83 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
-	st := s.read.Status(r.Context())
+	group, ok := s.group(w, r)
+	if !ok {
+		return
+	}
+	var st Status
+	if group == "" {
+		st = s.read.Status(r.Context())
+	} else {
+		var err error
+		if st, err = s.groups.GroupStatus(r.Context(), group); err != nil {
+			writeGroupError(w, err)
+			return
+		}
+	}
 	if st.Warnings == nil {
 		st.Warnings = []string{} // documented as an array; clients iterate it
 	}
 	writeJSON(w, http.StatusOK, st)
 }
 
-func (s *Server) history(w http.ResponseWriter, _ *http.Request) {
+// group is the failover group a read names (?group=NAME): "" for none,
+// and for the default group of a backend that knows no others. An unknown
+// group is answered 404, naming the groups there are.
+func (s *Server) group(w http.ResponseWriter, r *http.Request) (string, bool) {
+	name := r.URL.Query().Get("group")
+	if name == "" {
+		return "", true
+	}
+	var known []string
+	if s.groups != nil {
+		known = s.groups.Groups()
+	}
+	switch {
+	case s.groups == nil && name == failover.DefaultGroup:
+		return "", true
+	case s.groups == nil:
+		known = []string{failover.DefaultGroup}
+	case slices.Contains(known, name):
+		return name, true
+	}
+	writeGroupError(w, &UnknownGroupError{Group: name, Known: known})
+	return "", false
+}
+
+// writeGroupError answers a per-group read's error: 404 for an unknown
+// group, as for an unknown generation.
+func writeGroupError(w http.ResponseWriter, err error) {
+	writeError(w, ErrorDetail{Code: CodeNotFound, Message: err.Error()})
+}
+
+func (s *Server) groupOverview(w http.ResponseWriter, _ *http.Request) {
+	groups := []failover.GroupSummary{}
+	if s.groups != nil {
+		groups = append(groups, s.groups.Overview()...)
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Groups []failover.GroupSummary `json:"groups"`
+	}{groups})
+}
+
+func (s *Server) history(w http.ResponseWriter, r *http.Request) {
+	group, ok := s.group(w, r)
+	if !ok {
+		return
+	}
+	h := s.read.History()
+	if group != "" {
+		// As a group's view shows it: the group's entries and those of
+		// no group; the default group's have none.
+		if group == failover.DefaultGroup {
+			group = ""
+		}
+		h = slices.DeleteFunc(h, func(e failover.Entry) bool { return e.Group != "" && e.Group != group })
+	}
 	writeJSON(w, http.StatusOK, struct {
 		History []failover.Entry `json:"history"`
-	}{s.read.History()})
+	}{h})
 }
 
 func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
@@ -175,7 +245,16 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 		writeError(w, ErrorDetail{Code: CodeBadRequest, Message: "gen must be a positive integer"})
 		return
 	}
-	text, err := s.read.Explain(gen)
+	group, ok := s.group(w, r)
+	if !ok {
+		return
+	}
+	var text string
+	if group == "" {
+		text, err = s.read.Explain(gen)
+	} else {
+		text, err = s.groups.GroupExplain(group, gen)
+	}
 	if err != nil {
 		writeError(w, ErrorDetail{Code: CodeNotFound, Message: err.Error()})
 		return
@@ -376,6 +455,22 @@ func site(s string) (failover.Site, error) {
 	return "", fmt.Errorf("to must be primary or backup, got %q", s)
 }
 
+// groupOf is the failover group req names, "" for the default group:
+// named or not, a command for it carries no group, so it encodes as it did
+// before groups and any cluster's log format takes it. A request for
+// every group names none, and only a failover may ask for every group.
+func groupOf(req WriteRequest, allGroups bool) (string, error) {
+	switch {
+	case req.AllGroups && !allGroups:
+		return "", errors.New("all_groups: only a failover moves every group")
+	case req.AllGroups && req.Group != "":
+		return "", fmt.Errorf("all_groups: and group %q at once; name one group or ask for every group", req.Group)
+	case req.Group == failover.DefaultGroup:
+		return "", nil
+	}
+	return req.Group, nil
+}
+
 func (s *Server) failoverCmd(req WriteRequest, actor string) (failover.Command, error) {
 	to := req.To
 	if to == "" {
@@ -385,7 +480,11 @@ func (s *Server) failoverCmd(req WriteRequest, actor string) (failover.Command, 
 	if err != nil {
 		return failover.Command{}, err
 	}
-	return failover.Command{Payload: failover.Failover{To: st, Reason: req.Reason, Actor: actor, Force: req.Force}}, nil
+	group, err := groupOf(req, true)
+	if err != nil {
+		return failover.Command{}, err
+	}
+	return failover.Command{Payload: failover.Failover{To: st, Reason: req.Reason, Actor: actor, Force: req.Force, Group: group, AllGroups: req.AllGroups}}, nil
 }
 
 func (s *Server) switchoverCmd(req WriteRequest, actor string) (failover.Command, error) {
@@ -393,15 +492,27 @@ func (s *Server) switchoverCmd(req WriteRequest, actor string) (failover.Command
 	if err != nil {
 		return failover.Command{}, err
 	}
-	return failover.Command{Payload: failover.Failover{To: st, Reason: req.Reason, Actor: actor, Force: req.Force, Planned: true}}, nil
+	group, err := groupOf(req, false)
+	if err != nil {
+		return failover.Command{}, err
+	}
+	return failover.Command{Payload: failover.Failover{To: st, Reason: req.Reason, Actor: actor, Force: req.Force, Planned: true, Group: group}}, nil
 }
 
 func (s *Server) failbackCmd(req WriteRequest, actor string) (failover.Command, error) {
-	return failover.Command{Payload: failover.Failback{Reason: req.Reason, Actor: actor, Force: req.Force}}, nil
+	group, err := groupOf(req, false)
+	if err != nil {
+		return failover.Command{}, err
+	}
+	return failover.Command{Payload: failover.Failback{Reason: req.Reason, Actor: actor, Force: req.Force, Group: group}}, nil
 }
 
 func (s *Server) pauseCmd(req WriteRequest, actor string) (failover.Command, error) {
-	p := failover.Pause{Reason: req.Reason, Actor: actor}
+	group, err := groupOf(req, false)
+	if err != nil {
+		return failover.Command{}, err
+	}
+	p := failover.Pause{Reason: req.Reason, Actor: actor, Group: group}
 	if req.Until != "" {
 		d, err := time.ParseDuration(req.Until)
 		if err != nil || d <= 0 {
@@ -413,11 +524,19 @@ func (s *Server) pauseCmd(req WriteRequest, actor string) (failover.Command, err
 }
 
 func (s *Server) resumeCmd(req WriteRequest, actor string) (failover.Command, error) {
-	return failover.Command{Payload: failover.Resume{Reason: req.Reason, Actor: actor}}, nil
+	group, err := groupOf(req, false)
+	if err != nil {
+		return failover.Command{}, err
+	}
+	return failover.Command{Payload: failover.Resume{Reason: req.Reason, Actor: actor, Group: group}}, nil
 }
 
 func (s *Server) ackCmd(req WriteRequest, actor string) (failover.Command, error) {
-	return failover.Command{Payload: failover.Ack{Reason: req.Reason, Actor: actor}}, nil
+	group, err := groupOf(req, false)
+	if err != nil {
+		return failover.Command{}, err
+	}
+	return failover.Command{Payload: failover.Ack{Reason: req.Reason, Actor: actor, Group: group}}, nil
 }
 
 func (s *Server) removeMember(w http.ResponseWriter, r *http.Request) {

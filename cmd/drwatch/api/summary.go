@@ -19,6 +19,22 @@ type Summary struct {
 	Status     SummaryStatus      `json:"status"`
 	Components []SummaryComponent `json:"components"`
 	Incidents  []SummaryIncident  `json:"incidents"`
+	// Groups is a drwatch addition: every failover group, in the policy's
+	// order; absent when the policy has none besides the default one.
+	Groups []SummaryGroup `json:"groups,omitempty"`
+}
+
+// SummaryGroup is one failover group: where its traffic is and whether it
+// is healthy there, as a Statuspage component status.
+type SummaryGroup struct {
+	Name   string        `json:"name"`
+	Active failover.Site `json:"active"`
+	// Status is major_outage when the active site is DOWN at quorum,
+	// partial_outage when the standby is (no disaster recovery),
+	// degraded_performance while a move is pending, withheld, blocked or
+	// paused, and operational otherwise.
+	Status      string `json:"status"`
+	Description string `json:"description"`
 }
 
 // SummaryPage identifies the page and when its data was produced.
@@ -165,7 +181,50 @@ func BuildSummary(st Status) Summary {
 
 	sum.Status = overall(&st, sum.Components)
 	sum.Incidents = summaryIncidents(v)
+	for _, g := range v.Groups {
+		sum.Groups = append(sum.Groups, summaryGroup(g))
+	}
 	return sum
+}
+
+func summaryGroup(g failover.GroupSummary) SummaryGroup {
+	out := SummaryGroup{Name: g.Name, Active: g.Active, Status: ComponentOperational,
+		Description: fmt.Sprintf("on %s; %s; %s", cmp.Or(string(g.Active), dash), GroupTallies(g.Sites), g.Mode)}
+	switch {
+	case g.Active.Valid() && g.Sites[g.Active].Verdict == failover.Down:
+		out.Status = ComponentMajor
+	case g.Active.Valid() && g.Sites[g.Active.Other()].Verdict == failover.Down:
+		out.Status = ComponentPartial
+	case g.Pending || g.WithheldRule != "" || g.Blocked || g.Mode != "auto":
+		out.Status = ComponentDegraded
+	}
+	if g.Blocked {
+		out.Description += ", automatic flips blocked"
+	}
+	if g.WithheldRule != "" {
+		out.Description += ", flip withheld (" + g.WithheldRule + ")"
+	}
+	return out
+}
+
+// GroupTallies is each site's quorum verdict with its tally, in a few
+// words: "primary DOWN 2/3, backup UP 3/3" (DOWN counts the watchers that
+// see it DOWN, UP those that see it UP, of every watcher tallied).
+func GroupTallies(sites map[failover.Site]failover.Tally) string {
+	var parts []string
+	for _, site := range []failover.Site{failover.Primary, failover.Backup} {
+		t := sites[site]
+		n := len(t.Up) + len(t.Down) + len(t.Abstain) + len(t.Unknown)
+		switch t.Verdict {
+		case failover.Down:
+			parts = append(parts, fmt.Sprintf("%s DOWN %d/%d", site, len(t.Down), n))
+		case failover.Up:
+			parts = append(parts, fmt.Sprintf("%s UP %d/%d", site, len(t.Up), n))
+		default:
+			parts = append(parts, fmt.Sprintf("%s %s (%d up, %d down of %d)", site, cmp.Or(string(t.Verdict), dash), len(t.Up), len(t.Down), n))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // overall picks the indicator: critical when the site taking traffic is

@@ -12,7 +12,7 @@ import (
 // drive a terminal (failover.CheckText), with a 400 naming the field.
 func checkText(w http.ResponseWriter, req WriteRequest) bool {
 	for _, f := range []struct{ name, v string }{
-		{"reason", req.Reason}, {"to", req.To}, {"until", req.Until}, {"id", req.ID}, {"raft_addr", req.RaftAddr},
+		{"reason", req.Reason}, {"to", req.To}, {"until", req.Until}, {"id", req.ID}, {"raft_addr", req.RaftAddr}, {"group", req.Group},
 	} {
 		if err := failover.CheckText(f.v); err != nil {
 			writeError(w, ErrorDetail{Code: CodeBadRequest, Message: f.name + ": " + err.Error()})

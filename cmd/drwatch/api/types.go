@@ -2,7 +2,9 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/drwatch/drwatch/cluster"
@@ -147,6 +149,52 @@ type DryRun struct {
 	// Checks are exactly the rules the write faces, in the order it checks them.
 	Checks  []Check `json:"checks"`
 	Changes bool    `json:"changes"`
+	// Groups is, for a failover of every group (all_groups), what it
+	// would do in each, in the policy's order.
+	Groups []GroupDryRun `json:"groups,omitempty"`
+}
+
+// GroupDryRun is what a failover of every group would do in one of them.
+type GroupDryRun struct {
+	Group string           `json:"group"`
+	From  []failover.RRset `json:"from"`
+	To    []failover.RRset `json:"to"`
+	// Changes is true when the group would move.
+	Changes bool `json:"changes"`
+	// Refused is "rule: message" when the group's rules would keep it
+	// where it is; the other groups would still move.
+	Refused string `json:"refused,omitempty"`
+}
+
+// GroupReads is what the per-group read endpoints need. A Backend that
+// does not implement it serves the default group only, as before groups.
+type GroupReads interface {
+	// Groups lists the policy's failover groups in its order
+	// (failover.Policy.GroupNames); none before a policy is set.
+	Groups() []string
+	// Overview summarises every failover group, in the policy's order.
+	Overview() []failover.GroupSummary
+	// GroupStatus is Status with State the view of failover group name
+	// (failover.Machine.GroupView); an *UnknownGroupError when the
+	// policy has no such group.
+	GroupStatus(ctx context.Context, name string) (Status, error)
+	// GroupExplain is Explain for decision gen of failover group name.
+	GroupExplain(name string, gen uint64) (string, error)
+}
+
+// UnknownGroupError is a failover group the local replica's policy does
+// not have.
+type UnknownGroupError struct {
+	Group string
+	Known []string
+}
+
+func (e *UnknownGroupError) Error() string {
+	known := "none"
+	if len(e.Known) > 0 {
+		known = strings.Join(e.Known, ", ")
+	}
+	return fmt.Sprintf("no failover group %q (groups: %s)", e.Group, known)
 }
 
 // Check is one safety rule and whether it holds now; the decision core
@@ -163,6 +211,11 @@ type WriteRequest struct {
 	ID       string `json:"id,omitempty"`        // members/add, members/remove: the node
 	RaftAddr string `json:"raft_addr,omitempty"` // members/add: host:port its peers dial
 	Confirm  bool   `json:"confirm,omitempty"`   // members/remove: removing the leader or going below three voters
+	// Group is the failover group a failover, failback, switchover,
+	// pause, resume or ack is for; empty or "default" for the default group.
+	Group string `json:"group,omitempty"`
+	// AllGroups makes a failover move every group, each by its own rules.
+	AllGroups bool `json:"all_groups,omitempty"`
 }
 
 // WriteResponse is the reply to a committed write.

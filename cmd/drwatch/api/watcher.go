@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/drwatch/drwatch/cluster"
@@ -99,7 +100,17 @@ func (wb WatcherBackend) DryRun(c failover.Command) (DryRun, error) {
 	if err != nil {
 		return DryRun{}, err
 	}
-	d := wb.Machine().DryRun(cmd)
+	return DryRunOn(wb.Machine(), cmd, st.LeaderID)
+}
+
+// DryRunOn is the dry run of the stamped command c on machine m, whose
+// cluster's leader is leader: WatcherBackend.DryRun's answer, for any
+// backend over a failover.Machine. For a failover of every group it says,
+// group by group, what each would do and which records would change:
+// each group moves by its own rules as if asked alone (failover.Failover
+// AllGroups), so each group's records come from its own dry run.
+func DryRunOn(m *failover.Machine, c failover.Command, leader string) (DryRun, error) {
+	d := m.DryRun(c)
 	var ref *failover.RefusedError
 	out := DryRun{Result: d.Result, From: d.Before.Records, To: d.After.Records, Changes: d.Result.Gen != 0}
 	switch {
@@ -108,6 +119,67 @@ func (wb WatcherBackend) DryRun(c failover.Command) (DryRun, error) {
 	case d.Err != nil:
 		return DryRun{}, d.Err
 	}
-	out.Checks = append([]Check{{Rule: "leader", OK: true, Detail: "a leader can commit the command (leader: " + st.LeaderID + ")"}}, d.Checks...)
+	out.Checks = append([]Check{{Rule: "leader", OK: true, Detail: "a leader can commit the command (leader: " + leader + ")"}}, d.Checks...)
+	if f, ok := c.Payload.(failover.Failover); ok && f.AllGroups {
+		for _, gr := range d.Result.Groups {
+			f.AllGroups, f.Group = false, gr.Group
+			one := c
+			one.Payload = f
+			gd := m.DryRun(one)
+			out.Groups = append(out.Groups, GroupDryRun{Group: gr.Group, From: gd.Before.Records, To: gd.After.Records,
+				Changes: gr.Gen != 0, Refused: gr.Refused})
+		}
+	}
 	return out, nil
+}
+
+var _ GroupReads = WatcherBackend{}
+
+// Groups implements GroupReads.
+func (wb WatcherBackend) Groups() []string { return wb.Machine().Groups() }
+
+// Overview implements GroupReads.
+func (wb WatcherBackend) Overview() []failover.GroupSummary { return wb.Machine().Overview() }
+
+// GroupStatus implements GroupReads.
+func (wb WatcherBackend) GroupStatus(ctx context.Context, name string) (Status, error) {
+	return GroupStatusOn(wb.Machine(), wb.Status(ctx), name)
+}
+
+// GroupExplain implements GroupReads.
+func (wb WatcherBackend) GroupExplain(name string, gen uint64) (string, error) {
+	return GroupExplainOn(wb.Machine(), name, gen)
+}
+
+// GroupStatusOn is st, the whole status of the default group, with its
+// State the view of failover group name on machine m: GroupStatus for any
+// backend over a failover.Machine.
+func GroupStatusOn(m *failover.Machine, st Status, name string) (Status, error) {
+	if err := knownGroup(m, name); err != nil {
+		return Status{}, err
+	}
+	v, ok := m.GroupView(name)
+	if !ok {
+		return Status{}, &UnknownGroupError{Group: name, Known: m.Groups()}
+	}
+	st.State = v
+	return st, nil
+}
+
+// GroupExplainOn is Explain for decision gen of failover group name on
+// machine m: GroupExplain for any backend over a failover.Machine.
+func GroupExplainOn(m *failover.Machine, name string, gen uint64) (string, error) {
+	if err := knownGroup(m, name); err != nil {
+		return "", err
+	}
+	return m.ExplainGroup(name, gen)
+}
+
+// knownGroup checks name against the policy's groups first: before a
+// policy is set there is no group to show, not even the default one.
+func knownGroup(m *failover.Machine, name string) error {
+	if known := m.Groups(); !slices.Contains(known, name) {
+		return &UnknownGroupError{Group: name, Known: known}
+	}
+	return nil
 }
