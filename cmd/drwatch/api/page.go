@@ -45,7 +45,12 @@ func newNonce() string {
 }
 
 func servePage(w http.ResponseWriter, r *http.Request, st Status, now time.Time) {
-	nonce := newNonce()
+	servePageWithNonce(w, r, st, now, newNonce())
+}
+
+// servePageWithNonce is servePage with a given nonce, so a test can
+// compare whole pages byte for byte.
+func servePageWithNonce(w http.ResponseWriter, r *http.Request, st Status, now time.Time, nonce string) {
 	m := buildPage(st, now, nonce)
 	tmpl := "page"
 	if r.URL.Query().Get("partial") != "" {
