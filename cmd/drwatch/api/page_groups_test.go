@@ -3,9 +3,12 @@ package api
 import (
 	"bytes"
 	"flag"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -27,7 +30,7 @@ func TestPageWithoutGroupsRendersAsBefore(t *testing.T) {
 			}
 			t.Run(file, func(t *testing.T) {
 				rec := httptest.NewRecorder()
-				servePageWithNonce(rec, httptest.NewRequest("GET", target, nil), st, fxNow, "00000000000000000000000000000000")
+				renderPage(rec, httptest.NewRequest("GET", target, nil), pageOf(st, fxNow, "00000000000000000000000000000000", "", nil))
 				got := rec.Body.Bytes()
 				path := filepath.Join("testdata", "page", file)
 				if *updatePageGolden {
@@ -51,5 +54,127 @@ func TestPageWithoutGroupsRendersAsBefore(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// groupCell returns the overview cell of group name in body, as text, and
+// its class ("g-ok", "g-warn", "g-down"); "" when there is none.
+func groupCellOf(body []byte, name string) (txt, class, href string) {
+	m := regexp.MustCompile(`<li class="(g-[a-z]+)" id="group-` + regexp.QuoteMeta(name) + `"><a href="([^"]*)"[^>]*>(.*?)</a></li>`).FindSubmatch(body)
+	if m == nil {
+		return "", "", ""
+	}
+	return text(m[3]), string(m[1]), string(m[2])
+}
+
+// TestPageOverviewShowsEveryGroupAtAGlance: with groups, "/" starts with
+// one cell per group, in the policy's order, saying where its traffic goes
+// and what holds or threatens it, each linking to the group's own page;
+// the detail below is the default group's.
+func TestPageOverviewShowsEveryGroupAtAGlance(t *testing.T) {
+	_, body := pageGet(t, groupPageServer(t, 50), "/")
+	if n := strings.Count(string(body), `<li class="g-`); n != 50 {
+		t.Fatalf("overview: got %d cells, want one per group (50)", n)
+	}
+	if i, j := strings.Index(string(body), `id="groups"`), strings.Index(string(body), `aria-label="active site"`); i < 0 || i > j {
+		t.Errorf("the overview must come first, before the detail: at %d, detail at %d", i, j)
+	}
+	want := "50 groups · 3 on the backup · 1 pending · 3 blocked · 2 paused · 1 withheld"
+	if got := regexp.MustCompile(`id="groups-summary">([^<]*)`).FindSubmatch(body); got == nil || string(got[1]) != want {
+		t.Errorf("summary: got %q, want %q", got, want)
+	}
+	for _, tc := range []struct{ group, class, text string }{
+		{"default", "g-ok", "default on the primary primary UP · backup UP"},
+		{"platform-01", "g-ok", "platform-01 on the primary primary UP · backup UP"},
+		{"platform-02", "g-warn", "platform-02 on the backup blocked primary DOWN · backup UP"},
+		{fxLongGroup, "g-warn", fxLongGroup + " on the backup blocked primary DOWN · backup UP"},
+		{"platform-04", "g-down", "platform-04 on the primary failover in 1 s primary UP · backup UP"},
+		{"platform-05", "g-warn", "platform-05 on the primary paused primary UP · backup UP"},
+		{"platform-06", "g-down", "platform-06 on the primary primary DOWN paused withheld: paused primary DOWN · backup UP"},
+	} {
+		txt, class, href := groupCellOf(body, tc.group)
+		if txt != tc.text || class != tc.class || href != "groups/"+tc.group {
+			t.Errorf("cell %s: got %q (%s, href %q), want %q (%s, href %q)", tc.group, txt, class, href, tc.text, tc.class, "groups/"+tc.group)
+		}
+	}
+	if n := strings.Count(string(body), `aria-current="page"`); n != 1 || !strings.Contains(string(body), `<a href="groups/default" aria-current="page">`) {
+		t.Errorf("want exactly the default group's cell marked as the one shown, got %d marks", n)
+	}
+	for _, want := range []string{"<title>drwatch · default: primary · 3 of 50 on the backup</title>", "<h2>Group default: active site</h2>", `<a href="api/v1/status">`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}
+
+// TestPageOfOneGroup: /groups/NAME shows the same overview with that
+// group marked, then that group's detail (its own decision, its own
+// warnings, none of the default group's), with links that still reach
+// the endpoints at the root; its partial refreshes the same.
+func TestPageOfOneGroup(t *testing.T) {
+	srv := groupPageServer(t, 50)
+	resp, body := pageGet(t, srv, "/groups/platform-06")
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET /groups/platform-06: status %d: %s", resp.StatusCode, body)
+	}
+	page := text(body)
+	for _, want := range []string{"Group platform-06: active site", "Traffic goes to the primary site", "paused", "Automatic flip withheld (paused)"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("platform-06's page lacks %q", want)
+		}
+	}
+	for _, want := range []string{`<a href="../groups/platform-06" aria-current="page">`, `<a href="../api/v1/status">`, `<a href="../groups/default">`,
+		"<title>⚠ Warning · drwatch · platform-06: primary · 3 of 50 on the backup</title>"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("platform-06's page lacks %q", want)
+		}
+	}
+	if n := strings.Count(string(body), `<li class="g-`); n != 50 {
+		t.Errorf("a group's page shows %d cells in its overview, want 50", n)
+	}
+	// The look-alike: the default group's page does not carry platform-06's withheld flip.
+	_, root := pageGet(t, srv, "/")
+	if strings.Contains(text(root), "Automatic flip withheld") || strings.Contains(string(root), `role="alert"`) {
+		t.Error("the default group's detail shows another group's withheld flip")
+	}
+	_, moved := pageGet(t, srv, "/groups/"+fxLongGroup)
+	if d := regexp.MustCompile(`id="last-decision">([^<]*)`).FindSubmatch(moved); d == nil || !strings.Contains(string(d[1]), "auto_failover primary -&gt; backup") {
+		t.Errorf("%s's page: last decision %q, want its auto failover", fxLongGroup, d)
+	}
+
+	resp, part := pageGet(t, srv, "/groups/platform-06?partial=1")
+	if resp.StatusCode != 200 {
+		t.Fatalf("partial: status %d", resp.StatusCode)
+	}
+	m := regexp.MustCompile(`(?s)<main id="main" data-refresh-ms="\d+">(.*)</main>`).FindSubmatch(body)
+	if m == nil || strings.TrimSpace(string(m[1])) != strings.TrimSpace(string(part)) {
+		t.Error("a group's partial differs from its page's main container")
+	}
+}
+
+// TestPageOfAGroupTheClusterLacks: an unknown group, and any group of a
+// cluster without groups, is 404 pointing at "/", never another group's page.
+func TestPageOfAGroupTheClusterLacks(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		srv  func(t *testing.T) string
+		path string
+	}{
+		{"unknown group", func(t *testing.T) string { return groupPageServer(t, 3).URL }, "/groups/studio"},
+		{"no groups", func(t *testing.T) string {
+			st, m := fxGroups(t, 1)
+			return pageServerOf(t, &pageBackend{st: st, m: m}, nil).URL
+		}, "/groups/default"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := pageGetURL(t, http.DefaultClient, tc.srv(t)+tc.path)
+			if resp.StatusCode != 404 || !strings.Contains(string(body), "overview of every group is at /") {
+				t.Errorf("GET %s: %d %q, want 404 pointing at /", tc.path, resp.StatusCode, body)
+			}
+		})
+	}
+	// The look-alike: the default group of a cluster with groups has its page.
+	if resp, _ := pageGetURL(t, http.DefaultClient, groupPageServer(t, 3).URL+"/groups/default"); resp.StatusCode != 200 {
+		t.Errorf("GET /groups/default with groups: %d, want 200", resp.StatusCode)
 	}
 }
