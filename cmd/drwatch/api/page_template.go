@@ -102,7 +102,8 @@ const groupCSS = `
 .groups .chips{gap:.25rem}
 .groups .pill{white-space:normal;overflow-wrap:anywhere}
 .groups .gsites{font-size:.75rem;color:var(--muted)}
-.grouphead{display:flex;flex-wrap:wrap;gap:.2rem 1rem;align-items:baseline}
+.grouphead{display:flex;flex-wrap:wrap;gap:.2rem 1rem;align-items:baseline;margin:0 0 .6rem}
+.grouphead h2{font-size:.8rem;text-transform:uppercase;letter-spacing:.08em;color:var(--muted);margin:0}
 @media (max-width:40rem){.groups{grid-template-columns:repeat(auto-fill,minmax(8.5rem,1fr))}}
 `
 
