@@ -10,6 +10,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/drwatch/drwatch/failover"
 )
 
 var updatePageGolden = flag.Bool("update-page-golden", false, "rewrite testdata/page/*.html from the current page")
@@ -176,5 +179,28 @@ func TestPageOfAGroupTheClusterLacks(t *testing.T) {
 	// The look-alike: the default group of a cluster with groups has its page.
 	if resp, _ := pageGetURL(t, http.DefaultClient, groupPageServer(t, 3).URL+"/groups/default"); resp.StatusCode != 200 {
 		t.Errorf("GET /groups/default with groups: %d, want 200", resp.StatusCode)
+	}
+}
+
+// TestPendingChip: an overview cell's countdown names the move and its
+// seconds, or the rule that would withhold it; without a countdown it
+// only says pending.
+func TestPendingChip(t *testing.T) {
+	for _, tc := range []struct {
+		p    *failover.Pending
+		want chip
+	}{
+		{nil, chip{"pending", "warn"}},
+		{&failover.Pending{Site: failover.Primary, Leaning: []string{"a"}}, chip{"pending", "warn"}},
+		{&failover.Pending{Site: failover.Primary, Rounds: 2, In: 3500 * time.Millisecond, Then: &failover.PendingThen{Action: failover.KindAutoFailover}},
+			chip{"failover in 4 s", "down"}},
+		{&failover.Pending{Site: failover.Backup, Rounds: 1, In: time.Second, Then: &failover.PendingThen{Action: failover.KindAutoFailback}},
+			chip{"failback in 1 s", "down"}},
+		{&failover.Pending{Site: failover.Primary, Rounds: 1, In: time.Second, Then: &failover.PendingThen{Action: failover.KindAutoFailover, Rule: failover.RuleTargetUnhealthy}},
+			chip{"primary DOWN in 1 s, failover withheld: " + failover.RuleTargetUnhealthy, "warn"}},
+	} {
+		if got := pendingChip(tc.p); got != tc.want {
+			t.Errorf("pendingChip(%+v) = %+v, want %+v", tc.p, got, tc.want)
+		}
 	}
 }
