@@ -204,3 +204,31 @@ func TestPendingChip(t *testing.T) {
 		}
 	}
 }
+
+// TestPageWithoutADefaultGroupShowsTheFirst: a policy of groups only has
+// no default group; "/" details the first group and marks it, and the
+// default group has no page.
+func TestPageWithoutADefaultGroupShowsTheFirst(t *testing.T) {
+	m := fxGroupsMachine(t, 3)
+	pol, _ := m.Policy()
+	p := *pol
+	p.Records, p.Sites = nil, nil
+	if _, err := m.Step(m.View().Index+1, failover.Command{At: fxNow.Add(-time.Second).UnixNano(), Payload: failover.SetPolicy{Policy: p, Actor: "alice"}}); err != nil {
+		t.Fatalf("set a policy without a default group: %v", err)
+	}
+	st := fxFailedOver()
+	st.State, st.ClusterHealth, st.DNS, st.Warnings = m.View(), nil, DNSCheck{}, nil
+	srv := pageServerOf(t, &pageBackend{st: st, m: m}, nil)
+	_, body := pageGet(t, srv, "/")
+	if n := strings.Count(string(body), `<li class="g-`); n != 2 {
+		t.Errorf("overview: %d cells, want the 2 groups", n)
+	}
+	for _, want := range []string{`<a href="groups/platform-01" aria-current="page">`, "<h2>Group platform-01: active site</h2>"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/ lacks %q", want)
+		}
+	}
+	if resp, _ := pageGet(t, srv, "/groups/default"); resp.StatusCode != 404 {
+		t.Errorf("GET /groups/default without a default group: %d, want 404", resp.StatusCode)
+	}
+}
