@@ -25,20 +25,9 @@ type metrics struct {
 }
 
 var (
-	descDownVotes = prometheus.NewDesc("drwatch_site_down_votes", "Fresh watchers voting the site DOWN.", []string{"site"}, nil)
-	descUpVotes   = prometheus.NewDesc("drwatch_site_up_votes", "Fresh watchers voting the site UP.", []string{"site"}, nil)
 	descQuorum    = prometheus.NewDesc("drwatch_quorum_required", "Votes needed to judge a site.", nil, nil)
-	descVerdict   = prometheus.NewDesc("drwatch_site_verdict", "Quorum verdict per site: 1 for the current state.", []string{"site", "state"}, nil)
-	descActive    = prometheus.NewDesc("drwatch_active_site", "1 for the site DNS should point at.", []string{"site"}, nil)
-	descPaused    = prometheus.NewDesc("drwatch_paused", "1 while automatic decisions are paused.", nil, nil)
-	descBlocked   = prometheus.NewDesc("drwatch_failover_blocked", "1 while automatic flips are blocked after one (until ack or the window ends).", nil, nil)
-	descFailovers = prometheus.NewDesc("drwatch_failovers_total", "Decisions that moved traffic, by trigger and result, as held in the replicated history.", []string{"trigger", "result"}, nil)
-	descLastFlip  = prometheus.NewDesc("drwatch_last_failover_timestamp_seconds", "When the last decision that moved traffic was made.", nil, nil)
 	descWatchers  = prometheus.NewDesc("drwatch_watchers_fresh", "Watchers whose reports are fresh.", nil, nil)
-	descDisagree  = prometheus.NewDesc("drwatch_watchers_disagree", "1 when fresh watchers give different verdicts for a site.", []string{"site"}, nil)
 	descBuild     = prometheus.NewDesc("drwatch_build_info", "Build version, commit and date.", []string{"version", "commit", "date"}, nil)
-	descGen       = prometheus.NewDesc("drwatch_desired_generation", "Generation of the current decision.", nil, nil)
-	descDone      = prometheus.NewDesc("drwatch_desired_verified", "1 once the current decision is verified at every authoritative server.", nil, nil)
 	descCertExp   = prometheus.NewDesc("drwatch_tls_cert_expiry_timestamp_seconds", "When this node's own certificate expires.", nil, nil)
 	descDrillOK   = prometheus.NewDesc("drwatch_drill_last_success_timestamp_seconds", "When the last drill that passed ended; 0 while none has.", nil, nil)
 	descDrillSch  = prometheus.NewDesc("drwatch_drill_schedule_seconds", "This node's drill.schedule; 0 when scheduled drills are off.", nil, nil)
@@ -48,6 +37,36 @@ var (
 	descHalted    = prometheus.NewDesc("drwatch_replica_halted", "1 once this node's replica met a log entry or snapshot its release cannot read and stopped applying (the node then exits).", nil, nil)
 	descMarkerRej = prometheus.NewDesc("drwatch_break_glass_rejected_timestamp_seconds", "When the leader last refused a break-glass marker (forged, foreign, stale or not served), as held in the replicated history; absent while none was.", nil, nil)
 )
+
+// The decision state of each failover group. While the policy has no
+// groups besides the default one these series carry exactly the labels
+// they carried before groups, so no series changes identity for a cluster
+// that never enables them; with groups every one carries a group label
+// ("default" for the default group). See groupStates.
+var (
+	descDownVotes = newGroupDesc("drwatch_site_down_votes", "Fresh watchers voting the site DOWN.", "site")
+	descUpVotes   = newGroupDesc("drwatch_site_up_votes", "Fresh watchers voting the site UP.", "site")
+	descVerdict   = newGroupDesc("drwatch_site_verdict", "Quorum verdict per site: 1 for the current state.", "site", "state")
+	descActive    = newGroupDesc("drwatch_active_site", "1 for the site DNS should point at.", "site")
+	descPaused    = newGroupDesc("drwatch_paused", "1 while automatic decisions are paused.")
+	descBlocked   = newGroupDesc("drwatch_failover_blocked", "1 while automatic flips are blocked after one (until ack or the window ends).")
+	descFailovers = newGroupDesc("drwatch_failovers_total", "Decisions that moved traffic, by trigger and result, as held in the replicated history.", "trigger", "result")
+	descLastFlip  = newGroupDesc("drwatch_last_failover_timestamp_seconds", "When the last decision that moved traffic was made.")
+	descDisagree  = newGroupDesc("drwatch_watchers_disagree", "1 when fresh watchers give different verdicts for a site.", "site")
+	descGen       = newGroupDesc("drwatch_desired_generation", "Generation of the current decision.")
+	descDone      = newGroupDesc("drwatch_desired_verified", "1 once the current decision is verified at every authoritative server.")
+)
+
+// groupDesc is one per-group series in its two shapes: plain, as before
+// groups, and with the group label first.
+type groupDesc struct{ plain, grouped *prometheus.Desc }
+
+func newGroupDesc(name, help string, labels ...string) groupDesc {
+	return groupDesc{
+		plain:   prometheus.NewDesc(name, help, labels, nil),
+		grouped: prometheus.NewDesc(name, help, append([]string{"group"}, labels...), nil),
+	}
+}
 
 func newMetrics(reg prometheus.Registerer, w *Watcher) (*metrics, error) {
 	m := &metrics{
@@ -64,7 +83,7 @@ func newMetrics(reg prometheus.Registerer, w *Watcher) (*metrics, error) {
 			Help: "Probe reports this watcher proposed, by encoding (lean: only what the log does not know; full) and result (committed, refused by the decision core, unknown: no answer in time, not_sent).",
 		}, []string{"encoding", "result"}),
 	}
-	for _, c := range []prometheus.Collector{m.dnsUpdate, m.dnsMatch, m.reports, m} {
+	for _, c := range []prometheus.Collector{m.dnsUpdate, m.dnsMatch, m.reports, m, groupStates{w}} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -100,8 +119,7 @@ func (m *metrics) reconciled(r reconcile.Report) {
 
 // Describe implements prometheus.Collector.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descDownVotes, descUpVotes, descQuorum, descVerdict, descActive, descPaused,
-		descBlocked, descFailovers, descLastFlip, descWatchers, descDisagree, descBuild, descGen, descDone, descCertExp,
+	for _, d := range []*prometheus.Desc{descQuorum, descWatchers, descBuild, descCertExp,
 		descDrillOK, descDrillRTO, descDrillFail, descDrillSch, descMarkerRej, descFormat, descHalted} {
 		ch <- d
 	}
@@ -113,36 +131,16 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, val float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, val, labels...)
 	}
-	b := func(x bool) float64 {
-		if x {
-			return 1
-		}
-		return 0
-	}
 	gauge(descBuild, 1, BuildInfo.Version, BuildInfo.Commit, BuildInfo.Date)
 	gauge(descFormat, failover.Format, "binary")
 	gauge(descFormat, float64(m.w.machine.Format()), "cluster")
-	gauge(descHalted, b(m.w.cfg.FSM.Halted() != nil))
+	gauge(descHalted, b01(m.w.cfg.FSM.Halted() != nil))
 	if c := m.w.cfg.Credentials; c != nil {
 		gauge(descCertExp, float64(c.NotAfter().Unix()))
 	}
 	if v.Policy != nil {
 		gauge(descQuorum, float64(v.Policy.Quorum))
 	}
-	for _, site := range []failover.Site{failover.Primary, failover.Backup} {
-		t := v.Sites[site]
-		gauge(descDownVotes, float64(len(t.Down)), string(site))
-		gauge(descUpVotes, float64(len(t.Up)), string(site))
-		for _, st := range []failover.Verdict{failover.Up, failover.Down, failover.NoQuorum} {
-			gauge(descVerdict, b(t.Verdict == st), string(site), string(st))
-		}
-		gauge(descActive, b(v.Active == site), string(site))
-		gauge(descDisagree, b(len(t.Up) > 0 && len(t.Down) > 0), string(site))
-	}
-	gauge(descPaused, b(v.Paused))
-	gauge(descBlocked, b(v.Blocked))
-	gauge(descGen, float64(v.Desired.Gen))
-	gauge(descDone, b(v.Desired.Done))
 	fresh := 0
 	for _, nv := range v.Nodes {
 		if nv.Reported && !nv.Stale {
@@ -150,14 +148,71 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	gauge(descWatchers, float64(fresh))
-	counts := map[[2]string]float64{}
-	var last, lastRejected int64
+	var lastRejected int64
 	for _, e := range m.w.machine.History() {
+		if e.Kind == failover.KindBreakGlassRejected {
+			lastRejected = max(lastRejected, e.At)
+		}
+	}
+	if lastRejected > 0 {
+		gauge(descMarkerRej, float64(lastRejected)/float64(time.Second))
+	}
+	m.collectDrills(ch, v.Policy)
+}
+
+func b01(x bool) float64 {
+	if x {
+		return 1
+	}
+	return 0
+}
+
+// groupStates collects the decision state of every failover group from
+// the local replica. It is an unchecked collector (Describe sends
+// nothing): each of its series has two shapes, plain without groups and
+// with a group label with them, and a registry refuses two descriptors of
+// one name with different labels. One scrape only ever holds one shape.
+type groupStates struct{ w *Watcher }
+
+// Describe implements prometheus.Collector: nothing, see groupStates.
+func (groupStates) Describe(chan<- *prometheus.Desc) {}
+
+// Collect implements prometheus.Collector.
+func (g groupStates) Collect(ch chan<- prometheus.Metric) {
+	mc := g.w.machine
+	v := mc.View()
+	flips := flipsByGroup(mc.History())
+	if len(v.Groups) == 0 {
+		collectGroup(ch, &v, flips[""], nil)
+		return
+	}
+	for _, name := range mc.Groups() {
+		gv, ok := mc.GroupView(name)
+		if !ok {
+			continue // the policy changed since Groups
+		}
+		key := name
+		if name == failover.DefaultGroup {
+			key = ""
+		}
+		collectGroup(ch, &gv, flips[key], &name)
+	}
+}
+
+// groupFlips are one group's decisions that moved traffic: counts by
+// trigger and result, and when the last was made (unix ns).
+type groupFlips struct {
+	counts map[[2]string]float64
+	last   int64
+}
+
+// flipsByGroup sorts the history's decisions that moved traffic by group
+// ("" for the default group).
+func flipsByGroup(hist []failover.Entry) map[string]*groupFlips {
+	out := map[string]*groupFlips{}
+	for _, e := range hist {
 		trigger := ""
 		switch e.Kind {
-		case failover.KindBreakGlassRejected:
-			lastRejected = max(lastRejected, e.At)
-			continue
 		case failover.KindAutoFailover, failover.KindAutoFailback:
 			trigger = "auto"
 		case failover.KindManualFailover, failover.KindManualFailback, failover.KindSwitchover:
@@ -171,19 +226,51 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		if result == "" {
 			result = "pending"
 		}
-		counts[[2]string{trigger, result}]++
-		last = max(last, e.At)
+		f := out[e.Group]
+		if f == nil {
+			f = &groupFlips{counts: map[[2]string]float64{}}
+			out[e.Group] = f
+		}
+		f.counts[[2]string{trigger, result}]++
+		f.last = max(f.last, e.At)
 	}
-	for k, c := range counts {
-		ch <- prometheus.MustNewConstMetric(descFailovers, prometheus.CounterValue, c, k[0], k[1])
+	return out
+}
+
+// collectGroup sends the series of the group v shows: with a group label
+// valued *group, or plain when group is nil (a policy without groups).
+func collectGroup(ch chan<- prometheus.Metric, v *failover.View, flips *groupFlips, group *string) {
+	send := func(d groupDesc, typ prometheus.ValueType, val float64, labels ...string) {
+		if group == nil {
+			ch <- prometheus.MustNewConstMetric(d.plain, typ, val, labels...)
+			return
+		}
+		ch <- prometheus.MustNewConstMetric(d.grouped, typ, val, append([]string{*group}, labels...)...)
 	}
-	if last > 0 {
-		gauge(descLastFlip, float64(last)/float64(time.Second))
+	gauge := func(d groupDesc, val float64, labels ...string) { send(d, prometheus.GaugeValue, val, labels...) }
+	for _, site := range []failover.Site{failover.Primary, failover.Backup} {
+		t := v.Sites[site]
+		gauge(descDownVotes, float64(len(t.Down)), string(site))
+		gauge(descUpVotes, float64(len(t.Up)), string(site))
+		for _, st := range []failover.Verdict{failover.Up, failover.Down, failover.NoQuorum} {
+			gauge(descVerdict, b01(t.Verdict == st), string(site), string(st))
+		}
+		gauge(descActive, b01(v.Active == site), string(site))
+		gauge(descDisagree, b01(len(t.Up) > 0 && len(t.Down) > 0), string(site))
 	}
-	if lastRejected > 0 {
-		gauge(descMarkerRej, float64(lastRejected)/float64(time.Second))
+	gauge(descPaused, b01(v.Paused))
+	gauge(descBlocked, b01(v.Blocked))
+	gauge(descGen, float64(v.Desired.Gen))
+	gauge(descDone, b01(v.Desired.Done))
+	if flips == nil {
+		return
 	}
-	m.collectDrills(ch, v.Policy)
+	for k, c := range flips.counts {
+		send(descFailovers, prometheus.CounterValue, c, k[0], k[1])
+	}
+	if flips.last > 0 {
+		gauge(descLastFlip, float64(flips.last)/float64(time.Second))
+	}
 }
 
 // collectDrills reports the drills from the replicated state, so every

@@ -167,3 +167,90 @@ func TestBreakGlassRejectedMetric(t *testing.T) {
 		t.Errorf("after a refusal at %d: got %v", at, got[name])
 	}
 }
+
+// series scrapes w's registry into "name{label=value,...}" -> value, the
+// labels sorted as the exposition sorts them.
+func series(t *testing.T, w *Watcher) map[string]float64 {
+	t.Helper()
+	mfs, err := w.cfg.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			var ls []string
+			for _, lp := range m.GetLabel() {
+				ls = append(ls, lp.GetName()+"="+lp.GetValue())
+			}
+			out[mf.GetName()+"{"+strings.Join(ls, ",")+"}"] = value(m)
+		}
+	}
+	return out
+}
+
+// Without failover groups the decision-state series keep exactly the
+// labels they had before groups: adding one would change every series'
+// identity for a cluster that never enables them.
+func TestStateMetricsWithoutGroupsCarryNoGroupLabel(t *testing.T) {
+	w, fc := newTestWatcher(t, time.Second)
+	fc.log.Step(t, failover.Command{Payload: failover.SetPolicy{Policy: w.cfg.Policy}})
+	fc.log.Step(t, failover.Command{Payload: failover.Failover{To: failover.Backup, Force: true, Actor: "alice", AckBlock: true}})
+	got := series(t, w)
+	for _, want := range []string{
+		"drwatch_active_site{site=backup}", "drwatch_active_site{site=primary}", "drwatch_paused{}", "drwatch_failover_blocked{}",
+		"drwatch_desired_generation{}", "drwatch_site_verdict{site=primary,state=UP}", "drwatch_failovers_total{result=pending,trigger=manual}",
+		"drwatch_last_failover_timestamp_seconds{}", "drwatch_quorum_required{}",
+	} {
+		if _, ok := got[want]; !ok {
+			t.Errorf("no series %s", want)
+		}
+	}
+	for k := range got {
+		if strings.Contains(k, "group=") {
+			t.Errorf("series %s has a group label in a cluster without groups", k)
+		}
+	}
+	if got["drwatch_active_site{site=backup}"] != 1 {
+		t.Errorf("active site: %v", got)
+	}
+}
+
+// With failover groups each group's state is its own series, labelled by
+// group ("default" for the default group): a failover and a pause in apps
+// show on apps' series only; node-level series stay unlabelled.
+func TestStateMetricsCarryTheGroup(t *testing.T) {
+	w, fc := newTestWatcher(t, time.Second)
+	p := testPolicy()
+	refs := []failover.ProbeRef{{Name: "web-apps", Critical: true}}
+	p.Groups = []failover.Group{{Name: "apps", AutoFailover: true, BlockWindow: time.Hour, Zone: "example.org.",
+		Sites:   map[failover.Site]failover.SitePolicy{failover.Primary: {Probes: refs}, failover.Backup: {Probes: refs}},
+		Records: []failover.Record{{Name: "apps", Type: "A", TTL: 60, Primary: []string{"192.0.2.11"}, Backup: []string{"192.0.2.12"}}}}}
+	fc.log.Step(t, failover.Command{Payload: failover.SetPolicy{Policy: p}})
+	fc.log.Step(t, failover.Command{Payload: failover.Failover{To: failover.Backup, Group: "apps", Force: true, Actor: "alice", AckBlock: true}})
+	fc.log.Step(t, failover.Command{Payload: failover.Pause{Group: "apps", Actor: "alice"}})
+	got := series(t, w)
+	for k, want := range map[string]float64{
+		"drwatch_active_site{group=apps,site=backup}":                       1,
+		"drwatch_active_site{group=apps,site=primary}":                      0,
+		"drwatch_active_site{group=default,site=primary}":                   1,
+		"drwatch_active_site{group=default,site=backup}":                    0,
+		"drwatch_paused{group=apps}":                                        1,
+		"drwatch_paused{group=default}":                                     0,
+		"drwatch_failovers_total{group=apps,result=pending,trigger=manual}": 1,
+		"drwatch_desired_generation{group=apps}":                            2,
+		"drwatch_quorum_required{}":                                         2,
+	} {
+		if v, ok := got[k]; !ok || v != want {
+			t.Errorf("%s = %v (present %v), want %v", k, v, ok, want)
+		}
+	}
+	for k := range got {
+		if strings.HasPrefix(k, "drwatch_failovers_total{group=default") || strings.HasPrefix(k, "drwatch_last_failover_timestamp_seconds{group=default") {
+			t.Errorf("the default group never moved, yet %s", k)
+		}
+		if strings.HasPrefix(k, "drwatch_active_site{site") || strings.HasPrefix(k, "drwatch_paused{}") {
+			t.Errorf("series %s lacks the group label in a cluster with groups", k)
+		}
+	}
+}

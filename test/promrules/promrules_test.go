@@ -414,6 +414,50 @@ func TestGrafanaDashboard(t *testing.T) {
 	if !bytes.Contains(ann, []byte("drwatch_last_failover_timestamp_seconds")) {
 		t.Error("failovers are not shown as annotations")
 	}
+	checkGroupVariable(t, d, exprs)
+}
+
+// perGroup are the series that carry a group label in a cluster with
+// failover groups (watcher/metrics.go, newGroupDesc).
+var perGroup = []string{"drwatch_site_down_votes", "drwatch_site_up_votes", "drwatch_site_verdict", "drwatch_active_site",
+	"drwatch_paused", "drwatch_failover_blocked", "drwatch_failovers_total", "drwatch_last_failover_timestamp_seconds",
+	"drwatch_watchers_disagree", "drwatch_desired_generation", "drwatch_desired_verified"}
+
+// checkGroupVariable: the dashboard has a group variable whose All also
+// matches a cluster without groups (allValue .*: a series without the
+// label matches it), and every query of a per-group series selects
+// $group and keeps the group apart (never max over groups).
+func checkGroupVariable(t *testing.T, d map[string]any, exprs []string) {
+	t.Helper()
+	var group map[string]any
+	for _, v := range d["templating"].(map[string]any)["list"].([]any) {
+		if vm := v.(map[string]any); vm["name"] == "group" {
+			group = vm
+		}
+	}
+	if group == nil {
+		t.Fatal("dashboard has no group variable")
+	}
+	if group["includeAll"] != true || group["allValue"] != ".*" || !strings.Contains(fmt.Sprint(group["definition"]), ", group)") {
+		t.Errorf("group variable: got %v, want label_values(…, group) with All as .*", group)
+	}
+	sel := regexp.MustCompile(`(drwatch_[a-z_]+)\{([^}]*)\}`)
+	for _, e := range exprs {
+		if strings.HasPrefix(e, "label_values(") {
+			continue // the variable's own query
+		}
+		for _, m := range sel.FindAllStringSubmatch(e, -1) {
+			if !slices.Contains(perGroup, m[1]) {
+				continue
+			}
+			if !strings.Contains(m[2], `group=~"$group"`) {
+				t.Errorf("query %q: %s does not select group=~\"$group\"", e, m[1])
+			}
+			if !strings.Contains(e, "by (group") {
+				t.Errorf("query %q aggregates %s over every group: keep the group label", e, m[1])
+			}
+		}
+	}
 }
 
 // TestGrafanaQueriesParse feeds every dashboard query, with Grafana's
@@ -431,7 +475,7 @@ func TestGrafanaQueriesParse(t *testing.T) {
 	}
 	var exprs []string
 	dashExprs(d, &exprs)
-	r := strings.NewReplacer("$__rate_interval", "1m", "$__interval", "1m", "$job", "drwatch", "${job}", "drwatch")
+	r := strings.NewReplacer("$__rate_interval", "1m", "$__interval", "1m", "$job", "drwatch", "${job}", "drwatch", "$group", "lms")
 	var rules strings.Builder
 	rules.WriteString("groups:\n  - name: dashboard\n    rules:\n")
 	for i, e := range exprs {

@@ -13,12 +13,18 @@ import (
 
 // RegisterStatusPage adds the human status page at "/" (and its partial,
 // "/?partial=1", which the page's script fetches to refresh itself), the
+// page of each failover group at "/groups/{name}" (and its partial), the
 // Statuspage-style summary at /api/v1/summary.json and the SVG badges under
-// /badge/. Every one renders only from ReadModel.Status, so nothing the status
-// does not hold can leak into them.
+// /badge/. Every one renders only from ReadModel.Status (and, for a group,
+// GroupReader.GroupView), so nothing the status does not hold can leak
+// into them.
 func RegisterStatusPage(s *Server, b ReadModel) {
 	s.Handle("GET /{$}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		servePage(w, r, b.Status(r.Context()), s.now())
+		st, pending := statusForRoot(r.Context(), b)
+		renderPage(w, r, pageOf(st, s.now(), newNonce(), "", pending))
+	}))
+	s.Handle("GET /groups/{name}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		serveGroupPage(w, r, b, s.now())
 	}))
 	s.Handle("GET /api/v1/summary.json", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, BuildSummary(b.Status(r.Context())))
@@ -44,9 +50,20 @@ func newNonce() string {
 	return hex.EncodeToString(b[:])
 }
 
-func servePage(w http.ResponseWriter, r *http.Request, st Status, now time.Time) {
-	nonce := newNonce()
+// pageOf is the model of the page served at root (the relative way back
+// to "/": "" there, "../" under /groups/), with the overview of the
+// failover groups when st's view has them; pending holds the countdown of
+// each pending group.
+func pageOf(st Status, now time.Time, nonce, root string, pending map[string]*failover.Pending) pageModel {
 	m := buildPage(st, now, nonce)
+	m.Root = root
+	m.Groups = buildGroups(st.State.Groups, st.State.Group, root, pending)
+	return m
+}
+
+// renderPage writes m as the whole page, or as its partial (the main
+// container) when the request asks for one.
+func renderPage(w http.ResponseWriter, r *http.Request, m pageModel) {
 	tmpl := "page"
 	if r.URL.Query().Get("partial") != "" {
 		tmpl = "main"
@@ -66,7 +83,7 @@ func servePage(w http.ResponseWriter, r *http.Request, st Status, now time.Time)
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Security-Policy", pageCSP(nonce))
+	h.Set("Content-Security-Policy", pageCSP(m.Nonce))
 	h.Set("X-Frame-Options", "DENY")
 	w.WriteHeader(http.StatusOK)
 	_, _ = io.WriteString(w, page)

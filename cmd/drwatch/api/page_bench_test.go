@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"net/http/httptest"
 	"testing"
 	"time"
 )
@@ -51,4 +52,38 @@ func BenchmarkStatusPage(b *testing.B) {
 	b.ReportMetric(float64(sumT)/float64(jsonT), "summary/json")
 	b.ReportMetric(float64(pageN)/float64(jsonN), "page-bytes/json-bytes")
 	b.ReportMetric(float64(partN)/float64(jsonN), "partial-bytes/json-bytes")
+}
+
+// BenchmarkStatusPageFiftyGroups measures serving "/" of a cluster of 50
+// failover groups (overview and the default group's detail, the pending
+// groups' countdowns looked up) against serving "/" of a cluster of one
+// group with the same probes per group, in the same loop: the ratio is
+// what the overview costs.
+func BenchmarkStatusPageFiftyGroups(b *testing.B) {
+	serve := func(n int) func() int {
+		st, m := fxGroups(b, n)
+		s := NewServer(&pageBackend{st: st, m: m}, Options{Now: func() time.Time { return fxNow }})
+		RegisterStatusPage(s, &pageBackend{st: st, m: m})
+		return func() int {
+			rec := httptest.NewRecorder()
+			s.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+			if rec.Code != 200 {
+				b.Fatalf("GET /: %d", rec.Code)
+			}
+			return rec.Body.Len()
+		}
+	}
+	one, fifty := serve(1), serve(50)
+	var oneT, fiftyT time.Duration
+	var oneN, fiftyN int
+	for b.Loop() {
+		t0 := time.Now()
+		oneN = one()
+		t1 := time.Now()
+		fiftyN = fifty()
+		t2 := time.Now()
+		oneT, fiftyT = oneT+t1.Sub(t0), fiftyT+t2.Sub(t1)
+	}
+	b.ReportMetric(float64(fiftyT)/float64(oneT), "50groups/1group")
+	b.ReportMetric(float64(fiftyN)/float64(oneN), "50groups-bytes/1group-bytes")
 }

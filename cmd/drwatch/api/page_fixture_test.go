@@ -3,9 +3,11 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
@@ -167,6 +169,16 @@ func fxNoLeader() Status {
 type pageBackend struct {
 	st   Status
 	hist []failover.Entry
+	// m, when set, answers GroupView for the page of each failover group.
+	m *failover.Machine
+}
+
+// GroupView implements GroupReader from m; no group without one.
+func (b *pageBackend) GroupView(name string) (failover.View, bool) {
+	if b.m == nil {
+		return failover.View{}, false
+	}
+	return b.m.GroupView(name)
 }
 
 func (b *pageBackend) Status(context.Context) Status  { return b.st }
@@ -204,7 +216,18 @@ func (b *pageBackend) Metrics() http.Handler {
 // pageServer is a Server with the status page over st, on fxNow's clock.
 func pageServer(t testing.TB, st Status, tokens *Tokens) *httptest.Server {
 	t.Helper()
-	b := &pageBackend{st: st, hist: st.State.History}
+	return pageServerOf(t, &pageBackend{st: st, hist: st.State.History}, tokens)
+}
+
+// groupPageServer is pageServer over the cluster of fxGroups(n).
+func groupPageServer(t testing.TB, n int) *httptest.Server {
+	t.Helper()
+	st, m := fxGroups(t, n)
+	return pageServerOf(t, &pageBackend{st: st, hist: st.State.History, m: m}, nil)
+}
+
+func pageServerOf(t testing.TB, b *pageBackend, tokens *Tokens) *httptest.Server {
+	t.Helper()
 	s := NewServer(b, Options{Tokens: tokens, Now: func() time.Time { return fxNow }})
 	RegisterStatusPage(s, b)
 	srv := httptest.NewServer(s)
@@ -215,18 +238,24 @@ func pageServer(t testing.TB, st Status, tokens *Tokens) *httptest.Server {
 // pageGet fetches path and returns the response and its body.
 func pageGet(t testing.TB, srv *httptest.Server, path string) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+path, nil)
+	return pageGetURL(t, srv.Client(), srv.URL+path)
+}
+
+// pageGetURL is pageGet for a whole URL.
+func pageGetURL(t testing.TB, c *http.Client, url string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := srv.Client().Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
+		t.Fatalf("GET %s: %v", url, err)
 	}
 	defer resp.Body.Close()
 	buf, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("GET %s: read body: %v", path, err)
+		t.Fatalf("GET %s: read body: %v", url, err)
 	}
 	return resp, buf
 }
@@ -248,4 +277,111 @@ func fxWithheld() Status {
 			Tallies: map[failover.Site]failover.Tally{failover.Primary: v.Sites[failover.Primary], failover.Backup: v.Sites[failover.Backup]}})
 	st.Warnings = []string{"automatic flip withheld (paused): automatic decisions are paused by bob until 13:30 UTC"}
 	return st
+}
+
+// fxLongGroup is the longest group name a policy allows (63 characters,
+// no hyphen-free break): the overview must wrap it, not overflow.
+const fxLongGroup = "tutor-openedx-production-eu-west-region-three-lms-and-studio-01"
+
+// fxGroupsMachine is a real decision core run through a policy of n
+// failover groups (the default one and n-1 more, the last fxLongGroup, each with its own web
+// probe and record, all sharing the region's kube probe) and probe rounds
+// that leave, besides healthy groups on the primary:
+//   - platform-02, platform-03 and fxLongGroup failed over (on the backup, blocked);
+//   - platform-04 pending (a and b fail its primary for one round: a countdown);
+//   - platform-05 paused, healthy;
+//   - platform-06 paused while its primary is DOWN (a withheld flip).
+//
+// The last command is applied a second before fxNow.
+func fxGroupsMachine(t testing.TB, n int) *failover.Machine {
+	t.Helper()
+	probes := func(names ...string) map[failover.Site]failover.SitePolicy {
+		var rs []failover.ProbeRef
+		for _, name := range names {
+			rs = append(rs, failover.ProbeRef{Name: name, Critical: true})
+		}
+		return map[failover.Site]failover.SitePolicy{failover.Primary: {Probes: rs}, failover.Backup: {Probes: slices.Clone(rs)}}
+	}
+	record := func(name string, i int) []failover.Record {
+		return []failover.Record{{Name: name, Type: "A", TTL: 60,
+			Primary: []string{fmt.Sprintf("203.0.113.%d", i)}, Backup: []string{fmt.Sprintf("198.51.100.%d", i)}}}
+	}
+	pol := failover.Policy{
+		Nodes: []string{"a", "b", "c"}, Quorum: 2, Fall: 3, Rise: 2, Interval: 2 * time.Second,
+		AutoFailover: true, BlockWindow: time.Hour, Failback: failover.FailbackPolicy{Mode: failover.FailbackManual},
+		Sites: probes("web-default", "kube"), Zone: "example.org.", Records: record("www", 200),
+	}
+	names := []string{failover.DefaultGroup}
+	for i := 1; i < n; i++ {
+		name := fmt.Sprintf("platform-%02d", i)
+		if i == n-1 {
+			name = fxLongGroup
+		}
+		names = append(names, name)
+		pol.Groups = append(pol.Groups, failover.Group{Name: name, AutoFailover: true, BlockWindow: time.Hour,
+			Failback: failover.FailbackPolicy{Mode: failover.FailbackManual},
+			Sites:    probes("web-"+name, "kube"), Zone: "example.org.", Records: record(name, i)})
+	}
+	m := failover.New()
+	var index uint64
+	step := func(at time.Time, p failover.Payload) {
+		t.Helper()
+		index++
+		if _, err := m.Step(index, failover.Command{At: at.UnixNano(), Payload: p}); err != nil {
+			t.Fatalf("step %d %T: %v", index, p, err)
+		}
+	}
+	// round reports every probe of every group from each watcher, the
+	// primary's web probe of the groups in down failing on a and b.
+	round := func(at time.Time, down ...string) {
+		for _, node := range []string{"a", "b", "c"} {
+			o := failover.Observe{Node: node, PolicyHash: m.View().PolicyHash}
+			for _, site := range []failover.Site{failover.Primary, failover.Backup} {
+				o.Results = append(o.Results, failover.ProbeResult{Site: site, Probe: "kube", OK: true, LatencyMS: 9, CompletedAt: at.UnixNano()})
+				for _, g := range names {
+					r := failover.ProbeResult{Site: site, Probe: "web-" + g, OK: true, LatencyMS: 30, CompletedAt: at.UnixNano()}
+					if site == failover.Primary && node != "c" && slices.Contains(down, g) {
+						r = failover.ProbeResult{Site: site, Probe: r.Probe, Class: "refused", Phase: "connect", Reason: "connection refused", LatencyMS: 2, CompletedAt: at.UnixNano()}
+					}
+					o.Results = append(o.Results, r)
+				}
+			}
+			step(at, o)
+		}
+	}
+	start := fxNow.Add(-10 * time.Minute)
+	step(start, failover.SetPolicy{Policy: pol, Actor: "alice"})
+	for i := range 3 {
+		round(start.Add(time.Duration(2+2*i) * time.Second))
+	}
+	has := func(gs ...string) []string {
+		return slices.DeleteFunc(gs, func(g string) bool { return !slices.Contains(names, g) })
+	}
+	for _, g := range has("platform-05", "platform-06") {
+		step(start.Add(time.Minute), failover.Pause{Group: g, Actor: "bob", Reason: "upgrade of " + g})
+	}
+	failing := has("platform-02", "platform-03", fxLongGroup, "platform-06")
+	for i := range 3 {
+		round(start.Add(time.Minute+time.Duration(2+2*i)*time.Second), failing...)
+	}
+	for i := range 3 {
+		at := fxNow.Add(-time.Duration(5-2*i) * time.Second)
+		if i == 2 {
+			round(at, append(failing, has("platform-04")...)...)
+		} else {
+			round(at, failing...)
+		}
+	}
+	return m
+}
+
+// fxGroups is what node b serves for a cluster of fxGroupsMachine.
+func fxGroups(t testing.TB, n int) (Status, *failover.Machine) {
+	t.Helper()
+	m := fxGroupsMachine(t, n)
+	st := fxFailedOver()
+	st.State, st.ClusterHealth, st.StaleSeconds = m.View(), nil, 1
+	st.Warnings = slices.Clone(st.State.Warnings)
+	st.DNS = DNSCheck{}
+	return st, m
 }

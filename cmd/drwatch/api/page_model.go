@@ -65,6 +65,12 @@ type pageModel struct {
 	History []incidentModel
 
 	Clusters []clusterModel
+
+	// Root is the relative way back to "/" from where the page is served:
+	// "" there, "../" on a group's page under /groups/.
+	Root string
+	// Groups is the overview of the failover groups; nil without them.
+	Groups *groupsModel
 }
 
 // repairRow is one remediation record, as the Repairs section shows it.

@@ -85,6 +85,28 @@ dl.kv{grid-template-columns:1fr}dl.kv dt{margin-top:.3rem}
 .matrix td.c::before{content:attr(data-label);display:block;font-size:.75rem;color:var(--muted)}}
 `
 
+// groupCSS styles the overview of failover groups. It is a second style
+// element, sent only with groups, so the page of a cluster without them
+// stays byte for byte as it was. Cells wrap and names break anywhere, so
+// 50 groups with 63-character names fit a phone.
+const groupCSS = `
+.groups{list-style:none;margin:0;padding:0;display:grid;grid-template-columns:repeat(auto-fill,minmax(10.5rem,1fr));gap:.45rem}
+.groups li{min-width:0}
+.groups a{display:flex;flex-direction:column;gap:.15rem;height:100%;padding:.4rem .55rem;border:1px solid var(--line);border-left:4px solid var(--up);border-radius:8px;color:inherit;text-decoration:none;min-width:0}
+.groups a:hover,.groups a:focus-visible{border-color:var(--fg)}
+.groups .g-warn a{border-left-color:var(--warn)}
+.groups .g-down a{border-left-color:var(--down);background:var(--down-bg)}
+.groups a[aria-current]{outline:2px solid var(--man);outline-offset:1px}
+.groups .gname{font-weight:700;overflow-wrap:anywhere}
+.groups .gsite{font-weight:600}
+.groups .chips{gap:.25rem}
+.groups .pill{white-space:normal;overflow-wrap:anywhere}
+.groups .gsites{font-size:.75rem;color:var(--muted)}
+.grouphead{display:flex;flex-wrap:wrap;gap:.2rem 1rem;align-items:baseline;margin:0 0 .6rem}
+.grouphead h2{font-size:.8rem;text-transform:uppercase;letter-spacing:.08em;color:var(--muted);margin:0}
+@media (max-width:40rem){.groups{grid-template-columns:repeat(auto-fill,minmax(8.5rem,1fr))}}
+`
+
 // pageScript refreshes the main container in place, without a full page
 // load, and says loudly when it cannot: a frozen page must not look live.
 // It keeps open <details> open across refreshes.
@@ -133,7 +155,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
 <meta name="referrer" content="no-referrer">
 <title>{{template "title" .}}</title>
 <noscript><meta http-equiv="refresh" content="5"></noscript>
-<style nonce="{{.Nonce}}">` + pageCSS + `</style>
+<style nonce="{{.Nonce}}">` + pageCSS + `</style>{{if .Groups}}<style nonce="{{.Nonce}}">` + groupCSS + `</style>{{end}}
 </head>
 <body>
 <header class="top">
@@ -144,11 +166,11 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
 <main id="main" data-refresh-ms="{{.RefreshMS}}">
 {{template "main" .}}
 </main>
-<footer>Machine-readable: <a href="api/v1/status">/api/v1/status</a> · <a href="api/v1/summary.json">/api/v1/summary.json</a> · <a href="metrics">/metrics</a> · badges <a href="badge/active.svg">active</a>, <a href="badge/primary.svg">primary</a></footer>
+<footer>Machine-readable: <a href="{{.Root}}api/v1/status">/api/v1/status</a> · <a href="{{.Root}}api/v1/summary.json">/api/v1/summary.json</a> · <a href="{{.Root}}metrics">/metrics</a> · badges <a href="{{.Root}}badge/active.svg">active</a>, <a href="{{.Root}}badge/primary.svg">primary</a></footer>
 <script nonce="{{.Nonce}}">` + pageScript + `</script>
 </body>
 </html>
-{{define "title"}}{{if .Alarm}}⚠ {{.Alarm}} · {{end}}drwatch · active: {{.Active}}{{end}}
+{{define "title"}}{{if .Alarm}}⚠ {{.Alarm}} · {{end}}drwatch · {{if .Groups}}{{.Groups.Title}}{{else}}active: {{.Active}}{{end}}{{end}}
 {{define "main"}}
 <span hidden id="title" data-title="{{template "title" .}}"></span>
 {{- if .Alarm}}
@@ -157,8 +179,19 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
 <ul>{{range .Warnings}}<li>{{.}}</li>{{end}}</ul>
 </section>
 {{- end}}
+{{- if .Groups}}
+<section aria-label="failover groups" id="groups">
+<div class="grouphead"><h2>Failover groups</h2><span class="small" id="groups-summary">{{.Groups.Summary}}</span></div>
+<ul class="groups">
+{{- range .Groups.Cells}}
+<li class="g-{{.Class}}" id="{{.ID}}"><a href="{{.Href}}"{{if .Current}} aria-current="page"{{end}}><span class="gname">{{.Name}}</span><span class="small">on the <span class="gsite {{.ActiveClass}}">{{.Active}}</span></span>{{if .Chips}}<span class="chips">{{range .Chips}}<span class="pill {{.Class}}">{{.Label}}</span>{{end}}</span>{{end}}<span class="gsites">{{.Sites}}</span></a></li>
+{{- end}}
+</ul>
+<p class="small muted">Each cell is one group: where its traffic goes, what holds or threatens it (a countdown to an automatic move, paused, blocked after a flip, a withheld flip), and each site's verdict at quorum. A red frame needs a look now, an amber one holds traffic on the backup or holds decisions back. The group framed in blue is the one shown below; each links to its own page.</p>
+</section>
+{{- end}}
 <section class="banner" aria-label="active site">
-<h2>Active site</h2>
+<h2>{{if .Groups}}Group {{.Groups.Current}}: active site{{else}}Active site{{end}}</h2>
 <div class="active">Traffic goes to the <span class="{{.ActiveClass}}">{{.Active}}</span> site</div>
 {{- if .Distrust}}<div class="small down">as last known by {{.ServedBy}}, whose view may be out of date: see the warning above</div>{{end}}
 <div class="muted">{{.Since}} · <span class="small">{{.SinceAbs}}</span></div>

@@ -332,6 +332,10 @@ const CredentialsReloadEvery = 30 * time.Second
 
 var _ api.Backend = (*Node)(nil)
 
+// The status page finds GroupReader on the backend it is given: without
+// it a node would serve no page per failover group.
+var _ api.GroupReader = (*Node)(nil)
+
 // Cluster is the node's Raft member.
 func (n *Node) Cluster() *cluster.Node { return n.cluster }
 
