@@ -214,7 +214,7 @@ func (p *parts) buildDrills() error {
 	if err != nil {
 		return fmt.Errorf("drill readiness: %w", err)
 	}
-	p.drills = &watcher.Drill{DNS: p.drillDNS, Schedule: c.Drill.ScheduleInterval(), Canary: c.Canary, Timeout: c.Sites.CriticalProbeTimeout(),
+	p.drills = &watcher.Drill{DNS: p.drillDNS, Schedule: c.Drill.ScheduleInterval(), Canary: c.Canary, Timeout: c.ProbedSites().CriticalProbeTimeout(),
 		Readiness: func(ctx context.Context, d failover.DrillRecord) []failover.DrillCheck {
 			var out []failover.DrillCheck
 			for _, ck := range ready(ctx, d) {
@@ -248,7 +248,7 @@ func (p *parts) buildProbes() error {
 	if err != nil {
 		return fmt.Errorf("probe metrics: %w", err)
 	}
-	p.sched, err = probes.NewScheduler(c.Sites.Specs(), probes.SchedulerOptions{
+	p.sched, err = probes.NewScheduler(c.ProbedSites().Specs(), probes.SchedulerOptions{
 		Interval: c.Policy.Interval, Phase: watcher.Phase(p.policy.Nodes, c.Node.ID, c.Policy.Interval),
 		FastInterval: p.policy.FastProbeInterval(), DefaultTimeout: c.Policy.Timeout, Metrics: pm, Logger: p.log,
 	})
@@ -309,7 +309,7 @@ func (p *parts) watcherConfig(member *cluster.Node, reloadEvery time.Duration) w
 		Remediators: p.repairs, RemediationInterval: c.Remediations.Interval, Gates: gates, AfterVerified: after,
 		BreakGlassKey: p.breakGlassKey, BreakGlassMaxAge: c.DNS.BreakGlass.MaxAge,
 		Drill: p.drills, Health: p.health, Credentials: p.creds, CAFile: c.TLS.CAFile, CertFile: c.TLS.CertFile, CredentialsReloadEvery: reloadEvery,
-		Registry: p.reg, Logger: p.log, Now: p.now, ProbeTimeout: c.Sites.CriticalProbeTimeout(),
+		Registry: p.reg, Logger: p.log, Now: p.now, ProbeTimeout: c.ProbedSites().CriticalProbeTimeout(),
 	}
 }
 
