@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/probes"
 )
 
 func groupsYAML(t *testing.T) string { return testdataYAML(t, "groups.yaml") }
@@ -92,6 +93,22 @@ func TestSharedProbeRunsOnce(t *testing.T) {
 		i := slices.IndexFunc(g.Sites[failover.Primary].Probes, func(r failover.ProbeRef) bool { return r.Name == "region-kube" })
 		if i < 0 || g.Sites[failover.Primary].Probes[i].Critical != want {
 			t.Errorf("group %s: region-kube critical: got index %d in %v, want critical %v", group, i, g.Sites[failover.Primary].Probes, want)
+		}
+	}
+	// The probe run is critical when any group counts it so, whichever
+	// group names it first.
+	first := strings.NewReplacer(`{ name: region-kube, type: tcp, address: "203.0.113.20:6443" }`,
+		`{ name: region-kube, type: tcp, address: "203.0.113.20:6443", critical: false }`,
+		`{ name: region-kube, type: tcp, address: "203.0.113.20:6443", critical: false }`,
+		`{ name: region-kube, type: tcp, address: "203.0.113.20:6443" }`).Replace(groupsYAML(t))
+	for name, yaml := range map[string]string{"critical in the second group": first, "critical in the first group": groupsYAML(t)} {
+		c, ps := loadString(t, yaml)
+		if ps != nil {
+			t.Fatalf("%s: got problems:\n%v", name, ps)
+		}
+		run := c.ProbedSites().Primary.Probes
+		if i := slices.IndexFunc(run, func(s probes.Spec) bool { return s.Name == "region-kube" }); i < 0 || !run[i].IsCritical() {
+			t.Errorf("%s: region-kube run as critical: got %v, want true", name, i >= 0 && run[i].IsCritical())
 		}
 	}
 	// Without groups, the probes run are the top-level sites', untouched.

@@ -56,8 +56,9 @@ func (c *Config) HasDefaultGroup() bool { return len(c.Groups) == 0 || len(c.DNS
 // ProbedSites is every probe this watcher runs: the default group's, in
 // its order, then each group's not named yet on that site. A probe that
 // several groups name (validated to be one definition) runs once per
-// round; its critical flag here is the first one's, and each group counts
-// it with its own.
+// round, critical when any group counts it so (the scheduler re-probes a
+// site on a failing critical probe); each group's decisions count it with
+// the group's own flag.
 func (c *Config) ProbedSites() Sites {
 	if len(c.Groups) == 0 {
 		return c.Sites
@@ -70,11 +71,16 @@ func (c *Config) ProbedSites() Sites {
 	return out
 }
 
-// appendNew appends to list the probes of more whose name it lacks.
+// appendNew appends to list the probes of more whose name it lacks, and
+// makes critical those of list that more has critical.
 func appendNew(list, more []probes.Spec) []probes.Spec {
 	for _, p := range more {
-		if !slices.ContainsFunc(list, func(q probes.Spec) bool { return q.Name == p.Name }) {
+		i := slices.IndexFunc(list, func(q probes.Spec) bool { return q.Name == p.Name })
+		switch {
+		case i < 0:
 			list = append(list, p)
+		case p.IsCritical() && !list[i].IsCritical():
+			list[i].Critical = p.Critical
 		}
 	}
 	return list
