@@ -3,6 +3,7 @@ package watcher
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -19,15 +20,7 @@ func (w *Watcher) lead(ctx context.Context) {
 	w.log.Info("leading")
 	defer w.log.Info("no longer leading")
 	c := w.cfg
-	rec, err := reconcile.New(reconcile.Config{
-		Node: c.Node, State: w.machine, Cluster: c.Cluster, DNS: c.DNS, Verifier: c.Verifier,
-		Interval: c.Interval, Logger: w.log, Now: c.Now,
-		// Retry a failed write at most one probe interval apart, so a flip
-		// lands within about an interval of the DNS server returning.
-		BackoffBase: c.Interval / 10, BackoffMax: c.Interval,
-		Observe: w.observeReconcile, Gates: c.Gates, AfterVerified: c.AfterVerified,
-		BreakGlassKey: c.BreakGlassKey, BreakGlassMaxAge: c.BreakGlassMaxAge,
-	})
+	recs, err := w.reconcilers()
 	if err != nil {
 		w.log.Error("reconciler not started", "err", err)
 		return
@@ -71,23 +64,69 @@ func (w *Watcher) lead(ctx context.Context) {
 			}()
 		}
 	}
-	wake := make(chan struct{}, 1)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-c.FSM.changed:
+	// Each group's reconciler runs on its own, with its own backoff and
+	// wake-up: one group's failing or slow zone never delays another's
+	// write (invariant 10).
+	wakes := make([]chan struct{}, len(recs))
+	for i, rec := range recs {
+		wakes[i] = make(chan struct{}, 1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rec.Run(ctx, wakes[i])
+		}()
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.FSM.changed:
+			for _, wake := range wakes {
 				select {
 				case wake <- struct{}{}:
 				default:
 				}
 			}
 		}
-	}()
-	rec.Run(ctx, wake)
+	}
+}
+
+// reconcilers builds the leader's DNS reconcilers: the default group's,
+// when the policy has one, then one per group of Config.Groups, each on
+// the group's desired state and its own fenced provider. Only the default
+// group's has the gates, the post-flip hooks and the break-glass key:
+// they act on the default group's platform.
+func (w *Watcher) reconcilers() ([]*reconcile.Reconciler, error) {
+	c := w.cfg
+	base := reconcile.Config{
+		Node: c.Node, Cluster: c.Cluster, Interval: c.Interval, Logger: w.log, Now: c.Now,
+		// Retry a failed write at most one probe interval apart, so a flip
+		// lands within about an interval of the DNS server returning.
+		BackoffBase: c.Interval / 10, BackoffMax: c.Interval,
+	}
+	var out []*reconcile.Reconciler
+	if c.Policy.HasDefaultGroup() {
+		rc := base
+		rc.State, rc.DNS, rc.Verifier, rc.Observe = w.machine, c.DNS, c.Verifier, w.observeReconcile
+		rc.Gates, rc.AfterVerified = c.Gates, c.AfterVerified
+		rc.BreakGlassKey, rc.BreakGlassMaxAge = c.BreakGlassKey, c.BreakGlassMaxAge
+		rec, err := reconcile.New(rc)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rec)
+	}
+	for _, g := range c.Groups {
+		rc := base
+		rc.Group, rc.State, rc.DNS, rc.Verifier = g.Name, reconcile.GroupState(w.machine, g.Name), g.DNS, g.Verifier
+		rc.Observe = func(r reconcile.Report) { w.observeGroupReconcile(g.Name, r) }
+		rec, err := reconcile.New(rc)
+		if err != nil {
+			return nil, fmt.Errorf("group %s: %w", g.Name, err)
+		}
+		out = append(out, rec)
+	}
+	return out, nil
 }
 
 func (w *Watcher) setLeading(on bool) {
@@ -161,6 +200,15 @@ func (w *Watcher) propose(ctx context.Context, c failover.Command) {
 	case err != nil && ctx.Err() == nil:
 		w.log.Warn("command not committed", "type", c.Type(), "err", err)
 	}
+}
+
+func (w *Watcher) observeGroupReconcile(name string, r reconcile.Report) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.groupRec == nil {
+		w.groupRec = map[string]reconcile.Report{}
+	}
+	w.groupRec[name] = r
 }
 
 func (w *Watcher) observeReconcile(r reconcile.Report) {

@@ -67,6 +67,11 @@ type Config struct {
 	Cluster  Cluster
 	DNS      dnsprovider.Provider
 	Verifier reconcile.Verifier
+	// Groups are the DNS writers of the failover groups besides the
+	// default one (Policy.Groups), each fenced on its own record; the
+	// leader reconciles each on its own, beside DNS for the default group
+	// (when Policy has one). Optional: none without groups.
+	Groups []GroupDNS
 	// Remediators run on the leader, every RemediationInterval (none: no runner).
 	Remediators         []remediate.Entry
 	RemediationInterval time.Duration
@@ -97,6 +102,17 @@ type Config struct {
 	// a blackholed site fails a round only then, so the what-if answer
 	// adds it to the time to the flip.
 	ProbeTimeout time.Duration
+}
+
+// GroupDNS is where one failover group's records are written and checked.
+type GroupDNS struct {
+	// Name is the group's (failover.Group.Name).
+	Name string
+	// DNS writes the group's zone, fenced on the group's own fence record,
+	// so that no group's decision fences another's.
+	DNS dnsprovider.Provider
+	// Verifier checks the group's zone at every authoritative server.
+	Verifier reconcile.Verifier
 }
 
 // Drill is what the leader's drill executor needs besides the watcher's parts.
@@ -288,6 +304,7 @@ type Watcher struct {
 	mu         sync.Mutex
 	leading    bool // a reconciler runs
 	lastRec    reconcile.Report
+	groupRec   map[string]reconcile.Report // the named groups' reconcilers' last passes
 	dnsCheck   DNSCheck
 	lastReport struct {
 		at  time.Time
@@ -379,6 +396,16 @@ func (w *Watcher) Hash() string { return w.hash }
 
 // Machine is the local replica (read-only use).
 func (w *Watcher) Machine() *failover.Machine { return w.machine }
+
+// LastGroupReconcile is the last pass of the reconciler of failover group
+// name (not the default group: LastReconcile), and whether this node
+// leads; ok is false until that reconciler has run a pass.
+func (w *Watcher) LastGroupReconcile(name string) (r reconcile.Report, leading, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	r, ok = w.groupRec[name]
+	return r, w.leading, ok
+}
 
 // LastReconcile is the reconciler's last pass, and whether one runs: only
 // the leader has one.

@@ -20,6 +20,13 @@
 //   - Once a decision is verified, later drift is reported, not silently
 //     reverted; a human resolves it with a new decision (failover, failback).
 //
+// One Reconciler drives one failover group (Config.Group): the leader runs
+// one per group, concurrently, each on its group's desired state
+// (GroupState) and fenced on its group's own record, so a deposed leader's
+// write for one group is refused by that group's fence and never touches
+// another group's records, and one group's failing zone never delays
+// another's write.
+//
 // It never imports cluster: it declares the leadership it needs
 // (VerifyLeader, Propose) as an interface.
 package reconcile

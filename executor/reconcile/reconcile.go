@@ -30,7 +30,14 @@ type Verifier interface {
 
 // Config wires a Reconciler.
 type Config struct {
-	Node     string // this node's ID, recorded as the actor of ActionResults
+	Node string // this node's ID, recorded as the actor of ActionResults
+	// Group is the failover group the reconciler drives: its ActionResults
+	// name it, and its logs. "" or failover.DefaultGroup is the default
+	// group, whose ActionResults name none, as before groups existed. A
+	// named group's State is GroupState, its DNS fenced on the group's own
+	// record; it deals with no break-glass marker (dns set writes the
+	// default group's records).
+	Group    string
 	State    State
 	Cluster  failover.Leader      // proposes the ActionResults, confirms leadership before each write
 	DNS      dnsprovider.Provider // if it also implements dnsprovider.CompareAndSwapper, writes are CAS
@@ -110,9 +117,15 @@ func New(cfg Config) (*Reconciler, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Group == failover.DefaultGroup {
+		cfg.Group = ""
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Group != "" {
+		log = log.With("group", cfg.Group)
 	}
 	return &Reconciler{cfg: cfg, log: log}, nil
 }
@@ -220,8 +233,10 @@ func (r *Reconciler) Pass(ctx context.Context) (Result, error) {
 func (r *Reconciler) pass(ctx context.Context, rep *Report) (Result, error) {
 	// A write made without quorum comes first: it is what DNS holds, and the
 	// log must say so before anything is written over it.
-	if _, err := r.recordBreakGlass(ctx); err != nil {
-		return Result{}, err
+	if r.cfg.Group == "" {
+		if _, err := r.recordBreakGlass(ctx); err != nil {
+			return Result{}, err
+		}
 	}
 	d := r.cfg.State.Desired()
 	rep.Gen = d.Gen
@@ -334,6 +349,7 @@ func unixOrZero(t time.Time) int64 {
 }
 
 func (r *Reconciler) propose(ctx context.Context, ar failover.ActionResult) error {
+	ar.Group = r.cfg.Group
 	if err := r.proposeCmd(ctx, failover.Command{Payload: ar}); err != nil {
 		return fmt.Errorf("action result gen %d: %w", ar.Gen, err)
 	}

@@ -22,9 +22,12 @@ func loadString(t *testing.T, yaml string) (*Config, Problems) {
 	return nil, ps
 }
 
-func validYAML(t *testing.T) string {
+func validYAML(t *testing.T) string { return testdataYAML(t, "valid.yaml") }
+
+// testdataYAML is the text of testdata/name.
+func testdataYAML(t *testing.T, name string) string {
 	t.Helper()
-	b, err := os.ReadFile("testdata/valid.yaml")
+	b, err := os.ReadFile("testdata/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +206,7 @@ func TestBadDocuments(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	for _, name := range []string{"testdata/valid.yaml", "testdata/broken.yaml"} {
+	for _, name := range []string{"testdata/valid.yaml", "testdata/broken.yaml", "testdata/groups.yaml"} {
 		b, err := os.ReadFile(name)
 		if err != nil {
 			f.Fatal(err)

@@ -24,17 +24,56 @@ func derive(c *Config, present func(string) bool) {
 		c.DNS.RFC2136.Timeout = min(max(c.Policy.Interval, time.Second), 5*time.Second)
 	}
 	deriveDrill(c, present)
+	deriveProbeTimeouts("sites", &c.Sites, c.Policy.Timeout, present)
+	labels := field.Labels{}
+	for i := range c.Groups {
+		g := &c.Groups[i]
+		gp := "groups[" + labels.Next(g.Name, i) + "]"
+		deriveGroup(gp, g, c, present)
+		deriveProbeTimeouts(gp+".sites", &g.Sites, c.Policy.Timeout, present)
+	}
+}
+
+// deriveProbeTimeouts gives each probe of sites (at path) that sets no
+// timeout the policy's.
+func deriveProbeTimeouts(path string, sites *Sites, timeout time.Duration, present func(string) bool) {
 	for _, site := range []struct {
 		path string
 		s    *Site
-	}{{"sites.primary", &c.Sites.Primary}, {"sites.backup", &c.Sites.Backup}} {
+	}{{path + ".primary", &sites.Primary}, {path + ".backup", &sites.Backup}} {
 		labels := field.Labels{}
 		for i := range site.s.Probes {
 			p := &site.s.Probes[i]
 			pp := site.path + ".probes[" + labels.Next(p.Name, i) + "]"
 			if !present(pp + ".timeout") {
-				p.Timeout = c.Policy.Timeout
+				p.Timeout = timeout
 			}
 		}
+	}
+}
+
+// deriveGroup gives group g (at path gp) the policy's values for what it
+// leaves out, the dns section's zone, and a fence of its own. Its
+// failback_after is the policy's only when it leaves failback out too: a
+// group that sets failback: manual under a policy with failback: auto
+// must not inherit a failback_after it may not have.
+func deriveGroup(gp string, g *Group, c *Config, present func(string) bool) {
+	if !present(gp + ".auto_failover") {
+		g.AutoFailover = c.Policy.AutoFailover
+	}
+	if !present(gp + ".block_window") {
+		g.BlockWindow = c.Policy.BlockWindow
+	}
+	if !present(gp + ".failback") {
+		g.Failback = c.Policy.Failback
+		if !present(gp + ".failback_after") {
+			g.FailbackAfter = c.Policy.FailbackAfter
+		}
+	}
+	if !present(gp + ".dns.zone") {
+		g.DNS.Zone = c.DNS.Zone
+	}
+	if !present(gp+".dns.fence") && g.Name != "" {
+		g.DNS.FenceName = GroupFence(g.Name)
 	}
 }

@@ -176,6 +176,11 @@ const referenceRules = `
 - A probe sets only the fields of its own type.
 - Every DNS record lies in ` + "`dns.zone`" + `, is unique by name and type, and has values for both sites;
   A values are IPv4, AAAA values IPv6, a CNAME has one fully qualified target.
+- Groups: each name is unique, not ` + "`default`" + `, and fits a DNS label; each group has its own records
+  (at least one, none another group's or the default group's), its own fence record in its zone, and
+  sites checked as the top-level ones. A probe named on one site by several groups must be the same
+  definition (only ` + "`critical`" + ` may differ). With groups and no ` + "`dns.records`" + ` there is no default
+  group, and ` + "`sites`" + ` and ` + "`policy.failback_gate`" + ` must be empty.
 - Exactly the selected provider's section is set, and its credentials come from a file or the environment.
 - Every ` + "`*_file`" + ` exists and is a file (skip with ` + "`drwatch config validate --no-file-checks`" + ` when
   validating on another machine).

@@ -26,6 +26,9 @@ type Config struct {
 	Policy failover.PolicySpec `yaml:"policy" doc:"When to fail over. Replicated: the leader proposes it and every node decides by the same rules."`
 	Sites  Sites               `yaml:"sites" doc:"The probes of the primary and the backup site."`
 	DNS    DNS                 `yaml:"dns" doc:"The records drwatch flips and the authoritative DNS that serves them."`
+	// Groups are the failover groups besides the default one that sites
+	// and dns.records describe.
+	Groups []Group `yaml:"groups" doc:"Failover groups: platforms that each fail over as a unit, with their own probes, records, fence and failback. Without groups the top-level sites and dns.records are the one group, named default; with groups and no dns.records there is no default group. A probe named on the same site by several groups (a region's Kubernetes API) must be defined the same in each (only critical may differ): it runs once per round. Every group writes through the dns section's provider and verification, in its own zone and fence. Replicated as part of the policy; a config without groups keeps its policy hash."`
 	// Remediations are the leader's repairs; each is off unless enabled.
 	Remediations all.Config `yaml:"remediations" doc:"Repairs the leader runs in its reconciliation loop; each is off (or dry-run) until enabled."`
 	// Hooks run around a flip.
@@ -100,6 +103,28 @@ type DNS struct {
 type BreakGlass struct {
 	KeyFile string        `yaml:"key_file" doc:"File holding the break-glass HMAC-SHA256 key in base64, at least 32 bytes (head -c 32 /dev/urandom | base64). The same key on every node and with the operators who run dns set; never give it to anything that only needs to write DNS (an ACME solver, CI)."`
 	MaxAge  time.Duration `yaml:"max_age" default:"72h" doc:"A marker older than this when the leader finds it (or more than 5m in its future) is recorded as stale and changes nothing."`
+}
+
+// Group is one entry of groups: a platform that fails over as a unit. The
+// nodes, quorum, fall, rise and intervals are the policy section's, shared
+// by every group; the rest is its own, defaulting to the policy's.
+type Group struct {
+	Name          string        `yaml:"name" doc:"The group's name: 1 to 63 lower-case letters, digits and '-', starting with a letter; not default. Commands take it with --group."`
+	Sites         Sites         `yaml:"sites" doc:"The group's probes of its primary and backup site, as the top-level sites."`
+	DNS           GroupDNS      `yaml:"dns" doc:"The records the group flips, in its zone, fenced on its own record."`
+	AutoFailover  *bool         `yaml:"auto_failover" default:"(policy.auto_failover)" doc:"As policy.auto_failover, for this group."`
+	BlockWindow   time.Duration `yaml:"block_window" default:"(policy.block_window)" doc:"As policy.block_window, for this group."`
+	Failback      string        `yaml:"failback" default:"(policy.failback)" doc:"As policy.failback, for this group."`
+	FailbackAfter time.Duration `yaml:"failback_after" default:"(policy.failback_after, when failback is not set)" doc:"As policy.failback_after, for this group."`
+	FailbackGate  []string      `yaml:"failback_gate" doc:"As policy.failback_gate: primary probes of this group that must be UP at quorum before its failback."`
+}
+
+// GroupDNS is a group's dns section. The provider, its credentials and the
+// verification are the top-level dns section's; the zone may differ.
+type GroupDNS struct {
+	Zone      string            `yaml:"zone" default:"(dns.zone)" doc:"The zone of the group's records, fully qualified, served by the dns section's provider."`
+	FenceName string            `yaml:"fence" default:"(_drwatch-NAME)" doc:"The group's fence TXT record, relative to its zone; distinct from every other group's fence in that zone, so one group's decision never fences another's."`
+	Records   []failover.Record `yaml:"records" doc:"The records the group flips: at least one, each with targets for both sites, none another group's."`
 }
 
 // Log configures logging.

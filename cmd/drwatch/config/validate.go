@@ -59,10 +59,9 @@ func (v *validator) config(c *Config) {
 	v.api(c)
 	v.raft(c)
 	v.policy(c)
-	v.site("sites.primary", c.Sites.Primary, c.Policy)
-	v.failbackGate(c)
-	v.site("sites.backup", c.Sites.Backup, c.Policy)
-	v.dns(c)
+	v.defaultGroupSites(c)
+	records := v.dns(c)
+	v.groups(c, records)
 	v.remediations(c)
 	v.hooks(c)
 	v.clusterHealth(c)
@@ -252,14 +251,34 @@ func (v *validator) policy(c *Config) {
 	}
 }
 
-func (v *validator) failbackGate(c *Config) {
+// defaultGroupSites checks the top-level sites, which are the default
+// group's: a config whose groups name every record has none, and then
+// neither sites nor policy.failback_gate may say anything.
+func (v *validator) defaultGroupSites(c *Config) {
+	if c.HasDefaultGroup() {
+		v.site("sites.primary", c.Sites.Primary, c.Policy)
+		v.failbackGate("policy.failback_gate", c.Policy.FailbackGate, c.Sites.Primary.Probes)
+		v.site("sites.backup", c.Sites.Backup, c.Policy)
+		return
+	}
+	if len(c.Sites.Primary.Probes)+len(c.Sites.Backup.Probes) > 0 {
+		v.add("sites", "with groups and no dns.records there is no default group to probe for: put these probes in the groups that use them")
+	}
+	if len(c.Policy.FailbackGate) > 0 {
+		v.add("policy.failback_gate", "with groups and no dns.records there is no default group to gate: set failback_gate on each group")
+	}
+}
+
+// failbackGate checks that every probe a failback gate (at path) names is
+// one of primary.
+func (v *validator) failbackGate(path string, gate []string, primary []probes.Spec) {
 	names := map[string]bool{}
-	for _, p := range c.Sites.Primary.Probes {
+	for _, p := range primary {
 		names[p.Name] = true
 	}
-	for i, g := range c.Policy.FailbackGate {
+	for i, g := range gate {
 		if !names[g] {
-			v.add(fmt.Sprintf("policy.failback_gate[%d]", i), "%q is not a probe of the primary site", g)
+			v.add(fmt.Sprintf("%s[%d]", path, i), "%q is not a probe of the primary site", g)
 		}
 	}
 }
@@ -306,8 +325,8 @@ func (v *validator) probeFiles(pp string, p probes.Spec) {
 
 // dns checks the provider's section with its own rules (dnsprovider), the
 // files and variables its credentials come from, and the records against
-// the zone.
-func (v *validator) dns(c *Config) {
+// the zone. It returns the records' owners (see records).
+func (v *validator) dns(c *Config) map[string]string {
 	d := c.DNS
 	for _, e := range d.Config.Validate().Under("dns") {
 		v.add(e.Path, "%s", e.Msg)
@@ -323,30 +342,44 @@ func (v *validator) dns(c *Config) {
 	}
 	v.fileField("dns.break_glass.key_file", d.BreakGlass.KeyFile, false)
 	v.positive("dns.break_glass.max_age", d.BreakGlass.MaxAge)
-	zoneOK := dnsname.IsDomainName(d.Zone)
-	if len(d.Records) == 0 {
+	if len(d.Records) == 0 && len(c.Groups) == 0 {
 		v.add("dns.records", "required: at least one record to flip")
 	}
-	seen := map[string]bool{}
+	owners := map[string]string{}
+	v.records("dns", d.Zone, d.Records, owners)
+	return owners
+}
+
+// records checks the records of one group (the dns section at path) against
+// its zone. owners maps each record already checked, by absolute name and
+// type, to its field path: a record belongs to one group, as two groups
+// writing one RRset would undo each other.
+func (v *validator) records(path, zone string, records []failover.Record, owners map[string]string) {
+	zoneOK := dnsname.IsDomainName(zone)
 	labels := field.Labels{}
-	for i, r := range d.Records {
-		rp := fmt.Sprintf("dns.records[%s]", labels.Next(r.Name, i))
+	for i, r := range records {
+		rp := fmt.Sprintf("%s.records[%s]", path, labels.Next(r.Name, i))
 		if !v.required(rp+".name", r.Name) {
 			continue
 		}
 		fq := r.Name
 		if zoneOK {
 			var ok bool
-			fq, ok = qualify(r.Name, d.Zone)
+			fq, ok = qualify(r.Name, zone)
 			if !ok {
-				v.add(rp+".name", "%q is not in zone %s", r.Name, d.Zone)
+				v.add(rp+".name", "%q is not in zone %s", r.Name, zone)
 			}
 		}
 		key := strings.ToLower(fq) + "/" + r.Type
-		if seen[key] {
-			v.add(rp+".name", "duplicate record %s %s", r.Name, r.Type)
+		if other, dup := owners[key]; dup {
+			if strings.HasPrefix(other, path+".") {
+				v.add(rp+".name", "duplicate record %s %s", r.Name, r.Type)
+			} else {
+				v.add(rp+".name", "record %s %s is %s too: a record belongs to one group", r.Name, r.Type, other)
+			}
+		} else {
+			owners[key] = rp
 		}
-		seen[key] = true
 		if r.TTL < 1 || r.TTL > 86400 {
 			v.add(rp+".ttl", "%d must be 1-86400 seconds", r.TTL)
 		}

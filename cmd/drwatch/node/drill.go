@@ -34,8 +34,8 @@ func DrillReadiness(c *config.Config, m *failover.Machine, certMinValidity, rtoB
 	if err != nil {
 		return nil, err
 	}
-	sites := c.Sites.Specs()
-	probeTimeout := c.Sites.CriticalProbeTimeout()
+	sites := c.ProbedSites().Specs()
+	probeTimeout := c.ProbedSites().CriticalProbeTimeout()
 	return func(ctx context.Context, d failover.DrillRecord) []drill.Check {
 		policy := c.ReplicatedPolicy()
 		if p := m.View().Policy; p != nil {

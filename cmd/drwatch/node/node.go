@@ -36,6 +36,11 @@ type Options struct {
 	Registry *prometheus.Registry
 	// DNS replaces the provider built from the config (the demo's embedded server).
 	DNS dnsprovider.Provider
+	// GroupDNS replaces, by group name, the providers built from the
+	// config for its failover groups (each fenced on the group's own
+	// record). With DNS set, every group of the config needs one here:
+	// the node cannot fence the given provider on another record.
+	GroupDNS map[string]dnsprovider.Provider
 	// DrillDNS replaces the drills' provider built from the config (fenced
 	// on the drill fence record). With DNS set and DrillDNS not, the node
 	// runs no drills: it cannot fence the given provider on another record.
@@ -87,6 +92,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	for _, build := range []func() error{
 		p.buildCredentials, // this node's TLS identity
 		p.buildDNS,         // the provider, the drills' provider, the verifier
+		p.buildGroupDNS,    // each failover group's provider and verifier
 		p.buildBreakGlass,  // the key break-glass markers verify under
 		p.buildDrills,      // the drills and their readiness checks
 		p.buildRepairs,     // the repairs the leader runs (executor/remediate/all)
@@ -125,6 +131,7 @@ type parts struct {
 	creds         *cluster.Credentials
 	dns, drillDNS dnsprovider.Provider
 	verifier      reconcile.Verifier
+	groups        []watcher.GroupDNS
 	breakGlassKey []byte
 	machine       *failover.Machine
 	fsm           *watcher.FSM
@@ -199,6 +206,35 @@ func (p *parts) buildDNS() error {
 	return nil
 }
 
+// buildGroupDNS builds each failover group's provider, on the dns
+// section's with the group's zone and fence, and its verifier: the dns
+// section's when the group's zone is the same.
+func (p *parts) buildGroupDNS() error {
+	c := p.c
+	for _, g := range c.Groups {
+		dc, _ := c.GroupDNS(g.Name)
+		gd := watcher.GroupDNS{Name: g.Name, DNS: p.o.GroupDNS[g.Name], Verifier: p.verifier}
+		if gd.DNS == nil {
+			if p.o.DNS != nil {
+				return fmt.Errorf("groups[%s].dns: no provider given for the group beside the one given for dns", g.Name)
+			}
+			var err error
+			if gd.DNS, err = dnsprovider.New(dc, p.log.With("group", g.Name)); err != nil {
+				return fmt.Errorf("groups[%s].dns: %w", g.Name, err)
+			}
+		}
+		if p.o.Verifier == nil && dc.Zone != c.DNS.Zone {
+			v, err := dnsprovider.NewVerifierFromConfig(dc, p.log)
+			if err != nil {
+				return fmt.Errorf("groups[%s].dns: %w", g.Name, err)
+			}
+			gd.Verifier = v
+		}
+		p.groups = append(p.groups, gd)
+	}
+	return nil
+}
+
 func (p *parts) buildBreakGlass() error {
 	var err error
 	p.breakGlassKey, err = p.c.DNS.BreakGlass.Key()
@@ -214,7 +250,7 @@ func (p *parts) buildDrills() error {
 	if err != nil {
 		return fmt.Errorf("drill readiness: %w", err)
 	}
-	p.drills = &watcher.Drill{DNS: p.drillDNS, Schedule: c.Drill.ScheduleInterval(), Canary: c.Canary, Timeout: c.Sites.CriticalProbeTimeout(),
+	p.drills = &watcher.Drill{DNS: p.drillDNS, Schedule: c.Drill.ScheduleInterval(), Canary: c.Canary, Timeout: c.ProbedSites().CriticalProbeTimeout(),
 		Readiness: func(ctx context.Context, d failover.DrillRecord) []failover.DrillCheck {
 			var out []failover.DrillCheck
 			for _, ck := range ready(ctx, d) {
@@ -248,7 +284,7 @@ func (p *parts) buildProbes() error {
 	if err != nil {
 		return fmt.Errorf("probe metrics: %w", err)
 	}
-	p.sched, err = probes.NewScheduler(c.Sites.Specs(), probes.SchedulerOptions{
+	p.sched, err = probes.NewScheduler(c.ProbedSites().Specs(), probes.SchedulerOptions{
 		Interval: c.Policy.Interval, Phase: watcher.Phase(p.policy.Nodes, c.Node.ID, c.Policy.Interval),
 		FastInterval: p.policy.FastProbeInterval(), DefaultTimeout: c.Policy.Timeout, Metrics: pm, Logger: p.log,
 	})
@@ -305,11 +341,11 @@ func (p *parts) watcherConfig(member *cluster.Node, reloadEvery time.Duration) w
 	gates, after := remediate.Gates(c.Node.ID, p.repairs, kube.BackupWarmupName, c.Remediations.BackupWarmup.ReadyTimeout, c.Hooks, p.log)
 	return watcher.Config{
 		Node: c.Node.ID, Policy: p.policy, Interval: c.Policy.Interval, SetPhase: p.sched.SetPhase, Reprobe: p.sched, HeartbeatTimeout: c.Raft.HeartbeatTimeout, DataDir: c.Node.DataDir,
-		FSM: p.fsm, Cluster: member, DNS: p.dns, Verifier: p.verifier,
+		FSM: p.fsm, Cluster: member, DNS: p.dns, Verifier: p.verifier, Groups: p.groups,
 		Remediators: p.repairs, RemediationInterval: c.Remediations.Interval, Gates: gates, AfterVerified: after,
 		BreakGlassKey: p.breakGlassKey, BreakGlassMaxAge: c.DNS.BreakGlass.MaxAge,
 		Drill: p.drills, Health: p.health, Credentials: p.creds, CAFile: c.TLS.CAFile, CertFile: c.TLS.CertFile, CredentialsReloadEvery: reloadEvery,
-		Registry: p.reg, Logger: p.log, Now: p.now, ProbeTimeout: c.Sites.CriticalProbeTimeout(),
+		Registry: p.reg, Logger: p.log, Now: p.now, ProbeTimeout: c.ProbedSites().CriticalProbeTimeout(),
 	}
 }
 

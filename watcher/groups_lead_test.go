@@ -1,0 +1,148 @@
+package watcher
+
+import (
+	"context"
+	"encoding/base64"
+	"testing"
+	"time"
+
+	"github.com/drwatch/drwatch/dnsprovider"
+	"github.com/drwatch/drwatch/dnsprovider/dnstest"
+	"github.com/drwatch/drwatch/executor/remediate/remediatetest"
+	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/test/poll"
+)
+
+// leadingCluster is fakeCluster as the leader: VerifyLeader succeeds.
+type leadingCluster struct{ *fakeCluster }
+
+func (leadingCluster) VerifyLeader(context.Context) error { return nil }
+
+// hangingZone is a zone whose server takes every query and never answers
+// (until the caller gives up).
+type hangingZone struct{ dnsprovider.Provider }
+
+func (hangingZone) GetRecords(ctx context.Context, _ []dnsprovider.RRsetID) ([]dnsprovider.RRset, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+var groupSecret = base64.StdEncoding.EncodeToString([]byte("groups-lead-test-secret-01234567"))
+
+// twoGroups is a policy of two failover groups and no default group:
+// alpha in zone alpha.test., beta in zone beta.test.
+func twoGroups() failover.Policy {
+	refs := []failover.ProbeRef{{Name: "web", Critical: true}}
+	sites := map[failover.Site]failover.SitePolicy{failover.Primary: {Probes: refs}, failover.Backup: {Probes: refs}}
+	group := func(name string) failover.Group {
+		return failover.Group{Name: name, AutoFailover: true, BlockWindow: time.Hour, Failback: failover.FailbackPolicy{Mode: failover.FailbackManual},
+			Sites: sites, Zone: name + ".test.",
+			Records: []failover.Record{{Name: "www", Type: "A", TTL: 60, Primary: []string{"192.0.2.1"}, Backup: []string{"198.51.100.1"}}}}
+	}
+	return failover.Policy{Nodes: []string{"a", "b", "c"}, Quorum: 2, Fall: 3, Rise: 2, Interval: time.Second,
+		Groups: []failover.Group{group("alpha"), group("beta")}}
+}
+
+// rfc2136To is a provider of zone at addr, fenced on fence, with the
+// test's key, whose exchanges time out after timeout.
+func rfc2136To(t *testing.T, zone, fence, addr string, timeout time.Duration) *dnsprovider.RFC2136 {
+	t.Helper()
+	key, err := dnsprovider.NewTSIGKey("drwatch.", "hmac-sha256", groupSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := dnsprovider.NewRFC2136WithKey(zone, fence, addr, key, timeout, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// The leader writes every group, each on its own: while group alpha's
+// zone does not answer at all, or refuses every write, group beta's
+// decision is still written to its zone, fenced on its own record, and
+// verified. Alpha's decision is left unverified, as it must be.
+func TestLeaderWritesEachGroupDespiteAnotherGroupsFailingZone(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		alpha func(t *testing.T) dnsprovider.Provider
+	}{
+		{"alpha's zone never answers", func(t *testing.T) dnsprovider.Provider {
+			// Every read waits until the leader stops: a leader that
+			// wrote the groups one after the other would never reach
+			// beta. (A real blackholed server cannot stand in: the DNS
+			// client's exchange does not end when its context does, so
+			// the leader could not stop until its timeout.)
+			return hangingZone{rfc2136To(t, "alpha.test.", "_drwatch-alpha", "127.0.0.1:9", time.Second)}
+		}},
+		{"alpha's zone refuses the key", func(t *testing.T) dnsprovider.Provider {
+			other := base64.StdEncoding.EncodeToString([]byte("another-secret-entirely-76543210"))
+			srv, err := dnstest.Start("127.0.0.1:0", "alpha.test.", dnstest.Key{Name: "drwatch.", Algorithm: "hmac-sha256", Secret: other})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { srv.Close() })
+			return rfc2136To(t, "alpha.test.", "_drwatch-alpha", srv.Addr(), 5*time.Second)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			beta, err := dnstest.Start("127.0.0.1:0", "beta.test.", dnstest.Key{Name: "drwatch.", Algorithm: "hmac-sha256", Secret: groupSecret})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { beta.Close() })
+			ver, err := dnsprovider.NewVerifier("beta.test.", dnsprovider.VerifyConfig{Servers: []string{beta.Addr()}, Timeout: 10 * time.Second, Interval: 20 * time.Millisecond}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			betaDNS := rfc2136To(t, "beta.test.", "_drwatch-beta", beta.Addr(), 5*time.Second)
+
+			l := remediatetest.NewLog()
+			p := twoGroups()
+			l.Step(t, failover.Command{Payload: failover.SetPolicy{Policy: p}})
+			l.Step(t, failover.Command{Payload: failover.Failover{AllGroups: true, To: failover.Backup, Force: true, Actor: "alice", Reason: "region down"}})
+			wantGen := map[string]uint64{}
+			for _, g := range []string{"alpha", "beta"} {
+				d, ok := l.M.GroupDesired(g)
+				if !ok || d.Gen == 0 || d.Active != failover.Backup {
+					t.Fatalf("group %s: got desired %+v (%v), want a decision for the backup", g, d, ok)
+				}
+				wantGen[g] = d.Gen
+			}
+			w, err := New(Config{Node: "a", Policy: p, Interval: 100 * time.Millisecond, FSM: NewFSM(l.M, nil),
+				Cluster: leadingCluster{&fakeCluster{log: l}},
+				Groups: []GroupDNS{
+					{Name: "alpha", DNS: tc.alpha(t)},
+					{Name: "beta", DNS: betaDNS, Verifier: ver},
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				w.lead(ctx)
+			}()
+			t.Cleanup(func() { cancel(); <-done })
+
+			poll.Until(t, 60*time.Second, func() bool {
+				d, _ := l.M.GroupDesired("beta")
+				return d.Done
+			}, "group beta's decision verified while group alpha's zone fails")
+			got, err := betaDNS.GetRecords(ctx, []dnsprovider.RRsetID{{Name: "www", Type: "A"}})
+			if err != nil || len(got[0].Values) != 1 || got[0].Values[0] != "198.51.100.1" {
+				t.Errorf("beta www: got %v (%v), want the backup's 198.51.100.1", got, err)
+			}
+			if fence, err := betaDNS.GetFence(ctx); err != nil || fence != wantGen["beta"] {
+				t.Errorf("beta's fence _drwatch-beta: got gen=%d (%v), want its own decision's gen=%d", fence, err, wantGen["beta"])
+			}
+			if d, _ := l.M.GroupDesired("alpha"); d.Done {
+				t.Errorf("group alpha: got its decision verified, want it pending while its zone fails")
+			}
+			if r, _, ok := w.LastGroupReconcile("beta"); !ok || r.Gen != wantGen["beta"] {
+				t.Errorf("beta's last pass: got %+v (%v), want one for gen %d", r, ok, wantGen["beta"])
+			}
+		})
+	}
+}
