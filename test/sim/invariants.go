@@ -117,18 +117,28 @@ func (w *World) decisionSite(group string, gen uint64) (failover.Site, bool) {
 func (w *World) checkAntiFlap() {
 	groups := w.simGroups()
 	for _, n := range w.nodes {
-		h := n.machine.History()
-		for _, g := range groups {
-			gh := h
-			if len(groups) > 1 {
-				gh = slices.DeleteFunc(slices.Clone(h), func(e failover.Entry) bool { return entryGroup(e) != g.name })
-			}
-			if v := antiFlapViolation(gh, g.policy.BlockWindow); v != "" {
-				w.violate("invariant 5: %s %s%s", n.id, groupPrefix(g.name), v)
-				return
-			}
+		if v := groupsAntiFlapViolation(n.machine.History(), groups); v != "" {
+			w.violate("invariant 5: %s %s", n.id, v)
+			return
 		}
 	}
+}
+
+// groupsAntiFlapViolation is antiFlapViolation for each group of groups,
+// on its own entries with its own block window: one group's flip and
+// another's are independent, and an ack in one group lifts no other's
+// block.
+func groupsAntiFlapViolation(history []failover.Entry, groups []simGroup) string {
+	for _, g := range groups {
+		gh := history
+		if len(groups) > 1 {
+			gh = slices.DeleteFunc(slices.Clone(history), func(e failover.Entry) bool { return entryGroup(e) != g.name })
+		}
+		if v := antiFlapViolation(gh, g.policy.BlockWindow); v != "" {
+			return groupPrefix(g.name) + v
+		}
+	}
+	return ""
 }
 
 // antiFlapViolation says how history breaks invariant 5, or "": two
