@@ -67,11 +67,15 @@ func fenceName(group string) string {
 // order the generator drew them; none of them changes without groups.
 func drawGroups(seed uint64, events []Event, scenarios int) []string {
 	rng := rand.New(rand.NewPCG(seed, 0x67a0))
-	k := rng.IntN(8) // 2 or 3 groups; below 2, none
-	if k < 6 {
+	var k int // how many groups: none, as before groups, in six draws of eight
+	switch rng.IntN(8) {
+	case 6:
+		k = 2
+	case 7:
+		k = 3
+	default:
 		return nil
 	}
-	k -= 4
 	var groups []string
 	if rng.IntN(2) == 0 {
 		groups = append(groups, failover.DefaultGroup)
@@ -249,12 +253,27 @@ type groupGen struct {
 }
 
 // fenceWatch is what a replica's machine showed of each group's fence,
-// for the per-group fence invariant: within one machine's life (a restart
-// builds a new one, which replays from the last snapshot), no group's
+// for the per-group fence invariant: from one apply to the next (a
+// restart builds a new machine, which replays from the last snapshot, and
+// a snapshot installed takes the machine to its index), no group's
 // Desired.Gen ever goes down.
 type fenceWatch struct {
 	mu   sync.Mutex
 	gens map[string]uint64
+}
+
+// restart makes m's generations, just restored from a snapshot, the new
+// baseline: a snapshot takes the whole machine to another point of the
+// log, as a restart does.
+func (f *fenceWatch) restart(m *failover.Machine, groups []simGroup) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gens = map[string]uint64{}
+	for _, g := range groups {
+		if d, ok := m.GroupDesired(g.name); ok {
+			f.gens[g.name] = d.Gen
+		}
+	}
 }
 
 // check records m's generation of each of groups after the entry at

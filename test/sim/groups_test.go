@@ -249,6 +249,20 @@ func TestGroupFenceWatchFlagsADecisionGoingBack(t *testing.T) {
 	if len(v) != 1 || !strings.Contains(v[0], "group apps's decision went back") {
 		t.Fatalf("apps back to no decision: got %v, want one violation for apps", v)
 	}
+
+	// A snapshot installed below what the replica applied takes the
+	// machine back as a whole, as a restart does: the watch starts again
+	// from it, and an apply that goes back from there is still caught.
+	var g fenceWatch
+	g.check(after, w.simGroups(), "a", 3)
+	g.restart(before, w.simGroups())
+	if v := g.check(before, w.simGroups(), "a", 4); len(v) > 0 {
+		t.Fatalf("apply after a snapshot below the applied index: got %v, want none", v)
+	}
+	g.check(after, w.simGroups(), "a", 5)
+	if v := g.check(before, w.simGroups(), "a", 6); len(v) != 1 {
+		t.Fatalf("apps back to no decision after the snapshot's baseline moved on: got %v, want one violation", v)
+	}
 }
 
 // Invariant 2, per group: each group's fence and records are checked on

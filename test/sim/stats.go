@@ -12,6 +12,7 @@ func (s *Stats) add(o Stats) {
 	s.AutoFlips += o.AutoFlips
 	s.GroupRuns += o.GroupRuns
 	s.GroupAutoFlips += o.GroupAutoFlips
+	s.StaleSnapshots += o.StaleSnapshots
 	s.DNSFaults += o.DNSFaults
 	s.DNSWrites += o.DNSWrites
 	s.RemediationActions += o.RemediationActions

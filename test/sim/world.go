@@ -83,6 +83,7 @@ type Stats struct {
 	AutoFlips                 int
 	GroupRuns                 int // runs whose policy has failover groups
 	GroupAutoFlips            int // automatic flips in those runs, of every group
+	StaleSnapshots            int // snapshots a running replica installed below the index it had applied
 	DNSFaults, DNSWrites      int
 	RemediationActions        int
 	Leaderships               int
@@ -439,13 +440,25 @@ type replica struct {
 	applied *atomic.Uint64 // the node's applied index (nil: not kept)
 }
 
-// Restore is the FSM's, noting the index the snapshot brought.
+// Restore is the FSM's, noting the index the snapshot brought. A
+// snapshot below what the replica applied (raft's leader sends its
+// latest snapshot to a follower it thinks lags, and the patched raft
+// takes it: cluster/third_party/hashicorp/raft/DRWATCH.md) takes the
+// machine back, every group's decisions with it, as a restart does: the
+// group fence watch starts again from the snapshot, and the run counts
+// it (Stats.StaleSnapshots).
 func (r *replica) Restore(b []byte) error {
 	err := r.FSM.Restore(b)
-	if err == nil && r.applied != nil {
-		r.applied.Store(r.machine.View().Index)
+	if err != nil || r.applied == nil {
+		return err
 	}
-	return err
+	before, after := r.applied.Load(), r.machine.View().Index
+	r.applied.Store(after)
+	if after < before {
+		r.w.count(func(s *Stats) { s.StaleSnapshots++ })
+	}
+	r.fences.restart(r.machine, r.w.simGroups())
+	return nil
 }
 
 func (r *replica) Apply(index uint64, cmd []byte) []byte {
