@@ -18,10 +18,12 @@ import (
 // fields) and half with named groups only. A run with groups costs about
 // a third more CPU (every report is judged for each group, the snapshot
 // invariant 6 hashes after every apply is larger, and each group has a
-// reconciler), so a quarter of the seeds keeps make test's budget. Every group has its own critical probe on each
-// site (web for the default group, web-<group> for the others) and names
-// the shared region probe, critical on each site too, which the watchers
-// run once per round. So an outage of a group's own probe is that
+// reconciler), so a quarter of the seeds keeps make test's budget.
+//
+// Every group has its own critical probe on each site (web for the
+// default group, web-<group> for the others) and names the shared region
+// probe, critical on each site too, which the watchers run once per
+// round. So an outage of a group's own probe is that
 // group's fault alone, and an outage of the region probe is every
 // group's. Each group has its own records in the one zone and its own
 // fence TXT (_drwatch for the default group, _drwatch-<group> for the
