@@ -10,7 +10,7 @@ import (
 )
 
 func checkWorld() *World {
-	return &World{policy: simPolicy(), snaps: map[uint64]snapSeen{}, rounds: map[string][]round{}, flips: map[uint64]bool{}, recorded: map[string]bool{}, decided: map[uint64]failover.Site{}}
+	return &World{policy: simPolicy(), snaps: map[uint64]snapSeen{}, rounds: map[string][]round{}, flips: map[groupGen]bool{}, recorded: map[string]bool{}, decided: map[groupGen]failover.Site{}}
 }
 
 // The invariant 1 check must flag an automatic flip that the scripted
@@ -21,7 +21,11 @@ func TestAutoFlipCheckNeedsQuorumScriptedEvidence(t *testing.T) {
 	rounds := func(primaryDown bool) []round {
 		var rs []round
 		for i := range 3 {
-			rs = append(rs, round{at: at.Add(-time.Duration(i) * Interval), down: map[failover.Site]bool{failover.Primary: primaryDown}})
+			r := round{at: at.Add(-time.Duration(i) * Interval), down: map[failover.Site][]string{}}
+			if primaryDown {
+				r.down[failover.Primary] = []string{"web"}
+			}
+			rs = append(rs, r)
 		}
 		return rs
 	}
@@ -38,7 +42,8 @@ func TestAutoFlipCheckNeedsQuorumScriptedEvidence(t *testing.T) {
 			for _, id := range []string{"a", "b", "c"} {
 				w.rounds[id] = rounds(strings.Contains(strings.Join(tc.failing, ","), id))
 			}
-			w.checkAutoFlip("a", flip)
+			g, _ := w.simGroup(failover.DefaultGroup)
+			w.checkAutoFlip("a", g, flip)
 			if got := len(w.violations) > 0; got != tc.want {
 				t.Fatalf("violation: got %v (%v), want %v", got, w.violations, tc.want)
 			}

@@ -23,12 +23,15 @@ import (
 const dnsBound = settleBound
 
 // newAuthority is the one DNS authority all three nodes write: the zone
-// of the policy, holding the primary's records as the operator left them
-// before any decision (no fence).
+// of the policy, every failover group's records in it, each group's
+// primary records as the operator left them before any decision (no
+// fence).
 func newAuthority(p failover.Policy) (*simdns.Authority, error) {
 	auth := simdns.New(p.Zone, "")
-	if _, err := auth.Client("").SetRecords(context.Background(), siteRecords(p, failover.Primary)); err != nil {
-		return nil, fmt.Errorf("seed the authority: %w", err)
+	for _, g := range groupsOf(&p) {
+		if _, err := auth.Client(g.fence).SetRecords(context.Background(), siteRecords(*g.policy, failover.Primary)); err != nil {
+			return nil, fmt.Errorf("seed the authority with group %s: %w", g.name, err)
+		}
 	}
 	return auth, nil
 }
@@ -245,19 +248,19 @@ func (w *World) dnsFault(ev Event) error {
 	return nil
 }
 
-// dnsWants is what the authority must hold for desired state d: the
-// decision's records and fence, or, before any decision, what the
+// dnsWants is what the authority must hold for group g's desired state
+// d: the decision's records and fence, or, before any decision, what the
 // operator left there (the primary's records, no fence).
-func (w *World) dnsWants(d failover.Desired) ([]dnsprovider.RRset, uint64) {
+func (w *World) dnsWants(g simGroup, d failover.Desired) ([]dnsprovider.RRset, uint64) {
 	if d.Gen == 0 {
-		return siteRecords(w.policy, failover.Primary), 0
+		return siteRecords(*g.policy, failover.Primary), 0
 	}
 	return reconcile.ToProvider(d.Records, w.auth.Zone()), d.Gen
 }
 
-// dnsHolds reports whether the authority holds want and fence gen.
-func (w *World) dnsHolds(want []dnsprovider.RRset, gen uint64) (bool, string) {
-	got, fence, err := w.zoneState()
+// dnsHolds reports whether the authority holds want and fence gen of group g.
+func (w *World) dnsHolds(g simGroup, want []dnsprovider.RRset, gen uint64) (bool, string) {
+	got, fence, err := w.zoneState(g)
 	if err != nil {
 		return false, err.Error()
 	}
@@ -267,17 +270,18 @@ func (w *World) dnsHolds(want []dnsprovider.RRset, gen uint64) (bool, string) {
 	return true, ""
 }
 
-// zoneState reads the authority's managed RRsets and its fence in one
+// zoneState reads group g's RRsets and fence in the authority in one
 // read, so a write landing meanwhile cannot split them.
-func (w *World) zoneState() ([]dnsprovider.RRset, uint64, error) {
-	fenceName := w.auth.Client("").FenceName()
+func (w *World) zoneState(g simGroup) ([]dnsprovider.RRset, uint64, error) {
+	fenceName := w.auth.Client(g.fence).FenceName()
+	ids := recordIDs(*g.policy)
 	var fence []string
 	sets := slices.DeleteFunc(w.auth.Records(), func(s dnsprovider.RRset) bool {
 		if s.Name == fenceName && s.Type == "TXT" {
 			fence = s.Values
 			return true
 		}
-		return false
+		return !slices.Contains(ids, s.ID())
 	})
 	switch len(fence) {
 	case 0:
@@ -287,6 +291,27 @@ func (w *World) zoneState() ([]dnsprovider.RRset, uint64, error) {
 		return sets, gen, err
 	}
 	return sets, 0, fmt.Errorf("%d fence records: %v", len(fence), fence)
+}
+
+// recordIDs are the RRsets the policy's records name, as the provider
+// names them.
+func recordIDs(p failover.Policy) []dnsprovider.RRsetID {
+	var ids []dnsprovider.RRsetID
+	for _, s := range siteRecords(p, failover.Primary) {
+		ids = append(ids, s.ID())
+	}
+	return ids
+}
+
+// strayRecords are the authority's RRsets that are neither a failover
+// group's records nor its fence: nothing writes any.
+func (w *World) strayRecords() []dnsprovider.RRset {
+	var known []dnsprovider.RRsetID
+	for _, g := range w.simGroups() {
+		known = append(known, recordIDs(*g.policy)...)
+		known = append(known, dnsprovider.RRsetID{Name: w.auth.Client(g.fence).FenceName(), Type: "TXT"})
+	}
+	return slices.DeleteFunc(w.auth.Records(), func(s dnsprovider.RRset) bool { return slices.Contains(known, s.ID()) })
 }
 
 // siteRecords are the policy's records for site as the provider names

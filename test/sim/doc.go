@@ -34,6 +34,14 @@
 // as a deploy's graceful stop does, and operators removing a follower from
 // the voters (and adding it back) through a follower.
 //
+// A quarter of the seeds run a policy with two or three failover groups
+// (groups.go), drawn on a stream of their own so a seed without groups
+// keeps its schedule: each group has its own probe on each site and names
+// the shared region probe, its own records in the one zone, its own fence
+// TXT and its own reconciler on the leader; an outage fails one group's
+// probe or the region probe, and operators' commands name a group (or
+// all groups).
+//
 // Invariants are checked continuously, after every scripted step, and
 // recorded rather than fatal, so a failing run can print its schedule:
 //   - 1: an automatic flip needs, in the scripted truth, at least quorum
@@ -59,6 +67,13 @@
 //     BlockWindow apart have an ack between them;
 //   - 6: replicas that applied the same index have byte-identical
 //     snapshots (checked after every apply);
+//   - with groups, 1, 2, 4 and 5 hold for each group (its own probes,
+//     records, fence and block window); besides, no replica's
+//     Desired.Gen of a group goes down within one machine's life, each
+//     group's fence in DNS never goes back, the zone holds only the
+//     groups' records and fences, and a group gets an automatic decision
+//     (auto_failover, auto_failback, withheld) only after some watcher saw
+//     one of its own critical probes or the region probe failing;
 //   - 7: the runner applies at most MaxPerPass actions per pass (counted
 //     between the remediator's Plan calls); per remediation, the repairs
 //     that ran (each applied action plus each failed target once) stay

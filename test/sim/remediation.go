@@ -90,12 +90,7 @@ func (w *World) lead(ctx context.Context, n *simNode, node *cluster.Node) {
 	stop := context.AfterFunc(ctx, end)
 	defer func() { stop(); end() }()
 
-	rec, err := reconcile.New(reconcile.Config{
-		Node: n.id, State: n.machine, Cluster: node,
-		DNS:      &nodeDNS{w: w, node: n.id, c: w.auth.Client("")},
-		Verifier: &nodeVerifier{w: w, node: n.id, v: w.auth.Verifier("")},
-		Interval: Interval, BackoffBase: Interval / 10, BackoffMax: Interval,
-	})
+	recs, err := w.reconcilers(n, node)
 	if err != nil {
 		w.violate("node %s: reconciler not started: %v", n.id, err)
 		return
@@ -112,16 +107,39 @@ func (w *World) lead(ctx context.Context, n *simNode, node *cluster.Node) {
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		w.leaderLoop(ctx, n, node)
-	}()
-	go func() {
-		defer wg.Done()
-		runner.Run(ctx)
-	}()
-	rec.Run(ctx, n.changed)
+	wg.Go(func() { w.leaderLoop(ctx, n, node) })
+	wg.Go(func() { runner.Run(ctx) })
+	for i, rec := range recs[1:] {
+		wg.Go(func() { rec.Run(ctx, n.changed[i+1]) })
+	}
+	recs[0].Run(ctx, n.changed[0])
+}
+
+// reconcilers are the real DNS reconcilers of node n's leadership, one
+// per failover group, each on this node's path to the shared authority
+// with its group's fence. The default group's reads the replica itself,
+// as a trio without groups does; another group's reads that group's
+// desired state and names the group in its ActionResults.
+func (w *World) reconcilers(n *simNode, node *cluster.Node) ([]*reconcile.Reconciler, error) {
+	var recs []*reconcile.Reconciler
+	for _, g := range w.simGroups() {
+		var state reconcile.State = n.machine
+		var leader failover.Leader = node
+		if g.name != failover.DefaultGroup {
+			state, leader = groupDesired{m: n.machine, group: g.name}, groupLeader{Leader: node, group: g.name}
+		}
+		rec, err := reconcile.New(reconcile.Config{
+			Node: n.id, State: state, Cluster: leader,
+			DNS:      &nodeDNS{w: w, node: n.id, c: w.auth.Client(g.fence)},
+			Verifier: &nodeVerifier{w: w, node: n.id, v: w.auth.Verifier("")},
+			Interval: Interval, BackoffBase: Interval / 10, BackoffMax: Interval,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("group %s: %w", g.name, err)
+		}
+		recs = append(recs, rec)
+	}
+	return recs, nil
 }
 
 // leaderProbe is the runner's view of the cluster: the node itself, with

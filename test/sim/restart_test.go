@@ -34,7 +34,7 @@ func TestFencingHoldsWhenEveryReplicaRestartsBelowTheFencedDecision(t *testing.T
 		}
 		gen := res.Gen
 		waitFor(t, 10*time.Second, "fence of the decision in DNS", func() bool {
-			_, fence, err := w.zoneState()
+			_, fence, err := w.zoneState(w.simGroups()[0])
 			return err == nil && fence == gen
 		})
 		for _, n := range w.nodes {

@@ -24,8 +24,17 @@ type Event struct {
 	Site  failover.Site
 	Nodes []string
 	For   time.Duration
+	// Probe, in a schedule with failover groups, is the one probe of
+	// Site an outage fails: a group's own or the region probe they all
+	// name. "" fails every probe of Site (a schedule without groups).
+	Probe string
 	// Op is an operator command: pause, resume, failover, failback or ack.
 	Op string
+	// Group is the failover group an operator's command (op, depose)
+	// names in a schedule with groups; AllGroups makes a failover move
+	// every group.
+	Group     string
+	AllGroups bool
 	// Fault, Count and Writes describe a dnsfault: the next Count calls
 	// (only writes, with Writes) to the DNS authority time out, are
 	// REFUSED, SERVFAIL, or apply and lose their reply (lost-reply). A
@@ -42,20 +51,28 @@ type Event struct {
 	Fail   bool
 	// By is a delay's bound, or a clock's skew (negative: behind).
 	By time.Duration
+
+	// scenario numbers the scenario (genWorld) that drew the event, from
+	// 1; 0 for the others. drawGroups reads it.
+	scenario int
 }
 
 func (e Event) String() string {
 	at := fmt.Sprintf("%6.1fs", e.At.Seconds())
 	switch e.Kind {
 	case "outage":
-		return fmt.Sprintf("%s outage   %s seen down by %s for %s", at, e.Site, strings.Join(e.Nodes, ","), e.For)
+		site := string(e.Site)
+		if e.Probe != "" {
+			site += "/" + e.Probe
+		}
+		return fmt.Sprintf("%s outage   %s seen down by %s for %s", at, site, strings.Join(e.Nodes, ","), e.For)
 	case "partition", "heal":
 		if e.Peer != "" {
 			return fmt.Sprintf("%s %-9s %s<->%s", at, e.Kind, e.Node, e.Peer)
 		}
 		return fmt.Sprintf("%s %-9s %s isolated", at, e.Kind, e.Node)
 	case "op":
-		return fmt.Sprintf("%s op        %s (op%d)", at, e.Op, e.Seq)
+		return fmt.Sprintf("%s op        %s%s (op%d)", at, e.Op, e.groupText(), e.Seq)
 	case "dnsfault":
 		what := "calls"
 		if e.Writes {
@@ -65,7 +82,7 @@ func (e Event) String() string {
 	case "dnsslow":
 		return fmt.Sprintf("%s dnsslow   %s's DNS requests take %s for %s", at, e.Node, e.Latency, e.For)
 	case "depose":
-		return fmt.Sprintf("%s depose    a node with a DNS swap in flight, then op %s after %s (op%d)", at, e.Op, e.For, e.Seq)
+		return fmt.Sprintf("%s depose    a node with a DNS swap in flight, then op %s%s after %s (op%d)", at, e.Op, e.groupText(), e.For, e.Seq)
 	case "revive":
 		return fmt.Sprintf("%s revive    every crashed node", at)
 	case "broken":
@@ -94,12 +111,27 @@ func (e Event) String() string {
 	return fmt.Sprintf("%s %-9s %s", at, e.Kind, e.Node)
 }
 
+// groupText names the group an operator's command is for, "" in a
+// schedule without groups.
+func (e Event) groupText() string {
+	switch {
+	case e.AllGroups:
+		return " --all-groups"
+	case e.Group != "":
+		return " --group " + e.Group
+	}
+	return ""
+}
+
 // Schedule is what happens in one run: the probe truth each watcher sees,
 // the faults and the operators' commands, all a function of the seed.
 type Schedule struct {
 	Seed   uint64
 	Length time.Duration
 	Events []Event
+	// Groups are the failover groups of the run's policy (groups.go);
+	// none: the policy without groups (simPolicy).
+	Groups []string
 
 	start time.Time // the bubble's clock at the run's start
 }
@@ -181,7 +213,10 @@ func Generate(seed uint64) Schedule {
 		add(Event{At: at, Kind: "remove", Node: n})
 		add(Event{At: at + between(2*time.Second, 15*time.Second), Kind: "readd", Node: n})
 	}
-	genWorld(rng, between, add)
+	scenarios := genWorld(rng, between, add)
+	// The failover groups, last and from a stream of their own, so that a
+	// seed drawing none keeps the schedule it had before groups existed.
+	s.Groups = drawGroups(seed, s.Events, scenarios)
 	slices.SortStableFunc(s.Events, func(a, b Event) int { return int(a.At - b.At) })
 	for i := range s.Events {
 		s.Events[i].Seq = i + 1
@@ -189,10 +224,10 @@ func Generate(seed uint64) Schedule {
 	return s
 }
 
-// Down reports whether node sees site failing at virtual time now.
-func (s Schedule) Down(node string, site failover.Site, now time.Duration) bool {
+// Down reports whether node sees probe of site failing at virtual time now.
+func (s Schedule) Down(node string, site failover.Site, probe string, now time.Duration) bool {
 	for _, e := range s.Events {
-		if e.Kind == "outage" && e.Site == site && now >= e.At && now < e.At+e.For && slices.Contains(e.Nodes, node) {
+		if e.Kind == "outage" && e.Site == site && (e.Probe == "" || e.Probe == probe) && now >= e.At && now < e.At+e.For && slices.Contains(e.Nodes, node) {
 			return true
 		}
 	}
@@ -215,7 +250,11 @@ func (s Schedule) Faults() int {
 
 func (s Schedule) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "schedule seed=%d length=%s\n", s.Seed, s.Length)
+	fmt.Fprintf(&b, "schedule seed=%d length=%s", s.Seed, s.Length)
+	if len(s.Groups) > 0 {
+		fmt.Fprintf(&b, " groups=%s", strings.Join(s.Groups, ","))
+	}
+	b.WriteString("\n")
 	for _, e := range s.Events {
 		fmt.Fprintf(&b, "  %3d %s\n", e.Seq, e) // the number SIM_DROP names
 	}
@@ -229,7 +268,9 @@ func (s Schedule) String() string {
 // five breakages of four targets, one in five of which no repair fixes.
 // Churn events are not drawn (a thousand records or more make a schedule
 // ten times slower); TestSimRepairCapHoldsUnderRecordChurn adds one.
-func genWorld(rng *rand.Rand, between func(lo, hi time.Duration) time.Duration, add func(Event)) {
+// It returns how many of the scenarios below it added (each scenario's
+// outages and commands are about one group, drawGroups).
+func genWorld(rng *rand.Rand, between func(lo, hi time.Duration) time.Duration, add func(Event)) (scenarios int) {
 	nodes := []string{"a", "b", "c"}
 	faults := []string{"timeout", "refused", "servfail", "lost-reply"}
 	for range rng.IntN(4) {
@@ -244,15 +285,13 @@ func genWorld(rng *rand.Rand, between func(lo, hi time.Duration) time.Duration, 
 		add(Event{At: between(2*time.Second, 55*time.Second), Kind: "broken", Target: fmt.Sprintf("t%d", 1+rng.IntN(4)),
 			Fail: rng.IntN(5) == 0})
 	}
-	if rng.IntN(4) == 0 {
-		staleWatcher(rng, between, add)
+	for _, scenario := range []func(*rand.Rand, func(lo, hi time.Duration) time.Duration, func(Event)){staleWatcher, slowDeposedWriter, slowVerifier} {
+		if rng.IntN(4) == 0 {
+			scenario(rng, between, tagged(add, scenarios+1))
+			scenarios++
+		}
 	}
-	if rng.IntN(4) == 0 {
-		slowDeposedWriter(rng, between, add)
-	}
-	if rng.IntN(4) == 0 {
-		slowVerifier(rng, between, add)
-	}
+	return scenarios
 }
 
 // slowVerifier slows the leader's path to the DNS authority (by 2-5 s a

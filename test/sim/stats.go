@@ -10,6 +10,9 @@ func (s *Stats) add(o Stats) {
 	s.CommandsAcked += o.CommandsAcked
 	s.Faults += o.Faults
 	s.AutoFlips += o.AutoFlips
+	s.GroupRuns += o.GroupRuns
+	s.GroupAutoFlips += o.GroupAutoFlips
+	s.StaleSnapshots += o.StaleSnapshots
 	s.DNSFaults += o.DNSFaults
 	s.DNSWrites += o.DNSWrites
 	s.RemediationActions += o.RemediationActions

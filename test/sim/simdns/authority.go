@@ -189,6 +189,32 @@ func (a *Authority) FenceWentBackwards() (Write, bool) {
 	return Write{}, false
 }
 
+// NamedFenceWentBackwards is FenceWentBackwards for the fence TXT
+// fenceName ("" means the authority's), which clients made with that
+// name write: several failover groups share one zone, each with a fence
+// of its own. It replays every applied write (the zone starts empty), and
+// the Write it returns has FenceBefore and FenceAfter of that fence.
+func (a *Authority) NamedFenceWentBackwards(fenceName string) (Write, bool) {
+	id := fenceID(a.Client(fenceName).fence)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var gen uint64
+	for _, w := range a.history {
+		i := slices.IndexFunc(w.Sets, func(s dnsprovider.RRset) bool { return s.ID() == id })
+		if i < 0 {
+			continue
+		}
+		after, _ := fenceOf(w.Sets[i]) // malformed counts as 0, as in Write
+		if after < gen {
+			w.Sets = cloneSets(w.Sets)
+			w.FenceBefore, w.FenceAfter = gen, after
+			return w, true
+		}
+		gen = after
+	}
+	return Write{}, false
+}
+
 // Client returns a provider on the zone whose fence TXT is fenceName (""
 // means the authority's). Options: Unauthorised.
 func (a *Authority) Client(fenceName string, opts ...Option) *Client {

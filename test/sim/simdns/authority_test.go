@@ -209,6 +209,54 @@ func TestFenceWentBackwardsReportsALoweringWrite(t *testing.T) {
 	}
 }
 
+// TestNamedFenceWentBackwardsWatchesOneGroupsFence: two failover groups
+// share the zone, each with its own fence. A write that lowers one
+// group's fence is reported for that fence only, even while the other's
+// is higher; the zone's own fence is read as FenceWentBackwards reads it.
+func TestNamedFenceWentBackwardsWatchesOneGroupsFence(t *testing.T) {
+	auth, def := seeded(t)
+	apps, studio := auth.Client("_drwatch-apps"), auth.Client("_drwatch-studio")
+	appsA, studioA := []dnsprovider.RRset{a("apps", "203.0.113.20")}, []dnsprovider.RRset{a("studio-x", "203.0.113.21")}
+	appsB := []dnsprovider.RRset{a("apps", "198.51.100.20")}
+	ctx := context.Background()
+	for _, step := range []struct {
+		c                  *simdns.Client
+		expected, desired  []dnsprovider.RRset
+		fenceOld, fenceNew uint64
+	}{
+		{apps, []dnsprovider.RRset{{Name: "apps", Type: "A"}}, appsA, 0, 3},
+		{studio, []dnsprovider.RRset{{Name: "studio-x", Type: "A"}}, studioA, 0, 12},
+		{def, primary, backup, 1, 7},
+		{apps, appsA, appsB, 3, 9},
+	} {
+		if err := step.c.Swap(ctx, step.expected, step.desired, step.fenceOld, step.fenceNew); err != nil {
+			t.Fatalf("swap %s %d->%d: %v", step.c.FenceName(), step.fenceOld, step.fenceNew, err)
+		}
+	}
+	// Another group's fence above this one's, and the zone's own moving
+	// up, are not a group's fence going back.
+	for _, name := range []string{"", "_drwatch", "_drwatch-apps", "_drwatch-studio", "_drwatch-wiki"} {
+		if w, back := auth.NamedFenceWentBackwards(name); back {
+			t.Fatalf("NamedFenceWentBackwards(%q): got %+v, want none", name, w)
+		}
+	}
+	if err := apps.Swap(ctx, appsB, appsA, 9, 4); err != nil {
+		t.Fatalf("apps swap 9->4: got %v, want nil (BIND checks only the prerequisite)", err)
+	}
+	w, back := auth.NamedFenceWentBackwards("_drwatch-apps")
+	if !back || w.FenceBefore != 9 || w.FenceAfter != 4 || w.Op != "swap" {
+		t.Fatalf("NamedFenceWentBackwards(apps): got %+v, %v; want the swap 9->4", w, back)
+	}
+	for _, name := range []string{"", "_drwatch-studio"} {
+		if w, back := auth.NamedFenceWentBackwards(name); back {
+			t.Fatalf("NamedFenceWentBackwards(%q) after apps went back: got %+v, want none", name, w)
+		}
+	}
+	if _, back := auth.FenceWentBackwards(); back {
+		t.Fatalf("FenceWentBackwards, the zone's own fence: got true, want false")
+	}
+}
+
 func TestRecordsAndHistoryAreSorted(t *testing.T) {
 	auth := simdns.New(zone, "")
 	c := auth.Client("")
