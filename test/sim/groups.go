@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -209,42 +208,6 @@ func probesOf(p *failover.Policy, site failover.Site) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// groupDesired is a replica's desired state of one group, as the real
-// reconciler reads a State: a reconciler per group writes that group's
-// records and fence.
-type groupDesired struct {
-	m     *failover.Machine
-	group string
-}
-
-func (s groupDesired) Desired() failover.Desired {
-	d, _ := s.m.GroupDesired(s.group)
-	return d
-}
-
-// groupLeader is the cluster as one group's reconciler sees it: every
-// ActionResult it proposes names its group, which the reconciler, written
-// for one group, leaves empty.
-type groupLeader struct {
-	failover.Leader
-	group string
-}
-
-func (l groupLeader) Propose(ctx context.Context, cmd []byte) ([]byte, uint64, error) {
-	c, err := failover.Decode(cmd)
-	if err != nil {
-		return nil, 0, fmt.Errorf("group %s: %w", l.group, err)
-	}
-	if ar, ok := c.Payload.(failover.ActionResult); ok && ar.Group == "" {
-		ar.Group = l.group
-		c.Payload = ar
-		if cmd, err = failover.Encode(c); err != nil {
-			return nil, 0, fmt.Errorf("group %s: %w", l.group, err)
-		}
-	}
-	return l.Leader.Propose(ctx, cmd)
 }
 
 // groupGen names one decision of one group: generations are log indexes,

@@ -119,17 +119,17 @@ func (w *World) lead(ctx context.Context, n *simNode, node *cluster.Node) {
 // per failover group, each on this node's path to the shared authority
 // with its group's fence. The default group's reads the replica itself,
 // as a trio without groups does; another group's reads that group's
-// desired state and names the group in its ActionResults.
+// desired state (reconcile.GroupState) and names the group in its
+// ActionResults (Config.Group), as the watcher's leader loop builds them.
 func (w *World) reconcilers(n *simNode, node *cluster.Node) ([]*reconcile.Reconciler, error) {
 	var recs []*reconcile.Reconciler
 	for _, g := range w.simGroups() {
 		var state reconcile.State = n.machine
-		var leader failover.Leader = node
 		if g.name != failover.DefaultGroup {
-			state, leader = groupDesired{m: n.machine, group: g.name}, groupLeader{Leader: node, group: g.name}
+			state = reconcile.GroupState(n.machine, g.name)
 		}
 		rec, err := reconcile.New(reconcile.Config{
-			Node: n.id, State: state, Cluster: leader,
+			Node: n.id, State: state, Cluster: node, Group: g.name,
 			DNS:      &nodeDNS{w: w, node: n.id, c: w.auth.Client(g.fence)},
 			Verifier: &nodeVerifier{w: w, node: n.id, v: w.auth.Verifier("")},
 			Interval: Interval, BackoffBase: Interval / 10, BackoffMax: Interval,
