@@ -132,9 +132,10 @@ ns1 IN A   127.0.0.1
 app IN A   127.0.0.2
 `
 
-// StartBIND starts named for Zone with update-policy grants for any type
-// to both drwatch keys, and for TXT only to KeyTXTOnly.
-func StartBIND(dir string) (*Server, error) {
+// StartBIND starts named for Zone, and for each of extraZones with the
+// same content, with update-policy grants for any type to both drwatch
+// keys, and for TXT only to KeyTXTOnly.
+func StartBIND(dir string, extraZones ...string) (*Server, error) {
 	named, err := need("named", "bind9")
 	if err != nil {
 		return nil, err
@@ -160,12 +161,21 @@ options {
     notify no;
 };
 controls { };
-zone "example.test" {
-    type primary;
-    file "%[1]s/example.test.db";
-    update-policy { grant %[3]s zonesub ANY; grant %[4]s zonesub ANY; grant %[6]s zonesub TXT; };
-};
 `, dir, port, strings.TrimSuffix(KeySHA256, "."), strings.TrimSuffix(KeySHA512, "."), secret, strings.TrimSuffix(KeyTXTOnly, "."))
+	for _, z := range append([]string{Zone}, extraZones...) {
+		z = strings.TrimSuffix(z, ".")
+		conf += fmt.Sprintf(`zone %[2]q {
+    type primary;
+    file "%[1]s/%[2]s.db";
+    update-policy { grant %[3]s zonesub ANY; grant %[4]s zonesub ANY; grant %[5]s zonesub TXT; };
+};
+`, dir, z, strings.TrimSuffix(KeySHA256, "."), strings.TrimSuffix(KeySHA512, "."), strings.TrimSuffix(KeyTXTOnly, "."))
+		if z+"." != Zone {
+			if err := os.WriteFile(filepath.Join(dir, z+".db"), []byte(zoneFile), 0o644); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if err := os.WriteFile(filepath.Join(dir, "named.conf"), []byte(conf), 0o600); err != nil {
 		return nil, err
 	}
