@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/drwatch/drwatch/dnsprovider"
+	"github.com/drwatch/drwatch/test/dnsservers"
 )
 
 const otherZone = "other.test."
@@ -238,6 +239,33 @@ func TestConflictInBatchStillWritesTheOtherGroupsOnBIND(t *testing.T) {
 	g.expect(t, "after the batch", "alpha", "lms", "198.51.100.1", gens["alpha"])
 	g.expect(t, "after the batch", "gamma", "forum", "198.51.100.1", gens["gamma"])
 	g.expect(t, "after the batch", "beta", "wiki", "203.0.113.9", 0)
+}
+
+// Against real BIND, a key whose update policy leaves out beta's record
+// (dnsservers.KeyNoWiki): BIND refuses the batch as a whole, and each
+// group then writes on its own: alpha and gamma are written and verified,
+// and only beta fails, refused.
+func TestRefusedBatchStillWritesTheGrantedGroupsOnBIND(t *testing.T) {
+	g, counter := batchedOnBIND(t, threeGroupsOneZone)
+	g.key = dnsservers.KeyNoWiki
+	seeded := len(counter.Updates())
+	gens := gensOf(g.new, threeNames...)
+	_, errs := g.passAll(t, g.new, threeNames...)
+	if !errors.Is(errs["beta"], dnsprovider.ErrRefused) {
+		t.Errorf("group beta: got %v, want refused", errs["beta"])
+	}
+	for _, name := range []string{"alpha", "gamma"} {
+		if errs[name] != nil {
+			t.Errorf("group %s: pass: %v", name, errs[name])
+		}
+		if d, _ := g.new.m.GroupDesired(name); !d.Done {
+			t.Errorf("group %s: gen %d not verified", name, d.Gen)
+		}
+	}
+	expectRefusedBatch(t, sinceSeeding(counter, seeded), fences(gens, threeNames...))
+	g.expect(t, "after the batch", "alpha", "lms", "198.51.100.1", gens["alpha"])
+	g.expect(t, "after the batch", "gamma", "forum", "198.51.100.1", gens["gamma"])
+	g.expect(t, "after the batch", "beta", "wiki", "192.0.2.1", 0)
 }
 
 func sameUpdate(a, b sentUpdate) bool {

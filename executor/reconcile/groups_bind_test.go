@@ -21,6 +21,7 @@ import (
 type groupsOnBIND struct {
 	srv        *dnsservers.Server
 	addr       string // where the providers send: BIND, or a counter in front of it
+	key        string // the TSIG key the providers sign with
 	new, stale *fakeCluster
 	fences     map[string]string
 	groups     map[string]groupOnBIND
@@ -55,7 +56,7 @@ func startGroupsOnBIND(t *testing.T, fences map[string]string, groups []groupOnB
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
-	g := &groupsOnBIND{srv: srv, addr: srv.Addr, new: &fakeCluster{m: failover.New()}, stale: &fakeCluster{m: failover.New()},
+	g := &groupsOnBIND{srv: srv, addr: srv.Addr, key: dnsservers.KeySHA256, new: &fakeCluster{m: failover.New()}, stale: &fakeCluster{m: failover.New()},
 		fences: fences, groups: map[string]groupOnBIND{}}
 	if addr != nil {
 		g.addr = addr(srv.Addr)
@@ -87,7 +88,7 @@ func startGroupsOnBIND(t *testing.T, fences map[string]string, groups []groupOnB
 // provider writes group's records in its zone, fenced on the group's fence.
 func (g *groupsOnBIND) provider(t *testing.T, group string) *dnsprovider.RFC2136 {
 	t.Helper()
-	key, err := dnsprovider.NewTSIGKey(dnsservers.KeySHA256, "hmac-sha256", g.srv.Secret)
+	key, err := dnsprovider.NewTSIGKey(g.key, "hmac-sha256", g.srv.Secret)
 	if err != nil {
 		t.Fatal(err)
 	}
