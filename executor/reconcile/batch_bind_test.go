@@ -35,14 +35,28 @@ func batchedOnBIND(t *testing.T, groups []groupOnBIND) (*groupsOnBIND, *updateCo
 }
 
 // passAll runs one pass of each group's reconciler on c at once, sharing
-// their writes as the leader does, and returns each pass's error.
-func (g *groupsOnBIND) passAll(t *testing.T, c *fakeCluster, groups ...string) (batches int, errs map[string]error) {
+// their writes as the leader does, and returns each pass's error. If
+// atSend is set, it runs (on the test's goroutine) while the batch waits
+// at its leadership check right before its UPDATE: each member checks
+// once before it joins, so that is c's check len(groups)+1.
+func (g *groupsOnBIND) passAll(t *testing.T, c *fakeCluster, atSend func(), groups ...string) (batches int, errs map[string]error) {
 	t.Helper()
 	recs := make([]*Reconciler, len(groups))
 	for i, name := range groups {
 		recs[i] = g.reconciler(t, c, name)
 	}
 	batches = BatchWrites(batchWindow, recs)
+	at, resume := make(chan struct{}), make(chan struct{})
+	if atSend != nil {
+		var calls atomic.Int32
+		c.leaderFn = func() error {
+			if calls.Add(1) == int32(len(groups)+1) {
+				at <- struct{}{}
+				<-resume
+			}
+			return nil
+		}
+	}
 	errs = map[string]error{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -56,7 +70,23 @@ func (g *groupsOnBIND) passAll(t *testing.T, c *fakeCluster, groups ...string) (
 			mu.Unlock()
 		}()
 	}
-	wg.Wait()
+	passed := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(passed)
+	}()
+	select {
+	case <-at:
+		func() {
+			defer close(resume) // even if atSend fails the test
+			atSend()
+		}()
+		<-passed
+	case <-passed:
+		if atSend != nil {
+			t.Fatal("the passes ended without a batched write")
+		}
+	}
 	return batches, errs
 }
 
@@ -67,23 +97,6 @@ var (
 	threeGroupsOneZone = []groupOnBIND{{"alpha", zone, "lms"}, {"beta", zone, "wiki"}, {"gamma", zone, "forum"}}
 	threeNames         = []string{"alpha", "beta", "gamma"}
 )
-
-// atBatchSend makes c run fn once, at the leadership check a batch of
-// members makes right before its UPDATE (each member checks once before
-// it joins, so it is check members+1). The returned func tells how many
-// UPDATEs the counter had seen once fn ran.
-func atBatchSend(c *fakeCluster, counter *updateCounter, members int, fn func()) (seen func() int) {
-	var calls atomic.Int32
-	var n int
-	c.leaderFn = func() error {
-		if calls.Add(1) == int32(members+1) {
-			fn()
-			n = len(counter.Updates())
-		}
-		return nil
-	}
-	return func() int { return n }
-}
 
 // expectRefusedBatch checks that got is one refused UPDATE writing want
 // fences, then one UPDATE per group.
@@ -121,7 +134,7 @@ func TestRegionOutageIsOneUpdatePerZoneOnBIND(t *testing.T) {
 	seeded := len(counter.Updates())
 	gens := gensOf(g.new, names...)
 
-	batches, errs := g.passAll(t, g.new, names...)
+	batches, errs := g.passAll(t, g.new, nil, names...)
 	if batches != 1 {
 		t.Fatalf("got %d batches, want 1", batches)
 	}
@@ -151,7 +164,7 @@ func TestGroupsInTwoZonesAreTwoUpdatesOnBIND(t *testing.T) {
 	names := []string{"alpha", "beta", "gamma", "delta"}
 	gens := gensOf(g.new, names...)
 
-	batches, errs := g.passAll(t, g.new, names...)
+	batches, errs := g.passAll(t, g.new, nil, names...)
 	if batches != 2 {
 		t.Fatalf("got %d batches, want 2", batches)
 	}
@@ -183,20 +196,21 @@ func TestDeposedLeadersBatchedWriteRollsBackNothingOnBIND(t *testing.T) {
 	g, counter := batchedOnBIND(t, threeGroupsOneZone)
 	staleGens := gensOf(g.stale, threeNames...)
 	newGens := map[string]uint64{}
-	seen := atBatchSend(g.stale, counter, len(threeNames), func() {
+	var seen int
+	_, errs := g.passAll(t, g.stale, func() {
 		for _, name := range threeNames {
 			g.pass(t, g.new, name)
 			newGens[name] = g.failback(t, name)
 		}
-	})
-	_, errs := g.passAll(t, g.stale, threeNames...)
+		seen = len(counter.Updates())
+	}, threeNames...)
 	for _, name := range threeNames {
 		var conflict *dnsprovider.ConflictError
 		if !errors.As(errs[name], &conflict) || conflict.Fence != newGens[name] {
 			t.Errorf("deposed leader, group %s: got %v, want a conflict with fence gen=%d", name, errs[name], newGens[name])
 		}
 	}
-	got := sinceSeeding(counter, seen())
+	got := sinceSeeding(counter, seen)
 	expectRefusedBatch(t, got, fences(staleGens, threeNames...))
 	for _, u := range got {
 		if u.Rcode == "NOERROR" {
@@ -215,14 +229,15 @@ func TestDeposedLeadersBatchedWriteRollsBackNothingOnBIND(t *testing.T) {
 func TestConflictInBatchStillWritesTheOtherGroupsOnBIND(t *testing.T) {
 	g, counter := batchedOnBIND(t, threeGroupsOneZone)
 	gens := gensOf(g.new, threeNames...)
-	seen := atBatchSend(g.new, counter, len(threeNames), func() {
+	var seen int
+	_, errs := g.passAll(t, g.new, func() {
 		if _, err := g.provider(t, "beta").SetRecords(context.Background(), []dnsprovider.RRset{
 			{Name: "wiki", Type: "A", TTL: time.Minute, Values: []string{"203.0.113.9"}},
 		}); err != nil {
-			t.Error(err)
+			t.Fatal(err)
 		}
-	})
-	_, errs := g.passAll(t, g.new, threeNames...)
+		seen = len(counter.Updates())
+	}, threeNames...)
 	var conflict *dnsprovider.ConflictError
 	if !errors.As(errs["beta"], &conflict) {
 		t.Errorf("group beta: got %v, want a conflict", errs["beta"])
@@ -235,7 +250,7 @@ func TestConflictInBatchStillWritesTheOtherGroupsOnBIND(t *testing.T) {
 			t.Errorf("group %s: gen %d not verified", name, d.Gen)
 		}
 	}
-	expectRefusedBatch(t, sinceSeeding(counter, seen()), fences(gens, threeNames...))
+	expectRefusedBatch(t, sinceSeeding(counter, seen), fences(gens, threeNames...))
 	g.expect(t, "after the batch", "alpha", "lms", "198.51.100.1", gens["alpha"])
 	g.expect(t, "after the batch", "gamma", "forum", "198.51.100.1", gens["gamma"])
 	g.expect(t, "after the batch", "beta", "wiki", "203.0.113.9", 0)
@@ -250,7 +265,7 @@ func TestRefusedBatchStillWritesTheGrantedGroupsOnBIND(t *testing.T) {
 	g.key = dnsservers.KeyNoWiki
 	seeded := len(counter.Updates())
 	gens := gensOf(g.new, threeNames...)
-	_, errs := g.passAll(t, g.new, threeNames...)
+	_, errs := g.passAll(t, g.new, nil, threeNames...)
 	if !errors.Is(errs["beta"], dnsprovider.ErrRefused) {
 		t.Errorf("group beta: got %v, want refused", errs["beta"])
 	}
