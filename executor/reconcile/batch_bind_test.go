@@ -286,3 +286,22 @@ func TestRefusedBatchStillWritesTheGrantedGroupsOnBIND(t *testing.T) {
 func sameUpdate(a, b sentUpdate) bool {
 	return a.Zone == b.Zone && a.Rcode == b.Rcode && slices.Equal(a.Fences, b.Fences)
 }
+
+// Against real BIND, a group whose reconciler never reaches its write (a
+// gate holds it, its pass is slow) holds its sibling back one window at
+// the most: alpha is written on its own, beta is left as it is.
+func TestBatchWaitsForAStragglerOneWindowAtMostOnBIND(t *testing.T) {
+	g := newGroupsOnBIND(t, ownFences)
+	alpha, beta := g.reconciler(t, g.new, "alpha"), g.reconciler(t, g.new, "beta")
+	if n := BatchWrites(100*time.Millisecond, []*Reconciler{alpha, beta}); n != 1 {
+		t.Fatalf("got %d batches, want 1", n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := alpha.Pass(ctx); err != nil {
+		t.Fatalf("alpha's pass while beta's never comes: %v", err)
+	}
+	genA, _ := g.new.m.GroupDesired("alpha")
+	g.expect(t, "after alpha's pass", "alpha", "lms", "198.51.100.1", genA.Gen)
+	g.expect(t, "after alpha's pass", "beta", "wiki", "192.0.2.1", 0)
+}
