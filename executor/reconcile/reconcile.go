@@ -299,7 +299,7 @@ func (r *Reconciler) pass(ctx context.Context, rep *Report) (Result, error) {
 		}
 		start := r.cfg.Now()
 		if isCAS {
-			err = r.swap(ctx, cas, dnsprovider.SwapOp{Provider: cas, Expected: actual, Desired: want, FenceOld: fence, FenceNew: d.Gen})
+			err = r.swap(ctx, dnsprovider.SwapOp{Provider: cas, Expected: actual, Desired: want, FenceOld: fence, FenceNew: d.Gen})
 		} else {
 			_, err = r.cfg.DNS.SetRecords(ctx, want)
 		}
@@ -351,9 +351,9 @@ func (r *Reconciler) pass(ctx context.Context, rep *Report) (Result, error) {
 // swap makes the compare-and-swap of a decision: in one write with the
 // other groups of its zone when it shares a batch (BatchWrites), else, or
 // when the server refused the batch, on its own.
-func (r *Reconciler) swap(ctx context.Context, cas dnsprovider.CompareAndSwapper, op dnsprovider.SwapOp) error {
+func (r *Reconciler) swap(ctx context.Context, op dnsprovider.SwapOp) error {
 	if r.batch == nil {
-		return cas.Swap(ctx, op.Expected, op.Desired, op.FenceOld, op.FenceNew)
+		return op.Provider.Swap(ctx, op.Expected, op.Desired, op.FenceOld, op.FenceNew)
 	}
 	err := r.batch.swap(ctx, r, op)
 	// Done asking for this generation, whatever the answer: no batch
@@ -367,7 +367,7 @@ func (r *Reconciler) swap(ctx context.Context, cas dnsprovider.CompareAndSwapper
 	if err := r.cfg.Cluster.VerifyLeader(ctx); err != nil {
 		return fmt.Errorf("verify leader before dns write: %w", err)
 	}
-	return cas.Swap(ctx, op.Expected, op.Desired, op.FenceOld, op.FenceNew)
+	return op.Provider.Swap(ctx, op.Expected, op.Desired, op.FenceOld, op.FenceNew)
 }
 
 func unixOrZero(t time.Time) int64 {
