@@ -58,6 +58,20 @@ func rfc2136To(t *testing.T, zone, fence, addr string, timeout time.Duration) *d
 	return p
 }
 
+// leadUntilCleanup runs w as the leader until the test ends, and returns
+// the context it leads under.
+func leadUntilCleanup(t *testing.T, w *Watcher) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.lead(ctx)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return ctx
+}
+
 // The leader writes every group, each on its own: while group alpha's
 // zone does not answer at all, or refuses every write, group beta's
 // decision is still written to its zone, fenced on its own record, and
@@ -118,13 +132,7 @@ func TestLeaderWritesEachGroupDespiteAnotherGroupsFailingZone(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				w.lead(ctx)
-			}()
-			t.Cleanup(func() { cancel(); <-done })
+			ctx := leadUntilCleanup(t, w)
 
 			poll.Until(t, 60*time.Second, func() bool {
 				d, _ := l.M.GroupDesired("beta")
@@ -181,13 +189,7 @@ func TestLeaderWritesGroupsOfOneZoneInOneUpdate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		w.lead(ctx)
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	ctx := leadUntilCleanup(t, w)
 
 	poll.Until(t, 60*time.Second, func() bool {
 		a, _ := l.M.GroupDesired("alpha")
