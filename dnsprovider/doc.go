@@ -49,6 +49,15 @@
 // generation, so its write fails the prerequisite (BIND answers NXRRSET)
 // and comes back as a *ConflictError carrying what is there now.
 //
+// The optional BatchSwapper puts the Swaps of several providers of one
+// zone, each fenced on its own record (one per failover group), in ONE
+// UPDATE: SwapBatch adds every op's prerequisites, its own fence's
+// included, and every op's updates, and the server checks them all before
+// applying any (RFC 2136 §3.2, §3.4). Providers share a message only when
+// their BatchKey (server, zone, TSIG key) is equal. A failed prerequisite
+// fails the whole message with ErrConflict and no re-read: the caller
+// learns which op conflicts by making each Swap on its own.
+//
 // TSIG hmac-sha256 or hmac-sha512; the key comes from a file in BIND's
 // `key "name" { algorithm ..; secret ".."; };` format or holding only the
 // base64 secret. Keys print as their name only; no error or log line carries

@@ -41,6 +41,7 @@ type RFC2136 struct {
 var (
 	_ Provider          = (*RFC2136)(nil)
 	_ CompareAndSwapper = (*RFC2136)(nil)
+	_ BatchSwapper      = (*RFC2136)(nil)
 )
 
 // NewRFC2136 builds the provider for zone. fenceName is relative to the zone
@@ -200,52 +201,13 @@ func (p *RFC2136) addPrereq(m *dns.Msg, s RRset) error {
 // value-dependent prerequisites for every expected RRset and for the fence,
 // then delete+add for every RRset that changes and for the fence.
 func (p *RFC2136) Swap(ctx context.Context, expected, desired []RRset, fenceOld, fenceNew uint64) error {
-	if fenceNew == 0 || fenceNew == fenceOld {
-		return fmt.Errorf("rfc2136 swap: %w: new fence gen=%d must be non-zero and differ from gen=%d", ErrConfig, fenceNew, fenceOld)
-	}
-	exp := map[RRsetID]RRset{}
-	for _, s := range expected {
-		id := normalizeID(s.ID(), p.zone)
-		if id == p.fenceID() {
-			return fmt.Errorf("rfc2136 swap: %w: the fence %s is not a managed RRset", ErrConfig, id)
-		}
-		s.Name, s.Type = id.Name, id.Type
-		exp[id] = s
-	}
 	m := new(dns.Msg)
 	m.SetUpdate(p.zone)
-	for _, s := range expected {
-		if err := p.addPrereq(m, exp[normalizeID(s.ID(), p.zone)]); err != nil {
-			return fmt.Errorf("rfc2136 swap: %w", err)
-		}
-	}
-	fenceWas := RRset{Name: p.fence, Type: "TXT"}
-	if fenceOld != 0 {
-		fenceWas.Values = []string{FenceText(fenceOld)}
-	}
-	if err := p.addPrereq(m, fenceWas); err != nil {
+	n, err := p.addSwap(m, expected, desired, fenceOld, fenceNew)
+	if err != nil {
 		return fmt.Errorf("rfc2136 swap: %w", err)
 	}
-	n := 0
-	for _, s := range desired {
-		id := normalizeID(s.ID(), p.zone)
-		e, ok := exp[id]
-		if !ok {
-			return fmt.Errorf("rfc2136 swap: %w: desired %s has no expected state", ErrConfig, id)
-		}
-		s.Name, s.Type = id.Name, id.Type
-		if sameRRset(s, e) {
-			continue
-		}
-		if err := p.addReplace(m, s); err != nil {
-			return fmt.Errorf("rfc2136 swap: %w", err)
-		}
-		n++
-	}
-	if err := p.addReplace(m, RRset{Name: p.fence, Type: "TXT", TTL: FenceTTL, Values: []string{FenceText(fenceNew)}}); err != nil {
-		return fmt.Errorf("rfc2136 swap: %w", err)
-	}
-	err := p.send(ctx, m)
+	err = p.send(ctx, m)
 	if rc, ok := prereqFailure(err); ok {
 		return p.conflict(ctx, rc, expected)
 	}
@@ -253,6 +215,110 @@ func (p *RFC2136) Swap(ctx context.Context, expected, desired []RRset, fenceOld,
 		return fmt.Errorf("rfc2136 swap: %w", err)
 	}
 	p.log.Info("dns records swapped", "gen", fenceNew, "prev_gen", fenceOld, "rrsets", n)
+	return nil
+}
+
+// addSwap adds one Swap to the UPDATE m: its prerequisites (the expected
+// RRsets and this provider's fence) to the prerequisite section, its
+// changed RRsets and new fence to the update section. It returns how many
+// managed RRsets change.
+func (p *RFC2136) addSwap(m *dns.Msg, expected, desired []RRset, fenceOld, fenceNew uint64) (int, error) {
+	if fenceNew == 0 || fenceNew == fenceOld {
+		return 0, fmt.Errorf("%w: new fence gen=%d must be non-zero and differ from gen=%d", ErrConfig, fenceNew, fenceOld)
+	}
+	exp := map[RRsetID]RRset{}
+	for _, s := range expected {
+		id := normalizeID(s.ID(), p.zone)
+		if id == p.fenceID() {
+			return 0, fmt.Errorf("%w: the fence %s is not a managed RRset", ErrConfig, id)
+		}
+		s.Name, s.Type = id.Name, id.Type
+		exp[id] = s
+	}
+	for _, s := range expected {
+		if err := p.addPrereq(m, exp[normalizeID(s.ID(), p.zone)]); err != nil {
+			return 0, err
+		}
+	}
+	fenceWas := RRset{Name: p.fence, Type: "TXT"}
+	if fenceOld != 0 {
+		fenceWas.Values = []string{FenceText(fenceOld)}
+	}
+	if err := p.addPrereq(m, fenceWas); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, s := range desired {
+		id := normalizeID(s.ID(), p.zone)
+		e, ok := exp[id]
+		if !ok {
+			return 0, fmt.Errorf("%w: desired %s has no expected state", ErrConfig, id)
+		}
+		s.Name, s.Type = id.Name, id.Type
+		if sameRRset(s, e) {
+			continue
+		}
+		if err := p.addReplace(m, s); err != nil {
+			return 0, err
+		}
+		n++
+	}
+	if err := p.addReplace(m, RRset{Name: p.fence, Type: "TXT", TTL: FenceTTL, Values: []string{FenceText(fenceNew)}}); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// BatchKey implements BatchSwapper: UPDATEs go to one server, for one
+// zone, signed with one key, so only providers that agree on all three
+// may share a message (a server's update policy may grant each key other
+// names).
+func (p *RFC2136) BatchKey() string {
+	return fmt.Sprintf("rfc2136 %s %s %s %s", p.ex.server, p.zone, p.ex.key.Name, p.ex.key.Algorithm)
+}
+
+// SwapBatch implements BatchSwapper with ONE signed UPDATE message that
+// carries every op's prerequisites and updates. RFC 2136 §3.2 and §3.4:
+// the server checks every prerequisite before it applies any update, and
+// applies the whole update section or none of it, so each op keeps its own
+// fence prerequisite and no op is written unless all are.
+func (p *RFC2136) SwapBatch(ctx context.Context, ops []SwapOp) error {
+	m := new(dns.Msg)
+	m.SetUpdate(p.zone)
+	seen := map[RRsetID]bool{}
+	n := 0
+	for i, op := range ops {
+		q, ok := op.Provider.(*RFC2136)
+		if !ok || q.BatchKey() != p.BatchKey() {
+			return fmt.Errorf("rfc2136 swap batch: %w: op %d is not for %s", ErrConfig, i, p.BatchKey())
+		}
+		ids := []RRsetID{q.fenceID()}
+		for _, s := range op.Expected {
+			ids = append(ids, normalizeID(s.ID(), p.zone))
+		}
+		for _, id := range ids {
+			if seen[id] {
+				// Two prerequisites on one RRset would be checked as one
+				// (RFC 2136 §3.2.5 builds one RRset per name and type).
+				return fmt.Errorf("rfc2136 swap batch: %w: %s is in two swaps", ErrConfig, id)
+			}
+			seen[id] = true
+		}
+		k, err := q.addSwap(m, op.Expected, op.Desired, op.FenceOld, op.FenceNew)
+		if err != nil {
+			return fmt.Errorf("rfc2136 swap batch: op %d: %w", i, err)
+		}
+		n += k
+	}
+	err := p.send(ctx, m)
+	if rc, ok := prereqFailure(err); ok {
+		// Which op failed is the caller's to learn, each Swap on its own.
+		return fmt.Errorf("rfc2136 swap batch: %w (%s)", ErrConflict, rcodeName(rc))
+	}
+	if err != nil {
+		return fmt.Errorf("rfc2136 swap batch: %w", err)
+	}
+	p.log.Info("dns records swapped in one update", "swaps", len(ops), "rrsets", n)
 	return nil
 }
 

@@ -102,6 +102,38 @@ type CompareAndSwapper interface {
 	Swap(ctx context.Context, expected, desired []RRset, fenceOld, fenceNew uint64) error
 }
 
+// SwapOp is one Swap of a SwapBatch: Swap's arguments and the provider,
+// fenced on its own record, that makes it.
+type SwapOp struct {
+	Provider           CompareAndSwapper
+	Expected, Desired  []RRset
+	FenceOld, FenceNew uint64
+}
+
+// BatchSwapper is the optional capability of making the Swaps of several
+// providers of one zone, each fenced on its own record, in one atomic
+// write. Only RFC 2136 has it: one UPDATE message carries them all.
+type BatchSwapper interface {
+	CompareAndSwapper
+
+	// BatchKey names where a write goes: providers may share a SwapBatch
+	// only when their keys are equal. Pure; safe for concurrent use.
+	BatchKey() string
+
+	// SwapBatch makes every op's Swap at once, all or none: each op keeps
+	// its own prerequisites, its fence included, so no op is written
+	// unless every op's zone state and fence are still what it expected.
+	// Every op's provider must be a BatchSwapper with this one's BatchKey,
+	// and no two ops may name one RRset or fence (ErrConfig).
+	//
+	// A failed prerequisite of any op fails them all with ErrConflict,
+	// without a re-read: to learn which op conflicts, and to write the
+	// others, make each op's Swap on its own. Other errors follow
+	// IsRetryable/IsTerminal; a message too large for one write is
+	// ErrTooLarge. Safe for concurrent use.
+	SwapBatch(ctx context.Context, ops []SwapOp) error
+}
+
 // FenceTTL is the TTL Swap writes the fence TXT record with.
 const FenceTTL = 60 * time.Second
 

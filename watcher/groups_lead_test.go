@@ -58,6 +58,20 @@ func rfc2136To(t *testing.T, zone, fence, addr string, timeout time.Duration) *d
 	return p
 }
 
+// leadUntilCleanup runs w as the leader until the test ends, and returns
+// the context it leads under.
+func leadUntilCleanup(t *testing.T, w *Watcher) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.lead(ctx)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return ctx
+}
+
 // The leader writes every group, each on its own: while group alpha's
 // zone does not answer at all, or refuses every write, group beta's
 // decision is still written to its zone, fenced on its own record, and
@@ -118,13 +132,7 @@ func TestLeaderWritesEachGroupDespiteAnotherGroupsFailingZone(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				w.lead(ctx)
-			}()
-			t.Cleanup(func() { cancel(); <-done })
+			ctx := leadUntilCleanup(t, w)
 
 			poll.Until(t, 60*time.Second, func() bool {
 				d, _ := l.M.GroupDesired("beta")
@@ -144,5 +152,57 @@ func TestLeaderWritesEachGroupDespiteAnotherGroupsFailingZone(t *testing.T) {
 				t.Errorf("beta's last pass: got %+v (%v), want one for gen %d", r, ok, wantGen["beta"])
 			}
 		})
+	}
+}
+
+// The leader writes the groups of one zone that a region outage moved in
+// ONE update, each group fenced on its own record and verified on its own.
+// (The look-alike, groups in zones of their own, is written per zone:
+// TestLeaderWritesEachGroupDespiteAnotherGroupsFailingZone.)
+func TestLeaderWritesGroupsOfOneZoneInOneUpdate(t *testing.T) {
+	srv, err := dnstest.Start("127.0.0.1:0", "region.test.", dnstest.Key{Name: "drwatch.", Algorithm: "hmac-sha256", Secret: groupSecret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	ver, err := dnsprovider.NewVerifier("region.test.", dnsprovider.VerifyConfig{Servers: []string{srv.Addr()}, Timeout: 10 * time.Second, Interval: 20 * time.Millisecond}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := twoGroups()
+	gdns := map[string]*dnsprovider.RFC2136{}
+	var groups []GroupDNS
+	for i, name := range []string{"alpha", "beta"} {
+		p.Groups[i].Zone = "region.test."
+		p.Groups[i].Records[0].Name = name
+		gdns[name] = rfc2136To(t, "region.test.", "_drwatch-"+name, srv.Addr(), 5*time.Second)
+		groups = append(groups, GroupDNS{Name: name, DNS: gdns[name], Verifier: ver})
+	}
+	l := remediatetest.NewLog()
+	l.Step(t, failover.Command{Payload: failover.SetPolicy{Policy: p}})
+	l.Step(t, failover.Command{Payload: failover.Failover{AllGroups: true, To: failover.Backup, Force: true, Actor: "alice", Reason: "region down"}})
+	before := srv.Updates()
+	// A write waits for its sibling a tenth of an interval at the most:
+	// long here, so a loaded machine cannot split the batch.
+	w, err := New(Config{Node: "a", Policy: p, Interval: 20 * time.Second, FSM: NewFSM(l.M, nil),
+		Cluster: leadingCluster{&fakeCluster{log: l}}, Groups: groups})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := leadUntilCleanup(t, w)
+
+	poll.Until(t, 60*time.Second, func() bool {
+		a, _ := l.M.GroupDesired("alpha")
+		b, _ := l.M.GroupDesired("beta")
+		return a.Done && b.Done
+	}, "both groups' decisions verified")
+	if n := srv.Updates() - before; n != 1 {
+		t.Errorf("got %d updates, want both groups in 1", n)
+	}
+	for name, dns := range gdns {
+		d, _ := l.M.GroupDesired(name)
+		if fence, err := dns.GetFence(ctx); err != nil || fence != d.Gen {
+			t.Errorf("group %s's fence: got gen=%d (%v), want its own decision's gen=%d", name, fence, err, d.Gen)
+		}
 	}
 }

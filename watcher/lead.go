@@ -93,7 +93,8 @@ func (w *Watcher) lead(ctx context.Context) {
 
 // reconcilers builds the leader's DNS reconcilers: the default group's,
 // when the policy has one, then one per group of Config.Groups, each on
-// the group's desired state and its own fenced provider. Only the default
+// the group's desired state and its own fenced provider, those of one
+// zone and server sharing their writes (reconcile.BatchWrites). Only the default
 // group's has the gates, the post-flip hooks and the break-glass key:
 // they act on the default group's platform.
 func (w *Watcher) reconcilers() ([]*reconcile.Reconciler, error) {
@@ -125,6 +126,13 @@ func (w *Watcher) reconcilers() ([]*reconcile.Reconciler, error) {
 			return nil, fmt.Errorf("group %s: %w", g.Name, err)
 		}
 		out = append(out, rec)
+	}
+	// Groups of one zone on one RFC 2136 server share their writes: a
+	// region outage is one UPDATE per zone, each group still fenced on
+	// its own record. A ready write waits for a sibling still reading
+	// DNS at most a tenth of an interval, the first retry's delay.
+	if n := reconcile.BatchWrites(c.Interval/10, out); n > 0 {
+		w.log.Info("dns writes batched per zone", "batches", n)
 	}
 	return out, nil
 }

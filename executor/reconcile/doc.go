@@ -27,6 +27,26 @@
 // another group's records, and one group's failing zone never delays
 // another's write.
 //
+// Reconcilers of one zone on one RFC 2136 server may share their writes
+// (BatchWrites): a region outage that moves N groups of a zone is one
+// UPDATE, not N. The batch only changes how the compare-and-swap reaches
+// the server, nothing else: each group still reads its own records and
+// fence, runs its own gates, verifies its own answer and proposes its own
+// ActionResults, and the one message carries every group's own fence
+// prerequisite, so a stale write for group A fails the message and never
+// moves group B. Smaller designs were rejected: one leader-wide pass
+// over every group would share one backoff and let a group's slow gate
+// or verification hold back the rest; a batch that stays refused as a
+// whole would let one group's conflict block the others. Hence, when the
+// server refuses the message (a prerequisite, REFUSED, too large), each
+// member writes on its own, as without a batch, and gets its own outcome
+// (written, conflict, stale); when the outcome is unknown (transport), it
+// is every member's error and their next passes re-read. A member writes
+// as soon as every sibling with an unwritten decision has joined or
+// finished its pass, and never waits for one longer than the window.
+// Providers without RFC 2136 compare-and-swap, and groups alone in their
+// zone, write on their own as before.
+//
 // It never imports cluster: it declares the leadership it needs
 // (VerifyLeader, Propose) as an interface.
 package reconcile

@@ -12,57 +12,87 @@ import (
 	"github.com/drwatch/drwatch/test/dnsservers"
 )
 
-// groupsOnBIND is two failover groups in one zone on a real BIND: alpha
-// flips lms, beta flips wiki, each fenced on its own record. Two replicas
-// of one log stand for the new leader and a deposed one: both applied the
-// policy and a forced failover of each group to the backup (alpha's
-// decision first, beta's second), and nobody has written DNS yet.
+// groupsOnBIND is failover groups on a real BIND, each fenced on its own
+// record: by default (newGroupsOnBIND) two in one zone, alpha flipping lms
+// and beta flipping wiki. Two replicas of one log stand for the new leader
+// and a deposed one: both applied the policy and a forced failover of each
+// group to the backup (in the order of the groups), and nobody has written
+// DNS yet.
 type groupsOnBIND struct {
 	srv        *dnsservers.Server
+	addr       string // where the providers send: BIND, or a counter in front of it
+	key        string // the TSIG key the providers sign with
 	new, stale *fakeCluster
 	fences     map[string]string
+	groups     map[string]groupOnBIND
 }
+
+// groupOnBIND is one group of a groupsOnBIND: its zone and the one record
+// it flips.
+type groupOnBIND struct {
+	name, zone, record string
+}
+
+var twoGroupsOneZone = []groupOnBIND{{"alpha", zone, "lms"}, {"beta", zone, "wiki"}}
 
 func newGroupsOnBIND(t *testing.T, fences map[string]string) *groupsOnBIND {
 	t.Helper()
-	srv, err := dnsservers.StartBIND(t.TempDir())
+	return startGroupsOnBIND(t, fences, twoGroupsOneZone, nil)
+}
+
+// startGroupsOnBIND starts BIND with every zone of groups and sets the
+// records to the primary's address; addr, if set, picks where the
+// providers send given BIND's address.
+func startGroupsOnBIND(t *testing.T, fences map[string]string, groups []groupOnBIND, addr func(bind string) string) *groupsOnBIND {
+	t.Helper()
+	var zones []string
+	for _, gr := range groups {
+		if gr.zone != zone && !slices.Contains(zones, gr.zone) {
+			zones = append(zones, gr.zone)
+		}
+	}
+	srv, err := dnsservers.StartBIND(t.TempDir(), zones...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
-	g := &groupsOnBIND{srv: srv, new: &fakeCluster{m: failover.New()}, stale: &fakeCluster{m: failover.New()}, fences: fences}
-	if _, err := g.provider(t, "alpha").SetRecords(context.Background(), []dnsprovider.RRset{
-		{Name: "lms", Type: "A", TTL: time.Minute, Values: []string{"192.0.2.1"}},
-		{Name: "wiki", Type: "A", TTL: time.Minute, Values: []string{"192.0.2.1"}},
-	}); err != nil {
-		t.Fatal(err)
+	g := &groupsOnBIND{srv: srv, addr: srv.Addr, key: dnsservers.KeySHA256, new: &fakeCluster{m: failover.New()}, stale: &fakeCluster{m: failover.New()},
+		fences: fences, groups: map[string]groupOnBIND{}}
+	if addr != nil {
+		g.addr = addr(srv.Addr)
 	}
 	refs := []failover.ProbeRef{{Name: "web", Critical: true}}
 	sites := map[failover.Site]failover.SitePolicy{failover.Primary: {Probes: refs}, failover.Backup: {Probes: refs}}
-	group := func(name, record string) failover.Group {
-		return failover.Group{Name: name, AutoFailover: true, BlockWindow: time.Hour, Failback: failover.FailbackPolicy{Mode: failover.FailbackManual},
-			Sites: sites, Zone: zone,
-			Records: []failover.Record{{Name: record, Type: "A", TTL: 60, Primary: []string{"192.0.2.1"}, Backup: []string{"198.51.100.1"}}}}
+	var policyGroups []failover.Group
+	for _, gr := range groups {
+		g.groups[gr.name] = gr
+		if _, err := g.provider(t, gr.name).SetRecords(context.Background(), []dnsprovider.RRset{
+			{Name: gr.record, Type: "A", TTL: time.Minute, Values: []string{"192.0.2.1"}},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		policyGroups = append(policyGroups, failover.Group{Name: gr.name, AutoFailover: true, BlockWindow: time.Hour,
+			Failback: failover.FailbackPolicy{Mode: failover.FailbackManual}, Sites: sites, Zone: gr.zone,
+			Records: []failover.Record{{Name: gr.record, Type: "A", TTL: 60, Primary: []string{"192.0.2.1"}, Backup: []string{"198.51.100.1"}}}})
 	}
-	policy := failover.Policy{Nodes: []string{"a", "b", "c"}, Quorum: 2, Fall: 2, Rise: 2, Interval: time.Second,
-		Groups: []failover.Group{group("alpha", "lms"), group("beta", "wiki")}}
+	policy := failover.Policy{Nodes: []string{"a", "b", "c"}, Quorum: 2, Fall: 2, Rise: 2, Interval: time.Second, Groups: policyGroups}
 	for _, c := range []*fakeCluster{g.new, g.stale} {
 		c.step(t, failover.Command{Payload: failover.SetPolicy{Policy: policy}})
-		for _, name := range []string{"alpha", "beta"} {
-			c.step(t, failover.Command{Payload: failover.Failover{Group: name, To: failover.Backup, Force: true, Actor: "alice", Reason: "test"}})
+		for _, gr := range groups {
+			c.step(t, failover.Command{Payload: failover.Failover{Group: gr.name, To: failover.Backup, Force: true, Actor: "alice", Reason: "test"}})
 		}
 	}
 	return g
 }
 
-// provider writes group's records in the zone, fenced on the group's fence.
+// provider writes group's records in its zone, fenced on the group's fence.
 func (g *groupsOnBIND) provider(t *testing.T, group string) *dnsprovider.RFC2136 {
 	t.Helper()
-	key, err := dnsprovider.NewTSIGKey(dnsservers.KeySHA256, "hmac-sha256", g.srv.Secret)
+	key, err := dnsprovider.NewTSIGKey(g.key, "hmac-sha256", g.srv.Secret)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := dnsprovider.NewRFC2136WithKey(zone, g.fences[group], g.srv.Addr, key, 5*time.Second, nil)
+	p, err := dnsprovider.NewRFC2136WithKey(g.groups[group].zone, g.fences[group], g.addr, key, 5*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +103,7 @@ func (g *groupsOnBIND) provider(t *testing.T, group string) *dnsprovider.RFC2136
 // and verifier of its own.
 func (g *groupsOnBIND) reconciler(t *testing.T, c *fakeCluster, group string) *Reconciler {
 	t.Helper()
-	ver, err := dnsprovider.NewVerifier(zone, dnsprovider.VerifyConfig{Servers: []string{g.srv.Addr}, Timeout: 10 * time.Second, Interval: 20 * time.Millisecond}, nil)
+	ver, err := dnsprovider.NewVerifier(g.groups[group].zone, dnsprovider.VerifyConfig{Servers: []string{g.srv.Addr}, Timeout: 10 * time.Second, Interval: 20 * time.Millisecond}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,6 +104,10 @@ type Reconciler struct {
 	// rejection was last recorded; only the Run goroutine uses them.
 	seenMarkers map[string]bool
 	lastReject  time.Time
+
+	// batch shares this reconciler's writes with others of its zone
+	// (BatchWrites); nil writes alone.
+	batch *batch
 }
 
 // New checks cfg and returns a Reconciler.
@@ -218,6 +222,9 @@ func (r *Reconciler) Pass(ctx context.Context) (Result, error) {
 	rep := Report{At: r.cfg.Now()}
 	res, err := r.pass(ctx, &rep)
 	rep.Err = err
+	if r.batch != nil {
+		r.batch.settle(r, rep.Gen)
+	}
 	r.mu.Lock()
 	r.last = rep
 	r.mu.Unlock()
@@ -292,7 +299,7 @@ func (r *Reconciler) pass(ctx context.Context, rep *Report) (Result, error) {
 		}
 		start := r.cfg.Now()
 		if isCAS {
-			err = cas.Swap(ctx, actual, want, fence, d.Gen)
+			err = r.swap(ctx, dnsprovider.SwapOp{Provider: cas, Expected: actual, Desired: want, FenceOld: fence, FenceNew: d.Gen})
 		} else {
 			_, err = r.cfg.DNS.SetRecords(ctx, want)
 		}
@@ -339,6 +346,28 @@ func (r *Reconciler) pass(ctx context.Context, rep *Report) (Result, error) {
 	}
 	r.log.Info("dns flip verified", "gen", d.Gen, "site", d.Active, "detail", detail)
 	return idle, nil
+}
+
+// swap makes the compare-and-swap of a decision: in one write with the
+// other groups of its zone when it shares a batch (BatchWrites), else, or
+// when the server refused the batch, on its own.
+func (r *Reconciler) swap(ctx context.Context, op dnsprovider.SwapOp) error {
+	if r.batch == nil {
+		return op.Provider.Swap(ctx, op.Expected, op.Desired, op.FenceOld, op.FenceNew)
+	}
+	err := r.batch.swap(ctx, r, op)
+	// Done asking for this generation, whatever the answer: no batch
+	// waits for this member again before its next pass.
+	r.batch.settle(r, op.FenceNew)
+	if !errors.Is(err, errUnbatched) {
+		return err
+	}
+	// A batch may have waited; leadership is checked again right before
+	// this write, as before every write.
+	if err := r.cfg.Cluster.VerifyLeader(ctx); err != nil {
+		return fmt.Errorf("verify leader before dns write: %w", err)
+	}
+	return op.Provider.Swap(ctx, op.Expected, op.Desired, op.FenceOld, op.FenceNew)
 }
 
 func unixOrZero(t time.Time) int64 {

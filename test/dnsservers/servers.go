@@ -35,6 +35,11 @@ const (
 // TXT in the zone and nothing else.
 const KeyTXTOnly = "acme-txt."
 
+// KeyNoWiki is a fourth key BIND is configured with (hmac-sha256, the same
+// secret), granted every name of each zone but "wiki": a key whose
+// update-policy leaves out one platform's records.
+const KeyNoWiki = "no-wiki."
+
 // Server is one running server.
 type Server struct {
 	Name string
@@ -132,9 +137,11 @@ ns1 IN A   127.0.0.1
 app IN A   127.0.0.2
 `
 
-// StartBIND starts named for Zone with update-policy grants for any type
-// to both drwatch keys, and for TXT only to KeyTXTOnly.
-func StartBIND(dir string) (*Server, error) {
+// StartBIND starts named for Zone, and for each of extraZones with the
+// same content, with update-policy grants for any type to both drwatch
+// keys, for TXT only to KeyTXTOnly, and for every name but wiki to
+// KeyNoWiki.
+func StartBIND(dir string, extraZones ...string) (*Server, error) {
 	named, err := need("named", "bind9")
 	if err != nil {
 		return nil, err
@@ -147,6 +154,7 @@ func StartBIND(dir string) (*Server, error) {
 	conf := fmt.Sprintf(`key "%[3]s" { algorithm hmac-sha256; secret "%[5]s"; };
 key "%[4]s" { algorithm hmac-sha512; secret "%[5]s"; };
 key "%[6]s" { algorithm hmac-sha256; secret "%[5]s"; };
+key "%[7]s" { algorithm hmac-sha256; secret "%[5]s"; };
 options {
     directory "%[1]s";
     pid-file "%[1]s/named.pid";
@@ -160,12 +168,22 @@ options {
     notify no;
 };
 controls { };
-zone "example.test" {
+`, dir, port, strings.TrimSuffix(KeySHA256, "."), strings.TrimSuffix(KeySHA512, "."), secret, strings.TrimSuffix(KeyTXTOnly, "."), strings.TrimSuffix(KeyNoWiki, "."))
+	for _, z := range append([]string{Zone}, extraZones...) {
+		z = strings.TrimSuffix(z, ".")
+		conf += fmt.Sprintf(`zone %[2]q {
     type primary;
-    file "%[1]s/example.test.db";
-    update-policy { grant %[3]s zonesub ANY; grant %[4]s zonesub ANY; grant %[6]s zonesub TXT; };
+    file "%[1]s/%[2]s.db";
+    update-policy { grant %[3]s zonesub ANY; grant %[4]s zonesub ANY; grant %[5]s zonesub TXT;
+        deny %[6]s name wiki.%[2]s. ANY; grant %[6]s zonesub ANY; };
 };
-`, dir, port, strings.TrimSuffix(KeySHA256, "."), strings.TrimSuffix(KeySHA512, "."), secret, strings.TrimSuffix(KeyTXTOnly, "."))
+`, dir, z, strings.TrimSuffix(KeySHA256, "."), strings.TrimSuffix(KeySHA512, "."), strings.TrimSuffix(KeyTXTOnly, "."), strings.TrimSuffix(KeyNoWiki, "."))
+		if z+"." != Zone {
+			if err := os.WriteFile(filepath.Join(dir, z+".db"), []byte(zoneFile), 0o644); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if err := os.WriteFile(filepath.Join(dir, "named.conf"), []byte(conf), 0o600); err != nil {
 		return nil, err
 	}
