@@ -137,3 +137,44 @@ func TestWithoutDefaultGroupTheFirstGroupLeads(t *testing.T) {
 		t.Fatalf("a repair keyed by a gen no group has: %v, want unknown gen", err)
 	}
 }
+
+// A group's history never shows another group's moves: the default
+// group's entries carry no group, as the cluster's do, and are told apart
+// by their kind.
+func TestGroupHistoryLeavesOutTheDefaultGroupsMoves(t *testing.T) {
+	p := twoGroupPolicy()
+	p.Groups = p.Groups[:1] // lms
+	p.AutoFailover = true
+	p.Sites = map[Site]SitePolicy{Primary: {Probes: []ProbeRef{{Name: "web", Critical: true}}}, Backup: {Probes: []ProbeRef{{Name: "web", Critical: true}}}}
+	p.Zone = "example.org."
+	p.Records = []Record{{Name: "www", Type: "A", TTL: 60, Primary: []string{"203.0.113.9"}, Backup: []string{"198.51.100.9"}}}
+	m := New()
+	steps := []Payload{
+		SetPolicy{Policy: p, Actor: "ops"},
+		Pause{Actor: "bob"},
+		Failover{To: Backup, Force: true, Actor: "alice", AckBlock: true},
+		Pause{Group: "lms", Actor: "bob"},
+	}
+	for i, pl := range steps {
+		if _, err := m.Step(uint64(i+1), Command{At: int64(i + 1), Payload: pl}); err != nil {
+			t.Fatalf("step %d %T: %v", i+1, pl, err)
+		}
+	}
+	kinds := func(group string) []string {
+		v, ok := m.GroupView(group)
+		if !ok {
+			t.Fatalf("no view of %q", group)
+		}
+		var out []string
+		for _, e := range v.History {
+			out = append(out, e.Kind+"/"+e.Group)
+		}
+		return out
+	}
+	if got, want := strings.Join(kinds("lms"), " "), "policy/ pause/lms"; got != want {
+		t.Errorf("lms' history %q, want %q (the cluster's policy and its own pause only)", got, want)
+	}
+	if got, want := strings.Join(kinds(DefaultGroup), " "), "policy/ pause/ manual_failover/"; got != want {
+		t.Errorf("the default group's history %q, want %q", got, want)
+	}
+}

@@ -314,6 +314,30 @@ type Entry struct {
 }
 
 // decision reports whether e set a new desired state.
+// InGroup reports whether e belongs in failover group's history (""
+// or DefaultGroup for the default group): the group's own entries and the
+// cluster's (policy, membership, repairs, drills). An entry of the default
+// group carries no group, like the cluster's; its kind tells them apart:
+// a move, a withheld flip, a pause, resume or ack, a reconciler's report
+// and a break-glass are a group's.
+func (e Entry) InGroup(group string) bool {
+	if group == DefaultGroup {
+		group = ""
+	}
+	switch {
+	case e.Group != "":
+		return e.Group == group
+	case group == "":
+		return true
+	}
+	switch e.Kind {
+	case KindAutoFailover, KindAutoFailback, KindManualFailover, KindManualFailback, KindSwitchover,
+		KindWithheld, KindPause, KindResume, KindAck, KindAction, KindBreakGlass:
+		return false // the default group's
+	}
+	return true
+}
+
 func (e *Entry) decision() bool {
 	return e.Gen != 0 && e.Gen == e.Index && e.Kind != KindAction && e.Kind != KindRemediation
 }

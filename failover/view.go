@@ -62,7 +62,7 @@ type View struct {
 	LastDrill *DrillRecord `json:"last_drill,omitempty"`
 	// Group is the failover group this view shows; empty for DefaultGroup.
 	// Its fields from Active on are that group's, its Policy the group's
-	// (Policy.ForGroup), its History the group's entries and those of no group.
+	// (Policy.ForGroup), its History the group's entries and the cluster's (Entry.InGroup).
 	Group string `json:"group,omitempty"`
 	// Groups is the overview of every failover group, in the policy's
 	// order; empty when the policy has none besides DefaultGroup.
@@ -100,7 +100,7 @@ func (s *state) historyTail() []Entry {
 	audit, seen := 0, 0
 	for i := len(s.History) - 1; i >= 0; i-- {
 		e := &s.History[i]
-		if e.Group != "" && e.Group != s.scope {
+		if !e.InGroup(s.scope) {
 			continue // another group's: a group's view counts its own entries
 		}
 		seen++

@@ -235,8 +235,12 @@ func TestHistoryAndExplainReadOneGroup(t *testing.T) {
 	p.commit(t, failover.Failover{Group: "lms", To: failover.Backup, Actor: "alice", Reason: "lms caddy died"})
 	p.commit(t, failover.Pause{Actor: "bob", Reason: "default maintenance"})
 	stdout, _, code := run(t, "history", "--group", "lms", "--endpoint", url)
-	if code != 0 || !strings.Contains(stdout, "lms caddy died") || strings.Contains(stdout, "default maintenance") == false {
-		t.Errorf("history --group lms: exit %d\n%s\nwant lms' failover and the entries of no group", code, stdout)
+	if code != 0 || !strings.Contains(stdout, "lms caddy died") || strings.Contains(stdout, "default maintenance") {
+		t.Errorf("history --group lms: exit %d\n%s\nwant lms' failover, and not the default group's pause", code, stdout)
+	}
+	stdout, _, code = run(t, "history", "--group", "default", "--endpoint", url)
+	if code != 0 || !strings.Contains(stdout, "default maintenance") || strings.Contains(stdout, "lms caddy died") {
+		t.Errorf("history --group default: exit %d\n%s\nwant the default group's pause and no lms entry", code, stdout)
 	}
 	stdout, _, code = run(t, "history", "--group", "apps", "--endpoint", url)
 	if code != 0 || strings.Contains(stdout, "lms caddy died") {

@@ -38,7 +38,7 @@ func newHistoryCmd() *cobra.Command {
 	}
 	h.flags.register(c)
 	c.Flags().StringVarP(&h.output, "output", "o", "table", "table, json or yaml")
-	c.Flags().StringVar(&h.group, "group", "", "only this failover group's entries and those of no group (policy, membership, drills)")
+	c.Flags().StringVar(&h.group, "group", "", "only this failover group's entries and the cluster's (policy, membership, repairs, drills)")
 	return c
 }
 

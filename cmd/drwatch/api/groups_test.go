@@ -210,9 +210,12 @@ func TestGroupWritesCarryTheirGroup(t *testing.T) {
 	if err := json.Unmarshal(body, &hist); err != nil {
 		t.Fatal(err)
 	}
+	// lms' own failover and the cluster's policy entry; never the default
+	// group's pause, which carries no group either.
 	if !slices.ContainsFunc(hist.History, func(e failover.Entry) bool { return e.Group == "lms" && e.Kind == failover.KindManualFailover }) ||
-		slices.ContainsFunc(hist.History, func(e failover.Entry) bool { return e.Kind == failover.KindPause }) == false {
-		t.Errorf("history?group=lms: got %+v, want lms' manual failover and the entries of no group", hist.History)
+		!slices.ContainsFunc(hist.History, func(e failover.Entry) bool { return e.Group == "" && e.Kind == failover.KindPolicy }) ||
+		slices.ContainsFunc(hist.History, func(e failover.Entry) bool { return e.Kind == failover.KindPause }) {
+		t.Errorf("history?group=lms: got %+v, want lms' manual failover and the cluster's policy, not the default group's pause", hist.History)
 	}
 	var ex struct{ Explanation string }
 	if resp, body := pageGet(t, srv, "/api/v1/explain/"+itoa(lms.Gen)+"?group=lms"); resp.StatusCode != http.StatusOK ||

@@ -227,12 +227,8 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request) {
 	}
 	h := s.read.History()
 	if group != "" {
-		// As a group's view shows it: the group's entries and those of
-		// no group; the default group's have none.
-		if group == failover.DefaultGroup {
-			group = ""
-		}
-		h = slices.DeleteFunc(h, func(e failover.Entry) bool { return e.Group != "" && e.Group != group })
+		// As a group's view shows it: the group's entries and the cluster's.
+		h = slices.DeleteFunc(h, func(e failover.Entry) bool { return !e.InGroup(group) })
 	}
 	writeJSON(w, http.StatusOK, struct {
 		History []failover.Entry `json:"history"`
