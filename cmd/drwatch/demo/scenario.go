@@ -174,7 +174,7 @@ func (d *Demo) failsOver(ctx context.Context, p platform, before uint64) error {
 		return err
 	}
 	t := v.Sites[failover.Primary]
-	d.say("quorum verdict (%s): %d of %d watchers see primary DOWN (%s), quorum %d", p.label, len(t.Down), len(d.Nodes), strings.Join(t.Down, ","), t.Quorum)
+	d.say("quorum verdict: %d of %d watchers see the %s's primary DOWN (%s), quorum %d", len(t.Down), len(d.Nodes), p.label, strings.Join(t.Down, ","), t.Quorum)
 	if v, err = d.waitForGroup(ctx, p.group, "the leader decides to fail the "+p.label+" over", func(v failover.View) bool {
 		return v.Desired.Gen > before && v.Desired.Active == failover.Backup
 	}); err != nil {
