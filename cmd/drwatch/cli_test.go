@@ -108,14 +108,26 @@ func TestCLIAgainstCluster(t *testing.T) {
 			t.Errorf("got active %s leader %q served by %q; want primary, a leader, a follower", st.State.Active, st.Leader, st.ServedBy)
 		}
 		// A follower's replica may trail the leader's by a heartbeat: poll its view.
+		// The demo guards two platforms (failover groups): --group shows one
+		// in full, as status shows a cluster without groups.
 		var table string
 		poll.Until(t, 30*time.Second, func() bool {
-			table, _, _ = run(t, append([]string{"status"}, conn...)...)
+			table, _, _ = run(t, append([]string{"status", "--group", "default"}, conn...)...)
 			return strings.Contains(table, "primary  UP")
 		}, "the follower's table shows primary UP")
 		for _, want := range []string{"active site: primary", "primary  UP", "WATCHER"} {
 			if !strings.Contains(table, want) {
 				t.Errorf("table lacks %q:\n%s", want, table)
+			}
+		}
+		// Without --group: one line per group.
+		table, stderr, code = run(t, append([]string{"status"}, conn...)...)
+		if code != 0 {
+			t.Fatalf("status: exit %d: %s", code, stderr)
+		}
+		for _, want := range []string{"GROUP", "\ndefault ", "\nwiki "} {
+			if !strings.Contains(table, want) {
+				t.Errorf("the groups' table lacks %q:\n%s", want, table)
 			}
 		}
 	})

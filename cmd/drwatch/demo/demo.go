@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"text/template"
@@ -32,10 +33,23 @@ import (
 )
 
 // The demo's zone and addresses (documentation ranges: nothing is dialled).
+// PrimaryIP and BackupIP are the LMS's (lms and studio, the default group's
+// records); WikiPrimaryIP and WikiBackupIP the wiki's (group WikiGroup).
 const (
-	Zone      = "demo.test."
-	PrimaryIP = "203.0.113.10"
-	BackupIP  = "198.51.100.10"
+	Zone          = "demo.test."
+	PrimaryIP     = "203.0.113.10"
+	BackupIP      = "198.51.100.10"
+	WikiPrimaryIP = "203.0.113.30"
+	WikiBackupIP  = "198.51.100.30"
+)
+
+// The demo guards two platforms, each a failover group: the LMS is the
+// default group (the top-level sites and dns.records, so every command
+// without --group acts on it, as in a config from before groups) and the
+// wiki is the group WikiGroup. Both name the region's Kubernetes API.
+const (
+	LMSGroup  = failover.DefaultGroup
+	WikiGroup = "wiki"
 )
 
 // Options configure a demo run.
@@ -148,7 +162,7 @@ func Start(ctx context.Context, o Options) (d *Demo, err error) {
 	}
 	d.ca, d.caKey = ca, caKey
 	d.CAFile = d.path("ca.crt")
-	siteCert, siteKey, err := cluster.IssueNodeCert(ca, caKey, "sites", []string{"lms." + strings.TrimSuffix(Zone, "."), "studio." + strings.TrimSuffix(Zone, "."), "127.0.0.1", "localhost"}, 24*time.Hour)
+	siteCert, siteKey, err := cluster.IssueNodeCert(ca, caKey, "sites", []string{"lms." + strings.TrimSuffix(Zone, "."), "studio." + strings.TrimSuffix(Zone, "."), "wiki." + strings.TrimSuffix(Zone, "."), "127.0.0.1", "localhost"}, 24*time.Hour)
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +208,7 @@ func Start(ctx context.Context, o Options) (d *Demo, err error) {
 	}
 	// The configured ttl (5, in the config below): DNS matches the records
 	// before the first decision, as a zone set up for drwatch would.
-	if err := d.DNS.Seed("lms 5 IN A "+PrimaryIP, "studio 5 IN A "+PrimaryIP); err != nil {
+	if err := d.DNS.Seed("lms 5 IN A "+PrimaryIP, "studio 5 IN A "+PrimaryIP, "wiki 5 IN A "+WikiPrimaryIP); err != nil {
 		return nil, err
 	}
 
@@ -266,9 +280,9 @@ sites:
 {{- range .Sites}}
   {{.Name}}:
     probes:
-      - { name: lms, type: http, url: "https://lms.demo.test/heartbeat", connect_to: "{{.Heartbeat}}", ca_file: "{{$.Dir}}/ca.crt", cert_min_validity: 1h }
-      - { name: studio, type: http, url: "https://studio.demo.test/heartbeat", connect_to: "{{.Heartbeat}}", ca_file: "{{$.Dir}}/ca.crt" }
-      - { name: kube-api, type: kubernetes, server: "https://{{.Kube}}", ca_file: "{{$.Dir}}/ca.crt", token_file: "{{$.Dir}}/kube-token" }
+      - { name: lms, type: http, url: "https://lms.demo.test/heartbeat", connect_to: "{{.LMS}}", ca_file: "{{$.Dir}}/ca.crt", cert_min_validity: 1h }
+      - { name: studio, type: http, url: "https://studio.demo.test/heartbeat", connect_to: "{{.LMS}}", ca_file: "{{$.Dir}}/ca.crt" }
+      - {{template "kube" .}}
       - { name: ingress-lb, type: octavia, auth_url: "https://{{.OpenStack}}/v3", region: RegionOne, ca_file: "{{$.Dir}}/ca.crt",
           application_credential_id_file: "{{$.Dir}}/appcred-id", application_credential_secret_file: "{{$.Dir}}/appcred-secret",
           loadbalancer: ingress, critical: false }
@@ -282,6 +296,20 @@ dns:
   records:
     - { name: lms,    type: A, ttl: 5, primary: [ {{.PrimaryIP}} ], backup: [ {{.BackupIP}} ] }
     - { name: studio, type: A, ttl: 5, primary: [ {{.PrimaryIP}} ], backup: [ {{.BackupIP}} ] }
+# The second platform: the wiki, with its own Caddy and record, and the
+# region's Kubernetes API, defined as above, run once per round for both.
+groups:
+  - name: {{.WikiGroup}}
+    sites:
+{{- range .Sites}}
+      {{.Name}}:
+        probes:
+          - { name: wiki, type: http, url: "https://wiki.demo.test/heartbeat", connect_to: "{{.Wiki}}", ca_file: "{{$.Dir}}/ca.crt" }
+          - {{template "kube" .}}
+{{- end}}
+    dns:
+      records:
+        - { name: wiki, type: A, ttl: 5, primary: [ {{.WikiPrimaryIP}} ], backup: [ {{.WikiBackupIP}} ] }
 drill: { cert_min_validity: 1h }   # the demo's certificates live a day
 {{- if .PreHook}}
 hooks:
@@ -289,15 +317,18 @@ hooks:
     - { name: demo-check, command: [ {{range $i, $a := .PreHook}}{{if $i}}, {{end}}{{printf "%q" $a}}{{end}} ], timeout: 5s }
 {{- end}}
 log: { level: info }
+{{- define "kube"}}{ name: kube-api, type: kubernetes, server: "https://{{.Kube}}", ca_file: "{{.Dir}}/ca.crt", token_file: "{{.Dir}}/kube-token" }{{end}}
 `))
 
-type siteAddrs struct{ Name, Heartbeat, Kube, OpenStack string }
+// siteAddrs is one site's endpoints as the config template names them;
+// Dir is there for the template shared by both groups' kube-api.
+type siteAddrs struct{ Name, LMS, Wiki, Kube, OpenStack, Dir string }
 
 func (d *Demo) writeConfig(path string, self peerAddr, peers []peerAddr) error {
 	var sites []siteAddrs
 	for _, name := range []string{"primary", "backup"} {
 		s := d.Sites[name]
-		sites = append(sites, siteAddrs{Name: name, Heartbeat: s.Addr("heartbeat"), Kube: s.Addr("kube"), OpenStack: s.Addr("openstack")})
+		sites = append(sites, siteAddrs{Name: name, LMS: s.Addr(EndpointLMS), Wiki: s.Addr(EndpointWiki), Kube: s.Addr(EndpointKube), OpenStack: s.Addr(EndpointOpenStack), Dir: d.Dir})
 	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
@@ -305,6 +336,7 @@ func (d *Demo) writeConfig(path string, self peerAddr, peers []peerAddr) error {
 	}
 	err = configTmpl.Execute(f, map[string]any{"Self": self, "Peers": peers, "Dir": d.Dir, "Sites": sites,
 		"DNS": d.DNS.Addr(), "PrimaryIP": PrimaryIP, "BackupIP": BackupIP,
+		"WikiGroup": WikiGroup, "WikiPrimaryIP": WikiPrimaryIP, "WikiBackupIP": WikiBackupIP,
 		"Interval": d.interval.String(), "Timeout": (d.interval * 7 / 10).String(), "Fall": d.fall, "PreHook": d.preHook})
 	return errors.Join(err, f.Close())
 }
@@ -331,8 +363,24 @@ func (d *Demo) startControl() error {
 		d.say("site %s is now %s (from the control endpoint)", s.Name, strings.ToUpper(state))
 		fmt.Fprintf(w, "%s is %s\n", s.Name, state)
 	})
+	// One endpoint alone: one platform's Caddy, or the region's Kubernetes API.
+	mux.HandleFunc("POST /sites/{site}/{endpoint}/{state}", func(w http.ResponseWriter, r *http.Request) {
+		s, ok := d.Sites[r.PathValue("site")]
+		endpoint, state := r.PathValue("endpoint"), r.PathValue("state")
+		if !ok || !slices.Contains(Endpoints, endpoint) || (state != "up" && state != "down") {
+			http.Error(w, "want POST /sites/{primary|backup}/{"+strings.Join(Endpoints, "|")+"}/{up|down}", http.StatusNotFound)
+			return
+		}
+		if err := s.SetEndpointUp(endpoint, state == "up"); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		d.say("site %s endpoint %s is now %s (from the control endpoint)", s.Name, endpoint, strings.ToUpper(state))
+		fmt.Fprintf(w, "%s %s is %s\n", s.Name, endpoint, state)
+	})
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintln(w, "POST /sites/primary/down, /sites/primary/up, /sites/backup/down, /sites/backup/up")
+		fmt.Fprintln(w, "POST /sites/{primary|backup}/{up|down}: the whole site")
+		fmt.Fprintln(w, "POST /sites/{primary|backup}/{"+strings.Join(Endpoints, "|")+"}/{up|down}: one endpoint")
 	})
 	d.control = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = d.control.Serve(ln) }()

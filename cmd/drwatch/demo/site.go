@@ -14,6 +14,22 @@ import (
 	"time"
 )
 
+// A site's endpoints, each on its own port. The LMS and the wiki are the
+// two platforms' Caddies (each a failover group of its own); the
+// Kubernetes API and the OpenStack APIs are the region's, shared by both.
+const (
+	EndpointLMS       = "lms"
+	EndpointWiki      = "wiki"
+	EndpointKube      = "kube"
+	EndpointOpenStack = "openstack"
+)
+
+// Endpoints lists a site's endpoints in a fixed order.
+var Endpoints = []string{EndpointLMS, EndpointWiki, EndpointKube, EndpointOpenStack}
+
+// ErrNoEndpoint is returned for an endpoint a site does not have.
+var ErrNoEndpoint = errors.New("no such endpoint")
+
 // Site is one simulated site.
 type Site struct {
 	Name string
@@ -24,30 +40,29 @@ type Site struct {
 	appSec string
 
 	mu      sync.Mutex
-	up      bool
-	servers map[string]*listener // "heartbeat", "kube", "openstack"
+	servers map[string]*listener // by endpoint name (Endpoints)
 }
 
 type listener struct {
 	addr string
 	srv  *http.Server
 	h    http.Handler
+	up   bool
 }
 
 // newSite starts a site's three endpoints on loopback with free ports.
 func newSite(name string, cert tls.Certificate, token, appID, appSecret string) (*Site, error) {
 	s := &Site{Name: name, tlsCfg: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
-		token: token, appID: appID, appSec: appSecret, up: true, servers: map[string]*listener{}}
-	for _, part := range []struct {
-		name string
-		h    http.Handler
-	}{{"heartbeat", http.HandlerFunc(s.heartbeat)}, {"kube", http.HandlerFunc(s.readyz)}, {"openstack", http.HandlerFunc(s.openstack)}} {
-		l := &listener{addr: "127.0.0.1:0", h: part.h}
+		token: token, appID: appID, appSec: appSecret, servers: map[string]*listener{}}
+	handlers := map[string]http.Handler{EndpointLMS: http.HandlerFunc(s.heartbeat), EndpointWiki: http.HandlerFunc(s.heartbeat),
+		EndpointKube: http.HandlerFunc(s.readyz), EndpointOpenStack: http.HandlerFunc(s.openstack)}
+	for _, name := range Endpoints {
+		l := &listener{addr: "127.0.0.1:0", h: handlers[name], up: true}
 		if err := s.listen(l); err != nil {
 			s.Close()
 			return nil, err
 		}
-		s.servers[part.name] = l
+		s.servers[name] = l
 	}
 	return s, nil
 }
@@ -64,38 +79,64 @@ func (s *Site) listen(l *listener) error {
 	return nil
 }
 
-// Addr returns the address of one endpoint: "heartbeat", "kube" or "openstack".
+// Addr returns the address of one endpoint (one of Endpoints).
 func (s *Site) Addr(part string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.servers[part].addr
 }
 
-// Up reports whether the site is serving.
+// Up reports whether every endpoint of the site is serving.
 func (s *Site) Up() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.up
+	for _, l := range s.servers {
+		if !l.up {
+			return false
+		}
+	}
+	return true
 }
 
-// SetUp brings the site down (every listener closed: connection refused,
-// as in a meltdown) or back up on the same ports.
+// SetUp brings the whole site down (every endpoint closed: connection
+// refused, as in a region meltdown) or back up on the same ports.
 func (s *Site) SetUp(up bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if up == s.up {
-		return nil
-	}
-	s.up = up
 	var errs []error
-	for _, l := range s.servers {
-		if up {
-			errs = append(errs, s.listen(l))
-		} else {
-			errs = append(errs, l.srv.Close())
-		}
+	for _, name := range Endpoints {
+		errs = append(errs, s.setUp(s.servers[name], up))
 	}
 	return errors.Join(errs...)
+}
+
+// SetEndpointUp brings one endpoint down or back up on the same port, the
+// others untouched: one platform's Caddy dying alone, or the region's
+// Kubernetes API with every platform still serving.
+func (s *Site) SetEndpointUp(endpoint string, up bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, ok := s.servers[endpoint]
+	if !ok {
+		return fmt.Errorf("site %s endpoint %q: %w", s.Name, endpoint, ErrNoEndpoint)
+	}
+	return s.setUp(l, up)
+}
+
+// setUp opens or closes l; s.mu is held.
+func (s *Site) setUp(l *listener, up bool) error {
+	if l.up == up {
+		return nil
+	}
+	if up {
+		if err := s.listen(l); err != nil {
+			return err
+		}
+		l.up = true
+		return nil
+	}
+	l.up = false
+	return l.srv.Close()
 }
 
 // Close stops the site.
