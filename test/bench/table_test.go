@@ -162,7 +162,8 @@ func table(t *testing.T) string {
 func groupRows(t *testing.T, g result, row func(what, measured, target, v string, r result)) {
 	t.Helper()
 	n := g.num(t, "many_groups.groups")
-	setup := fmt.Sprintf("%.0f groups × 4 critical https probes per site against real Caddy, plus a shared region probe; %s", n, g.str("settings_short"))
+	setup := fmt.Sprintf("%.0f groups × 4 critical https probes per site against real Caddy, plus a shared region probe; %s; load one group %s, %.0f groups %s",
+		n, g.str("settings_short"), orUnknown(g.str("load_one_group")), n, orUnknown(g.str("load_many_groups")))
 	fr, fr90 := g.num(t, "ratios.flip_bind_after_floor_p50"), g.num(t, "ratios.flip_bind_after_floor_p90")
 	row(fmt.Sprintf("one group fails while the other %.0f stay healthy (%.0f kills at stratified phases per trio; %s): `detected_at` → BIND answers its backup, vs a one-group trio in the same run", n-1, g.num(t, "trials"), setup),
 		fmt.Sprintf("%.0f groups p50 %.0f ms, p90 %.0f ms; one group p50 %.0f ms, p90 %.0f ms; ratio p50 **%.2f**, p90 %.2f",

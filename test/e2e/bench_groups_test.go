@@ -47,6 +47,10 @@ type nodeLoad struct {
 	RSSMiB                float64 `json:"rss_mib"`
 	PayloadBytesPerSecond float64 `json:"replicated_payload_bytes_per_second,omitempty"`
 	WireInBytesPerSecond  float64 `json:"wire_bytes_per_second_from_leader,omitempty"`
+	// SlowestProbe is the longest of the node's last probe durations at
+	// the end of the window: a round, and the report that carries it,
+	// ends with its slowest probe.
+	SlowestProbeSeconds float64 `json:"slowest_probe_seconds"`
 }
 
 // groupsRun is what one world measured.
@@ -58,6 +62,11 @@ type groupsRun struct {
 	Flips   []trial        `json:"single_group_flips"`
 	Regions []regionTrial  `json:"region_outages"`
 	Summary map[string]any `json:"summary"`
+	// LoadStart and LoadEnd are /proc/loadavg when the world started and
+	// when its last trial ended: the worlds run one after the other on a
+	// machine shared with other work.
+	LoadStart string `json:"load_average_at_start"`
+	LoadEnd   string `json:"load_average_at_end"`
 }
 
 // BenchmarkFailoverGroups measures what 50 failover groups cost one trio
@@ -114,8 +123,8 @@ func groupNames(n int) []string {
 func groupsBench(b *testing.B, o Options, n, secs, flips, regions int) *groupsRun {
 	caddies := min(groupsBenchCaddies, n)
 	o.Groups = GroupOptions{Names: groupNames(n), Probes: groupsBenchProbes, CaddiesPerSite: caddies}
+	run := &groupsRun{Groups: n, Caddies: 2 * (caddies + 1), LoadStart: loadAverage()}
 	w := Start(b, o)
-	run := &groupsRun{Groups: n, Caddies: 2 * (caddies + 1)}
 	run.Nodes, run.Window = costWindow(b, w, time.Duration(secs)*time.Second)
 	g := w.Groups[len(w.Groups)/2]
 	for i := range flips {
@@ -135,7 +144,15 @@ func groupsBench(b *testing.B, o Options, n, secs, flips, regions int) *groupsRu
 		}
 		moveAllToPrimary(b, w, "--all-groups")
 	}
+	run.LoadEnd = loadAverage()
 	return run
+}
+
+// loadAverage is the 1, 5 and 15 minute load averages.
+func loadAverage() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
 }
 
 // costWindow measures every node over d with all groups healthy.
@@ -189,7 +206,14 @@ func costWindow(b *testing.B, w *World, d time.Duration) ([]nodeLoad, float64) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		durs, _, err := metricSeries(w, n, "drwatch_probe_duration_seconds")
+		if err != nil {
+			b.Fatal(err)
+		}
 		r := nodeLoad{Node: n.ID, CPUPercent: 100 * float64(y.cpu-x.cpu) / float64(wall), RSSMiB: float64(rss) / (1 << 20)}
+		for _, d := range durs {
+			r.SlowestProbeSeconds = max(r.SlowestProbeSeconds, d)
+		}
 		if n != leader && n != leaderAtEnd {
 			r.Follower = true
 			r.PayloadBytesPerSecond = (y.appended - x.appended) / wall.Seconds()
@@ -389,15 +413,16 @@ func reportGroups(b *testing.B, o Options, one, many *groupsRun, flips, regions 
 		printSeries(r.Summary, r.Flips, flipSeries)
 		fmt.Printf("%d group(s): region outages (%d):\n", r.Groups, len(r.Regions))
 		printSeries(r.Summary, r.Regions, regionSeries)
-		var cpu, rss, payload, wire float64
+		var cpu, rss, payload, wire, slowest float64
 		for _, n := range r.Nodes {
 			cpu, rss = max(cpu, n.CPUPercent), max(rss, n.RSSMiB)
 			payload, wire = max(payload, n.PayloadBytesPerSecond), max(wire, n.WireInBytesPerSecond)
+			slowest = max(slowest, n.SlowestProbeSeconds)
 		}
-		r.Summary["max_cpu_percent"], r.Summary["max_rss_mib"] = cpu, rss
+		r.Summary["max_cpu_percent"], r.Summary["max_rss_mib"], r.Summary["slowest_probe_s"] = cpu, rss, slowest
 		r.Summary["max_replicated_payload_bytes_per_s"], r.Summary["max_wire_bytes_per_s_leader_to_follower"] = payload, wire
-		fmt.Printf("%d group(s): cost over %.0f s: max CPU %.1f %% of a core, max RSS %.1f MiB, replicated payload %.0f B/s per follower (wire %.0f B/s)\n",
-			r.Groups, r.Window, cpu, rss, payload, wire)
+		fmt.Printf("%d group(s): cost over %.0f s: max CPU %.1f %% of a core, max RSS %.1f MiB, replicated payload %.0f B/s per follower (wire %.0f B/s), slowest probe %.2f s; load %s -> %s\n",
+			r.Groups, r.Window, cpu, rss, payload, wire, slowest, r.LoadStart, r.LoadEnd)
 	}
 	ratio := func(key string) float64 { return many.Summary[key].(float64) / one.Summary[key].(float64) }
 	ratios := map[string]any{
@@ -418,7 +443,6 @@ func reportGroups(b *testing.B, o Options, one, many *groupsRun, flips, regions 
 		ratios["region_last_verified_over_one_group_p50"], ratios["region_last_verified_over_one_group_p90"], ratios["cpu"], ratios["rss"], ratios["replicated_payload"])
 	b.ReportMetric(ratios["flip_bind_after_floor_p50"].(float64), "flip-over-floor-p50-ratio")
 	b.ReportMetric(ratios["region_last_verified_over_one_group_p50"].(float64), "region-last-verified-p50-ratio")
-	load, _ := os.ReadFile("/proc/loadavg")
 	writeResult(b, "groups.json", map[string]any{
 		"benchmark": fmt.Sprintf("%d failover groups on one trio vs one group, in the same run", many.Groups),
 		"command":   "go test -run '^$' -bench BenchmarkFailoverGroups -benchtime 1x ./test/e2e/",
@@ -432,7 +456,8 @@ func reportGroups(b *testing.B, o Options, one, many *groupsRun, flips, regions 
 		"region_trials":    regions,
 		"kill_phases":      fmt.Sprintf("flip i of %d and region outage i of %d kill at phase (i+0.5)/n of the probe interval on the wall-clock grid (stratified)", flips, regions),
 		"floor_definition": "decision Timings.DetectedAt (as BenchmarkFailoverOverFloor); a region outage's floor is the earliest group's",
-		"load_at_end":      strings.TrimSpace(string(load)),
+		"load_one_group":   one.LoadStart + " → " + one.LoadEnd,
+		"load_many_groups": many.LoadStart + " → " + many.LoadEnd,
 		"one_group":        one,
 		"many_groups":      many,
 		"ratios":           ratios,
