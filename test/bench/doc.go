@@ -1,7 +1,7 @@
 // Package bench keeps the README's table of end-to-end benchmark results
 // in step with the JSON the benchmarks write to results/ (test/e2e's
 // BenchmarkPeerPowerDNS, BenchmarkFailoverDeploySettings,
-// BenchmarkFailoverOverFloor and BenchmarkCostPerNode). Its test renders
+// BenchmarkFailoverOverFloor, BenchmarkCostPerNode and BenchmarkFailoverGroups). Its test renders
 // the table from the files and fails when README.md holds another one;
 // `go test ./test/bench -update` (make bench runs it) rewrites the README
 // between its markers.

@@ -98,6 +98,7 @@ func table(t *testing.T) string {
 	floor := load(t, "failover_floor.json")
 	cost := load(t, "cost.json")
 	loss := load(t, "failover_leader_loss.json")
+	groups := load(t, "groups.json")
 	var b strings.Builder
 	fmt.Fprintln(&b, "| what | measured | target | verdict | when, command |")
 	fmt.Fprintln(&b, "|---|---|---|---|---|")
@@ -151,7 +152,36 @@ func table(t *testing.T) string {
 		row(fmt.Sprintf("largest data dir in the %.0f s cost window, before every node compacted (not the plateau)", cost.num(t, "window_s")),
 			fmt.Sprintf("%.2f MiB", dir), "≤ 10 MiB", "not measured at the plateau", cost)
 	}
+	groupRows(t, groups, row)
 	return b.String()
+}
+
+// groupRows renders groups.json: one group's flip and a region outage in
+// the many-group trio against the one-group trio of the same run, and
+// what the many groups cost.
+func groupRows(t *testing.T, g result, row func(what, measured, target, v string, r result)) {
+	t.Helper()
+	n := g.num(t, "many_groups.groups")
+	setup := fmt.Sprintf("%.0f groups × 4 critical https probes per site against real Caddy, plus a shared region probe; %s; load one group %s, %.0f groups %s",
+		n, g.str("settings_short"), orUnknown(g.str("load_one_group")), n, orUnknown(g.str("load_many_groups")))
+	fr, fr90 := g.num(t, "ratios.flip_bind_after_floor_p50"), g.num(t, "ratios.flip_bind_after_floor_p90")
+	row(fmt.Sprintf("one group fails while the other %.0f stay healthy (%.0f kills at stratified phases per trio; %s): `detected_at` → BIND answers its backup, vs a one-group trio in the same run", n-1, g.num(t, "trials"), setup),
+		fmt.Sprintf("%.0f groups p50 %.0f ms, p90 %.0f ms; one group p50 %.0f ms, p90 %.0f ms; ratio p50 **%.2f**, p90 %.2f",
+			n, g.num(t, "many_groups.summary.bind_after_floor_ms_p50"), g.num(t, "many_groups.summary.bind_after_floor_ms_p90"),
+			g.num(t, "one_group.summary.bind_after_floor_ms_p50"), g.num(t, "one_group.summary.bind_after_floor_ms_p90"), fr, fr90),
+		"≤ 1.2×", verdict(fr, 1.2), g)
+	rr, rr90 := g.num(t, "ratios.region_last_verified_over_one_group_p50"), g.num(t, "ratios.region_last_verified_over_one_group_p90")
+	row(fmt.Sprintf("region outage moving all %.0f groups (%.0f kills of the region probe's primary at stratified phases per trio): earliest `detected_at` → last group verified, vs the one group of a one-group trio in the same run", n, g.num(t, "region_trials")),
+		fmt.Sprintf("%.0f groups p50 %.0f ms, p90 %.0f ms; one group p50 %.0f ms, p90 %.0f ms; ratio p50 **%.2f**, p90 %.2f",
+			n, g.num(t, "many_groups.summary.region_last_verified_after_detected_ms_p50"), g.num(t, "many_groups.summary.region_last_verified_after_detected_ms_p90"),
+			g.num(t, "one_group.summary.region_last_verified_after_detected_ms_p50"), g.num(t, "one_group.summary.region_last_verified_after_detected_ms_p90"), rr, rr90),
+		"≤ 2×", verdict(rr, 2), g)
+	row(fmt.Sprintf("cost per node of %.0f groups vs one group, each over a %.0f s window with every group healthy: CPU, RSS, log payload replicated per follower", n, g.num(t, "many_groups.cost_window_s")),
+		fmt.Sprintf("CPU %.1f %% vs %.1f %% of a core (%.2f×); RSS %.1f vs %.1f MiB (%.2f×); replicated %.0f vs %.0f B/s (%.2f×)",
+			g.num(t, "many_groups.summary.max_cpu_percent"), g.num(t, "one_group.summary.max_cpu_percent"), g.num(t, "ratios.cpu"),
+			g.num(t, "many_groups.summary.max_rss_mib"), g.num(t, "one_group.summary.max_rss_mib"), g.num(t, "ratios.rss"),
+			g.num(t, "many_groups.summary.max_replicated_payload_bytes_per_s"), g.num(t, "one_group.summary.max_replicated_payload_bytes_per_s"), g.num(t, "ratios.replicated_payload")),
+		"—", "—", g)
 }
 
 // TestReadmeTableMatchesResults: the README shows the figures the last

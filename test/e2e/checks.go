@@ -14,12 +14,19 @@ import (
 // the test if they still differ after d.
 func (w *World) SameHistory(d time.Duration) []failover.Entry {
 	w.T.Helper()
+	return w.sameHistoryOf(d, "histories", w.History)
+}
+
+// sameHistoryOf polls history (what names it in a failure) on every
+// running node until all are byte-identical, and returns it.
+func (w *World) sameHistoryOf(d time.Duration, what string, history func(*Node) ([]failover.Entry, error)) []failover.Entry {
+	w.T.Helper()
 	var last []failover.Entry
 	var why string
 	ok := Within(d, func() bool {
 		var first []byte
 		for i, n := range w.Running() {
-			h, err := w.History(n)
+			h, err := history(n)
 			if err != nil {
 				why = err.Error()
 				return false
@@ -37,7 +44,7 @@ func (w *World) SameHistory(d time.Duration) []failover.Entry {
 		return true
 	})
 	if !ok {
-		w.T.Fatalf("histories of the running nodes never became identical within %s: %s", d, why)
+		w.T.Fatalf("%s of the running nodes never became identical within %s: %s", what, d, why)
 	}
 	return last
 }

@@ -101,18 +101,33 @@ func smapsRollup(pid int) (rss, anon int64, err error) {
 // shows no such metric, unless vector: a vector with no series yet shows
 // nothing, and sums to 0.
 func metricValue(w *World, n *Node, name string, vector bool) (float64, error) {
-	code, body, err := w.get(n, "/metrics")
+	vs, typed, err := metricSeries(w, n, name)
 	if err != nil {
 		return 0, err
 	}
-	if code != http.StatusOK {
-		return 0, fmt.Errorf("%s /metrics: http %d", n.ID, code)
+	if !typed && len(vs) == 0 && !vector {
+		return 0, fmt.Errorf("%s /metrics: no %s", n.ID, name)
 	}
 	var sum float64
-	found := false
+	for _, v := range vs {
+		sum += v
+	}
+	return sum, nil
+}
+
+// metricSeries returns the value of every series of metric name on n's
+// /metrics, and whether n declares its type.
+func metricSeries(w *World, n *Node, name string) (vals []float64, typed bool, err error) {
+	code, body, err := w.get(n, "/metrics")
+	if err != nil {
+		return nil, false, err
+	}
+	if code != http.StatusOK {
+		return nil, false, fmt.Errorf("%s /metrics: http %d", n.ID, code)
+	}
 	for _, l := range strings.Split(body, "\n") {
 		if strings.HasPrefix(l, "# TYPE "+name+" ") {
-			found = true
+			typed = true
 		}
 		rest, ok := strings.CutPrefix(l, name)
 		if !ok || (!strings.HasPrefix(rest, " ") && !strings.HasPrefix(rest, "{")) {
@@ -124,14 +139,11 @@ func metricValue(w *World, n *Node, name string, vector bool) (float64, error) {
 		}
 		v, err := strconv.ParseFloat(f[0], 64)
 		if err != nil {
-			return 0, fmt.Errorf("%s /metrics: %s: %w", n.ID, l, err)
+			return nil, false, fmt.Errorf("%s /metrics: %s: %w", n.ID, l, err)
 		}
-		sum, found = sum+v, true
+		vals = append(vals, v)
 	}
-	if !found && !vector {
-		return 0, fmt.Errorf("%s /metrics: no %s", n.ID, name)
-	}
-	return sum, nil
+	return vals, typed, nil
 }
 
 // BenchmarkCostPerNode measures what a watcher costs to run, against a

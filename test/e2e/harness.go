@@ -81,6 +81,9 @@ type Options struct {
 	// mapping entries ("snapshot_threshold: 2048, trailing_logs: 1024"): the
 	// cost benchmark reruns old retention settings with it.
 	RaftExtra string
+	// Groups, when it names groups, makes the world guard failover groups
+	// instead of the one pair of lms records (groups.go).
+	Groups GroupOptions
 }
 
 func (o *Options) defaults() {
@@ -174,9 +177,13 @@ type World struct {
 	// DNS maps a watcher ID to its own path to BIND for its provider (the
 	// reconciler's reads and writes); dns.verify.servers points at BIND
 	// directly.
-	DNS   map[string]*DNSPath
+	DNS map[string]*DNSPath
+	// Sites are the two sites' Caddys; in a world of groups, the region's
+	// (RegionHost), which every group probes as "region".
 	Sites map[failover.Site]*Site
-	Nodes []*Node
+	// Groups are the failover groups (Options.Groups), in its order.
+	Groups []*Group
+	Nodes  []*Node
 
 	CAFile, TokenFile, Token, Actor string
 
@@ -271,7 +278,7 @@ func New(t testing.TB, o Options) *World {
 		t.Fatalf("bind: %v", err)
 	}
 	t.Cleanup(w.closeBIND)
-	must(t, w.seedZone())
+	must(t, w.seedZone(w.seedRecords()))
 
 	w.DNS = map[string]*DNSPath{}
 	for _, id := range IDs {
@@ -283,23 +290,21 @@ func New(t testing.TB, o Options) *World {
 		w.DNS[id] = p
 	}
 
+	host := strings.TrimSuffix(Name, ".")
+	if o.Groups.enabled() {
+		host = RegionHost
+	}
 	for _, s := range []struct {
 		name failover.Site
 		ip   string
 	}{{failover.Primary, PrimaryIP}, {failover.Backup, BackupIP}} {
 		cdir := w.path("caddy-" + string(s.name))
 		must(t, os.MkdirAll(cdir, 0o755))
-		c := caddytest.Start(t, caddytest.Options{Name: string(s.name), Hosts: []string{strings.TrimSuffix(Name, ".")}, Dir: cdir})
-		site := &Site{Name: s.name, IP: s.ip, Caddy: c, Proxies: map[string]*faultproxy.Proxy{}}
-		for _, id := range IDs {
-			p, err := faultproxy.New("127.0.0.1:0", c.Addr)
-			if err != nil {
-				t.Fatalf("site proxy: %v", err)
-			}
-			t.Cleanup(func() { _ = p.Close() })
-			site.Proxies[id] = p
-		}
-		w.Sites[s.name] = site
+		c := caddytest.Start(t, caddytest.Options{Name: string(s.name), Hosts: []string{host}, Dir: cdir})
+		w.Sites[s.name] = w.newSite(s.name, s.ip, c)
+	}
+	if o.Groups.enabled() {
+		w.startGroups()
 	}
 
 	must(t, w.writeSecrets())
@@ -330,6 +335,20 @@ func New(t testing.TB, o Options) *World {
 	return w
 }
 
+// newSite puts one fault proxy per watcher in front of Caddy c.
+func (w *World) newSite(name failover.Site, ip string, c *caddytest.Caddy) *Site {
+	site := &Site{Name: name, IP: ip, Caddy: c, Proxies: map[string]*faultproxy.Proxy{}}
+	for _, id := range IDs {
+		p, err := faultproxy.New("127.0.0.1:0", c.Addr)
+		if err != nil {
+			w.T.Fatalf("site proxy: %v", err)
+		}
+		w.T.Cleanup(func() { _ = p.Close() })
+		site.Proxies[id] = p
+	}
+	return site
+}
+
 func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
@@ -352,16 +371,33 @@ func (w *World) Node(id string) *Node {
 
 func (w *World) tsigKey() (name, secret string) { return dnsservers.KeySHA256, w.BIND.Secret }
 
-// seedZone puts the primary's record in the zone, as an operator would
+// seedRecords are the records the zone holds before drwatch starts: the
+// primary's address of each flipped name.
+func (w *World) seedRecords() []string {
+	if !w.Opts.Groups.enabled() {
+		return []string{Name + " 5 IN A " + PrimaryIP}
+	}
+	var rrs []string
+	for i, g := range w.Opts.Groups.Names {
+		rrs = append(rrs, g+"."+Zone+" 5 IN A "+groupIP(failover.Primary, i))
+	}
+	return rrs
+}
+
+// seedZone puts records in the zone in one UPDATE, as an operator would
 // before installing drwatch.
-func (w *World) seedZone() error {
+func (w *World) seedZone(records []string) error {
 	m := new(dns.Msg)
 	m.SetUpdate(Zone)
-	rr, err := dns.NewRR(Name + " 5 IN A " + PrimaryIP)
-	if err != nil {
-		return err
+	var rrs []dns.RR
+	for _, r := range records {
+		rr, err := dns.NewRR(r)
+		if err != nil {
+			return err
+		}
+		rrs = append(rrs, rr)
 	}
-	m.Insert([]dns.RR{rr})
+	m.Insert(rrs)
 	name, secret := w.tsigKey()
 	m.SetTsig(name, dns.HmacSHA256, 300, time.Now().Unix())
 	c := &dns.Client{Net: "tcp", Timeout: 5 * time.Second, TsigSecret: map[string]string{name: secret}}
@@ -436,7 +472,7 @@ peers:
 api: { tokens_file: "{{.Dir}}/tokens" }
 raft: { heartbeat_timeout: {{.HB}}, election_timeout: {{.HB}}, leader_lease_timeout: {{.Lease}}{{with .O.RaftExtra}}, {{.}}{{end}} }
 policy: { interval: {{.O.Interval}}, timeout: {{.O.Timeout}}, fall: {{.O.Fall}}, rise: {{.O.Rise}}, quorum: {{.O.Quorum}}, auto_failover: {{.Auto}}, block_window: {{.O.BlockWindow}}, failback: manual }
-sites:
+{{if .Groups}}{{template "groups" .}}{{else}}sites:
 {{- range .Sites}}
   {{.Name}}:
     probes:
@@ -445,16 +481,33 @@ sites:
       - { name: lms-{{.}}, type: http, critical: false, url: "{{$site.URL}}", connect_to: "{{$site.ConnectTo}}"{{if $site.CA}}, ca_file: "{{$site.CA}}"{{end}} }
 {{- end}}
 {{- end}}
-dns:
+{{end}}dns:
   provider: rfc2136
   zone: {{.Zone}}
   rfc2136: { server: "{{.DNSPath}}", key_name: {{.KeyName}}, key_file: "{{.Dir}}/tsig.key" }
   verify: { servers: [ "{{.BIND}}" ], timeout: 10s }
+{{- if not .Groups}}
   records:
     - { name: lms, type: A, ttl: 5, primary: [ {{.PrimaryIP}} ], backup: [ {{.BackupIP}} ] }
-drill: { cert_min_validity: {{.O.DrillCertMinValidity}} }
+{{- end}}
+drill: { {{with .DrillRecord}}record: {{.}}, {{end}}cert_min_validity: {{.O.DrillCertMinValidity}} }
 log: { level: {{.O.LogLevel}} }
-`))
+{{define "groups"}}groups:
+{{- range .Groups}}
+  - name: {{.Name}}
+    sites:
+{{- range .Sites}}
+      {{.Name}}:
+        probes:
+{{- range .Probes}}
+          - { name: {{.Name}}, type: http, url: "{{.URL}}", connect_to: "{{.ConnectTo}}", ca_file: "{{.CA}}" }
+{{- end}}
+{{- end}}
+    dns:
+      records:
+        - { name: {{.Name}}, type: A, ttl: 5, primary: [ {{.PrimaryIP}} ], backup: [ {{.BackupIP}} ] }
+{{- end}}
+{{end}}`))
 
 func (w *World) writeConfig(n *Node) error {
 	type siteCfg struct{ Name, URL, ConnectTo, CA string }
@@ -480,6 +533,7 @@ func (w *World) writeConfig(n *Node) error {
 		"Zone": Zone, "Extra": extra,
 		"DNSPath": w.DNS[n.ID].Proxy.Addr(), "KeyName": keyName, "BIND": w.BIND.Addr,
 		"PrimaryIP": PrimaryIP, "BackupIP": BackupIP,
+		"Groups": w.groupConfigs(n), "DrillRecord": w.drillRecord(),
 	})
 	if err != nil {
 		return err
@@ -879,9 +933,14 @@ func (w *World) LeaderView() (api.Status, bool) {
 }
 
 // WaitHealthy waits until the running nodes agree on a leader and the
-// leader's replica sees both sites UP at quorum.
+// leader's replica sees both sites UP at quorum (every group's, in a world
+// of groups).
 func (w *World) WaitHealthy(d time.Duration) {
 	w.T.Helper()
+	if w.Opts.Groups.enabled() {
+		w.waitGroupsHealthy(d)
+		return
+	}
 	if Within(d, func() bool {
 		st, ok := w.LeaderView()
 		return ok && st.State.Sites[failover.Primary].Verdict == failover.Up && st.State.Sites[failover.Backup].Verdict == failover.Up
@@ -928,8 +987,11 @@ func (w *World) Answer() string {
 }
 
 // Fence returns the fence TXT text BIND serves ("" when none).
-func (w *World) Fence() (string, error) {
-	r, err := w.query(FenceName, dns.TypeTXT)
+func (w *World) Fence() (string, error) { return w.txt(FenceName) }
+
+// txt returns the text of name's TXT record at BIND ("" when none).
+func (w *World) txt(name string) (string, error) {
+	r, err := w.query(name, dns.TypeTXT)
 	if err != nil {
 		return "", err
 	}
@@ -964,11 +1026,17 @@ func (w *World) query(name string, t uint16) (*dns.Msg, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.Rcode != dns.RcodeSuccess {
-		return nil, fmt.Errorf("rcode %s", dns.RcodeToString[r.Rcode])
+	switch r.Rcode {
+	case dns.RcodeSuccess:
+		return r, nil
+	case dns.RcodeNameError:
+		return nil, errNXDomain
 	}
-	return r, nil
+	return nil, fmt.Errorf("rcode %s", dns.RcodeToString[r.Rcode])
 }
+
+// errNXDomain is BIND's answer for a name the zone does not hold.
+var errNXDomain = errors.New("rcode NXDOMAIN")
 
 // StopBIND kills named (its zone file and journal stay in its directory).
 func (w *World) StopBIND() {
