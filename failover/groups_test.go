@@ -37,6 +37,19 @@ func TestPolicyWithGroupsNeedsTheGroupsLogFormat(t *testing.T) {
 	if err := CheckFormat(c, 2); !errors.As(err, &re) || re.Rule != RuleLogFormat {
 		t.Fatalf("a format-2 cluster must refuse a policy with groups, got %v", err)
 	}
+	// The leader's stamp refuses it until every voter reads format 3 (the
+	// tick loop proposes the file's policy again every interval, so groups
+	// turn on by themselves once the format is raised), and takes it then.
+	b, err := Encode(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := StampFormat(b, 2, 2, 2); !errors.As(err, &re) || re.Rule != RuleLogFormat {
+		t.Fatalf("stamp a policy with groups at format 2: %v, want refused by %s", err, RuleLogFormat)
+	}
+	if _, err := StampFormat(b, 2, 3, 3); err != nil {
+		t.Fatalf("stamp a policy with groups at format 3: %v", err)
+	}
 	// A trio that has not enabled groups writes what it wrote before.
 	for _, pl := range []Payload{Failover{To: Backup, AckBlock: true}, Failback{}, Pause{}, Resume{}, Ack{}, ActionResult{Gen: 1, Outcome: OutcomeVerified}} {
 		b, err := Encode(Command{At: 1, Payload: pl})
