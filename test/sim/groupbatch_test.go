@@ -126,3 +126,22 @@ func TestSimDeposedLeadersBatchIsRefused(t *testing.T) {
 	}
 }
 
+// A soak with enough runs with groups and no batched write fails, so it
+// cannot silently stop covering the batch path; fewer group runs, or one
+// batch, pass. The lean-report gap is checked the same way.
+func TestSoakFailsWhenNoGroupRunBatched(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		s    Stats
+		gaps int
+	}{
+		{"enough group runs, no batch", Stats{GroupRuns: minGroupRunsForBatches}, 1},
+		{"enough group runs, one batch", Stats{GroupRuns: minGroupRunsForBatches, BatchWrites: 1}, 0},
+		{"too few group runs to tell", Stats{GroupRuns: minGroupRunsForBatches - 1}, 0},
+		{"committed reports, none lean", Stats{ReportsCommitted: 101}, 1},
+	} {
+		if got := coverageGaps(tc.s); len(got) != tc.gaps {
+			t.Errorf("%s: gaps %q, want %d", tc.name, got, tc.gaps)
+		}
+	}
+}
