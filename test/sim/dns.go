@@ -197,7 +197,7 @@ func (w *World) dnsLatency(node string) time.Duration {
 // dnsWorld is what the simulator tracks of the nodes' DNS traffic.
 type dnsWorld struct {
 	slow     []slowSpan
-	inflight map[string]int // swaps sent and not yet landed, by node
+	inflight map[string]int // writes (swaps, batches) sent and not yet landed, by node
 	deposed  bool           // a depose event has crashed a writer
 	// refusedBatches names the sender of each batch the authority
 	// refused whole, in order.
