@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -49,6 +50,7 @@ type nodeDNS struct {
 var (
 	_ dnsprovider.Provider          = (*nodeDNS)(nil)
 	_ dnsprovider.CompareAndSwapper = (*nodeDNS)(nil)
+	_ dnsprovider.BatchSwapper      = (*nodeDNS)(nil)
 	_ reconcile.Verifier            = (*nodeVerifier)(nil)
 )
 
@@ -74,6 +76,49 @@ func (d *nodeDNS) GetFence(ctx context.Context) (uint64, error) {
 }
 
 func (d *nodeDNS) Swap(ctx context.Context, expected, desired []dnsprovider.RRset, fenceOld, fenceNew uint64) error {
+	return d.write(ctx, func(ctx context.Context) error {
+		return d.c.Swap(ctx, expected, desired, fenceOld, fenceNew)
+	})
+}
+
+// BatchKey implements dnsprovider.BatchSwapper: the simdns client's key,
+// so the reconcilers of one leadership batch as production's of one
+// server, zone and key do.
+func (d *nodeDNS) BatchKey() string { return d.c.BatchKey() }
+
+// SwapBatch implements dnsprovider.BatchSwapper: the ops, each made by
+// this node's path to its group's fence, go to the authority as one
+// simdns SwapBatch, one write on this node's path. The world counts the
+// batches, the swaps they carry and those the authority refused (and
+// who sent them).
+func (d *nodeDNS) SwapBatch(ctx context.Context, ops []dnsprovider.SwapOp) error {
+	inner := make([]dnsprovider.SwapOp, len(ops))
+	for i, op := range ops {
+		q, ok := op.Provider.(*nodeDNS)
+		if !ok || q.node != d.node {
+			return fmt.Errorf("sim swap batch: %w: op %d is not on node %s's path", dnsprovider.ErrConfig, i, d.node)
+		}
+		inner[i] = op
+		inner[i].Provider = q.c
+	}
+	d.w.count(func(s *Stats) { s.BatchWrites++; s.BatchedSwaps += len(ops) })
+	return d.write(ctx, func(ctx context.Context) error {
+		err := d.c.SwapBatch(ctx, inner)
+		if errors.Is(err, dnsprovider.ErrConflict) {
+			// Counted when the authority answers: a deposed sender
+			// has given up by then, and its batch still lands.
+			d.w.mu.Lock()
+			d.w.stats.BatchesRefused++
+			d.w.dnsw.refusedBatches = append(d.w.dnsw.refusedBatches, d.node)
+			d.w.mu.Unlock()
+		}
+		return err
+	})
+}
+
+// write sends one write on this node's path, counted, and noted in
+// flight (for depose) until it lands.
+func (d *nodeDNS) write(ctx context.Context, call func(context.Context) error) error {
 	w := d.w
 	w.mu.Lock()
 	w.stats.DNSWrites++
@@ -85,7 +130,7 @@ func (d *nodeDNS) Swap(ctx context.Context, expected, desired []dnsprovider.RRse
 			w.dnsw.inflight[d.node]--
 			w.mu.Unlock()
 		}()
-		return struct{}{}, d.c.Swap(ctx, expected, desired, fenceOld, fenceNew)
+		return struct{}{}, call(ctx)
 	})
 	return err
 }
@@ -152,8 +197,11 @@ func (w *World) dnsLatency(node string) time.Duration {
 // dnsWorld is what the simulator tracks of the nodes' DNS traffic.
 type dnsWorld struct {
 	slow     []slowSpan
-	inflight map[string]int // swaps sent and not yet landed, by node
+	inflight map[string]int // writes (swaps, batches) sent and not yet landed, by node
 	deposed  bool           // a depose event has crashed a writer
+	// refusedBatches names the sender of each batch the authority
+	// refused whole, in order.
+	refusedBatches []string
 }
 
 // slowSpan is a stretch of virtual time when node's DNS requests travel lat.

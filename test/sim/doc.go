@@ -40,7 +40,13 @@
 // the shared region probe, its own records in the one zone, its own fence
 // TXT and its own reconciler on the leader; an outage fails one group's
 // probe or the region probe, and operators' commands name a group (or
-// all groups).
+// all groups). The leader's reconcilers share their writes as the
+// watcher's do (reconcile.BatchWrites, window a tenth of an interval), so
+// the decisions of several groups that meet (a region outage, a failover
+// of every group) reach the authority as one simdns SwapBatch, all or
+// nothing, each group under its own fence; the summary line counts the
+// batches, and a soak of 40 or more group runs without one fails
+// (coverageGaps).
 //
 // Invariants are checked continuously, after every scripted step, and
 // recorded rather than fatal, so a failing run can print its schedule:

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/drwatch/drwatch/dnsprovider"
@@ -363,17 +362,7 @@ func runGroups(t *testing.T, groups []string, probe string) *World {
 	sched := Schedule{Seed: 1, Length: 30 * time.Second, Groups: groups, Events: []Event{
 		{Seq: 1, At: 5 * time.Second, Kind: "outage", Site: failover.Primary, Probe: probe, Nodes: []string{"a", "b", "c"}, For: 15 * time.Second},
 	}}
-	var w *World
-	synctest.Test(t, func(t *testing.T) {
-		var err error
-		if w, err = Run(sched); err != nil {
-			t.Fatal(err)
-		}
-	})
-	if v := w.Violations(); len(v) > 0 {
-		t.Fatalf("%v\n%s", v, sched)
-	}
-	return w
+	return runSched(t, sched)
 }
 
 // groupMoved checks, on every replica and in DNS, that group moved to

@@ -247,10 +247,11 @@ func summary(b batch, wall time.Duration, par int) string {
 	n := max(b.ran, 1)
 	per := func(v int) float64 { return float64(v) / float64(n) }
 	s := b.total
-	return fmt.Sprintf("%d schedules in %s wall (%.1f/s, %d at a time, race=%v); per schedule: %s virtual, %.1f faults (%.1f DNS), %.1f operator commands (%.1f acknowledged), %.0f reports (%.0f committed, %.0f of them lean), %.1f leaderships, %.1f DNS swaps, %.1f remediation actions; %d automatic flips in all; %d runs with failover groups, %d automatic flips in them; %d snapshots installed below a running replica's applied index",
+	return fmt.Sprintf("%d schedules in %s wall (%.1f/s, %d at a time, race=%v); per schedule: %s virtual, %.1f faults (%.1f DNS), %.1f operator commands (%.1f acknowledged), %.0f reports (%.0f committed, %.0f of them lean), %.1f leaderships, %.1f DNS writes, %.1f remediation actions; %d automatic flips in all; %d runs with failover groups, %d automatic flips in them, %d batched UPDATEs carrying %d groups' swaps (%d refused whole); %d snapshots installed below a running replica's applied index",
 		b.ran, wall.Round(time.Millisecond), float64(b.ran)/wall.Seconds(), par, raceEnabled, (s.Virtual / time.Duration(n)).Round(100*time.Millisecond),
 		per(s.Faults), per(s.DNSFaults), per(s.Commands), per(s.CommandsAcked), per(s.Reports), per(s.ReportsCommitted), per(s.ReportsLean),
-		per(s.Leaderships), per(s.DNSWrites), per(s.RemediationActions), s.AutoFlips, s.GroupRuns, s.GroupAutoFlips, s.StaleSnapshots)
+		per(s.Leaderships), per(s.DNSWrites), per(s.RemediationActions), s.AutoFlips, s.GroupRuns, s.GroupAutoFlips,
+		s.BatchWrites, s.BatchedSwaps, s.BatchesRefused, s.StaleSnapshots)
 }
 
 var failureNumbers = regexp.MustCompile(`[0-9]+(\.[0-9]+)?(ms|s|µs|ns)?`)

@@ -121,6 +121,10 @@ func (w *World) lead(ctx context.Context, n *simNode, node *cluster.Node) {
 // as a trio without groups does; another group's reads that group's
 // desired state (reconcile.GroupState) and names the group in its
 // ActionResults (Config.Group), as the watcher's leader loop builds them.
+// They share their writes as the watcher's do (reconcile.BatchWrites,
+// with its window of a tenth of an interval): the groups of a run are in
+// one zone on one authority, so the swaps of several groups ready at once
+// go as one simdns SwapBatch.
 func (w *World) reconcilers(n *simNode, node *cluster.Node) ([]*reconcile.Reconciler, error) {
 	var recs []*reconcile.Reconciler
 	for _, g := range w.simGroups() {
@@ -139,6 +143,7 @@ func (w *World) reconcilers(n *simNode, node *cluster.Node) ([]*reconcile.Reconc
 		}
 		recs = append(recs, rec)
 	}
+	reconcile.BatchWrites(Interval/10, recs)
 	return recs, nil
 }
 

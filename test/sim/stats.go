@@ -15,6 +15,9 @@ func (s *Stats) add(o Stats) {
 	s.StaleSnapshots += o.StaleSnapshots
 	s.DNSFaults += o.DNSFaults
 	s.DNSWrites += o.DNSWrites
+	s.BatchWrites += o.BatchWrites
+	s.BatchedSwaps += o.BatchedSwaps
+	s.BatchesRefused += o.BatchesRefused
 	s.RemediationActions += o.RemediationActions
 	s.Leaderships += o.Leaderships
 	s.Virtual += o.Virtual

@@ -84,7 +84,10 @@ type Stats struct {
 	GroupRuns                 int // runs whose policy has failover groups
 	GroupAutoFlips            int // automatic flips in those runs, of every group
 	StaleSnapshots            int // snapshots a running replica installed below the index it had applied
-	DNSFaults, DNSWrites      int
+	DNSFaults, DNSWrites      int // DNSWrites: UPDATEs sent, a batch counting one
+	BatchWrites               int // batched UPDATEs sent (SwapBatch)
+	BatchedSwaps              int // the groups' swaps they carried
+	BatchesRefused            int // batches the authority refused whole (a prerequisite failed)
 	RemediationActions        int
 	Leaderships               int
 	Virtual                   time.Duration

@@ -62,7 +62,7 @@ const (
 // Call describes one provider call, for the hook.
 type Call struct {
 	Seq   int       // 1-based, in the order calls reached the authority
-	Op    string    // "get", "fence", "set", "swap"
+	Op    string    // "get", "fence", "set", "swap", "batch" (SwapBatch)
 	Fault FaultKind // the fault this call suffers
 	Stage Stage
 }
@@ -70,7 +70,7 @@ type Call struct {
 // Write is one applied write.
 type Write struct {
 	Seq         int    // the call that made it
-	Op          string // "set" or "swap"
+	Op          string // "set", "swap" or "batch" (SwapBatch: every op's writes)
 	FenceBefore uint64 // the authority's fence before (0: none or malformed)
 	FenceAfter  uint64 // and after
 	// Sets are the RRsets written, sorted by name and type; an RRset with
@@ -235,8 +235,8 @@ type Option func(*Client)
 // TSIG key through the RFC 2136 client: a terminal *dnsprovider.AuthError.
 func Unauthorised(c *Client) { c.unauthorised = true }
 
-// Client is one writer's view of the authority: dnsprovider.Provider and
-// dnsprovider.CompareAndSwapper.
+// Client is one writer's view of the authority: dnsprovider.Provider,
+// dnsprovider.CompareAndSwapper and dnsprovider.BatchSwapper.
 type Client struct {
 	a            *Authority
 	fence        string
@@ -246,6 +246,7 @@ type Client struct {
 var (
 	_ dnsprovider.Provider          = (*Client)(nil)
 	_ dnsprovider.CompareAndSwapper = (*Client)(nil)
+	_ dnsprovider.BatchSwapper      = (*Client)(nil)
 )
 
 // Zone implements dnsprovider.Provider.
@@ -313,45 +314,17 @@ func (c *Client) SetRecords(ctx context.Context, sets []dnsprovider.RRset) ([]dn
 // Swap implements dnsprovider.CompareAndSwapper with BIND's prerequisite
 // semantics (see the package doc).
 func (c *Client) Swap(ctx context.Context, expected, desired []dnsprovider.RRset, fenceOld, fenceNew uint64) error {
-	if fenceNew == 0 || fenceNew == fenceOld {
-		return fmt.Errorf("simdns swap: %w: new fence gen=%d must be non-zero and differ from gen=%d", dnsprovider.ErrConfig, fenceNew, fenceOld)
+	if err := checkFences(fenceOld, fenceNew); err != nil {
+		return fmt.Errorf("simdns swap: %w", err)
 	}
 	var conflict *dnsprovider.ConflictError
 	err := c.do(ctx, "swap", func(z *Authority) error {
 		conflict = nil
-		exp := map[dnsprovider.RRsetID]dnsprovider.RRset{}
-		prereqs := make([]dnsprovider.RRset, 0, len(expected)+1)
-		for _, s := range expected {
-			n, err := z.normalize(s)
-			if err != nil {
-				return err
-			}
-			if n.ID() == fenceID(c.fence) {
-				return fmt.Errorf("%w: the fence %s is not a managed RRset", dnsprovider.ErrConfig, n.ID())
-			}
-			exp[n.ID()] = n
-			prereqs = append(prereqs, n)
+		prereqs, writes, err := c.planLocked(expected, desired, fenceNew)
+		if err != nil {
+			return err
 		}
-		fenceWas := dnsprovider.RRset{Name: c.fence, Type: "TXT"}
-		if fenceOld != 0 {
-			fenceWas.Values = []string{dnsprovider.FenceText(fenceOld)}
-		}
-		prereqs = append(prereqs, fenceWas)
-		var writes []dnsprovider.RRset
-		for _, s := range desired {
-			n, err := z.normalize(s)
-			if err != nil {
-				return err
-			}
-			e, ok := exp[n.ID()]
-			if !ok {
-				return fmt.Errorf("%w: desired %s has no expected state", dnsprovider.ErrConfig, n.ID())
-			}
-			if !n.Equal(e) {
-				writes = append(writes, n)
-			}
-		}
-		if rc, ok := z.prereqsFailLocked(prereqs); ok {
+		if rc, ok := z.prereqsFailLocked(prereqs(fenceOld)); ok {
 			conflict = &dnsprovider.ConflictError{Rcode: dns.RcodeToString[rc]}
 			ids := make([]dnsprovider.RRsetID, len(expected))
 			for i, s := range expected {
@@ -366,8 +339,6 @@ func (c *Client) Swap(ctx context.Context, expected, desired []dnsprovider.RRset
 			}
 			return nil
 		}
-		writes = append(writes, dnsprovider.RRset{Name: c.fence, Type: "TXT", TTL: dnsprovider.FenceTTL,
-			Values: []string{dnsprovider.FenceText(fenceNew)}})
 		z.applyLocked("swap", writes)
 		return nil
 	})
@@ -376,6 +347,142 @@ func (c *Client) Swap(ctx context.Context, expected, desired []dnsprovider.RRset
 	}
 	if conflict != nil {
 		return fmt.Errorf("simdns swap: %w", conflict)
+	}
+	return nil
+}
+
+// checkFences is the client's own check of a swap's generations, made
+// before anything is sent, as the RFC 2136 client makes it.
+func checkFences(fenceOld, fenceNew uint64) error {
+	if fenceNew == 0 || fenceNew == fenceOld {
+		return fmt.Errorf("%w: new fence gen=%d must be non-zero and differ from gen=%d", dnsprovider.ErrConfig, fenceNew, fenceOld)
+	}
+	return nil
+}
+
+// planLocked turns one swap into what the authority checks and writes:
+// its prerequisites (every expected RRset, then c's fence holding
+// fenceOld) and its writes (every desired RRset that differs from its
+// expected state, then c's fence at fenceNew), as the RFC 2136 client
+// puts one swap in an UPDATE.
+func (c *Client) planLocked(expected, desired []dnsprovider.RRset, fenceNew uint64) (prereqs func(fenceOld uint64) []dnsprovider.RRset, writes []dnsprovider.RRset, err error) {
+	z := c.a
+	exp := map[dnsprovider.RRsetID]dnsprovider.RRset{}
+	pre := make([]dnsprovider.RRset, 0, len(expected)+1)
+	for _, s := range expected {
+		n, err := z.normalize(s)
+		if err != nil {
+			return nil, nil, err
+		}
+		if n.ID() == fenceID(c.fence) {
+			return nil, nil, fmt.Errorf("%w: the fence %s is not a managed RRset", dnsprovider.ErrConfig, n.ID())
+		}
+		exp[n.ID()] = n
+		pre = append(pre, n)
+	}
+	for _, s := range desired {
+		n, err := z.normalize(s)
+		if err != nil {
+			return nil, nil, err
+		}
+		e, ok := exp[n.ID()]
+		if !ok {
+			return nil, nil, fmt.Errorf("%w: desired %s has no expected state", dnsprovider.ErrConfig, n.ID())
+		}
+		if !n.Equal(e) {
+			writes = append(writes, n)
+		}
+	}
+	writes = append(writes, dnsprovider.RRset{Name: c.fence, Type: "TXT", TTL: dnsprovider.FenceTTL,
+		Values: []string{dnsprovider.FenceText(fenceNew)}})
+	prereqs = func(fenceOld uint64) []dnsprovider.RRset {
+		fenceWas := dnsprovider.RRset{Name: c.fence, Type: "TXT"}
+		if fenceOld != 0 {
+			fenceWas.Values = []string{dnsprovider.FenceText(fenceOld)}
+		}
+		return append(pre, fenceWas)
+	}
+	return prereqs, writes, nil
+}
+
+// BatchKey implements dnsprovider.BatchSwapper. The RFC 2136 client's key
+// is the server, zone and TSIG key a message goes to and is signed with;
+// here the server is the authority (its identity: two authorities never
+// share a message even for one zone), and a client's key is good
+// (Client) or wrong (Unauthorised), so a wrongly keyed client never
+// batches with a good one.
+func (c *Client) BatchKey() string {
+	key := "good"
+	if c.unauthorised {
+		key = "unauthorised"
+	}
+	return fmt.Sprintf("simdns %p %s %s", c.a, c.a.zone, key)
+}
+
+// SwapBatch implements dnsprovider.BatchSwapper as the RFC 2136 client
+// makes it, one UPDATE carrying every op's prerequisites and updates: one
+// call to the authority (one fault, one hook, one history entry, one
+// serial bump), which checks every op's prerequisites, its fence
+// included, before it applies any op's writes, and applies all of them or
+// none. A failed prerequisite of any op fails them all with
+// dnsprovider.ErrConflict and no re-read, as BIND's rcode comes back for
+// the whole message. Every op's provider must be a *Client of this
+// authority with this client's BatchKey, and no two ops may name one
+// RRset or fence (dnsprovider.ErrConfig), checked before anything is
+// sent.
+func (c *Client) SwapBatch(ctx context.Context, ops []dnsprovider.SwapOp) error {
+	clients := make([]*Client, len(ops))
+	seen := map[dnsprovider.RRsetID]bool{}
+	for i, op := range ops {
+		q, ok := op.Provider.(*Client)
+		if !ok || q.BatchKey() != c.BatchKey() {
+			return fmt.Errorf("simdns swap batch: %w: op %d is not for %s", dnsprovider.ErrConfig, i, c.BatchKey())
+		}
+		if err := checkFences(op.FenceOld, op.FenceNew); err != nil {
+			return fmt.Errorf("simdns swap batch: op %d: %w", i, err)
+		}
+		ids := []dnsprovider.RRsetID{fenceID(q.fence)}
+		for _, s := range op.Expected {
+			id, err := c.a.normalizeID(s.ID())
+			if err != nil {
+				return fmt.Errorf("simdns swap batch: op %d: %w", i, err)
+			}
+			ids = append(ids, id)
+		}
+		for _, id := range ids {
+			if seen[id] {
+				// The RFC 2136 client refuses it too: the server would
+				// check two prerequisites on one RRset as one.
+				return fmt.Errorf("simdns swap batch: %w: %s is in two swaps", dnsprovider.ErrConfig, id)
+			}
+			seen[id] = true
+		}
+		clients[i] = q
+	}
+	var failed string
+	err := c.do(ctx, "batch", func(z *Authority) error {
+		failed = ""
+		var prereqs, writes []dnsprovider.RRset
+		for i, op := range ops {
+			pre, w, err := clients[i].planLocked(op.Expected, op.Desired, op.FenceNew)
+			if err != nil {
+				return fmt.Errorf("op %d: %w", i, err)
+			}
+			prereqs = append(prereqs, pre(op.FenceOld)...)
+			writes = append(writes, w...)
+		}
+		if rc, ok := z.prereqsFailLocked(prereqs); ok {
+			failed = dns.RcodeToString[rc]
+			return nil
+		}
+		z.applyLocked("batch", writes)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("simdns swap batch: %w", err)
+	}
+	if failed != "" {
+		return fmt.Errorf("simdns swap batch: %w (%s)", dnsprovider.ErrConflict, failed)
 	}
 	return nil
 }
@@ -434,7 +541,7 @@ func (c *Client) do(ctx context.Context, op string, effect func(*Authority) erro
 }
 
 func rcodeOp(op string) string {
-	if op == "set" || op == "swap" {
+	if op == "set" || op == "swap" || op == "batch" {
 		return "update"
 	}
 	return "query"

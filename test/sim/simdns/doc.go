@@ -1,5 +1,6 @@
 // Package simdns is the simulator's DNS authority: an in-memory zone that
-// implements dnsprovider.Provider and dnsprovider.CompareAndSwapper with
+// implements dnsprovider.Provider, dnsprovider.CompareAndSwapper and
+// dnsprovider.BatchSwapper with
 // BIND's semantics for RFC 2136 prerequisites and fencing, as the RFC 2136
 // client sees them through BIND or dnsprovider/dnstest.
 //
@@ -23,6 +24,16 @@
 // catches the caller rather than the fake hiding it. A deposed writer
 // holds a lower fenceOld than the zone and is refused by construction.
 // The SOA serial moves only when a write changed something.
+//
+// SwapBatch is the RFC 2136 client's one UPDATE carrying several swaps,
+// each on its own fence TXT (one per failover group of the zone): one
+// call, which checks every swap's prerequisites before applying any and
+// applies all of them or none, with one serial bump and one History
+// entry. A failed prerequisite of any swap fails the whole message with
+// dnsprovider.ErrConflict and no re-read, as BIND answers one rcode for
+// the message. Clients batch only with clients of the same BatchKey: the
+// same authority (the server), zone, and key (a client made with
+// Unauthorised never shares a message with a good one).
 //
 // # Mapped wire behaviour
 //
