@@ -95,6 +95,10 @@ type leanPending struct {
 	policy *Policy
 	hash   string // the policy hash of its round (obs leaves it out when lean)
 	at     int64
+	// keepView is set on a full report sent while the view matched the
+	// log under its policy (no site covered): the log keeps its older
+	// states for the probes it leaves out, and so does the view.
+	keepView bool
 }
 
 // Encode returns the report to propose for the full round o (Base 0, as
@@ -105,15 +109,17 @@ func (e *LeanEncoder) Encode(o Observe, p *Policy, hash string, now int64) Obser
 	if e.pending != nil {
 		e.Lost()
 	}
-	out := e.encode(o, p, hash, now)
-	e.pending = &leanPending{obs: out, policy: p, hash: o.PolicyHash, at: now}
+	out, keep := e.encode(o, p, hash, now)
+	e.pending = &leanPending{obs: out, policy: p, hash: o.PolicyHash, at: now, keepView: keep}
 	return out
 }
 
-func (e *LeanEncoder) encode(o Observe, p *Policy, hash string, now int64) Observe {
+// encode returns the report for o, and whether the view still matches the
+// log for the probes a full report leaves out (see leanPending.keepView).
+func (e *LeanEncoder) encode(o Observe, p *Policy, hash string, now int64) (Observe, bool) {
 	if e.base == 0 || p == nil || o.Base != 0 || o.Seq == 0 || o.Seq == e.base ||
 		o.PolicyHash != hash || hash != e.hash || now < e.fullUntil {
-		return o
+		return o, false
 	}
 	for _, v := range e.view {
 		if now-v.recordedAt >= int64(p.stale())/2 {
@@ -129,7 +135,7 @@ func (e *LeanEncoder) encode(o Observe, p *Policy, hash string, now int64) Obser
 	for _, r := range o.Results {
 		k := probeKey(r.Site, r.Probe)
 		if has[k] {
-			return o // the machine refuses it; it must refuse the same round
+			return o, false // the machine refuses it; it must refuse the same round
 		}
 		has[k] = true
 		roundAt = max(roundAt, r.CompletedAt)
@@ -149,7 +155,9 @@ func (e *LeanEncoder) encode(o Observe, p *Policy, hash string, now int64) Obser
 		}
 	}
 	if len(lean.Sites) == 0 {
-		return o
+		// A round of some probes of a site (a fast round of one failover
+		// group's) goes out full, but the view held until now.
+		return o, true
 	}
 	for _, r := range o.Results {
 		if v := e.view[probeKey(r.Site, r.Probe)]; v != nil {
@@ -162,7 +170,7 @@ func (e *LeanEncoder) encode(o Observe, p *Policy, hash string, now int64) Obser
 			lean.Results = append(lean.Results, r)
 		}
 	}
-	return lean
+	return lean, false
 }
 
 // send reports whether r must go out in a lean report (see LeanEncoder).
@@ -226,7 +234,7 @@ func (e *LeanEncoder) Applied(now int64) {
 		e.reset()
 		return
 	}
-	if o.Base == 0 {
+	if o.Base == 0 && !pd.keepView {
 		// Probes missing from a full report keep older states in the log;
 		// forgetting them only sends them again.
 		e.view = map[string]*leanProbe{}

@@ -849,20 +849,8 @@ func TestLeanEncoderSendsWhatTheLogDoesNotKnow(t *testing.T) {
 			o.Results = append(o.Results, ProbeResult{Site: site, Probe: name, OK: true, LatencyMS: lat[k], CertExpiry: cert, CompletedAt: now})
 		}
 		o.Results = append(o.Results, extra...)
-		lo := e.Encode(o, pol, h, now)
 		idx++
-		if _, err := m.Step(idx, Command{At: now, Payload: lo}); err != nil {
-			t.Fatalf("at %s: %v", at, err)
-		}
-		e.Applied(now)
-		var out []string
-		if lo.Base == 0 {
-			out = append(out, "full")
-		}
-		for _, r := range lo.Results {
-			out = append(out, probeKey(r.Site, r.Probe))
-		}
-		return out
+		return leanSend(t, m, &e, idx, o, pol, h, now)
 	}
 	check := func(step string, got []string, want ...string) {
 		t.Helper()
@@ -900,6 +888,26 @@ func TestLeanEncoderSendsWhatTheLogDoesNotKnow(t *testing.T) {
 	if got := m.st.Nodes["a"].Probes["primary/web"].Last.LatencyMS; got != 5 {
 		t.Errorf("primary/web: recorded latency %d, want 5", got)
 	}
+}
+
+// leanSend encodes the round o with e at now, applies it to m at index
+// idx, tells e it was applied, and lists what went out: "full" first for
+// a full report, then each result's site/probe.
+func leanSend(t *testing.T, m *Machine, e *LeanEncoder, idx uint64, o Observe, pol *Policy, h string, now int64) []string {
+	t.Helper()
+	lo := e.Encode(o, pol, h, now)
+	if _, err := m.Step(idx, Command{At: now, Payload: lo}); err != nil {
+		t.Fatalf("at %s: %v", time.Duration(now-base), err)
+	}
+	e.Applied(now)
+	var out []string
+	if lo.Base == 0 {
+		out = append(out, "full")
+	}
+	for _, r := range lo.Results {
+		out = append(out, probeKey(r.Site, r.Probe))
+	}
+	return out
 }
 
 // A probe whose latency scatters round to round around a steady level, as

@@ -411,6 +411,11 @@ type Suspicion struct {
 	// Down are the critical probes the state holds DOWN for the node
 	// asked about, as "site/probe".
 	Down []string
+	// Probes names, with Groups, the probes of each suspect site that a
+	// fast round re-probes: those of every group suspect on it, sorted, so
+	// that one group's suspicion costs its own probes, not those of every
+	// group on the site. Nil without Groups: every probe of the site.
+	Probes map[Site][]string
 }
 
 // Suspicion returns the suspect sites and node's DOWN critical probes.
@@ -434,6 +439,12 @@ func (m *Machine) Suspicion(node string) Suspicion {
 				if !slices.Contains(out.Suspect, site) {
 					out.Suspect = append(out.Suspect, site)
 				}
+				if len(p.Groups) > 0 {
+					if out.Probes == nil {
+						out.Probes = map[Site][]string{}
+					}
+					out.Probes[site] = addProbeNames(out.Probes[site], s.Policy.Sites[site])
+				}
 			}
 			ns := s.Nodes[node]
 			if ns == nil {
@@ -453,7 +464,41 @@ func (m *Machine) Suspicion(node string) Suspicion {
 	if len(p.Groups) > 0 {
 		slices.Sort(out.Down)
 	}
+	for _, names := range out.Probes {
+		slices.Sort(names)
+	}
 	return out
+}
+
+// GroupProbes returns, with Groups, the probes of site named by every
+// failover group that holds one of critical as a critical probe of site,
+// sorted: what a watcher whose own critical probes fail there re-probes
+// fast. Nil without Groups: every probe of the site.
+func (p *Policy) GroupProbes(site Site, critical []string) []string {
+	if len(p.Groups) == 0 {
+		return nil
+	}
+	out := []string{}
+	for _, name := range p.GroupNames() {
+		gp, _ := p.ForGroup(name)
+		if slices.ContainsFunc(gp.Sites[site].Probes, func(ref ProbeRef) bool {
+			return ref.Critical && slices.Contains(critical, ref.Name)
+		}) {
+			out = addProbeNames(out, gp.Sites[site])
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// addProbeNames adds the names of sp's probes missing from names.
+func addProbeNames(names []string, sp SitePolicy) []string {
+	for _, ref := range sp.Probes {
+		if !slices.Contains(names, ref.Name) {
+			names = append(names, ref.Name)
+		}
+	}
+	return names
 }
 
 // suspects are the sites every watcher reads from its replica and

@@ -59,9 +59,11 @@
 // covers a site is never less than FastInterval after the previous one when
 // either is fast, so re-probing adds at most one round per FastInterval per
 // site; and a probe never runs in two rounds at once (a fast round due while
-// a round of its site runs is skipped, a full round waits for a fast round's
-// probe). The scheduler only probes: which site is suspect, and for how
-// long, is the watcher's judgement.
+// a round of its probes runs is skipped, a full round waits for a fast round's
+// probe). Scheduler.SetFastProbes restricts a site's fast rounds to some of
+// its probes (a suspect failover group's), so that they cost what that
+// group's probes cost and wait only for those. The scheduler only probes:
+// which site is suspect, and for how long, is the watcher's judgement.
 //
 // # Metrics
 //

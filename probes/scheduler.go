@@ -49,11 +49,12 @@ type Round struct {
 	// Start is the round's tick: the intended start, not the actual one.
 	Start time.Time
 	// Fast is set on a round of re-probes of suspect sites only (SetFast,
-	// ProbeNow): it holds only their probes' results.
+	// ProbeNow): it holds only their probes' results, or those of the
+	// probes SetFastProbes names.
 	Fast bool
 	// Results holds one entry per probe the round ran, in the order of the
 	// sites and probes given to NewScheduler: every probe for a full round,
-	// one site's for a fast one.
+	// one site's (or those SetFastProbes names) for a fast one.
 	Results []NamedResult
 }
 
@@ -136,10 +137,17 @@ type Scheduler struct {
 // at their offsets less lead: the jitter spreads a full round's probes,
 // but on a fast round it would only delay the evidence asked for (a
 // ProbeNow waited up to JitterFraction of the interval before probing).
+//
+// SetFastProbes restricts its fast rounds to some of its probes (only):
+// a site that holds many platforms' probes (failover groups) re-probes
+// those of the suspect ones, so that their round ends when their slowest
+// probe does, not the slowest of the site, and no full round holding an
+// unrelated probe makes it skip.
 type fastSite struct {
 	site  string
-	order []int         // its probes, indices into probes, by offset
-	lead  time.Duration // the offset of its first probe (order[0])
+	order []int                 // its probes, indices into probes, by offset
+	lead  time.Duration         // the offset of its first probe (order[0])
+	only  atomic.Pointer[[]int] // the probes of its fast rounds, a subsequence of order; nil: all
 	on    atomic.Bool
 	now   atomic.Bool   // ProbeNow asked, not yet run
 	last  atomic.Int64  // unix ns when the latest round covering the site started its first probe of it
@@ -697,6 +705,38 @@ func (s *Scheduler) SetFast(site string, on bool) {
 	fs.poke()
 }
 
+// SetFastProbes restricts site's fast rounds (SetFast and ProbeNow alike)
+// to its probes named in names, from the next one on; nil restores every
+// probe of the site, the default. Names the site does not probe are
+// ignored; with none left a fast round has nothing to run and is not
+// run. Full rounds always run every probe. It does nothing for a site the
+// Scheduler does not probe. Safe for concurrent use.
+func (s *Scheduler) SetFastProbes(site string, names []string) {
+	fs := s.sites[site]
+	if fs == nil {
+		return
+	}
+	if names == nil {
+		fs.only.Store(nil)
+		return
+	}
+	only := make([]int, 0, len(names))
+	for _, i := range fs.order {
+		if slices.Contains(names, s.probes[i].spec.Name) {
+			only = append(only, i)
+		}
+	}
+	fs.only.Store(&only)
+}
+
+// fastOrder is the probes of fs's next fast round, by offset.
+func (fs *fastSite) fastOrder() []int {
+	if only := fs.only.Load(); only != nil {
+		return *only
+	}
+	return fs.order
+}
+
 // ProbeNow asks Run for a fast round of site as soon as the bounds allow:
 // FastInterval after the last round that covered the site started probing
 // it, and
@@ -802,19 +842,24 @@ func (s *Scheduler) nextFastTick(fs *fastSite, t time.Time) time.Time {
 	return t.Add(time.Duration(iv - off))
 }
 
-// runFast runs one fast round of fs at tick and publishes it, unless a
-// round of the site's probes is still running: then that round's results
-// stand for this one, which is skipped.
+// runFast runs one fast round of fs at tick (of the probes SetFastProbes
+// names) and publishes it, unless a round of one of those probes is still
+// running: then that round's results stand for this one, which is
+// skipped. A round of the site's other probes does not make it skip.
 func (s *Scheduler) runFast(ctx context.Context, fs *fastSite, tick time.Time) {
+	order := fs.fastOrder()
+	if len(order) == 0 {
+		return
+	}
 	held := make([]bool, len(s.probes))
-	for _, i := range fs.order {
+	for _, i := range order {
 		select {
 		case s.probes[i].slot <- struct{}{}:
 			held[i] = true
 			continue
 		default:
 		}
-		for _, j := range fs.order {
+		for _, j := range order {
 			if held[j] {
 				<-s.probes[j].slot
 			}
@@ -826,7 +871,9 @@ func (s *Scheduler) runFast(ctx context.Context, fs *fastSite, tick time.Time) {
 	}
 	atomicMax(&fs.last, tick.UnixNano())
 	round := Round{Seq: s.seq.Add(1), Start: tick, Fast: true}
-	round.Results = s.runProbes(ctx, tick, fs.lead, fs.order, held, nil)
+	// Its first probe starts at the tick, as the site's first does on an
+	// unrestricted round.
+	round.Results = s.runProbes(ctx, tick, s.probes[order[0]].offset, order, held, nil)
 	if ctx.Err() != nil {
 		return
 	}

@@ -76,8 +76,10 @@ func (w *Watcher) reportLoop(ctx context.Context, rounds <-chan probes.Round) {
 			return
 		case r := <-rounds:
 			w.lastRound.Store(w.cfg.Now().UnixNano())
+			p, _ := w.machine.Policy()
+			w.susp.setPolicy(p)
 			w.reprobe(w.susp.round(r)) // before the report: a commit takes a while
-			if p, _ := w.machine.Policy(); p != nil {
+			if p != nil {
 				// Without a policy a report would only be rejected.
 				w.rep.Count(p, r)
 				handOver(next, r)

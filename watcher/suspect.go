@@ -17,6 +17,9 @@ type Reprober interface {
 	SetFast(site string, on bool)
 	// ProbeNow asks for one round of site's probes as soon as allowed.
 	ProbeNow(site string)
+	// SetFastProbes restricts site's fast rounds, SetFast's and
+	// ProbeNow's, to the probes named; nil means every probe of the site.
+	SetFastProbes(site string, names []string)
 }
 
 var _ Reprober = (*probes.Scheduler)(nil)
@@ -44,25 +47,47 @@ var _ Reprober = (*probes.Scheduler)(nil)
 // and fast successes would only speed up its rise. So only watchers that
 // have not voted DOWN confirm, and a recovering site, and failback, are
 // probed at the interval: rise is never sped up.
+//
+// With failover groups a fast site's fast rounds re-probe only the probes
+// of the groups that make it suspect (failover.Suspicion.Probes for the
+// committed rule, failover.Policy.GroupProbes of the failing probes for
+// the own one), so that one group's suspicion costs what it costs a trio
+// with that group alone; a group newly suspect on a site already fast is
+// probed at once too. Without groups every probe of the site is.
 type suspicion struct {
 	mu        sync.Mutex
 	fall      int
-	fails     map[string]int  // site/probe -> own consecutive failures of a critical probe
-	down      map[string]bool // site/probe this node's replica holds DOWN for this node
+	policy    *failover.Policy // the replicated one, for the own rule's groups; nil: every probe
+	fails     map[string]int   // site/probe -> own consecutive failures of a critical probe
+	down      map[string]bool  // site/probe this node's replica holds DOWN for this node
 	committed map[failover.Site]bool
-	fast      map[failover.Site]bool // what the Reprober was last told
+	// committedProbes are the probes the committed rule names per site
+	// (failover.Suspicion.Probes); nil: every probe.
+	committedProbes map[failover.Site][]string
+	fast            map[failover.Site]bool     // what the Reprober was last told
+	probes          map[failover.Site][]string // the probes it was last told, while fast
 }
 
 // reprobe is one change to tell the Reprober.
 type reprobe struct {
-	site failover.Site
-	fast bool
-	now  bool // probe at once
+	site   failover.Site
+	fast   bool
+	now    bool     // probe at once
+	probes []string // while fast, the probes to re-probe; nil: every probe of the site
 }
 
 func newSuspicion(fall int) *suspicion {
 	return &suspicion{fall: fall, fails: map[string]int{}, down: map[string]bool{},
-		committed: map[failover.Site]bool{}, fast: map[failover.Site]bool{}}
+		committed: map[failover.Site]bool{}, committedProbes: map[failover.Site][]string{},
+		fast: map[failover.Site]bool{}, probes: map[failover.Site][]string{}}
+}
+
+// setPolicy sets the replicated policy, whose groups say which probes
+// this watcher's own failures make fast.
+func (s *suspicion) setPolicy(p *failover.Policy) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.policy = p
 }
 
 func suspectKey(site failover.Site, probe string) string { return string(site) + "/" + probe }
@@ -100,24 +125,48 @@ func (s *suspicion) view(v failover.Suspicion) []reprobe {
 	}
 	var now []failover.Site
 	committed := map[failover.Site]bool{}
+	committedProbes := map[failover.Site][]string{}
 	for _, site := range v.Suspect {
 		committed[site] = true
-		if !s.committed[site] {
+		committedProbes[site] = v.Probes[site]
+		if !s.committed[site] || gains(s.committedProbes[site], v.Probes[site]) {
 			now = append(now, site)
 		}
 	}
-	s.committed = committed
+	s.committed, s.committedProbes = committed, committedProbes
 	return s.changes(now)
 }
 
-// own reports whether this watcher's own failures make site suspect.
-func (s *suspicion) own(site failover.Site) bool {
+// gains reports whether the probe set to names more than from (nil: every
+// probe).
+func gains(from, to []string) bool {
+	if from == nil {
+		return false
+	}
+	if to == nil {
+		return true
+	}
+	return slices.ContainsFunc(to, func(n string) bool { return !slices.Contains(from, n) })
+}
+
+// own reports whether this watcher's own failures make site suspect, and
+// which probes of it they make fast (nil: every probe).
+func (s *suspicion) own(site failover.Site) (bool, []string) {
+	var failing []string
 	for k, n := range s.fails {
-		if st, _, _ := cutSite(k); st == site && n < s.fall && !s.down[k] {
-			return true
+		if st, probe, _ := cutSite(k); st == site && n < s.fall && !s.down[k] {
+			failing = append(failing, probe)
 		}
 	}
-	return false
+	if len(failing) == 0 {
+		return false, nil
+	}
+	if s.policy == nil {
+		return true, nil
+	}
+	names := s.policy.GroupProbes(site, failing)
+	// A probe no group holds critical makes nothing fast.
+	return names == nil || len(names) > 0, names
 }
 
 // votesDown reports whether this node's replica holds one of its critical
@@ -145,14 +194,39 @@ func cutSite(k string) (failover.Site, string, bool) {
 func (s *suspicion) changes(now []failover.Site) []reprobe {
 	var out []reprobe
 	for _, site := range []failover.Site{failover.Primary, failover.Backup} {
-		fast := s.own(site) || s.committed[site] && !s.votesDown(site)
+		own, ownProbes := s.own(site)
+		committed := s.committed[site] && !s.votesDown(site)
+		fast := own || committed
+		var names []string
+		switch {
+		case !fast:
+		case own && ownProbes == nil, committed && s.committedProbes[site] == nil:
+			// Every probe of the site: names stays nil.
+		default:
+			names = []string{}
+			if own {
+				names = append(names, ownProbes...)
+			}
+			if committed {
+				names = append(names, s.committedProbes[site]...)
+			}
+			slices.Sort(names)
+			names = slices.Compact(names)
+		}
 		entered := fast && slices.Contains(now, site)
-		if fast != s.fast[site] || entered {
-			s.fast[site] = fast
-			out = append(out, reprobe{site: site, fast: fast, now: entered})
+		moved := fast && !sameProbes(names, s.probes[site])
+		if fast != s.fast[site] || entered || moved {
+			s.fast[site], s.probes[site] = fast, names
+			out = append(out, reprobe{site: site, fast: fast, now: entered, probes: names})
 		}
 	}
 	return out
+}
+
+// sameProbes reports whether a and b name the same probes, nil (every
+// probe) being no set of names.
+func sameProbes(a, b []string) bool {
+	return (a == nil) == (b == nil) && slices.Equal(a, b)
 }
 
 // Suspect lists the sites this watcher re-probes fast now.
@@ -172,12 +246,16 @@ func (w *Watcher) Suspect() []failover.Site {
 func (w *Watcher) reprobe(changes []reprobe) {
 	for _, c := range changes {
 		if c.fast {
-			w.log.Info("site suspect: re-probing at the fast interval", "site", string(c.site), "at_once", c.now)
+			// probes 0 means every probe of the site.
+			w.log.Info("site suspect: re-probing at the fast interval", "site", string(c.site), "at_once", c.now, "probes", len(c.probes))
 		} else {
 			w.log.Info("site settled: probing at the interval", "site", string(c.site))
 		}
 		if w.cfg.Reprobe == nil {
 			continue
+		}
+		if c.fast {
+			w.cfg.Reprobe.SetFastProbes(string(c.site), c.probes)
 		}
 		if c.now {
 			w.cfg.Reprobe.ProbeNow(string(c.site))
@@ -194,6 +272,8 @@ func (w *Watcher) suspectLoop(ctx context.Context) {
 	var prev []failover.Site
 	for {
 		sus := w.machine.Suspicion(w.cfg.Node)
+		p, _ := w.machine.Policy()
+		w.susp.setPolicy(p)
 		w.reprobe(w.susp.view(sus))
 		for _, site := range sus.Suspect {
 			if !slices.Contains(prev, site) {

@@ -257,6 +257,17 @@ func (f *fakeReprober) ProbeNow(site string) {
 	f.calls = append(f.calls, "now "+site)
 }
 
+// SetFastProbes records a restriction; nil, every probe of the site,
+// is what the scheduler starts with and is not recorded.
+func (f *fakeReprober) SetFastProbes(site string, names []string) {
+	if names == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, fmt.Sprintf("probes %s %v", site, names))
+}
+
 func (f *fakeReprober) got() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()

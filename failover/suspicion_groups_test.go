@@ -1,0 +1,116 @@
+package failover
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+// groupsReplica steps p's machine with every node's report of every probe
+// of both sites, each up unless named in down ("site/probe").
+type groupsReplica struct {
+	t     *testing.T
+	m     *Machine
+	p     Policy
+	index uint64
+}
+
+func newGroupsReplica(t *testing.T, p Policy) *groupsReplica {
+	r := &groupsReplica{t: t, m: New(), p: p}
+	r.step(SetPolicy{Policy: p, Actor: "test"})
+	return r
+}
+
+func (r *groupsReplica) step(p Payload) {
+	r.t.Helper()
+	r.index++
+	if _, err := r.m.Step(r.index, Command{At: int64(r.index) * int64(100*time.Millisecond), Payload: p}); err != nil {
+		r.t.Fatalf("step %d %T: %v", r.index, p, err)
+	}
+}
+
+func (r *groupsReplica) report(node string, down ...string) {
+	r.t.Helper()
+	o := Observe{Node: node}
+	for _, site := range sites {
+		var names []string
+		for _, name := range r.p.GroupNames() {
+			gp, _ := r.p.ForGroup(name)
+			names = addProbeNames(names, gp.Sites[site])
+		}
+		for _, n := range names {
+			o.Results = append(o.Results, ProbeResult{Site: site, Probe: n, OK: !slices.Contains(down, probeKey(site, n))})
+		}
+	}
+	r.step(o)
+}
+
+// With groups, a suspect site's fast rounds re-probe only the probes of
+// the groups suspect on it: apps' own web probe failing names apps'
+// probes, not lms'; the shared kube probe failing names both groups'.
+func TestSuspicionNamesOnlyTheSuspectGroupsProbes(t *testing.T) {
+	for _, tc := range []struct {
+		down string
+		want []string
+	}{
+		{"primary/web-apps", []string{"kube", "web-apps"}},
+		{"primary/kube", []string{"kube", "web-apps", "web-lms"}},
+	} {
+		r := newGroupsReplica(t, twoGroupPolicy())
+		for _, n := range []string{"a", "b", "c"} {
+			r.report(n)
+		}
+		if s := r.m.Suspicion("a"); len(s.Suspect) != 0 || s.Probes != nil {
+			t.Fatalf("all up: got suspect %v probes %v, want none", s.Suspect, s.Probes)
+		}
+		r.report("b", tc.down)
+		s := r.m.Suspicion("a")
+		if !slices.Equal(s.Suspect, []Site{Primary}) || len(s.Probes) != 1 || !slices.Equal(s.Probes[Primary], tc.want) {
+			t.Fatalf("%s failing on b: got suspect %v probes %v, want the primary with %v", tc.down, s.Suspect, s.Probes, tc.want)
+		}
+	}
+}
+
+// Without groups a suspect site names no probes: its fast rounds re-probe
+// every probe of it, as they always did.
+func TestSuspicionWithoutGroupsNamesNoProbes(t *testing.T) {
+	p := Policy{Nodes: []string{"a", "b", "c"}, Quorum: 2, Fall: 3, Rise: 2, Interval: time.Second,
+		Sites: map[Site]SitePolicy{
+			Primary: {Probes: []ProbeRef{{Name: "web", Critical: true}, {Name: "lb"}}},
+			Backup:  {Probes: []ProbeRef{{Name: "web", Critical: true}}},
+		},
+		Zone: "example.org.", Records: []Record{{Name: "lms", Type: "A", TTL: 60, Primary: []string{"203.0.113.1"}, Backup: []string{"198.51.100.1"}}},
+	}
+	r := newGroupsReplica(t, p)
+	for _, n := range []string{"a", "b", "c"} {
+		r.report(n)
+	}
+	r.report("b", "primary/web")
+	if s := r.m.Suspicion("a"); !slices.Equal(s.Suspect, []Site{Primary}) || s.Probes != nil {
+		t.Fatalf("got suspect %v probes %v, want the primary with every probe (nil)", s.Suspect, s.Probes)
+	}
+	if got := p.GroupProbes(Primary, []string{"web"}); got != nil {
+		t.Fatalf("GroupProbes without groups: got %v, want nil (every probe)", got)
+	}
+}
+
+// GroupProbes names the probes of the groups that hold a failing probe
+// as critical: one group's own probe names its probes, a shared one
+// every group's, and a probe no group holds critical names none.
+func TestGroupProbesNamesTheGroupsOfCriticalProbes(t *testing.T) {
+	p := twoGroupPolicy()
+	p.Groups[0].Sites[Primary] = SitePolicy{Probes: append(slices.Clone(p.Groups[0].Sites[Primary].Probes), ProbeRef{Name: "lb"})}
+	for _, tc := range []struct {
+		critical []string
+		want     []string
+	}{
+		{[]string{"web-lms"}, []string{"kube", "lb", "web-lms"}},
+		{[]string{"web-apps"}, []string{"kube", "web-apps"}},
+		{[]string{"kube"}, []string{"kube", "lb", "web-apps", "web-lms"}},
+		{[]string{"lb"}, []string{}},
+	} {
+		if got := p.GroupProbes(Primary, tc.critical); got == nil || !slices.Equal(got, tc.want) {
+			t.Fatalf("GroupProbes(primary, %v): got %v, want %v", tc.critical, got, tc.want)
+		}
+	}
+}
