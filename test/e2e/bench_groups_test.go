@@ -340,7 +340,7 @@ func leaderHistory(w *World) ([]failover.Entry, bool) {
 	return h, err == nil
 }
 
-// moveAllToPrimary waits until every group's primary is UP at quorum,
+// moveAllToPrimary waits until every watcher sees every group's primary UP,
 // then moves the groups that args name (--group NAME or --all-groups) back
 // with `drwatch failover --to primary --wait`, asking the nodes in turn
 // (each lets one actor make 10 moves at once, then one a minute), and
@@ -364,9 +364,15 @@ func moveAllToPrimary(b *testing.B, w *World, args ...string) {
 		}
 		return true
 	}
+	// Every watcher, not a quorum: a watcher whose probe is still DOWN
+	// (fewer than rise successes since the heal) keeps the failed run's
+	// first failure, and the next kill's decision would report it.
 	Eventually(b, 2*time.Minute, func() bool {
-		return all(func(g failover.GroupSummary) bool { return g.Sites[failover.Primary].Verdict == failover.Up })
-	}, "every group's primary is UP at quorum again")
+		return all(func(g failover.GroupSummary) bool {
+			t := g.Sites[failover.Primary]
+			return t.Verdict == failover.Up && len(t.Up) == len(w.Nodes)
+		})
+	}, "every watcher sees every group's primary UP again")
 	// A group that never moved has no decision (gen 0) to verify.
 	back := func(g failover.GroupSummary) bool {
 		return g.Desired.Active == failover.Primary && (g.Desired.Done || g.Desired.Gen == 0) && !g.Blocked
