@@ -141,21 +141,43 @@ func valueFormat(v reflect.Value) int {
 			f = max(f, valueFormat(it.Value()))
 		}
 	case reflect.Struct:
-		t := v.Type()
-		for i := range t.NumField() {
-			fv := v.Field(i)
-			if fv.IsZero() {
-				continue
-			}
-			if name, ok := jsonName(t.Field(i)); ok {
-				f = max(f, fieldFormats[t.Name()+"."+name])
-			}
-			if t.Field(i).IsExported() {
-				f = max(f, valueFormat(fv))
-			}
+		f = structFormat(v, v.Type().Name())
+	}
+	return f
+}
+
+// structFormat is the greatest format of the fields v sets, each named as
+// owner's field: encoding/json promotes the fields of an embedded struct
+// without a tag into the struct that embeds it, and so do formats.
+func structFormat(v reflect.Value, owner string) int {
+	f := LegacyFormat
+	t := v.Type()
+	for i := range t.NumField() {
+		fv := v.Field(i)
+		if fv.IsZero() {
+			continue
+		}
+		if sf := t.Field(i); promoted(sf) {
+			f = max(f, structFormat(fv, owner))
+			continue
+		}
+		if name, ok := jsonName(t.Field(i)); ok {
+			f = max(f, fieldFormats[owner+"."+name])
+		}
+		if t.Field(i).IsExported() {
+			f = max(f, valueFormat(fv))
 		}
 	}
 	return f
+}
+
+// promoted reports whether sf's fields are named as the embedding
+// struct's own: an embedded struct of an unexported type without a json
+// tag (state's groupState), which encoding/json writes in place. An
+// exported embedded type (RemediationRecord's Remediation) keeps its own
+// name, as the legacy listing has it.
+func promoted(sf reflect.StructField) bool {
+	return sf.Anonymous && !sf.IsExported() && sf.Type.Kind() == reflect.Struct && sf.Tag.Get("json") == ""
 }
 
 // jsonName is the key encoding/json writes sf under; ok is false for a

@@ -23,6 +23,7 @@ func formatKeys() []string {
 	seen := map[reflect.Type]bool{}
 	var keys []string
 	var walk func(t reflect.Type)
+	var fields func(t reflect.Type, owner string)
 	walk = func(t reflect.Type) {
 		switch t.Kind() {
 		case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
@@ -36,13 +37,23 @@ func formatKeys() []string {
 			return
 		}
 		seen[t] = true
+		fields(t, t.Name())
+	}
+	// fields lists t's fields as owner's: encoding/json promotes the fields
+	// of an embedded struct without a tag (state's groupState) into the
+	// struct that embeds it.
+	fields = func(t reflect.Type, owner string) {
 		for i := range t.NumField() {
 			sf := t.Field(i)
+			if promoted(sf) {
+				fields(sf.Type, owner)
+				continue
+			}
 			name, ok := jsonName(sf)
 			if !ok {
 				continue
 			}
-			keys = append(keys, "field "+t.Name()+"."+name)
+			keys = append(keys, "field "+owner+"."+name)
 			walk(sf.Type)
 		}
 	}

@@ -404,24 +404,15 @@ type withheld struct {
 // state is everything the machine replicates. It is encoded as-is by
 // Snapshot: encoding/json sorts map keys, so the bytes are canonical.
 type state struct {
-	LastIndex    uint64                `json:"last_index"`
-	Now          int64                 `json:"now"`
-	Policy       *Policy               `json:"policy"`
-	PolicyHash   string                `json:"policy_hash"`
-	Active       Site                  `json:"active"`
-	ActiveSince  int64                 `json:"active_since"`
-	Desired      Desired               `json:"desired"`
-	Paused       bool                  `json:"paused"`
-	PausedUntil  int64                 `json:"paused_until"`
-	PausedBy     string                `json:"paused_by,omitempty"`
-	PauseReason  string                `json:"pause_reason,omitempty"`
-	BlockedUntil int64                 `json:"blocked_until"`
-	Withheld     withheld              `json:"withheld"`
-	DownSince    map[Site]int64        `json:"down_since,omitempty"`
-	PrimaryUp    bool                  `json:"primary_up"`
-	PrimaryUpAt  int64                 `json:"primary_up_at"`
-	Nodes        map[string]*nodeState `json:"nodes"`
-	History      []Entry               `json:"history"`
+	LastIndex  uint64  `json:"last_index"`
+	Now        int64   `json:"now"`
+	Policy     *Policy `json:"policy"`
+	PolicyHash string  `json:"policy_hash"`
+	// groupState is DefaultGroup's own state. Embedded without a tag, its
+	// fields encode here, in this order, as they did before groups.
+	groupState
+	Nodes   map[string]*nodeState `json:"nodes"`
+	History []Entry               `json:"history"`
 	// Remediations are the remediation runner's records (bounded by MaxRemediations).
 	Remediations []RemediationRecord `json:"remediations,omitempty"`
 	// Drill is the running drill, nil when none runs; Drills the ended
@@ -448,18 +439,17 @@ type state struct {
 	LeaderlessFrom int64 `json:"leaderless_from,omitempty"`
 	LeaderlessTo   int64 `json:"leaderless_to,omitempty"`
 	// Groups is the state of each failover group of Policy.Groups, by
-	// name. DefaultGroup's is the fields above, from Active to PrimaryUpAt,
-	// where it always was. Absent until a policy with groups is set (log
+	// name. DefaultGroup's is the embedded groupState, where it always was. Absent until a policy with groups is set (log
 	// format 3), so older snapshots read, and encode, as before.
 	Groups map[string]*groupState `json:"groups,omitempty"`
 
-	// scope is the group whose state the fields from Active to PrimaryUpAt
-	// hold while inGroup runs; "" for DefaultGroup. Not replicated.
+	// scope is the group whose state the embedded groupState holds while
+	// inGroup runs; "" for DefaultGroup. Not replicated.
 	scope string
 }
 
-// groupState is one failover group's own state: the fields of state that
-// DefaultGroup keeps at the top level, with the same JSON names.
+// groupState is one failover group's own state; state embeds
+// DefaultGroup's.
 type groupState struct {
 	Active       Site           `json:"active"`
 	ActiveSince  int64          `json:"active_since"`
@@ -481,25 +471,7 @@ func newGroupState() *groupState {
 	return &groupState{Active: Primary, Desired: Desired{Active: Primary, Fence: fence(0)}}
 }
 
-// groupFields returns the group state the top-level fields hold.
-func (s *state) groupFields() groupState {
-	return groupState{
-		Active: s.Active, ActiveSince: s.ActiveSince, Desired: s.Desired,
-		Paused: s.Paused, PausedUntil: s.PausedUntil, PausedBy: s.PausedBy, PauseReason: s.PauseReason,
-		BlockedUntil: s.BlockedUntil, Withheld: s.Withheld, DownSince: s.DownSince,
-		PrimaryUp: s.PrimaryUp, PrimaryUpAt: s.PrimaryUpAt,
-	}
-}
-
-// setGroupFields sets the top-level group fields to g.
-func (s *state) setGroupFields(g groupState) {
-	s.Active, s.ActiveSince, s.Desired = g.Active, g.ActiveSince, g.Desired
-	s.Paused, s.PausedUntil, s.PausedBy, s.PauseReason = g.Paused, g.PausedUntil, g.PausedBy, g.PauseReason
-	s.BlockedUntil, s.Withheld, s.DownSince = g.BlockedUntil, g.Withheld, g.DownSince
-	s.PrimaryUp, s.PrimaryUpAt = g.PrimaryUp, g.PrimaryUpAt
-}
-
-// inGroup runs f with group name's state in the top-level group fields and
+// inGroup runs f with group name's state in the embedded groupState and
 // its policy (Policy.ForGroup) in s.Policy, so every rule reads one
 // group's state and policy by the code DefaultGroup has always run, then
 // puts everything back. DefaultGroup runs f as it is. Entries f appends
@@ -521,13 +493,11 @@ func (s *state) inGroup(name string, f func()) (ok bool) {
 	if !ok || gs == nil {
 		return false
 	}
-	full, def := s.Policy, s.groupFields()
-	s.Policy, s.scope = gp, name
-	s.setGroupFields(*gs)
+	full, def := s.Policy, s.groupState
+	s.Policy, s.scope, s.groupState = gp, name, *gs
 	defer func() {
-		*gs = s.groupFields()
-		s.setGroupFields(def)
-		s.Policy, s.scope = full, ""
+		*gs = s.groupState
+		s.Policy, s.scope, s.groupState = full, "", def
 	}()
 	f()
 	return true
@@ -550,9 +520,5 @@ func (s *state) noteLeaderless(now int64) {
 }
 
 func newState() state {
-	return state{
-		Active:  Primary,
-		Desired: Desired{Active: Primary, Fence: fence(0)},
-		Nodes:   map[string]*nodeState{},
-	}
+	return state{groupState: *newGroupState(), Nodes: map[string]*nodeState{}}
 }
