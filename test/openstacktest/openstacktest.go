@@ -315,13 +315,22 @@ func (s *Stack) startMariaDB(ctx context.Context, p stackPorts) error {
 	if err := os.MkdirAll(d, 0o700); err != nil {
 		return err
 	}
+	// A private tmpdir: mariadbd deletes every "#sql*" file in its tmpdir
+	// at start, so two stacks starting together on the shared /tmp delete
+	// each other's bootstrap temporary tables ("Unknown table
+	// 'mysql.tmp_user_sys'").
+	tmp := filepath.Join(d, "tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return err
+	}
 	u := currentUser()
 	if err := s.run(ctx, "mysql-install.log", "mariadb-install-db", "--no-defaults", "--user="+u,
-		"--datadir="+filepath.Join(d, "data"), "--auth-root-authentication-method=normal", "--skip-test-db"); err != nil {
+		"--datadir="+filepath.Join(d, "data"), "--tmpdir="+tmp,
+		"--auth-root-authentication-method=normal", "--skip-test-db"); err != nil {
 		return fmt.Errorf("mariadb-install-db: %w", err)
 	}
 	if err := s.startProc("mariadb", "mariadbd", []string{"--no-defaults", "--user=" + u,
-		"--datadir=" + filepath.Join(d, "data"), "--socket=" + s.mysqlSock,
+		"--datadir=" + filepath.Join(d, "data"), "--tmpdir=" + tmp, "--socket=" + s.mysqlSock,
 		"--pid-file=" + filepath.Join(d, "mysql.pid"), "--port=" + strconv.Itoa(p.mysql),
 		"--bind-address=127.0.0.1", "--skip-name-resolve", "--innodb-buffer-pool-size=64M",
 		"--innodb-log-file-size=16M", "--innodb-flush-log-at-trx-commit=2", "--skip-log-bin",
