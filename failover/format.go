@@ -19,8 +19,8 @@ import (
 const Format = 3
 
 // LegacyFormat is the format of a node that makes none known: a release
-// from before formats. It reads exactly what the release at the pinned
-// commit of docs/testing.md reads, which is every command type and field
+// from before formats. It reads exactly what the release at commit
+// 3ef9e9a (docs/testing.md) reads, which is every command type and field
 // listed in testdata/format/legacy.txt.
 const LegacyFormat = 0
 

@@ -13,7 +13,7 @@ import (
 
 // legacyFields lists every command type ("type observe") and every field
 // ("field Observe.seq") that a node of LegacyFormat reads: the release
-// at the pinned commit of docs/testing.md. It is frozen: what comes later
+// at commit 3ef9e9a (docs/testing.md). It is frozen: what comes later
 // goes into commandFormats or fieldFormats, with a bumped Format.
 const legacyFields = "testdata/format/legacy.txt"
 

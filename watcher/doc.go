@@ -1,7 +1,8 @@
 // Package watcher is one drwatch watcher's runtime, once its parts are
 // built: it turns each probe round into an Observe command for the leader,
-// keeps the replicated policy in step with this node's file and ticks the
-// replicated clock while it leads, runs the DNS reconciler and the
+// keeps the replicated policy in step with this node's file (once the
+// cluster's log format reads it: a file's groups wait for format 3) and
+// ticks the replicated clock while it leads, runs the DNS reconciler and the
 // remediation runner only on the leader, checks what the authoritative
 // servers answer on every node, reloads the node's TLS files when they
 // change, re-probes suspect sites at once and then at the policy's fast

@@ -3,11 +3,14 @@ package watcher
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drwatch/drwatch/cluster"
+	"github.com/drwatch/drwatch/executor/remediate/remediatetest"
 	"github.com/drwatch/drwatch/failover"
 )
 
@@ -206,5 +209,85 @@ func TestFormatMetrics(t *testing.T) {
 	w.cfg.FSM.Apply(99, []byte(`{"v":1,"type":"group_observe","group_observe":{"at":3}}`))
 	if b, c, h := read(); b != failover.Format || c != failover.Format || h != 1 {
 		t.Errorf("after set_format and an unreadable entry: binary %v cluster %v halted %v, want %d %d 1", b, c, h, failover.Format, failover.Format)
+	}
+}
+
+// TestLeaderHoldsAPolicyWithGroupsUntilEveryServerReadsIt: a leader whose
+// file adds failover groups, in a trio where a server still reads only
+// format 2, keeps the clock going with a Tick each interval and proposes
+// no policy its stamp would refuse; its status says why the file's policy
+// is not the cluster's. Once every server reads format 3 the leader
+// raises the format and then proposes its policy, and the groups are on.
+// A file's policy without groups is proposed at once, whatever the format.
+func TestLeaderHoldsAPolicyWithGroupsUntilEveryServerReadsIt(t *testing.T) {
+	l := remediatetest.NewLog()
+	fc := &fakeCluster{log: l}
+	withGroups := testPolicy()
+	withGroups.Interval = time.Second
+	withGroups.Groups = twoGroups().Groups
+	w, err := New(Config{Node: "a", Policy: withGroups, Interval: time.Second, FSM: NewFSM(l.M, nil),
+		Cluster: formatCluster{fc, []int{failover.Format, failover.Format, 2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	without := testPolicy()
+	without.Interval = time.Second
+	l.Step(t, failover.Command{Payload: failover.SetPolicy{Policy: without}})
+	l.Step(t, failover.Command{Payload: failover.SetFormat{Format: 2}})
+	ctx := context.Background()
+	types := func(cs []failover.Command) []failover.CommandType {
+		var out []failover.CommandType
+		for _, c := range cs {
+			out = append(out, c.Type())
+		}
+		return out
+	}
+
+	held := false
+	for i := range 2 {
+		held = w.tick(ctx, held)
+		if got := types(fc.commands()); !held || !slices.Equal(got, []failover.CommandType{failover.CmdTick}) {
+			t.Fatalf("interval %d at format 2: held %v, proposed %v; want held, one tick", i+1, held, got)
+		}
+		fc.mu.Lock()
+		fc.proposed = nil
+		fc.mu.Unlock()
+	}
+	v := w.machine.View()
+	if len(v.Groups) != 0 {
+		t.Fatalf("at format 2 the replicated policy has groups %v", v.Groups)
+	}
+	warned := false
+	for _, wn := range w.Warnings(v, cluster.Stats{}, 0) {
+		warned = warned || strings.Contains(wn, "needs log format 3 (the cluster writes 2)")
+	}
+	if !warned {
+		t.Errorf("at format 2: warnings %q, want the file's policy's log format named", w.Warnings(v, cluster.Stats{}, 0))
+	}
+
+	w.cfg.Cluster = formatCluster{fc, []int{failover.Format, failover.Format, failover.Format}}
+	held = w.tick(ctx, held) // raises the format
+	held = w.tick(ctx, held) // proposes the policy
+	got := types(fc.commands())
+	want := []failover.CommandType{failover.CmdTick, failover.CmdSetFormat, failover.CmdSetPolicy}
+	if held || !slices.Equal(got, want) {
+		t.Fatalf("every server at format 3: held %v, proposed %v; want not held, %v", held, got, want)
+	}
+	if v := w.machine.View(); v.PolicyHash != w.hash || len(v.Groups) != 3 {
+		t.Errorf("every server at format 3: replicated policy %s with groups %v, want the file's %s with default, alpha and beta",
+			failover.ShortHash(v.PolicyHash), v.Groups, failover.ShortHash(w.hash))
+	}
+
+	// Without groups, a file's policy that differs is proposed at once.
+	w2, fc2 := newTestWatcher(t, time.Second)
+	w2.cfg.Cluster = formatCluster{fc2, []int{failover.Format, failover.Format, failover.LegacyFormat}}
+	other := testPolicy()
+	other.Interval, other.Fall = time.Second, 5
+	fc2.log.Step(t, failover.Command{Payload: failover.SetPolicy{Policy: other}})
+	if held := w2.tick(ctx, false); held || !slices.Equal(types(fc2.commands()), []failover.CommandType{failover.CmdSetPolicy}) {
+		t.Errorf("a file's policy without groups at format 0: held %v, proposed %v; want the policy proposed", held, types(fc2.commands()))
+	}
+	if v := w2.machine.View(); v.PolicyHash != w2.hash {
+		t.Errorf("a file's policy without groups at format 0: replicated %s, want the file's %s", failover.ShortHash(v.PolicyHash), failover.ShortHash(w2.hash))
 	}
 }

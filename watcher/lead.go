@@ -148,19 +148,44 @@ func (w *Watcher) setLeading(on bool) {
 func (w *Watcher) tickLoop(ctx context.Context) {
 	t := time.NewTicker(w.cfg.Interval)
 	defer t.Stop()
+	held := false
 	for {
-		if w.machine.View().PolicyHash != w.hash {
-			w.propose(ctx, failover.Command{Payload: failover.SetPolicy{Policy: w.cfg.Policy, Actor: "node:" + w.cfg.Node}})
-		} else {
-			w.propose(ctx, failover.Command{Payload: failover.Tick{}})
-		}
-		w.raiseFormat(ctx)
+		held = w.tick(ctx, held)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
 	}
+}
+
+// tick is one interval of the leader: it proposes this node's policy when
+// the replicated one differs, or else a Tick, then raises the log format
+// when every server reads a newer one. A policy that needs a newer log
+// format than the cluster writes (failover groups, while a server still
+// runs an earlier release) is held, and a Tick proposed instead: the
+// leader's stamp would refuse it every interval, and the clock would stand
+// still. It is proposed at the first interval after raiseFormat lifted the
+// format, so the groups turn on by themselves. held says whether the last
+// interval held it, so that it is logged once; tick returns it for this one.
+func (w *Watcher) tick(ctx context.Context, held bool) bool {
+	policy := failover.Command{Payload: failover.SetPolicy{Policy: w.cfg.Policy, Actor: "node:" + w.cfg.Node}}
+	switch format := w.machine.Format(); {
+	case w.machine.View().PolicyHash == w.hash:
+		held = false
+		w.propose(ctx, failover.Command{Payload: failover.Tick{}})
+	case w.policyFormat > format:
+		if !held {
+			w.log.Info("policy held until every server reads its log format", "policy", failover.ShortHash(w.hash), "needs", w.policyFormat, "format", format)
+		}
+		held = true
+		w.propose(ctx, failover.Command{Payload: failover.Tick{}})
+	default:
+		held = false
+		w.propose(ctx, policy)
+	}
+	w.raiseFormat(ctx)
+	return held
 }
 
 // ServerFormats is what a leader needs to raise the cluster's log

@@ -296,10 +296,14 @@ type Watcher struct {
 	cfg     Config
 	machine *failover.Machine
 	hash    string
-	rep     *Reporter // sends the rounds, lean when it can
-	log     *slog.Logger
-	metrics *metrics
-	susp    *suspicion
+	// policyFormat is the oldest log format that reads hash's policy
+	// (failover.Command.NeedsFormat): the leader proposes the policy only
+	// once the cluster writes it.
+	policyFormat int
+	rep          *Reporter // sends the rounds, lean when it can
+	log          *slog.Logger
+	metrics      *metrics
+	susp         *suspicion
 
 	mu         sync.Mutex
 	leading    bool // a reconciler runs
@@ -325,7 +329,8 @@ func New(cfg Config) (*Watcher, error) {
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
 	}
-	w := &Watcher{cfg: cfg, machine: cfg.FSM.m, hash: cfg.Policy.Hash(), log: cfg.Logger, susp: newSuspicion(cfg.Policy.Fall)}
+	w := &Watcher{cfg: cfg, machine: cfg.FSM.m, hash: cfg.Policy.Hash(),
+		policyFormat: failover.Command{Payload: failover.SetPolicy{Policy: cfg.Policy}}.NeedsFormat(), log: cfg.Logger, susp: newSuspicion(cfg.Policy.Fall)}
 	w.rep = NewReporter(cfg.Node, w.hash, w.machine)
 	w.lastRound.Store(cfg.Now().UnixNano())
 	var err error
@@ -444,7 +449,12 @@ func (w *Watcher) Warnings(v failover.View, st cluster.Stats, stale float64) []s
 		out = append(out, fmt.Sprintf("stale data: the last command applied here is %.0f s old", stale))
 	}
 	if v.Policy != nil && v.PolicyHash != w.hash {
-		out = append(out, fmt.Sprintf("this node's config file differs from the replicated policy (file %s, cluster %s): the cluster decides by its replicated policy", failover.ShortHash(w.hash), failover.ShortHash(v.PolicyHash)))
+		msg := fmt.Sprintf("this node's config file differs from the replicated policy (file %s, cluster %s): the cluster decides by its replicated policy", failover.ShortHash(w.hash), failover.ShortHash(v.PolicyHash))
+		if f := w.machine.Format(); w.policyFormat > f {
+			msg += fmt.Sprintf("; the file's policy needs log format %d (the cluster writes %d), and a leader running it proposes it once every server reads %d",
+				w.policyFormat, f, w.policyFormat)
+		}
+		out = append(out, msg)
 	}
 	if m := MixedReleases(st.Peers, w.machine.Format()); m != "" {
 		out = append(out, m)

@@ -25,10 +25,10 @@ import (
 var RegionHost = "region." + strings.TrimSuffix(Zone, ".")
 
 // GroupOptions make a world guard failover groups in Zone instead of the
-// one pair of lms records: no top-level sites or dns.records, and per
-// group a record of its own name, its own fence (_drwatch-NAME), its own
-// https probes of its own host name at each site, and the shared probe
-// "region" of the site's region Caddy (World.Sites).
+// one pair of lms records (no top-level sites or dns.records, unless
+// WithDefault), and per group a record of its own name, its own fence
+// (_drwatch-NAME), its own https probes of its own host name at each site,
+// and the shared probe "region" of the site's region Caddy (World.Region).
 type GroupOptions struct {
 	// Names are the groups, in the config's order.
 	Names []string
@@ -40,9 +40,19 @@ type GroupOptions struct {
 	// per group). Each group has its own fault proxies in front of them
 	// either way, so it can fail alone.
 	CaddiesPerSite int
+	// WithDefault keeps the one pair of lms records beside the groups, as
+	// the default group (top-level sites and dns.records), on the sites'
+	// Caddys, which serve RegionHost too. A node whose config leaves the
+	// groups out (Node.WithoutGroups) then guards that pair alone, as an
+	// earlier release's config of the same trio would.
+	WithDefault bool
 }
 
 func (g GroupOptions) enabled() bool { return len(g.Names) > 0 }
+
+// hasDefault reports whether a world's configs have the default group's
+// top-level sites and dns.records.
+func (g GroupOptions) hasDefault() bool { return !g.enabled() || g.WithDefault }
 
 // Group is one failover group of a world.
 type Group struct {
@@ -104,10 +114,10 @@ func (w *World) startGroups() {
 	}
 }
 
-// drillRecord is the drill's canary in a world of groups, which has no
-// default group whose first record it could mirror by default.
+// drillRecord is the drill's canary in a world of groups without a
+// default group, whose first record it could mirror by default.
 func (w *World) drillRecord() string {
-	if !w.Opts.Groups.enabled() {
+	if w.Opts.Groups.hasDefault() {
 		return ""
 	}
 	return "drwatch-drill." + w.Opts.Groups.Names[0]
@@ -128,7 +138,11 @@ type groupProbeConfig struct{ Name, URL, ConnectTo, CA string }
 
 // groupConfigs are the groups of node n's config: each probes its own
 // host name Probes times per site through n's proxies, and the region.
+// A node WithoutGroups has none.
 func (w *World) groupConfigs(n *Node) []groupConfig {
+	if n.WithoutGroups {
+		return nil
+	}
 	var out []groupConfig
 	for _, g := range w.Groups {
 		gc := groupConfig{Name: g.Name, PrimaryIP: g.IPs[failover.Primary], BackupIP: g.IPs[failover.Backup]}
@@ -139,7 +153,7 @@ func (w *World) groupConfigs(n *Node) []groupConfig {
 				sc.Probes = append(sc.Probes, groupProbeConfig{Name: g.Name + "-" + strconv.Itoa(k+1), URL: "https://" + groupHost(g.Name) + "/heartbeat",
 					ConnectTo: site.Proxies[n.ID].Addr(), CA: site.Caddy.CAFile})
 			}
-			region := w.Sites[s]
+			region := w.Region[s]
 			sc.Probes = append(sc.Probes, groupProbeConfig{Name: "region", URL: "https://" + RegionHost + "/heartbeat",
 				ConnectTo: region.Proxies[n.ID].Addr(), CA: region.Caddy.CAFile})
 			gc.Sites = append(gc.Sites, sc)

@@ -82,7 +82,8 @@ type Options struct {
 	// cost benchmark reruns old retention settings with it.
 	RaftExtra string
 	// Groups, when it names groups, makes the world guard failover groups
-	// instead of the one pair of lms records (groups.go).
+	// instead of (or, WithDefault, beside) the one pair of lms records
+	// (groups.go).
 	Groups GroupOptions
 }
 
@@ -181,6 +182,11 @@ type World struct {
 	// Sites are the two sites' Caddys; in a world of groups, the region's
 	// (RegionHost), which every group probes as "region".
 	Sites map[failover.Site]*Site
+	// Region are the region's Caddys as the groups' probe "region" dials
+	// them: Sites, or with GroupOptions.WithDefault the same Caddys behind
+	// proxies of their own, so that cutting the default group's paths
+	// (Site.SetMode) leaves the groups' region probe alone.
+	Region map[failover.Site]*Site
 	// Groups are the failover groups (Options.Groups), in its order.
 	Groups []*Group
 	Nodes  []*Node
@@ -264,7 +270,7 @@ func Start(t testing.TB, o Options) *World {
 func New(t testing.TB, o Options) *World {
 	t.Helper()
 	o.defaults()
-	w := &World{T: t, Dir: t.TempDir(), Bin: Binary(t), Opts: o, Sites: map[failover.Site]*Site{}, Actor: "operator", started: time.Now()}
+	w := &World{T: t, Dir: t.TempDir(), Bin: Binary(t), Opts: o, Sites: map[failover.Site]*Site{}, Region: map[failover.Site]*Site{}, Actor: "operator", started: time.Now()}
 	t.Cleanup(func() {
 		if t.Failed() {
 			w.dumpLogs()
@@ -290,9 +296,12 @@ func New(t testing.TB, o Options) *World {
 		w.DNS[id] = p
 	}
 
-	host := strings.TrimSuffix(Name, ".")
+	var hosts []string
+	if o.Groups.hasDefault() {
+		hosts = append(hosts, strings.TrimSuffix(Name, "."))
+	}
 	if o.Groups.enabled() {
-		host = RegionHost
+		hosts = append(hosts, RegionHost)
 	}
 	for _, s := range []struct {
 		name failover.Site
@@ -300,8 +309,12 @@ func New(t testing.TB, o Options) *World {
 	}{{failover.Primary, PrimaryIP}, {failover.Backup, BackupIP}} {
 		cdir := w.path("caddy-" + string(s.name))
 		must(t, os.MkdirAll(cdir, 0o755))
-		c := caddytest.Start(t, caddytest.Options{Name: string(s.name), Hosts: []string{host}, Dir: cdir})
+		c := caddytest.Start(t, caddytest.Options{Name: string(s.name), Hosts: hosts, Dir: cdir})
 		w.Sites[s.name] = w.newSite(s.name, s.ip, c)
+		w.Region[s.name] = w.Sites[s.name]
+		if o.Groups.enabled() && o.Groups.WithDefault {
+			w.Region[s.name] = w.newSite(s.name, s.ip, c)
+		}
 	}
 	if o.Groups.enabled() {
 		w.startGroups()
@@ -374,10 +387,10 @@ func (w *World) tsigKey() (name, secret string) { return dnsservers.KeySHA256, w
 // seedRecords are the records the zone holds before drwatch starts: the
 // primary's address of each flipped name.
 func (w *World) seedRecords() []string {
-	if !w.Opts.Groups.enabled() {
-		return []string{Name + " 5 IN A " + PrimaryIP}
-	}
 	var rrs []string
+	if w.Opts.Groups.hasDefault() {
+		rrs = append(rrs, Name+" 5 IN A "+PrimaryIP)
+	}
 	for i, g := range w.Opts.Groups.Names {
 		rrs = append(rrs, g+"."+Zone+" 5 IN A "+groupIP(failover.Primary, i))
 	}
@@ -472,7 +485,7 @@ peers:
 api: { tokens_file: "{{.Dir}}/tokens" }
 raft: { heartbeat_timeout: {{.HB}}, election_timeout: {{.HB}}, leader_lease_timeout: {{.Lease}}{{with .O.RaftExtra}}, {{.}}{{end}} }
 policy: { interval: {{.O.Interval}}, timeout: {{.O.Timeout}}, fall: {{.O.Fall}}, rise: {{.O.Rise}}, quorum: {{.O.Quorum}}, auto_failover: {{.Auto}}, block_window: {{.O.BlockWindow}}, failback: manual }
-{{if .Groups}}{{template "groups" .}}{{else}}sites:
+{{if .Groups}}{{template "groups" .}}{{end}}{{if .Default}}sites:
 {{- range .Sites}}
   {{.Name}}:
     probes:
@@ -486,7 +499,7 @@ policy: { interval: {{.O.Interval}}, timeout: {{.O.Timeout}}, fall: {{.O.Fall}},
   zone: {{.Zone}}
   rfc2136: { server: "{{.DNSPath}}", key_name: {{.KeyName}}, key_file: "{{.Dir}}/tsig.key" }
   verify: { servers: [ "{{.BIND}}" ], timeout: 10s }
-{{- if not .Groups}}
+{{- if .Default}}
   records:
     - { name: lms, type: A, ttl: 5, primary: [ {{.PrimaryIP}} ], backup: [ {{.BackupIP}} ] }
 {{- end}}
@@ -533,7 +546,7 @@ func (w *World) writeConfig(n *Node) error {
 		"Zone": Zone, "Extra": extra,
 		"DNSPath": w.DNS[n.ID].Proxy.Addr(), "KeyName": keyName, "BIND": w.BIND.Addr,
 		"PrimaryIP": PrimaryIP, "BackupIP": BackupIP,
-		"Groups": w.groupConfigs(n), "DrillRecord": w.drillRecord(),
+		"Groups": w.groupConfigs(n), "Default": w.Opts.Groups.hasDefault(), "DrillRecord": w.drillRecord(),
 	})
 	if err != nil {
 		return err
@@ -572,6 +585,9 @@ type Node struct {
 	// Bin, when set, is the binary the node runs from the next Start on
 	// (an earlier release, for the upgrade test); default the world's.
 	Bin string
+	// WithoutGroups leaves the groups out of the node's config (an earlier
+	// release's loader refuses them) from the next WriteConfig on.
+	WithoutGroups bool
 
 	w      *World
 	mu     sync.Mutex
