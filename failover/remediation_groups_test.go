@@ -217,3 +217,34 @@ func TestGroupRemediationNeedsTheGroupsLogFormat(t *testing.T) {
 		t.Errorf("a record without a group encodes %s (%v), want no group field", pb, err)
 	}
 }
+
+// A group's view holds its own runner's records only, the latest
+// viewRemediationsTail of them however many another group's runner
+// recorded since; the view outside any group holds every runner's, as
+// before groups.
+func TestGroupViewHoldsItsOwnRemediations(t *testing.T) {
+	m := New()
+	idx := stepAll(t, m, 0, Command{At: base, Payload: SetPolicy{Policy: twoGroupPolicy(), Actor: "ops"}})
+	idx = stepAll(t, m, idx, groupRem(time.Minute, "lms", "fix", "node1", RemediationApplied, "fix/node1@0"))
+	cs := make([]Command, viewRemediationsTail+5)
+	for i := range cs {
+		cs[i] = groupRem(2*time.Minute, "apps", "fix", fmt.Sprintf("pod%d", i), RemediationDryRun, fmt.Sprintf("fix/pod%d", i))
+	}
+	stepAll(t, m, idx, cs...)
+	lms, ok := m.GroupView("lms")
+	if !ok || len(lms.Remediations) != 1 || lms.Remediations[0].Target != "node1" {
+		t.Fatalf("lms view records %+v, want its one record", lms.Remediations)
+	}
+	apps, _ := m.GroupView("apps")
+	if len(apps.Remediations) != viewRemediationsTail || apps.Remediations[len(apps.Remediations)-1].Target != fmt.Sprintf("pod%d", len(cs)-1) {
+		t.Fatalf("apps view: %d records, want its latest %d", len(apps.Remediations), viewRemediationsTail)
+	}
+	for _, r := range apps.Remediations {
+		if r.Group != "apps" {
+			t.Fatalf("apps view holds %+v", r)
+		}
+	}
+	if all := m.View().Remediations; len(all) != viewRemediationsTail {
+		t.Fatalf("view outside any group: %d records, want the tail of every runner's %d", len(all), viewRemediationsTail)
+	}
+}
