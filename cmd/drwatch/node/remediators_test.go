@@ -10,27 +10,11 @@ import (
 
 	"github.com/drwatch/drwatch/cmd/drwatch/config"
 	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/test/kubetest"
 )
 
-// writeKubeconfig writes a kubeconfig of a cluster that nothing here
-// contacts, and returns its path.
-func writeKubeconfig(t *testing.T) string {
-	t.Helper()
-	kc := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kc, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: p, cluster: {server: "https://127.0.0.1:1"}}]
-users: [{name: u, user: {token: not-a-real-token}}]
-contexts: [{name: p, context: {cluster: p, user: u}}]
-current-context: p
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return kc
-}
-
 func TestRemediatorsFromConfig(t *testing.T) {
-	kc := writeKubeconfig(t)
+	kc := kubetest.UnreachableKubeconfig(t)
 	cfg, err := config.Load("../../../deploy/examples/node-a.yaml", config.Options{SkipFileChecks: true})
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +40,7 @@ func TestRemediatorsFromConfig(t *testing.T) {
 // with a data directory of its own, acting on its own decision; a group
 // whose section enables none gets none.
 func TestGroupRemediatorsFromConfig(t *testing.T) {
-	kc := writeKubeconfig(t)
+	kc := kubetest.UnreachableKubeconfig(t)
 	cfg, err := config.Load("../config/testdata/groups.yaml", config.Options{SkipFileChecks: true})
 	if err != nil {
 		t.Fatal(err)
