@@ -179,36 +179,61 @@ func leastRecent[V any](m map[string]V, at func(V) int64) string {
 }
 
 // carryEvicted folds recs, records about to be evicted from the bounded
-// records (oldest first), into the carried budgets, so that the budgets
-// still count them.
+// records (oldest first), into the carried budgets of their groups, so
+// that the budgets still count them. A record of a group the policy no
+// longer has is dropped with it: that group's runner is gone.
 func (s *state) carryEvicted(recs []RemediationRecord) {
 	for i := range recs {
 		rec := &recs[i]
-		if s.RemediationBudgets == nil {
-			s.RemediationBudgets = map[string]*RemediationBudget{}
+		budgets := s.budgetsOf(rec.Group)
+		if budgets == nil {
+			continue
 		}
-		b := s.RemediationBudgets[rec.Name]
+		if *budgets == nil {
+			*budgets = map[string]*RemediationBudget{}
+		}
+		b := (*budgets)[rec.Name]
 		if b == nil {
 			b = &RemediationBudget{}
-			s.RemediationBudgets[rec.Name] = b
+			(*budgets)[rec.Name] = b
 		}
 		b.add(rec)
-		if len(s.RemediationBudgets) > maxBudgets {
-			delete(s.RemediationBudgets, leastRecent(s.RemediationBudgets, func(b *RemediationBudget) int64 { return b.Seen }))
+		if len(*budgets) > maxBudgets {
+			delete(*budgets, leastRecent(*budgets, func(b *RemediationBudget) int64 { return b.Seen }))
 		}
 	}
 }
 
-// remediationBudget is name's budget: the one carried from its evicted
-// records, with its records still kept folded in.
-func (s *state) remediationBudget(name string) RemediationBudget {
+// budgetsOf is where group's carried budgets live ("" for the top-level
+// runner's: state.RemediationBudgets, as before groups), or nil for a
+// group the state does not have.
+func (s *state) budgetsOf(group string) *map[string]*RemediationBudget {
+	if group == "" || group == DefaultGroup {
+		return &s.RemediationBudgets
+	}
+	if gs := s.Groups[group]; gs != nil {
+		return &gs.Budgets
+	}
+	return nil
+}
+
+// remediationBudget is the budget of remediation name in group ("" for
+// the top-level runner's): the one carried from its evicted records, with
+// its records still kept folded in. One group's records never count in
+// another's budget.
+func (s *state) remediationBudget(group, name string) RemediationBudget {
+	if group == DefaultGroup {
+		group = ""
+	}
 	b := &RemediationBudget{}
-	if c := s.RemediationBudgets[name]; c != nil {
-		b = c.clone()
+	if budgets := s.budgetsOf(group); budgets != nil {
+		if c := (*budgets)[name]; c != nil {
+			b = c.clone()
+		}
 	}
 	for i := range s.Remediations {
-		if s.Remediations[i].Name == name {
-			b.add(&s.Remediations[i])
+		if r := &s.Remediations[i]; r.Name == name && r.Group == group {
+			b.add(r)
 		}
 	}
 	if b.Targets == nil {
@@ -217,10 +242,19 @@ func (s *state) remediationBudget(name string) RemediationBudget {
 	return *b
 }
 
-// RemediationBudget returns a copy of name's budget: what all its records
-// say, those evicted from the bounded records included.
+// RemediationBudget returns a copy of name's budget for the top-level
+// runner (records without a group): what all its records say, those
+// evicted from the bounded records included.
 func (m *Machine) RemediationBudget(name string) RemediationBudget {
+	return m.GroupRemediationBudget("", name)
+}
+
+// GroupRemediationBudget returns a copy of the budget of remediation name
+// in failover group ("" or DefaultGroup: the top-level runner's, as
+// RemediationBudget): what all of that group's records of it say, those
+// evicted included. A group the policy does not have has an empty one.
+func (m *Machine) GroupRemediationBudget(group, name string) RemediationBudget {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	return m.st.remediationBudget(name)
+	return m.st.remediationBudget(group, name)
 }

@@ -78,6 +78,12 @@ var fieldFormats = map[string]int{
 	"groupState.down_since":    3,
 	"groupState.primary_up":    3,
 	"groupState.primary_up_at": 3,
+	// Each group's own remediations: the group a record is for, and the
+	// budgets carried from its evicted records.
+	"Remediation.group":  3,
+	"groupState.budgets": 3,
+	// Never set: DefaultGroup's budgets are state.remediation_budgets.
+	"state.budgets": 3,
 }
 
 // RuleLogFormat names the refusal of a command that needs a newer log

@@ -3,6 +3,7 @@ package failover
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // KindRemediation is the history kind of a remediation action that was
@@ -52,6 +53,12 @@ const (
 type Remediation struct {
 	// Name is the remediator ("dead-node-out-of-service").
 	Name string `json:"name"`
+	// Group is the failover group whose runner recorded the action: its
+	// budget (caps, applied keys, backoff, parking) and its generation are
+	// that group's. Empty for the runner of the top-level remediations
+	// section, which acts for DefaultGroup (or, in a policy without it,
+	// the lead group), as before groups; DefaultGroup named is the same.
+	Group string `json:"group,omitempty"`
 	// Gen is the decision generation current when the action was planned (0: none yet).
 	Gen    uint64 `json:"gen"`
 	Target string `json:"target"`
@@ -91,6 +98,9 @@ func (Remediation) CommandType() CommandType { return CmdRemediation }
 func (Remediation) text() (reason, actor string) { return "", "" }
 
 func (r Remediation) apply(s *state, a applyArgs) error {
+	if r.Group == DefaultGroup {
+		r.Group = ""
+	}
 	return s.remediation(a.index, a.now, &r, a.res)
 }
 
@@ -103,7 +113,7 @@ func validRemediationResult(r string) bool {
 }
 
 // check validates c completely before anything is written.
-func (c *Remediation) check(desiredGen uint64) error {
+func (c *Remediation) check(s *state) error {
 	fields := []struct {
 		name, v  string
 		max      int
@@ -131,7 +141,20 @@ func (c *Remediation) check(desiredGen uint64) error {
 	if (c.NeedsAdmin || c.Precondition) && c.Result != RemediationFailed {
 		return fmt.Errorf("remediation: needs_admin or precondition with result %q (only with failed): %w", c.Result, ErrBadCommand)
 	}
-	if c.Gen > desiredGen {
+	// The top-level runner acts on the lead group's decision, as it did
+	// before groups; a group's runner on its group's.
+	group := s.leadGroup()
+	if c.Group != "" {
+		if s.Groups[c.Group] == nil {
+			known := "none"
+			if s.Policy != nil {
+				known = strings.Join(s.Policy.GroupNames(), ", ")
+			}
+			return fmt.Errorf("remediation: unknown failover group %q (groups: %s): %w", c.Group, known, ErrBadCommand)
+		}
+		group = c.Group
+	}
+	if desiredGen := s.desiredOf(group).Gen; c.Gen > desiredGen {
 		return fmt.Errorf("remediation for gen %d (latest %d): %w", c.Gen, desiredGen, ErrUnknownGen)
 	}
 	return nil
@@ -143,14 +166,17 @@ func (c *Remediation) check(desiredGen uint64) error {
 // flood the records. Applied, failed, skipped_cap and blocked actions also
 // appear in the history, so the status page and `drwatch history` show them.
 func (s *state) remediation(index uint64, now int64, c *Remediation, res *Result) error {
-	if err := c.check(s.desiredOf(s.leadGroup()).Gen); err != nil {
+	if err := c.check(s); err != nil {
 		return err
 	}
 	s.Now = now
 	res.Kind = KindRemediation
 	for i := len(s.Remediations) - 1; i >= 0; i-- {
 		r := &s.Remediations[i]
-		if r.Key != c.Key {
+		if r.Key != c.Key || r.Group != c.Group {
+			// Two groups' runners may plan the same Key (one repair on a
+			// target of the same name in each group's cluster): each
+			// group's records are its own.
 			continue
 		}
 		if r.Result == c.Result && r.Gen == c.Gen && r.Reason == c.Reason && r.Detail == c.Detail &&
@@ -180,7 +206,7 @@ func (s *state) remediation(index uint64, now int64, c *Remediation, res *Result
 			detail += ": needs admin"
 		}
 		s.appendHistory(Entry{Index: index, Gen: c.Gen, At: now, Kind: KindRemediation, Actor: c.Name,
-			Reason: c.Reason, Outcome: c.Result, Detail: detail})
+			Reason: c.Reason, Outcome: c.Result, Detail: detail, Group: c.Group})
 	}
 	res.Message = fmt.Sprintf("%s %s of %s: %s", c.Name, c.Verb, c.Target, c.Result)
 	return nil

@@ -463,6 +463,12 @@ type groupState struct {
 	DownSince    map[Site]int64 `json:"down_since,omitempty"`
 	PrimaryUp    bool           `json:"primary_up"`
 	PrimaryUpAt  int64          `json:"primary_up_at"`
+	// Budgets carry, per remediation, what the group's own runner's
+	// evicted records said (state.RemediationBudgets, per group). Only a
+	// group of Policy.Groups has them: DefaultGroup's, and the top-level
+	// runner's, stay in state.RemediationBudgets where they always were,
+	// so this is empty, and absent, in the embedded groupState.
+	Budgets map[string]*RemediationBudget `json:"budgets,omitempty"`
 }
 
 // newGroupState is a group's state before any decision: the primary

@@ -308,6 +308,24 @@ func (s *state) overview() []GroupSummary {
 	return out
 }
 
+// remediationsTail is the View's tail of the remediation records: every
+// runner's outside any group's scope, as before groups; in a group's
+// scope, that group's runner's only, so that a busy group does not push
+// another's records out of its view.
+func (s *state) remediationsTail() []RemediationRecord {
+	out := []RemediationRecord{}
+	if s.scope == "" {
+		return append(out, s.Remediations[max(0, len(s.Remediations)-viewRemediationsTail):]...)
+	}
+	for i := len(s.Remediations) - 1; i >= 0 && len(out) < viewRemediationsTail; i-- {
+		if s.Remediations[i].Group == s.scope {
+			out = append(out, s.Remediations[i])
+		}
+	}
+	slices.Reverse(out)
+	return out
+}
+
 // view builds the View of the group in scope (DefaultGroup's outside any).
 func (s *state) view() View {
 	now := s.Now
@@ -331,10 +349,8 @@ func (s *state) view() View {
 		}
 	}
 	v.History = s.historyTail()
-	v.Remediations = slices.Clone(s.Remediations[max(0, len(s.Remediations)-viewRemediationsTail):])
-	if v.Remediations == nil {
-		v.Remediations = []RemediationRecord{}
-	}
+	v.Remediations = s.remediationsTail()
+
 	if s.Drill != nil {
 		d := s.Drill.clone()
 		v.Drill = &d

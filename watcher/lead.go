@@ -1,6 +1,7 @@
 package watcher
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"github.com/drwatch/drwatch/executor/reconcile"
 	"github.com/drwatch/drwatch/executor/remediate"
 	"github.com/drwatch/drwatch/failover"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // lead runs while this node is the leader: it makes the replicated policy
@@ -35,19 +37,12 @@ func (w *Watcher) lead(ctx context.Context) {
 		defer wg.Done()
 		w.tickLoop(ctx)
 	}()
-	if len(c.Remediators) > 0 {
-		runner, err := remediate.NewRunner(remediate.RunnerConfig{Node: c.Node, Cluster: c.Cluster, State: w.machine,
-			Remediators: c.Remediators, Interval: c.RemediationInterval, Registerer: c.Registry,
-			Logger: w.log.With("component", "remediate"), Now: c.Now})
-		if err != nil {
-			w.log.Error("remediations not started", "err", err)
-		} else {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				runner.Run(ctx)
-			}()
-		}
+	for _, runner := range w.remediationRunners() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runner.Run(ctx)
+		}()
 	}
 	if d := c.Drill; d != nil {
 		runner, err := drillrun.New(drillrun.Config{Node: c.Node, State: w.machine, Cluster: c.Cluster, DNS: d.DNS,
@@ -95,8 +90,9 @@ func (w *Watcher) lead(ctx context.Context) {
 // when the policy has one, then one per group of Config.Groups, each on
 // the group's desired state and its own fenced provider, those of one
 // zone and server sharing their writes (reconcile.BatchWrites). Only the default
-// group's has the gates, the post-flip hooks and the break-glass key:
-// they act on the default group's platform.
+// group's has the post-flip hooks and the break-glass key: they act on the
+// default group's platform. A group's reconciler has the gates of its own
+// remediations (its backup-warmup).
 func (w *Watcher) reconcilers() ([]*reconcile.Reconciler, error) {
 	c := w.cfg
 	base := reconcile.Config{
@@ -120,6 +116,11 @@ func (w *Watcher) reconcilers() ([]*reconcile.Reconciler, error) {
 	for _, g := range c.Groups {
 		rc := base
 		rc.Group, rc.State, rc.DNS, rc.Verifier = g.Name, reconcile.GroupState(w.machine, g.Name), g.DNS, g.Verifier
+		for _, gr := range c.GroupRemediations {
+			if gr.Name == g.Name {
+				rc.Gates = gr.Gates
+			}
+		}
 		rc.Observe = func(r reconcile.Report) { w.observeGroupReconcile(g.Name, r) }
 		rec, err := reconcile.New(rc)
 		if err != nil {
@@ -135,6 +136,41 @@ func (w *Watcher) reconcilers() ([]*reconcile.Reconciler, error) {
 		w.log.Info("dns writes batched per zone", "batches", n)
 	}
 	return out, nil
+}
+
+// remediationRunners builds the leader's remediation runners: the
+// top-level section's (as before groups, on the lead group's decision),
+// then one per failover group with remediations of its own, on the
+// group's decision and budgets. With groups in the policy each runner's
+// metrics carry a group label ("default" for the top-level runner), as
+// the decision metrics do; without groups, exactly the series before
+// groups. A runner that cannot be built is logged, and the others run.
+func (w *Watcher) remediationRunners() []*remediate.Runner {
+	c := w.cfg
+	grouped := len(c.Policy.Groups) > 0
+	var out []*remediate.Runner
+	add := func(group string, state remediate.State, entries []remediate.Entry, interval time.Duration) {
+		if len(entries) == 0 {
+			return
+		}
+		rc := remediate.RunnerConfig{Node: c.Node, Group: group, Cluster: c.Cluster, State: state,
+			Remediators: entries, Interval: interval, Registerer: c.Registry, Logger: w.log.With("component", "remediate"), Now: c.Now}
+		if grouped {
+			rc.Registerer = prometheus.WrapRegistererWith(prometheus.Labels{"group": cmp.Or(group, failover.DefaultGroup)}, c.Registry)
+			rc.Logger = rc.Logger.With("group", cmp.Or(group, failover.DefaultGroup))
+		}
+		runner, err := remediate.NewRunner(rc)
+		if err != nil {
+			w.log.Error("remediations not started", "group", cmp.Or(group, failover.DefaultGroup), "err", err)
+			return
+		}
+		out = append(out, runner)
+	}
+	add("", w.machine, c.Remediators, c.RemediationInterval)
+	for _, g := range c.GroupRemediations {
+		add(g.Name, remediate.GroupState(w.machine, g.Name), g.Remediators, g.Interval)
+	}
+	return out
 }
 
 func (w *Watcher) setLeading(on bool) {

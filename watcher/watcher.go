@@ -72,9 +72,15 @@ type Config struct {
 	// leader reconciles each on its own, beside DNS for the default group
 	// (when Policy has one). Optional: none without groups.
 	Groups []GroupDNS
-	// Remediators run on the leader, every RemediationInterval (none: no runner).
+	// Remediators run on the leader, every RemediationInterval (none: no
+	// runner): the top-level remediations section's, on the lead group's
+	// decision.
 	Remediators         []remediate.Entry
 	RemediationInterval time.Duration
+	// GroupRemediations are the failover groups' own remediations
+	// (groups[].remediations): the leader runs one runner for each, on
+	// its group's decision and budgets. Optional.
+	GroupRemediations []GroupRemediations
 	// Gates and AfterVerified go to the DNS reconciler (remediate.Gates).
 	Gates         []reconcile.Gate
 	AfterVerified func(context.Context, reconcile.Decision) string
@@ -113,6 +119,18 @@ type GroupDNS struct {
 	DNS dnsprovider.Provider
 	// Verifier checks the group's zone at every authoritative server.
 	Verifier reconcile.Verifier
+}
+
+// GroupRemediations are one failover group's own remediations.
+type GroupRemediations struct {
+	// Name is the group's (failover.Group.Name).
+	Name string
+	// Remediators run every Interval on the group's decision.
+	Remediators []remediate.Entry
+	Interval    time.Duration
+	// Gates go to the group's DNS reconciler (remediate.Gates of
+	// Remediators: the group's backup-warmup).
+	Gates []reconcile.Gate
 }
 
 // Drill is what the leader's drill executor needs besides the watcher's parts.

@@ -33,16 +33,20 @@ func newRemediateCmd() *cobra.Command {
 type remediateRecordsCmd struct {
 	flags  clientFlags
 	output string
+	group  string
 }
 
 func newRemediateRecordsCmd() *cobra.Command {
 	r := &remediateRecordsCmd{}
 	c := &cobra.Command{
-		Use:   "records [-o table|json|yaml]",
+		Use:   "records [--group NAME] [-o table|json|yaml]",
 		Short: "The last 20 remediation records, newest first: applied, failed, capped and dry runs",
-		Long: `Print the remediation records the leader's runner replicated, newest first,
+		Long: `Print the remediation records the leader's runners replicated, newest first,
 as the status page's Repairs section shows them. Dry runs are here and not in
-'drwatch history'.`,
+'drwatch history'. With failover groups each group's remediations have a
+runner of their own: --group NAME prints that group's records only (default:
+the top-level remediations section's), and without it every runner's are
+printed with their group.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := outputFormat(r.output).check(); err != nil {
@@ -53,6 +57,7 @@ as the status page's Repairs section shows them. Dry runs are here and not in
 	}
 	r.flags.register(c)
 	c.Flags().StringVarP(&r.output, "output", "o", "table", "table, json or yaml")
+	c.Flags().StringVar(&r.group, "group", "", "only the records of this failover group's remediations (default: the top-level section's)")
 	return c
 }
 
@@ -62,13 +67,26 @@ func (r *remediateRecordsCmd) Run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	st, err := cl.status(ctx)
+	// A group's status holds its runner's latest records; the default
+	// group's holds every runner's, of which --group default keeps the
+	// top-level runner's.
+	st, err := cl.groupStatus(ctx, r.group)
 	if err != nil {
 		return cliErr(err)
 	}
+	want := r.group
+	if want == failover.DefaultGroup {
+		want = ""
+	}
 	recs := make([]failover.RemediationRecord, 0, len(st.State.Remediations))
+	grouped := false
 	for i := len(st.State.Remediations) - 1; i >= 0; i-- {
-		recs = append(recs, st.State.Remediations[i])
+		rec := st.State.Remediations[i]
+		if r.group != "" && rec.Group != want {
+			continue
+		}
+		grouped = grouped || r.group == "" && rec.Group != ""
+		recs = append(recs, rec)
 	}
 	if r.output != "table" {
 		return structured(w, outputFormat(r.output), struct {
@@ -80,6 +98,12 @@ func (r *remediateRecordsCmd) Run(ctx context.Context, w io.Writer) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	group := func(string) string { return "" }
+	if grouped {
+		// Several runners' records: say whose each is.
+		fmt.Fprint(tw, "GROUP\t")
+		group = func(g string) string { return cmp.Or(logText(g), failover.DefaultGroup) + "\t" }
+	}
 	fmt.Fprintln(tw, "INDEX\tAT\tREMEDIATION\tVERB\tTARGET\tRESULT\tREASON\tDETAIL")
 	for _, rec := range recs {
 		result := logText(rec.Result)
@@ -87,7 +111,7 @@ func (r *remediateRecordsCmd) Run(ctx context.Context, w io.Writer) error {
 			// Parked: the runner will not retry it until its state changes.
 			result += " (needs admin)"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", rec.Index, unixTime(rec.At), logText(rec.Name), logText(rec.Verb), logText(rec.Target), result,
+		fmt.Fprintf(tw, "%s%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", group(rec.Group), rec.Index, unixTime(rec.At), logText(rec.Name), logText(rec.Verb), logText(rec.Target), result,
 			cmp.Or(logText(rec.Reason), "-"), cmp.Or(logText(rec.Detail), "-"))
 	}
 	return tw.Flush()
@@ -97,6 +121,7 @@ func (r *remediateRecordsCmd) Run(ctx context.Context, w io.Writer) error {
 type remediatePlanCmd struct {
 	flags  clientFlags
 	active string
+	group  string
 	// newClient builds a Kubernetes client (tests replace it).
 	newClient func(kubeconfig.Cluster) (kubeapi.Interface, error)
 }
@@ -104,7 +129,7 @@ type remediatePlanCmd struct {
 func newRemediatePlanCmd() *cobra.Command {
 	p := &remediatePlanCmd{newClient: kube.NewClient}
 	c := &cobra.Command{
-		Use:   "plan --config FILE [NAME]",
+		Use:   "plan --config FILE [--group NAME] [NAME]",
 		Short: "Print the actions the remediations would take now (read-only)",
 		Long: `Run Plan of every enabled remediation (mode dry-run or on), or of the one
 named whatever its mode, against the real clusters, and print the actions:
@@ -113,9 +138,10 @@ leader and the replicated history are not consulted: the leader may skip some
 of these actions (cap reached, already applied for this decision).
 
 The remediations come from the remediations: section of the node's config
-file. backup-warmup acts only while the backup is the active site: the
-current decision is asked from the cluster (any node that answers), or given
-with --active.
+file, or with --group NAME from that failover group's own section
+(groups[].remediations), planned on the group's decision. backup-warmup acts
+only while the backup is the active site: the current decision is asked from
+the cluster (any node that answers), or given with --active.
 
 Names: ` + strings.Join(all.Names(), ", ") + `.`,
 		Args: func(c *cobra.Command, args []string) error {
@@ -134,6 +160,7 @@ Names: ` + strings.Join(all.Names(), ", ") + `.`,
 	}
 	p.flags.register(c)
 	c.Flags().StringVar(&p.active, "active", "", "assume this site is active (primary or backup) instead of asking the cluster")
+	c.Flags().StringVar(&p.group, "group", "", "plan this failover group's own remediations (groups[].remediations) on its decision")
 	return c
 }
 
@@ -142,19 +169,35 @@ Names: ` + strings.Join(all.Names(), ", ") + `.`,
 // and the same refusal of a secret pasted into a file field. Only the
 // section's own rules are checked and the files are not, so a plan can be
 // made from any copy of the file, even a partial one, on a machine where
-// the node's other files are absent.
-func loadRemediations(path string) (all.Config, error) {
+// the node's other files are absent. group names a failover group whose
+// own section (groups[].remediations) is read instead; "" and
+// DefaultGroup read the top-level one.
+func loadRemediations(path, group string) (all.Config, error) {
 	if path == "" {
 		path = os.Getenv("DRWATCH_CONFIG")
 	}
 	if path == "" {
 		return all.Config{}, usageError{errors.New("--config is required: the remediations and their clusters come from a node's config file")}
 	}
-	cfg, err := config.Load(path, config.Options{SkipFileChecks: true, Sections: []string{remediate.Section}})
+	sections := []string{remediate.Section}
+	if group != "" && group != failover.DefaultGroup {
+		sections = []string{"groups[" + group + "]." + remediate.Section}
+	}
+	cfg, err := config.Load(path, config.Options{SkipFileChecks: true, Sections: sections})
 	if err != nil {
 		return all.Config{}, err
 	}
-	return cfg.Remediations, nil
+	if group == "" || group == failover.DefaultGroup {
+		return cfg.Remediations, nil
+	}
+	names := []string{failover.DefaultGroup}
+	for _, g := range cfg.Groups {
+		if g.Name == group {
+			return g.Remediations, nil
+		}
+		names = append(names, g.Name)
+	}
+	return all.Config{}, usageError{fmt.Errorf("unknown failover group %q in %s; groups: %s", group, path, strings.Join(names, ", "))}
 }
 
 // enable turns the named remediation on in dry-run, whatever its mode, and
@@ -169,7 +212,7 @@ func enable(cfg all.Config, name string) (all.Config, error) {
 
 // Run plans and prints.
 func (p *remediatePlanCmd) Run(ctx context.Context, w, errw io.Writer, name string) error {
-	cfg, err := loadRemediations(p.flags.config)
+	cfg, err := loadRemediations(p.flags.config, p.group)
 	if err != nil {
 		return err
 	}
@@ -243,10 +286,14 @@ func (p *remediatePlanCmd) decision(ctx context.Context) (remediate.Decision, st
 	}
 	cl, err := p.flags.client(false)
 	if err == nil {
-		if st, err := cl.status(ctx); err == nil {
+		if st, err := cl.groupStatus(ctx, p.group); err == nil {
 			d := st.State.Desired
+			of := ""
+			if p.group != "" {
+				of = "group " + p.group + ": "
+			}
 			return remediate.NewDecision(d, st.State.History),
-				fmt.Sprintf("gen %d, %s active (served by %s)", d.Gen, d.Active, st.ServedBy), nil
+				fmt.Sprintf("%sgen %d, %s active (served by %s)", of, d.Gen, d.Active, st.ServedBy), nil
 		}
 	}
 	return remediate.Decision{}, "unknown (no node answered; pass --active to plan backup-warmup)", nil

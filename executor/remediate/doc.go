@@ -48,6 +48,13 @@
 // memory nor from the bounded records alone, so neither a leader change
 // nor any amount of record traffic resets or doubles them (invariant 13).
 //
+// Each failover group with remediations of its own has its own Runner
+// (RunnerConfig.Group, State from GroupState): its records carry the
+// group, its generation and budget are the group's, so one group's actions
+// never use another's caps nor count as its applied keys. Its node
+// disruption budgets are its own too, which is why the config refuses two
+// runners' node-disrupting repairs on one Kubernetes cluster.
+//
 // The repairs live in packages of their own (kube, octavia, debris,
 // openstack); each declares itself as a repair.Repair, and package all
 // lists them and builds the enabled ones.

@@ -26,6 +26,37 @@ type State interface {
 	RemediationBudget(name string) failover.RemediationBudget
 }
 
+// GroupMachine is what GroupState reads; *failover.Machine satisfies it.
+type GroupMachine interface {
+	GroupDesired(group string) (failover.Desired, bool)
+	GroupRemediationBudget(group, name string) failover.RemediationBudget
+}
+
+// GroupState is failover group's decision and remediation budgets, as the
+// State of the Runner of that group's remediations (RunnerConfig.Group):
+// the group's generation, and budgets that hold the group's own records
+// only, so that one group's actions never use another's caps nor count as
+// its applied keys. A group the replicated policy does not have (yet: the
+// leader's file may be newer than the log) has no decision, generation 0.
+func GroupState(m GroupMachine, group string) State { return groupState{m: m, group: group} }
+
+type groupState struct {
+	m     GroupMachine
+	group string
+}
+
+func (g groupState) Desired() failover.Desired {
+	d, ok := g.m.GroupDesired(g.group)
+	if !ok {
+		return failover.Desired{}
+	}
+	return d
+}
+
+func (g groupState) RemediationBudget(name string) failover.RemediationBudget {
+	return g.m.GroupRemediationBudget(g.group, name)
+}
+
 // Entry is one remediator with its settings.
 type Entry struct {
 	Remediator Remediator
@@ -48,7 +79,12 @@ const DefaultMaxDisruptedNodes = kubeconfig.DefaultMaxDisruptedNodes
 // RunnerConfig wires a Runner.
 type RunnerConfig struct {
 	// Node is this node's ID, recorded as the actor of each record.
-	Node        string
+	Node string
+	// Group is the failover group whose remediations these are, recorded
+	// on each record (failover.Remediation.Group): State must then be the
+	// group's (GroupState). "" is the top-level remediations section's
+	// runner, as before groups.
+	Group       string
 	Cluster     failover.Leader // proposes the records, confirms leadership before each Apply
 	State       State
 	Remediators []Entry
@@ -344,7 +380,7 @@ func (r *Runner) runOne(ctx context.Context, e Entry, gen uint64, now time.Time,
 			count("backoff")
 			continue
 		}
-		rec := failover.Remediation{Name: name, Gen: gen, Target: a.Target, Verb: a.Verb,
+		rec := failover.Remediation{Name: name, Group: r.cfg.Group, Gen: gen, Target: a.Target, Verb: a.Verb,
 			Reason: a.Reason, Key: key, Actor: r.cfg.Node}
 		switch {
 		case a.ReportOnly != "":

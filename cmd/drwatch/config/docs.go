@@ -87,6 +87,12 @@ func writeFieldsOnce(b *strings.Builder, t reflect.Type, path, types string, see
 		for ft.Kind() == reflect.Pointer {
 			ft = ft.Elem()
 		}
+		if ref := f.Tag.Get("docref"); ref != "" {
+			// The same section as one written out elsewhere: its fields
+			// are those, under this path.
+			fmt.Fprintf(b, "| `%s` | %s | | %s Its fields are those of [`%s`](#%s). |\n", fp, typeName(f.Type), f.Tag.Get("doc"), ref, ref)
+			continue
+		}
 		if ft.Kind() == reflect.Struct && ft != durationType || (ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct) {
 			fmt.Fprintf(b, "| `%s` | %s | | %s |\n", fp, typeName(f.Type), f.Tag.Get("doc"))
 			writeFields(b, f.Type, fp)

@@ -256,4 +256,7 @@ func TestTwoPlatformExampleHasTwoGroups(t *testing.T) {
 	if n != 1 {
 		t.Errorf("kube-api runs %d times per round on the primary, want once", n)
 	}
+	if learn := c.Groups[0].Remediations; learn.BackupWarmup.Mode != "dry-run" || c.Remediations.BackupWarmup.Mode != "off" {
+		t.Errorf("learn's backup-warmup %q, top-level %q: want learn's own section in dry-run", learn.BackupWarmup.Mode, c.Remediations.BackupWarmup.Mode)
+	}
 }

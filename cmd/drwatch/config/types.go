@@ -117,6 +117,9 @@ type Group struct {
 	Failback      string        `yaml:"failback" default:"(policy.failback)" doc:"As policy.failback, for this group."`
 	FailbackAfter time.Duration `yaml:"failback_after" default:"(policy.failback_after, when failback is not set)" doc:"As policy.failback_after, for this group."`
 	FailbackGate  []string      `yaml:"failback_gate" doc:"As policy.failback_gate: primary probes of this group that must be UP at quorum before its failback."`
+	// Remediations are the group's own repairs, run by a runner of their
+	// own on the group's decision.
+	Remediations all.Config `yaml:"remediations" docref:"remediations" doc:"The group's own repairs: every field of the top-level remediations section, each repair off until enabled, run on the leader by a runner of the group's own, on the group's decision, with its own caps and budgets (records carry the group). A repair that disrupts nodes (dead_node_out_of_service, orphaned_pods, openstack.never_ready_instances) may be enabled for one Kubernetes cluster (kubeconfig_file and context) in one section only: each runner has its own node disruption budget."`
 }
 
 // GroupDNS is a group's dns section. The provider, its credentials and the

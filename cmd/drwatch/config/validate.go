@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"github.com/drwatch/drwatch/executor/remediate"
+	"github.com/drwatch/drwatch/executor/remediate/all"
 	"github.com/drwatch/drwatch/executor/remediate/hooks"
 	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/internal/dnsname"
@@ -12,6 +13,7 @@ import (
 	"github.com/drwatch/drwatch/probes"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -86,24 +88,75 @@ func (v *validator) hooks(c *Config) {
 	}
 }
 
-// remediations applies the section's own defaults and rules.
+// remediations applies the section's own defaults and rules, to the
+// top-level remediations section and to each group's, then refuses two
+// sections whose node-disrupting repairs share a cluster.
 func (v *validator) remediations(c *Config) {
-	c.Remediations = c.Remediations.Defaulted()
-	v.section("remediations", c.Remediations.Validate())
+	v.remediationsAt("remediations", &c.Remediations)
+	labels := field.Labels{}
+	for i := range c.Groups {
+		gp := fmt.Sprintf("groups[%s]", labels.Next(c.Groups[i].Name, i))
+		v.remediationsAt(gp+".remediations", &c.Groups[i].Remediations)
+	}
+	v.disruptionBudgets(c)
+}
+
+// remediationsAt defaults the remediations section *r at path and checks
+// it by its own rules and its files.
+func (v *validator) remediationsAt(path string, r *all.Config) {
+	*r = r.Defaulted()
+	v.section(path, r.Validate())
 	for _, site := range []struct {
 		path string
 		kc   kubeconfig.Cluster
-	}{{"remediations.kubernetes.primary", c.Remediations.Kubernetes.Primary}, {"remediations.kubernetes.backup", c.Remediations.Kubernetes.Backup}} {
+	}{{path + ".kubernetes.primary", r.Kubernetes.Primary}, {path + ".kubernetes.backup", r.Kubernetes.Backup}} {
 		v.fileField(site.path+".kubeconfig_file", site.kc.Kubeconfig, false)
 	}
 	for _, cloud := range []struct {
 		path string
 		auth remediate.OpenStackAuth
-	}{{"remediations.octavia_stuck_lb", c.Remediations.OctaviaStuckLB.OpenStackAuth}, {"remediations.openstack", c.Remediations.OpenStack.OpenStackAuth},
-		{"remediations.cloud_debris", c.Remediations.CloudDebris.OpenStackAuth}} {
+	}{{path + ".octavia_stuck_lb", r.OctaviaStuckLB.OpenStackAuth}, {path + ".openstack", r.OpenStack.OpenStackAuth},
+		{path + ".cloud_debris", r.CloudDebris.OpenStackAuth}} {
 		for _, f := range cloud.auth.Files() {
 			v.fileField(cloud.path+"."+f.Field, f.Path, false)
 		}
+	}
+}
+
+// disruptionBudgets refuses two remediations sections (the top-level one
+// and a group's, or two groups') that enable node-disrupting repairs on
+// one Kubernetes cluster, named by its kubeconfig file and context: each
+// section's runner has its own node disruption budget, and two budgets
+// on one cluster would together disrupt more nodes than either allows.
+// Within one section the repairs share one runner, as before groups.
+func (v *validator) disruptionBudgets(c *Config) {
+	if len(c.Groups) == 0 {
+		return
+	}
+	type first struct{ section, path string }
+	seen := map[kubeconfig.Cluster]first{}
+	check := func(section string, r all.Config) {
+		for _, d := range all.Disruptions(r) {
+			if d.Cluster.Kubeconfig == "" {
+				// Build names the missing client; there is no cluster to share.
+				continue
+			}
+			key := kubeconfig.Cluster{Kubeconfig: filepath.Clean(d.Cluster.Kubeconfig), Context: d.Cluster.Context}
+			path := section + "." + d.Section + ".mode"
+			f, dup := seen[key]
+			switch {
+			case !dup:
+				seen[key] = first{section, path}
+			case f.section != section:
+				v.add(path, "enables %s on the cluster of %s.kubernetes.%s (kubeconfig_file %s, context %q), whose nodes %s disrupts too: each section's runner has its own node disruption budget, so two on one cluster would not hold; enable the repairs that disrupt one cluster's nodes in one section",
+					d.Repair, section, d.Site, d.Cluster.Kubeconfig, d.Cluster.Context, f.path)
+			}
+		}
+	}
+	check("remediations", c.Remediations)
+	labels := field.Labels{}
+	for i, g := range c.Groups {
+		check(fmt.Sprintf("groups[%s].remediations", labels.Next(g.Name, i)), g.Remediations)
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/drwatch/drwatch/executor/reconcile"
 	"github.com/drwatch/drwatch/executor/remediate"
 	"github.com/drwatch/drwatch/executor/remediate/all"
+	"github.com/drwatch/drwatch/executor/remediate/hooks"
 	"github.com/drwatch/drwatch/executor/remediate/kube"
 	"github.com/drwatch/drwatch/executor/remediate/openstack"
 	"github.com/drwatch/drwatch/executor/remediate/repair"
@@ -137,6 +140,7 @@ type parts struct {
 	fsm           *watcher.FSM
 	drills        *watcher.Drill
 	repairs       []remediate.Entry
+	groupRepairs  []watcher.GroupRemediations
 	health        *clusterhealth.Monitor
 	sched         *probes.Scheduler
 }
@@ -263,7 +267,10 @@ func (p *parts) buildDrills() error {
 
 func (p *parts) buildRepairs() error {
 	var err error
-	p.repairs, err = remediators(p.c, p.machine, p.log, p.now)
+	if p.repairs, err = remediators(p.c, p.machine, p.log, p.now); err != nil {
+		return err
+	}
+	p.groupRepairs, err = groupRemediators(p.c, p.machine, p.log, p.now)
 	return err
 }
 
@@ -342,7 +349,7 @@ func (p *parts) watcherConfig(member *cluster.Node, reloadEvery time.Duration) w
 	return watcher.Config{
 		Node: c.Node.ID, Policy: p.policy, Interval: c.Policy.Interval, SetPhase: p.sched.SetPhase, Reprobe: p.sched, HeartbeatTimeout: c.Raft.HeartbeatTimeout, DataDir: c.Node.DataDir,
 		FSM: p.fsm, Cluster: member, DNS: p.dns, Verifier: p.verifier, Groups: p.groups,
-		Remediators: p.repairs, RemediationInterval: c.Remediations.Interval, Gates: gates, AfterVerified: after,
+		Remediators: p.repairs, RemediationInterval: c.Remediations.Interval, GroupRemediations: p.groupRepairs, Gates: gates, AfterVerified: after,
 		BreakGlassKey: p.breakGlassKey, BreakGlassMaxAge: c.DNS.BreakGlass.MaxAge,
 		Drill: p.drills, Health: p.health, Credentials: p.creds, CAFile: c.TLS.CAFile, CertFile: c.TLS.CertFile, CredentialsReloadEvery: reloadEvery,
 		Registry: p.reg, Logger: p.log, Now: p.now, ProbeTimeout: c.ProbedSites().CriticalProbeTimeout(),
@@ -428,6 +435,53 @@ func remediators(c *config.Config, m *failover.Machine, log *slog.Logger, now fu
 // decision that decision returns.
 func remediatorsFor(c *config.Config, decision func() remediate.Decision, log *slog.Logger, now func() time.Time) ([]remediate.Entry, error) {
 	return all.Build(c.Remediations, all.Options{Env: repair.Env{Decision: decision, Now: now, Log: log, DataDir: c.Node.DataDir}})
+}
+
+// groupRemediators builds, for each failover group whose own remediations
+// section enables a repair, its repairs, acting on the group's decision,
+// keeping their files in a directory of the group's own under the data
+// directory (groups/NAME), with the gates they give the group's DNS
+// reconciler (its backup-warmup).
+func groupRemediators(c *config.Config, m *failover.Machine, log *slog.Logger, now func() time.Time) ([]watcher.GroupRemediations, error) {
+	var out []watcher.GroupRemediations
+	for _, g := range c.Groups {
+		glog := log.With("group", g.Name)
+		env := repair.Env{Decision: groupDecision(m, g.Name), Now: now, Log: glog}
+		if c.Node.DataDir != "" {
+			env.DataDir = filepath.Join(c.Node.DataDir, "groups", g.Name)
+		}
+		entries, err := all.Build(g.Remediations, all.Options{Env: env})
+		if err != nil {
+			return nil, fmt.Errorf("groups[%s]: %w", g.Name, err)
+		}
+		if len(entries) == 0 {
+			continue
+		}
+		if env.DataDir != "" {
+			if err := os.MkdirAll(env.DataDir, 0o700); err != nil {
+				return nil, fmt.Errorf("groups[%s].remediations: data directory: %w", g.Name, err)
+			}
+		}
+		gates, _ := remediate.Gates(c.Node.ID, entries, kube.BackupWarmupName, g.Remediations.BackupWarmup.ReadyTimeout, hooks.Config{}, glog)
+		out = append(out, watcher.GroupRemediations{Name: g.Name, Remediators: entries, Interval: g.Remediations.Interval, Gates: gates})
+	}
+	return out, nil
+}
+
+// groupDecision is failover group's decision, as its repairs read it:
+// its desired state and its own history entries (a decision that moved
+// several groups has an entry per group at one index).
+func groupDecision(m *failover.Machine, group string) func() remediate.Decision {
+	return func() remediate.Decision {
+		d, _ := m.GroupDesired(group)
+		var own []failover.Entry
+		for _, e := range m.History() {
+			if e.Group == group {
+				own = append(own, e)
+			}
+		}
+		return remediate.NewDecision(d, own)
+	}
 }
 
 // ClusterHealth builds the read-only monitor of both sites' clusters for

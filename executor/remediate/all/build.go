@@ -87,3 +87,34 @@ func Clients(r repair.Repair) string {
 	}
 	return strings.Join(s, ", ")
 }
+
+// Disruption is a repair that a config enables whose actions disrupt the
+// nodes of a Kubernetes cluster (repair.Repair.DisruptsSite): all the
+// repairs of one runner on one cluster share its node disruption budget.
+type Disruption struct {
+	// Repair is its name; Section the path of its settings under
+	// remediations: ("orphaned_pods").
+	Repair, Section string
+	// Site is the site of remediations.kubernetes whose cluster it
+	// disrupts; Cluster is that site's entry there (no kubeconfig_file: the
+	// repair cannot be built).
+	Site    string
+	Cluster kubeconfig.Cluster
+}
+
+// Disruptions lists, in the order of Repairs, the repairs cfg enables
+// (mode dry-run or on: a dry run takes from the budget too) that disrupt
+// nodes. cfg is defaulted first; nothing is built or contacted.
+func Disruptions(cfg Config) []Disruption {
+	cfg = cfg.Defaulted()
+	var out []Disruption
+	for _, r := range Repairs {
+		s := repair.SectionOf(&cfg, r)
+		if r.DisruptsSite == nil || s == nil || !r.Settings(s).Mode.Enabled() {
+			continue
+		}
+		site := r.DisruptsSite(s)
+		out = append(out, Disruption{Repair: r.Name, Section: r.Section, Site: site, Cluster: cfg.Kubernetes.Site(site)})
+	}
+	return out
+}

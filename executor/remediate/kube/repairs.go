@@ -14,12 +14,14 @@ import (
 // without it dead-node never taints, orphaned-pods never force-deletes a
 // pod that may still run, and drain-trap moves nothing.
 var (
-	DeadNodeRepair = repair.For(DeadNodeName, "dead_node_out_of_service", []repair.Client{repair.Kubernetes, repair.OpenStack},
-		func(c *DeadNodeConfig) *remediate.Settings { return &c.Settings }, buildDeadNode)
+	DeadNodeRepair = repair.Disrupting(repair.For(DeadNodeName, "dead_node_out_of_service", []repair.Client{repair.Kubernetes, repair.OpenStack},
+		func(c *DeadNodeConfig) *remediate.Settings { return &c.Settings }, buildDeadNode),
+		func(c *DeadNodeConfig) string { return c.Site })
 	DrainTrapRepair = repair.For(DrainTrapName, "drain_trap", []repair.Client{repair.Kubernetes, repair.OpenStack},
 		func(c *DrainTrapConfig) *remediate.Settings { return &c.Settings }, buildDrainTrap)
-	OrphanedPodsRepair = repair.For(OrphanedPodsName, "orphaned_pods", []repair.Client{repair.Kubernetes, repair.OpenStack},
-		func(c *OrphanedPodsConfig) *remediate.Settings { return &c.Settings }, buildOrphanedPods)
+	OrphanedPodsRepair = repair.Disrupting(repair.For(OrphanedPodsName, "orphaned_pods", []repair.Client{repair.Kubernetes, repair.OpenStack},
+		func(c *OrphanedPodsConfig) *remediate.Settings { return &c.Settings }, buildOrphanedPods),
+		func(c *OrphanedPodsConfig) string { return c.Site })
 	BackupWarmupRepair = repair.For(BackupWarmupName, "backup_warmup", []repair.Client{repair.Kubernetes},
 		func(c *BackupWarmupConfig) *remediate.Settings { return &c.Settings }, buildBackupWarmup)
 )

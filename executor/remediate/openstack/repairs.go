@@ -94,7 +94,8 @@ var (
 var (
 	RouteGCRepair        = cloudRepair(RouteGCName, "neutron_route_gc", routeGCSettings, true)
 	SecurityGroupsRepair = cloudRepair(SecurityGroupsName, "security_groups", securityGroupsSettings, false)
-	NeverReadyRepair     = cloudRepair(NeverReadyName, "never_ready_instances", neverReadySettings, true)
+	NeverReadyRepair     = repair.Disrupting(cloudRepair(NeverReadyName, "never_ready_instances", neverReadySettings, true),
+		func(c *OpenStackClusterConfig) string { return c.Site })
 )
 
 func routeGCSettings(c *OpenStackClusterConfig) *remediate.Settings {

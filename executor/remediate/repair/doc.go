@@ -7,7 +7,10 @@
 // depend on other fields) and declares one [Repair] value per repair it
 // holds, bound to that type with [For]: its name, the path of its settings
 // under remediations:, the clients it needs and a Build function that
-// takes the section. The sections and the list of every repair sit in one
+// takes the section. A repair whose actions disrupt nodes also says which
+// site's cluster its section makes it disrupt ([Disrupting]), so that the
+// config can refuse two runners disrupting one cluster without building
+// anything. The sections and the list of every repair sit in one
 // file of package executor/remediate/all, above the repairs; that package
 // also builds the clients once per node and calls [Assemble], which finds
 // each repair's section by its key ([SectionOf]). The runner, drill

@@ -46,6 +46,22 @@ type Repair struct {
 	// the repair is enabled, must not contact anything, and returns an
 	// error naming the config field when a client it needs is missing.
 	Build func(env Env, common remediate.Config, section any) (remediate.Entry, error)
+	// DisruptsSite, set by [Disrupting] for a repair whose actions disrupt
+	// nodes (Action.Disrupts: reboots, taints, force-deletes), is the site
+	// of remediations.kubernetes whose cluster it disrupts, as its section
+	// (a pointer to it, defaulted) names it: the site Build gives its
+	// Entry.Cluster. nil for a repair that disrupts no node. The config
+	// reads it without building anything, to refuse two runners (two node
+	// disruption budgets) disrupting one cluster.
+	DisruptsSite func(section any) string
+}
+
+// Disrupting declares that r, declared with [For] on sections of type S,
+// disrupts the nodes of the Kubernetes cluster of the site that site reads
+// from its section.
+func Disrupting[S any](r Repair, site func(*S) string) Repair {
+	r.DisruptsSite = func(s any) string { return site(s.(*S)) }
+	return r
 }
 
 // For declares the repair name whose settings sit at path section under
