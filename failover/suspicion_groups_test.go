@@ -45,16 +45,19 @@ func (r *groupsReplica) report(node string, down ...string) {
 	r.step(o)
 }
 
-// With groups, a suspect site's fast rounds re-probe only the probes of
-// the groups suspect on it: apps' own web probe failing names apps'
-// probes, not lms'; the shared kube probe failing names both groups'.
-func TestSuspicionNamesOnlyTheSuspectGroupsProbes(t *testing.T) {
+// With groups, a suspect site's fast rounds re-probe only the critical
+// probes whose failures make it suspect: apps' own web probe failing names
+// it alone, the shared kube probe failing names kube alone, though every
+// group holds it (a region outage costs one probe per fast round, not every
+// probe of every group), and two watchers failing two probes name both.
+func TestSuspicionNamesOnlyTheFailingProbes(t *testing.T) {
 	for _, tc := range []struct {
-		down string
+		down map[string]string // node -> its failing probe
 		want []string
 	}{
-		{"primary/web-apps", []string{"kube", "web-apps"}},
-		{"primary/kube", []string{"kube", "web-apps", "web-lms"}},
+		{map[string]string{"b": "primary/web-apps"}, []string{"web-apps"}},
+		{map[string]string{"b": "primary/kube"}, []string{"kube"}},
+		{map[string]string{"b": "primary/kube", "c": "primary/web-lms"}, []string{"kube", "web-lms"}},
 	} {
 		r := newGroupsReplica(t, twoGroupPolicy())
 		for _, n := range []string{"a", "b", "c"} {
@@ -63,10 +66,14 @@ func TestSuspicionNamesOnlyTheSuspectGroupsProbes(t *testing.T) {
 		if s := r.m.Suspicion("a"); len(s.Suspect) != 0 || s.Probes != nil {
 			t.Fatalf("all up: got suspect %v probes %v, want none", s.Suspect, s.Probes)
 		}
-		r.report("b", tc.down)
+		for _, n := range []string{"b", "c"} {
+			if tc.down[n] != "" {
+				r.report(n, tc.down[n])
+			}
+		}
 		s := r.m.Suspicion("a")
 		if !slices.Equal(s.Suspect, []Site{Primary}) || len(s.Probes) != 1 || !slices.Equal(s.Probes[Primary], tc.want) {
-			t.Fatalf("%s failing on b: got suspect %v probes %v, want the primary with %v", tc.down, s.Suspect, s.Probes, tc.want)
+			t.Fatalf("%v failing: got suspect %v probes %v, want the primary with %v", tc.down, s.Suspect, s.Probes, tc.want)
 		}
 	}
 }
@@ -89,28 +96,38 @@ func TestSuspicionWithoutGroupsNamesNoProbes(t *testing.T) {
 	if s := r.m.Suspicion("a"); !slices.Equal(s.Suspect, []Site{Primary}) || s.Probes != nil {
 		t.Fatalf("got suspect %v probes %v, want the primary with every probe (nil)", s.Suspect, s.Probes)
 	}
-	if got := p.GroupProbes(Primary, []string{"web"}); got != nil {
-		t.Fatalf("GroupProbes without groups: got %v, want nil (every probe)", got)
+	if got := p.CriticalProbes(Primary, []string{"web"}); got != nil {
+		t.Fatalf("CriticalProbes without groups: got %v, want nil (every probe)", got)
 	}
 }
 
-// GroupProbes names the probes of the groups that hold a failing probe
-// as critical: one group's own probe names its probes, a shared one
-// every group's, and a probe no group holds critical names none.
-func TestGroupProbesNamesTheGroupsOfCriticalProbes(t *testing.T) {
+// CriticalProbes keeps the failing probes that some group holds
+// critical: one group's own probe, a shared one, both, and never a probe
+// no group holds critical.
+func TestCriticalProbesKeepsTheFailingCriticalProbes(t *testing.T) {
 	p := twoGroupPolicy()
 	p.Groups[0].Sites[Primary] = SitePolicy{Probes: append(slices.Clone(p.Groups[0].Sites[Primary].Probes), ProbeRef{Name: "lb"})}
 	for _, tc := range []struct {
-		critical []string
-		want     []string
+		failing []string
+		want    []string
 	}{
-		{[]string{"web-lms"}, []string{"kube", "lb", "web-lms"}},
-		{[]string{"web-apps"}, []string{"kube", "web-apps"}},
-		{[]string{"kube"}, []string{"kube", "lb", "web-apps", "web-lms"}},
+		{[]string{"web-lms"}, []string{"web-lms"}},
+		{[]string{"kube"}, []string{"kube"}},
+		{[]string{"web-apps", "kube"}, []string{"kube", "web-apps"}},
 		{[]string{"lb"}, []string{}},
 	} {
-		if got := p.GroupProbes(Primary, tc.critical); got == nil || !slices.Equal(got, tc.want) {
-			t.Fatalf("GroupProbes(primary, %v): got %v, want %v", tc.critical, got, tc.want)
+		if got := p.CriticalProbes(Primary, tc.failing); got == nil || !slices.Equal(got, tc.want) {
+			t.Fatalf("CriticalProbes(primary, %v): got %v, want %v", tc.failing, got, tc.want)
 		}
 	}
+}
+
+// addProbeNames adds the names of sp's probes missing from names.
+func addProbeNames(names []string, sp SitePolicy) []string {
+	for _, ref := range sp.Probes {
+		if !slices.Contains(names, ref.Name) {
+			names = append(names, ref.Name)
+		}
+	}
+	return names
 }

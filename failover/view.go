@@ -428,9 +428,13 @@ type Suspicion struct {
 	// asked about, as "site/probe".
 	Down []string
 	// Probes names, with Groups, the probes of each suspect site that a
-	// fast round re-probes: those of every group suspect on it, sorted, so
-	// that one group's suspicion costs its own probes, not those of every
-	// group on the site. Nil without Groups: every probe of the site.
+	// fast round re-probes: the critical probes whose failures make it
+	// suspect, in any group, sorted. A site is DOWN for a watcher once any
+	// one critical probe is, so the failing ones are all there is to
+	// confirm or refute; the others keep their full-round results. So a
+	// region probe failing under 50 groups costs one probe per fast round,
+	// not every probe of every group, and its report is not held back by
+	// them. Nil without Groups: every probe of the site.
 	Probes map[Site][]string
 }
 
@@ -451,7 +455,12 @@ func (m *Machine) Suspicion(node string) Suspicion {
 			s = m.st.scoped(name)
 		}
 		s.inGroup(name, func() {
-			for _, site := range s.suspects(s.Now, s.Now-int64(s.Policy.stale()), s.tallies(s.Now)) {
+			t := s.tallies(s.Now)
+			for _, site := range sites {
+				failing := s.suspectProbes(site, s.Now, s.Now-int64(s.Policy.stale()), t)
+				if len(failing) == 0 {
+					continue
+				}
 				if !slices.Contains(out.Suspect, site) {
 					out.Suspect = append(out.Suspect, site)
 				}
@@ -459,7 +468,11 @@ func (m *Machine) Suspicion(node string) Suspicion {
 					if out.Probes == nil {
 						out.Probes = map[Site][]string{}
 					}
-					out.Probes[site] = addProbeNames(out.Probes[site], s.Policy.Sites[site])
+					for _, n := range failing {
+						if !slices.Contains(out.Probes[site], n) {
+							out.Probes[site] = append(out.Probes[site], n)
+						}
+					}
 				}
 			}
 			ns := s.Nodes[node]
@@ -486,35 +499,25 @@ func (m *Machine) Suspicion(node string) Suspicion {
 	return out
 }
 
-// GroupProbes returns, with Groups, the probes of site named by every
-// failover group that holds one of critical as a critical probe of site,
-// sorted: what a watcher whose own critical probes fail there re-probes
-// fast. Nil without Groups: every probe of the site.
-func (p *Policy) GroupProbes(site Site, critical []string) []string {
+// CriticalProbes returns, with Groups, those of failing that some
+// failover group holds as a critical probe of site, sorted: what a
+// watcher whose own probes of site fail re-probes fast (see
+// Suspicion.Probes). Nil without Groups: every probe of the site.
+func (p *Policy) CriticalProbes(site Site, failing []string) []string {
 	if len(p.Groups) == 0 {
 		return nil
 	}
 	out := []string{}
 	for _, name := range p.GroupNames() {
 		gp, _ := p.ForGroup(name)
-		if slices.ContainsFunc(gp.Sites[site].Probes, func(ref ProbeRef) bool {
-			return ref.Critical && slices.Contains(critical, ref.Name)
-		}) {
-			out = addProbeNames(out, gp.Sites[site])
+		for _, ref := range gp.Sites[site].Probes {
+			if ref.Critical && slices.Contains(failing, ref.Name) && !slices.Contains(out, ref.Name) {
+				out = append(out, ref.Name)
+			}
 		}
 	}
 	slices.Sort(out)
 	return out
-}
-
-// addProbeNames adds the names of sp's probes missing from names.
-func addProbeNames(names []string, sp SitePolicy) []string {
-	for _, ref := range sp.Probes {
-		if !slices.Contains(names, ref.Name) {
-			names = append(names, ref.Name)
-		}
-	}
-	return names
 }
 
 // suspects are the sites every watcher reads from its replica and
@@ -547,27 +550,37 @@ func addProbeNames(names []string, sp SitePolicy) []string {
 // watchers' side (a watcher does not re-probe fast a site it votes DOWN,
 // see package watcher) rise, and failback, keep the interval.
 func (s *state) suspects(now, cutoff int64, t map[Site]Tally) []Site {
-	p := s.Policy
-	window := int64(suspectWindow(p))
 	var out []Site
 	for _, site := range sites {
-		if t[site].Verdict == Down {
+		if len(s.suspectProbes(site, now, cutoff, t)) > 0 {
+			out = append(out, site)
+		}
+	}
+	return out
+}
+
+// suspectProbes are the critical probes of site whose failures make it
+// suspect (see suspects), on any watcher, in the policy's order; none
+// when the site is not suspect.
+func (s *state) suspectProbes(site Site, now, cutoff int64, t map[Site]Tally) []string {
+	p := s.Policy
+	if t[site].Verdict == Down {
+		return nil
+	}
+	window := int64(suspectWindow(p))
+	var out []string
+	for _, id := range p.Nodes {
+		ns := s.Nodes[id]
+		if ns == nil || s.nodeVote(id, now).abstain != "" {
 			continue
 		}
-	nodes:
-		for _, id := range p.Nodes {
-			ns := s.Nodes[id]
-			if ns == nil || s.nodeVote(id, now).abstain != "" {
-				continue
-			}
-			for _, ref := range p.Sites[site].Probes {
-				ps := ns.Probes[probeKey(site, ref.Name)]
-				if ref.Critical && ps != nil && ps.LastAt >= cutoff && ps.Fails > 0 &&
-					(ps.State != Down || ps.Fails >= p.Fall) &&
-					ps.FailSince > s.ActiveSince && now-ps.FailSince <= window {
-					out = append(out, site)
-					break nodes
-				}
+		for _, ref := range p.Sites[site].Probes {
+			ps := ns.Probes[probeKey(site, ref.Name)]
+			if ref.Critical && ps != nil && ps.LastAt >= cutoff && ps.Fails > 0 &&
+				(ps.State != Down || ps.Fails >= p.Fall) &&
+				ps.FailSince > s.ActiveSince && now-ps.FailSince <= window &&
+				!slices.Contains(out, ref.Name) {
+				out = append(out, ref.Name)
 			}
 		}
 	}

@@ -8,8 +8,8 @@
 // change, re-probes suspect sites at once and then at the policy's fast
 // interval (its own critical probe of the site just failed, or the
 // replicated state names the site suspect, unless this node already votes
-// it DOWN) through the scheduler (with failover groups, only the probes of
-// the groups that make the site suspect), logs every history entry the node applies
+// it DOWN) through the scheduler (with failover groups, only the site's
+// failing critical probes), logs every history entry the node applies
 // as one structured line (the journal's copy of the audit trail), and keeps
 // what the status page and the metrics read of all that.
 //

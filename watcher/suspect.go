@@ -48,12 +48,15 @@ var _ Reprober = (*probes.Scheduler)(nil)
 // have not voted DOWN confirm, and a recovering site, and failback, are
 // probed at the interval: rise is never sped up.
 //
-// With failover groups a fast site's fast rounds re-probe only the probes
-// of the groups that make it suspect (failover.Suspicion.Probes for the
-// committed rule, failover.Policy.GroupProbes of the failing probes for
-// the own one), so that one group's suspicion costs what it costs a trio
-// with that group alone; a group newly suspect on a site already fast is
-// probed at once too. Without groups every probe of the site is.
+// With failover groups a fast site's fast rounds re-probe only its
+// failing critical probes (failover.Suspicion.Probes for the committed
+// rule, failover.Policy.CriticalProbes of this watcher's own failing ones
+// for the own rule): a site is DOWN for a watcher once any one critical
+// probe is, so they are all there is to confirm, and a round's report,
+// which goes out when its slowest probe ends, is not held back by the
+// healthy probes of every group that names a failing shared one. A probe
+// newly failing on a site already fast is probed at once too. Without
+// groups every probe of the site is, as before groups.
 type suspicion struct {
 	mu        sync.Mutex
 	fall      int
@@ -164,7 +167,7 @@ func (s *suspicion) own(site failover.Site) (bool, []string) {
 	if s.policy == nil {
 		return true, nil
 	}
-	names := s.policy.GroupProbes(site, failing)
+	names := s.policy.CriticalProbes(site, failing)
 	// A probe no group holds critical makes nothing fast.
 	return names == nil || len(names) > 0, names
 }

@@ -57,9 +57,10 @@ func fmtGroupReprobes(rs []reprobe) string {
 	return out
 }
 
-// With groups a committed failure re-probes the failing group's probes
-// only, and a shared probe's failure then adds the other group's at once.
-func TestSuspicionWithGroupsReprobesTheSuspectGroupsProbes(t *testing.T) {
+// With groups a committed failure re-probes the failing probe only, and
+// the shared probe's failure on another watcher then adds it at once: not
+// the healthy probes of the groups that name them.
+func TestSuspicionWithGroupsReprobesTheFailingProbes(t *testing.T) {
 	r := &replica{t: t, m: failover.New(), at: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	r.step(failover.SetPolicy{Policy: *groupsPolicy(), Actor: "test"})
 	s := newSuspicion(3)
@@ -70,7 +71,7 @@ func TestSuspicionWithGroupsReprobesTheSuspectGroupsProbes(t *testing.T) {
 		t.Fatalf("all up: got %s, want nothing fast", got)
 	}
 	r.groupsReport("b", "primary/web-apps")
-	if got, want := fmtGroupReprobes(s.view(r.m.Suspicion("a"))), "primary fast=true now=true probes=[kube web-apps];"; got != want {
+	if got, want := fmtGroupReprobes(s.view(r.m.Suspicion("a"))), "primary fast=true now=true probes=[web-apps];"; got != want {
 		t.Fatalf("apps fails on b: got %s, want %s", got, want)
 	}
 	r.groupsReport("b", "primary/web-apps")
@@ -78,24 +79,24 @@ func TestSuspicionWithGroupsReprobesTheSuspectGroupsProbes(t *testing.T) {
 		t.Fatalf("apps fails again on b: got %s, want no change", got)
 	}
 	r.groupsReport("c", "primary/kube")
-	if got, want := fmtGroupReprobes(s.view(r.m.Suspicion("a"))), "primary fast=true now=true probes=[kube web-apps web-lms];"; got != want {
+	if got, want := fmtGroupReprobes(s.view(r.m.Suspicion("a"))), "primary fast=true now=true probes=[kube web-apps];"; got != want {
 		t.Fatalf("kube fails on c: got %s, want %s", got, want)
 	}
 }
 
-// With groups this watcher's own failing critical probe makes fast the
-// probes of the groups that name it; without a policy (or without groups)
+// With groups this watcher's own failing critical probe makes fast that
+// probe alone, the shared one too; without a policy (or without groups)
 // every probe of the site, as before groups.
-func TestSuspicionOwnFailureWithGroupsReprobesItsGroups(t *testing.T) {
+func TestSuspicionOwnFailureWithGroupsReprobesTheFailingProbe(t *testing.T) {
 	round := func(probe string) probes.Round {
 		return probes.Round{Results: []probes.NamedResult{{Site: "primary", Probe: probe, Critical: true, Result: probes.Result{OK: false}}}}
 	}
 	s := newSuspicion(3)
 	s.setPolicy(groupsPolicy())
-	if got, want := fmtGroupReprobes(s.round(round("web-lms"))), "primary fast=true now=false probes=[kube web-lms];"; got != want {
+	if got, want := fmtGroupReprobes(s.round(round("web-lms"))), "primary fast=true now=false probes=[web-lms];"; got != want {
 		t.Fatalf("own web-lms failure: got %s, want %s", got, want)
 	}
-	if got, want := fmtGroupReprobes(s.round(round("kube"))), "primary fast=true now=false probes=[kube web-apps web-lms];"; got != want {
+	if got, want := fmtGroupReprobes(s.round(round("kube"))), "primary fast=true now=false probes=[kube web-lms];"; got != want {
 		t.Fatalf("own kube failure: got %s, want %s", got, want)
 	}
 

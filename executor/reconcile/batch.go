@@ -205,8 +205,8 @@ func (b *batch) send(ctx context.Context, reqs []*swapReq) {
 	for i, q := range reqs {
 		names[i], ops[i] = q.r.groupName(), q.op
 	}
-	// The members verified leadership before joining; the wait since may
-	// have been long, so once more right before the write (invariant 4).
+	// The members leave the leadership check to the batch: right before
+	// the write (invariant 4), once for all of them.
 	err := first.cfg.Cluster.VerifyLeader(ctx)
 	if err != nil {
 		err = fmt.Errorf("verify leader before dns write: %w", err)

@@ -37,8 +37,8 @@ func batchedOnBIND(t *testing.T, groups []groupOnBIND) (*groupsOnBIND, *updateCo
 // passAll runs one pass of each group's reconciler on c at once, sharing
 // their writes as the leader does, and returns each pass's error. If
 // atSend is set, it runs (on the test's goroutine) while the batch waits
-// at its leadership check right before its UPDATE: each member checks
-// once before it joins, so that is c's check len(groups)+1.
+// at its leadership check right before its UPDATE: c's first check, the
+// members leaving the check to the batch.
 func (g *groupsOnBIND) passAll(t *testing.T, c *fakeCluster, atSend func(), groups ...string) (batches int, errs map[string]error) {
 	t.Helper()
 	recs := make([]*Reconciler, len(groups))
@@ -50,7 +50,7 @@ func (g *groupsOnBIND) passAll(t *testing.T, c *fakeCluster, atSend func(), grou
 	if atSend != nil {
 		var calls atomic.Int32
 		c.leaderFn = func() error {
-			if calls.Add(1) == int32(len(groups)+1) {
+			if calls.Add(1) == 1 {
 				at <- struct{}{}
 				<-resume
 			}
@@ -151,6 +151,57 @@ func TestRegionOutageIsOneUpdatePerZoneOnBIND(t *testing.T) {
 		g.expect(t, "after the region outage", gr.name, gr.record, "198.51.100.1", gens[gr.name])
 		if d, _ := g.new.m.GroupDesired(gr.name); !d.Done {
 			t.Errorf("group %s: gen %d not verified", gr.name, d.Gen)
+		}
+	}
+}
+
+// Against real BIND, a batch checks leadership once, right before its
+// UPDATE, not once per member as well: in a 50-group region outage the
+// members' 50 checks were 50 leadership round trips before the write.
+func TestBatchChecksLeadershipOnceBeforeItsUpdateOnBIND(t *testing.T) {
+	g, _ := batchedOnBIND(t, threeGroupsOneZone)
+	var calls atomic.Int32
+	g.new.leaderFn = func() error { calls.Add(1); return nil }
+	_, errs := g.passAll(t, g.new, nil, threeNames...)
+	for _, name := range threeNames {
+		if errs[name] != nil {
+			t.Errorf("group %s: pass: %v", name, errs[name])
+		}
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("got %d leadership checks, want 1, right before the batch's update", n)
+	}
+}
+
+// Against real BIND, a batch whose leadership check fails writes nothing:
+// no UPDATE at all, and every member's pass fails on the check, as a
+// reconciler alone does (TestDeposedLeaderDoesNotWrite).
+func TestDeposedLeadersBatchSendsNothingOnBIND(t *testing.T) {
+	g, counter := batchedOnBIND(t, threeGroupsOneZone)
+	seeded := len(counter.Updates())
+	type served struct {
+		values []string
+		fence  uint64
+	}
+	before := map[string]served{}
+	for _, gr := range threeGroupsOneZone {
+		v, f := g.served(t, gr.name, gr.record)
+		before[gr.name] = served{v, f}
+	}
+	deposed := errors.New("not the leader")
+	g.new.leaderFn = func() error { return deposed }
+	_, errs := g.passAll(t, g.new, nil, threeNames...)
+	for _, name := range threeNames {
+		if !errors.Is(errs[name], deposed) {
+			t.Errorf("group %s: got %v, want the failed leadership check", name, errs[name])
+		}
+	}
+	if got := sinceSeeding(counter, seeded); len(got) != 0 {
+		t.Fatalf("a deposed leader sent %v", got)
+	}
+	for _, gr := range threeGroupsOneZone {
+		if v, f := g.served(t, gr.name, gr.record); !slices.Equal(v, before[gr.name].values) || f != before[gr.name].fence {
+			t.Errorf("group %s: serves %v with gen=%d, want %v with gen=%d as before", gr.name, v, f, before[gr.name].values, before[gr.name].fence)
 		}
 	}
 }

@@ -9,7 +9,12 @@
 // so that the history and the next leader know what happened. A pass is safe
 // to repeat, and a new leader resumes a half-done flip without redoing a
 // finished one: if DNS already carries the desired records and fence, it only
-// verifies and reports.
+// verifies and reports. The written record is proposed while the servers
+// are verified, not before (with many groups their records commit one
+// after the other, and verified_at would wait for the last); the verified
+// record, and any post-flip hook, still wait for it, so the log says
+// written before verified and a node deposed since records and runs
+// nothing more.
 //
 // Safety rules, each one tested:
 //   - It writes only for a decision (generation > 0); before the first

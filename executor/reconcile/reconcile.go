@@ -287,6 +287,10 @@ func (r *Reconciler) pass(ctx context.Context, rep *Report) (Result, error) {
 
 	written := rep.Match && (!isCAS || fence == d.Gen)
 	var writtenAt time.Time
+	// recorded waits for the written record's proposal, when this pass
+	// made one; every return after it waits, so no later pass can record
+	// the flip verified before it is recorded written.
+	recorded := func() error { return nil }
 	dec := r.decision(d)
 	if !written {
 		notes, err := r.runGates(ctx, dec)
@@ -294,8 +298,14 @@ func (r *Reconciler) pass(ctx context.Context, rep *Report) (Result, error) {
 			rep.Action = "blocked"
 			return Result{}, err
 		}
-		if err := r.cfg.Cluster.VerifyLeader(ctx); err != nil {
-			return Result{}, fmt.Errorf("verify leader before dns write: %w", err)
+		// A batch member's write is checked by the batch right before
+		// its UPDATE, or by swap before a write of its own: a check here
+		// too would make a region outage one leadership round trip per
+		// group before the write.
+		if r.batch == nil {
+			if err := r.cfg.Cluster.VerifyLeader(ctx); err != nil {
+				return Result{}, fmt.Errorf("verify leader before dns write: %w", err)
+			}
 		}
 		start := r.cfg.Now()
 		if isCAS {
@@ -311,10 +321,18 @@ func (r *Reconciler) pass(ctx context.Context, rep *Report) (Result, error) {
 		writtenAt = r.cfg.Now()
 		rep.Match = true
 		r.log.Info("dns records flipped", "gen", d.Gen, "site", d.Active, "records", describe(want), "took", rep.Write)
-		if err := r.propose(ctx, failover.ActionResult{Gen: d.Gen, Outcome: failover.OutcomeWritten,
-			Actor: r.cfg.Node, WrittenAt: writtenAt.UnixNano(), Detail: "written " + describe(want) + joinNotes(notes)}); err != nil {
-			return Result{}, err
-		}
+		// The record is committed while the servers are verified, not
+		// before: with many groups their records are applied one after
+		// the other, and verified_at would wait for the last of them.
+		done := make(chan error, 1)
+		go func() {
+			done <- r.propose(ctx, failover.ActionResult{Gen: d.Gen, Outcome: failover.OutcomeWritten,
+				Actor: r.cfg.Node, WrittenAt: writtenAt.UnixNano(), Detail: "written " + describe(want) + joinNotes(notes)})
+		}()
+		recorded = sync.OnceValue(func() error { return <-done })
+		// An error after the write returns its own; this one the next
+		// pass meets again.
+		defer func() { _ = recorded() }()
 	}
 
 	rep.Action = "verify"
@@ -334,11 +352,19 @@ func (r *Reconciler) pass(ctx context.Context, rep *Report) (Result, error) {
 		servers = serverTimes(v, vstart)
 	}
 	if r.cfg.AfterVerified != nil {
+		// Hooks act on the platform: only once the log holds the write,
+		// so a node deposed since runs none.
+		if err := recorded(); err != nil {
+			return Result{}, err
+		}
 		if note := r.cfg.AfterVerified(ctx, dec); note != "" {
 			detail += "; " + note
 		}
 	}
 	verifiedAt := r.cfg.Now()
+	if err := recorded(); err != nil {
+		return Result{}, err
+	}
 	if err := r.propose(ctx, failover.ActionResult{Gen: d.Gen, Outcome: failover.OutcomeVerified,
 		Actor: r.cfg.Node, WrittenAt: unixOrZero(writtenAt), VerifiedAt: verifiedAt.UnixNano(), Detail: detail,
 		Servers: servers}); err != nil {

@@ -29,12 +29,23 @@ const groupsBenchProbes = 4
 type regionTrial struct {
 	Kill      int64   `json:"kill"`
 	KillPhase float64 `json:"kill_phase"`
-	// Detected is the earliest decision's DetectedAt, LastDecided and
-	// LastVerified the latest group's DecidedAt and VerifiedAt.
-	Detected     int64 `json:"detected"`
-	LastDecided  int64 `json:"last_decided"`
-	LastVerified int64 `json:"last_verified"`
-	Groups       int   `json:"groups"`
+	// Detected is the earliest decision's DetectedAt, LastDetected the
+	// latest; LastDecided, LastWritten and LastVerified the latest group's
+	// DecidedAt, WrittenAt and VerifiedAt, FirstWritten and FirstVerified
+	// the earliest group's: so the result shows where the time goes,
+	// detected -> decided -> written -> verified, and how far the groups
+	// spread within each phase.
+	Detected      int64 `json:"detected"`
+	LastDetected  int64 `json:"last_detected"`
+	LastDecided   int64 `json:"last_decided"`
+	FirstWritten  int64 `json:"first_written"`
+	LastWritten   int64 `json:"last_written"`
+	FirstVerified int64 `json:"first_verified"`
+	LastVerified  int64 `json:"last_verified"`
+	// MaxWriteToVerify is the longest one group took from its write to
+	// its verification.
+	MaxWriteToVerify int64 `json:"max_written_to_verified_ns"`
+	Groups           int   `json:"groups"`
 	// Entries is how many log entries carried the groups' decisions.
 	Entries int `json:"decision_entries"`
 }
@@ -137,8 +148,9 @@ func groupsBench(b *testing.B, o Options, n, secs, flips, regions int) *groupsRu
 	for i := range regions {
 		rt := regionOutage(b, w, i, killPhase(i, regions))
 		run.Regions = append(run.Regions, rt)
-		b.Logf("%d groups, region outage %d: phase %.3f, detected -> last verified %s (%d groups, %d decision entries)", n, i, rt.KillPhase,
-			ms(rt.LastVerified-rt.Detected), rt.Groups, rt.Entries)
+		b.Logf("%d groups, region outage %d: phase %.3f, detected -> last verified %s (last decided %s, written %s..%s, verified %s..%s; %d groups, %d decision entries)", n, i, rt.KillPhase,
+			ms(rt.LastVerified-rt.Detected), ms(rt.LastDecided-rt.Detected), ms(rt.FirstWritten-rt.Detected), ms(rt.LastWritten-rt.Detected),
+			ms(rt.FirstVerified-rt.Detected), ms(rt.LastVerified-rt.Detected), rt.Groups, rt.Entries)
 		if err := w.Sites[failover.Primary].Caddy.Start(); err != nil {
 			b.Fatal(err)
 		}
@@ -297,12 +309,19 @@ func regionOutage(b *testing.B, w *World, i int, phase float64) regionTrial {
 		return true
 	}, "region outage %d: every group's automatic failover is verified", i)
 	entries := map[uint64]bool{}
+	first := func(cur, t int64) int64 {
+		if cur == 0 || t < cur {
+			return t
+		}
+		return cur
+	}
 	for _, e := range ds {
 		tm := e.Timings
-		if rt.Detected == 0 || tm.DetectedAt < rt.Detected {
-			rt.Detected = tm.DetectedAt
-		}
-		rt.LastDecided, rt.LastVerified = max(rt.LastDecided, tm.DecidedAt), max(rt.LastVerified, tm.VerifiedAt)
+		rt.Detected, rt.LastDetected = first(rt.Detected, tm.DetectedAt), max(rt.LastDetected, tm.DetectedAt)
+		rt.LastDecided = max(rt.LastDecided, tm.DecidedAt)
+		rt.FirstWritten, rt.LastWritten = first(rt.FirstWritten, tm.WrittenAt), max(rt.LastWritten, tm.WrittenAt)
+		rt.FirstVerified, rt.LastVerified = first(rt.FirstVerified, tm.VerifiedAt), max(rt.LastVerified, tm.VerifiedAt)
+		rt.MaxWriteToVerify = max(rt.MaxWriteToVerify, tm.VerifiedAt-tm.WrittenAt)
 		entries[e.Index] = true
 	}
 	rt.Groups, rt.Entries = len(ds), len(entries)
@@ -411,6 +430,11 @@ func reportGroups(b *testing.B, o Options, one, many *groupsRun, flips, regions 
 	regionSeries := []series[regionTrial]{
 		{"region_detected_after_kill_ms", "kill -> earliest detected_at", func(t regionTrial) float64 { return float64(t.Detected-t.Kill) / 1e6 }},
 		{"region_last_decided_after_detected_ms", "detected -> last group decided", func(t regionTrial) float64 { return float64(t.LastDecided-t.Detected) / 1e6 }},
+		{"region_detected_spread_ms", "earliest -> latest group detected", func(t regionTrial) float64 { return float64(t.LastDetected-t.Detected) / 1e6 }},
+		{"region_first_written_after_last_decided_ms", "last decided -> first group written", func(t regionTrial) float64 { return float64(t.FirstWritten-t.LastDecided) / 1e6 }},
+		{"region_written_spread_ms", "first -> last group written", func(t regionTrial) float64 { return float64(t.LastWritten-t.FirstWritten) / 1e6 }},
+		{"region_last_verified_after_last_written_ms", "last written -> last verified", func(t regionTrial) float64 { return float64(t.LastVerified-t.LastWritten) / 1e6 }},
+		{"region_max_written_to_verified_ms", "longest one group's written -> verified", func(t regionTrial) float64 { return float64(t.MaxWriteToVerify) / 1e6 }},
 		{"region_last_verified_after_detected_ms", "detected -> last group verified", func(t regionTrial) float64 { return float64(t.LastVerified-t.Detected) / 1e6 }},
 	}
 	for _, r := range []*groupsRun{one, many} {
