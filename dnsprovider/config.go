@@ -71,6 +71,15 @@ type Config struct {
 	// Verify configures authoritative verification (NewVerifierFromConfig).
 	Verify VerifyConfig `yaml:"verify" doc:"Checking the flip at every authoritative server."`
 
+	// Sections are the providers' sections; only Provider's is read.
+	Sections `yaml:",inline"`
+}
+
+// Sections holds one section per provider, of which only the one a
+// Config's Provider names is read: a type of its own so that a failover
+// group's dns section can name a provider of its own with the very same
+// sections, rules and documentation.
+type Sections struct {
 	RFC2136      *RFC2136Config      `yaml:"rfc2136" doc:"provider rfc2136: dynamic update with TSIG (compare-and-swap)."`
 	PowerDNS     *PowerDNSConfig     `yaml:"powerdns" doc:"provider powerdns: the HTTP API (no compare-and-swap)."`
 	Cloudflare   *CloudflareConfig   `yaml:"cloudflare" doc:"provider cloudflare (no compare-and-swap)."`
