@@ -1,7 +1,9 @@
 package config
 
 import (
+	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -143,5 +145,34 @@ func TestGroupProviderSecretIsNeverPrinted(t *testing.T) {
 	_, err := Parse("f.yaml", []byte(withWikiDNS(t, wikiOnItsOwnServer)), Options{})
 	if err == nil || !strings.Contains(err.Error(), "groups[wiki].dns.rfc2136.key_file: ") {
 		t.Errorf("a group's key file that does not exist: got %v, want it named by groups[wiki].dns.rfc2136.key_file", err)
+	}
+}
+
+// The two-platform example's commented lines, uncommented, put the wiki
+// on a provider of its own in another zone; the other group keeps the
+// dns section's.
+func TestTwoPlatformExampleWikiOnItsOwnProvider(t *testing.T) {
+	b, err := os.ReadFile("../../../deploy/examples/platforms-node-a.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := string(b)
+	for _, line := range []string{"zone: example.com.", "provider: rfc2136", "rfc2136: {", "verify: {"} {
+		if !strings.Contains(y, "      # "+line) {
+			t.Fatalf("test bug: the example has no commented %q", line)
+		}
+		y = strings.Replace(y, "      # "+line, "      "+line, 1)
+	}
+	c, ps := loadString(t, y)
+	if ps != nil {
+		t.Fatalf("the example with the wiki on its own provider: got problems:\n%v", ps)
+	}
+	wiki, _ := c.GroupDNS("wiki")
+	if wiki.Zone != "example.com." || wiki.RFC2136 == nil || wiki.RFC2136.Server != "ns1.other-dns.example.net:53" || wiki.RFC2136.KeyName != "wiki." ||
+		!slices.Equal(wiki.Verify.Servers, []string{"ns1.other-dns.example.net:53"}) {
+		t.Errorf("GroupDNS(wiki): got zone %s rfc2136 %+v verify %+v, want its own server and key in example.com.", wiki.Zone, wiki.RFC2136, wiki.Verify)
+	}
+	if learn, _ := c.GroupDNS("learn"); learn.RFC2136 == nil || learn.RFC2136.Server != "ns1.dns-provider.example.net:53" {
+		t.Errorf("GroupDNS(learn): got %+v, want the dns section's server", learn.RFC2136)
 	}
 }
