@@ -43,31 +43,43 @@ func keyFile(t *testing.T, s *dnsservers.Server) string {
 // twoServersParts is the parts of a node whose config is the config
 // package's testdata/groups.yaml in zone example.test.: its dns section
 // (so lms, and a third group, docs) on BIND a, the wiki group on a
-// provider of its own, BIND b with b's TSIG key; each verified at its
-// own server. It has built the providers and verifiers.
+// provider of its own, BIND b with b's TSIG key, and the blog group on
+// BIND a with another key of a's; each verified at its own server. It has
+// built the providers and verifiers.
 func twoServersParts(t *testing.T, a, b *dnsservers.Server) *parts {
 	t.Helper()
 	y, err := os.ReadFile("../config/testdata/groups.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	docs := `  - name: docs
+	keyA := keyFile(t, a)
+	more := `  - name: docs
     sites:
       primary: { probes: [{ name: docs, type: tcp, address: "203.0.113.40:443" }] }
       backup: { probes: [{ name: docs, type: tcp, address: "198.51.100.40:443" }] }
     dns:
       records:
         - { name: docs, type: A, ttl: 60, primary: [203.0.113.40], backup: [198.51.100.40] }
+  - name: blog
+    sites:
+      primary: { probes: [{ name: blog, type: tcp, address: "203.0.113.50:443" }] }
+      backup: { probes: [{ name: blog, type: tcp, address: "198.51.100.50:443" }] }
+    dns:
+      provider: rfc2136
+      rfc2136: { server: "` + a.Addr + `", key_name: ` + dnsservers.KeySHA512 + `, key_file: ` + keyA + `, algorithm: hmac-sha512 }
+      verify: { servers: ["` + a.Addr + `"] }
+      records:
+        - { name: blog, type: A, ttl: 60, primary: [203.0.113.50], backup: [198.51.100.50] }
 `
 	text := strings.NewReplacer(
 		`rfc2136: { server: "ns1.example.net:53", key_name: drwatch., key_file: /etc/drwatch/tsig.key, algorithm: hmac-sha256 }`,
-		fmt.Sprintf(`rfc2136: { server: %q, key_name: %s, key_file: %s }`, a.Addr, dnsservers.KeySHA256, keyFile(t, a)),
+		fmt.Sprintf(`rfc2136: { server: %q, key_name: %s, key_file: %s }`, a.Addr, dnsservers.KeySHA256, keyA),
 		"\n  zone: example.org.\n",
 		fmt.Sprintf("\n  zone: example.test.\n  verify: { servers: [%q] }\n", a.Addr),
 		"      zone: example.com.\n",
 		fmt.Sprintf("      zone: example.test.\n      provider: rfc2136\n      rfc2136: { server: %q, key_name: %s, key_file: %s }\n      verify: { servers: [%q] }\n",
 			b.Addr, dnsservers.KeySHA256, keyFile(t, b), b.Addr),
-	).Replace(string(y)) + docs
+	).Replace(string(y)) + more
 	cfg, err := config.Parse("groups.yaml", []byte(text), config.Options{SkipFileChecks: true})
 	if err != nil {
 		t.Fatal(err)
@@ -177,8 +189,8 @@ func (noLeader) Propose(context.Context, []byte) ([]byte, uint64, error) {
 func (noLeader) VerifyLeader(context.Context) error { return errors.New("not the leader") }
 
 // Groups on the dns section's server, zone and key share their writes; a
-// group on a provider of its own (another server and key, the same zone
-// name) never joins their batch.
+// group on a provider of its own, on another server or with another key
+// (the same zone name), never joins their batch.
 func TestGroupOnItsOwnServerIsNeverBatchedWithTheOthers(t *testing.T) {
 	a, b := startBIND(t), startBIND(t)
 	p := twoServersParts(t, a, b)
@@ -189,6 +201,8 @@ func TestGroupOnItsOwnServerIsNeverBatchedWithTheOthers(t *testing.T) {
 		{[]string{"lms", "docs"}, 1},
 		{[]string{"lms", "wiki"}, 0},
 		{[]string{"docs", "wiki"}, 0},
+		{[]string{"lms", "blog"}, 0},
+		{[]string{"lms", "docs", "blog", "wiki"}, 1},
 	} {
 		if got := reconcile.BatchWrites(time.Second, reconcilers(t, p, tc.groups...)); got != tc.batches {
 			t.Errorf("groups %v: got %d batches, want %d", tc.groups, got, tc.batches)
