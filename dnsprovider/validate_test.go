@@ -125,6 +125,8 @@ func TestNewNamesTheCredentialKey(t *testing.T) {
 		{dnsprovider.Config{Provider: "powerdns", Zone: "z.", Sections: dnsprovider.Sections{PowerDNS: &dnsprovider.PowerDNSConfig{URL: "http://h:8081", APITokenEnv: "DRWATCH_TEST_UNSET_VAR"}}}, "dns.powerdns.api_token_env: "},
 		{dnsprovider.Config{Provider: "desec", Zone: "z.", Sections: dnsprovider.Sections{Desec: &dnsprovider.DesecConfig{APIToken: dnsprovider.APIToken{APITokenFile: "/nonexistent/token"}}}}, "dns.desec.api_token_file: "},
 		{dnsprovider.Config{Provider: "route53", Zone: "z.", Sections: dnsprovider.Sections{Route53: &dnsprovider.Route53Config{AccessKeyIDFile: "/nonexistent/key"}}}, "dns.route53.access_key_id_file: "},
+		// A failover group's own provider section, at the group's path.
+		{dnsprovider.Config{Path: "groups[wiki].dns", Provider: "desec", Zone: "z.", Sections: dnsprovider.Sections{Desec: &dnsprovider.DesecConfig{APIToken: dnsprovider.APIToken{APITokenFile: "/nonexistent/token"}}}}, "groups[wiki].dns.desec.api_token_file: "},
 	} {
 		_, err := dnsprovider.New(tt.cfg, nil)
 		if err == nil || !strings.HasPrefix(err.Error(), tt.want) {

@@ -48,7 +48,7 @@ func TestGroupWritesThroughAProviderOfItsOwn(t *testing.T) {
 		t.Fatalf("wiki on its own server: got problems:\n%v", ps)
 	}
 	wiki, _ := c.GroupDNS("wiki")
-	want := dnsprovider.Config{Provider: "rfc2136", Zone: "example.com.", FenceName: "_drwatch-wiki",
+	want := dnsprovider.Config{Provider: "rfc2136", Zone: "example.com.", FenceName: "_drwatch-wiki", Path: "groups[wiki].dns",
 		Verify: dnsprovider.VerifyConfig{Timeout: 30 * time.Second},
 		Sections: dnsprovider.Sections{RFC2136: &dnsprovider.RFC2136Config{Server: "ns1.wiki.example.net:53", KeyName: "wiki.",
 			KeyFile: "/etc/drwatch/wiki-tsig.key", Algorithm: "hmac-sha256", Timeout: 2 * time.Second}}}

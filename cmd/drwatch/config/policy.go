@@ -88,7 +88,8 @@ func appendNew(list, more []probes.Spec) []probes.Spec {
 
 // GroupDNS is the provider configuration group writes through: the dns
 // section with the group's zone and fence, or the group's own provider
-// when it names one (GroupDNS.ProviderConfig). For failover.DefaultGroup
+// when it names one (GroupDNS.ProviderConfig), whose errors then name the
+// group's fields (Path groups[NAME].dns). For failover.DefaultGroup
 // (or "") it is the dns section itself. ok is false for a group the config
 // does not have.
 func (c *Config) GroupDNS(group string) (cfg dnsprovider.Config, ok bool) {
@@ -97,7 +98,12 @@ func (c *Config) GroupDNS(group string) (cfg dnsprovider.Config, ok bool) {
 	}
 	for _, g := range c.Groups {
 		if g.Name == group {
-			return g.DNS.ProviderConfig(c.DNS.Config), true
+			cfg = g.DNS.ProviderConfig(c.DNS.Config)
+			if g.DNS.Provider != "" {
+				// Its credentials are the group's, not the dns section's.
+				cfg.Path = "groups[" + g.Name + "].dns"
+			}
+			return cfg, true
 		}
 	}
 	return dnsprovider.Config{}, false
