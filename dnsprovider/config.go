@@ -1,6 +1,7 @@
 package dnsprovider
 
 import (
+	"cmp"
 	"fmt"
 	"github.com/drwatch/drwatch/internal/regularfile"
 	"log/slog"
@@ -68,9 +69,23 @@ type Config struct {
 	// "_drwatch"). Used by compare-and-swap providers.
 	FenceName string `yaml:"fence" default:"_drwatch" doc:"Name of the TXT record that carries the fencing generation, relative to the zone."`
 
+	// Path is where the section sits in the config file, for errors that
+	// name a field ("dns" when empty; a failover group's own provider is
+	// at "groups[NAME].dns"). Set by code only.
+	Path string `yaml:"-"`
+
 	// Verify configures authoritative verification (NewVerifierFromConfig).
 	Verify VerifyConfig `yaml:"verify" doc:"Checking the flip at every authoritative server."`
 
+	// Sections are the providers' sections; only Provider's is read.
+	Sections `yaml:",inline"`
+}
+
+// Sections holds one section per provider, of which only the one a
+// Config's Provider names is read: a type of its own so that a failover
+// group's dns section can name a provider of its own with the very same
+// sections, rules and documentation.
+type Sections struct {
 	RFC2136      *RFC2136Config      `yaml:"rfc2136" doc:"provider rfc2136: dynamic update with TSIG (compare-and-swap)."`
 	PowerDNS     *PowerDNSConfig     `yaml:"powerdns" doc:"provider powerdns: the HTTP API (no compare-and-swap)."`
 	Cloudflare   *CloudflareConfig   `yaml:"cloudflare" doc:"provider cloudflare (no compare-and-swap)."`
@@ -84,17 +99,18 @@ type Config struct {
 // New builds the provider cfg selects. The RFC 2136 provider also implements
 // CompareAndSwapper; check with a type assertion. logger may be nil.
 func New(cfg Config, logger *slog.Logger) (Provider, error) {
+	path := cmp.Or(cfg.Path, "dns")
 	if cfg.Zone == "" {
-		return nil, fmt.Errorf("%w: dns.zone is empty", ErrConfig)
+		return nil, fmt.Errorf("%w: %s.zone is empty", ErrConfig, path)
 	}
 	kind, ok := providerNamed(cfg.Provider)
 	switch {
 	case cfg.Provider == "":
-		return nil, fmt.Errorf("%w: dns.provider is empty", ErrConfig)
+		return nil, fmt.Errorf("%w: %s.provider is empty", ErrConfig, path)
 	case !ok:
-		return nil, fmt.Errorf("%w: dns.provider %q unknown (want %s)", ErrConfig, cfg.Provider, strings.Join(Names(), ", "))
+		return nil, fmt.Errorf("%w: %s.provider %q unknown (want %s)", ErrConfig, path, cfg.Provider, strings.Join(Names(), ", "))
 	}
-	return kind.section.get(&cfg).build(build{provider: cfg.Provider, zone: cfg.Zone, fence: cfg.FenceName, logger: logger})
+	return kind.section.get(&cfg).build(build{path: path, provider: cfg.Provider, zone: cfg.Zone, fence: cfg.FenceName, logger: logger})
 }
 
 // NewVerifierFromConfig builds the verifier for cfg. With no servers and no

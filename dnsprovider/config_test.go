@@ -30,14 +30,14 @@ func TestNewSelectsProvider(t *testing.T) {
 		cfg     dnsprovider.Config
 		wantCAS bool
 	}{
-		{"rfc2136", dnsprovider.Config{Provider: "rfc2136", RFC2136: &dnsprovider.RFC2136Config{Server: "127.0.0.1:53", KeyFile: keyFile}}, true},
-		{"powerdns", dnsprovider.Config{Provider: "powerdns", PowerDNS: &dnsprovider.PowerDNSConfig{URL: "http://127.0.0.1:8081", APITokenFile: tok}}, false},
-		{"cloudflare", dnsprovider.Config{Provider: "cloudflare", Cloudflare: &dnsprovider.CloudflareConfig{APIToken: fileToken}}, false},
-		{"route53", dnsprovider.Config{Provider: "route53", Route53: &dnsprovider.Route53Config{Region: "eu-central-1", AccessKeyIDFile: tok, SecretAccessKeyFile: tok}}, false},
-		{"digitalocean", dnsprovider.Config{Provider: "digitalocean", DigitalOcean: &dnsprovider.DigitalOceanConfig{APIToken: fileToken}}, false},
-		{"hetzner", dnsprovider.Config{Provider: "hetzner", Hetzner: &dnsprovider.HetznerConfig{APIToken: fileToken}}, false},
-		{"desec", dnsprovider.Config{Provider: "desec", Desec: &dnsprovider.DesecConfig{APIToken: fileToken}}, false},
-		{"designate", dnsprovider.Config{Provider: "designate", Designate: &dnsprovider.DesignateConfig{AuthURL: "http://127.0.0.1:5000/v3", Region: "RegionTwo", Username: "u", PasswordFile: tok}}, false},
+		{"rfc2136", dnsprovider.Config{Provider: "rfc2136", Sections: dnsprovider.Sections{RFC2136: &dnsprovider.RFC2136Config{Server: "127.0.0.1:53", KeyFile: keyFile}}}, true},
+		{"powerdns", dnsprovider.Config{Provider: "powerdns", Sections: dnsprovider.Sections{PowerDNS: &dnsprovider.PowerDNSConfig{URL: "http://127.0.0.1:8081", APITokenFile: tok}}}, false},
+		{"cloudflare", dnsprovider.Config{Provider: "cloudflare", Sections: dnsprovider.Sections{Cloudflare: &dnsprovider.CloudflareConfig{APIToken: fileToken}}}, false},
+		{"route53", dnsprovider.Config{Provider: "route53", Sections: dnsprovider.Sections{Route53: &dnsprovider.Route53Config{Region: "eu-central-1", AccessKeyIDFile: tok, SecretAccessKeyFile: tok}}}, false},
+		{"digitalocean", dnsprovider.Config{Provider: "digitalocean", Sections: dnsprovider.Sections{DigitalOcean: &dnsprovider.DigitalOceanConfig{APIToken: fileToken}}}, false},
+		{"hetzner", dnsprovider.Config{Provider: "hetzner", Sections: dnsprovider.Sections{Hetzner: &dnsprovider.HetznerConfig{APIToken: fileToken}}}, false},
+		{"desec", dnsprovider.Config{Provider: "desec", Sections: dnsprovider.Sections{Desec: &dnsprovider.DesecConfig{APIToken: fileToken}}}, false},
+		{"designate", dnsprovider.Config{Provider: "designate", Sections: dnsprovider.Sections{Designate: &dnsprovider.DesignateConfig{AuthURL: "http://127.0.0.1:5000/v3", Region: "RegionTwo", Username: "u", PasswordFile: tok}}}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -69,9 +69,9 @@ func TestNewConfigErrors(t *testing.T) {
 		{"no_provider", dnsprovider.Config{Zone: "z."}},
 		{"unknown_provider", dnsprovider.Config{Provider: "bogus", Zone: "z."}},
 		{"no_zone", dnsprovider.Config{Provider: "rfc2136"}},
-		{"rfc2136_no_key", dnsprovider.Config{Provider: "rfc2136", Zone: "z.", RFC2136: &dnsprovider.RFC2136Config{Server: "127.0.0.1:53"}}},
-		{"rfc2136_bad_key_file", dnsprovider.Config{Provider: "rfc2136", Zone: "z.", RFC2136: &dnsprovider.RFC2136Config{Server: "127.0.0.1:53", KeyFile: leaky}}},
-		{"secret_env_missing", dnsprovider.Config{Provider: "cloudflare", Zone: "z.", Cloudflare: &dnsprovider.CloudflareConfig{APIToken: dnsprovider.APIToken{APITokenEnv: "DRWATCH_TEST_UNSET_VAR"}}}},
+		{"rfc2136_no_key", dnsprovider.Config{Provider: "rfc2136", Zone: "z.", Sections: dnsprovider.Sections{RFC2136: &dnsprovider.RFC2136Config{Server: "127.0.0.1:53"}}}},
+		{"rfc2136_bad_key_file", dnsprovider.Config{Provider: "rfc2136", Zone: "z.", Sections: dnsprovider.Sections{RFC2136: &dnsprovider.RFC2136Config{Server: "127.0.0.1:53", KeyFile: leaky}}}},
+		{"secret_env_missing", dnsprovider.Config{Provider: "cloudflare", Zone: "z.", Sections: dnsprovider.Sections{Cloudflare: &dnsprovider.CloudflareConfig{APIToken: dnsprovider.APIToken{APITokenEnv: "DRWATCH_TEST_UNSET_VAR"}}}}},
 		{"secret_unset", dnsprovider.Config{Provider: "hetzner", Zone: "z."}},
 		{"designate_incomplete", dnsprovider.Config{Provider: "designate", Zone: "z."}},
 	}

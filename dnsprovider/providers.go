@@ -87,11 +87,11 @@ func Names() []string {
 
 // build is what New hands a provider's constructor: the zone, the fence
 // record's name, the logger, and the reading of secrets with errors that
-// name the key a secret comes from (api_token_file or api_token_env),
-// never its value.
+// name the key a secret comes from (api_token_file or api_token_env, at
+// the section's path), never its value.
 type build struct {
-	provider, zone, fence string
-	logger                *slog.Logger
+	path, provider, zone, fence string
+	logger                      *slog.Logger
 }
 
 // secret reads a required secret; field is its key without _file or _env.
@@ -102,7 +102,7 @@ func (b build) secret(field string, s Secret) (string, error) {
 		if s.File == "" && s.Env != "" {
 			suffix = "_env"
 		}
-		return "", fmt.Errorf("dns.%s.%s%s: %w", b.provider, field, suffix, err)
+		return "", fmt.Errorf("%s.%s.%s%s: %w", b.path, b.provider, field, suffix, err)
 	}
 	return v, nil
 }

@@ -6,12 +6,12 @@ import (
 	"testing"
 )
 
-// Every provider section of Config belongs to exactly one line of the
+// Every provider section of Config (its Sections) belongs to exactly one line of the
 // providers table, and Names is the table's order: a section added
 // without its line would be neither validated, nor built, nor refused
 // when another provider is selected.
 func TestEveryProviderSectionIsOneTableLine(t *testing.T) {
-	ct := reflect.TypeOf(Config{})
+	ct := reflect.TypeOf(Sections{})
 	claimed := map[string]string{}
 	for i := 0; i < ct.NumField(); i++ {
 		f := ct.Field(i)
@@ -19,7 +19,7 @@ func TestEveryProviderSectionIsOneTableLine(t *testing.T) {
 			continue
 		}
 		var c Config
-		reflect.ValueOf(&c).Elem().Field(i).Set(reflect.New(f.Type.Elem()))
+		reflect.ValueOf(&c.Sections).Elem().Field(i).Set(reflect.New(f.Type.Elem()))
 		var set []string
 		for _, p := range providers {
 			if p.section.set(&c) {
@@ -27,11 +27,11 @@ func TestEveryProviderSectionIsOneTableLine(t *testing.T) {
 			}
 		}
 		if len(set) != 1 {
-			t.Errorf("Config.%s: lines %v hold it, want exactly one", f.Name, set)
+			t.Errorf("Sections.%s: lines %v hold it, want exactly one", f.Name, set)
 			continue
 		}
 		if other, dup := claimed[set[0]]; dup {
-			t.Errorf("provider %s holds Config.%s and Config.%s, want one section", set[0], other, f.Name)
+			t.Errorf("provider %s holds Sections.%s and Sections.%s, want one section", set[0], other, f.Name)
 		}
 		claimed[set[0]] = f.Name
 	}

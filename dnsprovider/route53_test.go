@@ -15,8 +15,8 @@ func TestRoute53HostedZoneIDReachesTheClient(t *testing.T) {
 	if err := os.WriteFile(key, []byte("AKIAEXAMPLE\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p, err := New(Config{Provider: NameRoute53, Zone: "example.test", Route53: &Route53Config{
-		Region: "eu-central-1", HostedZoneID: "Z0123456789ABC", AccessKeyIDFile: key, SecretAccessKeyFile: key}}, nil)
+	p, err := New(Config{Provider: NameRoute53, Zone: "example.test", Sections: Sections{Route53: &Route53Config{
+		Region: "eu-central-1", HostedZoneID: "Z0123456789ABC", AccessKeyIDFile: key, SecretAccessKeyFile: key}}}, nil)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

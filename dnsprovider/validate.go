@@ -64,6 +64,18 @@ func (c Config) validateProvider(errs *field.Errors) {
 	errs.Append(kind.name, kind.section.get(&c).validate())
 }
 
+// Set names the providers whose sections are set, in the table's order.
+func (s Sections) Set() []string {
+	c := Config{Sections: s}
+	var out []string
+	for _, p := range providers {
+		if p.section.set(&c) {
+			out = append(out, p.name)
+		}
+	}
+	return out
+}
+
 // Credential is one place the selected provider reads a credential from:
 // a file or an environment variable, named by the field at Path (relative
 // to the section).

@@ -13,8 +13,8 @@ import (
 // after defaults.
 func valid() dnsprovider.Config {
 	return dnsprovider.Config{Provider: "rfc2136", Zone: "example.org.", FenceName: "_drwatch",
-		Verify:  dnsprovider.VerifyConfig{Timeout: 30 * time.Second},
-		RFC2136: &dnsprovider.RFC2136Config{Server: "ns1.example.net:53", KeyName: "drwatch.", KeyFile: "/etc/drwatch/tsig.key", Algorithm: "hmac-sha256"}}
+		Verify:   dnsprovider.VerifyConfig{Timeout: 30 * time.Second},
+		Sections: dnsprovider.Sections{RFC2136: &dnsprovider.RFC2136Config{Server: "ns1.example.net:53", KeyName: "drwatch.", KeyFile: "/etc/drwatch/tsig.key", Algorithm: "hmac-sha256"}}}
 }
 
 // Validate names each problem by its path relative to the section, with
@@ -84,15 +84,15 @@ func TestConfigCredentials(t *testing.T) {
 		want []dnsprovider.Credential
 	}{
 		{"rfc2136", valid(), []dnsprovider.Credential{{Path: "rfc2136.key_file", File: "/etc/drwatch/tsig.key"}}},
-		{"token file", dnsprovider.Config{Provider: "cloudflare", Cloudflare: &dnsprovider.CloudflareConfig{APIToken: dnsprovider.APIToken{APITokenFile: "/t"}}},
+		{"token file", dnsprovider.Config{Provider: "cloudflare", Sections: dnsprovider.Sections{Cloudflare: &dnsprovider.CloudflareConfig{APIToken: dnsprovider.APIToken{APITokenFile: "/t"}}}},
 			[]dnsprovider.Credential{{Path: "cloudflare.api_token_file", File: "/t"}}},
-		{"token env", dnsprovider.Config{Provider: "powerdns", PowerDNS: &dnsprovider.PowerDNSConfig{APITokenEnv: "PDNS"}},
+		{"token env", dnsprovider.Config{Provider: "powerdns", Sections: dnsprovider.Sections{PowerDNS: &dnsprovider.PowerDNSConfig{APITokenEnv: "PDNS"}}},
 			[]dnsprovider.Credential{{Path: "powerdns.api_token_env", Env: "PDNS"}}},
-		{"token both ways", dnsprovider.Config{Provider: "desec", Desec: &dnsprovider.DesecConfig{APIToken: dnsprovider.APIToken{APITokenFile: "/t", APITokenEnv: "T"}}}, nil},
-		{"designate application credential", dnsprovider.Config{Provider: "designate", Designate: &dnsprovider.DesignateConfig{
-			ApplicationCredentialID: "id", ApplicationCredentialSecretFile: "/s", Username: "u", PasswordFile: "/p"}},
+		{"token both ways", dnsprovider.Config{Provider: "desec", Sections: dnsprovider.Sections{Desec: &dnsprovider.DesecConfig{APIToken: dnsprovider.APIToken{APITokenFile: "/t", APITokenEnv: "T"}}}}, nil},
+		{"designate application credential", dnsprovider.Config{Provider: "designate", Sections: dnsprovider.Sections{Designate: &dnsprovider.DesignateConfig{
+			ApplicationCredentialID: "id", ApplicationCredentialSecretFile: "/s", Username: "u", PasswordFile: "/p"}}},
 			[]dnsprovider.Credential{{Path: "designate.application_credential_secret_file", File: "/s"}}},
-		{"unselected section", dnsprovider.Config{Provider: "hetzner", RFC2136: valid().RFC2136}, nil},
+		{"unselected section", dnsprovider.Config{Provider: "hetzner", Sections: dnsprovider.Sections{RFC2136: valid().RFC2136}}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -122,9 +122,11 @@ func TestNewNamesTheCredentialKey(t *testing.T) {
 		cfg  dnsprovider.Config
 		want string
 	}{
-		{dnsprovider.Config{Provider: "powerdns", Zone: "z.", PowerDNS: &dnsprovider.PowerDNSConfig{URL: "http://h:8081", APITokenEnv: "DRWATCH_TEST_UNSET_VAR"}}, "dns.powerdns.api_token_env: "},
-		{dnsprovider.Config{Provider: "desec", Zone: "z.", Desec: &dnsprovider.DesecConfig{APIToken: dnsprovider.APIToken{APITokenFile: "/nonexistent/token"}}}, "dns.desec.api_token_file: "},
-		{dnsprovider.Config{Provider: "route53", Zone: "z.", Route53: &dnsprovider.Route53Config{AccessKeyIDFile: "/nonexistent/key"}}, "dns.route53.access_key_id_file: "},
+		{dnsprovider.Config{Provider: "powerdns", Zone: "z.", Sections: dnsprovider.Sections{PowerDNS: &dnsprovider.PowerDNSConfig{URL: "http://h:8081", APITokenEnv: "DRWATCH_TEST_UNSET_VAR"}}}, "dns.powerdns.api_token_env: "},
+		{dnsprovider.Config{Provider: "desec", Zone: "z.", Sections: dnsprovider.Sections{Desec: &dnsprovider.DesecConfig{APIToken: dnsprovider.APIToken{APITokenFile: "/nonexistent/token"}}}}, "dns.desec.api_token_file: "},
+		{dnsprovider.Config{Provider: "route53", Zone: "z.", Sections: dnsprovider.Sections{Route53: &dnsprovider.Route53Config{AccessKeyIDFile: "/nonexistent/key"}}}, "dns.route53.access_key_id_file: "},
+		// A failover group's own provider section, at the group's path.
+		{dnsprovider.Config{Path: "groups[wiki].dns", Provider: "desec", Zone: "z.", Sections: dnsprovider.Sections{Desec: &dnsprovider.DesecConfig{APIToken: dnsprovider.APIToken{APITokenFile: "/nonexistent/token"}}}}, "groups[wiki].dns.desec.api_token_file: "},
 	} {
 		_, err := dnsprovider.New(tt.cfg, nil)
 		if err == nil || !strings.HasPrefix(err.Error(), tt.want) {

@@ -89,6 +89,23 @@ hooks:
   designate: { auth_url: "https://keystone.example.org:5000/v3", region: r2, application_credential_id: abc,
     application_credential_secret_file: ${DesignateConfig.application_credential_secret_file} }
 `,
+	// A group's own provider: its file fields are checked and refused at
+	// the group's path (groups[wiki].dns.rfc2136.key_file), the dns
+	// section beside it holding no file of that type.
+	"group-rfc2136": `groups:
+  - name: wiki
+    sites:
+      primary: { probes: [{ name: wiki, type: tcp, address: "203.0.113.30:443" }] }
+      backup: { probes: [{ name: wiki, type: tcp, address: "198.51.100.30:443" }] }
+    dns:
+      provider: rfc2136
+      rfc2136: { server: "ns1.wiki.example.net:53", key_name: wiki., key_file: ${RFC2136Config.key_file} }
+      records:
+        - { name: wiki, type: A, ttl: 60, primary: [203.0.113.30], backup: [198.51.100.30] }
+dns:
+  provider: powerdns
+  powerdns: { url: "https://pdns.example.net:8081", api_token_env: ${PowerDNSConfig.api_token_env} }
+`,
 	"designate-password": `dns:
   provider: designate
   designate: { auth_url: "https://keystone.example.org:5000/v3", region: r2, username: drwatch, project_name: dns,
@@ -187,32 +204,54 @@ func TestSecretInFileFieldIsNeverPrinted(t *testing.T) {
 		"hex":    func(raw []byte) string { return hex.EncodeToString(raw) },
 	}
 	for field, names := range covered {
-		for shape, mk := range shapes {
-			raw := make([]byte, 24)
-			if _, err := rand.Read(raw); err != nil {
-				t.Fatal(err)
+		// Every configuration holding the field: a group's own provider
+		// section is at another path than the dns section's.
+		for _, name := range names {
+			expectSecretsNotPrinted(t, files, name, field, shapes)
+		}
+	}
+}
+
+// expectSecretsNotPrinted checks that configuration name, with a secret
+// of each shape in field, is refused by config validate and serve, which
+// name the field and print no form of the secret.
+func expectSecretsNotPrinted(t *testing.T, files secretConfigFiles, name, field string, shapes map[string]func(raw []byte) string) {
+	t.Helper()
+	want := field[strings.Index(field, ".")+1:] + ": "
+	if p, ok := secretFieldPaths[name+" "+field]; ok {
+		want = p + ": "
+	}
+	for shape, mk := range shapes {
+		raw := make([]byte, 24)
+		if _, err := rand.Read(raw); err != nil {
+			t.Fatal(err)
+		}
+		secret := mk(raw)
+		cfg := files.write(files.expand(secretConfigText(name), field, secret))
+		for _, args := range [][]string{{"config", "validate", "-c", cfg}, {"serve", "-c", cfg}} {
+			out, stderr, code := run(t, args...)
+			if code == 0 {
+				t.Errorf("%s with a %s in %s (%s): got exit 0, want a refusal", args[0], shape, field, name)
 			}
-			secret := mk(raw)
-			cfg := write(expand(secretConfigText(names[0]), field, secret))
-			key := field[strings.Index(field, ".")+1:]
-			for _, args := range [][]string{{"config", "validate", "-c", cfg}, {"serve", "-c", cfg}} {
-				out, stderr, code := run(t, args...)
-				if code == 0 {
-					t.Errorf("%s with a %s in %s: got exit 0, want a refusal", args[0], shape, field)
+			all := out + stderr
+			for _, form := range secretForms(secret) {
+				if strings.Contains(all, form) {
+					t.Errorf("%s with a %s in %s (%s): output holds the secret (as %q):\n%s", args[0], shape, field, name, form, all)
+					break
 				}
-				all := out + stderr
-				for _, form := range secretForms(secret) {
-					if strings.Contains(all, form) {
-						t.Errorf("%s with a %s in %s: output holds the secret (as %q):\n%s", args[0], shape, field, form, all)
-						break
-					}
-				}
-				if !strings.Contains(all, key+": ") {
-					t.Errorf("%s with a %s in %s: output does not name the field:\n%s", args[0], shape, field, all)
-				}
+			}
+			if !strings.Contains(all, want) {
+				t.Errorf("%s with a %s in %s (%s): output does not name the field %q:\n%s", args[0], shape, field, name, want, all)
 			}
 		}
 	}
+}
+
+// secretFieldPaths are the full paths of fields that configurations of
+// secretConfigs hold elsewhere than their section's usual place, by
+// configuration and Type.key.
+var secretFieldPaths = map[string]string{
+	"group-rfc2136 RFC2136Config.key_file": "groups[wiki].dns.rfc2136.key_file",
 }
 
 // The CLI's own file flags, and the tls files of a --config it reads

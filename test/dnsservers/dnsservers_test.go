@@ -110,7 +110,7 @@ func TestConformancePowerDNS(t *testing.T) {
 				t.Setenv("DRWATCH_TEST_PDNS_KEY", key)
 				p, err := dnsprovider.New(dnsprovider.Config{
 					Provider: dnsprovider.NamePowerDNS, Zone: Zone, FenceName: fence,
-					PowerDNS: &dnsprovider.PowerDNSConfig{URL: s.APIURL, APITokenEnv: "DRWATCH_TEST_PDNS_KEY"},
+					Sections: dnsprovider.Sections{PowerDNS: &dnsprovider.PowerDNSConfig{URL: s.APIURL, APITokenEnv: "DRWATCH_TEST_PDNS_KEY"}},
 				}, nil)
 				if err != nil {
 					t.Fatalf("New powerdns: %v", err)
@@ -139,7 +139,7 @@ func TestConfigRFC2136KeyFile(t *testing.T) {
 				t.Fatal(err)
 			}
 			p, err := dnsprovider.New(dnsprovider.Config{Provider: dnsprovider.NameRFC2136, Zone: Zone,
-				RFC2136: &dnsprovider.RFC2136Config{Server: s.Addr, KeyName: tt.keyName, KeyFile: f}}, nil)
+				Sections: dnsprovider.Sections{RFC2136: &dnsprovider.RFC2136Config{Server: s.Addr, KeyName: tt.keyName, KeyFile: f}}}, nil)
 			if err != nil {
 				t.Fatalf("New: got %v, want nil", err)
 			}

@@ -87,8 +87,8 @@ func designateProvider(t *testing.T, s *Stack, zone, region, password string) dn
 		t.Fatal(err)
 	}
 	p, err := dnsprovider.New(dnsprovider.Config{Provider: dnsprovider.NameDesignate, Zone: zone,
-		Designate: &dnsprovider.DesignateConfig{AuthURL: s.AuthURL, Region: region, Username: s.Member.Username,
-			UserDomainName: s.Member.Domain, ProjectName: s.Member.ProjectName, ProjectDomainName: s.Member.Domain, PasswordFile: pw}}, nil)
+		Sections: dnsprovider.Sections{Designate: &dnsprovider.DesignateConfig{AuthURL: s.AuthURL, Region: region, Username: s.Member.Username,
+			UserDomainName: s.Member.Domain, ProjectName: s.Member.ProjectName, ProjectDomainName: s.Member.Domain, PasswordFile: pw}}}, nil)
 	if err != nil {
 		t.Fatalf("New designate: %v", err)
 	}

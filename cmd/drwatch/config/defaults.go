@@ -1,6 +1,7 @@
 package config
 
 import (
+	"github.com/drwatch/drwatch/dnsprovider"
 	"github.com/drwatch/drwatch/internal/field"
 	"strings"
 	"time"
@@ -18,11 +19,7 @@ func hasType(list, t string) bool {
 // derive resolves the defaults that depend on other fields.
 func derive(c *Config, present func(string) bool) {
 	c.Policy = c.Policy.WithDerivedDefaults(len(c.Peers), func(path string) bool { return present("policy." + path) })
-	if c.DNS.RFC2136 != nil {
-		// One exchange may take at most an interval (1s..5s): a query lost
-		// while the server is down must not delay the retry after it returns.
-		c.DNS.RFC2136.Timeout = min(max(c.Policy.Interval, time.Second), 5*time.Second)
-	}
+	deriveExchangeTimeout(&c.DNS.Sections, c.Policy.Interval)
 	deriveDrill(c, present)
 	deriveProbeTimeouts("sites", &c.Sites, c.Policy.Timeout, present)
 	labels := field.Labels{}
@@ -31,6 +28,15 @@ func derive(c *Config, present func(string) bool) {
 		gp := "groups[" + labels.Next(g.Name, i) + "]"
 		deriveGroup(gp, g, c, present)
 		deriveProbeTimeouts(gp+".sites", &g.Sites, c.Policy.Timeout, present)
+	}
+}
+
+// deriveExchangeTimeout bounds one RFC 2136 exchange of the sections by
+// the probe interval: at most an interval (1s..5s), so that a query lost
+// while the server is down does not delay the retry after it returns.
+func deriveExchangeTimeout(s *dnsprovider.Sections, interval time.Duration) {
+	if s.RFC2136 != nil {
+		s.RFC2136.Timeout = min(max(interval, time.Second), 5*time.Second)
 	}
 }
 
@@ -76,4 +82,11 @@ func deriveGroup(gp string, g *Group, c *Config, present func(string) bool) {
 	if !present(gp+".dns.fence") && g.Name != "" {
 		g.DNS.FenceName = GroupFence(g.Name)
 	}
+	// A provider of the group's own is verified in its own right, never
+	// by the dns section's servers.
+	if g.DNS.Provider != "" && g.DNS.Verify == nil {
+		g.DNS.Verify = &dnsprovider.VerifyConfig{}
+		field.SetDefaults(g.DNS.Verify)
+	}
+	deriveExchangeTimeout(&g.DNS.Sections, c.Policy.Interval)
 }

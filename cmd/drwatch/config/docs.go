@@ -71,6 +71,10 @@ func writeFieldsOnce(b *strings.Builder, t reflect.Type, path, types string, see
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		if isInline(f) {
+			if ref := f.Tag.Get("docref"); ref != "" {
+				writeRefs(b, structType(f.Type), path, ref, seen)
+				continue
+			}
 			writeFieldsOnce(b, f.Type, path, cmp.Or(f.Tag.Get("types"), types), seen)
 			continue
 		}
@@ -88,9 +92,7 @@ func writeFieldsOnce(b *strings.Builder, t reflect.Type, path, types string, see
 			ft = ft.Elem()
 		}
 		if ref := f.Tag.Get("docref"); ref != "" {
-			// The same section as one written out elsewhere: its fields
-			// are those, under this path.
-			fmt.Fprintf(b, "| `%s` | %s | | %s Its fields are those of [`%s`](#%s). |\n", fp, typeName(f.Type), f.Tag.Get("doc"), ref, ref)
+			writeRef(b, fp, f, ref)
 			continue
 		}
 		if ft.Kind() == reflect.Struct && ft != durationType || (ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct) {
@@ -108,6 +110,32 @@ func writeFieldsOnce(b *strings.Builder, t reflect.Type, path, types string, see
 			doc = "(" + strings.ReplaceAll(types, ",", ", ") + ") " + doc
 		}
 		fmt.Fprintf(b, "| `%s` | %s | %s | %s |\n", fp, typeName(f.Type), def, strings.ReplaceAll(doc, "|", "\\|"))
+	}
+}
+
+// writeRef writes the field f at fp, the same section as ref written out
+// elsewhere: its fields are those, under fp. The link goes to ref's
+// top-level section, the heading the reference has.
+func writeRef(b *strings.Builder, fp string, f reflect.StructField, ref string) {
+	def := " "
+	if d := f.Tag.Get("default"); d != "" {
+		def = " `" + d + "` "
+	}
+	top, _, _ := strings.Cut(ref, ".")
+	fmt.Fprintf(b, "| `%s` | %s |%s| %s Its fields are those of [`%s`](#%s). |\n", fp, typeName(f.Type), def, f.Tag.Get("doc"), ref, top)
+}
+
+// writeRefs writes each field of the inline struct t at path as the
+// same field of ref (writeRef): sections shared with ref, written once.
+func writeRefs(b *strings.Builder, t reflect.Type, path, ref string, seen map[string]bool) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name := yamlName(f)
+		if name == "" || name == "-" || seen[path+"."+name] {
+			continue
+		}
+		seen[path+"."+name] = true
+		writeRef(b, path+"."+name, f, ref+"."+name)
 	}
 }
 

@@ -32,26 +32,33 @@ func TestFileFieldRefusesAPastedSecretWithoutPrintingIt(t *testing.T) {
 	y := validYAML(t)
 	const field = "key_file: /etc/drwatch/tsig.key"
 	for name, secret := range pastedSecrets {
-		cfg := strings.Replace(y, field, "key_file: "+yamlQuote(secret), 1)
-		for _, opts := range []Options{{SkipFileChecks: true}, {}} {
-			_, err := Parse("f.yaml", []byte(cfg), opts)
-			if err == nil {
-				t.Errorf("%s (skip file checks %v): got no problem", name, opts.SkipFileChecks)
-				continue
-			}
-			msg := err.Error()
-			if !strings.Contains(msg, "dns.rfc2136.key_file: ") || !strings.Contains(msg, valueNotShown) {
-				t.Errorf("%s: got %v, want the field path and %q", name, msg, valueNotShown)
-			}
-			marker := secret[strings.LastIndex(secret, "Marker")-4:][:10]
-			if strings.Contains(msg, marker) {
-				t.Errorf("%s: the message holds the value:\n%s", name, msg)
-			}
-		}
+		expectSecretRefused(t, name, secret, strings.Replace(y, field, "key_file: "+yamlQuote(secret), 1), "dns.rfc2136.key_file")
 	}
 	spaced := strings.Replace(y, field, `key_file: "/etc/drwatch/my tsig.key"`, 1)
 	if _, err := Parse("f.yaml", []byte(spaced), Options{SkipFileChecks: true}); err != nil {
 		t.Errorf("an absolute path with a space: got %v, want it accepted", err)
+	}
+}
+
+// expectSecretRefused checks that cfg, holding the pasted secret (of
+// pastedSecrets, by name) in the file field at path, is refused, with and
+// without the file checks, by that path and without the value.
+func expectSecretRefused(t *testing.T, name, secret, cfg, path string) {
+	t.Helper()
+	for _, opts := range []Options{{SkipFileChecks: true}, {}} {
+		_, err := Parse("f.yaml", []byte(cfg), opts)
+		if err == nil {
+			t.Errorf("%s (skip file checks %v): got no problem", name, opts.SkipFileChecks)
+			continue
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, path+": ") || !strings.Contains(msg, valueNotShown) {
+			t.Errorf("%s: got %v, want the field path %s and %q", name, msg, path, valueNotShown)
+		}
+		marker := secret[strings.LastIndex(secret, "Marker")-4:][:10]
+		if strings.Contains(msg, marker) {
+			t.Errorf("%s: the message holds the value:\n%s", name, msg)
+		}
 	}
 }
 

@@ -69,16 +69,34 @@ func (v *validator) groupPolicy(gp string, g Group, pol failover.PolicySpec) {
 	}
 }
 
-// groupDNS checks a group's zone and fence by the dns section's rules for
-// them, and that no other group (nor the drills) fences on the same record.
-func (v *validator) groupDNS(gp string, g Group, dc dnsprovider.Config, fences map[string]string) {
-	dc.Zone, dc.FenceName = g.DNS.Zone, g.DNS.FenceName
-	bad := false
-	for _, e := range dc.Validate() {
-		if e.Path == "zone" || e.Path == "fence" {
-			v.add(gp+".dns."+e.Path, "%s", e.Msg)
-			bad = true
+// groupDNS checks a group's dns section by the dns section's rules: its
+// zone and fence, and, when it names a provider of its own, that
+// provider's section and credentials and its verification, each at its
+// full path (groups[NAME].dns.rfc2136.server). Without a provider of its
+// own a provider section is refused: it would be ignored. No other group
+// (nor the drills) may fence on the same record.
+func (v *validator) groupDNS(gp string, g Group, top dnsprovider.Config, fences map[string]string) {
+	dp := gp + ".dns"
+	own := g.DNS.Provider != ""
+	if !own {
+		for _, name := range g.DNS.Sections.Set() {
+			v.add(dp+"."+name, "section for provider %s, but the group names no provider of its own: set %s.provider, or leave the section out to write through dns.provider", name, dp)
 		}
+	}
+	bad := false
+	for _, e := range g.DNS.ProviderConfig(top).Validate() {
+		switch {
+		case e.Path == "zone" || e.Path == "fence":
+			bad = true
+		case own:
+		case g.DNS.Verify != nil && strings.HasPrefix(e.Path, "verify."):
+		default:
+			continue // the dns section's own, reported there
+		}
+		v.add(dp+"."+e.Path, "%s", e.Msg)
+	}
+	if own {
+		v.credentials(dp, g.DNS.ProviderConfig(top))
 	}
 	if bad {
 		return

@@ -87,8 +87,10 @@ func appendNew(list, more []probes.Spec) []probes.Spec {
 }
 
 // GroupDNS is the provider configuration group writes through: the dns
-// section with the group's zone and fence. For failover.DefaultGroup (or
-// "") it is the dns section itself. ok is false for a group the config
+// section with the group's zone and fence, or the group's own provider
+// when it names one (GroupDNS.ProviderConfig), whose errors then name the
+// group's fields (Path groups[NAME].dns). For failover.DefaultGroup
+// (or "") it is the dns section itself. ok is false for a group the config
 // does not have.
 func (c *Config) GroupDNS(group string) (cfg dnsprovider.Config, ok bool) {
 	if group == "" || group == failover.DefaultGroup {
@@ -96,12 +98,38 @@ func (c *Config) GroupDNS(group string) (cfg dnsprovider.Config, ok bool) {
 	}
 	for _, g := range c.Groups {
 		if g.Name == group {
-			cfg = c.DNS.Config
-			cfg.Zone, cfg.FenceName = g.DNS.Zone, g.DNS.FenceName
+			cfg = g.DNS.ProviderConfig(c.DNS.Config)
+			if g.DNS.Provider != "" {
+				// Its credentials are the group's, not the dns section's.
+				cfg.Path = "groups[" + g.Name + "].dns"
+			}
 			return cfg, true
 		}
 	}
 	return dnsprovider.Config{}, false
+}
+
+// ProviderConfig is the provider configuration the group writes through,
+// in its zone and fence: its own provider and sections when it names a
+// provider, else top's (the dns section's); verified as its verify says,
+// else as top's.
+func (d GroupDNS) ProviderConfig(top dnsprovider.Config) dnsprovider.Config {
+	cfg := top
+	if d.Provider != "" {
+		cfg = dnsprovider.Config{Provider: d.Provider, Sections: d.Sections}
+	}
+	cfg.Zone, cfg.FenceName = d.Zone, d.FenceName
+	if d.Verify != nil {
+		cfg.Verify = *d.Verify
+	}
+	return cfg
+}
+
+// OwnVerifier reports whether the group is verified otherwise than the
+// dns section: in another zone, at a provider of its own, or by a verify
+// section of its own.
+func (d GroupDNS) OwnVerifier(top dnsprovider.Config) bool {
+	return d.Zone != top.Zone || d.Provider != "" || d.Verify != nil
 }
 
 // GroupFence is the fence record a group writes with when its file leaves

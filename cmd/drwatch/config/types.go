@@ -28,7 +28,7 @@ type Config struct {
 	DNS    DNS                 `yaml:"dns" doc:"The records drwatch flips and the authoritative DNS that serves them."`
 	// Groups are the failover groups besides the default one that sites
 	// and dns.records describe.
-	Groups []Group `yaml:"groups" doc:"Failover groups: platforms that each fail over as a unit, with their own probes, records, fence and failback. Without groups the top-level sites and dns.records are the one group, named default; with groups and no dns.records there is no default group. A probe named on the same site by several groups (a region's Kubernetes API) must be defined the same in each (only critical may differ): it runs once per round. Every group writes through the dns section's provider and verification, in its own zone and fence. Replicated as part of the policy; a config without groups keeps its policy hash."`
+	Groups []Group `yaml:"groups" doc:"Failover groups: platforms that each fail over as a unit, with their own probes, records, fence and failback. Without groups the top-level sites and dns.records are the one group, named default; with groups and no dns.records there is no default group. A probe named on the same site by several groups (a region's Kubernetes API) must be defined the same in each (only critical may differ): it runs once per round. A group writes in its own zone and fence through the dns section's provider and verification, or through a provider of its own (groups[].dns.provider) for records at another provider or server. Replicated as part of the policy; a config without groups keeps its policy hash."`
 	// Remediations are the leader's repairs; each is off unless enabled.
 	Remediations all.Config `yaml:"remediations" doc:"Repairs the leader runs in its reconciliation loop; each is off (or dry-run) until enabled."`
 	// Hooks run around a flip.
@@ -122,12 +122,21 @@ type Group struct {
 	Remediations all.Config `yaml:"remediations" docref:"remediations" doc:"The group's own repairs: every field of the top-level remediations section, each repair off until enabled, run on the leader by a runner of the group's own, on the group's decision, with its own caps and budgets (records carry the group). A repair that disrupts nodes (dead_node_out_of_service, orphaned_pods, openstack.never_ready_instances) may be enabled for one Kubernetes cluster (kubeconfig_file and context) in one section only: each runner has its own node disruption budget."`
 }
 
-// GroupDNS is a group's dns section. The provider, its credentials and the
-// verification are the top-level dns section's; the zone may differ.
+// GroupDNS is a group's dns section. Without a provider of its own the
+// group writes through the top-level dns section's provider, credentials
+// and verification, in its own zone; with one, through its own, by the
+// same types and rules. A provider is no part of the replicated policy:
+// the zone and records are.
 type GroupDNS struct {
-	Zone      string            `yaml:"zone" default:"(dns.zone)" doc:"The zone of the group's records, fully qualified, served by the dns section's provider."`
+	Zone      string            `yaml:"zone" default:"(dns.zone)" doc:"The zone of the group's records, fully qualified, served by the group's provider (the dns section's unless provider is set)."`
 	FenceName string            `yaml:"fence" default:"(_drwatch-NAME)" doc:"The group's fence TXT record, relative to its zone; distinct from every other group's fence in that zone, so one group's decision never fences another's."`
 	Records   []failover.Record `yaml:"records" doc:"The records the group flips: at least one, each with targets for both sites, none another group's."`
+	Provider  string            `yaml:"provider" default:"(dns.provider)" doc:"A provider of the group's own, for records in another zone or at another provider: one of dns.provider's values, with its section beside it (groups[].dns.rfc2136, ...). Unset: the group writes through the dns section's provider and credentials, and sets no provider section of its own. Not replicated: a config that adds one keeps its policy hash."`
+	// Verify is the group's verification; nil: the dns section's without
+	// a provider of its own (derive sets it when the group names one).
+	Verify *dnsprovider.VerifyConfig `yaml:"verify" docref:"dns.verify" default:"(dns.verify, or with provider its zone's NS set)" doc:"How the group's records are checked at every authoritative server. Unset: dns.verify without a provider of the group's own; with one, the group zone's NS set (found through its rfc2136 server), timeout 30s."`
+	// Sections are the provider sections; only Provider's may be set.
+	dnsprovider.Sections `yaml:",inline" docref:"dns"`
 }
 
 // Log configures logging.

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"github.com/drwatch/drwatch/dnsprovider"
 	"github.com/drwatch/drwatch/executor/remediate"
 	"github.com/drwatch/drwatch/executor/remediate/all"
 	"github.com/drwatch/drwatch/executor/remediate/hooks"
@@ -384,15 +385,7 @@ func (v *validator) dns(c *Config) map[string]string {
 	for _, e := range d.Config.Validate().Under("dns") {
 		v.add(e.Path, "%s", e.Msg)
 	}
-	for _, cr := range d.Credentials() {
-		path := "dns." + cr.Path
-		v.fileField(path, cr.File, false)
-		if cr.Env != "" && !v.opts.SkipFileChecks {
-			if _, ok := os.LookupEnv(cr.Env); !ok {
-				v.add(path, "no such environment variable (%s)", valueNotShown)
-			}
-		}
-	}
+	v.credentials("dns", d.Config)
 	v.fileField("dns.break_glass.key_file", d.BreakGlass.KeyFile, false)
 	v.positive("dns.break_glass.max_age", d.BreakGlass.MaxAge)
 	if len(d.Records) == 0 && len(c.Groups) == 0 {
@@ -401,6 +394,20 @@ func (v *validator) dns(c *Config) map[string]string {
 	owners := map[string]string{}
 	v.records("dns", d.Zone, d.Records, owners)
 	return owners
+}
+
+// credentials checks the files and environment variables the provider
+// of the dns section at path reads its credentials from.
+func (v *validator) credentials(path string, dc dnsprovider.Config) {
+	for _, cr := range dc.Credentials() {
+		cp := path + "." + cr.Path
+		v.fileField(cp, cr.File, false)
+		if cr.Env != "" && !v.opts.SkipFileChecks {
+			if _, ok := os.LookupEnv(cr.Env); !ok {
+				v.add(cp, "no such environment variable (%s)", valueNotShown)
+			}
+		}
+	}
 }
 
 // records checks the records of one group (the dns section at path) against

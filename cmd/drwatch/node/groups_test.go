@@ -88,3 +88,19 @@ func TestSharedProbeRunsOncePerRound(t *testing.T) {
 		}
 	}
 }
+
+// A group's own provider that cannot be built names its own field, at the
+// group's path, never the dns section's; the dns section's still builds.
+func TestGroupProviderErrorNamesTheGroupsField(t *testing.T) {
+	p := groupsParts(t)
+	wiki := &p.c.Groups[1].DNS
+	wiki.Provider = dnsprovider.NamePowerDNS
+	wiki.Sections = dnsprovider.Sections{PowerDNS: &dnsprovider.PowerDNSConfig{URL: "http://127.0.0.1:1", APITokenFile: filepath.Join(t.TempDir(), "missing")}}
+	if err := p.buildDNS(); err != nil {
+		t.Fatal(err)
+	}
+	err := p.buildGroupDNS()
+	if err == nil || !strings.Contains(err.Error(), "groups[wiki].dns.powerdns.api_token_file: ") || strings.Contains(err.Error(), " dns.powerdns") {
+		t.Errorf("got %v, want an error naming groups[wiki].dns.powerdns.api_token_file", err)
+	}
+}

@@ -210,9 +210,13 @@ func (p *parts) buildDNS() error {
 	return nil
 }
 
-// buildGroupDNS builds each failover group's provider, on the dns
-// section's with the group's zone and fence, and its verifier: the dns
-// section's when the group's zone is the same.
+// buildGroupDNS builds each failover group's provider, on its own
+// provider section when it names one, else on the dns section's, with the
+// group's zone and fence (config.GroupDNS), and its verifier: the dns
+// section's when the group is verified as the dns section is (same zone,
+// no provider or verify of its own). A group on another server or key
+// gets another BatchKey, so the leader never batches its writes with the
+// others'.
 func (p *parts) buildGroupDNS() error {
 	c := p.c
 	for _, g := range c.Groups {
@@ -227,10 +231,10 @@ func (p *parts) buildGroupDNS() error {
 				return fmt.Errorf("groups[%s].dns: %w", g.Name, err)
 			}
 		}
-		if p.o.Verifier == nil && dc.Zone != c.DNS.Zone {
+		if p.o.Verifier == nil && g.DNS.OwnVerifier(c.DNS.Config) {
 			v, err := dnsprovider.NewVerifierFromConfig(dc, p.log)
 			if err != nil {
-				return fmt.Errorf("groups[%s].dns: %w", g.Name, err)
+				return fmt.Errorf("groups[%s].dns.verify: %w", g.Name, err)
 			}
 			gd.Verifier = v
 		}
