@@ -116,13 +116,16 @@ func TestReportLoopProposesTheRoundAsAnObserve(t *testing.T) {
 			t.Errorf("result %d: got %+v, want %+v", i, obs.Results[i], want.Results[i])
 		}
 	}
-	reported := false
-	for _, nv := range fc.log.M.View().Nodes {
-		reported = reported || (nv.Node == "a" && nv.Reported)
-	}
-	if !reported {
-		t.Errorf("got node a not reported in the replica, want its report applied")
-	}
+	// The fake records a proposal before it applies it: wait for the
+	// apply, not only the proposal.
+	poll.Until(t, 10*time.Second, func() bool {
+		for _, nv := range fc.log.M.View().Nodes {
+			if nv.Node == "a" && nv.Reported {
+				return true
+			}
+		}
+		return false
+	}, "node a's report applied in the replica")
 }
 
 // While leading, the tick loop first makes the replicated policy this
