@@ -73,7 +73,7 @@ func TestNoCommandPrintsASecretPastedIntoAFileField(t *testing.T) {
 	fields := map[string]string{} // Type.key -> a configuration holding it
 	for name := range secretConfigs {
 		for _, m := range secretPlaceholder.FindAllStringSubmatch(secretConfigs[name], -1) {
-			key := m[1][strings.Index(m[1], ".")+1:]
+			key := m[1][strings.LastIndex(m[1], ".")+1:]
 			if config.IsFileKey(key) {
 				if _, ok := fields[m[1]]; !ok || name == "rfc2136" {
 					fields[m[1]] = name
@@ -82,9 +82,9 @@ func TestNoCommandPrintsASecretPastedIntoAFileField(t *testing.T) {
 		}
 	}
 	want := map[string]bool{}
-	secretBearingFields(reflect.TypeOf(config.Config{}), map[reflect.Type]bool{}, want)
+	secretBearingFields(reflect.TypeOf(config.Config{}), "", map[reflect.Type]bool{}, want)
 	for f := range want {
-		if config.IsFileKey(f[strings.Index(f, ".")+1:]) && fields[f] == "" {
+		if config.IsFileKey(f[strings.LastIndex(f, ".")+1:]) && fields[f] == "" {
 			t.Errorf("file field %s is in no test configuration: add it to secretConfigs", f)
 		}
 	}
@@ -109,7 +109,7 @@ func TestNoCommandPrintsASecretPastedIntoAFileField(t *testing.T) {
 
 	files := newSecretConfigFiles(t)
 	for fi, field := range names {
-		key := field[strings.Index(field, ".")+1:]
+		key := field[strings.LastIndex(field, ".")+1:]
 		for ci, cmd := range cmds {
 			// Every shape in config validate; one shape a command,
 			// turning, in the others, so that each shape meets each.

@@ -96,15 +96,41 @@ hooks:
 `,
 }
 
-// secretPlaceholder matches a ${Type.key} placeholder of secretConfigs.
-var secretPlaceholder = regexp.MustCompile(`\$\{([A-Za-z0-9]+\.[a-z_]+)\}`)
+// secretPlaceholder matches a ${Type.key} placeholder of secretConfigs,
+// or a ${Group.Type.key} one of a failover group's sections.
+var secretPlaceholder = regexp.MustCompile(`\$\{((?:[A-Za-z0-9]+\.)+[a-z_]+)\}`)
+
+func init() { secretConfigs["groups"] = groupSecretSection(secretConfigs["rfc2136"]) }
+
+// groupSecretSection is a groups section of one failover group whose own
+// sites, remediations and hooks are those of base, each placeholder in
+// them scoped to the group (${Group.Type.key}) and each name its own: a
+// secret pasted into a group's section is checked at the group's path.
+func groupSecretSection(base string) string {
+	block := func(key, next string) string {
+		start, end := strings.Index(base, "\n"+key+":\n"), strings.Index(base, "\n"+next)
+		if end < 0 {
+			end = len(base)
+		}
+		body := strings.TrimSuffix(base[start+len(key)+3:end], "\n")
+		body = strings.ReplaceAll(body, "${", "${Group.")
+		body = strings.ReplaceAll(body, "{ name: ", "{ name: g-")
+		return "    " + key + ":\n    " + strings.ReplaceAll(body, "\n", "\n    ") + "\n"
+	}
+	return "groups:\n  - name: wiki\n" + block("sites", "dns:") + block("remediations", "hooks:") + block("hooks", "\x00") +
+		"    dns:\n      records:\n        - { name: wiki, type: A, ttl: 60, primary: [203.0.113.30], backup: [198.51.100.30] }\n"
+}
 
 // secretConfigText returns the named configuration; the DNS-only ones
-// replace the dns section of the rfc2136 one.
+// replace the dns section of the rfc2136 one, and groups adds its section
+// to it.
 func secretConfigText(name string) string {
 	base := secretConfigs["rfc2136"]
-	if name == "rfc2136" {
+	switch name {
+	case "rfc2136":
 		return base
+	case "groups":
+		return base + secretConfigs[name]
 	}
 	start := strings.Index(base, "\ndns:\n")
 	end := strings.Index(base, "\nremediations:\n")
@@ -113,15 +139,20 @@ func secretConfigText(name string) string {
 }
 
 // secretBearingFields lists, as Type.key, every field of the configuration
-// whose value names where a secret is kept: *_file, *_env and kubeconfig.
-func secretBearingFields(t reflect.Type, seen map[reflect.Type]bool, out map[string]bool) {
+// whose value names where a secret is kept: *_file, *_env and kubeconfig;
+// those of a failover group's sections as Group.Type.key, for they are
+// the top-level sections' types checked at another path.
+func secretBearingFields(t reflect.Type, scope string, seen map[reflect.Type]bool, out map[string]bool) {
 	switch t.Kind() {
 	case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
-		secretBearingFields(t.Elem(), seen, out)
+		secretBearingFields(t.Elem(), scope, seen, out)
 		return
 	case reflect.Struct:
 	default:
 		return
+	}
+	if t == reflect.TypeOf(config.Group{}) && scope == "" {
+		scope, seen = "Group.", map[reflect.Type]bool{}
 	}
 	if seen[t] {
 		return
@@ -131,9 +162,9 @@ func secretBearingFields(t reflect.Type, seen map[reflect.Type]bool, out map[str
 		f := t.Field(i)
 		key := strings.Split(f.Tag.Get("yaml"), ",")[0]
 		if f.Type.Kind() == reflect.String && (strings.HasSuffix(key, "_file") || strings.HasSuffix(key, "_env") || key == "kubeconfig") {
-			out[t.Name()+"."+key] = true
+			out[scope+t.Name()+"."+key] = true
 		}
-		secretBearingFields(f.Type, seen, out)
+		secretBearingFields(f.Type, scope, seen, out)
 	}
 }
 
@@ -158,7 +189,7 @@ func TestSecretInFileFieldIsNeverPrinted(t *testing.T) {
 		}
 	}
 	want := map[string]bool{}
-	secretBearingFields(reflect.TypeOf(config.Config{}), map[reflect.Type]bool{}, want)
+	secretBearingFields(reflect.TypeOf(config.Config{}), "", map[reflect.Type]bool{}, want)
 	for f := range want {
 		if len(covered[f]) == 0 {
 			t.Errorf("secret-bearing field %s is in no test configuration: add it to secretConfigs", f)
@@ -194,7 +225,7 @@ func TestSecretInFileFieldIsNeverPrinted(t *testing.T) {
 			}
 			secret := mk(raw)
 			cfg := write(expand(secretConfigText(names[0]), field, secret))
-			key := field[strings.Index(field, ".")+1:]
+			key := field[strings.LastIndex(field, ".")+1:]
 			for _, args := range [][]string{{"config", "validate", "-c", cfg}, {"serve", "-c", cfg}} {
 				out, stderr, code := run(t, args...)
 				if code == 0 {
@@ -209,6 +240,9 @@ func TestSecretInFileFieldIsNeverPrinted(t *testing.T) {
 				}
 				if !strings.Contains(all, key+": ") {
 					t.Errorf("%s with a %s in %s: output does not name the field:\n%s", args[0], shape, field, all)
+				}
+				if strings.HasPrefix(field, "Group.") && !strings.Contains(all, "groups[wiki].") {
+					t.Errorf("%s with a %s in %s: output does not name the group's field by its path:\n%s", args[0], shape, field, all)
 				}
 			}
 		}
