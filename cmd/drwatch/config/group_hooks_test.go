@@ -92,3 +92,28 @@ func TestReferenceShowsGroupHooksOnce(t *testing.T) {
 		t.Fatalf("a group's hooks are %s, want the top-level section's type", f.Type)
 	}
 }
+
+// The top-level hooks run around the default group's flips only: with
+// groups and no default group (no dns.records) they would never run, and
+// are refused. A group's own hooks there are accepted
+// (TestGroupHooksLoad), and so are top-level hooks beside a default
+// group.
+func TestTopLevelHooksWithoutADefaultGroupAreRefused(t *testing.T) {
+	top := "hooks:\n  post_failover:\n    - { name: page, command: [/usr/local/bin/page] }\n"
+	_, ps := loadString(t, withGroupRemediations(t, top, "", ""))
+	found := false
+	for _, p := range ps {
+		found = found || (p.Path == "hooks" && strings.Contains(p.Msg, "groups[].hooks"))
+	}
+	if !found {
+		t.Errorf("got problems:\n%v\nwant one at hooks pointing at groups[].hooks", ps)
+	}
+
+	y := strings.Replace(withGroupRemediations(t, top, "", ""), "  zone: example.org.\n",
+		"  zone: example.org.\n  records:\n    - { name: www, type: A, ttl: 60, primary: [203.0.113.50], backup: [198.51.100.50] }\n", 1)
+	y = strings.Replace(y, "drill: { record: drwatch-drill }\n",
+		"drill: { record: drwatch-drill }\nsites:\n  primary: { probes: [ { name: www, type: tcp, address: \"203.0.113.50:443\" } ] }\n  backup: { probes: [ { name: www, type: tcp, address: \"198.51.100.50:443\" } ] }\n", 1)
+	if c, ps := loadString(t, y); ps != nil || len(c.Hooks.PostFailover) != 1 {
+		t.Errorf("top-level hooks beside a default group: got problems:\n%v", ps)
+	}
+}

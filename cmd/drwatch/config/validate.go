@@ -77,9 +77,14 @@ func (v *validator) clusterHealth(c *Config) {
 	v.section("cluster_health", c.ClusterHealth.Validate())
 }
 
-// hooks checks the top-level hooks section and each group's own.
+// hooks checks the top-level hooks section and each group's own. The
+// top-level hooks run around the default group's flips only: without a
+// default group they would never run, so they are refused.
 func (v *validator) hooks(c *Config) {
 	v.hooksAt("hooks", c.Hooks)
+	if !c.HasDefaultGroup() && len(c.Hooks.PreFailover)+len(c.Hooks.PostFailover) > 0 {
+		v.add("hooks", "with groups and no dns.records there is no default group whose flips they would run around: put them in the groups' own hooks (groups[].hooks)")
+	}
 	labels := field.Labels{}
 	for i, g := range c.Groups {
 		v.hooksAt(fmt.Sprintf("groups[%s].hooks", labels.Next(g.Name, i)), g.Hooks)
