@@ -41,17 +41,24 @@ func TestRemediatorsFromConfig(t *testing.T) {
 	}
 }
 
-// Each failover group whose own section enables a repair gets its repairs,
-// with a data directory of its own, acting on its own decision; a group
-// whose section enables none gets none.
-func TestGroupRemediatorsFromConfig(t *testing.T) {
-	kc := kubetest.UnreachableKubeconfig(t)
+// groupsNode is the config of groups.yaml, with a data directory of the
+// test's, a fresh replica and a silent log.
+func groupsNode(t *testing.T) (*config.Config, *failover.Machine, *slog.Logger) {
+	t.Helper()
 	cfg, err := config.Load("../config/testdata/groups.yaml", config.Options{SkipFileChecks: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.Node.DataDir = t.TempDir()
-	m, log := failover.New(), slog.New(slog.DiscardHandler)
+	return cfg, failover.New(), slog.New(slog.DiscardHandler)
+}
+
+// Each failover group whose own section enables a repair gets its repairs,
+// with a data directory of its own, acting on its own decision; a group
+// whose section enables none gets none.
+func TestGroupRemediatorsFromConfig(t *testing.T) {
+	kc := kubetest.UnreachableKubeconfig(t)
+	cfg, m, log := groupsNode(t)
 	if got, _, err := groupRemediators(cfg, m, log, time.Now); err != nil || len(got) != 0 {
 		t.Fatalf("groups without remediations: got %v, %v; want none", got, err)
 	}
@@ -98,12 +105,7 @@ func gateNames(gs []reconcile.Gate) []string {
 // neither gets none, and the top-level hooks are nobody's group's.
 func TestGroupGatesFromConfig(t *testing.T) {
 	kc := kubetest.UnreachableKubeconfig(t)
-	cfg, err := config.Load("../config/testdata/groups.yaml", config.Options{SkipFileChecks: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Node.DataDir = t.TempDir()
-	m, log := failover.New(), slog.New(slog.DiscardHandler)
+	cfg, m, log := groupsNode(t)
 	out := filepath.Join(t.TempDir(), "ran")
 	record := []hooks.Hook{{Name: "record", Command: []string{"/bin/sh", "-c", `echo "$DRWATCH_PHASE $DRWATCH_GROUP" >> ` + out}}}
 	cfg.Hooks.PostFailover = record
