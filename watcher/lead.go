@@ -89,10 +89,11 @@ func (w *Watcher) lead(ctx context.Context) {
 // reconcilers builds the leader's DNS reconcilers: the default group's,
 // when the policy has one, then one per group of Config.Groups, each on
 // the group's desired state and its own fenced provider, those of one
-// zone and server sharing their writes (reconcile.BatchWrites). Only the default
-// group's has the post-flip hooks and the break-glass key: they act on the
-// default group's platform. A group's reconciler has the gates of its own
-// remediations (its backup-warmup).
+// zone and server sharing their writes (reconcile.BatchWrites). The
+// default group's has the top-level gates and post-flip hooks, and alone
+// the break-glass key; a group's has its own (GroupGates: its backup
+// warm-up and its own hooks), so one group's hooks never run for, nor
+// hold, another group's flip.
 func (w *Watcher) reconcilers() ([]*reconcile.Reconciler, error) {
 	c := w.cfg
 	base := reconcile.Config{
@@ -116,9 +117,9 @@ func (w *Watcher) reconcilers() ([]*reconcile.Reconciler, error) {
 	for _, g := range c.Groups {
 		rc := base
 		rc.Group, rc.State, rc.DNS, rc.Verifier = g.Name, reconcile.GroupState(w.machine, g.Name), g.DNS, g.Verifier
-		for _, gr := range c.GroupRemediations {
-			if gr.Name == g.Name {
-				rc.Gates = gr.Gates
+		for _, gg := range c.GroupGates {
+			if gg.Name == g.Name {
+				rc.Gates, rc.AfterVerified = gg.Gates, gg.AfterVerified
 			}
 		}
 		rc.Observe = func(r reconcile.Report) { w.observeGroupReconcile(g.Name, r) }

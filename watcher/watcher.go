@@ -81,9 +81,13 @@ type Config struct {
 	// (groups[].remediations): the leader runs one runner for each, on
 	// its group's decision and budgets. Optional.
 	GroupRemediations []GroupRemediations
-	// Gates and AfterVerified go to the DNS reconciler (remediate.Gates).
+	// Gates and AfterVerified go to the default group's DNS reconciler
+	// (remediate.Gates of the top-level remediations and hooks).
 	Gates         []reconcile.Gate
 	AfterVerified func(context.Context, reconcile.Decision) string
+	// GroupGates go to the failover groups' own DNS reconcilers, each
+	// to its group's only. Optional: a group without any has none.
+	GroupGates []GroupGates
 	// BreakGlassKey and BreakGlassMaxAge go to the DNS reconciler: the key
 	// that authenticates break-glass markers (nil: none is trusted) and
 	// their greatest age (0: reconcile.DefaultBreakGlassMaxAge).
@@ -128,9 +132,17 @@ type GroupRemediations struct {
 	// Remediators run every Interval on the group's decision.
 	Remediators []remediate.Entry
 	Interval    time.Duration
-	// Gates go to the group's DNS reconciler (remediate.Gates of
-	// Remediators: the group's backup-warmup).
-	Gates []reconcile.Gate
+}
+
+// GroupGates are what one failover group's DNS reconciler runs around
+// the group's flips (remediate.Gates of the group's own remediations and
+// hooks): its backup warm-up, then its pre-failover hooks, before DNS is
+// written; its post-failover hooks once the flip is verified.
+type GroupGates struct {
+	// Name is the group's (failover.Group.Name).
+	Name          string
+	Gates         []reconcile.Gate
+	AfterVerified func(context.Context, reconcile.Decision) string
 }
 
 // Drill is what the leader's drill executor needs besides the watcher's parts.

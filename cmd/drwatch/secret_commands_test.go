@@ -71,33 +71,28 @@ var pastedSecretShapes = map[string]func(distinct string) string{
 // file and names the field. The fields come from the config types.
 func TestNoCommandPrintsASecretPastedIntoAFileField(t *testing.T) {
 	fields := map[string]string{} // Type.key -> a configuration holding it
-	var elsewhere []secretAt      // and those holding it at another path
 	for name := range secretConfigs {
 		for _, m := range secretPlaceholder.FindAllStringSubmatch(secretConfigs[name], -1) {
-			key := m[1][strings.Index(m[1], ".")+1:]
-			switch {
-			case !config.IsFileKey(key):
-			case secretFieldPaths[name+" "+m[1]] != "":
-				elsewhere = append(elsewhere, secretAt{m[1], name})
-			case fields[m[1]] == "" || name == "rfc2136":
-				fields[m[1]] = name
+			key := m[1][strings.LastIndex(m[1], ".")+1:]
+			if config.IsFileKey(key) {
+				if _, ok := fields[m[1]]; !ok || name == "rfc2136" {
+					fields[m[1]] = name
+				}
 			}
 		}
 	}
 	want := map[string]bool{}
-	secretBearingFields(reflect.TypeOf(config.Config{}), map[reflect.Type]bool{}, want)
+	secretBearingFields(reflect.TypeOf(config.Config{}), "", map[reflect.Type]bool{}, want)
 	for f := range want {
-		if config.IsFileKey(f[strings.Index(f, ".")+1:]) && fields[f] == "" {
+		if config.IsFileKey(f[strings.LastIndex(f, ".")+1:]) && fields[f] == "" {
 			t.Errorf("file field %s is in no test configuration: add it to secretConfigs", f)
 		}
 	}
-	var at []secretAt
-	for f, name := range fields {
-		at = append(at, secretAt{f, name})
+	names := make([]string, 0, len(fields))
+	for f := range fields {
+		names = append(names, f)
 	}
-	slices.SortFunc(at, func(a, b secretAt) int { return strings.Compare(a.field, b.field) })
-	slices.SortFunc(elsewhere, func(a, b secretAt) int { return strings.Compare(a.config, b.config) })
-	at = append(at, elsewhere...)
+	sort.Strings(names)
 	shapes := make([]string, 0, len(pastedSecretShapes))
 	for s := range pastedSecretShapes {
 		shapes = append(shapes, s)
@@ -113,12 +108,8 @@ func TestNoCommandPrintsASecretPastedIntoAFileField(t *testing.T) {
 	cmds = append(cmds, []string{"config", "validate", "--no-file-checks"})
 
 	files := newSecretConfigFiles(t)
-	for fi, sa := range at {
-		field := sa.field
-		key := field[strings.Index(field, ".")+1:]
-		if p := secretFieldPaths[sa.config+" "+field]; p != "" {
-			key = p
-		}
+	for fi, field := range names {
+		key := field[strings.LastIndex(field, ".")+1:]
 		for ci, cmd := range cmds {
 			// Every shape in config validate; one shape a command,
 			// turning, in the others, so that each shape meets each.
@@ -140,7 +131,7 @@ func TestNoCommandPrintsASecretPastedIntoAFileField(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				cfg := files.write(files.expand(secretConfigText(sa.config), field, string(quoted)))
+				cfg := files.write(files.expand(secretConfigText(fields[field]), field, string(quoted)))
 				name := strings.Join(cmd, " ")
 				args := append(append(slices.Clone(cmd), commandArgs[name]...), "--config", cfg)
 				if newRootCmdHasFlag(cmd, "endpoint") {
@@ -166,10 +157,6 @@ func TestNoCommandPrintsASecretPastedIntoAFileField(t *testing.T) {
 		}
 	}
 }
-
-// secretAt is a file field, as Type.key, in a configuration of
-// secretConfigs.
-type secretAt struct{ field, config string }
 
 // newRootCmdHasFlag reports whether the command at path has the flag.
 func newRootCmdHasFlag(path []string, flag string) bool {

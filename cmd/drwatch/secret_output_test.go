@@ -89,23 +89,6 @@ hooks:
   designate: { auth_url: "https://keystone.example.org:5000/v3", region: r2, application_credential_id: abc,
     application_credential_secret_file: ${DesignateConfig.application_credential_secret_file} }
 `,
-	// A group's own provider: its file fields are checked and refused at
-	// the group's path (groups[wiki].dns.rfc2136.key_file), the dns
-	// section beside it holding no file of that type.
-	"group-rfc2136": `groups:
-  - name: wiki
-    sites:
-      primary: { probes: [{ name: wiki, type: tcp, address: "203.0.113.30:443" }] }
-      backup: { probes: [{ name: wiki, type: tcp, address: "198.51.100.30:443" }] }
-    dns:
-      provider: rfc2136
-      rfc2136: { server: "ns1.wiki.example.net:53", key_name: wiki., key_file: ${RFC2136Config.key_file} }
-      records:
-        - { name: wiki, type: A, ttl: 60, primary: [203.0.113.30], backup: [198.51.100.30] }
-dns:
-  provider: powerdns
-  powerdns: { url: "https://pdns.example.net:8081", api_token_env: ${PowerDNSConfig.api_token_env} }
-`,
 	"designate-password": `dns:
   provider: designate
   designate: { auth_url: "https://keystone.example.org:5000/v3", region: r2, username: drwatch, project_name: dns,
@@ -113,15 +96,76 @@ dns:
 `,
 }
 
-// secretPlaceholder matches a ${Type.key} placeholder of secretConfigs.
-var secretPlaceholder = regexp.MustCompile(`\$\{([A-Za-z0-9]+\.[a-z_]+)\}`)
+// secretPlaceholder matches a ${Type.key} placeholder of secretConfigs,
+// or a ${Group.Type.key} one of a failover group's sections.
+var secretPlaceholder = regexp.MustCompile(`\$\{((?:[A-Za-z0-9]+\.)+[a-z_]+)\}`)
+
+func init() {
+	secretConfigs["groups"] = groupSecretSection(secretConfigs["rfc2136"])
+	// A group's records at a provider of its own: each DNS-only
+	// configuration's provider section, in the group's dns section.
+	for _, name := range dnsOnlySecretConfigs {
+		secretConfigs["group-"+name] = groupProviderSection(secretConfigs[name])
+	}
+	secretConfigs["group-rfc2136"] = groupProviderSection(`dns:
+  provider: rfc2136
+  rfc2136: { server: "ns1.wiki.example.net:53", key_name: wiki., key_file: ${RFC2136Config.key_file} }
+`)
+}
+
+// dnsOnlySecretConfigs are the secretConfigs that hold only a dns section.
+var dnsOnlySecretConfigs = []string{"powerdns", "cloudflare", "powerdns-env", "hetzner", "route53", "designate-appcred", "designate-password"}
+
+// groupProviderSection is a groups section of one failover group whose
+// records are at the provider of dns (a dns-only configuration), each
+// placeholder in it scoped to the group: a secret pasted into a group's
+// own provider section is checked at the group's path.
+func groupProviderSection(dns string) string {
+	body := strings.TrimPrefix(strings.TrimSuffix(dns, "\n"), "dns:\n")
+	body = strings.ReplaceAll(body, "${", "${Group.")
+	return `groups:
+  - name: wiki
+    sites:
+      primary: { probes: [{ name: wiki, type: tcp, address: "203.0.113.30:443" }] }
+      backup: { probes: [{ name: wiki, type: tcp, address: "198.51.100.30:443" }] }
+    dns:
+      records:
+        - { name: wiki, type: A, ttl: 60, primary: [203.0.113.30], backup: [198.51.100.30] }
+    ` + strings.ReplaceAll(body, "\n", "\n    ") + "\n"
+}
+
+// groupSecretSection is a groups section of one failover group whose own
+// sites, remediations and hooks are those of base, each placeholder in
+// them scoped to the group (${Group.Type.key}) and each name its own: a
+// secret pasted into a group's section is checked at the group's path.
+func groupSecretSection(base string) string {
+	block := func(key, next string) string {
+		start, end := strings.Index(base, "\n"+key+":\n"), strings.Index(base, "\n"+next)
+		if end < 0 {
+			end = len(base)
+		}
+		body := strings.TrimSuffix(base[start+len(key)+3:end], "\n")
+		body = strings.ReplaceAll(body, "${", "${Group.")
+		body = strings.ReplaceAll(body, "{ name: ", "{ name: g-")
+		return "    " + key + ":\n    " + strings.ReplaceAll(body, "\n", "\n    ") + "\n"
+	}
+	return "groups:\n  - name: wiki\n" + block("sites", "dns:") + block("remediations", "hooks:") + block("hooks", "\x00") +
+		"    dns:\n      records:\n        - { name: wiki, type: A, ttl: 60, primary: [203.0.113.30], backup: [198.51.100.30] }\n"
+}
 
 // secretConfigText returns the named configuration; the DNS-only ones
-// replace the dns section of the rfc2136 one.
+// replace the dns section of the rfc2136 one, and groups adds its section
+// to it.
 func secretConfigText(name string) string {
 	base := secretConfigs["rfc2136"]
-	if name == "rfc2136" {
+	switch name {
+	case "rfc2136":
 		return base
+	case "groups":
+		return base + secretConfigs[name]
+	}
+	if strings.HasPrefix(name, "group-") {
+		return base + secretConfigs[name]
 	}
 	start := strings.Index(base, "\ndns:\n")
 	end := strings.Index(base, "\nremediations:\n")
@@ -130,15 +174,20 @@ func secretConfigText(name string) string {
 }
 
 // secretBearingFields lists, as Type.key, every field of the configuration
-// whose value names where a secret is kept: *_file, *_env and kubeconfig.
-func secretBearingFields(t reflect.Type, seen map[reflect.Type]bool, out map[string]bool) {
+// whose value names where a secret is kept: *_file, *_env and kubeconfig;
+// those of a failover group's sections as Group.Type.key, for they are
+// the top-level sections' types checked at another path.
+func secretBearingFields(t reflect.Type, scope string, seen map[reflect.Type]bool, out map[string]bool) {
 	switch t.Kind() {
 	case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
-		secretBearingFields(t.Elem(), seen, out)
+		secretBearingFields(t.Elem(), scope, seen, out)
 		return
 	case reflect.Struct:
 	default:
 		return
+	}
+	if t == reflect.TypeOf(config.Group{}) && scope == "" {
+		scope, seen = "Group.", map[reflect.Type]bool{}
 	}
 	if seen[t] {
 		return
@@ -148,9 +197,9 @@ func secretBearingFields(t reflect.Type, seen map[reflect.Type]bool, out map[str
 		f := t.Field(i)
 		key := strings.Split(f.Tag.Get("yaml"), ",")[0]
 		if f.Type.Kind() == reflect.String && (strings.HasSuffix(key, "_file") || strings.HasSuffix(key, "_env") || key == "kubeconfig") {
-			out[t.Name()+"."+key] = true
+			out[scope+t.Name()+"."+key] = true
 		}
-		secretBearingFields(f.Type, seen, out)
+		secretBearingFields(f.Type, scope, seen, out)
 	}
 }
 
@@ -175,7 +224,7 @@ func TestSecretInFileFieldIsNeverPrinted(t *testing.T) {
 		}
 	}
 	want := map[string]bool{}
-	secretBearingFields(reflect.TypeOf(config.Config{}), map[reflect.Type]bool{}, want)
+	secretBearingFields(reflect.TypeOf(config.Config{}), "", map[reflect.Type]bool{}, want)
 	for f := range want {
 		if len(covered[f]) == 0 {
 			t.Errorf("secret-bearing field %s is in no test configuration: add it to secretConfigs", f)
@@ -204,54 +253,35 @@ func TestSecretInFileFieldIsNeverPrinted(t *testing.T) {
 		"hex":    func(raw []byte) string { return hex.EncodeToString(raw) },
 	}
 	for field, names := range covered {
-		// Every configuration holding the field: a group's own provider
-		// section is at another path than the dns section's.
-		for _, name := range names {
-			expectSecretsNotPrinted(t, files, name, field, shapes)
-		}
-	}
-}
-
-// expectSecretsNotPrinted checks that configuration name, with a secret
-// of each shape in field, is refused by config validate and serve, which
-// name the field and print no form of the secret.
-func expectSecretsNotPrinted(t *testing.T, files secretConfigFiles, name, field string, shapes map[string]func(raw []byte) string) {
-	t.Helper()
-	want := field[strings.Index(field, ".")+1:] + ": "
-	if p, ok := secretFieldPaths[name+" "+field]; ok {
-		want = p + ": "
-	}
-	for shape, mk := range shapes {
-		raw := make([]byte, 24)
-		if _, err := rand.Read(raw); err != nil {
-			t.Fatal(err)
-		}
-		secret := mk(raw)
-		cfg := files.write(files.expand(secretConfigText(name), field, secret))
-		for _, args := range [][]string{{"config", "validate", "-c", cfg}, {"serve", "-c", cfg}} {
-			out, stderr, code := run(t, args...)
-			if code == 0 {
-				t.Errorf("%s with a %s in %s (%s): got exit 0, want a refusal", args[0], shape, field, name)
+		for shape, mk := range shapes {
+			raw := make([]byte, 24)
+			if _, err := rand.Read(raw); err != nil {
+				t.Fatal(err)
 			}
-			all := out + stderr
-			for _, form := range secretForms(secret) {
-				if strings.Contains(all, form) {
-					t.Errorf("%s with a %s in %s (%s): output holds the secret (as %q):\n%s", args[0], shape, field, name, form, all)
-					break
+			secret := mk(raw)
+			cfg := write(expand(secretConfigText(names[0]), field, secret))
+			key := field[strings.LastIndex(field, ".")+1:]
+			for _, args := range [][]string{{"config", "validate", "-c", cfg}, {"serve", "-c", cfg}} {
+				out, stderr, code := run(t, args...)
+				if code == 0 {
+					t.Errorf("%s with a %s in %s: got exit 0, want a refusal", args[0], shape, field)
+				}
+				all := out + stderr
+				for _, form := range secretForms(secret) {
+					if strings.Contains(all, form) {
+						t.Errorf("%s with a %s in %s: output holds the secret (as %q):\n%s", args[0], shape, field, form, all)
+						break
+					}
+				}
+				if !strings.Contains(all, key+": ") {
+					t.Errorf("%s with a %s in %s: output does not name the field:\n%s", args[0], shape, field, all)
+				}
+				if strings.HasPrefix(field, "Group.") && !strings.Contains(all, "groups[wiki].") {
+					t.Errorf("%s with a %s in %s: output does not name the group's field by its path:\n%s", args[0], shape, field, all)
 				}
 			}
-			if !strings.Contains(all, want) {
-				t.Errorf("%s with a %s in %s (%s): output does not name the field %q:\n%s", args[0], shape, field, name, want, all)
-			}
 		}
 	}
-}
-
-// secretFieldPaths are the full paths of fields that configurations of
-// secretConfigs hold elsewhere than their section's usual place, by
-// configuration and Type.key.
-var secretFieldPaths = map[string]string{
-	"group-rfc2136 RFC2136Config.key_file": "groups[wiki].dns.rfc2136.key_file",
 }
 
 // The CLI's own file flags, and the tls files of a --config it reads

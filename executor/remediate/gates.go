@@ -15,13 +15,16 @@ import (
 // from what the config enables: a warm-up gate for the entry named warmup
 // (kube.BackupWarmupName) when it is a ReadyChecker, waiting up to
 // readyTimeout, then the pre-failover hooks; after runs the post-failover
-// hooks once a flip is verified (nil without any).
+// hooks once a flip is verified (nil without any). The hooks are told the
+// failover group whose reconciler runs them (group; "" for the top-level
+// hooks, which act on the default group): a group's reconciler has gates
+// of its own, built from its own remediations and hooks.
 //
 // They live here, not in reconcile: each one drives a remediation (Plan and
 // Apply under its Mode) or a hook, which are this package's, while the
 // reconciler only knows the Gate interface it declares and stays free of
 // remediations.
-func Gates(node string, entries []Entry, warmup string, readyTimeout time.Duration, h hooks.Config, log *slog.Logger) (gates []reconcile.Gate, after func(context.Context, reconcile.Decision) string) {
+func Gates(node, group string, entries []Entry, warmup string, readyTimeout time.Duration, h hooks.Config, log *slog.Logger) (gates []reconcile.Gate, after func(context.Context, reconcile.Decision) string) {
 	for _, e := range entries {
 		if e.Remediator.Name() != warmup {
 			continue
@@ -31,14 +34,14 @@ func Gates(node string, entries []Entry, warmup string, readyTimeout time.Durati
 		}
 	}
 	if len(h.PreFailover) > 0 {
-		gates = append(gates, hookGate{node: node, hooks: h.PreFailover})
+		gates = append(gates, hookGate{node: node, group: group, hooks: h.PreFailover})
 	}
 	if post := h.PostFailover; len(post) > 0 {
 		after = func(ctx context.Context, d reconcile.Decision) string {
 			if d.From == d.To {
 				return ""
 			}
-			if err := hooks.RunAll(ctx, post, event("post-failover", node, d)); err != nil {
+			if err := hooks.RunAll(ctx, post, event("post-failover", node, group, d)); err != nil {
 				log.Warn("post-failover hook failed", "gen", d.Gen, "err", err)
 				return "post-failover hooks: " + err.Error()
 			}
@@ -89,8 +92,8 @@ func (g warmupGate) Before(ctx context.Context, d reconcile.Decision) (string, e
 // hookGate runs the pre-failover hooks; a hook that times out holds the
 // flip only with on_timeout: block.
 type hookGate struct {
-	node  string
-	hooks []hooks.Hook
+	node, group string
+	hooks       []hooks.Hook
 }
 
 func (g hookGate) Name() string { return "pre-failover hooks" }
@@ -99,10 +102,10 @@ func (g hookGate) Before(ctx context.Context, d reconcile.Decision) (string, err
 	if len(g.hooks) == 0 {
 		return "", nil
 	}
-	return hooks.RunPreFailover(ctx, g.hooks, event("pre-failover", g.node, d))
+	return hooks.RunPreFailover(ctx, g.hooks, event("pre-failover", g.node, g.group, d))
 }
 
-func event(phase, node string, d reconcile.Decision) hooks.Event {
+func event(phase, node, group string, d reconcile.Decision) hooks.Event {
 	return hooks.Event{Phase: phase, Gen: d.Gen, From: string(d.From), To: string(d.To), Kind: d.Kind,
-		Forced: d.Forced, Actor: d.Actor, Reason: d.Reason, Node: node}
+		Forced: d.Forced, Actor: d.Actor, Reason: d.Reason, Node: node, Group: group}
 }

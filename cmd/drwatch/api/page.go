@@ -58,6 +58,9 @@ func pageOf(st Status, now time.Time, nonce, root string, pending map[string]*fa
 	m := buildPage(st, now, nonce)
 	m.Root = root
 	m.Groups = buildGroups(st.State.Groups, st.State.Group, root, pending)
+	// The default group's view holds every runner's repairs; a group's,
+	// its own runner's only.
+	m.RepairGroups = m.Groups != nil && st.State.Group == ""
 	return m
 }
 

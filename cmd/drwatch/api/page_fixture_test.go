@@ -379,9 +379,14 @@ func fxGroupsMachine(t testing.TB, n int) *failover.Machine {
 func fxGroups(t testing.TB, n int) (Status, *failover.Machine) {
 	t.Helper()
 	m := fxGroupsMachine(t, n)
+	return fxGroupsStatus(m), m
+}
+
+// fxGroupsStatus is what node b serves for a cluster of replica m.
+func fxGroupsStatus(m *failover.Machine) Status {
 	st := fxFailedOver()
 	st.State, st.ClusterHealth, st.StaleSeconds = m.View(), nil, 1
 	st.Warnings = slices.Clone(st.State.Warnings)
 	st.DNS = DNSCheck{}
-	return st, m
+	return st
 }

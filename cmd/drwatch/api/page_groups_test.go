@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -230,5 +231,60 @@ func TestPageWithoutADefaultGroupShowsTheFirst(t *testing.T) {
 	}
 	if resp, _ := pageGet(t, srv, "/groups/default"); resp.StatusCode != 404 {
 		t.Errorf("GET /groups/default without a default group: %d, want 404", resp.StatusCode)
+	}
+}
+
+// repairRowsOf returns the Repairs table's rows of body as text, but for
+// their time, and whether it has a group column.
+func repairRowsOf(body []byte) (rows []string, groupColumn bool) {
+	sec := regexp.MustCompile(`(?s)<section aria-label="repairs" id="repairs">.*?</section>`).Find(body)
+	for _, m := range regexp.MustCompile(`(?s)<tr class="repair">(.*?)</tr>`).FindAllSubmatch(sec, -1) {
+		var cells []string
+		for _, c := range regexp.MustCompile(`(?s)<td[^>]*>(.*?)</td>`).FindAllSubmatch(m[1], -1) {
+			cells = append(cells, text(c[1]))
+		}
+		rows = append(rows, strings.TrimSpace(strings.Join(cells[1:], " | ")))
+	}
+	return rows, strings.Contains(string(sec), "<th>group</th>")
+}
+
+// TestPageRepairsNameTheirGroup: with groups, the default group's page,
+// which holds every runner's repairs, names each one's group in a column
+// of its own (default for the top-level runner's); a group's page holds
+// its own runner's repairs only, without the column. (Without groups the
+// table is as before: TestPageWithoutGroupsRendersAsBefore.)
+func TestPageRepairsNameTheirGroup(t *testing.T) {
+	m := fxGroupsMachine(t, 3)
+	at := fxNow.UnixNano()
+	for _, r := range []failover.Remediation{
+		{Name: "orphaned-pods", Target: "pod/lms/web-0", Verb: "delete", Result: failover.RemediationApplied, Key: "top", Actor: "a", Reason: "node gone"},
+		{Name: "orphaned-pods", Group: "platform-01", Target: "pod/p1/web-0", Verb: "delete", Result: failover.RemediationDryRun, Key: "p1", Actor: "a", Reason: "node gone"},
+	} {
+		if _, err := m.Step(m.View().Index+1, failover.Command{At: at, Payload: r}); err != nil {
+			t.Fatalf("record %+v: %v", r, err)
+		}
+	}
+	srv := pageServerOf(t, &pageBackend{st: fxGroupsStatus(m), m: m}, nil)
+	for _, tc := range []struct {
+		path   string
+		column bool
+		rows   []string
+	}{
+		{"/", true, []string{
+			"platform-01 | orphaned-pods | delete pod/p1/web-0 | dry run: not applied | node gone",
+			"default | orphaned-pods | delete pod/lms/web-0 | applied | node gone"}},
+		{"/groups/default", true, []string{
+			"platform-01 | orphaned-pods | delete pod/p1/web-0 | dry run: not applied | node gone",
+			"default | orphaned-pods | delete pod/lms/web-0 | applied | node gone"}},
+		{"/groups/platform-01", false, []string{"orphaned-pods | delete pod/p1/web-0 | dry run: not applied | node gone"}},
+	} {
+		resp, body := pageGet(t, srv, tc.path)
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %d", tc.path, resp.StatusCode)
+		}
+		rows, column := repairRowsOf(body)
+		if column != tc.column || !slices.Equal(rows, tc.rows) {
+			t.Errorf("GET %s: repairs %q (group column %v), want %q (group column %v)", tc.path, rows, column, tc.rows, tc.column)
+		}
 	}
 }

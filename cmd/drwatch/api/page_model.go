@@ -62,7 +62,11 @@ type pageModel struct {
 	DNS     dnsModel
 	Raft    raftModel
 	Repairs []repairRow
-	History []incidentModel
+	// RepairGroups shows the group of each repair: on a page of every
+	// runner's records (the default group's) in a cluster with groups.
+	// A group's page holds its own runner's only.
+	RepairGroups bool
+	History      []incidentModel
 
 	Clusters []clusterModel
 
@@ -76,6 +80,7 @@ type pageModel struct {
 // repairRow is one remediation record, as the Repairs section shows it.
 type repairRow struct {
 	At, AtRel      string
+	Group          string // the failover group whose runner recorded it
 	Name           string
 	Action         string // "failover loadbalancer/…"
 	Result, Class  string
@@ -786,7 +791,7 @@ func repairs(rs []failover.RemediationRecord, now time.Time) []repairRow {
 	out := make([]repairRow, 0, len(rs))
 	for i := len(rs) - 1; i >= 0; i-- {
 		r := rs[i]
-		row := repairRow{Name: r.Name, Action: r.Verb + " " + r.Target, Reason: r.Reason, Detail: r.Detail}
+		row := repairRow{Group: cmp.Or(r.Group, failover.DefaultGroup), Name: r.Name, Action: r.Verb + " " + r.Target, Reason: r.Reason, Detail: r.Detail}
 		if r.At > 0 {
 			row.At, row.AtRel = absTime(time.Unix(0, r.At)), ago(now, time.Unix(0, r.At))
 		}

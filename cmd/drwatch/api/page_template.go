@@ -291,10 +291,10 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
 <h2>Repairs (newest first)</h2>
 {{- if .Repairs}}
 <div class="scroll"><table>
-<thead><tr><th>when</th><th>repair</th><th>action</th><th>result</th><th>why</th></tr></thead>
+<thead><tr><th>when</th>{{if $.RepairGroups}}<th>group</th>{{end}}<th>repair</th><th>action</th><th>result</th><th>why</th></tr></thead>
 <tbody>
 {{- range .Repairs}}
-<tr class="repair"><td{{if .At}} title="{{.At}}"{{end}}>{{.AtRel}}</td><td>{{.Name}}</td><td class="mono">{{.Action}}</td><td><span class="pill {{.Class}}">{{.Result}}</span></td><td>{{.Reason}}{{if .Detail}}<div class="small muted">{{.Detail}}</div>{{end}}</td></tr>
+<tr class="repair"><td{{if .At}} title="{{.At}}"{{end}}>{{.AtRel}}</td>{{if $.RepairGroups}}<td>{{.Group}}</td>{{end}}<td>{{.Name}}</td><td class="mono">{{.Action}}</td><td><span class="pill {{.Class}}">{{.Result}}</span></td><td>{{.Reason}}{{if .Detail}}<div class="small muted">{{.Detail}}</div>{{end}}</td></tr>
 {{- end}}
 </tbody></table></div>
 <p class="small muted">The leader's repairs, from the replicated records. A dry run shows what a repair would do; it is never in the history below.</p>

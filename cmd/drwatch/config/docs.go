@@ -214,7 +214,8 @@ const referenceRules = `
   (at least one, none another group's or the default group's), its own fence record in its zone, and
   sites checked as the top-level ones. A probe named on one site by several groups must be the same
   definition (only ` + "`critical`" + ` may differ). With groups and no ` + "`dns.records`" + ` there is no default
-  group, and ` + "`sites`" + ` and ` + "`policy.failback_gate`" + ` must be empty.
+  group, and ` + "`sites`" + `, ` + "`policy.failback_gate`" + ` and ` + "`hooks`" + ` must be empty (a group's own
+  hooks go in ` + "`groups[].hooks`" + `).
 - Exactly the selected provider's section is set, and its credentials come from a file or the environment.
 - Every ` + "`*_file`" + ` exists and is a file (skip with ` + "`drwatch config validate --no-file-checks`" + ` when
   validating on another machine).

@@ -259,4 +259,7 @@ func TestTwoPlatformExampleHasTwoGroups(t *testing.T) {
 	if learn := c.Groups[0].Remediations; learn.BackupWarmup.Mode != "dry-run" || c.Remediations.BackupWarmup.Mode != "off" {
 		t.Errorf("learn's backup-warmup %q, top-level %q: want learn's own section in dry-run", learn.BackupWarmup.Mode, c.Remediations.BackupWarmup.Mode)
 	}
+	if wiki := c.Groups[1].Hooks; len(wiki.PostFailover) != 1 || len(c.Groups[0].Hooks.PostFailover)+len(c.Hooks.PostFailover) != 0 {
+		t.Errorf("wiki's hooks %+v, learn's %+v, top-level %+v: want wiki's own post-failover hook alone", wiki, c.Groups[0].Hooks, c.Hooks)
+	}
 }

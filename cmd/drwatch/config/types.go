@@ -120,6 +120,9 @@ type Group struct {
 	// Remediations are the group's own repairs, run by a runner of their
 	// own on the group's decision.
 	Remediations all.Config `yaml:"remediations" docref:"remediations" doc:"The group's own repairs: every field of the top-level remediations section, each repair off until enabled, run on the leader by a runner of the group's own, on the group's decision, with its own caps and budgets (records carry the group). A repair that disrupts nodes (dead_node_out_of_service, orphaned_pods, openstack.never_ready_instances) may be enabled for one Kubernetes cluster (kubeconfig_file and context) in one section only: each runner has its own node disruption budget."`
+	// Hooks run around the group's own flips, as the top-level hooks do
+	// around the default group's.
+	Hooks hooks.Config `yaml:"hooks" docref:"hooks" doc:"The group's own hooks: every field of the top-level hooks section, none by default, run around this group's flips only (the top-level hooks run around the default group's only). Each is told the group: DRWATCH_GROUP for a command, the body's group field for a webhook. Its pre_failover hooks run after the group's own backup warm-up."`
 }
 
 // GroupDNS is a group's dns section. Without a provider of its own the

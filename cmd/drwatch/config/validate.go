@@ -78,13 +78,32 @@ func (v *validator) clusterHealth(c *Config) {
 	v.section("cluster_health", c.ClusterHealth.Validate())
 }
 
+// hooks checks the top-level hooks section and each group's own. The
+// top-level hooks run around the default group's flips only: without a
+// default group they would never run, so they are refused.
 func (v *validator) hooks(c *Config) {
-	v.section("hooks", c.Hooks.Validate())
-	for phase, hs := range map[string][]hooks.Hook{"pre_failover": c.Hooks.PreFailover, "post_failover": c.Hooks.PostFailover} {
+	v.hooksAt("hooks", c.Hooks)
+	if !c.HasDefaultGroup() && len(c.Hooks.PreFailover)+len(c.Hooks.PostFailover) > 0 {
+		v.add("hooks", "with groups and no dns.records there is no default group whose flips they would run around: put them in the groups' own hooks (groups[].hooks)")
+	}
+	labels := field.Labels{}
+	for i, g := range c.Groups {
+		v.hooksAt(fmt.Sprintf("groups[%s].hooks", labels.Next(g.Name, i)), g.Hooks)
+	}
+}
+
+// hooksAt checks the hooks section h at path by its own rules and its
+// files (a webhook's secret_file).
+func (v *validator) hooksAt(path string, h hooks.Config) {
+	v.section(path, h.Validate())
+	for _, phase := range []struct {
+		name  string
+		hooks []hooks.Hook
+	}{{"pre_failover", h.PreFailover}, {"post_failover", h.PostFailover}} {
 		labels := field.Labels{}
-		for i, h := range hs {
-			p := fmt.Sprintf("hooks.%s[%s]", phase, labels.Next(h.Name, i))
-			v.fileField(p+".secret_file", h.SecretFile, false)
+		for i, hk := range phase.hooks {
+			p := fmt.Sprintf("%s.%s[%s]", path, phase.name, labels.Next(hk.Name, i))
+			v.fileField(p+".secret_file", hk.SecretFile, false)
 		}
 	}
 }

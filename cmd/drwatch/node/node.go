@@ -18,7 +18,6 @@ import (
 	"github.com/drwatch/drwatch/executor/reconcile"
 	"github.com/drwatch/drwatch/executor/remediate"
 	"github.com/drwatch/drwatch/executor/remediate/all"
-	"github.com/drwatch/drwatch/executor/remediate/hooks"
 	"github.com/drwatch/drwatch/executor/remediate/kube"
 	"github.com/drwatch/drwatch/executor/remediate/openstack"
 	"github.com/drwatch/drwatch/executor/remediate/repair"
@@ -141,6 +140,7 @@ type parts struct {
 	drills        *watcher.Drill
 	repairs       []remediate.Entry
 	groupRepairs  []watcher.GroupRemediations
+	groupGates    []watcher.GroupGates
 	health        *clusterhealth.Monitor
 	sched         *probes.Scheduler
 }
@@ -274,7 +274,7 @@ func (p *parts) buildRepairs() error {
 	if p.repairs, err = remediators(p.c, p.machine, p.log, p.now); err != nil {
 		return err
 	}
-	p.groupRepairs, err = groupRemediators(p.c, p.machine, p.log, p.now)
+	p.groupRepairs, p.groupGates, err = groupRemediators(p.c, p.machine, p.log, p.now)
 	return err
 }
 
@@ -349,11 +349,11 @@ func (p *parts) watcherConfig(member *cluster.Node, reloadEvery time.Duration) w
 	if reloadEvery <= 0 {
 		reloadEvery = CredentialsReloadEvery
 	}
-	gates, after := remediate.Gates(c.Node.ID, p.repairs, kube.BackupWarmupName, c.Remediations.BackupWarmup.ReadyTimeout, c.Hooks, p.log)
+	gates, after := remediate.Gates(c.Node.ID, "", p.repairs, kube.BackupWarmupName, c.Remediations.BackupWarmup.ReadyTimeout, c.Hooks, p.log)
 	return watcher.Config{
 		Node: c.Node.ID, Policy: p.policy, Interval: c.Policy.Interval, SetPhase: p.sched.SetPhase, Reprobe: p.sched, HeartbeatTimeout: c.Raft.HeartbeatTimeout, DataDir: c.Node.DataDir,
 		FSM: p.fsm, Cluster: member, DNS: p.dns, Verifier: p.verifier, Groups: p.groups,
-		Remediators: p.repairs, RemediationInterval: c.Remediations.Interval, GroupRemediations: p.groupRepairs, Gates: gates, AfterVerified: after,
+		Remediators: p.repairs, RemediationInterval: c.Remediations.Interval, GroupRemediations: p.groupRepairs, Gates: gates, AfterVerified: after, GroupGates: p.groupGates,
 		BreakGlassKey: p.breakGlassKey, BreakGlassMaxAge: c.DNS.BreakGlass.MaxAge,
 		Drill: p.drills, Health: p.health, Credentials: p.creds, CAFile: c.TLS.CAFile, CertFile: c.TLS.CertFile, CredentialsReloadEvery: reloadEvery,
 		Registry: p.reg, Logger: p.log, Now: p.now, ProbeTimeout: c.ProbedSites().CriticalProbeTimeout(),
@@ -444,10 +444,13 @@ func remediatorsFor(c *config.Config, decision func() remediate.Decision, log *s
 // groupRemediators builds, for each failover group whose own remediations
 // section enables a repair, its repairs, acting on the group's decision,
 // keeping their files in a directory of the group's own under the data
-// directory (groups/NAME), with the gates they give the group's DNS
-// reconciler (its backup-warmup).
-func groupRemediators(c *config.Config, m *failover.Machine, log *slog.Logger, now func() time.Time) ([]watcher.GroupRemediations, error) {
-	var out []watcher.GroupRemediations
+// directory (groups/NAME); and for each group with a backup warm-up or
+// hooks of its own, what its DNS reconciler runs around its flips: its
+// backup warm-up, then its pre-failover hooks, and its post-failover
+// hooks, each hook told the group.
+func groupRemediators(c *config.Config, m *failover.Machine, log *slog.Logger, now func() time.Time) ([]watcher.GroupRemediations, []watcher.GroupGates, error) {
+	var repairs []watcher.GroupRemediations
+	var gates []watcher.GroupGates
 	for _, g := range c.Groups {
 		glog := log.With("group", g.Name)
 		env := repair.Env{Decision: groupDecision(m, g.Name), Now: now, Log: glog}
@@ -456,20 +459,22 @@ func groupRemediators(c *config.Config, m *failover.Machine, log *slog.Logger, n
 		}
 		entries, err := all.Build(g.Remediations, all.Options{Env: env})
 		if err != nil {
-			return nil, fmt.Errorf("groups[%s]: %w", g.Name, err)
+			return nil, nil, fmt.Errorf("groups[%s]: %w", g.Name, err)
 		}
-		if len(entries) == 0 {
-			continue
-		}
-		if env.DataDir != "" {
-			if err := os.MkdirAll(env.DataDir, 0o700); err != nil {
-				return nil, fmt.Errorf("groups[%s].remediations: data directory: %w", g.Name, err)
+		if len(entries) > 0 {
+			if env.DataDir != "" {
+				if err := os.MkdirAll(env.DataDir, 0o700); err != nil {
+					return nil, nil, fmt.Errorf("groups[%s].remediations: data directory: %w", g.Name, err)
+				}
 			}
+			repairs = append(repairs, watcher.GroupRemediations{Name: g.Name, Remediators: entries, Interval: g.Remediations.Interval})
 		}
-		gates, _ := remediate.Gates(c.Node.ID, entries, kube.BackupWarmupName, g.Remediations.BackupWarmup.ReadyTimeout, hooks.Config{}, glog)
-		out = append(out, watcher.GroupRemediations{Name: g.Name, Remediators: entries, Interval: g.Remediations.Interval, Gates: gates})
+		before, after := remediate.Gates(c.Node.ID, g.Name, entries, kube.BackupWarmupName, g.Remediations.BackupWarmup.ReadyTimeout, g.Hooks, glog)
+		if len(before) > 0 || after != nil {
+			gates = append(gates, watcher.GroupGates{Name: g.Name, Gates: before, AfterVerified: after})
+		}
 	}
-	return out, nil
+	return repairs, gates, nil
 }
 
 // groupDecision is failover group's decision, as its repairs read it:

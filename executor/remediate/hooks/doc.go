@@ -11,5 +11,9 @@
 // holds a flip for ever. Post-failover hooks run once the flip is verified;
 // their failures are recorded, never undone.
 //
+// A failover group's own hooks are told its name (DRWATCH_GROUP, or the
+// body's group field); the top-level hooks, which act on the default
+// group, receive exactly what they did before groups.
+//
 // Like every remediation package it never imports cluster.
 package hooks

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -30,14 +31,20 @@ type Event struct {
 	Actor  string `json:"actor"`
 	Reason string `json:"reason"`
 	Node   string `json:"node"` // the leader running the hook
+	// Group is the failover group whose flip this is, for a group's own
+	// hooks (groups[].hooks); empty for the top-level hooks, which act on
+	// the default group. Empty, it is left out of the webhook body and the
+	// command's environment, so what the top-level hooks receive is byte
+	// for byte what it was before groups (a receiver's schema still holds).
+	Group string `json:"group,omitempty"`
 }
 
 // Hook is one configured hook: exactly one of Command or URL.
 type Hook struct {
 	Name string `yaml:"name" doc:"Name, for the history and logs."`
 	// Command is argv; no shell is involved.
-	Command []string `yaml:"command" doc:"Command and arguments (no shell); the decision is in DRWATCH_PHASE, DRWATCH_GEN, DRWATCH_FROM, DRWATCH_TO, DRWATCH_KIND, DRWATCH_FORCED, DRWATCH_ACTOR, DRWATCH_REASON, DRWATCH_NODE."`
-	URL     string   `yaml:"url" doc:"Webhook URL: the decision is POSTed as JSON with X-Drwatch-Timestamp (Unix seconds), X-Drwatch-Nonce (32 hex digits) and X-Drwatch-Signature: sha256=<hex HMAC-SHA256 of timestamp, newline, nonce, newline, body>; docs/security.md says how a receiver checks it."`
+	Command []string `yaml:"command" doc:"Command and arguments (no shell); the decision is in DRWATCH_PHASE, DRWATCH_GEN, DRWATCH_FROM, DRWATCH_TO, DRWATCH_KIND, DRWATCH_FORCED, DRWATCH_ACTOR, DRWATCH_REASON, DRWATCH_NODE, and for a group's own hooks (groups[].hooks) DRWATCH_GROUP, the group's name."`
+	URL     string   `yaml:"url" doc:"Webhook URL: the decision is POSTed as JSON with X-Drwatch-Timestamp (Unix seconds), X-Drwatch-Nonce (32 hex digits) and X-Drwatch-Signature: sha256=<hex HMAC-SHA256 of timestamp, newline, nonce, newline, body>; docs/security.md says how a receiver checks it. A group's own hooks (groups[].hooks) have the group's name in the body's group field, left out for the top-level hooks."`
 	// SecretFile holds the webhook's HMAC key.
 	SecretFile string        `yaml:"secret_file" doc:"File holding the webhook's HMAC-SHA256 key (required with url)."`
 	Timeout    time.Duration `yaml:"timeout" default:"1m" doc:"Longest the hook may run, at most 10m; then a command is killed with its process group and a webhook request is cancelled."`
@@ -168,11 +175,17 @@ func (h Hook) Run(ctx context.Context, ev Event) error {
 
 func (h Hook) runCommand(ctx context.Context, ev Event) error {
 	cmd := exec.CommandContext(ctx, h.Command[0], h.Command[1:]...)
-	cmd.Env = append(os.Environ(),
+	// DRWATCH_GROUP is set for a group's hooks only: one inherited from
+	// drwatch's own environment must not name a group for the others.
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "DRWATCH_GROUP=") })
+	cmd.Env = append(env,
 		"DRWATCH_PHASE="+ev.Phase, "DRWATCH_GEN="+strconv.FormatUint(ev.Gen, 10),
 		"DRWATCH_FROM="+ev.From, "DRWATCH_TO="+ev.To, "DRWATCH_KIND="+ev.Kind,
 		"DRWATCH_FORCED="+strconv.FormatBool(ev.Forced), "DRWATCH_ACTOR="+ev.Actor,
 		"DRWATCH_REASON="+ev.Reason, "DRWATCH_NODE="+ev.Node)
+	if ev.Group != "" {
+		cmd.Env = append(cmd.Env, "DRWATCH_GROUP="+ev.Group)
+	}
 	// Its own process group, so a timeout kills what the hook started too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }

@@ -124,3 +124,71 @@ func hasProblem(errs field.Errors, want string) bool {
 	}
 	return false
 }
+
+// A group's own hook is told its group: DRWATCH_GROUP for a command. A
+// top-level hook (no group) has no DRWATCH_GROUP, not even one drwatch
+// inherited, so its environment is as before groups.
+func TestCommandHookOfAGroupGetsItsName(t *testing.T) {
+	t.Setenv("DRWATCH_GROUP", "inherited")
+	for _, tc := range []struct {
+		group, want string
+	}{{"wiki", "DRWATCH_GROUP=wiki\n"}, {"", ""}} {
+		out := filepath.Join(t.TempDir(), "env")
+		h := Hook{Name: "record", Command: []string{"/bin/sh", "-c", "env | grep ^DRWATCH_ | sort > " + out}}
+		e := ev
+		e.Group = tc.group
+		if err := h.Run(context.Background(), e); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got string
+		for _, line := range strings.SplitAfter(string(b), "\n") {
+			if strings.HasPrefix(line, "DRWATCH_GROUP=") {
+				got += line
+			}
+		}
+		if got != tc.want {
+			t.Errorf("group %q: got %q in the environment, want %q", tc.group, got, tc.want)
+		}
+		if !strings.Contains(string(b), "DRWATCH_NODE=a\n") {
+			t.Errorf("group %q: env lacks the rest of the decision:\n%s", tc.group, b)
+		}
+	}
+}
+
+// A webhook's body, which its signature covers, is byte for byte what it
+// was before groups for the top-level hooks (no group field); a group's
+// own hook adds the field group, and only it.
+func TestWebhookBodyNamesTheGroupOfAGroupsHookOnly(t *testing.T) {
+	key := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(key, []byte("webhook-hmac-key\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var body []byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := Verify([]byte("webhook-hmac-key"), r, time.Minute); err != nil {
+			http.Error(w, "bad signature", http.StatusForbidden)
+			return
+		}
+		body, _ = io.ReadAll(r.Body)
+	}))
+	defer srv.Close()
+	const before = `{"phase":"pre-failover","gen":42,"from":"primary","to":"backup","kind":"auto_failover","forced":false,` +
+		`"actor":"drwatch","reason":"primary DOWN at quorum","node":"a"}`
+	grouped := ev
+	grouped.Group = "wiki"
+	for _, tc := range []struct {
+		ev   Event
+		want string
+	}{{ev, before}, {grouped, strings.TrimSuffix(before, "}") + `,"group":"wiki"}`}} {
+		if err := (Hook{URL: srv.URL, SecretFile: key}).Run(context.Background(), tc.ev); err != nil {
+			t.Fatal(err)
+		}
+		if string(body) != tc.want {
+			t.Errorf("group %q: got body\n%s\nwant\n%s", tc.ev.Group, body, tc.want)
+		}
+	}
+}
