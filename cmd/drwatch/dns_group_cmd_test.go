@@ -52,6 +52,17 @@ func TestDNSCheckOfAGroupChecksItsRecordsAtItsServers(t *testing.T) {
 		t.Errorf("dns check --group shop: exit %d %q, want 2 naming shop and the groups default, wiki", code, stderr)
 	}
 
+	// Every node checks the wiki too, and its status per group says so;
+	// the status without a group keeps the default group's check.
+	n := d.Running()[0]
+	poll.Until(t, 60*time.Second, func() bool {
+		st, err := n.GroupStatus(t.Context(), demo.WikiGroup)
+		return err == nil && st.DNS.Match && len(st.DNS.Desired) == 1 && st.DNS.Desired[0].Name == "wiki.demo.test."
+	}, "node a's status of the wiki shows the wiki's DNS check, matching")
+	if st := n.Status(t.Context()); len(st.DNS.Desired) != 2 || st.DNS.Desired[0].Name != "lms.demo.test." {
+		t.Errorf("node a's status: dns desired %+v, want the default group's lms and studio", st.DNS.Desired)
+	}
+
 	// The wiki on a provider of its own, in zone example.test. on BIND.
 	b, err := dnsservers.StartBIND(t.TempDir())
 	if err != nil {

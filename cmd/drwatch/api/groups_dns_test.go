@@ -26,8 +26,13 @@ func (b groupsDNSBackend) Status(ctx context.Context) Status {
 	return st
 }
 
+// GroupStatus is WatcherBackend.GroupStatus's, over b's core and checks.
 func (b groupsDNSBackend) GroupStatus(ctx context.Context, g string) (Status, error) {
-	return GroupStatusOn(b.m, b.Status(ctx), g)
+	st, err := GroupStatusOn(b.m, b.Status(ctx), g)
+	if err != nil {
+		return Status{}, err
+	}
+	return withGroupDNS(b, st, g), nil
 }
 
 func (b groupsDNSBackend) GroupView(name string) (failover.View, bool) { return b.m.GroupView(name) }

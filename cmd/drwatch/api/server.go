@@ -173,7 +173,6 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 			writeGroupError(w, err)
 			return
 		}
-		st = withGroupDNS(s.read, st, group)
 	}
 	if st.Warnings == nil {
 		st.Warnings = []string{} // documented as an array; clients iterate it

@@ -38,8 +38,9 @@ func (wb WatcherBackend) Status(ctx context.Context) Status {
 	if v.Now > 0 {
 		s.StaleSeconds = now.Sub(time.Unix(0, v.Now)).Seconds()
 	}
-	rec, leading := wb.LastReconcile()
-	s.DNS, s.Reconcile = wb.dnsCheckOf(wb.LastDNSCheck()), reconcileOf(rec, leading)
+	// Those of the group the view shows: the default group, or without
+	// one the first group.
+	s.DNS, s.Reconcile = wb.GroupDNS(v.Group)
 	s.Warnings = wb.Warnings(v, st, s.StaleSeconds)
 	s.ClusterHealth = wb.ClusterHealth()
 	schedule, timeout := wb.DrillSchedule()
@@ -169,9 +170,14 @@ func (wb WatcherBackend) Groups() []string { return wb.Machine().Groups() }
 // Overview implements GroupReads.
 func (wb WatcherBackend) Overview() []failover.GroupSummary { return wb.Machine().Overview() }
 
-// GroupStatus implements GroupReads.
+// GroupStatus implements GroupReads: with the group's own DNS check and
+// reconcile pass.
 func (wb WatcherBackend) GroupStatus(ctx context.Context, name string) (Status, error) {
-	return GroupStatusOn(wb.Machine(), wb.Status(ctx), name)
+	st, err := GroupStatusOn(wb.Machine(), wb.Status(ctx), name)
+	if err != nil {
+		return Status{}, err
+	}
+	return withGroupDNS(wb, st, name), nil
 }
 
 // GroupExplain implements GroupReads.
