@@ -6,6 +6,7 @@ import (
 
 	"github.com/drwatch/drwatch/dnsprovider"
 	"github.com/drwatch/drwatch/executor/reconcile"
+	"github.com/drwatch/drwatch/failover"
 )
 
 // DNSCheck is the last read-only comparison of the desired records with what
@@ -18,40 +19,112 @@ type DNSCheck struct {
 	Servers []dnsprovider.ServerResult `json:"servers"`
 	Match   bool                       `json:"match"`
 	Err     string                     `json:"error,omitempty"`
+	// Group is the failover group checked: "" for the default group.
+	Group string `json:"group,omitempty"`
+	// Zone is the zone the group's records were checked in, the one
+	// their names are relative to.
+	Zone string `json:"zone,omitempty"`
 }
+
+// checkTimeout bounds one group's check: a server that does not answer
+// costs that group's check this long, never another group's.
+const checkTimeout = 5 * time.Second
 
 // checker is the verifier's one-shot read (no polling).
 type checker interface {
 	Check(ctx context.Context, desired []dnsprovider.RRset) (*dnsprovider.Verification, error)
 }
 
+// dnsTarget is one failover group's DNS check: its records, read from the
+// replica, checked in its zone at its provider's servers.
+type dnsTarget struct {
+	group string // "" for the default group
+	zone  string
+	chk   checker
+	wake  chan struct{}
+}
+
+// dnsTargets are the groups this node checks: the default group, when this
+// node's policy has one, with the dns section's verifier and zone, and each
+// of Config.Groups with its own. A group whose verifier cannot check once
+// (it only polls) is left out, as the default group always was.
+func (w *Watcher) dnsTargets() []*dnsTarget {
+	var out []*dnsTarget
+	add := func(group string, dns dnsprovider.Provider, v reconcile.Verifier) {
+		chk, ok := v.(checker)
+		if !ok || dns == nil {
+			return
+		}
+		out = append(out, &dnsTarget{group: group, zone: dns.Zone(), chk: chk, wake: make(chan struct{}, 1)})
+	}
+	if w.cfg.Policy.HasDefaultGroup() {
+		add("", w.cfg.DNS, w.cfg.Verifier)
+	}
+	for _, g := range w.cfg.Groups {
+		add(g.Name, g.DNS, g.Verifier)
+	}
+	return out
+}
+
+// dnsCheckLoop runs every group's check in a loop of its own, so that a
+// group whose servers are slow or dead delays no other group's result; a
+// new decision wakes them all.
 func (w *Watcher) dnsCheckLoop(ctx context.Context) {
-	chk, ok := w.cfg.Verifier.(checker)
-	if !ok {
+	targets := w.dnsTargets()
+	if len(targets) == 0 {
 		return
 	}
 	every := max(5*w.cfg.Interval, 2*time.Second)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		w.checkDNS(ctx, chk)
+	done := make(chan struct{})
+	for _, t := range targets {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			w.groupCheckLoop(ctx, t, every)
+		}()
+	}
+	for running := len(targets); running > 0; {
 		select {
-		case <-ctx.Done():
-			return
+		case <-done:
+			running--
 		case <-w.cfg.FSM.dnsChanged:
 			// A new decision: look again soon, not at the next tick.
-		case <-t.C:
+			for _, t := range targets {
+				select {
+				case t.wake <- struct{}{}:
+				default: // a wake-up is already pending
+				}
+			}
 		}
 	}
 }
 
-func (w *Watcher) checkDNS(ctx context.Context, chk checker) {
-	d := w.machine.Desired()
-	want := reconcile.ToProvider(d.Records, w.cfg.DNS.Zone())
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+func (w *Watcher) groupCheckLoop(ctx context.Context, t *dnsTarget, every time.Duration) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		w.checkDNS(ctx, t)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.wake:
+		case <-tick.C:
+		}
+	}
+}
+
+// checkDNS checks t's group once and publishes the result. A group the
+// replicated policy does not have (this node's file differs from the
+// leader's) is not checked: it has no records to compare.
+func (w *Watcher) checkDNS(ctx context.Context, t *dnsTarget) {
+	d, ok := w.machine.GroupDesired(t.group)
+	if !ok {
+		return
+	}
+	want := reconcile.ToProvider(d.Records, t.zone)
+	cctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
-	res := DNSCheck{At: w.cfg.Now(), Gen: d.Gen, Desired: want}
-	v, err := chk.Check(cctx, want)
+	res := DNSCheck{At: w.cfg.Now(), Gen: d.Gen, Desired: want, Group: t.group, Zone: t.zone}
+	v, err := t.chk.Check(cctx, want)
 	if err != nil {
 		res.Err = err.Error()
 	} else {
@@ -59,11 +132,34 @@ func (w *Watcher) checkDNS(ctx context.Context, chk checker) {
 		res.Match = v.OK()
 	}
 	w.mu.Lock()
-	w.dnsCheck = res
-	w.mu.Unlock()
-	if res.Match {
-		w.metrics.dnsMatch.Set(1)
-	} else {
-		w.metrics.dnsMatch.Set(0)
+	if w.dnsChecks == nil {
+		w.dnsChecks = map[string]DNSCheck{}
 	}
+	w.dnsChecks[t.group] = res
+	w.mu.Unlock()
+	w.metrics.dnsMatched(t.group, res.Match)
+}
+
+// LastDNSCheck is the last read-only comparison of DNS with the decision
+// of the group the status shows: the default group, or without one the
+// first group (failover.Machine.Desired's).
+func (w *Watcher) LastDNSCheck() DNSCheck {
+	lead := ""
+	if names := w.machine.Groups(); len(names) > 0 && names[0] != failover.DefaultGroup {
+		lead = names[0]
+	}
+	chk, _ := w.LastGroupDNSCheck(lead)
+	return chk
+}
+
+// LastGroupDNSCheck is the last DNS check of failover group name ("" or
+// failover.DefaultGroup for the default group); ok is false until one ran.
+func (w *Watcher) LastGroupDNSCheck(name string) (chk DNSCheck, ok bool) {
+	if name == failover.DefaultGroup {
+		name = ""
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	chk, ok = w.dnsChecks[name]
+	return chk, ok
 }

@@ -1,6 +1,7 @@
 package watcher
 
 import (
+	"cmp"
 	"errors"
 	"runtime/debug"
 	"time"
@@ -19,9 +20,12 @@ var BuildInfo = struct{ Version, Commit, Date string }{"dev", "unknown", "unknow
 // the status page.
 type metrics struct {
 	dnsUpdate prometheus.Histogram
-	dnsMatch  prometheus.Gauge
-	reports   *prometheus.CounterVec
-	w         *Watcher
+	// dnsMatch is the DNS check's result: one gauge without groups in
+	// this node's policy, one per group (dnsMatchGroup) with them.
+	dnsMatch      prometheus.Gauge
+	dnsMatchGroup *prometheus.GaugeVec
+	reports       *prometheus.CounterVec
+	w             *Watcher
 }
 
 var (
@@ -75,15 +79,25 @@ func newMetrics(reg prometheus.Registerer, w *Watcher) (*metrics, error) {
 			Name: "drwatch_dns_update_duration_seconds", Help: "Duration of DNS writes made by the reconciler.",
 			Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
 		}),
-		dnsMatch: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "drwatch_dns_records_match_desired", Help: "1 when every authoritative server serves the desired records (last check).",
-		}),
 		reports: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "drwatch_reports_total",
 			Help: "Probe reports this watcher proposed, by encoding (lean: only what the log does not know; full) and result (committed, refused by the decision core, unknown: no answer in time, not_sent).",
 		}, []string{"encoding", "result"}),
 	}
-	for _, c := range []prometheus.Collector{m.dnsUpdate, m.dnsMatch, m.reports, m, groupStates{w}} {
+	// As the decision state's series: the group label only with groups
+	// in the policy, so a cluster without them keeps its series.
+	matchOpts := prometheus.GaugeOpts{
+		Name: "drwatch_dns_records_match_desired", Help: "1 when every authoritative server serves the desired records (last check).",
+	}
+	var match prometheus.Collector
+	if len(w.cfg.Policy.Groups) > 0 {
+		m.dnsMatchGroup = prometheus.NewGaugeVec(matchOpts, []string{"group"})
+		match = m.dnsMatchGroup
+	} else {
+		m.dnsMatch = prometheus.NewGauge(matchOpts)
+		match = m.dnsMatch
+	}
+	for _, c := range []prometheus.Collector{m.dnsUpdate, match, m.reports, m, groupStates{w}} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -109,6 +123,15 @@ func (m *metrics) reported(lean bool, err error) {
 		result = "unknown"
 	}
 	m.reports.WithLabelValues(encoding, result).Inc()
+}
+
+// dnsMatched sets group's DNS check result ("" for the default group).
+func (m *metrics) dnsMatched(group string, match bool) {
+	if m.dnsMatchGroup != nil {
+		m.dnsMatchGroup.WithLabelValues(cmp.Or(group, failover.DefaultGroup)).Set(b01(match))
+		return
+	}
+	m.dnsMatch.Set(b01(match))
 }
 
 func (m *metrics) reconciled(r reconcile.Report) {

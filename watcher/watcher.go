@@ -339,7 +339,7 @@ type Watcher struct {
 	leading    bool // a reconciler runs
 	lastRec    reconcile.Report
 	groupRec   map[string]reconcile.Report // the named groups' reconcilers' last passes
-	dnsCheck   DNSCheck
+	dnsChecks  map[string]DNSCheck         // each group's last DNS check, "" the default group's
 	lastReport struct {
 		at  time.Time
 		err error
@@ -448,13 +448,6 @@ func (w *Watcher) LastReconcile() (reconcile.Report, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.lastRec, w.leading
-}
-
-// LastDNSCheck is the last read-only comparison of DNS with the decision.
-func (w *Watcher) LastDNSCheck() DNSCheck {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.dnsCheck
 }
 
 // Warnings are what the status page shouts first: this node's own view may

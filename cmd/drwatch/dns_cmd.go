@@ -41,13 +41,7 @@ type dnsTarget struct {
 }
 
 func loadDNSTarget(path string) (*dnsTarget, error) {
-	if path == "" {
-		path = os.Getenv("DRWATCH_CONFIG")
-	}
-	if path == "" {
-		return nil, usageError{errors.New("--config is required: the DNS provider and its key come from a node's config file")}
-	}
-	cfg, err := config.Load(path, config.Options{})
+	cfg, err := loadDNSConfig(path)
 	if err != nil {
 		return nil, err
 	}
@@ -62,17 +56,64 @@ func loadDNSTarget(path string) (*dnsTarget, error) {
 	return &dnsTarget{cfg: cfg, provider: p, verifier: v}, nil
 }
 
+func loadDNSConfig(path string) (*config.Config, error) {
+	if path == "" {
+		path = os.Getenv("DRWATCH_CONFIG")
+	}
+	if path == "" {
+		return nil, usageError{errors.New("--config is required: the DNS provider and its key come from a node's config file")}
+	}
+	return config.Load(path, config.Options{})
+}
+
+// groupCheckTarget is what dns check needs of failover group name in the
+// config at path: its zone, its records and the verifier of its provider's
+// servers (its own, when the group is verified otherwise than the dns
+// section). An unknown group is a usage error naming the groups there are.
+func groupCheckTarget(path, name string) (zone string, records []failover.Record, v *dnsprovider.Verifier, err error) {
+	cfg, err := loadDNSConfig(path)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	dc, ok := cfg.GroupDNS(name)
+	if !ok {
+		var names []string
+		if cfg.HasDefaultGroup() {
+			names = append(names, failover.DefaultGroup)
+		}
+		for _, g := range cfg.Groups {
+			names = append(names, g.Name)
+		}
+		return "", nil, nil, usageError{fmt.Errorf("--group: unknown failover group %q; groups: %s", name, strings.Join(names, ", "))}
+	}
+	records = cfg.DNS.Records
+	for _, g := range cfg.Groups {
+		if g.Name == name {
+			records = g.DNS.Records
+		}
+	}
+	if v, err = dnsprovider.NewVerifierFromConfig(dc, nil); err != nil {
+		return "", nil, nil, fmt.Errorf("dns verify: %w", err)
+	}
+	return dc.Zone, records, v, nil
+}
+
 // siteRecords are the RRsets the config says site should have.
 func siteRecords(cfg *config.Config, site failover.Site) []dnsprovider.RRset {
+	return recordsFor(cfg.DNS.Records, cfg.DNS.Zone, site)
+}
+
+// recordsFor are the RRsets records give site in zone.
+func recordsFor(records []failover.Record, zone string, site failover.Site) []dnsprovider.RRset {
 	var out []dnsprovider.RRset
-	for _, r := range cfg.DNS.Records {
+	for _, r := range records {
 		vals := r.Primary
 		if site == failover.Backup {
 			vals = r.Backup
 		}
 		name := r.Name
 		if strings.HasSuffix(name, ".") {
-			name = dnsprovider.RelativeName(name, cfg.DNS.Zone)
+			name = dnsprovider.RelativeName(name, zone)
 		}
 		out = append(out, dnsprovider.RRset{Name: name, Type: r.Type, TTL: time.Duration(r.TTL) * time.Second, Values: append([]string(nil), vals...)})
 	}
@@ -83,41 +124,61 @@ func siteRecords(cfg *config.Config, site failover.Site) []dnsprovider.RRset {
 type dnsCheckCmd struct {
 	flags clientFlags
 	site  string
+	group string
 }
 
 func newDNSCheckCmd() *cobra.Command {
 	d := &dnsCheckCmd{}
 	c := &cobra.Command{
-		Use:   "check --config FILE [--site primary|backup]",
+		Use:   "check --config FILE [--site primary|backup] [--group NAME]",
 		Short: "Desired vs actual records, per authoritative server",
 		Long: `Compare the desired records with what every authoritative server answers.
 The desired records come from the cluster (any node that answers); with
---site, or when no node answers, from the config file's records for that site.
+--site, from the config file's records for that site.
+With --group, the failover group's records are checked in its zone at its
+provider's servers (as its verify section says, else the dns section's);
+without it, the dns section's records at its servers.
 Exits 0 when every server matches, 1 otherwise.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return d.Run(c.Context(), stdout(c)) },
 	}
 	d.flags.register(c)
 	c.Flags().StringVar(&d.site, "site", "", "compare against this site's records from the config instead of the cluster's decision")
+	c.Flags().StringVar(&d.group, "group", "", "check this failover group's records, in its zone at its provider's servers (default: the dns section's)")
 	return c
 }
 
 // Run compares and prints.
 func (d *dnsCheckCmd) Run(ctx context.Context, w io.Writer) error {
-	t, err := loadDNSTarget(d.flags.config)
-	if err != nil {
-		return err
+	var (
+		zone     string
+		records  []failover.Record
+		verifier *dnsprovider.Verifier
+		of       string // whose records, for the source line
+	)
+	if d.group == "" {
+		t, err := loadDNSTarget(d.flags.config)
+		if err != nil {
+			return err
+		}
+		zone, records, verifier = t.cfg.DNS.Zone, t.cfg.DNS.Records, t.verifier
+	} else {
+		var err error
+		if zone, records, verifier, err = groupCheckTarget(d.flags.config, d.group); err != nil {
+			return err
+		}
+		of = "group " + d.group + ", "
 	}
 	var want []dnsprovider.RRset
 	source := ""
 	switch d.site {
 	case "primary", "backup":
-		want, source = siteRecords(t.cfg, failover.Site(d.site)), "config, site "+d.site
+		want, source = recordsFor(records, zone, failover.Site(d.site)), of+"config, site "+d.site
 	case "":
 		if cl, err := d.flags.client(false); err == nil {
-			if st, err := cl.status(ctx); err == nil && len(st.State.Desired.Records) > 0 {
-				want = reconcile.ToProvider(st.State.Desired.Records, t.cfg.DNS.Zone)
-				source = fmt.Sprintf("cluster decision gen %d (%s), served by %s", st.State.Desired.Gen, st.State.Desired.Active, st.ServedBy)
+			if st, err := cl.groupStatus(ctx, d.group); err == nil && len(st.State.Desired.Records) > 0 {
+				want = reconcile.ToProvider(st.State.Desired.Records, zone)
+				source = fmt.Sprintf("%scluster decision gen %d (%s), served by %s", of, st.State.Desired.Gen, st.State.Desired.Active, st.ServedBy)
 			}
 		}
 		if want == nil {
@@ -126,7 +187,7 @@ func (d *dnsCheckCmd) Run(ctx context.Context, w io.Writer) error {
 	default:
 		return usageError{fmt.Errorf("--site must be primary or backup, got %q", d.site)}
 	}
-	v, err := t.verifier.Check(ctx, want)
+	v, err := verifier.Check(ctx, want)
 	if err != nil {
 		return err
 	}
@@ -173,6 +234,8 @@ func newDNSSetCmd() *cobra.Command {
 		Short: "Break glass: write a site's records directly, when the cluster has no quorum",
 		Long: `Write the records of --site straight to DNS, bypassing the cluster. This is
 for when fewer than a quorum of watchers survive and nothing can be decided.
+It writes the dns section's records (the default group's) only, never a
+failover group's.
 It asks every node the config names (and each --endpoint) and refuses (exit 3)
 while any of them reports a leader: then use 'drwatch failover'. A node that
 does not answer reports nothing. --ignore-leader writes anyway and says so in

@@ -418,10 +418,10 @@ func TestGrafanaDashboard(t *testing.T) {
 }
 
 // perGroup are the series that carry a group label in a cluster with
-// failover groups (watcher/metrics.go, newGroupDesc).
+// failover groups (watcher/metrics.go, newGroupDesc, and the DNS check's).
 var perGroup = []string{"drwatch_site_down_votes", "drwatch_site_up_votes", "drwatch_site_verdict", "drwatch_active_site",
 	"drwatch_paused", "drwatch_failover_blocked", "drwatch_failovers_total", "drwatch_last_failover_timestamp_seconds",
-	"drwatch_watchers_disagree", "drwatch_desired_generation", "drwatch_desired_verified"}
+	"drwatch_watchers_disagree", "drwatch_desired_generation", "drwatch_desired_verified", "drwatch_dns_records_match_desired"}
 
 // checkGroupVariable: the dashboard has a group variable whose All also
 // matches a cluster without groups (allValue .*: a series without the

@@ -29,6 +29,24 @@ func (wb WatcherBackend) GroupView(name string) (failover.View, bool) {
 
 var _ GroupReader = WatcherBackend{}
 
+// GroupDNSReader is a backend's DNS per failover group: what a group's
+// status and page show in place of the default group's. A backend
+// without it shows the default group's DNS check on every group's.
+type GroupDNSReader interface {
+	// GroupDNS is group name's last DNS check on this node, and its
+	// reconciler's last pass (nil on a node that does not lead).
+	GroupDNS(name string) (DNSCheck, *ReconcileStatus)
+}
+
+// withGroupDNS is st, a status showing failover group name, with that
+// group's DNS check and reconcile pass when b reads them.
+func withGroupDNS(b any, st Status, name string) Status {
+	if gd, ok := b.(GroupDNSReader); ok {
+		st.DNS, st.Reconcile = gd.GroupDNS(name)
+	}
+	return st
+}
+
 // groupsModel is the overview of every failover group above the detail
 // of one. It is nil when the cluster has no group besides the default
 // one, which leaves the page exactly as it was before groups.
@@ -210,7 +228,7 @@ func serveGroupPage(w http.ResponseWriter, r *http.Request, b ReadModel, now tim
 		writeText(w, http.StatusNotFound, fmt.Sprintf("no failover group %q: the overview of every group is at /\n", name))
 		return
 	}
-	st := groupStatus(b.Status(r.Context()), v)
+	st := withGroupDNS(b, groupStatus(b.Status(r.Context()), v), name)
 	renderPage(w, r, pageOf(st, now, newNonce(), "../", groupPending(gr, &st)))
 }
 

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -37,29 +38,57 @@ func (wb WatcherBackend) Status(ctx context.Context) Status {
 	if v.Now > 0 {
 		s.StaleSeconds = now.Sub(time.Unix(0, v.Now)).Seconds()
 	}
-	chk := wb.LastDNSCheck()
-	rec, leading := wb.LastReconcile()
-	zone := wb.Zone()
-	s.DNS = DNSCheck{At: chk.At, Gen: chk.Gen, Desired: reconcile.FromProvider(chk.Desired, zone), Match: chk.Match, Error: chk.Err}
-	for _, sr := range chk.Servers {
-		sc := ServerCheck{Server: sr.Server, NS: sr.NS, Matched: sr.Matched, Got: reconcile.FromProvider(sr.Got, zone)}
-		if sr.Err != nil {
-			sc.Error = sr.Err.Error()
-		}
-		s.DNS.Servers = append(s.DNS.Servers, sc)
-	}
-	if leading && !rec.At.IsZero() {
-		s.Reconcile = &ReconcileStatus{At: rec.At, Gen: rec.Gen, Action: rec.Action, Match: rec.Match, Fence: rec.Fence}
-		if rec.Err != nil {
-			s.Reconcile.Error = rec.Err.Error()
-		}
-	}
+	// Those of the group the view shows: the default group, or without
+	// one the first group.
+	s.DNS, s.Reconcile = wb.GroupDNS(v.Group)
 	s.Warnings = wb.Warnings(v, st, s.StaleSeconds)
 	s.ClusterHealth = wb.ClusterHealth()
 	schedule, timeout := wb.DrillSchedule()
 	s.Drill = NewDrillStatus(v, schedule, timeout, now)
 	s.LogFormat = wb.Machine().Format()
 	return s
+}
+
+// dnsCheckOf is the API's shape of chk, its names absolute in the zone it
+// was checked in (the dns section's before any check).
+func (wb WatcherBackend) dnsCheckOf(chk watcher.DNSCheck) DNSCheck {
+	zone := cmp.Or(chk.Zone, wb.Zone())
+	out := DNSCheck{At: chk.At, Gen: chk.Gen, Desired: reconcile.FromProvider(chk.Desired, zone), Match: chk.Match, Error: chk.Err}
+	for _, sr := range chk.Servers {
+		sc := ServerCheck{Server: sr.Server, NS: sr.NS, Matched: sr.Matched, Got: reconcile.FromProvider(sr.Got, zone)}
+		if sr.Err != nil {
+			sc.Error = sr.Err.Error()
+		}
+		out.Servers = append(out.Servers, sc)
+	}
+	return out
+}
+
+// reconcileOf is the API's shape of a reconciler's last pass; nil on a
+// node that does not lead, or before the pass.
+func reconcileOf(rec reconcile.Report, leading bool) *ReconcileStatus {
+	if !leading || rec.At.IsZero() {
+		return nil
+	}
+	out := &ReconcileStatus{At: rec.At, Gen: rec.Gen, Action: rec.Action, Match: rec.Match, Fence: rec.Fence}
+	if rec.Err != nil {
+		out.Error = rec.Err.Error()
+	}
+	return out
+}
+
+var _ GroupDNSReader = WatcherBackend{}
+
+// GroupDNS implements GroupDNSReader: the group's last DNS check on this
+// node, and its reconciler's last pass when this node leads.
+func (wb WatcherBackend) GroupDNS(name string) (DNSCheck, *ReconcileStatus) {
+	chk, _ := wb.LastGroupDNSCheck(name)
+	if name == "" || name == failover.DefaultGroup {
+		rec, leading := wb.LastReconcile()
+		return wb.dnsCheckOf(chk), reconcileOf(rec, leading)
+	}
+	rec, leading, ok := wb.LastGroupReconcile(name)
+	return wb.dnsCheckOf(chk), reconcileOf(rec, leading && ok)
 }
 
 // Drills implements ReadModel: the replicated drills, each with the RTO it
@@ -141,9 +170,14 @@ func (wb WatcherBackend) Groups() []string { return wb.Machine().Groups() }
 // Overview implements GroupReads.
 func (wb WatcherBackend) Overview() []failover.GroupSummary { return wb.Machine().Overview() }
 
-// GroupStatus implements GroupReads.
+// GroupStatus implements GroupReads: with the group's own DNS check and
+// reconcile pass.
 func (wb WatcherBackend) GroupStatus(ctx context.Context, name string) (Status, error) {
-	return GroupStatusOn(wb.Machine(), wb.Status(ctx), name)
+	st, err := GroupStatusOn(wb.Machine(), wb.Status(ctx), name)
+	if err != nil {
+		return Status{}, err
+	}
+	return withGroupDNS(wb, st, name), nil
 }
 
 // GroupExplain implements GroupReads.
