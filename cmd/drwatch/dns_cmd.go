@@ -98,6 +98,20 @@ func groupCheckTarget(path, name string) (zone string, records []failover.Record
 	return dc.Zone, records, v, nil
 }
 
+// needsDefaultGroup refuses a check without --group when cfg has no
+// default group: its dns section holds no records, and the cluster's
+// decision would be another group's, checked in the wrong zone.
+func needsDefaultGroup(cfg *config.Config) error {
+	if cfg.HasDefaultGroup() {
+		return nil
+	}
+	var names []string
+	for _, g := range cfg.Groups {
+		names = append(names, g.Name)
+	}
+	return usageError{fmt.Errorf("--group is required: the config has no default group (no dns.records); groups: %s", strings.Join(names, ", "))}
+}
+
 // siteRecords are the RRsets the config says site should have.
 func siteRecords(cfg *config.Config, site failover.Site) []dnsprovider.RRset {
 	return recordsFor(cfg.DNS.Records, cfg.DNS.Zone, site)
@@ -137,7 +151,8 @@ The desired records come from the cluster (any node that answers); with
 --site, from the config file's records for that site.
 With --group, the failover group's records are checked in its zone at its
 provider's servers (as its verify section says, else the dns section's);
-without it, the dns section's records at its servers.
+without it, the dns section's records at its servers (with groups and no
+default group, --group is required).
 Exits 0 when every server matches, 1 otherwise.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return d.Run(c.Context(), stdout(c)) },
@@ -159,6 +174,9 @@ func (d *dnsCheckCmd) Run(ctx context.Context, w io.Writer) error {
 	if d.group == "" {
 		t, err := loadDNSTarget(d.flags.config)
 		if err != nil {
+			return err
+		}
+		if err := needsDefaultGroup(t.cfg); err != nil {
 			return err
 		}
 		zone, records, verifier = t.cfg.DNS.Zone, t.cfg.DNS.Records, t.verifier

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drwatch/drwatch/cmd/drwatch/config"
 	"github.com/drwatch/drwatch/cmd/drwatch/demo"
 	"github.com/drwatch/drwatch/dnsprovider"
+	"github.com/drwatch/drwatch/failover"
 	"github.com/drwatch/drwatch/test/dnsservers"
 	"github.com/drwatch/drwatch/test/poll"
 )
@@ -106,5 +109,25 @@ func TestDNSCheckOfAGroupChecksItsRecordsAtItsServers(t *testing.T) {
 	out, stderr, code = run(t, append([]string{"dns", "check"}, ownCfg...)...)
 	if code != 0 || !strings.Contains(out, b.Addr) || strings.Contains(out, d.DNS.Addr()) {
 		t.Errorf("dns check of the wiki on its own zone: exit %d %s\n%s, want 0 from %s only", code, stderr, out, b.Addr)
+	}
+}
+
+// Without a default group (groups and no dns.records), dns check needs
+// --group: the cluster's decision would be the first group's, compared
+// in the dns section's zone, a mismatch that is no drift. Look-alike: a
+// config with a default group, or without groups, needs none.
+func TestDNSCheckWithoutADefaultGroupNeedsGroup(t *testing.T) {
+	cfg := &config.Config{Groups: []config.Group{{Name: "lms"}, {Name: "wiki"}}}
+	err := needsDefaultGroup(cfg)
+	var ue usageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "--group is required") || !strings.Contains(err.Error(), "groups: lms, wiki") {
+		t.Errorf("groups without dns.records: got %v, want a usage error asking for --group and naming lms, wiki", err)
+	}
+	cfg.DNS.Records = []failover.Record{{Name: "www", Type: "A", TTL: 60}}
+	if err := needsDefaultGroup(cfg); err != nil {
+		t.Errorf("groups beside dns.records (a default group): got %v, want none", err)
+	}
+	if err := needsDefaultGroup(&config.Config{}); err != nil {
+		t.Errorf("no groups: got %v, want none", err)
 	}
 }
