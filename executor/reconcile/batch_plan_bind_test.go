@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -46,6 +47,21 @@ func decideAll(t *testing.T, c *fakeCluster, to failover.Site) map[string]uint64
 
 func newCluster(g *groupsOnBIND) *fakeCluster { return g.new }
 
+// passCountingQueries runs one pass of each of recs at once on c, fails t
+// on any pass's error, and returns how many queries reached the server
+// before the batch's UPDATE.
+func passCountingQueries(t *testing.T, c *fakeCluster, counter *updateCounter, recs []*Reconciler) int {
+	t.Helper()
+	before := counter.Queries()
+	queries := -1
+	for name, err := range passBatched(t, c, func() { queries = counter.Queries() - before }, recs...) {
+		if err != nil {
+			t.Errorf("group %s: pass: %v", name, err)
+		}
+	}
+	return queries
+}
+
 // Against real BIND, the batch members of a region outage that read
 // their records and fence in an earlier pass plan their UPDATE from that
 // read: between the decisions and the one UPDATE, no query at all (it
@@ -54,15 +70,7 @@ func newCluster(g *groupsOnBIND) *fakeCluster { return g.new }
 func TestBatchedWritePlansFromTheLastReadOnBIND(t *testing.T) {
 	g, counter, recs := afterVerifiedFailovers(t, newCluster)
 	gens := decideAll(t, g.new, failover.Primary)
-	before := counter.Queries()
-	queries := -1
-	errs := passBatched(t, g.new, func() { queries = counter.Queries() - before }, recs...)
-	for _, name := range threeNames {
-		if errs[name] != nil {
-			t.Errorf("group %s: pass: %v", name, errs[name])
-		}
-	}
-	if queries != 0 {
+	if queries := passCountingQueries(t, g.new, counter, recs); queries != 0 {
 		t.Errorf("got %d queries between the decisions and the batch's update, want 0", queries)
 	}
 	g.expectVerified(t, "after the failbacks", threeGroupsOneZone, "192.0.2.1", gens)
@@ -164,12 +172,48 @@ func TestDeposedLeadersPlannedBatchRollsBackNothingOnBIND(t *testing.T) {
 			t.Errorf("deposed leader, group %s: got %v, want ErrStale", name, errs[name])
 		}
 	}
-	for _, u := range sinceSeeding(counter, seen) {
-		if u.Rcode == "NOERROR" {
-			t.Errorf("deposed leader's update %v went through", u)
-		}
+	// Its one UPDATE, planned from the earlier read, refused; after
+	// reading again, no group writes on its own.
+	if got := sinceSeeding(counter, seen); len(got) != 1 || got[0].Rcode == "NOERROR" || !slices.Equal(got[0].Fences, fences(staleGens, threeNames...)) {
+		t.Errorf("got updates %v, want only the deposed leader's batch of %v, refused", got, fences(staleGens, threeNames...))
 	}
 	for _, gr := range threeGroupsOneZone {
 		g.expect(t, fmt.Sprintf("after the deposed leader's passes (its gen %d)", staleGens[gr.name]), gr.name, gr.record, "198.51.100.1", newGens[gr.name])
 	}
+}
+
+// Against real BIND, the part of a plan the prerequisites cannot check:
+// beta's record already had its decision's value and TTL at the earlier
+// read (an operator's drift), and then only its TTL changed. Value
+// prerequisites would pass, and a plan from the earlier read would leave
+// that RRset as it is; so beta reads again and its write sets the
+// decision's TTL, while alpha and gamma plan from their reads.
+func TestBatchedWriteRereadsARecordThatWouldNotChangeOnBIND(t *testing.T) {
+	g, counter, recs := afterVerifiedFailovers(t, newCluster)
+	beta := g.provider(t, "beta")
+	set := func(ttl time.Duration) {
+		t.Helper()
+		if _, err := beta.SetRecords(context.Background(), []dnsprovider.RRset{{Name: "wiki", Type: "A", TTL: ttl, Values: []string{"192.0.2.1"}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set(time.Minute)
+	for name, err := range passBatched(t, g.new, nil, recs...) {
+		if err != nil {
+			t.Fatalf("group %s: idle pass: %v", name, err)
+		}
+	}
+	gens := decideAll(t, g.new, failover.Primary)
+	set(5 * time.Minute)
+	if queries := passCountingQueries(t, g.new, counter, recs); queries != 2 {
+		t.Errorf("got %d queries before the batch's update, want 2 (beta's record and fence)", queries)
+	}
+	sets, err := beta.GetRecords(context.Background(), []dnsprovider.RRsetID{{Name: "wiki", Type: "A"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sets[0].TTL != time.Minute {
+		t.Errorf("wiki's TTL is %s after beta's write, want the decision's %s", sets[0].TTL, time.Minute)
+	}
+	g.expectVerified(t, "after the failbacks", threeGroupsOneZone, "192.0.2.1", gens)
 }
