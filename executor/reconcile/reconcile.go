@@ -469,12 +469,12 @@ func (r *Reconciler) readDNS(ctx context.Context, ids []dnsprovider.RRsetID, cas
 //     and writes on its own (swapAfterRead) as after any refused batch;
 //   - the read was of the same RRsets, and no write of this reconciler
 //     came after it (readDNS and the write clear it);
-//   - d is an unwritten decision newer than the fence read, so a fresh
-//     read could only find it unwritten or stale, which the fence
-//     prerequisite refuses;
+//   - d is an unwritten decision newer than the fence read: if anyone
+//     wrote it, or a newer one, since, the fence prerequisite refuses
+//     the plan, and the read after it finds that;
 //   - every RRset changes: the write then replaces each one whole, so
-//     what the prerequisites cannot see (a TTL) never survives it. An
-//     RRset the plan would leave as it is is read again.
+//     what the prerequisites cannot see (a TTL) never survives it. When
+//     the plan would leave one as it is, the group reads again.
 func (r *Reconciler) planRead(d failover.Desired, ids []dnsprovider.RRsetID, want []dnsprovider.RRset, isCAS bool) (*dnsRead, bool) {
 	seen := r.read
 	switch {
