@@ -41,11 +41,25 @@ func batchedOnBIND(t *testing.T, groups []groupOnBIND) (*groupsOnBIND, *updateCo
 // members leaving the check to the batch.
 func (g *groupsOnBIND) passAll(t *testing.T, c *fakeCluster, atSend func(), groups ...string) (batches int, errs map[string]error) {
 	t.Helper()
+	recs, batches := g.batched(t, c, groups...)
+	return batches, passBatched(t, c, atSend, recs...)
+}
+
+// batched is the reconcilers of groups on c, in their order, sharing
+// their writes as the leader's do, and how many batches they make.
+func (g *groupsOnBIND) batched(t *testing.T, c *fakeCluster, groups ...string) ([]*Reconciler, int) {
+	t.Helper()
 	recs := make([]*Reconciler, len(groups))
 	for i, name := range groups {
 		recs[i] = g.reconciler(t, c, name)
 	}
-	batches = BatchWrites(batchWindow, recs)
+	return recs, BatchWrites(batchWindow, recs)
+}
+
+// passBatched runs one pass of each of recs at once and returns each
+// pass's error by group; atSend as passAll's.
+func passBatched(t *testing.T, c *fakeCluster, atSend func(), recs ...*Reconciler) (errs map[string]error) {
+	t.Helper()
 	at, resume := make(chan struct{}), make(chan struct{})
 	if atSend != nil {
 		var calls atomic.Int32
@@ -60,13 +74,13 @@ func (g *groupsOnBIND) passAll(t *testing.T, c *fakeCluster, atSend func(), grou
 	errs = map[string]error{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for i, r := range recs {
+	for _, r := range recs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			_, err := r.Pass(context.Background())
 			mu.Lock()
-			errs[groups[i]] = err
+			errs[r.groupName()] = err
 			mu.Unlock()
 		}()
 	}
@@ -87,7 +101,7 @@ func (g *groupsOnBIND) passAll(t *testing.T, c *fakeCluster, atSend func(), grou
 			t.Fatal("the passes ended without a batched write")
 		}
 	}
-	return batches, errs
+	return errs
 }
 
 // sinceSeeding is the UPDATEs after the first n (the seeding's).
@@ -147,12 +161,7 @@ func TestRegionOutageIsOneUpdatePerZoneOnBIND(t *testing.T) {
 	if got := sinceSeeding(counter, seeded); !slices.EqualFunc(got, want, sameUpdate) {
 		t.Errorf("got updates %v, want %v", got, want)
 	}
-	for _, gr := range groups {
-		g.expect(t, "after the region outage", gr.name, gr.record, "198.51.100.1", gens[gr.name])
-		if d, _ := g.new.m.GroupDesired(gr.name); !d.Done {
-			t.Errorf("group %s: gen %d not verified", gr.name, d.Gen)
-		}
-	}
+	g.expectVerified(t, "after the region outage", groups, "198.51.100.1", gens)
 }
 
 // Against real BIND, a batch checks leadership once, right before its

@@ -52,6 +52,17 @@
 // Providers without RFC 2136 compare-and-swap, and groups alone in their
 // zone, write on their own as before.
 //
+// A batch member plans its write from its last pass's read of its records
+// and fence, when no write of its own came after it and every one of its
+// RRsets changes, instead of reading them again: in a region outage that
+// is two signed queries per group fewer between the decision and the
+// UPDATE. The read is evidence of what to expect, never of what is done:
+// the UPDATE's prerequisites on those records and that fence make the
+// server refuse the batch if DNS changed since, and a member whose plan
+// was refused reads again and writes on its own, as every member of a
+// refused batch does, so a newer fence still stops a deposed leader
+// (ErrStale).
+//
 // It never imports cluster: it declares the leadership it needs
 // (VerifyLeader, Propose) as an interface.
 package reconcile

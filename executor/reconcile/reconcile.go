@@ -108,6 +108,17 @@ type Reconciler struct {
 	// batch shares this reconciler's writes with others of its zone
 	// (BatchWrites); nil writes alone.
 	batch *batch
+
+	// read is what this reconciler's last read found in DNS, nil after
+	// any write of its own or a failed read; only Pass uses it (planRead).
+	read *dnsRead
+}
+
+// dnsRead is one read of a group's records and fence.
+type dnsRead struct {
+	ids    []dnsprovider.RRsetID
+	actual []dnsprovider.RRset
+	fence  uint64
 }
 
 // New checks cfg and returns a Reconciler.
@@ -252,19 +263,16 @@ func (r *Reconciler) pass(ctx context.Context, rep *Report) (Result, error) {
 	for i, s := range want {
 		ids[i] = s.ID()
 	}
-	actual, err := r.cfg.DNS.GetRecords(ctx, ids)
-	if err != nil {
-		return Result{}, fmt.Errorf("read dns: %w", err)
-	}
-	rep.Actual = actual
 	cas, isCAS := r.cfg.DNS.(dnsprovider.CompareAndSwapper)
-	var fence uint64
-	if isCAS {
-		if fence, err = cas.GetFence(ctx); err != nil {
-			return Result{}, fmt.Errorf("read fence: %w", err)
+	seen, planned := r.planRead(d, ids, want, isCAS)
+	if !planned {
+		var err error
+		if seen, err = r.readDNS(ctx, ids, cas, isCAS); err != nil {
+			return Result{}, err
 		}
 	}
-	rep.Fence = fence
+	actual, fence := seen.actual, seen.fence
+	rep.Actual, rep.Fence = actual, fence
 	rep.Match = sameRecords(actual, want)
 	idle := Result{RequeueAfter: r.cfg.Interval}
 
@@ -308,8 +316,16 @@ func (r *Reconciler) pass(ctx context.Context, rep *Report) (Result, error) {
 			}
 		}
 		start := r.cfg.Now()
+		r.read = nil // from now on DNS may hold this write
 		if isCAS {
-			err = r.swap(ctx, dnsprovider.SwapOp{Provider: cas, Expected: actual, Desired: want, FenceOld: fence, FenceNew: d.Gen})
+			op := dnsprovider.SwapOp{Provider: cas, Expected: actual, Desired: want, FenceOld: fence, FenceNew: d.Gen}
+			err = r.swap(ctx, op, planned)
+			if errors.Is(err, errUnbatched) {
+				// The batch was refused, and this member's plan came
+				// from an earlier read: it writes on its own after a
+				// fresh one, as every member of a refused batch does.
+				err = r.swapAfterRead(ctx, op, ids, rep)
+			}
 		} else {
 			_, err = r.cfg.DNS.SetRecords(ctx, want)
 		}
@@ -376,8 +392,10 @@ func (r *Reconciler) pass(ctx context.Context, rep *Report) (Result, error) {
 
 // swap makes the compare-and-swap of a decision: in one write with the
 // other groups of its zone when it shares a batch (BatchWrites), else, or
-// when the server refused the batch, on its own.
-func (r *Reconciler) swap(ctx context.Context, op dnsprovider.SwapOp) error {
+// when the server refused the batch, on its own. When the batch was
+// refused and op was planned from an earlier read (planned), it returns
+// errUnbatched instead: op's expectations may be what the server refused.
+func (r *Reconciler) swap(ctx context.Context, op dnsprovider.SwapOp, planned bool) error {
 	if r.batch == nil {
 		return op.Provider.Swap(ctx, op.Expected, op.Desired, op.FenceOld, op.FenceNew)
 	}
@@ -385,15 +403,90 @@ func (r *Reconciler) swap(ctx context.Context, op dnsprovider.SwapOp) error {
 	// Done asking for this generation, whatever the answer: no batch
 	// waits for this member again before its next pass.
 	r.batch.settle(r, op.FenceNew)
-	if !errors.Is(err, errUnbatched) {
+	if !errors.Is(err, errUnbatched) || planned {
 		return err
 	}
-	// A batch may have waited; leadership is checked again right before
-	// this write, as before every write.
+	return r.swapAlone(ctx, op)
+}
+
+// swapAlone makes op's compare-and-swap in a write of its own. A batch
+// may have waited: leadership is checked again right before this write,
+// as before every write.
+func (r *Reconciler) swapAlone(ctx context.Context, op dnsprovider.SwapOp) error {
 	if err := r.cfg.Cluster.VerifyLeader(ctx); err != nil {
 		return fmt.Errorf("verify leader before dns write: %w", err)
 	}
 	return op.Provider.Swap(ctx, op.Expected, op.Desired, op.FenceOld, op.FenceNew)
+}
+
+// swapAfterRead is the write on its own of a batch member whose refused
+// op was planned from an earlier read: it reads the records and fence
+// again and swaps from what it finds, as a pass that had read them right
+// before would. A newer fence is ErrStale; nothing is written then.
+func (r *Reconciler) swapAfterRead(ctx context.Context, op dnsprovider.SwapOp, ids []dnsprovider.RRsetID, rep *Report) error {
+	seen, err := r.readDNS(ctx, ids, op.Provider, true)
+	r.read = nil
+	if err != nil {
+		return err
+	}
+	rep.Actual, rep.Fence = seen.actual, seen.fence
+	switch {
+	case seen.fence > op.FenceNew:
+		return fmt.Errorf("%w: fence gen=%d, desired gen=%d", ErrStale, seen.fence, op.FenceNew)
+	case seen.fence == op.FenceNew && sameRecords(seen.actual, op.Desired):
+		return nil // already there (a write of this generation landed)
+	}
+	op.Expected, op.FenceOld = seen.actual, seen.fence
+	return r.swapAlone(ctx, op)
+}
+
+// readDNS reads the records of ids and, for a compare-and-swap provider,
+// the fence, and keeps what it read for the next pass's plan (planRead).
+func (r *Reconciler) readDNS(ctx context.Context, ids []dnsprovider.RRsetID, cas dnsprovider.CompareAndSwapper, isCAS bool) (*dnsRead, error) {
+	r.read = nil
+	actual, err := r.cfg.DNS.GetRecords(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read dns: %w", err)
+	}
+	seen := &dnsRead{ids: ids, actual: actual}
+	if isCAS {
+		if seen.fence, err = cas.GetFence(ctx); err != nil {
+			return nil, fmt.Errorf("read fence: %w", err)
+		}
+	}
+	r.read = seen
+	return seen, nil
+}
+
+// planRead returns the last read, and true, when a batched write for d
+// may be planned from it without reading DNS again: in a region outage
+// that is two signed queries per group fewer between the decision and
+// the one UPDATE. It may when
+//   - the write is a batched compare-and-swap: every op of the UPDATE
+//     carries value-dependent prerequisites on the records it expects and
+//     on its fence (RFC 2136 §2.4.2), so if DNS changed since the read the
+//     server refuses it, nothing is written, and the member reads again
+//     and writes on its own (swapAfterRead) as after any refused batch;
+//   - the read was of the same RRsets, and no write of this reconciler
+//     came after it (readDNS and the write clear it);
+//   - d is an unwritten decision newer than the fence read: if anyone
+//     wrote it, or a newer one, since, the fence prerequisite refuses
+//     the plan, and the read after it finds that;
+//   - every RRset changes: the write then replaces each one whole, so
+//     what the prerequisites cannot see (a TTL) never survives it. When
+//     the plan would leave one as it is, the group reads again.
+func (r *Reconciler) planRead(d failover.Desired, ids []dnsprovider.RRsetID, want []dnsprovider.RRset, isCAS bool) (*dnsRead, bool) {
+	seen := r.read
+	switch {
+	case r.batch == nil || !isCAS || seen == nil, d.Gen == 0, d.Done, seen.fence >= d.Gen, !slices.Equal(seen.ids, ids):
+		return nil, false
+	}
+	for i, s := range seen.actual {
+		if s.Equal(want[i]) {
+			return nil, false
+		}
+	}
+	return seen, true
 }
 
 func unixOrZero(t time.Time) int64 {

@@ -17,7 +17,7 @@ import (
 // updateCounter stands between the providers and a DNS server and records
 // every UPDATE that passes: its zone, the fences it writes and the
 // server's answer. Messages pass byte for byte (a re-packed message would
-// break its TSIG); queries pass uncounted, over UDP and TCP alike.
+// break its TSIG); queries pass, over UDP and TCP alike, counted only.
 type updateCounter struct {
 	target string
 	addr   string
@@ -27,6 +27,7 @@ type updateCounter struct {
 
 	mu      sync.Mutex
 	updates []sentUpdate
+	queries int
 }
 
 // sentUpdate is one UPDATE the server answered.
@@ -73,6 +74,13 @@ func (c *updateCounter) Updates() []sentUpdate {
 	return slices.Clone(c.updates)
 }
 
+// Queries returns how many queries were answered so far.
+func (c *updateCounter) Queries() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.queries
+}
+
 func (c *updateCounter) serveUDP() {
 	defer c.wg.Done()
 	buf := make([]byte, 65535)
@@ -83,6 +91,7 @@ func (c *updateCounter) serveUDP() {
 		}
 		reply, err := exchangeUDP(c.target, buf[:n])
 		if err == nil {
+			c.record(buf[:n], reply)
 			_, _ = c.udp.WriteTo(reply, from)
 		}
 	}
@@ -158,7 +167,16 @@ func readFramed(r io.Reader) ([]byte, error) {
 
 func (c *updateCounter) record(req, reply []byte) {
 	var m, r dns.Msg
-	if m.Unpack(req) != nil || r.Unpack(reply) != nil || m.Opcode != dns.OpcodeUpdate || len(m.Question) != 1 {
+	if m.Unpack(req) != nil || r.Unpack(reply) != nil || len(m.Question) != 1 {
+		return
+	}
+	if m.Opcode == dns.OpcodeQuery {
+		c.mu.Lock()
+		c.queries++
+		c.mu.Unlock()
+		return
+	}
+	if m.Opcode != dns.OpcodeUpdate {
 		return
 	}
 	u := sentUpdate{Zone: m.Question[0].Name, Rcode: dns.RcodeToString[r.Rcode]}
