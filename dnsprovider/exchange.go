@@ -42,7 +42,7 @@ func (x *exchanger) exchange(ctx context.Context, m *dns.Msg, network string) (*
 		// SetTsig must be the last change to the message (the MAC covers it all).
 		m.SetTsig(x.key.Name, x.key.Algorithm, tsigFudge, time.Now().Unix())
 	}
-	r, _, err := c.ExchangeContext(ctx, m, x.server)
+	r, err := x.send(ctx, c, m)
 	if err != nil {
 		return nil, x.classifyTransport(op, r, err)
 	}
@@ -50,6 +50,28 @@ func (x *exchanger) exchange(ctx context.Context, m *dns.Msg, network string) (*
 		return nil, err
 	}
 	return r, nil
+}
+
+// send makes the exchange on a connection of its own that ends when ctx
+// is cancelled: miekg/dns honours only a context's deadline, so a deposed
+// leader's cancelled write, or a stopping node's, would otherwise wait
+// out the exchange timeout on a server that does not answer. The outcome
+// of a cancelled update is unknown, as after a timeout.
+func (x *exchanger) send(ctx context.Context, c *dns.Client, m *dns.Msg) (*dns.Msg, error) {
+	conn, err := c.DialContext(ctx, x.server)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	// Closing, not a deadline: the exchange sets its own deadlines after
+	// this may have run, and a closed connection stays closed.
+	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
+	defer stop()
+	r, _, err := c.ExchangeWithConnContext(ctx, m, conn)
+	if err != nil && errors.Is(ctx.Err(), context.Canceled) {
+		return r, fmt.Errorf("%w (%v)", ctx.Err(), err)
+	}
+	return r, err
 }
 
 // classifyTransport turns a miekg/dns exchange error into our errors.
