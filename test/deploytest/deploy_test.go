@@ -245,9 +245,16 @@ func TestExampleCredentialsMatchTheUnit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// What the config reads: a commented-out line reads nothing (the
+		// example says which LoadCredential= its uncommented form needs).
 		used := map[string]bool{}
-		for _, m := range credPath.FindAllSubmatch(b, -1) {
-			used[string(m[1])] = true
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "#") {
+				continue
+			}
+			for _, m := range credPath.FindAllStringSubmatch(line, -1) {
+				used[m[1]] = true
+			}
 		}
 		for name := range used {
 			if !loaded[name] {
