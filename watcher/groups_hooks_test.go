@@ -25,6 +25,13 @@ import (
 // of it and a provider fenced on fence.
 func zoneServer(t *testing.T, zone, fence string) (*dnsprovider.RFC2136, reconcile.Verifier) {
 	t.Helper()
+	p, v, _ := zoneServerOf(t, zone, fence)
+	return p, v
+}
+
+// zoneServerOf is zoneServer, with the server itself.
+func zoneServerOf(t *testing.T, zone, fence string) (*dnsprovider.RFC2136, reconcile.Verifier, *dnstest.Server) {
+	t.Helper()
 	srv, err := dnstest.Start("127.0.0.1:0", zone, dnstest.Key{Name: "drwatch.", Algorithm: "hmac-sha256", Secret: groupSecret})
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +41,7 @@ func zoneServer(t *testing.T, zone, fence string) (*dnsprovider.RFC2136, reconci
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rfc2136To(t, zone, fence, srv.Addr(), 5*time.Second), ver
+	return rfc2136To(t, zone, fence, srv.Addr(), 5*time.Second), ver, srv
 }
 
 // warmupReady is a backup warm-up that plans one scale-up and is ready.

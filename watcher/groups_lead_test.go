@@ -206,3 +206,58 @@ func TestLeaderWritesGroupsOfOneZoneInOneUpdate(t *testing.T) {
 		}
 	}
 }
+
+// A settled group's DNS is not read on every applied command: the leader
+// wakes a group's reconciler when its decision changes, and leaves a
+// verified group to its requeue (an interval here an hour long), so with
+// many groups each probe report does not cost two signed queries per
+// group. The look-alike: a new decision for the other group is written
+// and verified at once, long before any requeue.
+func TestLeaderLeavesSettledGroupsToTheirRequeue(t *testing.T) {
+	servers := map[string]*dnstest.Server{}
+	var groups []GroupDNS
+	for _, name := range []string{"alpha", "beta"} {
+		dns, ver, srv := zoneServerOf(t, name+".test.", "_drwatch-"+name)
+		servers[name] = srv
+		groups = append(groups, GroupDNS{Name: name, DNS: dns, Verifier: ver})
+	}
+	l := remediatetest.NewLog()
+	p := twoGroups()
+	l.Step(t, failover.Command{Payload: failover.SetPolicy{Policy: p}})
+	l.Step(t, failover.Command{Payload: failover.Failover{AllGroups: true, To: failover.Backup, Force: true, Actor: "alice", Reason: "region down"}})
+	w, err := New(Config{Node: "a", Policy: p, Interval: time.Hour, FSM: NewFSM(l.M, nil),
+		Cluster: leadingCluster{&fakeCluster{log: l}}, Groups: groups})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leadUntilCleanup(t, w)
+	poll.Until(t, 60*time.Second, func() bool {
+		a, _ := l.M.GroupDesired("alpha")
+		b, _ := l.M.GroupDesired("beta")
+		return a.Done && b.Done
+	}, "both groups' decisions verified")
+
+	// The fake log applies without the FSM: wake the leader as each
+	// applied command does, and wait until it took each wake-up.
+	applied := func(c failover.Command) {
+		t.Helper()
+		l.Step(t, c)
+		w.cfg.FSM.wake()
+		poll.Until(t, 10*time.Second, func() bool { return len(w.cfg.FSM.changed) == 0 }, "the leader takes the wake-up")
+	}
+	before := servers["beta"].SignedQueries()
+	for range 10 {
+		applied(failover.Command{Payload: failover.Tick{}})
+	}
+	applied(failover.Command{Payload: failover.Failover{Group: "alpha", To: failover.Primary, Force: true, Actor: "alice", Reason: "alpha back"}})
+	poll.Until(t, 60*time.Second, func() bool {
+		d, _ := l.M.GroupDesired("alpha")
+		return d.Done && d.Active == failover.Primary
+	}, "alpha's new decision written and verified without waiting for its requeue")
+	if n := servers["beta"].SignedQueries() - before; n != 0 {
+		t.Errorf("beta, settled throughout: its records and fence read %d times over 11 commands, want 0 before its requeue", n)
+	}
+	if n := servers["alpha"].SignedQueries(); n == 0 {
+		t.Errorf("alpha: no signed read at all, want its passes to have read its zone")
+	}
+}

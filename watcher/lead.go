@@ -61,7 +61,8 @@ func (w *Watcher) lead(ctx context.Context) {
 	}
 	// Each group's reconciler runs on its own, with its own backoff and
 	// wake-up: one group's failing or slow zone never delays another's
-	// write (invariant 10).
+	// write (invariant 10). An applied command wakes those it may
+	// concern (Reconciler.Wants): a settled group waits for its requeue.
 	wakes := make([]chan struct{}, len(recs))
 	for i, rec := range recs {
 		wakes[i] = make(chan struct{}, 1)
@@ -76,7 +77,10 @@ func (w *Watcher) lead(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-c.FSM.changed:
-			for _, wake := range wakes {
+			for i, wake := range wakes {
+				if !recs[i].Wants() {
+					continue
+				}
 				select {
 				case wake <- struct{}{}:
 				default:

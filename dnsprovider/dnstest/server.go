@@ -31,6 +31,7 @@ type Server struct {
 	mu      sync.Mutex
 	records map[rrKey][]dns.RR // owner+type -> RRset (class IN)
 	updates int                // UPDATE messages that changed the zone
+	signed  int                // TSIG-signed queries answered
 
 	wg sync.WaitGroup
 }
@@ -215,6 +216,15 @@ func (s *Server) Updates() int {
 	return s.updates
 }
 
+// SignedQueries returns how many TSIG-signed queries (not updates) it
+// answered: a provider's reads of records and fence, which sign, and not
+// a verifier's, which do not.
+func (s *Server) SignedQueries() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.signed
+}
+
 func (s *Server) serve(w dns.ResponseWriter, req *dns.Msg) {
 	if t := req.IsTsig(); t != nil && w.TsigStatus() != nil {
 		s.writeTSIGError(w, req, t, w.TsigStatus())
@@ -223,6 +233,11 @@ func (s *Server) serve(w dns.ResponseWriter, req *dns.Msg) {
 	var resp *dns.Msg
 	switch req.Opcode {
 	case dns.OpcodeQuery:
+		if req.IsTsig() != nil {
+			s.mu.Lock()
+			s.signed++
+			s.mu.Unlock()
+		}
 		resp = s.query(req)
 	case dns.OpcodeUpdate:
 		resp = s.update(w, req)

@@ -63,6 +63,12 @@
 // refused batch does, so a newer fence still stops a deposed leader
 // (ErrStale).
 //
+// The leader wakes a group's loop on an applied command only when the
+// command may concern it (Reconciler.Wants): a settled group, verified or
+// without a decision, reads its DNS once an interval to report drift,
+// not once per probe report, so many groups cost the DNS server and the
+// leader reads in proportion to their number, not to the report rate.
+//
 // It never imports cluster: it declares the leadership it needs
 // (VerifyLeader, Propose) as an interface.
 package reconcile

@@ -112,6 +112,16 @@ type Reconciler struct {
 	// read is what this reconciler's last read found in DNS, nil after
 	// any write of its own or a failed read; only Pass uses it (planRead).
 	read *dnsRead
+
+	// seen is the decision the latest pass started from (under mu), for
+	// Wants.
+	seen wakeKey
+}
+
+// wakeKey is what of a desired state a settled group's wake-up follows.
+type wakeKey struct {
+	gen  uint64
+	done bool
 }
 
 // dnsRead is one read of a group's records and fence.
@@ -150,6 +160,31 @@ func (r *Reconciler) Last() Report {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.last
+}
+
+// Wants reports whether a change to the replicated state (an applied
+// command) should wake r's loop now rather than leave its next pass to
+// the requeue. It does for the default group, always, as before groups:
+// its pass also records break-glass markers and its gates read the
+// history. A named group it wakes when its decision is not the one its
+// latest pass started from (a new generation, or its verification), and
+// on every change while a decision is unwritten or unverified, so a
+// write held back by a gate or a retry meets each new command as it did.
+// A settled group (its decision verified, or none) is left to its
+// requeue: it reads its records and fence once an interval to report
+// drift, not once per probe report, which with many groups was two
+// signed queries per group for every applied command, and in a region
+// outage kept the leader and the DNS server busy reading while the
+// decision waited to be written.
+func (r *Reconciler) Wants() bool {
+	if r.cfg.Group == "" {
+		return true
+	}
+	d := r.cfg.State.Desired()
+	r.mu.Lock()
+	seen := r.seen
+	r.mu.Unlock()
+	return seen != wakeKey{gen: d.Gen, done: d.Done} || (d.Gen != 0 && !d.Done)
 }
 
 // Run runs passes until ctx ends (leadership lost or shutdown). Errors are
@@ -258,6 +293,9 @@ func (r *Reconciler) pass(ctx context.Context, rep *Report) (Result, error) {
 	}
 	d := r.cfg.State.Desired()
 	rep.Gen = d.Gen
+	r.mu.Lock()
+	r.seen = wakeKey{gen: d.Gen, done: d.Done}
+	r.mu.Unlock()
 	want := toProvider(d.Records, r.cfg.DNS.Zone())
 	ids := make([]dnsprovider.RRsetID, len(want))
 	for i, s := range want {
@@ -386,6 +424,11 @@ func (r *Reconciler) pass(ctx context.Context, rep *Report) (Result, error) {
 		Servers: servers}); err != nil {
 		return Result{}, err
 	}
+	// The log holds the decision verified: the pass leaves it settled,
+	// and Wants need not wake the loop for the verification.
+	r.mu.Lock()
+	r.seen = wakeKey{gen: d.Gen, done: true}
+	r.mu.Unlock()
 	r.log.Info("dns flip verified", "gen", d.Gen, "site", d.Active, "detail", detail)
 	return idle, nil
 }
