@@ -37,12 +37,14 @@ type NamedResult struct {
 // Round is the outcome of running every probe once, or, for a fast round,
 // every probe of one suspect site.
 //
-// A full round in which a critical probe of a site failed is delivered in
-// parts: that site's results as soon as all of them are in, with a Seq of
-// their own, and the other sites' when the round ends. A failure is then
-// reported as soon as its site's probes are done, not when the slowest
-// probe of another site (a far backup, a timeout) ends; a healthy round
-// is still delivered whole.
+// A full round in which a critical probe failed is delivered in parts:
+// each failed critical result on its own as soon as it is in, with a Seq
+// of its own, and the rest when the round ends. A failure is then
+// reported when its probe ends, not when the slowest probe of the round
+// does: another site's (a far backup, a timeout), or, on a site that
+// holds many failover groups' probes, the last of them, whose jittered
+// offsets spread the round over a tenth of the interval. A healthy round,
+// or one where only non-critical probes failed, is delivered whole.
 type Round struct {
 	// Seq counts rounds run by this Scheduler, full and fast alike, from 1.
 	Seq uint64
@@ -551,9 +553,9 @@ func (s *Scheduler) waitProbers() {
 	}
 }
 
-// runRound runs a full round at tick. With split, a site with a failed
-// critical probe is published on its own as soon as its results are in,
-// and left out of the round returned (see Round).
+// runRound runs a full round at tick. With split, a failed critical
+// probe's result is published on its own as soon as it is in, and left
+// out of the round returned (see Round).
 func (s *Scheduler) runRound(ctx context.Context, tick time.Time, split bool) Round {
 	s.roundMu.Lock()
 	defer s.roundMu.Unlock()
@@ -571,16 +573,21 @@ func (s *Scheduler) runRound(ctx context.Context, tick time.Time, split bool) Ro
 	for _, fs := range s.sites {
 		atomicMax(&fs.last, tick.Add(fs.lead).UnixNano())
 	}
-	var early sync.Map // site -> true: its results went out on their own
-	siteDone := func(site string, results []NamedResult) {
-		if !split || len(s.sites) < 2 || ctx.Err() != nil || !slices.ContainsFunc(results, func(nr NamedResult) bool { return nr.Critical && !nr.OK }) {
+	// A failed critical result goes out on its own as soon as it is in,
+	// with a Seq of its own, and is left out of the round returned.
+	var early sync.Map // probe index -> true
+	failed := func(i int, nr NamedResult) {
+		if !split || ctx.Err() != nil || !nr.Critical || nr.OK {
 			return
 		}
-		early.Store(site, true)
-		s.publish(Round{Seq: s.seq.Add(1), Start: tick, Results: results})
+		early.Store(i, true)
+		s.publish(Round{Seq: s.seq.Add(1), Start: tick, Results: []NamedResult{nr}})
 	}
-	all := s.runProbes(ctx, tick, 0, s.order, held, siteDone)
-	round.Results = slices.DeleteFunc(all, func(nr NamedResult) bool { _, ok := early.Load(nr.Site); return ok })
+	all := s.runProbes(ctx, tick, 0, s.order, held, failed)
+	round.Results = slices.DeleteFunc(all, func(nr NamedResult) bool {
+		_, ok := early.Load(s.index[[2]string{nr.Site, nr.Probe}])
+		return ok
+	})
 	if ctx.Err() == nil {
 		s.done.Add(1)
 		s.opts.Metrics.roundDone()
@@ -591,23 +598,13 @@ func (s *Scheduler) runRound(ctx context.Context, tick time.Time, split bool) Ro
 // runProbes runs the probes order (indices into probes, by offset), each
 // at tick plus its offset less shift (a fast round's lead), and returns
 // their results in the order of probes. held[i] says the caller holds probe i's slot; the others wait
-// for theirs. Every slot is released when its probe's result is in.
+// for theirs. Every slot is released when its probe's result is in. Each
+// result is handed to result (when not nil) as soon as it is in, from its
+// probe's goroutine.
 func (s *Scheduler) runProbes(ctx context.Context, tick time.Time, shift time.Duration, order []int, held []bool,
-	siteDone func(site string, results []NamedResult)) []NamedResult {
+	result func(i int, nr NamedResult)) []NamedResult {
 	results := make([]NamedResult, len(s.probes))
 	ran := make([]bool, len(s.probes)) // each written only by its probe's goroutine
-	// left counts each site's probes of order whose result is not in; the
-	// probe that takes it to zero hands the site's results to siteDone.
-	left := map[string]*atomic.Int32{}
-	if siteDone != nil {
-		for _, i := range order {
-			site := s.probes[i].site
-			if left[site] == nil {
-				left[site] = new(atomic.Int32)
-			}
-			left[site].Add(1)
-		}
-	}
 	var wg sync.WaitGroup
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -617,16 +614,8 @@ func (s *Scheduler) runProbes(ctx context.Context, tick time.Time, shift time.Du
 		defer func() { <-s.sem }()
 		results[i] = s.runProbe(ctx, p, at)
 		ran[i] = true
-		if siteDone != nil && left[p.site].Add(-1) == 0 {
-			// Every result of the site is in: each was written before its
-			// probe's decrement, and this one saw the last.
-			var site []NamedResult
-			for _, j := range order {
-				if s.probes[j].site == p.site {
-					site = append(site, results[j])
-				}
-			}
-			siteDone(p.site, site)
+		if result != nil {
+			result(i, results[i])
 		}
 	}
 	done := make([]bool, len(s.probes)) // dispatched: its slot is released by its goroutine

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -205,25 +207,36 @@ func TestSchedulerFastNeverOverlaps(t *testing.T) {
 		if got := peak.Load(); got != 1 {
 			t.Fatalf("got %d concurrent runs of one probe, want 1", got)
 		}
-		// Every probe fails, so each full round comes in parts, a site
-		// each (see Round); the parts of one round share its tick.
+		// Every probe fails, so each full round comes in parts, a failed
+		// result each (see Round); the parts of one round share its tick.
 		var full int
-		var sites []string
+		var parts []string
+		part := func(r Round) string {
+			var names []string
+			for _, nr := range r.Results {
+				names = append(names, nr.Site+"/"+nr.Probe)
+			}
+			return strings.Join(names, "+")
+		}
+		whole := func() {
+			slices.Sort(parts)
+			if got := fmt.Sprint(parts); full > 0 && got != "[backup/lms primary/api primary/lms]" {
+				t.Fatalf("full round %d came in parts %v, want one per failed probe", full-1, got)
+			}
+		}
 		for _, r := range rounds {
 			if r.Fast {
 				continue
 			}
 			if full > 0 && r.Start.Equal(epoch.Add(time.Duration(full-1)*interval)) {
-				sites = append(sites, r.Results[0].Site)
+				parts = append(parts, part(r))
 				continue
 			}
-			if full > 0 && len(sites) != 2 {
-				t.Fatalf("full round %d came in parts for %v, want one per site", full-1, sites)
-			}
+			whole()
 			if r.Start.Sub(epoch) != time.Duration(full)*interval {
 				t.Fatalf("full round %d at +%s, want +%s", full, r.Start.Sub(epoch), time.Duration(full)*interval)
 			}
-			sites = []string{r.Results[0].Site}
+			parts = []string{part(r)}
 			full++
 		}
 		st := s.Stats()
@@ -377,20 +390,24 @@ func TestSchedulerFastRoundSkipsTheJitter(t *testing.T) {
 	})
 }
 
-// TestSchedulerDeliversAFailingSiteFirst: in a full round, a site whose
-// critical probe failed is delivered as soon as its own probes are done,
-// not when the other site's slow probe ends, and the rest of the round
-// follows with a Seq of its own; a healthy round, or one where only a
-// non-critical probe failed, is delivered whole when its last probe ends.
-func TestSchedulerDeliversAFailingSiteFirst(t *testing.T) {
+// TestSchedulerDeliversAFailedCriticalResultFirst: in a full round, a
+// failed critical probe's result is delivered as soon as it is in, not
+// when a slow probe of its own site or of the other site ends, and the
+// rest of the round follows with a Seq of its own; a healthy round, or one
+// where only a non-critical probe failed, is delivered whole when its last
+// probe ends.
+func TestSchedulerDeliversAFailedCriticalResultFirst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const interval = time.Second
-		const slow = 300 * time.Millisecond
+		const slow, crawl = 300 * time.Millisecond, 200 * time.Millisecond
 		var primaryDown, extraDown atomic.Bool
 		probe := func(_ context.Context, sp Spec, _ *slog.Logger) Result {
 			switch sp.Name {
 			case "far":
 				time.Sleep(slow) // virtual: the backup answers slowly
+				return Result{OK: true}
+			case "crawl":
+				time.Sleep(crawl) // virtual: another platform on the primary, slow but up
 				return Result{OK: true}
 			case "lms":
 				if primaryDown.Load() {
@@ -405,7 +422,7 @@ func TestSchedulerDeliversAFailingSiteFirst(t *testing.T) {
 		}
 		no := false
 		sites := []SiteSpec{
-			{Site: "primary", Probes: []Spec{{Name: "lms", Type: "p"}, {Name: "extra", Type: "p", Critical: &no}}},
+			{Site: "primary", Probes: []Spec{{Name: "lms", Type: "p"}, {Name: "extra", Type: "p", Critical: &no}, {Name: "crawl", Type: "p"}}},
 			{Site: "backup", Probes: []Spec{{Name: "far", Type: "p"}}},
 		}
 		s := schedNew(t, sites, SchedulerOptions{Interval: interval, JitterFraction: -1, DefaultTimeout: 500 * time.Millisecond,
@@ -429,20 +446,21 @@ func TestSchedulerDeliversAFailingSiteFirst(t *testing.T) {
 			}
 			return part{time.Since(epoch), r.Seq, fmt.Sprint(names)}
 		}
-		if p := next(); p.at != slow || p.sites != "[primary/lms primary/extra backup/far]" {
+		const whole = "[primary/lms primary/extra primary/crawl backup/far]"
+		if p := next(); p.at != slow || p.sites != whole {
 			t.Fatalf("healthy round: got %+v, want the whole round once the slow probe ends at +%s", p, slow)
 		}
 		extraDown.Store(true)
-		if p := next(); p.at != interval+slow || p.sites != "[primary/lms primary/extra backup/far]" {
+		if p := next(); p.at != interval+slow || p.sites != whole {
 			t.Fatalf("round with a non-critical failure: got %+v, want it whole at +%s", p, interval+slow)
 		}
 		primaryDown.Store(true)
 		first, rest := next(), next()
-		if first.at != 2*interval || first.sites != "[primary/lms primary/extra]" {
-			t.Fatalf("failing round, first part: got %+v, want the primary's results at once at +2s", first)
+		if first.at != 2*interval || first.sites != "[primary/lms]" {
+			t.Fatalf("failing round, first part: got %+v, want the failed result alone at once at +2s, before its own site's slow probe", first)
 		}
-		if rest.at != 2*interval+slow || rest.sites != "[backup/far]" {
-			t.Fatalf("failing round, rest: got %+v, want the backup's at +%s", rest, 2*interval+slow)
+		if rest.at != 2*interval+slow || rest.sites != "[primary/extra primary/crawl backup/far]" {
+			t.Fatalf("failing round, rest: got %+v, want every other result at +%s", rest, 2*interval+slow)
 		}
 		if first.seq == rest.seq {
 			t.Fatalf("both parts carry Seq %d, want one each (a report is deduplicated by its Seq)", first.seq)
