@@ -84,7 +84,7 @@ func (w *Watcher) reportLoop(ctx context.Context, rounds <-chan probes.Round) {
 				w.rep.Count(p, r)
 				handOver(next, r)
 			}
-			w.rephase()
+			w.rephase(p)
 		}
 	}
 }
@@ -124,13 +124,16 @@ func mergeRounds(newer, older probes.Round) probes.Round {
 	return out
 }
 
-// rephase hands SetPhase this node's phase under the replicated policy.
-func (w *Watcher) rephase() {
+// rephase hands SetPhase this node's phase under the replicated policy
+// p (nil: none yet, the file's order). It runs after every round, so it
+// takes the policy the round was counted under rather than building the
+// whole View, which with many failover groups costs milliseconds.
+func (w *Watcher) rephase(p *failover.Policy) {
 	if w.cfg.SetPhase == nil {
 		return
 	}
 	nodes := w.cfg.Policy.Nodes
-	if p := w.machine.View().Policy; p != nil {
+	if p != nil {
 		nodes = p.Nodes
 	}
 	w.cfg.SetPhase(Phase(nodes, w.cfg.Node, w.cfg.Interval))
