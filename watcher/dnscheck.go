@@ -2,6 +2,7 @@ package watcher
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/drwatch/drwatch/dnsprovider"
@@ -42,6 +43,9 @@ type dnsTarget struct {
 	zone  string
 	chk   checker
 	wake  chan struct{}
+	// gen is the generation of the decision its latest check compared
+	// against; the loop wakes it when the replica holds another.
+	gen atomic.Uint64
 }
 
 // dnsTargets are the groups this node checks: the default group, when this
@@ -68,7 +72,10 @@ func (w *Watcher) dnsTargets() []*dnsTarget {
 
 // dnsCheckLoop runs every group's check in a loop of its own, so that a
 // group whose servers are slow or dead delays no other group's result; a
-// new decision wakes them all.
+// group's new decision wakes its check. Other commands (probe reports,
+// action results) wake none: each would have cost every node one check
+// of every group, which with many groups was thousands of queries to the
+// servers in the very moments the leader verifies a region's flips.
 func (w *Watcher) dnsCheckLoop(ctx context.Context) {
 	targets := w.dnsTargets()
 	if len(targets) == 0 {
@@ -89,6 +96,9 @@ func (w *Watcher) dnsCheckLoop(ctx context.Context) {
 		case <-w.cfg.FSM.dnsChanged:
 			// A new decision: look again soon, not at the next tick.
 			for _, t := range targets {
+				if d, ok := w.machine.GroupDesired(t.group); !ok || d.Gen == t.gen.Load() {
+					continue
+				}
 				select {
 				case t.wake <- struct{}{}:
 				default: // a wake-up is already pending
@@ -120,6 +130,7 @@ func (w *Watcher) checkDNS(ctx context.Context, t *dnsTarget) {
 	if !ok {
 		return
 	}
+	t.gen.Store(d.Gen)
 	want := reconcile.ToProvider(d.Records, t.zone)
 	cctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()

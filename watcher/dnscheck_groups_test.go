@@ -27,6 +27,14 @@ type fakeZone struct {
 
 	mu     sync.Mutex
 	served map[string][]string // "name TYPE" -> values
+	checks int                 // checks made
+}
+
+// checksMade is how many checks the zone's servers answered.
+func (f *fakeZone) checksMade() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.checks
 }
 
 func newFakeZone(zone string) *fakeZone { return &fakeZone{zone: zone, served: map[string][]string{}} }
@@ -50,6 +58,7 @@ func (f *fakeZone) Check(_ context.Context, desired []dnsprovider.RRset) (*dnspr
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.checks++
 	matched := len(desired) > 0
 	for _, rr := range desired {
 		if !slices.Equal(f.served[rr.Name+" "+rr.Type], rr.Values) {
@@ -64,9 +73,16 @@ func (f *fakeZone) Check(_ context.Context, desired []dnsprovider.RRset) (*dnspr
 // until the test ends.
 func groupsCheckWatcher(t *testing.T, p failover.Policy, top *fakeZone, groups map[string]*fakeZone) (*Watcher, *remediatetest.Log) {
 	t.Helper()
+	return groupsCheckWatcherEvery(t, p, top, groups, 100*time.Millisecond)
+}
+
+// groupsCheckWatcherEvery is groupsCheckWatcher probing at interval (the
+// check's own period is five of them, at least 2s).
+func groupsCheckWatcherEvery(t *testing.T, p failover.Policy, top *fakeZone, groups map[string]*fakeZone, interval time.Duration) (*Watcher, *remediatetest.Log) {
+	t.Helper()
 	l := remediatetest.NewLog()
 	l.Step(t, failover.Command{Payload: failover.SetPolicy{Policy: p}})
-	cfg := Config{Node: "a", Policy: p, Interval: 100 * time.Millisecond, FSM: NewFSM(l.M, nil), Cluster: &fakeCluster{log: l},
+	cfg := Config{Node: "a", Policy: p, Interval: interval, FSM: NewFSM(l.M, nil), Cluster: &fakeCluster{log: l},
 		DNS: top, Verifier: top}
 	for _, g := range p.Groups {
 		cfg.Groups = append(cfg.Groups, GroupDNS{Name: g.Name, DNS: groups[g.Name], Verifier: groups[g.Name]})
@@ -215,5 +231,36 @@ func TestDNSCheckWithoutGroupsKeepsItsSeries(t *testing.T) {
 		if strings.Contains(k, "group=") {
 			t.Errorf("series %s has a group label in a cluster without groups", k)
 		}
+	}
+}
+
+// A group's DNS check runs again at once when the group has a new
+// decision, and not for other commands: probe reports, ticks and the
+// other groups' decisions leave it to its own period (hours here), so
+// with many groups a command does not cost every node a check of every
+// group.
+func TestDNSCheckWakesOnlyForTheGroupsNewDecision(t *testing.T) {
+	p := twoGroups()
+	zones := map[string]*fakeZone{"alpha": newFakeZone("alpha.test."), "beta": newFakeZone("beta.test.")}
+	w, l := groupsCheckWatcherEvery(t, p, newFakeZone("example.org."), zones, time.Hour)
+	checked(t, w, "alpha", 0)
+	checked(t, w, "beta", 0)
+	before := zones["beta"].checksMade()
+	// The fake log applies without the FSM: wake the loop as each applied
+	// command does, and wait until it took each wake-up.
+	applied := func(c failover.Command) {
+		t.Helper()
+		l.Step(t, c)
+		w.cfg.FSM.wake()
+		poll.Until(t, 10*time.Second, func() bool { return len(w.cfg.FSM.dnsChanged) == 0 }, "the check loop takes the wake-up")
+	}
+	for range 10 {
+		applied(failover.Command{Payload: failover.Tick{}})
+	}
+	applied(failover.Command{Payload: failover.Failover{Group: "alpha", To: failover.Backup, Force: true, Actor: "alice", Reason: "alpha down"}})
+	d, _ := l.M.GroupDesired("alpha")
+	checked(t, w, "alpha", d.Gen)
+	if n := zones["beta"].checksMade() - before; n != 0 {
+		t.Errorf("beta, with no new decision: checked %d more times over 11 commands, want 0 before its period", n)
 	}
 }
