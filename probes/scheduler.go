@@ -37,9 +37,10 @@ type NamedResult struct {
 // Round is the outcome of running every probe once, or, for a fast round,
 // every probe of one suspect site.
 //
-// A full round in which a critical probe failed is delivered in parts:
-// each failed critical result on its own as soon as it is in, with a Seq
-// of its own, and the rest when the round ends. A failure is then
+// A round, full or fast, in which a critical probe failed is delivered in
+// parts: each failed critical result on its own as soon as it is in, with
+// a Seq of its own, and the rest when the round ends (a fast round whose
+// every result went out early delivers no rest). A failure is then
 // reported when its probe ends, not when the slowest probe of the round
 // does: another site's (a far backup, a timeout), or, on a site that
 // holds many failover groups' probes, the last of them, whose jittered
@@ -573,26 +574,49 @@ func (s *Scheduler) runRound(ctx context.Context, tick time.Time, split bool) Ro
 	for _, fs := range s.sites {
 		atomicMax(&fs.last, tick.Add(fs.lead).UnixNano())
 	}
-	// A failed critical result goes out on its own as soon as it is in,
-	// with a Seq of its own, and is left out of the round returned.
-	var early sync.Map // probe index -> true
-	failed := func(i int, nr NamedResult) {
-		if !split || ctx.Err() != nil || !nr.Critical || nr.OK {
-			return
-		}
-		early.Store(i, true)
-		s.publish(Round{Seq: s.seq.Add(1), Start: tick, Results: []NamedResult{nr}})
+	var failed func(int, NamedResult)
+	var early *earlyFailures
+	if split {
+		early = &earlyFailures{s: s, ctx: ctx, tick: tick}
+		failed = early.result
 	}
-	all := s.runProbes(ctx, tick, 0, s.order, held, failed)
-	round.Results = slices.DeleteFunc(all, func(nr NamedResult) bool {
-		_, ok := early.Load(s.index[[2]string{nr.Site, nr.Probe}])
-		return ok
-	})
+	round.Results = early.rest(s.runProbes(ctx, tick, 0, s.order, held, failed))
 	if ctx.Err() == nil {
 		s.done.Add(1)
 		s.opts.Metrics.roundDone()
 	}
 	return round
+}
+
+// earlyFailures sends a round's failed critical results on their own as
+// soon as each is in, each with a Seq of its own, and leaves them out of
+// the rest of the round (see Round). A nil one sends none early.
+type earlyFailures struct {
+	s    *Scheduler
+	ctx  context.Context
+	tick time.Time
+	fast bool
+	sent sync.Map // probe index -> true
+}
+
+// result is runProbes' callback.
+func (e *earlyFailures) result(i int, nr NamedResult) {
+	if e.ctx.Err() != nil || !nr.Critical || nr.OK {
+		return
+	}
+	e.sent.Store(i, true)
+	e.s.publish(Round{Seq: e.s.seq.Add(1), Start: e.tick, Fast: e.fast, Results: []NamedResult{nr}})
+}
+
+// rest is all without the results sent early.
+func (e *earlyFailures) rest(all []NamedResult) []NamedResult {
+	if e == nil {
+		return all
+	}
+	return slices.DeleteFunc(all, func(nr NamedResult) bool {
+		_, ok := e.sent.Load(e.s.index[[2]string{nr.Site, nr.Probe}])
+		return ok
+	})
 }
 
 // runProbes runs the probes order (indices into probes, by offset), each
@@ -861,14 +885,21 @@ func (s *Scheduler) runFast(ctx context.Context, fs *fastSite, tick time.Time) {
 	atomicMax(&fs.last, tick.UnixNano())
 	round := Round{Seq: s.seq.Add(1), Start: tick, Fast: true}
 	// Its first probe starts at the tick, as the site's first does on an
-	// unrestricted round.
-	round.Results = s.runProbes(ctx, tick, s.probes[order[0]].offset, order, held, nil)
+	// unrestricted round, and the others at their offsets from it, so each
+	// probe still runs a fast interval after its last run; a failed
+	// critical result goes out as soon as it is in, as on a full round:
+	// the one that gives a watcher its fall-th failure then does not wait
+	// for the round's last probe.
+	early := &earlyFailures{s: s, ctx: ctx, tick: tick, fast: true}
+	round.Results = early.rest(s.runProbes(ctx, tick, s.probes[order[0]].offset, order, held, early.result))
 	if ctx.Err() != nil {
 		return
 	}
 	s.fastDone.Add(1)
 	s.opts.Metrics.fastRoundDone(fs.site)
-	s.publish(round)
+	if len(round.Results) > 0 {
+		s.publish(round)
+	}
 }
 
 func later(a, b time.Time) time.Time {

@@ -337,6 +337,17 @@ func jitteredSite() []SiteSpec {
 	return []SiteSpec{{Site: "primary", Probes: []Spec{{Name: "lms", Type: "p"}, {Name: "api", Type: "p"}}}}
 }
 
+// jitteredFast is a scheduler of jitteredSite at a 1s interval and a
+// 250ms fast interval, with a tenth of jitter, whose probes all return
+// res and record when they ran.
+func jitteredFast(t *testing.T, res Result) (*Scheduler, *probeTimes) {
+	t.Helper()
+	rec := &probeTimes{res: res}
+	s := schedNew(t, jitteredSite(), SchedulerOptions{Interval: time.Second, FastInterval: 250 * time.Millisecond, JitterFraction: 0.1,
+		Probers: map[string]ProbeFunc{"p": rec.probe}})
+	return s, rec
+}
+
 // TestSchedulerFastRoundSkipsTheJitter: the jitter spreads a full round's
 // probes, each at its fixed offset from the tick, but a fast round asked
 // for by ProbeNow starts the site's first probe at once and the others at
@@ -347,9 +358,7 @@ func jitteredSite() []SiteSpec {
 func TestSchedulerFastRoundSkipsTheJitter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const interval, fast = time.Second, 250 * time.Millisecond
-		rec := &probeTimes{res: Result{OK: true}}
-		s := schedNew(t, jitteredSite(), SchedulerOptions{Interval: interval, FastInterval: fast, JitterFraction: 0.1,
-			Probers: map[string]ProbeFunc{"p": rec.probe}})
+		s, rec := jitteredFast(t, Result{OK: true})
 		bound := schedMaxJitter(s.opts, s.probes[0].timeout)
 		off := map[string]time.Duration{"lms": jitterOffset("primary", "lms", bound), "api": jitterOffset("primary", "api", bound)}
 		lead := min(off["lms"], off["api"])
@@ -475,9 +484,7 @@ func TestSchedulerDeliversAFailedCriticalResultFirst(t *testing.T) {
 func TestSchedulerFastGridKeepsTheJitter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const interval, fast = time.Second, 250 * time.Millisecond
-		rec := &probeTimes{res: Result{Class: ClassRefused, Reason: "connection refused"}}
-		s := schedNew(t, jitteredSite(), SchedulerOptions{Interval: interval, FastInterval: fast, JitterFraction: 0.1,
-			Probers: map[string]ProbeFunc{"p": rec.probe}})
+		s, rec := jitteredFast(t, Result{Class: ClassRefused, Reason: "connection refused"})
 		if s.sites["primary"].lead == 0 {
 			t.Fatal("the test needs a site whose first probe has a non-zero offset")
 		}
@@ -495,6 +502,48 @@ func TestSchedulerFastGridKeepsTheJitter(t *testing.T) {
 					t.Fatalf("%s probed at +%s then +%s: %s apart, want the fast interval %s", name, at[i-1].Sub(epoch), at[i].Sub(epoch), d, fast)
 				}
 			}
+		}
+	})
+}
+
+// TestSchedulerFastRoundSendsEachFailureAtOnce: a fast round keeps its
+// probes' offsets from its first (each runs a fast interval after its
+// last run), but each failed critical result is delivered as soon as it
+// is in, not when the round's last probe ends: the failure that gives a
+// watcher its fall-th strike is reported at once. Its parts are fast ones.
+func TestSchedulerFastRoundSendsEachFailureAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const interval, fast = time.Second, 250 * time.Millisecond
+		s, _ := jitteredFast(t, Result{Class: ClassRefused, Reason: "connection refused"})
+		bound := schedMaxJitter(s.opts, s.probes[0].timeout)
+		off := map[string]time.Duration{"lms": jitterOffset("primary", "lms", bound), "api": jitterOffset("primary", "api", bound)}
+		first, second := "lms", "api"
+		if off["api"] < off["lms"] {
+			first, second = "api", "lms"
+		}
+		if off[first] == off[second] {
+			t.Fatalf("offsets %v: the test needs two different offsets", off)
+		}
+		epoch := time.Now()
+		s.SetFast("primary", true)
+		stop := schedRun(t, s)
+		defer stop()
+		var got []string
+		for len(got) < 2 {
+			r := <-s.Rounds()
+			if !r.Fast {
+				continue // the full round's parts
+			}
+			if len(r.Results) != 1 {
+				t.Fatalf("fast round part at +%s holds %d results, want each failure on its own", time.Since(epoch), len(r.Results))
+			}
+			got = append(got, fmt.Sprintf("%s at +%s", r.Results[0].Probe, time.Since(epoch)))
+		}
+		// The first fast round is due a fast interval after the full
+		// round's first probe of the site.
+		want := []string{fmt.Sprintf("%s at +%s", first, off[first]+fast), fmt.Sprintf("%s at +%s", second, off[second]+fast)}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("first fast round delivered %v, want %v: each failure when its probe ends", got, want)
 		}
 	})
 }
