@@ -246,7 +246,10 @@ func groupFlip(b *testing.B, w *World, g *Group, i int, phase float64) trial {
 	kill := waitForPhase(w.Opts.Interval, phase)
 	tr.Kill, tr.KillPhase = kill.UnixNano(), phaseOf(kill, w.Opts.Interval)
 	g.Sites[failover.Primary].SetMode(faultproxy.Reset)
-	if !poll.WithinEvery(2*time.Minute, 10*time.Millisecond, func() bool { return w.GroupAnswer(g) == g.IPs[failover.Backup] }) {
+	// One query a millisecond: a flip takes a few milliseconds from its
+	// floor, and a coarser poll would add up to its period to both worlds
+	// alike, pulling their ratio towards 1.
+	if !poll.WithinEvery(2*time.Minute, time.Millisecond, func() bool { return w.GroupAnswer(g) == g.IPs[failover.Backup] }) {
 		b.Fatalf("flip %d: BIND never answered %s's backup", i, g.Name)
 	}
 	tr.AtBIND = time.Now().UnixNano()
