@@ -64,8 +64,14 @@ func BatchWrites(window time.Duration, recs []*Reconciler) int {
 	return n
 }
 
-// errUnbatched tells a member to write on its own.
+// errUnbatched tells a member to write on its own: the server refused
+// the batch, or its sender gave up, so a plan from an earlier read may be
+// what was refused.
 var errUnbatched = errors.New("write on its own")
+
+// errAlone tells a member that no other joined its batch: it writes its
+// op on its own, as it planned it, since nothing refused it.
+var errAlone = errors.New("alone in its batch")
 
 // batch gathers the writes of the reconcilers of one BatchKey. The first
 // member to join an open batch sends it; the others wait for its result.
@@ -85,8 +91,9 @@ type swapReq struct {
 	done chan error // cap 1, so a sender never blocks on a member gone
 }
 
-// swap makes r's write through the batch. errUnbatched means r must write
-// on its own (alone in the batch, or the server refused the batch).
+// swap makes r's write through the batch. errAlone means r must write on
+// its own, nobody having joined its batch; errUnbatched that it must, the
+// server having refused the batch (or its sender having given up).
 func (b *batch) swap(ctx context.Context, r *Reconciler, op dnsprovider.SwapOp) error {
 	req := &swapReq{r: r, op: op, done: make(chan error, 1)}
 	b.mu.Lock()
@@ -196,7 +203,7 @@ func (b *batch) completeLocked() bool {
 // send makes the batch's one write and gives every member its answer.
 func (b *batch) send(ctx context.Context, reqs []*swapReq) {
 	if len(reqs) == 1 {
-		reqs[0].done <- errUnbatched
+		reqs[0].done <- errAlone
 		return
 	}
 	first := reqs[0].r

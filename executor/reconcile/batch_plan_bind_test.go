@@ -217,3 +217,77 @@ func TestBatchedWriteRereadsARecordThatWouldNotChangeOnBIND(t *testing.T) {
 	}
 	g.expectVerified(t, "after the failbacks", threeGroupsOneZone, "192.0.2.1", gens)
 }
+
+// Against real BIND, one group's flip among settled siblings (the leader
+// wakes only its reconciler): alone in its batch, it writes the plan
+// from its last read itself, with no query between the decision and its
+// UPDATE (it read its record and fence again), and is verified.
+func TestLoneGroupWritesItsPlanWithoutReadingOnBIND(t *testing.T) {
+	g, counter, recs := afterVerifiedFailovers(t, newCluster)
+	g.new.step(t, failover.Command{Payload: failover.Failover{Group: "alpha", To: failover.Primary, Force: true, Actor: "bob", Reason: "test"}})
+	gens := gensOf(g.new, "alpha")
+	if queries := passCountingQueries(t, g.new, counter, recs[:1]); queries != 0 {
+		t.Errorf("got %d queries between alpha's decision and its update, want 0", queries)
+	}
+	g.expectVerified(t, "after alpha's failback", threeGroupsOneZone[:1], "192.0.2.1", gens)
+}
+
+// Against real BIND, the look-alike: the lone group's plan is stale
+// (another writer changed its record and fence after its read). BIND
+// refuses it on its prerequisites; the group reads again and writes on
+// its own, and gets its decision's records at its decision's generation.
+func TestLoneGroupsStalePlanIsRefusedThenWrittenOnBIND(t *testing.T) {
+	g, counter, recs := afterVerifiedFailovers(t, newCluster)
+	g.new.step(t, failover.Command{Payload: failover.Failover{Group: "alpha", To: failover.Primary, Force: true, Actor: "bob", Reason: "test"}})
+	gens := gensOf(g.new, "alpha")
+	name, record := threeGroupsOneZone[0].name, threeGroupsOneZone[0].record
+	other := g.provider(t, name)
+	_, fence := g.served(t, name, record)
+	if err := other.Swap(context.Background(),
+		[]dnsprovider.RRset{{Name: record, Type: "A", TTL: time.Minute, Values: []string{"198.51.100.1"}}},
+		[]dnsprovider.RRset{{Name: record, Type: "A", TTL: time.Minute, Values: []string{"203.0.113.9"}}},
+		fence, fence+1); err != nil {
+		t.Fatalf("the other writer: %v", err)
+	}
+	seen := len(counter.Updates())
+	if err := passBatched(t, g.new, nil, recs[0])[name]; err != nil {
+		t.Errorf("group %s: pass: %v", name, err)
+	}
+	got := sinceSeeding(counter, seen)
+	if len(got) != 2 || got[0].Rcode == "NOERROR" || got[1].Rcode != "NOERROR" {
+		t.Errorf("updates %v, want the planned one refused, then one after a fresh read", got)
+	}
+	g.expectVerified(t, "after the refused plan", threeGroupsOneZone[:1], "192.0.2.1", gens)
+}
+
+// Against real BIND, a deposed leader's lone plan: it read alpha's record
+// and fence, then the new leader wrote alpha's failback and a newer
+// failover. The deposed leader's own failback of alpha, planned from its
+// earlier read and alone in its batch, is refused on the fence; alpha
+// reads again, finds the newer fence and writes nothing.
+func TestDeposedLeadersLonePlanRollsBackNothingOnBIND(t *testing.T) {
+	g, counter, recs := afterVerifiedFailovers(t, func(g *groupsOnBIND) *fakeCluster { return g.stale })
+	gr := threeGroupsOneZone[0]
+	g.stale.step(t, failover.Command{Payload: failover.Failover{Group: gr.name, To: failover.Primary, Force: true, Actor: "bob", Reason: "test"}})
+	staleGen := gensOf(g.stale, gr.name)[gr.name]
+	g.pass(t, g.new, gr.name)
+	for range 30 {
+		// The new leader's log is longer than the deposed one's.
+		g.new.step(t, failover.Command{Payload: failover.Tick{}})
+	}
+	g.failback(t, gr.name)
+	g.new.step(t, failover.Command{Payload: failover.Failover{Group: gr.name, To: failover.Backup, Force: true, Actor: "carol", Reason: "again"}})
+	g.pass(t, g.new, gr.name)
+	newGen := gensOf(g.new, gr.name)[gr.name]
+	if newGen <= staleGen {
+		t.Fatalf("the new leader's gen %d is not after the deposed one's %d", newGen, staleGen)
+	}
+	seen := len(counter.Updates())
+	if err := passBatched(t, g.stale, nil, recs[0])[gr.name]; !errors.Is(err, ErrStale) {
+		t.Errorf("deposed leader: got %v, want ErrStale", err)
+	}
+	if got := sinceSeeding(counter, seen); len(got) != 1 || got[0].Rcode == "NOERROR" {
+		t.Errorf("got updates %v, want only the deposed leader's planned one, refused", got)
+	}
+	g.expect(t, fmt.Sprintf("after the deposed leader's pass (its gen %d)", staleGen), gr.name, gr.record, "198.51.100.1", newGen)
+}

@@ -61,7 +61,9 @@
 // server refuse the batch if DNS changed since, and a member whose plan
 // was refused reads again and writes on its own, as every member of a
 // refused batch does, so a newer fence still stops a deposed leader
-// (ErrStale).
+// (ErrStale). A member alone in its batch (one group's flip among
+// settled siblings) sends its plan itself, under the same prerequisites,
+// and reads again only if the server refuses them.
 //
 // The leader wakes a group's loop on an applied command only when the
 // command may concern it (Reconciler.Wants): a settled group, verified or

@@ -438,6 +438,10 @@ func (r *Reconciler) pass(ctx context.Context, rep *Report) (Result, error) {
 // when the server refused the batch, on its own. When the batch was
 // refused and op was planned from an earlier read (planned), it returns
 // errUnbatched instead: op's expectations may be what the server refused.
+// A member alone in its batch (one group's flip among many) writes op on
+// its own even when planned: its prerequisites guard it as they guard a
+// batch, and when the server refuses them it returns errUnbatched too, so
+// the member reads again, as after a refused batch.
 func (r *Reconciler) swap(ctx context.Context, op dnsprovider.SwapOp, planned bool) error {
 	if r.batch == nil {
 		return op.Provider.Swap(ctx, op.Expected, op.Desired, op.FenceOld, op.FenceNew)
@@ -446,10 +450,17 @@ func (r *Reconciler) swap(ctx context.Context, op dnsprovider.SwapOp, planned bo
 	// Done asking for this generation, whatever the answer: no batch
 	// waits for this member again before its next pass.
 	r.batch.settle(r, op.FenceNew)
-	if !errors.Is(err, errUnbatched) || planned {
+	switch {
+	case errors.Is(err, errAlone):
+		err = r.swapAlone(ctx, op)
+		if planned && errors.Is(err, dnsprovider.ErrConflict) {
+			return errUnbatched
+		}
 		return err
+	case errors.Is(err, errUnbatched) && !planned:
+		return r.swapAlone(ctx, op)
 	}
-	return r.swapAlone(ctx, op)
+	return err
 }
 
 // swapAlone makes op's compare-and-swap in a write of its own. A batch
