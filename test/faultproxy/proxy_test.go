@@ -3,6 +3,7 @@ package faultproxy
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"github.com/drwatch/drwatch/test/poll"
 	"io"
 	"net"
@@ -151,6 +152,46 @@ func TestBlackholeFreezesAndResumes(t *testing.T) {
 	fresh.c.SetDeadline(time.Now().Add(long))
 	if got, err := fresh.r.ReadString('\n'); err != nil || got != "a:new\n" {
 		t.Fatalf("after heal, held conn: got %q, %v, want a:new", got, err)
+	}
+}
+
+// Bytes read once the mode is Pass again never overtake the bytes held
+// while it was not: the echo's answers come back in the order sent. Many
+// separate writes are held, so the proxy still delivers them when the
+// next one arrives.
+func TestPassAfterHeldBytesKeepsTheirOrder(t *testing.T) {
+	p := newProxy(t, echoServer(t, "a:"))
+	c := dial(t, p.Addr())
+	if got, err := c.roundTrip("open", long); err != nil || got != "a:open" {
+		t.Fatalf("open: got %q, %v", got, err)
+	}
+	const held = 50
+	for trial := range 10 {
+		p.SetMode(Blackhole)
+		for i := range held {
+			if _, err := fmt.Fprintf(c.c, "held%d\n", i); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p.SetMode(Pass)
+		for i := range 5 {
+			if _, err := fmt.Fprintf(c.c, "after%d\n", i); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.c.SetDeadline(time.Now().Add(long))
+		var want []string
+		for i := range held {
+			want = append(want, fmt.Sprintf("a:held%d\n", i))
+		}
+		for i := range 5 {
+			want = append(want, fmt.Sprintf("a:after%d\n", i))
+		}
+		for _, w := range want {
+			if got, err := c.r.ReadString('\n'); err != nil || got != w {
+				t.Fatalf("trial %d: got %q, %v, want %q", trial, got, err, w)
+			}
+		}
 	}
 }
 
