@@ -18,7 +18,12 @@
 //
 // [ProbeHTTP] makes one GET (or HEAD) on a new connection every run (a fresh
 // Transport, keep-alives off, HTTP/1.1, no environment proxy), so a load
-// balancer that stops accepting connections shows up at once. The TCP dial
+// balancer that stops accepting connections shows up at once. With
+// [HTTPSpec].TLSResume (the file's default 10s) the handshake resumes the
+// session of the endpoint's last full handshake and offers only the key
+// exchange group its server chose, until that handshake is TLSResume old;
+// a failed run forgets it (tlsresume.go). This is the one state probers
+// keep, with the CA bundles: a cache, never a judgement. The TCP dial
 // goes to [HTTPSpec].ConnectTo, the site's own address, while SNI and Host
 // come from the URL: after a DNS flip the primary's probe still reaches the
 // primary rather than reporting the backup healthy. Redirects are followed

@@ -55,6 +55,15 @@ type HTTPSpec struct {
 	// (at most 10). Redirects elsewhere are never followed: the 3xx is then
 	// the status checked. When false, any 3xx is the status checked.
 	FollowRedirects bool `yaml:"follow_redirects" types:"http" default:"false" doc:"http: follow redirects (same host only)."`
+	// TLSResume, when > 0, lets the probes of one endpoint (address,
+	// server name and roots) resume the TLS session of their last full
+	// handshake, offering only the key exchange group the server chose
+	// in it, until that handshake is TLSResume old; then the next run
+	// makes a full handshake. A resumed handshake skips the certificate
+	// chain, so a certificate the server starts serving is checked at
+	// most TLSResume later; a failed run makes the next a full one. 0
+	// makes a full handshake every run. See tlsresume.go.
+	TLSResume time.Duration `yaml:"tls_resume" types:"http" default:"10s" doc:"http: resume the TLS session of the last full handshake for this long (a new certificate is checked at most this late; a failed probe makes the next a full handshake); 0s for a full handshake every run."`
 	// Headers are extra request headers. They must hold no secrets; their
 	// values never appear in results. Host is not allowed: it comes from
 	// URL, and neither are Authorization and Cookie.
@@ -66,6 +75,10 @@ const httpMaxBody = 64 << 10
 
 // httpMaxRedirects bounds same-host redirects when FollowRedirects is set.
 const httpMaxRedirects = 10
+
+// maxTLSResume bounds tls_resume: how late a certificate the server
+// starts serving may be checked.
+const maxTLSResume = time.Hour
 
 // probeDefaultTimeout applies when neither ctx nor Spec.Timeout sets a deadline.
 const probeDefaultTimeout = 10 * time.Second
@@ -145,6 +158,12 @@ func (h *HTTPSpec) prepare(configured bool) (httpPrepared, field.Errors) {
 		p.body = re
 	}
 	checkCertMinValidity(&es, h.CertMinValidity)
+	switch {
+	case h.TLSResume < 0:
+		es.Add("tls_resume", "%s must not be negative", h.TLSResume)
+	case h.TLSResume > maxTLSResume:
+		es.Add("tls_resume", "%s is more than %s: a new certificate would go unchecked that long", h.TLSResume, maxTLSResume)
+	}
 	for _, k := range slices.Sorted(maps.Keys(h.Headers)) {
 		switch v := h.Headers[k]; {
 		case !httpValidHeaderName(k):
@@ -190,6 +209,18 @@ func httpValidHeaderName(k string) bool {
 	return true
 }
 
+// httpHostPort is u's host with its port, the scheme's when u has none.
+func httpHostPort(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	port := "443"
+	if u.Scheme == "http" {
+		port = "80"
+	}
+	return net.JoinHostPort(u.Hostname(), port)
+}
+
 // httpDialTarget is where the connection goes: ConnectTo, with the URL's port
 // when ConnectTo has none.
 func httpDialTarget(connectTo, addr string) string {
@@ -217,7 +248,7 @@ func ProbeHTTP(ctx context.Context, spec Spec, logger *slog.Logger) Result {
 	return res
 }
 
-func httpProbe(ctx context.Context, spec Spec) Result {
+func httpProbe(ctx context.Context, spec Spec) (res Result) {
 	h := spec.HTTP
 	if h == nil {
 		return connFail(ClassConfig, "config", "http probe without an http spec")
@@ -239,6 +270,18 @@ func httpProbe(ctx context.Context, spec Spec) Result {
 	timer := &connPhaseTimer{}
 	dialer := &net.Dialer{}
 	connectTo := h.ConnectTo
+	tlsCfg := &tls.Config{ServerName: p.url.Hostname(), RootCAs: roots, MinVersion: tls.VersionTLS12}
+	handshake := func(tls.ConnectionState) {}
+	if p.url.Scheme == "https" && h.TLSResume > 0 {
+		ep := tlsEndpoint{target: httpDialTarget(connectTo, httpHostPort(p.url)), serverName: tlsCfg.ServerName, roots: roots}
+		tlsSessions.config(tlsCfg, ep, h.TLSResume)
+		handshake = func(st tls.ConnectionState) { tlsSessions.done(ep, st) }
+		defer func() {
+			if !res.OK {
+				tlsSessions.forget(ep)
+			}
+		}()
+	}
 	transport := &http.Transport{
 		// Proxy stays nil: a probe through an environment proxy would test the proxy.
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -246,11 +289,7 @@ func httpProbe(ctx context.Context, spec Spec) Result {
 			timer.setTarget(target)
 			return dialer.DialContext(ctx, network, target)
 		},
-		TLSClientConfig: &tls.Config{
-			ServerName: p.url.Hostname(),
-			RootCAs:    roots,
-			MinVersion: tls.VersionTLS12,
-		},
+		TLSClientConfig:        tlsCfg,
 		DisableKeepAlives:      true,
 		DisableCompression:     true,
 		MaxResponseHeaderBytes: 64 << 10,
@@ -295,7 +334,10 @@ func httpProbe(ctx context.Context, spec Spec) Result {
 	}
 	defer resp.Body.Close()
 
-	res := Result{OK: true, Phases: timer.phases(), Detail: map[string]string{"status": strconv.Itoa(resp.StatusCode)}}
+	res = Result{OK: true, Phases: timer.phases(), Detail: map[string]string{"status": strconv.Itoa(resp.StatusCode)}}
+	if resp.TLS != nil {
+		handshake(*resp.TLS)
+	}
 	if resp.TLS != nil && len(resp.TLS.PeerCertificates) > 0 {
 		leaf := resp.TLS.PeerCertificates[0]
 		res.CertExpiry = leaf.NotAfter

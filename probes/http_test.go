@@ -256,6 +256,9 @@ func TestHTTPSpecValidate(t *testing.T) {
 		{"host header", HTTPSpec{URL: "https://x/", Headers: map[string]string{"host": "y"}}, "Host comes from the url"},
 		{"bad header value", HTTPSpec{URL: "https://x/", Headers: map[string]string{"X-A": "a\r\nb: c"}}, "line break"},
 		{"cert min on http", HTTPSpec{URL: "http://x/", CertMinValidity: time.Hour}, "needs an https url"},
+		{"tls_resume negative", HTTPSpec{URL: "https://x/", TLSResume: -time.Second}, "tls_resume: -1s must not be negative"},
+		{"tls_resume over an hour", HTTPSpec{URL: "https://x/", TLSResume: 2 * time.Hour}, "tls_resume: 2h0m0s is more than 1h0m0s"},
+		{"tls_resume an hour", HTTPSpec{URL: "https://x/", TLSResume: time.Hour}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
