@@ -226,3 +226,39 @@ func BenchmarkSchedulerJitter(b *testing.B) {
 		b.Fatalf("got stats %+v, want no dropped rounds or skipped ticks", st)
 	}
 }
+
+// BenchmarkHTTPSProbeTLSResume measures the client CPU of HTTPS probes
+// that resume their endpoint's session (tls_resume 1m: one full handshake,
+// then resumptions with the learned group) against probes that make a
+// full handshake every run, both on a new connection each time, in
+// alternating batches against the same local Go TLS server, so that both
+// see the same machine.
+func BenchmarkHTTPSProbeTLSResume(b *testing.B) {
+	addr, caFile := benchStartServer(b)
+	const url = "https://lms.example.test/heartbeat"
+	full := hpSpec(HTTPSpec{URL: url, ConnectTo: addr, CAFile: caFile}, 5*time.Second)
+	resumed := hpSpec(HTTPSpec{URL: url, ConnectTo: addr, CAFile: caFile, TLSResume: time.Minute}, 5*time.Second)
+	logger := slog.New(slog.DiscardHandler)
+	run := func(spec Spec, n int) time.Duration {
+		cpu0 := benchCPU()
+		for range n {
+			if r := ProbeHTTP(context.Background(), spec, logger); !r.OK {
+				b.Fatalf("probe: %s %s", r.Class, r.Reason)
+			}
+		}
+		return benchCPU() - cpu0
+	}
+	var fullCPU, resumedCPU time.Duration
+	b.ResetTimer()
+	for done := 0; done < b.N; {
+		n := min(50, b.N-done)
+		fullCPU += run(full, n)
+		resumedCPU += run(resumed, n)
+		done += n
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	b.ReportMetric(float64(fullCPU.Microseconds())/n, "full_cpu_us/probe")
+	b.ReportMetric(float64(resumedCPU.Microseconds())/n, "resumed_cpu_us/probe")
+	b.ReportMetric(resumedCPU.Seconds()/fullCPU.Seconds(), "x_resumed_vs_full")
+}
