@@ -75,16 +75,24 @@ func trClock(t *testing.T) *time.Time {
 	return &now
 }
 
+// trSetup is a trServer with a valid certificate of a fresh CA, the spec
+// of a probe of it with tls_resume resume, and the session store's clock.
+func trSetup(t *testing.T, resume time.Duration) (*time.Time, *hpPKI, *trServer, Spec) {
+	t.Helper()
+	now := trClock(t)
+	pki := hpNewPKI(t)
+	srv := trStart(t, pki.leaf(t, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour), "lms.example.test"))
+	spec := hpSpec(HTTPSpec{URL: "https://lms.example.test/", ConnectTo: srv.Listener.Addr().String(), CAFile: pki.caFile,
+		TLSResume: resume}, 5*time.Second)
+	return now, pki, srv, spec
+}
+
 // TestHTTPProbeResumesForTLSResumeThenHandshakesInFull: within tls_resume
 // of the last full handshake the probe resumes it and offers only the
 // group the server chose; past it, the next probe makes a full handshake
 // with the default groups, and resumes from that one.
 func TestHTTPProbeResumesForTLSResumeThenHandshakesInFull(t *testing.T) {
-	now := trClock(t)
-	pki := hpNewPKI(t)
-	srv := trStart(t, pki.leaf(t, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour), "lms.example.test"))
-	spec := hpSpec(HTTPSpec{URL: "https://lms.example.test/", ConnectTo: srv.Listener.Addr().String(), CAFile: pki.caFile,
-		TLSResume: 10 * time.Second}, 5*time.Second)
+	now, _, srv, spec := trSetup(t, 10*time.Second)
 	probe := func(after time.Duration) {
 		t.Helper()
 		*now = now.Add(after)
@@ -116,10 +124,7 @@ func TestHTTPProbeResumesForTLSResumeThenHandshakesInFull(t *testing.T) {
 // TestHTTPProbeWithoutTLSResumeHandshakesInFullEveryRun: 0 keeps the
 // probe's old behaviour.
 func TestHTTPProbeWithoutTLSResumeHandshakesInFullEveryRun(t *testing.T) {
-	trClock(t)
-	pki := hpNewPKI(t)
-	srv := trStart(t, pki.leaf(t, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour), "lms.example.test"))
-	spec := hpSpec(HTTPSpec{URL: "https://lms.example.test/", ConnectTo: srv.Listener.Addr().String(), CAFile: pki.caFile}, 5*time.Second)
+	_, _, srv, spec := trSetup(t, 0)
 	for range 3 {
 		hpCheck(t, ProbeHTTP(context.Background(), spec, hpLog), ClassNone, "", "")
 	}
@@ -140,14 +145,11 @@ func TestHTTPProbeWithoutTLSResumeHandshakesInFullEveryRun(t *testing.T) {
 // is a full handshake, so the failure stays until the certificate is
 // fixed.
 func TestHTTPProbeSeesANewCertificateWithinTLSResume(t *testing.T) {
-	now := trClock(t)
-	pki, other := hpNewPKI(t), hpNewPKI(t)
+	now, pki, srv, spec := trSetup(t, 10*time.Second)
+	other := hpNewPKI(t)
 	valid := func(p *hpPKI) tls.Certificate {
 		return p.leaf(t, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour), "lms.example.test")
 	}
-	srv := trStart(t, valid(pki))
-	spec := hpSpec(HTTPSpec{URL: "https://lms.example.test/", ConnectTo: srv.Listener.Addr().String(), CAFile: pki.caFile,
-		TLSResume: 10 * time.Second}, 5*time.Second)
 	run := func(after time.Duration) Result {
 		*now = now.Add(after)
 		return ProbeHTTP(context.Background(), spec, hpLog)
@@ -174,11 +176,7 @@ func TestHTTPProbeSeesANewCertificateWithinTLSResume(t *testing.T) {
 // reason outside TLS (here a status) still makes the next one a full
 // handshake with the default groups.
 func TestHTTPProbeFailureMakesTheNextHandshakeFull(t *testing.T) {
-	now := trClock(t)
-	pki := hpNewPKI(t)
-	srv := trStart(t, pki.leaf(t, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour), "lms.example.test"))
-	ok := hpSpec(HTTPSpec{URL: "https://lms.example.test/", ConnectTo: srv.Listener.Addr().String(), CAFile: pki.caFile,
-		TLSResume: 10 * time.Second}, 5*time.Second)
+	now, _, srv, ok := trSetup(t, 10*time.Second)
 	bad := ok
 	h := *ok.HTTP
 	h.ExpectStatus = []int{204}
