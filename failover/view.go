@@ -258,6 +258,34 @@ func (m *Machine) GroupView(name string) (v View, ok bool) {
 	return v, ok
 }
 
+// GroupViews returns the view of every failover group in the policy's
+// order (names, as Groups), each as GroupView returns it less the overview
+// of all groups (View.Groups), under one read lock. A GroupView per group
+// builds every group's view again for its overview: with 50 groups a
+// metrics scrape built 2,600 views, this builds 50. With no groups (or no
+// policy yet) names is nil and views is the default group's one view.
+func (m *Machine) GroupViews() (names []string, views []View) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	p := m.st.Policy
+	if p == nil || len(p.Groups) == 0 {
+		return nil, []View{m.st.view()}
+	}
+	for _, name := range p.GroupNames() {
+		if name == DefaultGroup {
+			names, views = append(names, name), append(views, m.st.view())
+			continue
+		}
+		var v View
+		s := m.st.scoped(name)
+		if s.inGroup(name, func() { v = s.view() }) {
+			v.Group = name
+			names, views = append(names, name), append(views, v)
+		}
+	}
+	return names, views
+}
+
 // scoped returns a shallow copy of s whose state of group name is its own,
 // so inGroup can run on it under a read lock without writing what s holds.
 func (s *state) scoped(name string) *state {

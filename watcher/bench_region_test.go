@@ -30,6 +30,20 @@ func regionPolicy(n int) failover.Policy {
 	return p
 }
 
+// stampedEntry is c as the leader puts it in the log, stamped at.
+func stampedEntry(b *testing.B, c failover.Command, at int64) []byte {
+	b.Helper()
+	raw, err := failover.Encode(c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := failover.Stamp(raw, at)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
 // BenchmarkApplyRegionDecision is what the leader does when the entry
 // that moves 50 groups is applied: the FSM applies it and logs its
 // history lines, then each group's reconciler reads its desired state
@@ -38,20 +52,9 @@ func BenchmarkApplyRegionDecision(b *testing.B) {
 	const n = 50
 	p := regionPolicy(n)
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	entry := func(c failover.Command, at int64) []byte {
-		raw, err := failover.Encode(c)
-		if err != nil {
-			b.Fatal(err)
-		}
-		s, err := failover.Stamp(raw, at)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return s
-	}
-	setPolicy := entry(failover.Command{Payload: failover.SetPolicy{Policy: p}}, int64(time.Second))
-	setFormat := entry(failover.Command{Payload: failover.SetFormat{Format: failover.Format}}, int64(time.Second))
-	move := entry(failover.Command{Payload: failover.Failover{AllGroups: true, To: failover.Backup, Force: true, Actor: "bench", Reason: "region"}}, int64(2*time.Second))
+	setPolicy := stampedEntry(b, failover.Command{Payload: failover.SetPolicy{Policy: p}}, int64(time.Second))
+	setFormat := stampedEntry(b, failover.Command{Payload: failover.SetFormat{Format: failover.Format}}, int64(time.Second))
+	move := stampedEntry(b, failover.Command{Payload: failover.Failover{AllGroups: true, To: failover.Backup, Force: true, Actor: "bench", Reason: "region"}}, int64(2*time.Second))
 	for b.Loop() {
 		b.StopTimer()
 		m := failover.New()
@@ -70,4 +73,32 @@ func BenchmarkApplyRegionDecision(b *testing.B) {
 		_ = m.Suspicion("a")
 		_ = m.View()
 	}
+}
+
+// BenchmarkGroupViewsForMetrics is what a metrics scrape reads with 50
+// groups: GroupViews, one view per group, against a GroupView per group
+// (what it read before, each with the overview of every group), in the
+// same run; x_of_groupview_each is the first's time over the second's.
+func BenchmarkGroupViewsForMetrics(b *testing.B) {
+	const n = 50
+	m := failover.New()
+	f := NewFSM(m, slog.New(slog.DiscardHandler))
+	f.Apply(1, stampedEntry(b, failover.Command{Payload: failover.SetFormat{Format: failover.Format}}, int64(time.Second)))
+	f.Apply(2, stampedEntry(b, failover.Command{Payload: failover.SetPolicy{Policy: regionPolicy(n)}}, int64(time.Second)))
+	if names, _ := m.GroupViews(); len(names) != n {
+		b.Fatalf("got %d groups, want %d", len(names), n)
+	}
+	var each, all time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		for _, name := range m.Groups() {
+			if _, ok := m.GroupView(name); !ok {
+				b.Fatalf("no group %s", name)
+			}
+		}
+		t1 := time.Now()
+		m.GroupViews()
+		each, all = each+t1.Sub(t0), all+time.Since(t1)
+	}
+	b.ReportMetric(float64(all)/float64(each), "x_of_groupview_each")
 }

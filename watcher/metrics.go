@@ -203,22 +203,18 @@ func (groupStates) Describe(chan<- *prometheus.Desc) {}
 // Collect implements prometheus.Collector.
 func (g groupStates) Collect(ch chan<- prometheus.Metric) {
 	mc := g.w.machine
-	v := mc.View()
+	names, views := mc.GroupViews()
 	flips := flipsByGroup(mc.History())
-	if len(v.Groups) == 0 {
-		collectGroup(ch, &v, flips[""], nil)
+	if names == nil {
+		collectGroup(ch, &views[0], flips[""], nil)
 		return
 	}
-	for _, name := range mc.Groups() {
-		gv, ok := mc.GroupView(name)
-		if !ok {
-			continue // the policy changed since Groups
-		}
+	for i, name := range names {
 		key := name
 		if name == failover.DefaultGroup {
 			key = ""
 		}
-		collectGroup(ch, &gv, flips[key], &name)
+		collectGroup(ch, &views[i], flips[key], &name)
 	}
 }
 
