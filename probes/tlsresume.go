@@ -51,7 +51,7 @@ type tlsSessionStore struct {
 }
 
 // tlsMaxEndpoints bounds the store: a watcher probes a few hundred
-// endpoints; past this, expired entries go, then any.
+// endpoints; past this, the memory of the oldest full handshake goes.
 const tlsMaxEndpoints = 4096
 
 // tlsSessions is the process's store, shared by every http probe, as
