@@ -218,19 +218,12 @@ type UnknownProbe struct {
 func (m *Machine) View() View {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
+	name := DefaultGroup
 	if p := m.st.Policy; p != nil && !p.HasDefaultGroup() {
-		// No default group: the first group stands in for it.
-		name := p.Groups[0].Name
-		var v View
-		s := m.st.scoped(name)
-		s.inGroup(name, func() { v = s.view() })
-		v.Group, v.Groups = name, m.st.overview()
-		return v
+		name = p.Groups[0].Name // no default group: the first stands in for it
 	}
-	v := m.st.view()
-	if p := m.st.Policy; p != nil && len(p.Groups) > 0 {
-		v.Groups = m.st.overview()
-	}
+	v, _ := m.st.groupView(name)
+	m.st.withOverview(&v)
 	return v
 }
 
@@ -239,21 +232,8 @@ func (m *Machine) View() View {
 func (m *Machine) GroupView(name string) (v View, ok bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	if name == "" || name == DefaultGroup {
-		if m.st.Policy != nil && !m.st.Policy.HasDefaultGroup() {
-			return View{}, false
-		}
-		v = m.st.view()
-		if m.st.Policy != nil && len(m.st.Policy.Groups) > 0 {
-			v.Groups = m.st.overview()
-		}
-		return v, true
-	}
-	s := m.st.scoped(name)
-	ok = s.inGroup(name, func() { v = s.view() })
-	if ok {
-		v.Group = name
-		v.Groups = m.st.overview()
+	if v, ok = m.st.groupView(name); ok {
+		m.st.withOverview(&v)
 	}
 	return v, ok
 }
@@ -267,23 +247,40 @@ func (m *Machine) GroupView(name string) (v View, ok bool) {
 func (m *Machine) GroupViews() (names []string, views []View) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	p := m.st.Policy
-	if p == nil || len(p.Groups) == 0 {
+	if p := m.st.Policy; p == nil || len(p.Groups) == 0 {
 		return nil, []View{m.st.view()}
 	}
-	for _, name := range p.GroupNames() {
-		if name == DefaultGroup {
-			names, views = append(names, name), append(views, m.st.view())
-			continue
-		}
-		var v View
-		s := m.st.scoped(name)
-		if s.inGroup(name, func() { v = s.view() }) {
-			v.Group = name
+	for _, name := range m.st.Policy.GroupNames() {
+		if v, ok := m.st.groupView(name); ok {
 			names, views = append(names, name), append(views, v)
 		}
 	}
 	return names, views
+}
+
+// groupView is the view of group name (DefaultGroup for "" or "default")
+// without the overview; ok is false for a group the policy does not have.
+// Called with the machine's lock held.
+func (s *state) groupView(name string) (v View, ok bool) {
+	if name == "" || name == DefaultGroup {
+		if s.Policy != nil && !s.Policy.HasDefaultGroup() {
+			return View{}, false
+		}
+		return s.view(), true
+	}
+	c := s.scoped(name)
+	if ok = c.inGroup(name, func() { v = c.view() }); ok {
+		v.Group = name
+	}
+	return v, ok
+}
+
+// withOverview adds the overview of every group to v when the policy has
+// groups.
+func (s *state) withOverview(v *View) {
+	if s.Policy != nil && len(s.Policy.Groups) > 0 {
+		v.Groups = s.overview()
+	}
 }
 
 // scoped returns a shallow copy of s whose state of group name is its own,
