@@ -89,6 +89,10 @@ type swapReq struct {
 	r    *Reconciler
 	op   dnsprovider.SwapOp
 	done chan error // cap 1, so a sender never blocks on a member gone
+	// verified, set by the sender before done when the write landed,
+	// brings the member's verification, made with the other members'
+	// (verifyTogether); nil: the member verifies on its own.
+	verified chan verified // cap 1
 }
 
 // swap makes r's write through the batch. errAlone means r must write on
@@ -104,7 +108,7 @@ func (b *batch) swap(ctx context.Context, r *Reconciler, op dnsprovider.SwapOp) 
 	if !sender {
 		select {
 		case err := <-req.done:
-			return err
+			return r.landed(req, err)
 		case <-ctx.Done():
 			b.withdraw(req)
 			return ctx.Err()
@@ -120,7 +124,16 @@ func (b *batch) swap(ctx context.Context, r *Reconciler, op dnsprovider.SwapOp) 
 		return ctx.Err()
 	}
 	b.send(ctx, reqs)
-	return <-req.done
+	return r.landed(req, <-req.done)
+}
+
+// landed returns the batch's answer to req, and when it is that the write
+// landed and the batch verifies it, has r's pass take that verification.
+func (r *Reconciler) landed(req *swapReq, err error) error {
+	if err == nil && req.verified != nil {
+		r.verifying = req.verified
+	}
+	return err
 }
 
 // settle records that r will not ask to write gen again in its current
@@ -226,8 +239,55 @@ func (b *batch) send(ctx context.Context, reqs []*swapReq) {
 		first.log.Warn("batched dns write refused; writing each group on its own", "groups", strings.Join(names, " "), "err", err)
 		err = errUnbatched
 	}
+	if err == nil {
+		verifyTogether(ctx, reqs)
+	}
 	for _, q := range reqs {
 		q.done <- err
+	}
+}
+
+// verifyTogether starts the verification of the members whose write
+// landed in one UPDATE, right after it: the members whose verifiers share
+// a VerifyKey are verified together (TogetherVerifier.VerifyEach), each
+// getting its own Verification on its own channel as soon as it is
+// settled, not when the last is. In a region outage that is one round of
+// queries per server for every group, where each member verifying on its
+// own was a socket per query and a goroutine per member and server, all
+// at once, on the machine the next write waits for. A member whose
+// verifier cannot, or that has none, verifies on its own.
+func verifyTogether(ctx context.Context, reqs []*swapReq) {
+	by := map[string][]*swapReq{}
+	var keys []string
+	for _, q := range reqs {
+		tv, ok := q.r.cfg.Verifier.(TogetherVerifier)
+		if !ok {
+			continue
+		}
+		k := tv.VerifyKey()
+		if by[k] == nil {
+			keys = append(keys, k)
+		}
+		by[k] = append(by[k], q)
+	}
+	for _, k := range keys {
+		qs := by[k]
+		tv := qs[0].r.cfg.Verifier.(TogetherVerifier)
+		desired := make([][]dnsprovider.RRset, len(qs))
+		for i, q := range qs {
+			q.verified = make(chan verified, 1)
+			// What the member's own verification would ask for (pass).
+			desired[i] = withFence(q.op.Desired, q.op.Provider, true, q.op.FenceNew)
+		}
+		go func() {
+			err := tv.VerifyEach(ctx, desired, func(i int, v *dnsprovider.Verification) { qs[i].verified <- verified{v: v} })
+			if err != nil {
+				// VerifyEach called done for none of them.
+				for _, q := range qs {
+					q.verified <- verified{err: err}
+				}
+			}
+		}()
 	}
 }
 

@@ -36,8 +36,8 @@
 // (BatchWrites): a region outage that moves N groups of a zone is one
 // UPDATE, not N. The batch only changes how the compare-and-swap reaches
 // the server, nothing else: each group still reads its own records and
-// fence, runs its own gates, verifies its own answer and proposes its own
-// ActionResults, and the one message carries every group's own fence
+// fence, runs its own gates, has its own answer verified and proposes its
+// own ActionResults, and the one message carries every group's own fence
 // prerequisite, so a stale write for group A fails the message and never
 // moves group B. Smaller designs were rejected: one leader-wide pass
 // over every group would share one backoff and let a group's slow gate
@@ -64,6 +64,15 @@
 // (ErrStale). A member alone in its batch (one group's flip among
 // settled siblings) sends its plan itself, under the same prerequisites,
 // and reads again only if the server refuses them.
+//
+// The members whose batched write landed are verified together, right
+// after the UPDATE (TogetherVerifier, dnsprovider.Verifier.VerifyEach):
+// each server is asked for every member's records and fence in one round
+// of queries over a few sockets, not over a socket per query from a
+// goroutine per member and server. Each member still gets its own
+// Verification, as soon as its own records are served everywhere, and
+// records it itself; members whose verifiers ask other servers are
+// verified apart.
 //
 // The leader wakes a group's loop on an applied command only when the
 // command may concern it (Reconciler.Wants): a settled group, verified or

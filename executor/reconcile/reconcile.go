@@ -28,6 +28,21 @@ type Verifier interface {
 	Verify(ctx context.Context, desired []dnsprovider.RRset) (*dnsprovider.Verification, error)
 }
 
+// TogetherVerifier is a Verifier that can also verify the decisions of
+// several groups at once (dnsprovider.Verifier.VerifyEach): the members of
+// a batch whose write landed are verified together when their verifiers
+// share a VerifyKey, each still getting its own Verification.
+type TogetherVerifier interface {
+	Verifier
+	// VerifyEach verifies each of desired as Verify would, calling done
+	// for each as soon as it is settled; an error (no server list) calls
+	// done for none.
+	VerifyEach(ctx context.Context, desired [][]dnsprovider.RRset, done func(i int, v *dnsprovider.Verification)) error
+	// VerifyKey is equal for two verifiers that ask the same servers in
+	// the same way.
+	VerifyKey() string
+}
+
 // Config wires a Reconciler.
 type Config struct {
 	Node string // this node's ID, recorded as the actor of ActionResults
@@ -116,6 +131,17 @@ type Reconciler struct {
 	// seen is the decision the latest pass started from (under mu), for
 	// Wants.
 	seen wakeKey
+
+	// verifying, when set, brings the verification of this pass's write,
+	// which its batch started with the other members' (batch.send); only
+	// Pass uses it.
+	verifying <-chan verified
+}
+
+// verified is a verification a batch made for a member.
+type verified struct {
+	v   *dnsprovider.Verification
+	err error
 }
 
 // wakeKey is what of a desired state a settled group's wake-up follows.
@@ -266,6 +292,7 @@ func Wait(ctx context.Context, d time.Duration, wake <-chan struct{}) bool {
 // Pass runs one reconciliation. It is safe to repeat.
 func (r *Reconciler) Pass(ctx context.Context) (Result, error) {
 	rep := Report{At: r.cfg.Now()}
+	r.verifying = nil
 	res, err := r.pass(ctx, &rep)
 	rep.Err = err
 	if r.batch != nil {
@@ -394,7 +421,7 @@ func (r *Reconciler) pass(ctx context.Context, rep *Report) (Result, error) {
 	var servers []failover.ServerVerification
 	if r.cfg.Verifier != nil {
 		vstart := r.cfg.Now()
-		v, err := r.cfg.Verifier.Verify(ctx, withFence(want, cas, isCAS, d.Gen))
+		v, err := r.verify(ctx, withFence(want, cas, isCAS, d.Gen))
 		rep.Verified = v
 		if err != nil {
 			return Result{}, fmt.Errorf("verify gen %d: %w", d.Gen, err)
@@ -431,6 +458,22 @@ func (r *Reconciler) pass(ctx context.Context, rep *Report) (Result, error) {
 	r.mu.Unlock()
 	r.log.Info("dns flip verified", "gen", d.Gen, "site", d.Active, "detail", detail)
 	return idle, nil
+}
+
+// verify checks every server for desired: by the verification the batch
+// of this pass's write started for it, if it did, else on its own.
+func (r *Reconciler) verify(ctx context.Context, desired []dnsprovider.RRset) (*dnsprovider.Verification, error) {
+	ch := r.verifying
+	r.verifying = nil
+	if ch == nil {
+		return r.cfg.Verifier.Verify(ctx, desired)
+	}
+	select {
+	case res := <-ch:
+		return res.v, res.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // swap makes the compare-and-swap of a decision: in one write with the

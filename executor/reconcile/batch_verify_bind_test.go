@@ -1,0 +1,132 @@
+package reconcile
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/drwatch/drwatch/dnsprovider"
+)
+
+// countingVerifier counts how a reconciler's verifications are made: on
+// its own (Verify) or together with others (VerifyEach).
+type countingVerifier struct {
+	TogetherVerifier
+	key    string // "" keeps the verifier's own key
+	counts *verifyCounts
+}
+
+type verifyCounts struct {
+	mu  sync.Mutex
+	own int
+	// together is how many decisions each VerifyEach call was given, by
+	// the VerifyKey of the verifier it was made with.
+	together map[string][]int
+}
+
+func (c *countingVerifier) Verify(ctx context.Context, desired []dnsprovider.RRset) (*dnsprovider.Verification, error) {
+	c.counts.mu.Lock()
+	c.counts.own++
+	c.counts.mu.Unlock()
+	return c.TogetherVerifier.Verify(ctx, desired)
+}
+
+func (c *countingVerifier) VerifyEach(ctx context.Context, desired [][]dnsprovider.RRset, done func(int, *dnsprovider.Verification)) error {
+	c.counts.mu.Lock()
+	if c.counts.together == nil {
+		c.counts.together = map[string][]int{}
+	}
+	c.counts.together[c.VerifyKey()] = append(c.counts.together[c.VerifyKey()], len(desired))
+	c.counts.mu.Unlock()
+	return c.TogetherVerifier.VerifyEach(ctx, desired, done)
+}
+
+func (c *countingVerifier) VerifyKey() string {
+	if c.key != "" {
+		return c.key
+	}
+	return c.TogetherVerifier.VerifyKey()
+}
+
+// Against real BIND, the members of a batch whose UPDATE landed are
+// verified together, in one VerifyEach over every member's records and
+// fence, not one Verify each; each member still records its own
+// verification, of its own records and fence. A member whose verifier
+// asks other servers (another VerifyKey) is verified apart from the
+// others, by its own verifier.
+func TestBatchVerifiesItsMembersTogetherOnBIND(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		otherKey string // gamma's verifier key, "" the others'
+		together map[string][]int
+	}{
+		{name: "one verifier", together: map[string][]int{"": {3}}},
+		{name: "gamma asks other servers", otherKey: "other servers", together: map[string][]int{"": {2}, "other servers": {1}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, _ := batchedOnBIND(t, threeGroupsOneZone)
+			gens := gensOf(g.new, threeNames...)
+			recs, batches := g.batched(t, g.new, threeNames...)
+			if batches != 1 {
+				t.Fatalf("got %d batches, want 1", batches)
+			}
+			counts := &verifyCounts{}
+			for _, r := range recs {
+				cv := &countingVerifier{TogetherVerifier: r.cfg.Verifier.(TogetherVerifier), counts: counts}
+				if r.groupName() == "gamma" {
+					cv.key = tc.otherKey
+				}
+				r.cfg.Verifier = cv
+			}
+			for name, err := range passBatched(t, g.new, nil, recs...) {
+				if err != nil {
+					t.Errorf("group %s: pass: %v", name, err)
+				}
+			}
+			want := map[string][]int{}
+			for k, n := range tc.together {
+				if k == "" {
+					k = recs[0].cfg.Verifier.(TogetherVerifier).VerifyKey()
+				}
+				want[k] = n
+			}
+			if counts.own != 0 || !maps.EqualFunc(counts.together, want, slices.Equal) {
+				t.Errorf("got %d verifications on their own and together %v (decisions by verifier key), want none on its own and %v", counts.own, counts.together, want)
+			}
+			for i, r := range recs {
+				gr := threeGroupsOneZone[i]
+				rep := r.Last()
+				if rep.Action != "verify" || rep.Verified == nil || !rep.Verified.OK() {
+					t.Fatalf("group %s: got action %q, verification %+v, want a verified write", gr.name, rep.Action, rep.Verified)
+				}
+				got := rep.Verified.Servers[0].Got
+				wantNames := []string{gr.record, fourFences[gr.name]}
+				var names []string
+				for _, s := range got {
+					names = append(names, s.Name)
+				}
+				if !slices.Equal(names, wantNames) {
+					t.Errorf("group %s: its verification read %v, want its own record and fence %v", gr.name, names, wantNames)
+				}
+			}
+			g.expectVerified(t, "after the batched write", threeGroupsOneZone, "198.51.100.1", gens)
+		})
+	}
+}
+
+// A batch's verification is its members' own to wait for: a member whose
+// leadership ends while it waits gives up, as a Verify of its own would.
+func TestMemberWaitingForItsBatchsVerificationStopsWithItsContext(t *testing.T) {
+	r := &Reconciler{verifying: make(chan verified)}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if _, err := r.verify(ctx, nil); err == nil {
+		t.Fatal("got a verification, want the context's error")
+	}
+	if r.verifying != nil {
+		t.Fatal("the batch's verification is still pending for the next pass")
+	}
+}
