@@ -44,8 +44,10 @@ type dnsTarget struct {
 	chk   checker
 	wake  chan struct{}
 	// gen is the generation of the decision its latest check compared
-	// against; the loop wakes it when the replica holds another.
-	gen atomic.Uint64
+	// against, and verified whether that decision was verified then; the
+	// loop wakes it once the replica holds another decision verified.
+	gen      atomic.Uint64
+	verified atomic.Bool
 }
 
 // dnsTargets are the groups this node checks: the default group, when this
@@ -72,10 +74,16 @@ func (w *Watcher) dnsTargets() []*dnsTarget {
 
 // dnsCheckLoop runs every group's check in a loop of its own, so that a
 // group whose servers are slow or dead delays no other group's result; a
-// group's new decision wakes its check. Other commands (probe reports,
-// action results) wake none: each would have cost every node one check
-// of every group, which with many groups was thousands of queries to the
-// servers in the very moments the leader verifies a region's flips.
+// group's new decision wakes its check once the leader has verified it,
+// so the status shows the new records as the world sees them as soon as
+// they are there. Not before: checked when it is taken, a decision is
+// compared with the records it is about to replace, and a region outage's
+// decisions woke every group's check on every node in the very
+// milliseconds the leader wrote and verified them, a query per group and
+// node competing with the flip for the servers and the CPU. Other
+// commands (probe reports, the other groups' decisions) wake none: each
+// would have cost every node one check of every group. A decision that
+// is never verified is checked at the period.
 func (w *Watcher) dnsCheckLoop(ctx context.Context) {
 	targets := w.dnsTargets()
 	if len(targets) == 0 {
@@ -94,10 +102,15 @@ func (w *Watcher) dnsCheckLoop(ctx context.Context) {
 		case <-done:
 			running--
 		case <-w.cfg.FSM.dnsChanged:
-			// A new decision: look again soon, not at the next tick.
+			// A decision verified since the last check: look again now,
+			// not at the next tick.
 			for _, t := range targets {
-				if d, ok := w.machine.GroupDesired(t.group); !ok || d.Gen == t.gen.Load() {
+				d, ok := w.machine.GroupDesired(t.group)
+				if !ok || !d.Done || (d.Gen == t.gen.Load() && t.verified.Load()) {
 					continue
+				}
+				if w.dnsCheckWoken != nil {
+					w.dnsCheckWoken(t.group, d)
 				}
 				select {
 				case t.wake <- struct{}{}:
@@ -131,6 +144,7 @@ func (w *Watcher) checkDNS(ctx context.Context, t *dnsTarget) {
 		return
 	}
 	t.gen.Store(d.Gen)
+	t.verified.Store(d.Done)
 	want := reconcile.ToProvider(d.Records, t.zone)
 	cctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()

@@ -2,6 +2,7 @@ package watcher
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -234,18 +235,27 @@ func TestDNSCheckWithoutGroupsKeepsItsSeries(t *testing.T) {
 	}
 }
 
-// A group's DNS check runs again at once when the group has a new
-// decision, and not for other commands: probe reports, ticks and the
-// other groups' decisions leave it to its own period (hours here), so
-// with many groups a command does not cost every node a check of every
-// group.
-func TestDNSCheckWakesOnlyForTheGroupsNewDecision(t *testing.T) {
+// A group's DNS check runs again at once when the group's new decision is
+// verified, and not for other commands: probe reports, ticks, the other
+// groups' decisions and the decision itself while it is being written
+// leave it to its own period (hours here), so with many groups a command
+// does not cost every node a check of every group, and a region outage's
+// decisions are not checked against the records they replace while the
+// leader writes and verifies them.
+func TestDNSCheckWakesOnlyForTheGroupsVerifiedDecision(t *testing.T) {
 	p := twoGroups()
 	zones := map[string]*fakeZone{"alpha": newFakeZone("alpha.test."), "beta": newFakeZone("beta.test.")}
 	w, l := groupsCheckWatcherEvery(t, p, newFakeZone("example.org."), zones, time.Hour)
 	checked(t, w, "alpha", 0)
 	checked(t, w, "beta", 0)
 	before := zones["beta"].checksMade()
+	var mu sync.Mutex
+	var woken []string
+	w.dnsCheckWoken = func(group string, d failover.Desired) {
+		mu.Lock()
+		defer mu.Unlock()
+		woken = append(woken, fmt.Sprintf("%s gen %d verified %v", group, d.Gen, d.Done))
+	}
 	// The fake log applies without the FSM: wake the loop as each applied
 	// command does, and wait until it took each wake-up.
 	applied := func(c failover.Command) {
@@ -259,8 +269,22 @@ func TestDNSCheckWakesOnlyForTheGroupsNewDecision(t *testing.T) {
 	}
 	applied(failover.Command{Payload: failover.Failover{Group: "alpha", To: failover.Backup, Force: true, Actor: "alice", Reason: "alpha down"}})
 	d, _ := l.M.GroupDesired("alpha")
+	applied(failover.Command{Payload: failover.ActionResult{Group: "alpha", Gen: d.Gen, Outcome: failover.OutcomeWritten, Actor: "a", WrittenAt: 1}})
+	// applied returns once the loop took the next wake-up, so the loop
+	// is done with the decision's and the write's: every wake-up of
+	// alpha's check they made is in woken.
+	mu.Lock()
+	early := slices.Clone(woken)
+	mu.Unlock()
+	if len(early) != 0 {
+		t.Errorf("alpha's check woken for %v before its decision was verified, want no wake-up until then", early)
+	}
+	applied(failover.Command{Payload: failover.ActionResult{Group: "alpha", Gen: d.Gen, Outcome: failover.OutcomeVerified, Actor: "a", WrittenAt: 1, VerifiedAt: 2}})
+	if d, _ := l.M.GroupDesired("alpha"); !d.Done {
+		t.Fatalf("alpha's decision gen %d is not verified after its verified action result", d.Gen)
+	}
 	checked(t, w, "alpha", d.Gen)
 	if n := zones["beta"].checksMade() - before; n != 0 {
-		t.Errorf("beta, with no new decision: checked %d more times over 11 commands, want 0 before its period", n)
+		t.Errorf("beta, with no new decision: checked %d more times over 13 commands, want 0 before its period", n)
 	}
 }

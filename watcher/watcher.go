@@ -346,6 +346,10 @@ type Watcher struct {
 	}
 	stopping  atomic.Bool
 	lastRound atomic.Int64 // unix ns when the scheduler last delivered a round
+
+	// dnsCheckWoken, if set (tests), is told each time the DNS check loop
+	// wakes a group's check for a decision, with the decision it saw.
+	dnsCheckWoken func(group string, d failover.Desired)
 }
 
 // New registers the watcher's metrics; Run starts its loops.
