@@ -62,3 +62,23 @@ func TestGroupViewsAreEachGroupsViewWithoutTheOverview(t *testing.T) {
 		})
 	}
 }
+
+// PolicyHash and LastIndex are View's, read without building the view,
+// before a policy and after commands.
+func TestPolicyHashAndLastIndexAreViewsWithoutTheRest(t *testing.T) {
+	m := New()
+	check := func(when string) {
+		t.Helper()
+		v := m.View()
+		if m.PolicyHash() != v.PolicyHash || m.LastIndex() != v.Index {
+			t.Errorf("%s: got hash %q, index %d; want View's %q, %d", when, m.PolicyHash(), m.LastIndex(), v.PolicyHash, v.Index)
+		}
+	}
+	check("before a policy")
+	mustStep(t, m, 3, Command{At: 1, Payload: SetPolicy{Policy: twoGroupPolicy(), Actor: "ops"}})
+	mustStep(t, m, 7, Command{At: 2, Payload: Tick{}})
+	if m.PolicyHash() == "" || m.LastIndex() != 7 {
+		t.Fatalf("after a policy at 3 and a tick at 7: got hash %q, index %d", m.PolicyHash(), m.LastIndex())
+	}
+	check("after a policy and a tick")
+}

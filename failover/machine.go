@@ -1130,6 +1130,23 @@ func (m *Machine) Policy() (*Policy, string) {
 	return &p, m.st.PolicyHash
 }
 
+// PolicyHash returns the replicated policy's hash, "" before SetPolicy:
+// View's PolicyHash without the rest, which with many failover groups is
+// every group's summary (milliseconds and megabytes for 50 groups).
+func (m *Machine) PolicyHash() string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.st.PolicyHash
+}
+
+// LastIndex returns the index of the last log entry applied to this
+// replica (View's Index, without the rest).
+func (m *Machine) LastIndex() uint64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.st.LastIndex
+}
+
 // LastSeq returns the Seq of node's last applied report on this replica;
 // ok is false before its first one.
 func (m *Machine) LastSeq(node string) (seq uint64, ok bool) {

@@ -212,7 +212,7 @@ func (w *Watcher) tickLoop(ctx context.Context) {
 func (w *Watcher) tick(ctx context.Context, held bool) bool {
 	policy := failover.Command{Payload: failover.SetPolicy{Policy: w.cfg.Policy, Actor: "node:" + w.cfg.Node}}
 	switch format := w.machine.Format(); {
-	case w.machine.View().PolicyHash == w.hash:
+	case w.machine.PolicyHash() == w.hash:
 		held = false
 		w.propose(ctx, failover.Command{Payload: failover.Tick{}})
 	case w.policyFormat > format:

@@ -295,7 +295,7 @@ func (s *FSM) Restore(b []byte) error {
 			}
 		}
 	}
-	s.applied = s.m.View().Index
+	s.applied = s.m.LastIndex()
 	return nil
 }
 
