@@ -247,3 +247,22 @@ func TestSnapshotOfNewerFormatIsRefused(t *testing.T) {
 		t.Errorf("restore of a format %d snapshot: %v", LegacyFormat, err)
 	}
 }
+
+// A cluster at this binary's Format refuses no command CheckFormat is
+// given, whatever it sets: it is the fast path the leader stamps through,
+// and it agrees with the walk over the fields (NeedsFormat).
+func TestCheckFormatAtTheNewestFormatAgreesWithNeedsFormat(t *testing.T) {
+	for _, c := range []Command{
+		{Payload: Tick{}},
+		{Payload: SetFormat{Format: Format}},
+		{Payload: ActionResult{Group: "lms", Gen: 3, Outcome: OutcomeVerified, Actor: "a", WrittenAt: 1, VerifiedAt: 2}},
+		{Payload: SetPolicy{Policy: twoGroupPolicy(), Actor: "ops"}},
+	} {
+		if need := c.NeedsFormat(); need > Format {
+			t.Errorf("%s needs format %d, newer than this binary's %d", c.Type(), need, Format)
+		}
+		if err := CheckFormat(c, Format); err != nil {
+			t.Errorf("%s at format %d: got %v, want it written", c.Type(), Format, err)
+		}
+	}
+}
