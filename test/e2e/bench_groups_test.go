@@ -95,7 +95,7 @@ type groupsRun struct {
 //     stratified phases of the interval: from the floor (the decision's
 //     detected_at) to BIND answering the group's backup, and to verified;
 //     each followed by a move back;
-//   - E2E_GROUPS_REGION_TRIALS (default 5) kills of the region's primary
+//   - E2E_GROUPS_REGION_TRIALS (default 10) kills of the region's primary
 //     Caddy at stratified phases, which moves every group: from the
 //     earliest group's detected_at to the last group's verified_at.
 //
@@ -103,7 +103,7 @@ type groupsRun struct {
 // the number of groups of the many-group world.
 func BenchmarkFailoverGroups(b *testing.B) {
 	flips := envCount(b, "E2E_GROUPS_TRIALS", 10)
-	regions := envCount(b, "E2E_GROUPS_REGION_TRIALS", 5)
+	regions := envCount(b, "E2E_GROUPS_REGION_TRIALS", 10)
 	secs := envCount(b, "E2E_GROUPS_COST_SECONDS", 60)
 	many := envCount(b, "E2E_GROUPS", 50)
 	o := Options{Interval: 2 * time.Second, Timeout: 1500 * time.Millisecond, Fall: 3, Rise: 2, Quorum: 2}
