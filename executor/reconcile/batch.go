@@ -279,12 +279,15 @@ func verifyTogether(ctx context.Context, reqs []*swapReq) {
 			// What the member's own verification would ask for (pass).
 			desired[i] = withFence(q.op.Desired, q.op.Provider, true, q.op.FenceNew)
 		}
+		// The servers' propagation times count from here, as a member's
+		// own verification counts them from its start.
+		start := qs[0].r.cfg.Now()
 		go func() {
-			err := tv.VerifyEach(ctx, desired, func(i int, v *dnsprovider.Verification) { qs[i].verified <- verified{v: v} })
+			err := tv.VerifyEach(ctx, desired, func(i int, v *dnsprovider.Verification) { qs[i].verified <- verified{v: v, start: start} })
 			if err != nil {
 				// VerifyEach called done for none of them.
 				for _, q := range qs {
-					q.verified <- verified{err: err}
+					q.verified <- verified{start: start, err: err}
 				}
 			}
 		}()

@@ -123,10 +123,29 @@ func TestMemberWaitingForItsBatchsVerificationStopsWithItsContext(t *testing.T) 
 	r := &Reconciler{verifying: make(chan verified)}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel()
-	if _, err := r.verify(ctx, nil); err == nil {
+	if _, _, err := r.verify(ctx, nil); err == nil {
 		t.Fatal("got a verification, want the context's error")
 	}
 	if r.verifying != nil {
 		t.Fatal("the batch's verification is still pending for the next pass")
+	}
+}
+
+// A member's servers' propagation times count from when its batch's
+// verification started, not from when the member came to wait for it
+// (later, by as much as the members before it took to record their
+// writes): the times it records are when the servers were seen serving.
+func TestBatchVerificationCountsFromItsOwnStart(t *testing.T) {
+	started := time.Unix(100, 0)
+	ch := make(chan verified, 1)
+	want := &dnsprovider.Verification{Servers: []dnsprovider.ServerResult{{Server: "ns1:53", Matched: true, After: time.Second}}}
+	ch <- verified{v: want, start: started}
+	r := &Reconciler{verifying: ch, cfg: Config{Now: func() time.Time { return time.Unix(200, 0) }}}
+	v, start, err := r.verify(context.Background(), nil)
+	if err != nil || v != want || !start.Equal(started) {
+		t.Fatalf("got %v from %s (%v), want the batch's verification from its start %s", v, start, err, started)
+	}
+	if got := serverTimes(v, start); len(got) != 1 || got[0].VerifiedAt != time.Unix(101, 0).UnixNano() {
+		t.Errorf("got server times %v, want ns1:53 at the start plus its second", got)
 	}
 }

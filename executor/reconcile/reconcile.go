@@ -138,10 +138,12 @@ type Reconciler struct {
 	verifying <-chan verified
 }
 
-// verified is a verification a batch made for a member.
+// verified is a verification a batch made for a member, and when it
+// started.
 type verified struct {
-	v   *dnsprovider.Verification
-	err error
+	v     *dnsprovider.Verification
+	start time.Time
+	err   error
 }
 
 // wakeKey is what of a desired state a settled group's wake-up follows.
@@ -420,8 +422,7 @@ func (r *Reconciler) pass(ctx context.Context, rep *Report) (Result, error) {
 	detail := "provider read matches"
 	var servers []failover.ServerVerification
 	if r.cfg.Verifier != nil {
-		vstart := r.cfg.Now()
-		v, err := r.verify(ctx, withFence(want, cas, isCAS, d.Gen))
+		v, vstart, err := r.verify(ctx, withFence(want, cas, isCAS, d.Gen))
 		rep.Verified = v
 		if err != nil {
 			return Result{}, fmt.Errorf("verify gen %d: %w", d.Gen, err)
@@ -461,18 +462,22 @@ func (r *Reconciler) pass(ctx context.Context, rep *Report) (Result, error) {
 }
 
 // verify checks every server for desired: by the verification the batch
-// of this pass's write started for it, if it did, else on its own.
-func (r *Reconciler) verify(ctx context.Context, desired []dnsprovider.RRset) (*dnsprovider.Verification, error) {
+// of this pass's write started for it, if it did, else on its own. It
+// returns when the verification started, which its servers' propagation
+// times count from.
+func (r *Reconciler) verify(ctx context.Context, desired []dnsprovider.RRset) (*dnsprovider.Verification, time.Time, error) {
 	ch := r.verifying
 	r.verifying = nil
 	if ch == nil {
-		return r.cfg.Verifier.Verify(ctx, desired)
+		start := r.cfg.Now()
+		v, err := r.cfg.Verifier.Verify(ctx, desired)
+		return v, start, err
 	}
 	select {
 	case res := <-ch:
-		return res.v, res.err
+		return res.v, res.start, res.err
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, time.Time{}, ctx.Err()
 	}
 }
 
