@@ -69,7 +69,7 @@ func TestVerifyEachReportsEachDecisionAsItsOwnVerifyWould(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	const timeout = 600 * time.Millisecond
+	const timeout = 2 * time.Second
 	v, err := dnsprovider.NewVerifier(testZone, dnsprovider.VerifyConfig{
 		Servers: []string{embedded.Addr(), lagging.Addr()}, Timeout: timeout, Interval: 20 * time.Millisecond,
 	}, nil)
@@ -156,7 +156,7 @@ func TestVerifyEachAsksAgainOnItsOwnWhatItCannotUse(t *testing.T) {
 		}
 		_ = w.WriteMsg(m)
 	})
-	const queryTimeout = 300 * time.Millisecond
+	const queryTimeout = time.Second
 	v, err := dnsprovider.NewVerifier(testZone, dnsprovider.VerifyConfig{
 		Servers: []string{addr}, Timeout: 10 * time.Second, Interval: 10 * time.Millisecond, QueryTimeout: queryTimeout,
 	}, nil)
