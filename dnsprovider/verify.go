@@ -227,29 +227,41 @@ func (v *Verifier) pollOne(ctx context.Context, start time.Time, r *ServerResult
 	for {
 		select {
 		case <-ctx.Done():
-			r.After = time.Since(start)
-			if r.Err == nil && r.Got == nil {
-				r.Err = ctx.Err()
-			}
+			r.gaveUp(ctx, start)
 			return
 		case <-t.C:
 		}
 		got, err := readSets(ctx, &ex, v.zone, desired)
-		r.Err = err
-		if err == nil {
-			r.Got = got
-			r.Matched = true
-			for i := range desired {
-				if !sameRRset(got[i], desired[i]) {
-					r.Matched = false
-				}
-			}
-		}
-		r.After = time.Since(start)
+		r.read(got, err, desired, start)
 		if r.Matched || !poll {
 			return
 		}
 		t.Reset(v.cfg.Interval)
+	}
+}
+
+// read records one poll of the server: what it served (got, in the order
+// of desired) or the error, whether that matches desired, and when.
+func (r *ServerResult) read(got []RRset, err error, desired []RRset, start time.Time) {
+	r.Err = err
+	if err == nil {
+		r.Got = got
+		r.Matched = true
+		for i := range desired {
+			if !sameRRset(got[i], desired[i]) {
+				r.Matched = false
+			}
+		}
+	}
+	r.After = time.Since(start)
+}
+
+// gaveUp records that polling the server ended with ctx, keeping the last
+// poll's answer or error when there was one.
+func (r *ServerResult) gaveUp(ctx context.Context, start time.Time) {
+	r.After = time.Since(start)
+	if r.Err == nil && r.Got == nil {
+		r.Err = ctx.Err()
 	}
 }
 

@@ -127,11 +127,7 @@ func (v *Verifier) pollEach(ctx context.Context, start time.Time, j int, desired
 		select {
 		case <-ctx.Done():
 			for _, i := range pending {
-				r := &res[i][j]
-				r.After = time.Since(start)
-				if r.Err == nil && r.Got == nil {
-					r.Err = ctx.Err()
-				}
+				res[i][j].gaveUp(ctx, start)
 				final(i)
 			}
 			return
@@ -140,17 +136,7 @@ func (v *Verifier) pollEach(ctx context.Context, start time.Time, j int, desired
 		var next []int
 		readEach(ctx, &ex, v.zone, pending, desired, func(i int, got []RRset, err error) {
 			r := &res[i][j]
-			r.Err = err
-			if err == nil {
-				r.Got = got
-				r.Matched = true
-				for k := range desired[i] {
-					if !sameRRset(got[k], desired[i][k]) {
-						r.Matched = false
-					}
-				}
-			}
-			r.After = time.Since(start)
+			r.read(got, err, desired[i], start)
 			if r.Matched {
 				final(i)
 				return
