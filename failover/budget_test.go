@@ -66,14 +66,7 @@ func TestRemediationBudgetOutlivesEvictedRecords(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("budget after its records were evicted:\n got %+v\nwant %+v", got, want)
 	}
-	snap, err := m.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := New()
-	if err := r.Restore(snap); err != nil {
-		t.Fatal(err)
-	}
+	r := restoredCopy(t, m)
 	if got := r.RemediationBudget("fix"); !reflect.DeepEqual(got, want) {
 		t.Fatalf("budget restored from a snapshot:\n got %+v\nwant %+v", got, want)
 	}

@@ -625,7 +625,7 @@ func (s *state) setPolicy(index uint64, now int64, c *SetPolicy, res *Result) er
 		return nil
 	}
 	old := s.PolicyHash
-	s.Policy, s.PolicyHash = &p, h
+	s.Policy, s.PolicyHash = p.indexed(), h
 	// Forget nodes and probes the policy no longer names: their votes must not count.
 	for id, ns := range s.Nodes {
 		if !p.hasNode(id) {
@@ -1083,6 +1083,7 @@ func (m *Machine) Restore(b []byte) error {
 		if h := st.Policy.Hash(); h != st.PolicyHash {
 			return fmt.Errorf("decode snapshot: policy hash %s, recorded %s", ShortHash(h), ShortHash(st.PolicyHash))
 		}
+		st.Policy.indexed()
 	}
 	for id, ns := range st.Nodes {
 		if ns == nil {

@@ -121,6 +121,10 @@ type Policy struct {
 	// Empty in every policy written before groups existed (log format 3),
 	// so such a policy encodes, hashes and decides as before.
 	Groups []Group `json:"groups,omitempty"`
+
+	// index answers ForGroup, probe and siteProbes without a scan of the
+	// groups, when set (policyIndex).
+	index *policyIndex
 }
 
 // DefaultGroup names the failover group whose policy is Policy's own
@@ -174,10 +178,14 @@ func (p *Policy) ForGroup(name string) (*Policy, bool) {
 	if name == "" || name == DefaultGroup {
 		return p, p.HasDefaultGroup()
 	}
+	if p.index != nil {
+		q, ok := p.index.groups[name]
+		return q, ok
+	}
 	for _, g := range p.Groups {
 		if g.Name == name {
 			q := *p
-			q.Groups = nil
+			q.Groups, q.index = nil, nil
 			q.AutoFailover, q.BlockWindow, q.Failback = g.AutoFailover, g.BlockWindow, g.Failback
 			q.Sites, q.Zone, q.Records, q.FailbackGate = g.Sites, g.Zone, g.Records, g.FailbackGate
 			return &q, true
@@ -251,6 +259,10 @@ func (p *Policy) hasNode(id string) bool {
 // group or, failing that, the first of Groups that names it: whether a
 // watcher's result is one the policy knows.
 func (p *Policy) probe(site Site, name string) (ProbeRef, bool) {
+	if p.index != nil && site.Valid() {
+		r, ok := p.index.refs[siteIdx(site)][name]
+		return r, ok
+	}
 	if r, ok := findProbe(p.Sites, site, name); ok {
 		return r, true
 	}
@@ -268,6 +280,9 @@ func (p *Policy) probe(site Site, name string) (ProbeRef, bool) {
 // read as before groups existed. Critical is the first group's that names it:
 // read it only in a group's scope (Policy.ForGroup).
 func (p *Policy) siteProbes(site Site) []ProbeRef {
+	if p.index != nil && site.Valid() {
+		return p.index.sites[siteIdx(site)]
+	}
 	if len(p.Groups) == 0 {
 		return p.Sites[site].Probes
 	}
@@ -584,6 +599,7 @@ func (g Group) normalize() Group {
 // clone deep-copies p.
 func (p Policy) clone() Policy {
 	q := p
+	q.index = nil
 	q.Nodes = slices.Clone(p.Nodes)
 	q.setGroupFields(p.asGroup(DefaultGroup).clone())
 	if p.Groups != nil {

@@ -103,14 +103,7 @@ func TestGroupRemediationBudgetOutlivesEvictedRecords(t *testing.T) {
 	if b := m.RemediationBudget("fix"); len(b.Targets) != 0 {
 		t.Fatalf("top-level budget took lms's or apps' records: %v", b.Targets)
 	}
-	snap, err := m.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := New()
-	if err := r.Restore(snap); err != nil {
-		t.Fatal(err)
-	}
+	r := restoredCopy(t, m)
 	if got := r.GroupRemediationBudget("lms", "fix"); !reflect.DeepEqual(got, want) {
 		t.Fatalf("lms budget restored from a snapshot:\n got %+v\nwant %+v", got, want)
 	}
