@@ -74,7 +74,7 @@ func (s *state) nodeVote(id string, now int64) vote {
 // result is older than cutoff (a watcher that stopped running a probe must
 // not keep voting with its old state).
 func (s *state) probeVerdict(ns *nodeState, site Site, probe string, cutoff int64) Verdict {
-	ps := ns.Probes[probeKey(site, probe)]
+	ps := ns.probe(site, probe)
 	if ps == nil || ps.LastAt < cutoff {
 		return Unknown
 	}
@@ -103,7 +103,7 @@ func (s *state) gate(now int64) (open bool, msg string) {
 			if st := s.probeVerdict(ns, Primary, name, cutoff); st != Up {
 				ok = false
 				detail := string(st)
-				if ps := ns.Probes[probeKey(Primary, name)]; ps != nil && !ps.Last.OK {
+				if ps := ns.probe(Primary, name); ps != nil && !ps.Last.OK {
 					detail += " " + strings.TrimSpace(ps.Last.Class+" "+ps.Last.Reason)
 				}
 				why = append(why, fmt.Sprintf("%s: %s %s", id, name, detail))
@@ -176,7 +176,7 @@ func (s *state) evidence(now int64) []NodeEvidence {
 			ev.LastReport = ns.LastAt
 			for _, site := range sites {
 				for _, ref := range p.Sites[site].Probes {
-					ps := ns.Probes[probeKey(site, ref.Name)]
+					ps := ns.probe(site, ref.Name)
 					if !ref.Critical || ps == nil || ps.LastAt < cutoff || (ps.State != Down && ps.Fails == 0) {
 						continue
 					}
@@ -223,7 +223,7 @@ func (s *state) detection(site Site, now int64) Timings {
 		var nodeFell int64
 		nodeStamped := true
 		for _, ref := range p.Sites[site].Probes {
-			ps := ns.Probes[probeKey(site, ref.Name)]
+			ps := ns.probe(site, ref.Name)
 			if !ref.Critical || ps == nil || ps.LastAt < cutoff || (ps.State != Down && ps.Fails == 0) {
 				continue
 			}

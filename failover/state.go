@@ -393,6 +393,15 @@ type nodeState struct {
 
 func probeKey(s Site, probe string) string { return string(s) + "/" + probe }
 
+// probe returns the state of site's probe name, nil when it has none. It
+// builds the key on the stack: every evaluation looks up each critical
+// probe of every group on every node.
+func (ns *nodeState) probe(site Site, name string) *probeState {
+	var buf [64]byte
+	k := append(append(append(buf[:0], site...), '/'), name...)
+	return ns.Probes[string(k)]
+}
+
 // withheld is an open episode in which the active site is DOWN at quorum but
 // no automatic flip happens.
 type withheld struct {

@@ -506,9 +506,13 @@ func (m *Machine) Suspicion(node string) Suspicion {
 			}
 			for _, site := range sites {
 				for _, ref := range s.Policy.Sites[site].Probes {
-					k := probeKey(site, ref.Name)
-					if ps := ns.Probes[k]; ref.Critical && ps != nil && ps.State == Down && !slices.Contains(out.Down, k) {
-						out.Down = append(out.Down, k)
+					if !ref.Critical {
+						continue
+					}
+					if ps := ns.probe(site, ref.Name); ps != nil && ps.State == Down {
+						if k := probeKey(site, ref.Name); !slices.Contains(out.Down, k) {
+							out.Down = append(out.Down, k)
+						}
 					}
 				}
 			}
@@ -595,13 +599,17 @@ func (s *state) suspectProbes(site Site, now, cutoff int64, t map[Site]Tally) []
 	window := int64(suspectWindow(p))
 	var out []string
 	for _, id := range p.Nodes {
+		// t, taken at now, lists the nodes that abstain (both sites alike).
 		ns := s.Nodes[id]
-		if ns == nil || s.nodeVote(id, now).abstain != "" {
+		if ns == nil || slices.Contains(t[site].Abstain, id) {
 			continue
 		}
 		for _, ref := range p.Sites[site].Probes {
-			ps := ns.Probes[probeKey(site, ref.Name)]
-			if ref.Critical && ps != nil && ps.LastAt >= cutoff && ps.Fails > 0 &&
+			if !ref.Critical {
+				continue
+			}
+			ps := ns.probe(site, ref.Name)
+			if ps != nil && ps.LastAt >= cutoff && ps.Fails > 0 &&
 				(ps.State != Down || ps.Fails >= p.Fall) &&
 				ps.FailSince > s.ActiveSince && now-ps.FailSince <= window &&
 				!slices.Contains(out, ref.Name) {
@@ -638,7 +646,7 @@ func (s *state) nodeView(id string, now, cutoff int64) NodeView {
 		for _, ref := range p.Sites[site].Probes {
 			pv := ProbeView{Site: site, Probe: ref.Name, Critical: ref.Critical, State: Unknown, History: []bool{}}
 			if ns != nil {
-				if ps := ns.Probes[probeKey(site, ref.Name)]; ps != nil {
+				if ps := ns.probe(site, ref.Name); ps != nil {
 					pv.State, pv.OKs, pv.Fails, pv.LastAt, pv.Last = ps.State, ps.OKs, ps.Fails, ps.LastAt, ps.Last
 					pv.Fresh = ps.LastAt >= cutoff
 					for i := 0; i < len(ps.Ring); i++ {
@@ -717,7 +725,7 @@ func (s *state) roundsToDown(id string, site Site, cutoff int64) (rounds int, le
 		if !ref.Critical {
 			continue
 		}
-		ps := ns.Probes[probeKey(site, ref.Name)]
+		ps := ns.probe(site, ref.Name)
 		if ps == nil || ps.LastAt < cutoff {
 			continue
 		}

@@ -291,7 +291,7 @@ func (s *state) whatIfRound(id string, site Site, at, cutoff int64) Observe {
 					Reason: "every critical probe of the site fails (what-if)", CompletedAt: at})
 				continue
 			}
-			ps := ns.Probes[probeKey(st, ref.Name)]
+			ps := ns.probe(st, ref.Name)
 			if ps == nil || ps.LastAt < cutoff {
 				continue
 			}
