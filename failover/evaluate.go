@@ -120,6 +120,42 @@ func (s *state) gate(now int64) (open bool, msg string) {
 		strings.Join(p.FailbackGate, ", "), len(passing), len(p.Nodes), p.Quorum, strings.Join(why, "; "))
 }
 
+// quorumVerdicts are the Verdicts tallies gives both sites at now
+// (indexed like sites), and whether any node abstains, without the lists
+// of nodes: what the evaluation of a group whose active site is not DOWN
+// needs, and what the suspicion read of every group needs.
+func (s *state) quorumVerdicts(now int64) (v [2]Verdict, abstains bool) {
+	p := s.Policy
+	var up, down [2]int
+	for _, id := range p.Nodes {
+		nv := s.nodeVote(id, now)
+		abstains = abstains || nv.abstain != ""
+		for i := range sites {
+			switch nv.v[i] {
+			case Up:
+				up[i]++
+			case Down:
+				down[i]++
+			}
+		}
+	}
+	for i := range sites {
+		v[i] = quorumVerdict(up[i], down[i], p.Quorum)
+	}
+	return v, abstains
+}
+
+// quorumVerdict is a site's verdict from its UP and DOWN votes.
+func quorumVerdict(up, down, quorum int) Verdict {
+	switch {
+	case down >= quorum:
+		return Down
+	case up >= quorum:
+		return Up
+	}
+	return NoQuorum
+}
+
 // tallies counts the votes of every policy node for both sites at now.
 func (s *state) tallies(now int64) map[Site]Tally {
 	p := s.Policy
@@ -151,14 +187,7 @@ func (s *state) tallies(now int64) map[Site]Tally {
 	for i, site := range sites {
 		t := ts[i]
 		t.Quorum = p.Quorum
-		switch {
-		case len(t.Down) >= p.Quorum:
-			t.Verdict = Down
-		case len(t.Up) >= p.Quorum:
-			t.Verdict = Up
-		default:
-			t.Verdict = NoQuorum
-		}
+		t.Verdict = quorumVerdict(len(t.Up), len(t.Down), p.Quorum)
 		out[site] = t
 	}
 	return out
@@ -306,9 +335,11 @@ func (s *state) evaluateGroup(index uint64, res *Result) {
 	if s.BlockedUntil != 0 && now >= s.BlockedUntil {
 		s.BlockedUntil = 0
 	}
-	t := s.tallies(now)
-	for _, site := range sites {
-		if t[site].Verdict == Down {
+	// Only a move, or one withheld, needs the nodes behind the verdicts:
+	// the tallies are taken below, where one may follow.
+	v, _ := s.quorumVerdicts(now)
+	for i, site := range sites {
+		if v[i] == Down {
 			if _, ok := s.DownSince[site]; !ok {
 				if s.DownSince == nil {
 					s.DownSince = map[Site]int64{}
@@ -319,7 +350,7 @@ func (s *state) evaluateGroup(index uint64, res *Result) {
 			delete(s.DownSince, site)
 		}
 	}
-	if t[Primary].Verdict == Up {
+	if v[siteIdx(Primary)] == Up {
 		if !s.PrimaryUp {
 			s.PrimaryUp, s.PrimaryUpAt = true, now
 		}
@@ -329,11 +360,12 @@ func (s *state) evaluateGroup(index uint64, res *Result) {
 
 	a := s.Active
 	b := a.Other()
+	if v[siteIdx(a)] != Down && (a == Primary || p.Failback.Mode != FailbackAuto) {
+		s.Withheld = withheld{}
+		return
+	}
+	t := s.tallies(now)
 	if a == Primary {
-		if t[a].Verdict != Down {
-			s.Withheld = withheld{}
-			return
-		}
 		if rule, msg := s.downRule(now, t); rule != "" {
 			s.withhold(index, rule, msg, t, res)
 			return

@@ -151,6 +151,7 @@ func stepSequence(t *testing.T, data []byte) int {
 			continue
 		}
 		g.seen(r)
+		checkQuorumVerdicts(t, i, &m.st)
 		c, derr := Decode(b)
 		if derr != nil {
 			t.Fatalf("entry %d: accepted a command Decode rejects: %v", i, derr)
@@ -302,4 +303,20 @@ func (h *hysteresisModel) check(e Entry) string {
 		return fmt.Sprintf("model has %d fresh UP voters for %s, quorum %d", up, e.To, h.p.Quorum)
 	}
 	return ""
+}
+
+// checkQuorumVerdicts: the verdicts an evaluation reads without the
+// tallies are the tallies' own, and so is whether any node abstains.
+func checkQuorumVerdicts(t *testing.T, entry int, s *state) {
+	t.Helper()
+	if s.Policy == nil {
+		return
+	}
+	v, abstains := s.quorumVerdicts(s.Now)
+	tl := s.tallies(s.Now)
+	for i, site := range sites {
+		if v[i] != tl[site].Verdict || abstains != (len(tl[site].Abstain) > 0) {
+			t.Fatalf("entry %d: %s: quorumVerdicts says %s (abstains %v), tallies %+v", entry, site, v[i], abstains, tl[site])
+		}
+	}
 }

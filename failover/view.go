@@ -480,9 +480,9 @@ func (m *Machine) Suspicion(node string) Suspicion {
 			s = m.st.scoped(name)
 		}
 		s.inGroup(name, func() {
-			t := s.tallies(s.Now)
-			for _, site := range sites {
-				failing := s.suspectProbes(site, s.Now, s.Now-int64(s.Policy.stale()), t)
+			v, abstains := s.quorumVerdicts(s.Now)
+			for i, site := range sites {
+				failing := s.suspectProbes(site, s.Now, s.Now-int64(s.Policy.stale()), v[i] == Down, abstains)
 				if len(failing) == 0 {
 					continue
 				}
@@ -580,8 +580,9 @@ func (p *Policy) CriticalProbes(site Site, failing []string) []string {
 // see package watcher) rise, and failback, keep the interval.
 func (s *state) suspects(now, cutoff int64, t map[Site]Tally) []Site {
 	var out []Site
+	abstains := len(t[Primary].Abstain) > 0
 	for _, site := range sites {
-		if len(s.suspectProbes(site, now, cutoff, t)) > 0 {
+		if len(s.suspectProbes(site, now, cutoff, t[site].Verdict == Down, abstains)) > 0 {
 			out = append(out, site)
 		}
 	}
@@ -590,18 +591,18 @@ func (s *state) suspects(now, cutoff int64, t map[Site]Tally) []Site {
 
 // suspectProbes are the critical probes of site whose failures make it
 // suspect (see suspects), on any watcher, in the policy's order; none
-// when the site is not suspect.
-func (s *state) suspectProbes(site Site, now, cutoff int64, t map[Site]Tally) []string {
+// when the site is not suspect. down is the site's verdict at now, and
+// abstains whether any node abstains at now (the tally's).
+func (s *state) suspectProbes(site Site, now, cutoff int64, down, abstains bool) []string {
 	p := s.Policy
-	if t[site].Verdict == Down {
+	if down {
 		return nil
 	}
 	window := int64(suspectWindow(p))
 	var out []string
 	for _, id := range p.Nodes {
-		// t, taken at now, lists the nodes that abstain (both sites alike).
 		ns := s.Nodes[id]
-		if ns == nil || slices.Contains(t[site].Abstain, id) {
+		if ns == nil || abstains && s.nodeVote(id, now).abstain != "" {
 			continue
 		}
 		for _, ref := range p.Sites[site].Probes {
