@@ -44,6 +44,22 @@ func UntilEvery(tb testing.TB, d, tick time.Duration, cond func() bool, format s
 	}
 }
 
+// UntilEveryQuiet is UntilEvery whose first check comes one tick after
+// the call, not at once: for a check that would load what the caller just
+// set in motion and measures (a read of 50 groups' history while their
+// flips are verified), so that it stays out of the moments measured.
+func UntilEveryQuiet(tb testing.TB, d, tick time.Duration, cond func() bool, format string, args ...any) {
+	tb.Helper()
+	first := true
+	UntilEvery(tb, d, tick, func() bool {
+		if first {
+			first = false
+			return false
+		}
+		return cond()
+	}, format, args...)
+}
+
 // For fails t unless cond holds within d; what names the awaited thing,
 // as in "waiting for <what>".
 func For(tb testing.TB, d time.Duration, what string, cond func() bool) {
