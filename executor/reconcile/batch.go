@@ -93,6 +93,9 @@ type swapReq struct {
 	// brings the member's verification, made with the other members'
 	// (verifyTogether); nil: the member verifies on its own.
 	verified chan verified // cap 1
+	// written, set by the sender before done when the write landed, is
+	// when the server answered the UPDATE.
+	written time.Time
 }
 
 // swap makes r's write through the batch. errAlone means r must write on
@@ -132,6 +135,9 @@ func (b *batch) swap(ctx context.Context, r *Reconciler, op dnsprovider.SwapOp) 
 func (r *Reconciler) landed(req *swapReq, err error) error {
 	if err == nil && req.verified != nil {
 		r.verifying = req.verified
+	}
+	if err == nil {
+		r.batchWritten = req.written
 	}
 	return err
 }
@@ -231,6 +237,10 @@ func (b *batch) send(ctx context.Context, reqs []*swapReq) {
 	if err != nil {
 		err = fmt.Errorf("verify leader before dns write: %w", err)
 	} else if err = first.cfg.DNS.(dnsprovider.BatchSwapper).SwapBatch(ctx, ops); err == nil {
+		written := first.cfg.Now()
+		for _, q := range reqs {
+			q.written = written
+		}
 		first.log.Info("dns records written in one update", "groups", strings.Join(names, " "))
 	} else if dnsprovider.IsRetryable(err) || ctx.Err() != nil {
 		// Nobody knows whether it landed: each member's next pass reads.

@@ -149,3 +149,46 @@ func TestBatchVerificationCountsFromItsOwnStart(t *testing.T) {
 		t.Errorf("got server times %v, want ns1:53 at the start plus its second", got)
 	}
 }
+
+// Against real BIND, the members of a batch record when its one UPDATE
+// was answered as their written time, the same for all, and as their
+// verified time when the last server was seen serving their records:
+// not when each member got to stamp them, which after a region's UPDATE
+// is the later the more members queue for the cores.
+func TestBatchMembersStampTheirUpdateAndTheirLastServerOnBIND(t *testing.T) {
+	g, _ := batchedOnBIND(t, threeGroupsOneZone)
+	gens := gensOf(g.new, threeNames...)
+	recs, batches := g.batched(t, g.new, threeNames...)
+	if batches != 1 {
+		t.Fatalf("got %d batches, want 1", batches)
+	}
+	for name, err := range passBatched(t, g.new, nil, recs...) {
+		if err != nil {
+			t.Fatalf("group %s: pass: %v", name, err)
+		}
+	}
+	var written int64
+	for _, e := range g.new.m.History() {
+		if e.Group == "" || e.Index != gens[e.Group] {
+			continue
+		}
+		tm := e.Timings
+		if written == 0 {
+			written = tm.WrittenAt
+		}
+		if tm.WrittenAt == 0 || tm.WrittenAt != written {
+			t.Errorf("group %s: written at %d, want the batch's one answer, %d", e.Group, tm.WrittenAt, written)
+		}
+		var last int64
+		for _, s := range tm.Servers {
+			last = max(last, s.VerifiedAt)
+		}
+		if len(tm.Servers) == 0 || tm.VerifiedAt != last || tm.VerifiedAt < tm.WrittenAt {
+			t.Errorf("group %s: written at %d, verified at %d, servers %+v; want verified when its last server was seen, after the write",
+				e.Group, tm.WrittenAt, tm.VerifiedAt, tm.Servers)
+		}
+	}
+	if written == 0 {
+		t.Fatal("no group's decision recorded a write")
+	}
+}

@@ -136,6 +136,9 @@ type Reconciler struct {
 	// which its batch started with the other members' (batch.send); only
 	// Pass uses it.
 	verifying <-chan verified
+	// batchWritten, when set, is when the UPDATE that made this pass's
+	// write in its batch was answered (batch.send); only Pass uses it.
+	batchWritten time.Time
 }
 
 // verified is a verification a batch made for a member, and when it
@@ -294,7 +297,7 @@ func Wait(ctx context.Context, d time.Duration, wake <-chan struct{}) bool {
 // Pass runs one reconciliation. It is safe to repeat.
 func (r *Reconciler) Pass(ctx context.Context) (Result, error) {
 	rep := Report{At: r.cfg.Now()}
-	r.verifying = nil
+	r.verifying, r.batchWritten = nil, time.Time{}
 	res, err := r.pass(ctx, &rep)
 	rep.Err = err
 	if r.batch != nil {
@@ -401,7 +404,9 @@ func (r *Reconciler) pass(ctx context.Context, rep *Report) (Result, error) {
 		if err != nil {
 			return Result{}, fmt.Errorf("write dns for gen %d: %w", d.Gen, err)
 		}
-		writtenAt = r.cfg.Now()
+		// A batch member's write is its batch's UPDATE: answered once for
+		// every member, however long each then waits to be scheduled.
+		writtenAt = cmp.Or(r.batchWritten, r.cfg.Now())
 		rep.Match = true
 		r.log.Info("dns records flipped", "gen", d.Gen, "site", d.Active, "records", describe(want), "took", rep.Write)
 		// The record is committed while the servers are verified, not
@@ -421,6 +426,7 @@ func (r *Reconciler) pass(ctx context.Context, rep *Report) (Result, error) {
 	rep.Action = "verify"
 	detail := "provider read matches"
 	var servers []failover.ServerVerification
+	var verifiedAt time.Time
 	if r.cfg.Verifier != nil {
 		v, vstart, err := r.verify(ctx, withFence(want, cas, isCAS, d.Gen))
 		rep.Verified = v
@@ -432,6 +438,12 @@ func (r *Reconciler) pass(ctx context.Context, rep *Report) (Result, error) {
 		}
 		detail = describeVerification(v)
 		servers = serverTimes(v, vstart)
+		// Verified is when the last server was seen serving the records
+		// (failover.Timings), not when this pass got to stamp it: after a
+		// region's one UPDATE, 50 members are handed their verifications
+		// at once and then queue for the cores, and the hooks below may
+		// take their time.
+		verifiedAt = lastServerAt(servers)
 	}
 	if r.cfg.AfterVerified != nil {
 		// Hooks act on the platform: only once the log holds the write,
@@ -443,7 +455,9 @@ func (r *Reconciler) pass(ctx context.Context, rep *Report) (Result, error) {
 			detail += "; " + note
 		}
 	}
-	verifiedAt := r.cfg.Now()
+	if verifiedAt.IsZero() {
+		verifiedAt = r.cfg.Now()
+	}
 	if err := recorded(); err != nil {
 		return Result{}, err
 	}
@@ -699,6 +713,19 @@ func serverTimes(v *dnsprovider.Verification, start time.Time) []failover.Server
 		out = append(out, failover.ServerVerification{Server: s.Server, VerifiedAt: start.Add(s.After).UnixNano()})
 	}
 	return out
+}
+
+// lastServerAt is when the last of servers was first seen serving the
+// records; zero when there are none.
+func lastServerAt(servers []failover.ServerVerification) time.Time {
+	var last int64
+	for _, s := range servers {
+		last = max(last, s.VerifiedAt)
+	}
+	if last == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, last)
 }
 
 func describeVerification(v *dnsprovider.Verification) string {
