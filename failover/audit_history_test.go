@@ -3,6 +3,7 @@ package failover
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -179,4 +180,38 @@ func TestAuditKind(t *testing.T) {
 			t.Errorf("AuditKind(%q) = true, want false: routine", k)
 		}
 	}
+}
+
+// dropOldest removes exactly the oldest entry of the class asked for (or
+// the oldest of all when the class has none) and keeps the others in
+// order, wherever that entry is and whichever way the entries move.
+func TestDropOldestRemovesTheOldestOfItsClassAndKeepsTheOrder(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 5))
+	for trial := range 500 {
+		n := 1 + r.IntN(40)
+		var s state
+		for i := range n {
+			kind := KindAction
+			if r.IntN(3) == 0 {
+				kind = KindManualFailover
+			}
+			s.History = append(s.History, Entry{Index: uint64(i + 1), Kind: kind})
+		}
+		audit := r.IntN(2) == 0
+		want := slices.Clone(s.History)
+		i := max(0, slices.IndexFunc(want, func(e Entry) bool { return AuditKind(e.Kind) == audit }))
+		want = slices.Delete(want, i, i+1)
+		s.dropOldest(audit)
+		if !slices.EqualFunc(s.History, want, func(a, b Entry) bool { return a.Index == b.Index && a.Kind == b.Kind }) {
+			t.Fatalf("trial %d: dropOldest(%v) left %v, want %v", trial, audit, indexes(s.History), indexes(want))
+		}
+	}
+}
+
+func indexes(h []Entry) []uint64 {
+	var out []uint64
+	for _, e := range h {
+		out = append(out, e.Index)
+	}
+	return out
 }

@@ -813,11 +813,23 @@ func (s *state) appendHistory(e Entry) {
 // dropOldest removes the oldest audit entry (audit) or routine one, or the
 // oldest entry when there is none of that class, so appendHistory always
 // makes progress.
+//
+// A full history drops one entry for every one appended, and the oldest
+// of a class is usually near the front: the entries before it move up one
+// place and the slice starts one later, instead of all those after it
+// moving down (a thousand entries copied per append, on every node).
 func (s *state) dropOldest(audit bool) {
-	i := max(0, slices.IndexFunc(s.History, func(e Entry) bool { return AuditKind(e.Kind) == audit }))
-	n := copy(s.History[i:], s.History[i+1:])
-	clear(s.History[i+n:])
-	s.History = s.History[:i+n]
+	h := s.History
+	i := max(0, slices.IndexFunc(h, func(e Entry) bool { return AuditKind(e.Kind) == audit }))
+	if i < len(h)/2 {
+		copy(h[1:i+1], h[:i])
+		h[0] = Entry{}
+		s.History = h[1:]
+		return
+	}
+	n := copy(h[i:], h[i+1:])
+	clear(h[i+n:])
+	s.History = h[:i+n]
 }
 
 // DryRun is what a command would do if it were the next log entry.
