@@ -4,11 +4,14 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/drwatch/drwatch/dnsprovider"
+	"github.com/drwatch/drwatch/failover"
+	"github.com/drwatch/drwatch/test/poll"
 )
 
 // countingVerifier counts how a reconciler's verifications are made: on
@@ -190,5 +193,124 @@ func TestBatchMembersStampTheirUpdateAndTheirLastServerOnBIND(t *testing.T) {
 	}
 	if written == 0 {
 		t.Fatal("no group's decision recorded a write")
+	}
+}
+
+// recordSpy notes when each group's written record was proposed.
+type recordSpy struct {
+	*fakeCluster
+	mu      sync.Mutex
+	written map[string]time.Time
+}
+
+func (c *recordSpy) Propose(ctx context.Context, b []byte) ([]byte, uint64, error) {
+	if cmd, err := failover.Decode(b); err == nil {
+		if ar, ok := cmd.Payload.(failover.ActionResult); ok && ar.Outcome == failover.OutcomeWritten {
+			c.mu.Lock()
+			c.written[ar.Group] = time.Now()
+			c.mu.Unlock()
+		}
+	}
+	return c.fakeCluster.Propose(ctx, b)
+}
+
+func (c *recordSpy) writtenAt() map[string]time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.written)
+}
+
+// handingVerifier notes when the batch's verification started and when
+// it handed each group its verification, and holds it, until release
+// is closed, before it starts.
+type handingVerifier struct {
+	TogetherVerifier
+	release chan struct{}
+	mu      sync.Mutex
+	started time.Time
+	handed  map[string]time.Time
+}
+
+func (h *handingVerifier) VerifyEach(ctx context.Context, desired [][]dnsprovider.RRset, done func(int, *dnsprovider.Verification)) error {
+	h.mu.Lock()
+	h.started = time.Now()
+	h.mu.Unlock()
+	select {
+	case <-h.release:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return h.TogetherVerifier.VerifyEach(ctx, desired, func(i int, v *dnsprovider.Verification) {
+		for _, gr := range threeGroupsOneZone {
+			if n := desired[i][0].Name; n == gr.record || strings.HasPrefix(n, gr.record+".") {
+				h.mu.Lock()
+				h.handed[gr.name] = time.Now()
+				h.mu.Unlock()
+			}
+		}
+		done(i, v)
+	})
+}
+
+// onVerifyingBatch makes the three groups' batch on BIND with spy as
+// their cluster and one handingVerifier, released when release is.
+func onVerifyingBatch(t *testing.T, release chan struct{}) ([]*Reconciler, *recordSpy, *handingVerifier, *fakeCluster) {
+	t.Helper()
+	g, _ := batchedOnBIND(t, threeGroupsOneZone)
+	recs, batches := g.batched(t, g.new, threeNames...)
+	if batches != 1 {
+		t.Fatalf("got %d batches, want 1", batches)
+	}
+	spy := &recordSpy{fakeCluster: g.new, written: map[string]time.Time{}}
+	hv := &handingVerifier{TogetherVerifier: recs[0].cfg.Verifier.(TogetherVerifier), release: release, handed: map[string]time.Time{}}
+	for _, r := range recs {
+		r.cfg.Cluster, r.cfg.Verifier = spy, hv
+	}
+	return recs, spy, hv, g.new
+}
+
+// Against real BIND, a member of a batch holds back the record of its
+// write until the batch's verification hands it its own: the members'
+// proposals would otherwise take the cores the verification needs.
+func TestBatchMemberRecordsItsWriteOnceVerifiedOnBIND(t *testing.T) {
+	release := make(chan struct{})
+	close(release)
+	recs, spy, hv, c := onVerifyingBatch(t, release)
+	for name, err := range passBatched(t, c, nil, recs...) {
+		if err != nil {
+			t.Fatalf("group %s: pass: %v", name, err)
+		}
+	}
+	written := spy.writtenAt()
+	for _, name := range threeNames {
+		handed, ok := hv.handed[name]
+		if !ok || written[name].IsZero() || written[name].Before(handed) {
+			t.Errorf("group %s: written record proposed at %v, verification handed at %v; want the record after it", name, written[name], handed)
+		}
+	}
+}
+
+// ...but for batchRecordGrace at most: a verification that takes its
+// time (a server that lags) does not keep the write out of the log.
+func TestBatchMemberRecordsItsWriteWithinTheGraceOnBIND(t *testing.T) {
+	release := make(chan struct{})
+	recs, spy, hv, c := onVerifyingBatch(t, release)
+	passed := make(chan map[string]error, 1)
+	go func() { passed <- passBatched(t, c, nil, recs...) }()
+	poll.Until(t, 10*time.Second, func() bool { return len(spy.writtenAt()) == len(threeNames) },
+		"every member records its write while the verification is held")
+	hv.mu.Lock()
+	started := hv.started
+	hv.mu.Unlock()
+	for name, at := range spy.writtenAt() {
+		if at.Sub(started) < batchRecordGrace {
+			t.Errorf("group %s: written record proposed %s after the verification started, want at least %s", name, at.Sub(started), batchRecordGrace)
+		}
+	}
+	close(release)
+	for name, err := range <-passed {
+		if err != nil {
+			t.Errorf("group %s: pass: %v", name, err)
+		}
 	}
 }

@@ -408,6 +408,7 @@ func (r *Reconciler) pass(ctx context.Context, rep *Report) (Result, error) {
 		// every member, however long each then waits to be scheduled.
 		writtenAt = cmp.Or(r.batchWritten, r.cfg.Now())
 		rep.Match = true
+		r.awaitBatchVerification(ctx)
 		r.log.Info("dns records flipped", "gen", d.Gen, "site", d.Active, "records", describe(want), "took", rep.Write)
 		// The record is committed while the servers are verified, not
 		// before: with many groups their records are applied one after
@@ -473,6 +474,34 @@ func (r *Reconciler) pass(ctx context.Context, rep *Report) (Result, error) {
 	r.mu.Unlock()
 	r.log.Info("dns flip verified", "gen", d.Gen, "site", d.Active, "detail", detail)
 	return idle, nil
+}
+
+// batchRecordGrace bounds how long a batch member holds back the record
+// of its write (its log line and its "written" proposal) for its
+// verification, which its batch started with the other members'.
+const batchRecordGrace = 100 * time.Millisecond
+
+// awaitBatchVerification waits, for a member of a batch that verifies it
+// with the others (r.verifying), until its verification is in, or
+// batchRecordGrace has passed: after a region's one UPDATE, 50 members'
+// log lines and proposals, and their entries applied on every node, would
+// otherwise take the cores the one verification of them all needs, and
+// delay every member's. The verification, when in, stays r.verifying's
+// for verify to take.
+func (r *Reconciler) awaitBatchVerification(ctx context.Context) {
+	if r.verifying == nil {
+		return
+	}
+	t := time.NewTimer(batchRecordGrace)
+	defer t.Stop()
+	select {
+	case res := <-r.verifying:
+		ch := make(chan verified, 1)
+		ch <- res
+		r.verifying = ch
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // verify checks every server for desired: by the verification the batch
