@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -214,4 +215,35 @@ func indexes(h []Entry) []uint64 {
 		out = append(out, e.Index)
 	}
 	return out
+}
+
+// EntriesAt hands out the entries an index made as History has them,
+// less what a history line does not carry, and shares nothing with them.
+func TestEntriesAtAreHistorysEntriesWithoutTheirEvidence(t *testing.T) {
+	m := New()
+	c := Command{At: 1, Payload: SetPolicy{Policy: twoGroupPolicy(), Actor: "ops"}}
+	if _, err := DecodeResponse(m.Apply(1, mustEncode(c))); err != nil {
+		t.Fatal(err)
+	}
+	move := Command{At: 2, Payload: Failover{AllGroups: true, To: Backup, Force: true, Actor: "ops", Reason: "region"}}
+	if _, err := DecodeResponse(m.Apply(2, mustEncode(move))); err != nil {
+		t.Fatal(err)
+	}
+	got := m.EntriesAt(2)
+	var want []Entry
+	for _, e := range m.History() {
+		if e.Index == 2 {
+			if len(e.Tallies) == 0 {
+				t.Fatalf("entry %+v has no tallies to leave out", e)
+			}
+			e.Evidence, e.Tallies, e.Timings.Servers = nil, nil, nil
+			want = append(want, e)
+		}
+	}
+	if len(want) != 2 || !reflect.DeepEqual(got, want) {
+		t.Fatalf("EntriesAt(2) = %+v, want %+v", got, want)
+	}
+	if h := m.History(); h[len(h)-1].Tallies == nil {
+		t.Fatal("EntriesAt changed the history's own entries")
+	}
 }

@@ -1027,7 +1027,11 @@ func (m *Machine) History() []Entry {
 
 // EntriesAt returns copies of the history entries that the log entry at
 // index made, oldest first; none when it made none. It costs only those
-// entries, so a runtime can call it after every Apply.
+// entries, so a runtime can call it after every Apply. The copies leave
+// out each entry's evidence, tallies and per-server times, which a
+// history line does not carry (History has them): a region outage's
+// entry made 50 decisions, whose deep copies cost every node a tenth of
+// a millisecond on the way to its reconcilers.
 func (m *Machine) EntriesAt(index uint64) []Entry {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -1039,7 +1043,8 @@ func (m *Machine) EntriesAt(index uint64) []Entry {
 	var out []Entry
 	for _, e := range h[i:] {
 		if e.Index == index {
-			out = append(out, e.clone())
+			e.Evidence, e.Tallies, e.Timings.Servers = nil, nil, nil
+			out = append(out, e)
 		}
 	}
 	return out
