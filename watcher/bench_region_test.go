@@ -31,15 +31,15 @@ func regionPolicy(n int) failover.Policy {
 }
 
 // stampedEntry is c as the leader puts it in the log, stamped at.
-func stampedEntry(b *testing.B, c failover.Command, at int64) []byte {
-	b.Helper()
+func stampedEntry(tb testing.TB, c failover.Command, at int64) []byte {
+	tb.Helper()
 	raw, err := failover.Encode(c)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	s, err := failover.Stamp(raw, at)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	return s
 }

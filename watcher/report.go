@@ -76,7 +76,7 @@ func (w *Watcher) reportLoop(ctx context.Context, rounds <-chan probes.Round) {
 			return
 		case r := <-rounds:
 			w.lastRound.Store(w.cfg.Now().UnixNano())
-			p, _ := w.machine.Policy()
+			p, _ := w.replicated.get(w.machine)
 			w.susp.setPolicy(p)
 			w.reprobe(w.susp.round(r)) // before the report: a commit takes a while
 			if p != nil {
@@ -140,7 +140,7 @@ func (w *Watcher) rephase(p *failover.Policy) {
 }
 
 func (w *Watcher) report(ctx context.Context, r probes.Round) {
-	p, hash := w.machine.Policy()
+	p, hash := w.replicated.get(w.machine)
 	if p == nil {
 		// The leader has not replicated the policy yet (first seconds of a
 		// new cluster); a report now would only be rejected.

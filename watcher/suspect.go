@@ -275,7 +275,7 @@ func (w *Watcher) suspectLoop(ctx context.Context) {
 	var prev []failover.Site
 	for {
 		sus := w.machine.Suspicion(w.cfg.Node)
-		p, _ := w.machine.Policy()
+		p, _ := w.replicated.get(w.machine)
 		w.susp.setPolicy(p)
 		w.reprobe(w.susp.view(sus))
 		for _, site := range sus.Suspect {
