@@ -35,3 +35,13 @@ func (p *Policy) indexed() *Policy {
 	p.index = x
 	return p
 }
+
+// Indexed returns a copy of p whose lookups by group and probe name are
+// answered from an index, as the machine's own policy's are: for a
+// runtime that reads the replicated policy for every report (its lean
+// encoding looks up every probe of every group). Its owner must not
+// change it.
+func (p *Policy) Indexed() *Policy {
+	q := p.clone()
+	return q.indexed()
+}

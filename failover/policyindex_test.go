@@ -83,3 +83,16 @@ func restoredCopy(t *testing.T, m *Machine) *Machine {
 	}
 	return r
 }
+
+// Indexed is a copy with an index: the same policy, and the original is
+// left as it was.
+func TestIndexedIsAnIndexedCopy(t *testing.T) {
+	p := twoGroupPolicy().normalize()
+	q := p.Indexed()
+	if q.index == nil || p.index != nil || q.Hash() != p.Hash() {
+		t.Fatalf("Indexed: index %v (original %v), hash %s, want an index on the copy only and hash %s", q.index != nil, p.index != nil, q.Hash(), p.Hash())
+	}
+	if g, ok := q.ForGroup("lms"); !ok || g.Records[0].Name != "lms.example.org." {
+		t.Fatalf("ForGroup(lms) on the copy: %+v %v", g, ok)
+	}
+}

@@ -664,7 +664,8 @@ func (w *Watcher) ID() string { return w.cfg.Node }
 // last read, and reads it again only when its hash changes: a copy of 50
 // groups' policy is 50 us and 46 KB, and the report loop read it twice
 // for every round, the suspicion loop once for every entry applied. The
-// copy is shared by the loops, which only read it.
+// copy is shared by the loops, which only read it, and indexed, as the
+// machine's own is: the report's lean encoding looks up every probe.
 type policyCache struct {
 	mu   sync.Mutex
 	p    *failover.Policy
@@ -678,6 +679,9 @@ func (c *policyCache) get(m *failover.Machine) (*failover.Policy, string) {
 	defer c.mu.Unlock()
 	if c.p == nil || h != c.hash {
 		c.p, c.hash = m.Policy()
+		if c.p != nil {
+			c.p = c.p.Indexed()
+		}
 	}
 	return c.p, c.hash
 }
