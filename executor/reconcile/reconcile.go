@@ -410,9 +410,10 @@ func (r *Reconciler) pass(ctx context.Context, rep *Report) (Result, error) {
 		rep.Match = true
 		r.awaitBatchVerification(ctx)
 		r.log.Info("dns records flipped", "gen", d.Gen, "site", d.Active, "records", describe(want), "took", rep.Write)
-		// The record is committed while the servers are verified, not
-		// before: with many groups their records are applied one after
-		// the other, and verified_at would wait for the last of them.
+		// A group that writes alone commits the record while its servers
+		// are verified, not before (a batch member's verification is
+		// already in, see awaitBatchVerification): the pass waits for
+		// the commit only before it records the verification.
 		done := make(chan error, 1)
 		go func() {
 			done <- r.propose(ctx, failover.ActionResult{Gen: d.Gen, Outcome: failover.OutcomeWritten,
