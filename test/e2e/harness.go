@@ -775,7 +775,11 @@ func (w *World) dumpLogs() {
 	for _, n := range w.Nodes {
 		w.T.Logf("---- tail of node %s log (%s) ----\n%s", n.ID, n.LogPath, tail(n.Log(), 60))
 	}
-	w.T.Logf("---- tail of BIND log ----\n%s", tail(w.BIND.Log(), 15))
+	// A world whose BIND never started has none to show: its error
+	// is the failure, and a panic here would hide it.
+	if w.BIND != nil {
+		w.T.Logf("---- tail of BIND log ----\n%s", tail(w.BIND.Log(), 15))
+	}
 }
 
 func tail(s string, lines int) string {
