@@ -118,7 +118,7 @@ func table(t *testing.T) string {
 			deploy.num(t, "total_ms_p50"), deploy.num(t, "total_ms_p90"), budget, dr, deploy.num(t, "ratio_total_over_fall_x_interval_p90"), deploy.num(t, "verified_after_kill_ms_p50")),
 		"median ≤ 0.4 × fall × interval", verdict(dr, 0.4), deploy)
 	row(fmt.Sprintf("failover over the floor (%.0f kills; interval %.0f s, fall %.0f): overhead from `detected_at` to BIND answering", floor.num(t, "trials"), floor.num(t, "interval_s"), floor.num(t, "fall")),
-		fmt.Sprintf("p50 %.0f ms, p90 %.0f ms, of which probe → report → Raft commit p50 %.0f ms; total ÷ fall × interval p50 %.2f",
+		fmt.Sprintf("p50 %.0f ms, p90 %.0f ms, of which probe → report → the leader's stamp of the deciding command (not its commit) p50 %.0f ms; total ÷ fall × interval p50 %.2f",
 			floor.num(t, "overhead_ms_p50"), floor.num(t, "overhead_ms_p90"), floor.num(t, "commit_after_floor_ms_p50"), floor.num(t, "ratio_total_over_fall_x_interval_p50")),
 		"—", "—", floor)
 	lr := loss.num(t, "added_over_heartbeat_timeout_p50")

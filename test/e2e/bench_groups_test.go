@@ -449,7 +449,7 @@ func reportGroups(b *testing.B, o Options, one, many *groupsRun, flips, regions 
 	b.Helper()
 	flipSeries := []series[trial]{
 		{"floor_after_kill_ms", "kill -> floor (detected_at)", func(t trial) float64 { return float64(t.Floor-t.Kill) / 1e6 }},
-		{"commit_after_floor_ms", "floor -> decision committed", func(t trial) float64 { return float64(t.Decided-t.Floor) / 1e6 }},
+		{"commit_after_floor_ms", "floor -> deciding command stamped by the leader", func(t trial) float64 { return float64(t.Decided-t.Floor) / 1e6 }},
 		{"bind_after_floor_ms", "floor -> BIND answers backup", func(t trial) float64 { return float64(t.AtBIND-t.Floor) / 1e6 }},
 		{"verified_after_floor_ms", "floor -> leader verified", func(t trial) float64 { return float64(t.Verified-t.Floor) / 1e6 }},
 	}

@@ -373,7 +373,7 @@ func report(b *testing.B, w *World, got []trial, run benchRun) {
 	series := []series[trial]{
 		{"floor_after_kill_ms", "kill -> floor (detected_at)", func(t trial) float64 { return float64(t.Floor-t.Kill) / 1e6 }},
 		{"first_failure_after_kill_ms", "kill -> first failed probe", func(t trial) float64 { return float64(t.FirstFailure-t.Kill) / 1e6 }},
-		{"commit_after_floor_ms", "floor -> decision committed", func(t trial) float64 { return float64(t.Decided-t.Floor) / 1e6 }},
+		{"commit_after_floor_ms", "floor -> deciding command stamped by the leader", func(t trial) float64 { return float64(t.Decided-t.Floor) / 1e6 }},
 		{"bind_after_commit_ms", "decision -> BIND answers backup", func(t trial) float64 { return float64(t.AtBIND-t.Decided) / 1e6 }},
 		{"overhead_ms", "floor -> BIND answers backup", func(t trial) float64 { return float64(t.AtBIND-t.Floor) / 1e6 }},
 		{"total_ms", "kill -> BIND answers backup", func(t trial) float64 { return float64(t.AtBIND-t.Kill) / 1e6 }},
